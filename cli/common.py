@@ -1,0 +1,37 @@
+"""Options and output helpers shared by the command modules."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
+
+data_option = click.option(
+    "--data",
+    "data_path",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="A client's Data folder (MPQ chain) or a folder of loose extracted files.",
+)
+
+
+def echo_json(obj) -> None:
+    """Write ``obj`` as indented JSON to stdout (numpy scalars and arrays converted)."""
+    import numpy as np
+
+    def default(o):
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, (bytes, bytearray)):
+            return o.hex()
+        if hasattr(o, "__fspath__"):
+            return str(o)
+        raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+    json.dump(obj, sys.stdout, indent=2, default=default)
+    sys.stdout.write("\n")

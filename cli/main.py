@@ -1,0 +1,95 @@
+"""``wowgrass``: the click group, lazy subcommand loading and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from wowgrass import __version__
+from wowgrass.errors import WowgrassError
+
+# name -> "module:attribute"; modules import lazily so `wowgrass dbc info` never loads moderngl.
+COMMANDS = {
+    "mpq": ("wowgrass.cli.mpq:mpq", "Inspect, list and extract MPQ archives."),
+    "dbc": ("wowgrass.cli.dbc:dbc", "Inspect DBC tables (ground-effect density fields)."),
+    "adt": ("wowgrass.cli.adt:adt", "Inspect terrain tiles (ADT) and draw them."),
+    "m2": ("wowgrass.cli.m2:m2", "Inspect and export M2 models."),
+    "blp": ("wowgrass.cli.blp:blp", "Inspect and convert BLP textures."),
+    "sample": ("wowgrass.cli.sample:sample", "Build the built-in sample world."),
+    "bake": ("wowgrass.cli.bake:bake", "Precompute grass placements into cached bundles."),
+    "bundle": ("wowgrass.cli.bake:bundle", "Inspect baked instance bundles."),
+    "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
+}
+
+
+def fail(message: str) -> "NoReturn":  # noqa: F821
+    """Print ``error: message`` on stderr and exit with status 2."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self._available()))
+
+    def _available(self):
+        out = []
+        for name, (target, _help) in COMMANDS.items():
+            mod = target.split(":")[0]
+            if importlib.util.find_spec(mod) is not None:
+                out.append(name)
+        return out
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None or name not in COMMANDS:
+            return cmd
+        target, _help = COMMANDS[name]
+        mod_name, attr = target.split(":")
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod_name:
+                return None
+            raise
+        return getattr(mod, attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx) if n in COMMANDS]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except WowgrassError as exc:
+            fail(str(exc))
+        except FileNotFoundError as exc:
+            name = exc.filename or str(exc)
+            fail(f"no such file: {name}" if exc.filename else str(exc))
+        except IsADirectoryError as exc:
+            fail(f"is a directory: {exc.filename}")
+        except PermissionError as exc:
+            fail(f"permission denied: {exc.filename}")
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="wowgrass")
+def cli():
+    """wowgrass reads World of Warcraft 1.12 / 2.4.3 / 3.3.5 client data, works out where the
+    ground-effect grass grows, bakes the placements and renders a zone with wind-swayed grass.
+
+    Every command that reads game data takes --data PATH: a client's Data folder (MPQ chain)
+    or a folder of loose extracted files. With no --data, wowgrass uses its built-in sample world.
+    """
+
+
+def main(argv=None):
+    cli.main(args=argv, prog_name="wowgrass")
+
+
+if __name__ == "__main__":
+    main()

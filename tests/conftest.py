@@ -1,0 +1,30 @@
+"""Shared fixtures: the real-data folder, a private cache folder, the fixtures folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """``$WOWGRASS_REALDATA`` (real client files); tests using it skip when it is absent."""
+    root = os.environ.get("WOWGRASS_REALDATA")
+    if not root:
+        pytest.skip("WOWGRASS_REALDATA is not set (real client files are not available)")
+    path = Path(root)
+    if not path.is_dir():
+        pytest.skip(f"WOWGRASS_REALDATA={root} is not a folder")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Keep every test's cache (sample world, bundles) out of the user's real cache folder."""
+    if "WOWGRASS_TEST_CACHE" not in os.environ:
+        os.environ["WOWGRASS_TEST_CACHE"] = str(tmp_path_factory.getbasetemp() / "cache")
+    monkeypatch.setenv("WOWGRASS_CACHE", os.environ["WOWGRASS_TEST_CACHE"])

@@ -1,0 +1,59 @@
+"""One error hierarchy for the whole package.
+
+Parsers raise :class:`FormatError` (a ``ValueError``) naming the file, the byte offset and what
+was wrong; the command line turns any :class:`WowgrassError` into ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class WowgrassError(Exception):
+    """Base class of every error wowgrass raises on purpose."""
+
+
+class FormatError(WowgrassError, ValueError):
+    """Bytes that do not follow the format: carries ``path``, ``offset`` and ``reason``."""
+
+    def __init__(self, reason: str, *, path: str | None = None, offset: int | None = None):
+        self.reason = reason
+        self.path = path
+        self.offset = offset
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = self.path or "<bytes>"
+        if self.offset is not None:
+            where += f" at 0x{self.offset:X}"
+        return f"{where}: {self.reason}"
+
+    def with_path(self, path: str) -> "FormatError":
+        """Return a copy naming ``path`` where the raiser did not know the file name."""
+        if self.path:
+            return self
+        err = type(self).__new__(type(self))
+        FormatError.__init__(err, self.reason, path=path, offset=self.offset)
+        return err
+
+
+class TruncatedError(FormatError):
+    """The data ends before a declared size or count says it should."""
+
+
+class UnsupportedError(FormatError):
+    """Valid data that wowgrass does not handle (a version, a codec, an encoding)."""
+
+
+class ChecksumError(FormatError):
+    """A stored checksum does not match the bytes."""
+
+
+class GameFileNotFound(WowgrassError, FileNotFoundError):
+    """A path that no archive or folder of the data source holds."""
+
+
+class StaleBundleError(FormatError):
+    """A bundle whose provenance or version no longer matches its inputs: rebake it."""
+
+
+class UsageError(WowgrassError):
+    """A request that cannot be carried out as given (missing table, bad option combination)."""

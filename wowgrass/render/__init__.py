@@ -1,0 +1,1 @@
+"""Rendering (moderngl). The only package that imports moderngl; nothing upstream imports it."""
