@@ -85,7 +85,7 @@ class DbcSchema:
 
     table: str
     build: str  # short name, see BUILDS
-    build_range: str  # the .dbd BUILD lines that cover it
+    build_range: str  # the .dbd BUILD entry that covers it, e.g. "3.0.1.8681-3.3.5.12340"
     dtype: np.dtype
     string_fields: tuple[str, ...]
     id_field: str
@@ -125,7 +125,7 @@ def schema_for(table: str, build: str) -> DbcSchema:
     dtype = d.dtype(full)
     strings = tuple(f.name for f in d.fields if f.inline and f.type in ("string", "locstring"))
     ids = [f.name for f in d.fields if f.inline and f.is_id]
-    schema = DbcSchema(definition_file.name, short, d.build_text(), dtype, strings,
+    schema = DbcSchema(definition_file.name, short, d.covering(full), dtype, strings,
                        ids[0] if ids else dtype.names[0])
     documented = DOCUMENTED_RECORD_SIZES.get((definition_file.name, short))
     if documented is not None and documented != schema.record_size:  # pragma: no cover - vendored data
@@ -359,8 +359,12 @@ def _doodad_detection(dbc: DbcFile) -> Detection:
         distinct = len(np.unique(values[valid & (values != 0)])) if valid.any() else 0
         scores[col] = (bool(valid.all()), distinct)
     old, new = scores[2], scores[1]  # 1.12 layout: path in column 2; 3.3.5: path in column 1
-    desc = (f"column 1 {'holds' if new[0] else 'does not hold'} valid string offsets ({new[1]} distinct strings), "
-            f"column 2 {'holds' if old[0] else 'does not hold'} them ({old[1]} distinct)")
+
+    def says(col, score):
+        return f"column {col} holds string offsets ({score[1]} distinct)" if score[0] else \
+            f"column {col} does not hold string offsets"
+
+    desc = f"{says(1, new)}, {says(2, old)}"
     notes: list[str] = []
     if old[0] and not new[0]:
         build, ambiguous = "1.12", False

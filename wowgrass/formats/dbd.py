@@ -96,6 +96,13 @@ class Definition:
     def covers(self, build: Build) -> bool:
         return build in self.builds or any(lo <= build <= hi for lo, hi in self.ranges)
 
+    def covering(self, build: Build) -> str:
+        """The BUILD entry (range or single build) that covers ``build``."""
+        for lo, hi in self.ranges:
+            if lo <= build <= hi:
+                return f"{'.'.join(map(str, lo))}-{'.'.join(map(str, hi))}"
+        return ".".join(map(str, build))
+
     def build_text(self) -> str:
         """The BUILD lines as a short readable string (ranges first)."""
         parts = ["-".join(".".join(map(str, b)) for b in r) for r in self.ranges]
