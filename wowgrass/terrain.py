@@ -1,0 +1,301 @@
+"""Terrain tiles for people: load an ADT from a file or a data source, summarize it, draw it.
+
+The format itself lives in :mod:`wowgrass.formats.adt`; this module adds what the ``wowgrass adt``
+commands need: finding a tile's WDT (for the big-alpha flag), a JSON-able summary and pictures of
+the tile drawn with numpy (north up, east to the right; one 64×64 alpha texel = one pixel at 1024).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.errors import UsageError
+from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, UNIT_SIZE, AdtTile, McnkFlags
+from wowgrass.formats.chunks import iter_chunks
+from wowgrass.formats.wdt import WdtFile
+
+IMAGE_KINDS = ("height", "layers", "effects", "mask")
+_TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
+
+
+def adt_game_path(map_name: str, col: int, row: int) -> str:
+    return f"World\\Maps\\{map_name}\\{map_name}_{col}_{row}.adt"
+
+
+def wdt_game_path(map_name: str) -> str:
+    return f"World\\Maps\\{map_name}\\{map_name}.wdt"
+
+
+def parse_tile_arg(text: str) -> tuple[int, int]:
+    """``"COL,ROW"`` → (col, row) within 0..63."""
+    m = re.fullmatch(r"\s*(\d+)\s*[,_ ]\s*(\d+)\s*", text or "")
+    if not m:
+        raise UsageError(f"--tile must be COL,ROW (e.g. 32,48), got {text!r}")
+    col, row = int(m.group(1)), int(m.group(2))
+    if not (0 <= col < 64 and 0 <= row < 64):
+        raise UsageError(f"--tile {col},{row}: column and row must be 0..63")
+    return col, row
+
+
+def sibling_wdt(adt_path: Path) -> Path | None:
+    """``<dir>/<Map>.wdt`` beside ``<dir>/<Map>_<col>_<row>.adt``, when it exists."""
+    m = _TILE_NAME.match(adt_path.name)
+    if not m:
+        return None
+    for cand in adt_path.parent.iterdir():
+        if cand.name.lower() == f"{m.group('map')}.wdt".lower() and cand.is_file():
+            return cand
+    return None
+
+
+def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_alpha=None,
+              doodad_map_msb_first=False) -> tuple[AdtTile, bytes, dict]:
+    """Read a tile from ``file`` or from a data source (``data`` folder + ``map_name`` + (col, row)).
+
+    The big-alpha flag comes from ``big_alpha`` when given, else from the map's WDT (``wdt`` path,
+    the WDT beside the file, or the data source's); without a WDT, 4-bit alpha is assumed.
+    Returns (tile, raw bytes, source description).
+    """
+    wdt_bytes = wdt_name = None
+    if file is not None:
+        if data is not None or map_name or tile:
+            raise UsageError("give either FILE or --data with --map and --tile, not both")
+        path = Path(file)
+        raw = path.read_bytes()
+        name = str(path)
+        wdt_path = Path(wdt) if wdt else (sibling_wdt(path) if big_alpha is None else None)
+        if wdt_path is not None:
+            wdt_bytes, wdt_name = wdt_path.read_bytes(), str(wdt_path)
+    else:
+        if data is None or not map_name or tile is None:
+            raise UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
+        from wowgrass.data import open_data
+
+        source = open_data(data) if not hasattr(data, "read") else data
+        col, row = tile
+        name = adt_game_path(map_name, col, row)
+        raw = source.read(name)
+        if wdt:
+            wdt_bytes, wdt_name = Path(wdt).read_bytes(), str(wdt)
+        elif big_alpha is None and source.exists(wdt_game_path(map_name)):
+            wdt_name = wdt_game_path(map_name)
+            wdt_bytes = source.read(wdt_name)
+    wdt_info = None
+    if big_alpha is None:
+        big_alpha = False
+        if wdt_bytes is not None:
+            w = WdtFile.from_bytes(wdt_bytes, wdt_name)
+            big_alpha = w.big_alpha
+            wdt_info = {"path": wdt_name, "flags": w.flags, "big_alpha": w.big_alpha, "tiles": int(w.main.sum())}
+    t = AdtTile.from_bytes(raw, name, big_alpha=big_alpha, doodad_map_msb_first=doodad_map_msb_first)
+    return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
+
+
+def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
+    """A JSON-able description of a tile (what ``wowgrass adt info`` prints)."""
+    exists = np.arange(4)[None, :] < t.n_layers[:, None]
+    effects = Counter(t.layer_effect[exists].tolist())
+    enc = Counter(ALPHA_ENCODING_NAMES[int(e)] for e in t.alpha_encoding[:, 1:][exists[:, 1:]])
+    textures_used = Counter(t.layer_texture[exists].tolist())
+    ah = t.abs_heights
+    holes = t.hole_cells()
+    out = {
+        "tile": {"col": t.col, "row": t.row},
+        "version": t.version,
+        "big_alpha": t.big_alpha,
+        "chunks": [],
+        "mcnk": {
+            "count": 256,
+            "layers_per_chunk": {str(n): int((t.n_layers == n).sum()) for n in range(5) if (t.n_layers == n).any()},
+            "layers_total": int(t.n_layers.sum()),
+            "do_not_fix_alpha_chunks": int(((t.chunk_flags & McnkFlags.DO_NOT_FIX_ALPHA_MAP) != 0).sum()),
+            "shadow_chunks": int(((t.chunk_flags & McnkFlags.HAS_MCSH) != 0).sum()),
+            "mccv_chunks": int(t.has_mccv.sum()) if t.has_mccv is not None else 0,
+            "liquid_chunks": sum(1 for x in t.liquids if x),
+        },
+        "textures": [{"index": i, "path": p, "layers": textures_used.get(i, 0)} for i, p in enumerate(t.textures)],
+        "models": len(t.models), "wmos": len(t.wmos),
+        "doodads": int(len(t.mddf)), "wmo_instances": int(len(t.modf)),
+        "alpha_encodings": dict(sorted(enc.items())),
+        "layers_with_alpha_flag": int(((t.layer_flags & 0x100) != 0)[exists].sum()),
+        "effect_ids": [{"id": int(k), "layers": int(v)} for k, v in effects.most_common()],
+        "no_effect_doodad_cells": int(t.no_effect_doodad.sum()),
+        "doodad_mapping_nonzero_chunks": int((t.doodad_mapping.reshape(256, -1) != 0).any(axis=1).sum()),
+        "hole_chunks": int((t.holes != 0).sum()),
+        "hole_cells": int(holes.sum()),
+        "height": {"min": float(ah.min()), "max": float(ah.max())},
+        "chunk0_position": [float(v) for v in t.positions[0]],
+        "liquid": {"mh2o": t.mh2o is not None, "mclq_chunks": sum(1 for x in t.liquids if x)},
+    }
+    if raw is not None:
+        counts: Counter = Counter()
+        sizes: Counter = Counter()
+        for ch in iter_chunks(raw, t.path):
+            counts[ch.tag.decode("latin-1")] += 1
+            sizes[ch.tag.decode("latin-1")] += ch.size
+        out["chunks"] = [{"id": k, "count": counts[k], "bytes": sizes[k]} for k in counts]
+        out["file_size"] = len(raw)
+    return out
+
+
+# --- pictures ------------------------------------------------------------------------------------
+def tile_grid(t: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
+    """(256, n, n, ...) per-chunk arrays → one (16n, 16n, ...) tile picture, north up."""
+    per_chunk = np.asarray(per_chunk)
+    n = per_chunk.shape[1]
+    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
+    grid[t.index_xy[:, 1], t.index_xy[:, 0]] = per_chunk
+    axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
+    return grid.transpose(axes).reshape((16 * n, 16 * n) + per_chunk.shape[3:])
+
+
+def _pixel_points(t: AdtTile, size: int):
+    """World (x, y) and chunk index of every pixel centre of a size×size picture of the tile."""
+    origin = t.positions[(t.index_xy[:, 0] == 0) & (t.index_xy[:, 1] == 0)]
+    ox, oy = (origin[0, 0], origin[0, 1]) if len(origin) else (t.positions[0, 0], t.positions[0, 1])
+    step = 128 * UNIT_SIZE / size
+    k = (np.arange(size) + 0.5) * step
+    x = ox - k[:, None]                      # rows go south
+    y = oy - k[None, :]                      # columns go east
+    x, y = np.broadcast_arrays(x, y)
+    return x, y, t.chunk_index_at(x, y)
+
+
+def _hash_colour(values: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A stable, well-spread RGB colour per integer value."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    cols = np.zeros((len(uniq), 3), np.uint8)
+    for i, v in enumerate(uniq.tolist()):
+        h = zlib.crc32(f"{seed}:{v}".encode())
+        hue = (h % 360) / 360.0
+        sat = 0.55 + ((h >> 9) % 40) / 100.0
+        val = 0.75 + ((h >> 17) % 25) / 100.0
+        cols[i] = _hsv(hue, sat, val)
+    return cols[inv.reshape(values.shape)]
+
+
+def _hsv(h, s, v):
+    i = int(h * 6) % 6
+    f = h * 6 - int(h * 6)
+    p, q, w = v * (1 - s), v * (1 - f * s), v * (1 - (1 - f) * s)
+    r, g, b = [(v, w, p), (q, v, p), (p, v, w), (p, q, v), (w, p, v), (v, p, q)][i]
+    return (int(r * 255), int(g * 255), int(b * 255))
+
+
+def _hillshade(z: np.ndarray, pixel_yards: float) -> np.ndarray:
+    """Lambert shading of a height image lit from the north-west, 0..1."""
+    dz_row, dz_col = np.gradient(z.astype(np.float64), pixel_yards)
+    # image rows go south (−X), columns east (−Y): normal = (-dz/dx, -dz/dy, 1) in (south, east, up)
+    n = np.stack([-dz_row, -dz_col, np.ones_like(z, dtype=np.float64)], axis=-1)
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    light = np.array([-1.0, -1.0, 1.5])           # from the north-west, above
+    light /= np.linalg.norm(light)
+    return np.clip(n @ light, 0, 1)
+
+
+_TERRAIN_RAMP = np.array([[40, 70, 140], [70, 140, 90], [150, 170, 90], [160, 120, 70], [235, 235, 235]], float)
+
+
+def _ramp(v: np.ndarray) -> np.ndarray:
+    v = np.clip(v, 0, 1) * (len(_TERRAIN_RAMP) - 1)
+    i = np.minimum(v.astype(int), len(_TERRAIN_RAMP) - 2)
+    f = (v - i)[..., None]
+    return _TERRAIN_RAMP[i] * (1 - f) + _TERRAIN_RAMP[i + 1] * f
+
+
+def _relief(t: AdtTile, size: int) -> tuple[np.ndarray, np.ndarray]:
+    x, y, ci = _pixel_points(t, size)
+    z = t.heights_at(np.maximum(ci, 0), x, y)
+    return z, _hillshade(z, 128 * UNIT_SIZE / size)
+
+
+def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray:
+    """A (size, size, 3) uint8 RGB picture of the tile, north up, east right.
+
+    ``height``: shaded relief coloured by height; ``layers``: texture colours blended by the
+    alpha maps; ``effects``: each cell coloured by the effectId its doodadMapping layer selects
+    (dark where there is none); ``mask``: noEffectDoodad cells red, holes black, over the relief.
+    """
+    from PIL import Image
+
+    if kind not in IMAGE_KINDS:
+        raise UsageError(f"unknown image kind {kind!r}; choose from {', '.join(IMAGE_KINDS)}")
+    if not 16 <= size <= 8192:
+        raise UsageError(f"image size {size} outside 16..8192")
+
+    def resize(img, nearest):
+        if img.shape[0] == size:
+            return img
+        im = Image.fromarray(img)
+        return np.asarray(im.resize((size, size), Image.NEAREST if nearest else Image.BILINEAR))
+
+    if kind == "height":
+        z, shade = _relief(t, size)
+        lo, hi = (float(v) for v in np.percentile(z, [1, 99]))
+        rgb = _ramp((z - lo) / max(hi - lo, 1e-6)) * (0.45 + 0.55 * shade[..., None])
+        return np.clip(rgb, 0, 255).astype(np.uint8)
+    if kind == "layers":
+        tex = np.where(t.layer_texture >= 0, t.layer_texture, -1)
+        colours = _hash_colour(tex, seed=1).astype(np.float32)          # (256, 4, 3)
+        w = t.alpha.astype(np.float32)
+        w[:, 0] = np.clip(255 - w[:, 1:].sum(axis=1), 0, 255)
+        exists = np.arange(4)[None, :] < t.n_layers[:, None]
+        w *= exists[:, :, None, None]
+        total = np.maximum(w.sum(axis=1, keepdims=True), 1)
+        rgb = np.einsum("clyx,clk->cyxk", w / total, colours)         # (256, 64, 64, 3)
+        img = tile_grid(t, np.clip(rgb, 0, 255).astype(np.uint8))
+        return resize(img, nearest=False)
+    if kind == "effects":
+        layer = t.doodad_mapping.astype(np.int64)
+        eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
+        valid = layer < t.n_layers[:, None, None]
+        eff = np.where(valid, eff, 0)
+        col = _hash_colour(eff, seed=2)
+        none = (eff == 0) | (eff == 0xFFFF) | (eff == 0xFFFFFFFF)
+        col[none] = (30, 30, 30)
+        img = resize(tile_grid(t, col), nearest=True)
+        return _grid_lines(img)
+    # mask
+    z, shade = _relief(t, size)
+    base = (110 + 120 * shade)[..., None] * np.array([0.8, 1.0, 0.8])
+    cells = np.zeros((256, 8, 8), np.uint8)
+    cells[t.no_effect_doodad] = 1
+    cells[t.hole_cells()] = 2
+    cell_img = resize(tile_grid(t, cells), nearest=True)
+    rgb = base.copy()
+    rgb[cell_img == 1] = rgb[cell_img == 1] * 0.3 + np.array([230, 40, 40]) * 0.7
+    rgb[cell_img == 2] = (0, 0, 0)
+    return _grid_lines(np.clip(rgb, 0, 255).astype(np.uint8))
+
+
+def _grid_lines(img: np.ndarray) -> np.ndarray:
+    """Darken the chunk borders so cells can be told apart."""
+    img = img.copy()
+    size = img.shape[0]
+    edges = np.unique(np.round(np.arange(1, 16) * size / 16).astype(int))
+    img[edges] = (img[edges] * 0.5).astype(np.uint8)
+    img[:, edges] = (img[:, edges] * 0.5).astype(np.uint8)
+    return img
+
+
+def write_tile_image(t: AdtTile, path, kind: str = "height", size: int = 1024) -> Path:
+    """Draw the tile and write it as a PNG atomically."""
+    import io
+
+    from PIL import Image
+
+    from wowgrass.fileio import write_atomic
+
+    rgb = tile_image(t, kind, size)
+    bio = io.BytesIO()
+    Image.fromarray(rgb, "RGB").save(bio, format="PNG")
+    return write_atomic(path, bio.getvalue())
+
+
+__all__ = ["IMAGE_KINDS", "adt_game_path", "load_tile", "parse_tile_arg", "tile_image",
+           "tile_summary", "write_tile_image"]
