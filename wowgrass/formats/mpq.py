@@ -1,0 +1,927 @@
+"""MPQ archives (Blizzard's "Mo'PaQ"), as used by the WoW 1.12, 2.4.3 and 3.3.5 clients.
+
+Reads header formats v1-v4 (the classic hash and block tables only; v3/v4 headers are accepted,
+HET/BET-only archives are not), a user-data block (``MPQ\\x1b``) in front of the header, a header
+at any 512-byte boundary, the v2 high block table, encrypted tables, file flags COMPRESS,
+IMPLODE, ENCRYPTED, FIX_KEY, SINGLE_UNIT, SECTOR_CRC, DELETE_MARKER and compression masks zlib,
+bzip2, PKWARE DCL and LZMA. Huffman, ADPCM and sparse (WAV/SC2 codecs) raise UnsupportedError.
+Spec digest: ``shared/docs/formats.md`` §5; https://wowdev.wiki/MPQ, StormLib's SBaseCommon.cpp.
+
+Quirks worth knowing:
+
+* Decryption looks sequential (each word feeds the next state) but the state after word n
+  depends only on the previous 32 words, since bit j of the next state depends only on bits
+  < j of the current one. So long tables are decrypted as many short lanes in parallel with
+  numpy, each lane warmed up on the 32 words before it. The key schedule does not depend on
+  the data and falls into a cycle of a few words, so it is tiled.
+* Sector checksums are zlib's adler32 seeded with 0 (not 1), taken over the stored (compressed,
+  decrypted) sector; 0 and 0xFFFFFFFF mean "no checksum".
+* A sector is compressed only when its stored size is smaller than its plain size.
+* Lookups prefer the requested locale, then the neutral one (0), then any copy.
+"""
+
+from __future__ import annotations
+
+import bz2
+import fnmatch
+import lzma
+import math
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntFlag
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.binary import unpack_from
+from wowgrass.errors import (
+    ChecksumError,
+    FormatError,
+    GameFileNotFound,
+    TruncatedError,
+    UnsupportedError,
+    UsageError,
+)
+from wowgrass.fileio import write_atomic
+
+# --- constants ---------------------------------------------------------------------------------
+
+MPQ_MAGIC = b"MPQ\x1a"
+USER_DATA_MAGIC = b"MPQ\x1b"
+HEADER_ALIGN = 512
+HEADER_SIZES = {0: 0x20, 1: 0x2C, 2: 0x44, 3: 0xD0}
+MAX_SECTOR_SHIFT = 24          # 8 GiB sectors would be absurd; bigger shifts are corruption
+
+HASH_ENTRY_EMPTY = 0xFFFFFFFF
+HASH_ENTRY_DELETED = 0xFFFFFFFE
+KEY_HASH_TABLE = 0xC3AF3770    # hash_string("(hash table)", HASH_KEY)
+KEY_BLOCK_TABLE = 0xEC83B3A3   # hash_string("(block table)", HASH_KEY)
+
+HASH_OFFSET, HASH_A, HASH_B, HASH_KEY = 0, 1, 2, 3
+SPECIAL_FILES = ("(listfile)", "(attributes)", "(signature)")
+
+
+class FileFlags(IntFlag):
+    IMPLODE = 0x00000100
+    COMPRESS = 0x00000200
+    ENCRYPTED = 0x00010000
+    FIX_KEY = 0x00020000
+    PATCH_FILE = 0x00100000
+    SINGLE_UNIT = 0x01000000
+    DELETE_MARKER = 0x02000000
+    SECTOR_CRC = 0x04000000
+    EXISTS = 0x80000000
+
+
+class Compression(IntFlag):
+    HUFFMAN = 0x01
+    ZLIB = 0x02
+    PKWARE = 0x08
+    BZIP2 = 0x10
+    SPARSE = 0x20
+    ADPCM_MONO = 0x40
+    ADPCM_STEREO = 0x80
+
+
+COMPRESSION_LZMA = 0x12        # SC2: a value, not a bit combination
+_SUPPORTED_BITS = Compression.ZLIB | Compression.PKWARE | Compression.BZIP2
+_COMPRESSION_NAMES = {"zlib": Compression.ZLIB, "bzip2": Compression.BZIP2, "pkware": Compression.PKWARE}
+
+# --- record layouts ----------------------------------------------------------------------------
+
+# Header fields as (name, struct code); v2..v4 extend v1. Sizes asserted against the spec.
+_HEADER_V1 = [("magic", "4s"), ("header_size", "I"), ("archive_size", "I"), ("format_version", "H"),
+              ("sector_shift", "H"), ("hash_table_pos", "I"), ("block_table_pos", "I"),
+              ("hash_table_size", "I"), ("block_table_size", "I")]
+_HEADER_V2 = _HEADER_V1 + [("hi_block_table_pos", "Q"), ("hash_table_pos_hi", "H"), ("block_table_pos_hi", "H")]
+_HEADER_V3 = _HEADER_V2 + [("archive_size64", "Q"), ("bet_table_pos", "Q"), ("het_table_pos", "Q")]
+_HEADER_V4 = _HEADER_V3 + [("hash_table_size64", "Q"), ("block_table_size64", "Q"), ("hi_block_table_size64", "Q"),
+                           ("het_table_size64", "Q"), ("bet_table_size64", "Q"), ("raw_chunk_size", "I"),
+                           ("md5s", "96s")]
+_HEADER_STRUCTS = {v: (struct.Struct("<" + "".join(c for _, c in spec)), [n for n, _ in spec])
+                   for v, spec in enumerate((_HEADER_V1, _HEADER_V2, _HEADER_V3, _HEADER_V4))}
+for _v, (_s, _) in _HEADER_STRUCTS.items():
+    assert _s.size == HEADER_SIZES[_v], (_v, _s.size)
+_USER_DATA = struct.Struct("<4sIII")   # magic, user data size, header offset, user data header size
+
+HASH_DTYPE = np.dtype([("hash_a", "<u4"), ("hash_b", "<u4"), ("locale", "<u2"), ("platform", "<u1"),
+                       ("flags", "<u1"), ("block_index", "<u4")])
+BLOCK_DTYPE = np.dtype([("file_pos", "<u4"), ("packed_size", "<u4"), ("size", "<u4"), ("flags", "<u4")])
+assert HASH_DTYPE.itemsize == 16 and BLOCK_DTYPE.itemsize == 16
+
+# --- crypto ------------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _build_crypt_table() -> np.ndarray:
+    table = np.zeros(0x500, np.uint32)
+    seed = 0x00100001
+    for i in range(0x100):
+        for j in range(5):
+            seed = (seed * 125 + 3) % 0x2AAAAB
+            hi = (seed & 0xFFFF) << 16
+            seed = (seed * 125 + 3) % 0x2AAAAB
+            table[i + j * 0x100] = hi | (seed & 0xFFFF)
+    return table
+
+
+CRYPT_TABLE = _build_crypt_table()
+_CRYPT_LIST = CRYPT_TABLE.tolist()            # Python ints: fast scalar indexing in hash_string
+_DECRYPT_T = CRYPT_TABLE[0x400:0x500].copy()
+_DECRYPT_LIST = _DECRYPT_T.tolist()
+
+
+def _name_bytes(name: str | bytes) -> bytes:
+    if isinstance(name, str):
+        name = name.encode("utf-8", "surrogateescape")
+    return name.upper().replace(b"/", b"\\")
+
+
+def hash_string(name: str | bytes, kind: int) -> int:
+    """StormLib's HashString: ASCII upper-case, '/' as '\\', table region ``kind`` (0..3)."""
+    t = _CRYPT_LIST
+    off = kind << 8
+    s1, s2 = 0x7FED7FED, 0xEEEEEEEE
+    for ch in _name_bytes(name):
+        s1 = (t[off + ch] ^ (s1 + s2)) & _M32
+        s2 = (ch + s1 + s2 + (s2 << 5) + 3) & _M32
+    return s1
+
+
+def file_key(name: str, file_pos: int = 0, size: int = 0, fix_key: bool = False) -> int:
+    """Encryption key of a file: hash of its base name, adjusted by position and size for FIX_KEY."""
+    base = name.replace("/", "\\").rsplit("\\", 1)[-1]
+    key = hash_string(base, HASH_KEY)
+    if fix_key:
+        key = ((key + file_pos) & _M32) ^ size
+    return key
+
+
+def _next_key(k: int) -> int:
+    return (((~k << 21) + 0x11111111) | (k >> 11)) & _M32
+
+
+def _key_stream(key: int, n: int) -> np.ndarray:
+    """The per-word keys; data-independent, with a short pre-period and a cycle of a few words."""
+    keys: list[int] = []
+    seen: dict[int, int] = {}
+    k = key & _M32
+    while len(keys) < n:
+        if k in seen:
+            head = np.array(keys, np.uint32)
+            cycle = head[seen[k]:]
+            return np.concatenate([head, np.resize(cycle, n - len(keys))])
+        seen[k] = len(keys)
+        keys.append(k)
+        k = _next_key(k)
+    return np.array(keys, np.uint32)
+
+
+def _decrypt_py(words: list[int], key: int) -> list[int]:
+    t = _DECRYPT_LIST
+    s2 = 0xEEEEEEEE
+    out = []
+    for w in words:
+        s2 = (s2 + t[key & 0xFF]) & _M32
+        v = w ^ ((key + s2) & _M32)
+        out.append(v)
+        key = (((~key << 21) + 0x11111111) | (key >> 11)) & _M32
+        s2 = (v + s2 + (s2 << 5) + 3) & _M32
+    return out
+
+
+_WARMUP = 32   # words after which the decryption state no longer depends on where it started
+
+
+def decrypt_words(words: np.ndarray, key: int) -> np.ndarray:
+    """Decrypt a ``<u4`` array with ``key`` (returns a new uint32 array)."""
+    words = np.asarray(words, dtype="<u4")
+    n = len(words)
+    if n < 1024:
+        return np.array(_decrypt_py(words.tolist(), key), np.uint32)
+    lane = 256 if n >= 65536 else 64
+    lanes = -(-n // lane)
+    total = lanes * lane
+    keys = _key_stream(key, total)
+    w = np.zeros(total, np.uint32)
+    w[:n] = words
+    t = _DECRYPT_T[keys & 0xFF]
+
+    def extend(a):
+        # (lanes, warmup + lane): each lane preceded by the last 32 words of the previous lane
+        a = a.reshape(lanes, lane)
+        e = np.zeros((lanes, _WARMUP + lane), np.uint32)
+        e[:, _WARMUP:] = a
+        e[1:, :_WARMUP] = a[:-1, lane - _WARMUP:]
+        return np.ascontiguousarray(e.T)
+
+    we, ke, te = extend(w), extend(keys), extend(t)
+    c3 = te + np.uint32(3)                 # the "+ 3" of the state update folded into the next add
+    out = np.empty((lane, lanes), np.uint32)
+    s = te[0].copy()                        # garbage start; exact after the warm-up
+    tmp = np.empty(lanes, np.uint32)
+    scratch = np.empty(lanes, np.uint32)
+    s0 = (0xEEEEEEEE + int(t[0])) & _M32
+    for c in range(_WARMUP + lane):
+        if c == _WARMUP:
+            s[0] = s0                      # lane 0 starts at the real beginning
+        v = out[c - _WARMUP] if c >= _WARMUP else scratch
+        np.add(ke[c], s, out=tmp)
+        np.bitwise_xor(we[c], tmp, out=v)
+        if c + 1 < _WARMUP + lane:
+            np.multiply(s, np.uint32(33), out=s)
+            s += v
+            s += c3[c + 1]
+    return np.ascontiguousarray(out.T).reshape(-1)[:n]
+
+
+def encrypt_words(words: np.ndarray, key: int) -> np.ndarray:
+    """Encrypt a ``<u4`` array: the state recurrence is linear in known plaintext, so it is a cumsum."""
+    v = np.asarray(words, dtype=np.uint32)
+    n = len(v)
+    if n == 0:
+        return v.copy()
+    keys = _key_stream(key, n)
+    t = _DECRYPT_T[keys & 0xFF]
+    # s_{i+1} = 33*s_i + c_i with c_i = v_i + 3 + t_{i+1};  s_0 = 0xEEEEEEEE + t_0
+    c = v[:-1] + np.uint32(3) + t[1:]
+    pw = np.cumprod(np.full(n, 33, np.uint32), dtype=np.uint32)        # 33^(i+1)
+    inv = np.cumprod(np.full(n, pow(33, -1, 1 << 32), np.uint32), dtype=np.uint32)  # 33^-(i+1)
+    acc = np.zeros(n, np.uint32)
+    acc[1:] = np.cumsum(c * inv[:-1], dtype=np.uint32)
+    s0 = np.uint32((0xEEEEEEEE + int(t[0])) & _M32)
+    p = np.empty(n, np.uint32)
+    p[0] = 1
+    p[1:] = pw[:-1]
+    s = p * (s0 + acc)
+    return v ^ (keys + s)
+
+
+def decrypt_bytes(data, key: int) -> bytes:
+    """Decrypt whole little-endian words of ``data``; trailing bytes (len % 4) stay as stored."""
+    n = len(data) // 4
+    if n == 0:
+        return bytes(data)
+    dec = decrypt_words(np.frombuffer(data, "<u4", count=n), key).astype("<u4").tobytes()
+    return dec + bytes(data[n * 4:])
+
+
+def encrypt_bytes(data, key: int) -> bytes:
+    n = len(data) // 4
+    if n == 0:
+        return bytes(data)
+    enc = encrypt_words(np.frombuffer(data, "<u4", count=n), key).astype("<u4").tobytes()
+    return enc + bytes(data[n * 4:])
+
+
+# --- codecs ------------------------------------------------------------------------------------
+
+def _bounded(decomp, data, limit: int) -> bytes:
+    out = decomp.decompress(data, limit + 1)
+    return out
+
+
+def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
+    """Decompress a COMPRESS sector (first byte = compression mask) to ``expected`` bytes."""
+    if len(data) == 0:
+        raise FormatError("empty compressed sector", path=path, offset=offset)
+    mask = data[0]
+    payload = memoryview(data)[1:]
+    try:
+        if mask == COMPRESSION_LZMA:
+            if len(payload) < 1 or payload[0] != 0:
+                raise UnsupportedError("LZMA sector with an unknown filter byte", path=path, offset=offset)
+            out = _bounded(lzma.LZMADecompressor(format=lzma.FORMAT_ALONE), payload[1:], expected)
+        else:
+            unsupported = mask & ~_SUPPORTED_BITS
+            if unsupported or mask == 0:
+                names = ", ".join(m.name for m in Compression if m & mask) or "none"
+                raise UnsupportedError(f"compression mask 0x{mask:02X} ({names}) is not supported",
+                                       path=path, offset=offset)
+            out = payload
+            # Undo in StormLib's order: bzip2, then PKWARE, then zlib.
+            if mask & Compression.BZIP2:
+                out = _bounded(bz2.BZ2Decompressor(), out, expected)
+            if mask & Compression.PKWARE:
+                out = explode(out, path=path, offset=offset)
+            if mask & Compression.ZLIB:
+                out = _bounded(zlib.decompressobj(), out, expected)
+    except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"corrupt sector (mask 0x{mask:02X}): {exc}", path=path, offset=offset) from None
+    if len(out) != expected:
+        raise FormatError(f"sector decompressed to {len(out)} bytes, expected {expected}", path=path, offset=offset)
+    return bytes(out)
+
+
+def explode(data, *, path=None, offset=None) -> bytes:
+    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08)."""
+    import dclimplode
+
+    try:
+        return dclimplode.decompressobj().decompress(bytes(data))
+    except Exception as exc:  # the binding raises plain exceptions on bad input
+        raise FormatError(f"corrupt PKWARE DCL data: {exc}", path=path, offset=offset) from None
+
+
+def implode(data: bytes, dict_size: int = 4096) -> bytes:
+    import dclimplode
+
+    c = dclimplode.compressobj(dclimplode.CMP_BINARY, dict_size)
+    return c.compress(data) + c.flush()
+
+
+def compress_sector(data: bytes, method: str) -> bytes:
+    """Compress with the mask byte in front (COMPRESS flag) or raw DCL (``pkware`` -> IMPLODE)."""
+    if method == "zlib":
+        return b"\x02" + zlib.compress(data, 6)
+    if method == "bzip2":
+        return b"\x10" + bz2.compress(data, 9)
+    if method == "pkware":
+        return implode(data)
+    raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware or None)")
+
+
+# --- public records ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MpqHeader:
+    """The archive header (positions are relative to ``offset``, the header's place in the file)."""
+
+    offset: int
+    header_size: int
+    archive_size: int
+    format_version: int
+    sector_shift: int
+    hash_table_pos: int
+    block_table_pos: int
+    hash_table_size: int
+    block_table_size: int
+    hi_block_table_pos: int = 0
+    user_data_offset: int | None = None
+    user_data_size: int = 0
+    het_table_pos: int = 0
+    bet_table_pos: int = 0
+
+    @property
+    def sector_size(self) -> int:
+        return 512 << self.sector_shift
+
+
+@dataclass(frozen=True)
+class MpqEntry:
+    """One used hash-table slot and its block: ``name`` is None when no listfile names it."""
+
+    name: str | None
+    size: int
+    packed_size: int
+    flags: int
+    locale: int
+    platform: int = 0
+    block_index: int = 0
+    hash_index: int = 0
+    file_pos: int = 0
+    hash_a: int = field(default=0, repr=False)
+    hash_b: int = field(default=0, repr=False)
+
+    @property
+    def is_delete_marker(self) -> bool:
+        return bool(self.flags & FileFlags.DELETE_MARKER)
+
+    @property
+    def flag_names(self) -> list[str]:
+        return [f.name for f in FileFlags if self.flags & f]
+
+
+# --- reader ------------------------------------------------------------------------------------
+
+def _find_header(buf, path) -> tuple[int, int | None, int]:
+    """(header offset, user-data offset or None, user-data size) of the first valid header."""
+    n = len(buf)
+    pos = 0
+    while pos + 32 <= n:
+        magic = buf[pos:pos + 4]
+        if magic == USER_DATA_MAGIC and pos + _USER_DATA.size <= n:
+            _, ud_size, hdr_off, _ = _USER_DATA.unpack_from(buf, pos)
+            target = pos + hdr_off
+            if hdr_off and target + 32 <= n and buf[target:target + 4] == MPQ_MAGIC:
+                return target, pos, ud_size
+        elif magic == MPQ_MAGIC:
+            return pos, None, 0
+        # jump to the next 512-aligned candidate with a C-speed find
+        nxt = buf.find(b"MPQ", pos + 1)
+        if nxt < 0:
+            break
+        pos = -(-nxt // HEADER_ALIGN) * HEADER_ALIGN
+    raise FormatError("no MPQ header (MPQ\\x1a) at any 512-byte boundary", path=path, offset=0)
+
+
+class MpqArchive:
+    """A read-only MPQ archive: header and decrypted hash/block tables; files read on request.
+
+    Spec: https://wowdev.wiki/MPQ (see the module docstring for the builds and quirks covered).
+    """
+
+    def __init__(self, buf, path: str | None = None, *, _mmap=None, _file=None):
+        self._buf = buf
+        self.path = path
+        self._mmap = _mmap
+        self._file = _file
+        self._name_map: dict[tuple[int, int], str] | None = None
+        self._listfile: list[str] | None = None
+        self.header = self._read_header()
+        self._read_tables()
+
+    # construction -----------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path) -> "MpqArchive":
+        """Map the file and read only the header and the hash/block tables."""
+        path = Path(path)
+        f = open(path, "rb")
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise TruncatedError("empty file", path=str(path), offset=0)
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            f.close()
+            raise
+        try:
+            return cls(mm, str(path), _mmap=mm, _file=f)
+        except BaseException:
+            mm.close()
+            f.close()
+            raise
+
+    @classmethod
+    def from_bytes(cls, data, path=None) -> "MpqArchive":
+        return cls(bytes(data) if not isinstance(data, (bytes, mmap.mmap)) else data,
+                   None if path is None else str(path))
+
+    def close(self) -> None:
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:   # a caller still holds a view; the map goes with the last one
+                pass
+            self._mmap = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<MpqArchive {self.path or '<bytes>'} v{self.header.format_version + 1} {len(self._hash_block)} slots>"
+
+    # header and tables ------------------------------------------------------------------------
+    def _err(self, reason, offset=None, cls=FormatError):
+        return cls(reason, path=self.path, offset=offset)
+
+    def _read_header(self) -> MpqHeader:
+        buf, path = self._buf, self.path
+        off, ud_off, ud_size = _find_header(buf, path)
+        fmt_version = unpack_from("<H", buf, off + 12, "MPQ header format version", path)[0]
+        if fmt_version > 3:
+            raise self._err(f"MPQ format version {fmt_version + 1} (field {fmt_version}) is not supported",
+                            off + 12, UnsupportedError)
+        st, names = _HEADER_STRUCTS[fmt_version]
+        stored_size = unpack_from("<I", buf, off + 4, "MPQ header size", path)[0]
+        if fmt_version > 0 and stored_size < st.size:
+            raise self._err(f"header size {stored_size} is too small for format v{fmt_version + 1} "
+                            f"(expected {st.size})", off + 4)
+        vals = dict(zip(names, unpack_from("<" + st.format[1:], buf, off, "MPQ header", path)))
+        if vals["sector_shift"] > MAX_SECTOR_SHIFT:
+            raise self._err(f"sector shift {vals['sector_shift']} is implausible (max {MAX_SECTOR_SHIFT})", off + 14)
+        hash_pos = vals["hash_table_pos"] | (vals.get("hash_table_pos_hi", 0) << 32)
+        block_pos = vals["block_table_pos"] | (vals.get("block_table_pos_hi", 0) << 32)
+        return MpqHeader(
+            offset=off, header_size=st.size if fmt_version == 0 else stored_size,
+            archive_size=vals.get("archive_size64") or vals["archive_size"],
+            format_version=fmt_version, sector_shift=vals["sector_shift"],
+            hash_table_pos=hash_pos, block_table_pos=block_pos,
+            hash_table_size=vals["hash_table_size"], block_table_size=vals["block_table_size"],
+            hi_block_table_pos=vals.get("hi_block_table_pos", 0),
+            user_data_offset=ud_off, user_data_size=ud_size,
+            het_table_pos=vals.get("het_table_pos", 0), bet_table_pos=vals.get("bet_table_pos", 0),
+        )
+
+    def _table(self, pos: int, count: int, key: int, dtype, what: str) -> np.ndarray:
+        start = self.header.offset + pos
+        nbytes = count * 16
+        if start + nbytes > len(self._buf) or pos < 0:
+            raise self._err(f"{what}: {count} entries ({nbytes} bytes) at 0x{start:X} run past the end "
+                            f"of the file ({len(self._buf)} bytes)", start, TruncatedError)
+        raw = np.frombuffer(self._buf, "<u4", count=count * 4, offset=start)
+        return decrypt_words(raw, key).view(dtype)
+
+    def _read_tables(self) -> None:
+        h = self.header
+        if h.hash_table_size == 0 and (h.het_table_pos or h.bet_table_pos):
+            raise self._err("archive has only HET/BET tables (format v3+ without a hash table)",
+                            h.offset, UnsupportedError)
+        if h.hash_table_size == 0 or h.hash_table_size & (h.hash_table_size - 1):
+            raise self._err(f"hash table size {h.hash_table_size} is not a power of two", h.offset + 24)
+        self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table")
+        self._block = self._table(h.block_table_pos, h.block_table_size, KEY_BLOCK_TABLE, BLOCK_DTYPE, "block table")
+        self._hi = None
+        if h.hi_block_table_pos:
+            start = h.offset + h.hi_block_table_pos
+            if start + 2 * h.block_table_size > len(self._buf):
+                raise self._err("high block table runs past the end of the file", start, TruncatedError)
+            self._hi = np.frombuffer(self._buf, "<u2", count=h.block_table_size, offset=start).astype(np.uint64)
+        self._mask = h.hash_table_size - 1
+        # Columns as plain arrays for probing (views; no per-entry Python work at open time).
+        self._hash_a = self._hash["hash_a"]
+        self._hash_b = self._hash["hash_b"]
+        self._hash_block = self._hash["block_index"]
+
+    # lookup -----------------------------------------------------------------------------------
+    def _candidates(self, name: str) -> list[int]:
+        """Hash-table indices whose name hashes match ``name``, in probe order."""
+        a, b = hash_string(name, HASH_A), hash_string(name, HASH_B)
+        mask = self._mask
+        i = hash_string(name, HASH_OFFSET) & mask
+        nblocks = self.header.block_table_size
+        ha, hb, hblk = self._hash_a, self._hash_b, self._hash_block
+        found = []
+        for _ in range(mask + 1):
+            blk = int(hblk[i])
+            if blk == HASH_ENTRY_EMPTY:
+                break
+            if blk < nblocks and int(ha[i]) == a and int(hb[i]) == b:
+                found.append(i)
+            i = (i + 1) & mask
+        return found
+
+    def _find(self, name: str, locale: int | None = None) -> int | None:
+        """Best hash index for ``name``: the locale asked for, else neutral, else the first copy."""
+        cands = self._candidates(name)
+        if not cands:
+            return None
+        locs = [int(self._hash["locale"][i]) for i in cands]
+        if locale is not None and locale in locs:
+            return cands[locs.index(locale)]
+        if 0 in locs:
+            return cands[locs.index(0)]
+        return cands[0]
+
+    def _entry(self, hi: int, name: str | None) -> MpqEntry:
+        he = self._hash[hi]
+        bi = int(he["block_index"])
+        be = self._block[bi]
+        return MpqEntry(name=name, size=int(be["size"]), packed_size=int(be["packed_size"]),
+                        flags=int(be["flags"]), locale=int(he["locale"]), platform=int(he["platform"]),
+                        block_index=bi, hash_index=hi, file_pos=self._file_pos(bi),
+                        hash_a=int(he["hash_a"]), hash_b=int(he["hash_b"]))
+
+    def _file_pos(self, bi: int) -> int:
+        pos = int(self._block["file_pos"][bi])
+        if self._hi is not None:
+            pos |= int(self._hi[bi]) << 32
+        return pos
+
+    def lookup(self, name: str, locale: int | None = None) -> MpqEntry | None:
+        """The entry ``read`` would use (delete markers included), or None."""
+        hi = self._find(name, locale)
+        return None if hi is None else self._entry(hi, name)
+
+    def exists(self, name: str, locale: int | None = None) -> bool:
+        e = self.lookup(name, locale)
+        return e is not None and not e.is_delete_marker and bool(e.flags & FileFlags.EXISTS)
+
+    def read(self, name: str, locale: int | None = None) -> bytes:
+        """The file's bytes; GameFileNotFound when absent or hidden by a delete marker."""
+        e = self.lookup(name, locale)
+        if e is None or e.is_delete_marker or not e.flags & FileFlags.EXISTS:
+            raise GameFileNotFound(f"{self.path or '<bytes>'}: no file {name!r}")
+        return self.read_entry(e)
+
+    # listing ----------------------------------------------------------------------------------
+    def _listfile_names(self) -> list[str]:
+        if self._listfile is None:
+            names: list[str] = []
+            if self.exists("(listfile)"):
+                text = self.read("(listfile)").decode("utf-8", "surrogateescape")
+                for line in text.replace("\r", "\n").replace(";", "\n").split("\n"):
+                    line = line.strip()
+                    if line:
+                        names.append(line)
+            self._listfile = names
+        return self._listfile
+
+    def _names_by_hash(self) -> dict[tuple[int, int], str]:
+        if self._name_map is None:
+            m: dict[tuple[int, int], str] = {}
+            for n in list(SPECIAL_FILES) + self._listfile_names():
+                m.setdefault((hash_string(n, HASH_A), hash_string(n, HASH_B)), n)
+            self._name_map = m
+        return self._name_map
+
+    def entries(self) -> list[MpqEntry]:
+        """Every used hash slot with a valid block (all locales, delete markers included)."""
+        used = np.nonzero(self._hash_block < self.header.block_table_size)[0]
+        names = self._names_by_hash()
+        out = []
+        for hi in used.tolist():
+            key = (int(self._hash_a[hi]), int(self._hash_b[hi]))
+            out.append(self._entry(hi, names.get(key)))
+        return out
+
+    def names(self) -> list[str]:
+        """Names of existing files known from ``(listfile)`` (plus the special files present)."""
+        seen = set()
+        out = []
+        names = self._names_by_hash()
+        for e in self.entries():
+            if e.name is None or e.is_delete_marker:
+                continue
+            key = (e.hash_a, e.hash_b)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(names[key])
+        return sorted(out, key=str.lower)
+
+    def glob(self, pattern: str) -> list[str]:
+        pat = pattern.replace("/", "\\").upper()
+        return [n for n in self.names() if fnmatch.fnmatchcase(n.replace("/", "\\").upper(), pat)]
+
+    # file data --------------------------------------------------------------------------------
+    def read_entry(self, e: MpqEntry) -> bytes:
+        """Decode one entry (its name is needed only when the file is encrypted)."""
+        flags, size, csize = e.flags, e.size, e.packed_size
+        label = e.name or f"block #{e.block_index}"
+        start = self.header.offset + e.file_pos
+        if flags & FileFlags.PATCH_FILE:
+            raise self._err(f"{label}: incremental patch files (Cataclysm+) are not supported", start,
+                            UnsupportedError)
+        if size == 0:
+            return b""
+        if start + csize > len(self._buf):
+            raise self._err(f"{label}: block of {csize} bytes at 0x{start:X} runs past the end of the file "
+                            f"({len(self._buf)} bytes)", start, TruncatedError)
+        return self._decode(e, memoryview(self._buf)[start:start + csize], label, start)
+
+    def _decode(self, e: MpqEntry, raw: memoryview, label: str, start: int) -> bytes:
+        flags, size, csize = e.flags, e.size, e.packed_size
+        key = None
+        if flags & FileFlags.ENCRYPTED:
+            if e.name is None:
+                raise self._err(f"{label}: encrypted file without a known name (no key)", start, UnsupportedError)
+            key = file_key(e.name, e.file_pos & _M32, size, bool(flags & FileFlags.FIX_KEY))
+        compressed = bool(flags & (FileFlags.COMPRESS | FileFlags.IMPLODE))
+        ss = self.header.sector_size
+
+        if flags & FileFlags.SINGLE_UNIT:
+            unit = decrypt_bytes(raw, key) if key is not None else raw
+            if compressed and csize < size:
+                return self._unpack(unit, size, flags, label, start)
+            if csize < size:
+                raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
+            return bytes(unit[:size])
+
+        nsec = -(-size // ss)
+        if not compressed:
+            if csize < size:
+                raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
+            if key is None:
+                return bytes(raw[:size])
+            return b"".join(decrypt_bytes(raw[i * ss:min(size, (i + 1) * ss)], (key + i) & _M32)
+                            for i in range(nsec))
+
+        has_crc = bool(flags & FileFlags.SECTOR_CRC)
+        nent = nsec + 1 + has_crc
+        if nent * 4 > csize:
+            raise self._err(f"{label}: sector table of {nent} entries does not fit in {csize} stored bytes",
+                            start, TruncatedError)
+        table = np.frombuffer(raw, "<u4", count=nent)
+        if key is not None:
+            table = decrypt_words(table, (key - 1) & _M32)
+        offs = table.tolist()
+        if offs[0] < nent * 4 - 4 * has_crc or any(b < a for a, b in zip(offs, offs[1:])) or offs[-1] > csize:
+            raise self._err(f"{label}: bad sector offset table {offs[:4]}{'...' if nent > 4 else ''} "
+                            f"for {csize} stored bytes", start)
+        crcs = None
+        if has_crc and offs[nsec + 1] > offs[nsec]:
+            crcs = self._sector_crcs(raw[offs[nsec]:offs[nsec + 1]], nsec, label, start + offs[nsec])
+        parts = []
+        last = size - (nsec - 1) * ss
+        for i in range(nsec):
+            a, b = offs[i], offs[i + 1]
+            want = ss if i < nsec - 1 else last
+            sec = raw[a:b]
+            if key is not None:
+                sec = decrypt_bytes(sec, (key + i) & _M32)
+            if crcs is not None:
+                exp = crcs[i]
+                if exp not in (0, _M32) and zlib.adler32(sec, 0) != exp:
+                    raise self._err(f"{label}: sector {i} of {nsec} fails its checksum "
+                                    f"(adler32 0x{zlib.adler32(sec, 0):08X}, stored 0x{exp:08X})",
+                                    start + a, ChecksumError)
+            n = b - a
+            if n < want:
+                parts.append(self._unpack(sec, want, flags, f"{label} sector {i}", start + a))
+            elif n == want:
+                parts.append(sec)
+            else:
+                raise self._err(f"{label}: sector {i} stores {n} bytes for {want} plain bytes", start + a)
+        return b"".join(parts)
+
+    def _unpack(self, data, want: int, flags: int, label: str, offset: int) -> bytes:
+        if flags & FileFlags.IMPLODE and not flags & FileFlags.COMPRESS:
+            out = explode(data, path=self.path, offset=offset)
+            if len(out) != want:
+                raise self._err(f"{label}: exploded to {len(out)} bytes, expected {want}", offset)
+            return out
+        try:
+            return decompress_sector(data, want, path=self.path, offset=offset)
+        except FormatError as exc:
+            raise type(exc)(f"{label}: {exc.reason}", path=self.path, offset=offset) from None
+
+    def _sector_crcs(self, blob, nsec: int, label: str, offset: int) -> list[int]:
+        if len(blob) < nsec * 4:
+            blob = self._unpack(blob, nsec * 4, FileFlags.COMPRESS, f"{label} sector checksums", offset)
+        return np.frombuffer(blob, "<u4", count=nsec).tolist()
+
+
+def sniff(prefix: bytes) -> bool:
+    """True when ``prefix`` starts like an MPQ (header or user-data block at offset 0)."""
+    return prefix[:4] in (MPQ_MAGIC, USER_DATA_MAGIC)
+
+
+# --- writer ------------------------------------------------------------------------------------
+
+_FILE_OPTIONS = ("compression", "single_unit", "encrypt", "fix_key", "sector_crc", "locale", "delete")
+
+
+def _items(files) -> list[tuple[str, bytes, dict]]:
+    if isinstance(files, Mapping):
+        seq = [(n, d, {}) for n, d in files.items()]
+    else:
+        seq = []
+        for item in files:
+            if len(item) == 2:
+                seq.append((item[0], item[1], {}))
+            else:
+                seq.append((item[0], item[1], dict(item[2] or {})))
+    for name, _data, opts in seq:
+        bad = set(opts) - set(_FILE_OPTIONS)
+        if bad:
+            raise UsageError(f"{name}: unknown file options {sorted(bad)} (known: {', '.join(_FILE_OPTIONS)})")
+    return seq
+
+
+def _pack_file(name: str, data: bytes, pos: int, o: dict, ss: int) -> tuple[bytes, int]:
+    size = len(data)
+    flags = FileFlags.EXISTS
+    if size == 0:
+        return b"", int(flags)
+    key = None
+    if o["encrypt"]:
+        flags |= FileFlags.ENCRYPTED
+        if o["fix_key"]:
+            flags |= FileFlags.FIX_KEY
+        key = file_key(name, pos, size, o["fix_key"])
+    method = o["compression"]
+    if method is not None and method not in _COMPRESSION_NAMES:
+        raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware or None)")
+    cflag = FileFlags.IMPLODE if method == "pkware" else FileFlags.COMPRESS
+
+    if o["single_unit"]:
+        flags |= FileFlags.SINGLE_UNIT
+        unit = data
+        if method is not None:
+            flags |= cflag
+            c = compress_sector(data, method)
+            if len(c) < size:
+                unit = c
+        return (encrypt_bytes(unit, key) if key is not None else unit), int(flags)
+
+    nsec = -(-size // ss)
+    if method is None:
+        if key is None:
+            return data, int(flags)
+        return b"".join(encrypt_bytes(data[i * ss:(i + 1) * ss], (key + i) & _M32) for i in range(nsec)), int(flags)
+
+    flags |= cflag
+    sectors = []
+    for i in range(nsec):
+        plain = data[i * ss:(i + 1) * ss]
+        c = compress_sector(plain, method)
+        sectors.append(c if len(c) < len(plain) else plain)
+    crc_blob = b""
+    if o["sector_crc"]:
+        flags |= FileFlags.SECTOR_CRC
+        crc_blob = struct.pack(f"<{nsec}I", *(zlib.adler32(s, 0) for s in sectors))
+        packed = b"\x02" + zlib.compress(crc_blob, 6)
+        if len(packed) < len(crc_blob):
+            crc_blob = packed
+    nent = nsec + 1 + bool(o["sector_crc"])
+    offs = [nent * 4]
+    for s in sectors:
+        offs.append(offs[-1] + len(s))
+    if o["sector_crc"]:
+        offs.append(offs[-1] + len(crc_blob))
+    table = struct.pack(f"<{nent}I", *offs)
+    if key is not None:
+        table = encrypt_bytes(table, (key - 1) & _M32)
+        sectors = [encrypt_bytes(s, (key + i) & _M32) for i, s in enumerate(sectors)]
+    return table + b"".join(sectors) + crc_blob, int(flags)
+
+
+def _listfile_bytes(names: Iterable[str]) -> bytes:
+    uniq: dict[str, str] = {}
+    for n in names:
+        if n.lower() in SPECIAL_FILES:
+            continue
+        uniq.setdefault(n.upper(), n)
+    return "".join(n + "\r\n" for n in sorted(uniq.values(), key=str.upper)).encode("utf-8", "surrogateescape")
+
+
+def write_mpq(files: Mapping[str, bytes] | Iterable[tuple], *, format_version: int = 0,
+              compression: str | None = "zlib", single_unit: bool = False, encrypt: bool = False,
+              fix_key: bool = False, sector_crc: bool = False, sector_shift: int = 3,
+              hash_table_size: int | None = None, listfile: bool = True, locale: int = 0) -> bytes:
+    """Build an MPQ archive (format v1 with ``format_version=0``, v2 with ``1``) in memory.
+
+    ``files`` maps names to bytes, or yields ``(name, bytes, options)`` where options override the
+    keyword defaults per file (``compression``, ``single_unit``, ``encrypt``, ``fix_key``,
+    ``sector_crc``, ``locale``) or ask for a delete marker (``delete=True``). Output is
+    deterministic: the same input gives the same bytes.
+    """
+    if format_version not in (0, 1):
+        raise UsageError(f"format_version {format_version}: only 0 (v1) and 1 (v2) are written")
+    if not 0 <= sector_shift <= 16:
+        raise UsageError(f"sector_shift {sector_shift} outside 0..16")
+    defaults = dict(compression=compression, single_unit=single_unit, encrypt=encrypt, fix_key=fix_key,
+                    sector_crc=sector_crc, locale=locale, delete=False)
+    items = [(n.replace("/", "\\"), bytes(d), {**defaults, **o}) for n, d, o in _items(files)]
+    if listfile and not any(n.lower() == "(listfile)" for n, _, _ in items):
+        items.append(("(listfile)", _listfile_bytes(n for n, _, _ in items), dict(defaults, locale=0)))
+
+    nslots = len(items)
+    if hash_table_size is None:
+        hash_table_size = max(16, 1 << math.ceil(math.log2(nslots * 4 // 3 + 1)))
+    if hash_table_size & (hash_table_size - 1) or hash_table_size < nslots:
+        raise UsageError(f"hash_table_size {hash_table_size} must be a power of two >= {nslots} entries")
+
+    header_size = HEADER_SIZES[format_version]
+    ss = 512 << sector_shift
+    out = bytearray(header_size)
+    blocks = np.zeros(nslots, BLOCK_DTYPE)
+    hashes = np.zeros(hash_table_size, HASH_DTYPE)
+    hashes["hash_a"] = _M32
+    hashes["hash_b"] = _M32
+    hashes["locale"] = 0xFFFF
+    hashes["platform"] = 0xFF
+    hashes["flags"] = 0xFF
+    hashes["block_index"] = HASH_ENTRY_EMPTY
+    taken: set[tuple[str, int]] = set()
+    mask = hash_table_size - 1
+    for bi, (name, data, o) in enumerate(items):
+        key_name = (name.upper(), int(o["locale"]))
+        if key_name in taken:
+            raise UsageError(f"{name}: listed twice for locale 0x{o['locale']:04X}")
+        taken.add(key_name)
+        pos = len(out)
+        if o["delete"]:
+            payload, flags, size = b"", int(FileFlags.EXISTS | FileFlags.DELETE_MARKER), 0
+        else:
+            payload, flags = _pack_file(name, data, pos, o, ss)
+            size = len(data)
+        out += payload
+        blocks[bi] = (pos, len(payload), size, flags)
+        i = hash_string(name, HASH_OFFSET) & mask
+        while hashes["block_index"][i] != HASH_ENTRY_EMPTY:
+            i = (i + 1) & mask
+        hashes[i] = (hash_string(name, HASH_A), hash_string(name, HASH_B), o["locale"], 0, 0, bi)
+
+    hash_pos = len(out)
+    out += encrypt_words(hashes.view("<u4"), KEY_HASH_TABLE).astype("<u4").tobytes()
+    block_pos = len(out)
+    out += encrypt_words(blocks.view("<u4"), KEY_BLOCK_TABLE).astype("<u4").tobytes()
+    if len(out) > _M32:
+        raise UsageError("archive larger than 4 GiB")
+    fields = [MPQ_MAGIC, header_size, len(out), format_version, sector_shift, hash_pos, block_pos,
+              hash_table_size, nslots]
+    if format_version == 1:
+        fields += [0, 0, 0]      # no high block table: nothing lies past 4 GiB
+    st, _ = _HEADER_STRUCTS[format_version]
+    st.pack_into(out, 0, *fields)
+    return bytes(out)
+
+
+def write_mpq_file(path, files, **options) -> Path:
+    """``write_mpq`` straight to ``path``, atomically (temp file + rename)."""
+    return write_atomic(path, write_mpq(files, **options))
