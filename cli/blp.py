@@ -1,0 +1,75 @@
+"""``wowgrass blp``: inspect BLP textures and convert them to PNG (or PNG to BLP2)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import click
+import numpy as np
+
+from wowgrass.cli.common import echo_json, json_option
+from wowgrass.errors import UsageError
+
+ENCODINGS = ("dxt1", "dxt3", "dxt5", "palette", "raw")
+
+
+@click.group()
+def blp():
+    """Inspect and convert BLP textures (BLP1, BLP2)."""
+
+
+@blp.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@json_option
+def info(file, as_json):
+    """Print a BLP's version, size, encoding, alpha depth and mip levels (header only)."""
+    from wowgrass.formats.blp import read_blp
+
+    img = read_blp(Path(file).read_bytes(), file)
+    out = img.info()
+    if as_json:
+        echo_json(out)
+        return
+    click.echo(f"{file}: BLP{img.version} {img.width}×{img.height} {img.encoding}, alpha depth "
+               f"{img.alpha_depth}, {img.mip_count} mip level(s)")
+    for m in out["mip_levels"]:
+        click.echo(f"  mip {m['level']}: {m['width']}×{m['height']}, {m['size']} bytes at 0x{m['offset']:X}")
+
+
+@blp.command()
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.argument("dst", type=click.Path(dir_okay=False))
+@click.option("--mip", default=0, show_default=True, help="Mip level to write (BLP → image).")
+@click.option("--encoding", type=click.Choice(ENCODINGS), default="dxt5", show_default=True,
+              help="Encoding when writing a BLP (image → BLP).")
+@click.option("--no-mipmaps", is_flag=True, help="Write only mip 0 (image → BLP).")
+def convert(src, dst, mip, encoding, no_mipmaps):
+    """Convert SRC.blp to an image (PNG, or any format Pillow writes by DST's suffix),
+    or an image to DST.blp (BLP2)."""
+    from PIL import Image, UnidentifiedImageError
+
+    from wowgrass.fileio import write_atomic
+    from wowgrass.formats.blp import read_blp, sniff, write_blp
+
+    data = Path(src).read_bytes()
+    if sniff(data[:4]):
+        img = read_blp(data, src)
+        fmt = Image.registered_extensions().get(Path(dst).suffix.lower())
+        if fmt is None:
+            raise UsageError(f"cannot tell the image format of {dst} from its suffix")
+        buf = io.BytesIO()
+        img.image(mip).save(buf, fmt)
+        write_atomic(dst, buf.getvalue())
+        w, h = img.mip_size(mip)
+        click.echo(f"wrote {dst} ({w}×{h}, mip {mip} of {img.mip_count})", err=True)
+        return
+    if Path(dst).suffix.lower() != ".blp":
+        raise UsageError(f"{src} is not a BLP; to encode an image give DST a .blp suffix")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            rgba = np.asarray(im.convert("RGBA"))
+    except (UnidentifiedImageError, OSError) as exc:
+        raise UsageError(f"{src}: not a BLP and not an image Pillow reads ({exc})") from None
+    write_atomic(dst, write_blp(rgba, encoding, mipmaps=not no_mipmaps))
+    click.echo(f"wrote {dst} ({rgba.shape[1]}×{rgba.shape[0]} {encoding})", err=True)

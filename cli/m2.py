@@ -1,0 +1,188 @@
+"""``wowgrass m2``: inspect M2 models and export them to Wavefront OBJ (+ MTL + PNG textures)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import click
+import numpy as np
+
+from wowgrass.cli.common import echo_json, json_option
+from wowgrass.errors import GameFileNotFound
+
+data_opt = click.option(
+    "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
+    help="A client's Data folder or loose folder; MODEL is then a game path such as "
+         "'World\\NoDXT\\Detail\\ElwGra01.m2'.",
+)
+
+
+def _open_data(path):
+    from wowgrass.data import open_data
+
+    return open_data(path)
+
+
+class _Source:
+    """Where a model and its companions (.skin, textures) come from: game data or the file system."""
+
+    def __init__(self, model: str, data_path):
+        self.data = _open_data(data_path) if data_path else None
+        self.model = model
+        if self.data is None and not Path(model).is_file():
+            raise FileNotFoundError(2, "no such file", model)
+
+    def read(self, path: str) -> bytes:
+        if self.data is not None:
+            return self.data.read(path)
+        p = Path(path)
+        if p.is_file():
+            return p.read_bytes()
+        # Game paths next to a loose file: match the base name, case-insensitively.
+        name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        folder = Path(self.model).parent
+        for cand in folder.iterdir():
+            if cand.name.lower() == name and cand.is_file():
+                return cand.read_bytes()
+        raise GameFileNotFound(f"{path} (looked next to {self.model})")
+
+
+def load_model(model: str, data_path, *, need_view: bool):
+    from wowgrass.formats.m2 import M2Model
+
+    src = _Source(model, data_path)
+    data = src.read(model)
+    try:
+        return M2Model.from_bytes(data, model, read=src.read), src
+    except GameFileNotFound:
+        if need_view:
+            raise
+        return M2Model.from_bytes(data, model), src
+
+
+@click.group()
+def m2():
+    """Inspect and export M2 models (versions 256–264)."""
+
+
+@m2.command()
+@click.argument("model")
+@data_opt
+@json_option
+def info(model, data_path, as_json):
+    """Print an M2's header, view 0, textures and materials.
+
+    MODEL is a file, or a game path with --data. A version-264 model's view is read from
+    <name>00.skin beside it; without it the header is still shown.
+    """
+    m, _src = load_model(model, data_path, need_view=False)
+    out = m.info()
+    if m.view is not None:
+        rm = m.render_mesh()
+        out["z_min"], out["z_max"] = rm.z_min, rm.z_max
+    if as_json:
+        echo_json(out)
+        return
+    click.echo(f"{model}: M2 version {m.version}, name {m.name!r}, global flags 0x{m.global_flags:X}")
+    click.echo(f"  vertices {len(m.vertices)}, views {m.view_count}, bones {out['bones']}, "
+               f"animations {out['animations']}")
+    click.echo("  bbox min ({:.4f}, {:.4f}, {:.4f})".format(*m.bbox_min)
+               + "  max ({:.4f}, {:.4f}, {:.4f})".format(*m.bbox_max) + f"  radius {m.radius:.4f}")
+    v0 = out["view0"]
+    if v0 is None:
+        click.echo("  view 0: not loaded (no .skin found)")
+    else:
+        src = f" from {v0['skin']}" if v0["skin"] else " (inline)"
+        click.echo(f"  view 0{src}: {v0['indices']} indices, {v0['triangle_indices']} triangle indices "
+                   f"({v0['triangles']} triangles), {v0['submeshes']} submeshes, z {out['z_min']:.4f}..{out['z_max']:.4f}")
+        for i, b in enumerate(v0["batches"]):
+            mat = out["materials"][b["material"]] if out["materials"] else {"blend": 0, "flags": 0}
+            click.echo(f"    batch {i}: submesh {b['submesh']}, blend {mat['blend']}, flags 0x{mat['flags']:X}, "
+                       f"texture {b['texture'] or '(replaceable)'}")
+    for i, t in enumerate(m.textures):
+        click.echo(f"  texture {i}: type {t.type}, flags 0x{t.flags:X}, {t.filename or '(replaceable, no file name)'}")
+
+
+@m2.command()
+@click.argument("model")
+@data_opt
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The .obj file to write.")
+@click.option("--texture", "texture_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A BLP to use for batches whose texture has no file name (replaceable textures).")
+@click.option("--no-textures", is_flag=True, help="Write only the OBJ (no MTL, no PNG).")
+def export(model, data_path, output, texture_file, no_textures):
+    """Export view 0 of an M2 as Wavefront OBJ, with an MTL and its textures as PNG.
+
+    Textures are looked up in --data, or next to the model file. OBJ is written Y-up
+    (WoW's Z-up model space is turned as most tools expect).
+    """
+    from wowgrass.fileio import write_atomic
+    from wowgrass.formats.blp import read_blp
+
+    m, src = load_model(model, data_path, need_view=True)
+    rm = m.render_mesh()
+    out = Path(output)
+    stem = out.stem
+    mtl_lines, material_names, pngs = [], [], {}
+    if not no_textures:
+        for i, b in enumerate(rm.batches):
+            name = f"batch{i}"
+            material_names.append(name)
+            png_name = None
+            tex = b.texture
+            try:
+                if tex:
+                    blob = src.read(tex)
+                    key = tex
+                elif texture_file:
+                    blob, key = Path(texture_file).read_bytes(), texture_file
+                else:
+                    blob = None
+                if blob is not None:
+                    if key not in pngs:
+                        img = read_blp(blob, key)
+                        png_name = f"{stem}_{Path(key.replace(chr(92), '/')).stem}.png"
+                        buf = io.BytesIO()
+                        img.image(0).save(buf, "PNG")
+                        write_atomic(out.parent / png_name, buf.getvalue())
+                        pngs[key] = png_name
+                    png_name = pngs[key]
+            except GameFileNotFound:
+                click.echo(f"warning: texture {tex} not found; batch {i} has no map", err=True)
+            mtl_lines += [f"newmtl {name}", "Kd 1.0 1.0 1.0", "illum 1"]
+            if png_name:
+                mtl_lines += [f"map_Kd {png_name}"]
+                if b.blend_mode != 0:
+                    mtl_lines += [f"map_d {png_name}"]
+            mtl_lines.append("")
+    write_atomic(out, _obj_text(rm, f"{stem}.mtl" if mtl_lines else None, material_names).encode())
+    if mtl_lines:
+        write_atomic(out.with_suffix(".mtl"), "\n".join(mtl_lines).encode())
+    click.echo(f"wrote {out} ({len(rm.positions)} vertices, {len(rm.indices) // 3} triangles, "
+               f"{len(pngs)} texture(s))", err=True)
+
+
+def _obj_text(rm, mtl_name, material_names) -> str:
+    f = io.StringIO()
+    f.write("# exported by wowgrass m2 export (Y up)\n")
+    if mtl_name:
+        f.write(f"mtllib {mtl_name}\n")
+    p = rm.positions
+    np.savetxt(f, np.stack([p[:, 0], p[:, 2], -p[:, 1]], 1), fmt="v %.6f %.6f %.6f")
+    uv = rm.uv0
+    np.savetxt(f, np.stack([uv[:, 0], 1.0 - uv[:, 1]], 1), fmt="vt %.6f %.6f")
+    nrm = rm.normals
+    np.savetxt(f, np.stack([nrm[:, 0], nrm[:, 2], -nrm[:, 1]], 1), fmt="vn %.6f %.6f %.6f")
+    for i, b in enumerate(rm.batches):
+        f.write(f"g batch{i}\n")
+        if material_names:
+            f.write(f"usemtl {material_names[i]}\n")
+        tri = rm.indices[b.index_start:b.index_start + b.index_count].astype(np.int64).reshape(-1, 3) + 1
+        if len(tri):
+            np.savetxt(f, np.repeat(tri, 3, axis=1), fmt="f %d/%d/%d %d/%d/%d %d/%d/%d")
+    if not rm.batches and len(rm.indices):
+        tri = rm.indices.astype(np.int64).reshape(-1, 3) + 1
+        np.savetxt(f, np.repeat(tri, 3, axis=1), fmt="f %d/%d/%d %d/%d/%d %d/%d/%d")
+    return f.getvalue()
+
