@@ -1,0 +1,314 @@
+"""Procedural terrain for the sample world: heights, normals, texture layers, masks, holes.
+
+Everything is generated on *global* lattices indexed by integers (fine height lattice at half a
+cell, alpha texel lattice at 1/64 chunk), so two chunks or tiles that share an edge read the very
+same array entries: borders are continuous by construction, not by stitching.  Heights are
+quantised to 1/1024 yard, which keeps ``base + relative`` exact in float32.
+
+Axes follow the ADT convention (formats.md §0): +X north, +Y west, +Z up; lattice rows step
+south (-X), lattice columns step east (-Y).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wowgrass.samples.noise import fbm, smoothstep, value_curve
+
+TILE_SIZE = 1600.0 / 3.0
+CHUNK_SIZE = TILE_SIZE / 16.0
+UNIT_SIZE = CHUNK_SIZE / 8.0
+ZEROPOINT = 32.0 * TILE_SIZE
+HALF = UNIT_SIZE / 2.0                # fine lattice spacing
+FINE_PER_CHUNK = 16                   # fine lattice steps per chunk side
+TEXELS = 64                           # alpha texels per chunk side
+HEIGHT_QUANTUM = 1.0 / 1024.0
+
+# Layer kinds, in the order they are stacked inside a chunk (grass is always layer 0).
+GRASS, DIRT, ROCK, ROAD = 0, 1, 2, 3
+KINDS = ("grass", "dirt", "rock", "road")
+
+# MCVT vertex order (formats.md §1.4) as fine-lattice offsets inside a chunk.
+_rows, _cols = [], []
+for _j in range(17):
+    if _j % 2 == 0:
+        _rows += [_j] * 9
+        _cols += [2 * c for c in range(9)]
+    else:
+        _rows += [_j] * 8
+        _cols += [2 * c + 1 for c in range(8)]
+MCVT_FINE_ROW = np.array(_rows, dtype=np.int64)
+MCVT_FINE_COL = np.array(_cols, dtype=np.int64)
+assert MCVT_FINE_ROW.size == 145
+
+
+@dataclass
+class TileTerrain:
+    """One ADT tile's worth of generated arrays, in MCNK order (IndexY*16 + IndexX)."""
+
+    col: int
+    row: int
+    positions: np.ndarray        # (256, 3) f4: X north, Y west, Z base of the chunk's NW corner
+    heights: np.ndarray          # (256, 145) f4 relative to positions[:, 2]
+    normals: np.ndarray          # (256, 145, 3) i1, 127 = 1.0
+    index_xy: np.ndarray         # (256, 2) u4 (IndexX, IndexY)
+    n_layers: np.ndarray         # (256,) u1
+    layer_kind: np.ndarray       # (256, 4) i1: GRASS/DIRT/ROCK/ROAD, -1 where no layer
+    alpha: np.ndarray            # (256, 4, 64, 64) u1, 0..255 (4-bit data already expanded ×17)
+    doodad_mapping: np.ndarray   # (256, 8, 8) u1: local layer index of the dominant layer per cell
+    no_effect_doodad: np.ndarray # (256, 8, 8) bool
+    holes: np.ndarray            # (256,) u2
+    grass_variant: np.ndarray    # (256,) u1: which grass effect row the grass layer uses (0..2)
+    doodads: list = field(default_factory=list)   # [(model_key, X, Y, Z, yaw_deg, scale)]
+
+    @property
+    def abs_heights(self) -> np.ndarray:
+        return self.positions[:, 2:3] + self.heights
+
+
+def _bilinear_axis(n_out: int, per_fine: int, n_fine: int):
+    """Indices and weights to sample a fine lattice at texel centres along one axis."""
+    pos = (np.arange(n_out, dtype=np.float64) + 0.5) / per_fine
+    i0 = np.minimum(np.floor(pos).astype(np.int64), n_fine - 2)
+    return i0, (pos - i0).astype(np.float32)
+
+
+def _sample(grid: np.ndarray, ri, rw, ci, cw) -> np.ndarray:
+    g = grid.astype(np.float32, copy=False)
+    a = g[ri, :] * (1 - rw)[:, None] + g[ri + 1, :] * rw[:, None]
+    return a[:, ci] * (1 - cw)[None, :] + a[:, ci + 1] * cw[None, :]
+
+
+class SampleTerrain:
+    """The whole sample's terrain; ``tile(col, row, alpha_bits)`` cuts out one ADT's arrays."""
+
+    def __init__(self, tiles=(2, 2), seed: int = 0):
+        self.ncols, self.nrows = int(tiles[0]), int(tiles[1])
+        if not (1 <= self.ncols <= 8 and 1 <= self.nrows <= 8):
+            raise ValueError(f"tiles must be between 1x1 and 8x8, got {self.ncols}x{self.nrows}")
+        self.seed = int(seed)
+        self.col0 = 32 - self.ncols // 2
+        self.row0 = 32 - self.nrows // 2
+        self._heights()
+        self._layers()
+
+    # -- heights ---------------------------------------------------------------------------
+    def height_at_fine(self, fi, fj) -> np.ndarray:
+        """Raw (unquantised) height at global fine-lattice coordinates (may be fractional)."""
+        e = np.asarray(fj, dtype=np.float64) * HALF      # yards east of the map's west edge
+        s = np.asarray(fi, dtype=np.float64) * HALF      # yards south of the map's north edge
+        seed = self.seed
+        base = fbm(e / 420.0, s / 420.0, seed, octaves=6, salt=1)
+        hills = fbm(e / 170.0, s / 170.0, seed, octaves=3, salt=2)
+        # Steep spots: a ridged term switched on only where a low-frequency mask is high.
+        mask = smoothstep(0.18, 0.42, fbm(e / 260.0, s / 260.0, seed, octaves=2, salt=3))
+        ridge = 1.0 - np.abs(fbm(e / 90.0, s / 90.0, seed, octaves=3, salt=4))
+        return 60.0 + 42.0 * base + 9.0 * hills + 34.0 * mask * ridge * ridge
+
+    def _heights(self):
+        # Fine lattice covering every tile plus a one-step margin (for central differences).
+        self.fi0 = self.row0 * 16 * FINE_PER_CHUNK - 1
+        self.fj0 = self.col0 * 16 * FINE_PER_CHUNK - 1
+        nr = self.nrows * 16 * FINE_PER_CHUNK + 3
+        nc = self.ncols * 16 * FINE_PER_CHUNK + 3
+        fi = self.fi0 + np.arange(nr)
+        fj = self.fj0 + np.arange(nc)
+        h = self.height_at_fine(fi[:, None], fj[None, :])
+        self.fine = np.round(h / HEIGHT_QUANTUM) * HEIGHT_QUANTUM          # float64, exact grid
+        # d/dX and d/dY (X north = -rows, Y west = -cols), spacing HALF each way.
+        dhdx = np.zeros_like(self.fine)
+        dhdy = np.zeros_like(self.fine)
+        dhdx[1:-1, :] = -(self.fine[2:, :] - self.fine[:-2, :]) / (2 * HALF)
+        dhdy[:, 1:-1] = -(self.fine[:, 2:] - self.fine[:, :-2]) / (2 * HALF)
+        n = np.stack([-dhdx, -dhdy, np.ones_like(dhdx)], axis=-1)
+        n /= np.linalg.norm(n, axis=-1, keepdims=True)
+        self.fine_normal = n
+        self.fine_slope = np.hypot(dhdx, dhdy)                              # tan(slope angle)
+
+    # -- layers ----------------------------------------------------------------------------
+    def _layers(self):
+        seed = self.seed
+        nrf, ncf = self.fine.shape
+        # Low-frequency fields on the fine lattice, then sampled at texel centres.
+        fi = (self.fi0 + np.arange(nrf))[:, None]
+        fj = (self.fj0 + np.arange(ncf))[None, :]
+        e, s = fj * HALF, fi * HALF
+        dirt = fbm(e / 60.0, s / 60.0, seed, octaves=3, salt=10)
+        rock_jitter = fbm(e / 25.0, s / 25.0, seed, octaves=2, salt=11)
+        self.fine_region = fbm(e / 300.0, s / 300.0, seed, octaves=2, salt=12)
+
+        nt_r = self.nrows * 16 * TEXELS
+        nt_c = self.ncols * 16 * TEXELS
+        per = TEXELS // FINE_PER_CHUNK
+        # texel centres in fine units, shifted by the one-step margin of the fine lattice
+        ri, rw = _bilinear_axis(nt_r, per, nrf)
+        ci, cw = _bilinear_axis(nt_c, per, ncf)
+        ri, ci = ri + 1, ci + 1
+        slope = _sample(self.fine_slope, ri, rw, ci, cw)
+        dirt_t = _sample(dirt, ri, rw, ci, cw)
+        jit_t = _sample(rock_jitter, ri, rw, ci, cw)
+
+        # Roads: a meandering north-south road and a wobbly ring around the sample's centre,
+        # so every tile of a 2x2 sample (and a lone tile) has some road; distances in yards.
+        width_e = self.ncols * TILE_SIZE
+        width_s = self.nrows * TILE_SIZE
+        step = CHUNK_SIZE / TEXELS
+        te = ((np.arange(nt_c, dtype=np.float64) + 0.5) * step).astype(np.float32)   # local east
+        ts = ((np.arange(nt_r, dtype=np.float64) + 0.5) * step).astype(np.float32)   # local south
+        amp = min(0.1 * width_e, 70.0)
+        road_e = 0.47 * width_e + amp * value_curve(ts / 160.0, seed, 1)               # per row
+        slope_e = np.gradient(road_e, ts)
+        d1 = np.abs(te[None, :] - road_e[:, None].astype(np.float32))
+        d1 *= (1 / np.sqrt(1 + slope_e * slope_e))[:, None].astype(np.float32)
+        radius = np.float32(0.3 * min(width_e, width_s))
+        wobble = _sample(fbm(e / 140.0, s / 140.0, seed, octaves=2, salt=13), ri, rw, ci, cw)
+        ce, cs = np.float32(0.5 * width_e), np.float32(0.52 * width_s)
+        ring = np.sqrt((te[None, :] - ce) ** 2 + (ts[:, None] - cs) ** 2)
+        d2 = np.abs(ring - radius * (1 + np.float32(0.12) * wobble))
+        dist = np.minimum(d1, d2)
+        edge = (3.6 + 0.9 * value_curve(ts / 9.0, seed, 3))[:, None].astype(np.float32)
+        road = 1 - smoothstep(0.0, 1.0, (dist - edge + np.float32(1.3)) / np.float32(2.6))
+        shoulder = np.float32(0.55) * (1 - smoothstep(0.0, 1.0, (dist - edge) / np.float32(5.0)))
+        self.road_center = (road_e, None)
+
+        rock = smoothstep(0.62, 0.95, slope + np.float32(0.25) * jit_t)
+        dirt_w = np.maximum(smoothstep(0.22, 0.5, dirt_t) * np.float32(0.85), shoulder)
+        w = np.empty((4, nt_r, nt_c), dtype=np.float32)
+        w[ROAD] = road
+        w[ROCK] = (1 - road) * rock
+        w[DIRT] = (1 - road) * (1 - rock) * dirt_w
+        w[GRASS] = 1 - w[ROAD] - w[ROCK] - w[DIRT]
+        self.weights = w
+
+    # -- per tile --------------------------------------------------------------------------
+    def tile(self, col: int, row: int, alpha_bits: int = 8, fix_alpha: bool = False) -> TileTerrain:
+        """Arrays of tile (col, row).  ``alpha_bits`` 4 or 8 quantises the alpha maps;
+        ``fix_alpha`` authors 63×63 maps (column/row 63 copy 62) as 1.12 clients expect."""
+        tc, tr = col - self.col0, row - self.row0
+        if not (0 <= tc < self.ncols and 0 <= tr < self.nrows):
+            raise ValueError(f"tile {col}_{row} is not part of this sample")
+        iy, ix = np.divmod(np.arange(256), 16)
+        # heights
+        rbase = 1 + (tr * 16 + iy) * FINE_PER_CHUNK
+        cbase = 1 + (tc * 16 + ix) * FINE_PER_CHUNK
+        ri = rbase[:, None] + MCVT_FINE_ROW[None, :]
+        ci = cbase[:, None] + MCVT_FINE_COL[None, :]
+        absh = self.fine[ri, ci]
+        base = absh.min(axis=1)
+        heights = (absh - base[:, None]).astype(np.float32)
+        normals = np.round(self.fine_normal[ri, ci] * 127.0).astype(np.int8)
+        gx = (col * 16 + ix).astype(np.float64)
+        gy = (row * 16 + iy).astype(np.float64)
+        positions = np.stack([ZEROPOINT - gy * CHUNK_SIZE, ZEROPOINT - gx * CHUNK_SIZE, base], axis=1)
+        positions = positions.astype(np.float32)
+
+        # alpha maps: (256, 4 kinds, 64, 64)
+        t0r, t0c = tr * 16 * TEXELS, tc * 16 * TEXELS
+        wt = self.weights[:, t0r:t0r + 16 * TEXELS, t0c:t0c + 16 * TEXELS]
+        wt = wt.reshape(4, 16, TEXELS, 16, TEXELS).transpose(1, 3, 0, 2, 4).reshape(256, 4, TEXELS, TEXELS)
+        levels = 15 if alpha_bits == 4 else 255
+        q = np.floor(np.clip(wt, 0.0, 1.0) * (levels + 0.999)).astype(np.int32)
+        q[:, GRASS] = 0
+        if fix_alpha:
+            q[..., :, 63] = q[..., :, 62]
+            q[..., 63, :] = q[..., 62, :]
+        present = q.reshape(256, 4, -1).max(axis=2) > 0
+        present[:, GRASS] = True
+        scale = 17 if alpha_bits == 4 else 1
+        kind_alpha = (q * scale).astype(np.uint8)                        # (256, 4 kinds, 64, 64)
+
+        # local layer order: grass, then present kinds in DIRT, ROCK, ROAD order
+        local_of_kind = np.cumsum(present, axis=1) - 1                   # (256, 4)
+        local_of_kind[~present] = -1
+        n_layers = present.sum(axis=1).astype(np.uint8)
+        layer_kind = np.full((256, 4), -1, dtype=np.int8)
+        alpha = np.zeros((256, 4, TEXELS, TEXELS), dtype=np.uint8)
+        cidx, kidx = np.nonzero(present)
+        lidx = local_of_kind[cidx, kidx]
+        layer_kind[cidx, lidx] = kidx
+        alpha[cidx, lidx] = kind_alpha[cidx, kidx]
+
+        # dominant kind per texel (grass weight = 255 - sum), majority per 8x8 cell
+        full = kind_alpha.astype(np.int32)
+        full[:, GRASS] = 255 - full[:, 1:].sum(axis=1)
+        dom = full.argmax(axis=1)                                        # (256, 64, 64)
+        cells = dom.reshape(256, 8, 8, 8, 8).transpose(0, 1, 3, 2, 4).reshape(256, 8, 8, 64)
+        counts = np.stack([(cells == k).sum(axis=-1) for k in range(4)], axis=-1)
+        dom_cell = counts.argmax(axis=-1)                                # (256, 8, 8) kind
+        doodad_mapping = np.take_along_axis(local_of_kind, dom_cell.reshape(256, 64), axis=1)
+        doodad_mapping = doodad_mapping.reshape(256, 8, 8).astype(np.uint8)
+
+        road_cell = kind_alpha[:, ROAD].reshape(256, 8, 8, 8, 8).max(axis=(2, 4))
+        no_effect = road_cell >= 24
+
+        # holes: in each tile the steepest chunk with rock gets one 2x2-cell hole
+        holes = np.zeros(256, dtype=np.uint16)
+        rock_cells = kind_alpha[:, ROCK].reshape(256, 4, 16, 4, 16).astype(np.int32).sum(axis=(2, 4))
+        best = int(rock_cells.reshape(256, -1).max(axis=1).argmax())
+        if rock_cells[best].max() > 0:
+            br, bc = np.unravel_index(int(rock_cells[best].argmax()), (4, 4))
+            holes[best] = 1 << (br * 4 + bc)
+            hole_cells = np.zeros((8, 8), dtype=bool)
+            hole_cells[2 * br:2 * br + 2, 2 * bc:2 * bc + 2] = True
+            no_effect[best] |= hole_cells
+
+        # grass effect variant by a low-frequency region field at the chunk centre
+        region = self.fine_region[rbase + 8, cbase + 8]
+        grass_variant = np.digitize(region, [-0.12, 0.18]).astype(np.uint8)
+
+        return TileTerrain(
+            col=col, row=row, positions=positions, heights=heights, normals=normals,
+            index_xy=np.stack([ix, iy], axis=1).astype(np.uint32), n_layers=n_layers,
+            layer_kind=layer_kind, alpha=alpha, doodad_mapping=doodad_mapping,
+            no_effect_doodad=no_effect, holes=holes, grass_variant=grass_variant,
+            doodads=self._doodads(col, row),
+        )
+
+    # -- placed doodads (MDDF) -------------------------------------------------------------
+    def ground_height(self, X: float, Y: float) -> float:
+        """Terrain height at a world point (bilinear on the fine lattice)."""
+        fi = (ZEROPOINT - X) / HALF - self.fi0
+        fj = (ZEROPOINT - Y) / HALF - self.fj0
+        i0, j0 = int(np.floor(fi)), int(np.floor(fj))
+        i0 = min(max(i0, 0), self.fine.shape[0] - 2)
+        j0 = min(max(j0, 0), self.fine.shape[1] - 2)
+        a, b = fi - i0, fj - j0
+        g = self.fine
+        return float((g[i0, j0] * (1 - b) + g[i0, j0 + 1] * b) * (1 - a)
+                     + (g[i0 + 1, j0] * (1 - b) + g[i0 + 1, j0 + 1] * b) * a)
+
+    def _doodads(self, col: int, row: int) -> list:
+        """A reference figure beside the road in the first tile, two rocks on steep ground per tile."""
+        out = []
+        tc, tr = col - self.col0, row - self.row0
+        north = ZEROPOINT - row * TILE_SIZE
+        west = ZEROPOINT - col * TILE_SIZE
+        road_e, _road_s = self.road_center
+        if tc == self.ncols // 2 - (1 if self.ncols % 2 == 0 else 0) and tr == self.nrows // 2:
+            # beside the north-south road, at the tile's first texel row south of its north edge
+            local_s = tr * TILE_SIZE + 40.0
+            k = int(local_s / (CHUNK_SIZE / TEXELS))
+            east = road_e[k] + 9.0
+            if tc * TILE_SIZE < east < (tc + 1) * TILE_SIZE:
+                X = north - 40.0
+                Y = west - (east - tc * TILE_SIZE)
+                out.append(("human", X, Y, self.ground_height(X, Y), 90.0, 1.0))
+        # rocks: steepest fine-lattice points of this tile, at least 60 yards apart
+        n = 16 * FINE_PER_CHUNK
+        r0, c0 = 1 + tr * n, 1 + tc * n
+        slope = self.fine_slope[r0 + 4:r0 + n - 4, c0 + 4:c0 + n - 4]
+        order = np.argsort(slope, axis=None, kind="stable")[::-1]
+        picked = []
+        for flat in order[:4000]:
+            i, j = divmod(int(flat), slope.shape[1])
+            if all((i - pi) ** 2 + (j - pj) ** 2 > (60 / HALF) ** 2 for pi, pj in picked):
+                picked.append((i, j))
+            if len(picked) == 2:
+                break
+        for k, (i, j) in enumerate(picked):
+            X = north - (i + 4) * HALF
+            Y = west - (j + 4) * HALF
+            out.append(("rock", X, Y, self.ground_height(X, Y) - 0.3, 37.0 + 71.0 * k, 1.0 + 0.25 * k))
+        return out
