@@ -1,0 +1,260 @@
+"""The game-data source: a client's ``Data`` folder (an ordered MPQ chain) or a folder of loose files.
+
+Archive order follows the client's mount order, lowest priority first (a later archive overrides
+an earlier one; a DELETE_MARKER entry in a later archive hides earlier copies), see
+``shared/docs/formats.md`` §5.5:
+
+* 1.12: ``dbc speech fonts interface misc sound wmo terrain texture model`` (``.MPQ``), then
+  ``patch.MPQ``, then every ``patch-?.MPQ`` (one character, ascending), then ``speech2.MPQ``.
+* 2.4.3 / 3.3.5: ``common common-2 expansion lichking``, the locale archives
+  ``<loc>/locale-<loc> expansion-locale-<loc> lichking-locale-<loc>``, then ``patch.MPQ`` and
+  ``patch-?.MPQ``, then the locale patches ``<loc>/patch-<loc>.MPQ`` and ``patch-<loc>-?.MPQ``.
+
+Archive and folder names are matched case-insensitively. The build is guessed from archive names
+(``lichking*`` -> 3.3.5, ``expansion*`` -> 2.4.3, ``dbc``/``terrain``/``model`` -> 1.12); the locale
+from the ``Data/<loc>`` folder. Both can be given explicitly, as can the whole ``order``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+
+from wowgrass.errors import GameFileNotFound, UsageError
+from wowgrass.formats.mpq import MpqArchive
+
+VANILLA_BASE = ("dbc", "speech", "fonts", "interface", "misc", "sound", "wmo", "terrain", "texture", "model")
+MODERN_BASE = ("common", "common-2", "expansion", "lichking")
+MODERN_LOCALE = ("locale-{loc}", "expansion-locale-{loc}", "lichking-locale-{loc}")
+LOCALES = {
+    "enUS": 0x409, "enGB": 0x809, "deDE": 0x407, "frFR": 0x40C, "esES": 0x40A, "esMX": 0x80A,
+    "ruRU": 0x419, "koKR": 0x412, "zhCN": 0x804, "zhTW": 0x404, "enCN": 0x804, "enTW": 0x404,
+    "ptBR": 0x416, "ptPT": 0x816, "itIT": 0x410,
+}
+_LOCALE_RE = re.compile(r"^[a-z]{2}[A-Z]{2}$")
+
+
+def _norm(path: str) -> str:
+    """Key for case-insensitive game paths with either separator."""
+    return path.replace("/", "\\").strip("\\").upper()
+
+
+def _mpqs_in(folder: Path) -> dict[str, Path]:
+    """Lower-cased file name -> path of every ``*.mpq`` directly in ``folder``."""
+    out = {}
+    if folder.is_dir():
+        for p in sorted(folder.iterdir()):
+            if p.is_file() and p.suffix.lower() == ".mpq":
+                out.setdefault(p.name.lower(), p)
+    return out
+
+
+def _patches(found: dict[str, Path], stem: str) -> list[Path]:
+    """``<stem>.mpq`` then ``<stem>-?.mpq`` (exactly one character, ascending)."""
+    out = [found[stem + ".mpq"]] if stem + ".mpq" in found else []
+    rx = re.compile(re.escape(stem) + r"-(.)\.mpq$")
+    numbered = sorted((m.group(1), p) for n, p in found.items() if (m := rx.match(n)))
+    return out + [p for _, p in numbered]
+
+
+def detect_build(names) -> str | None:
+    """Client build from archive file names (case-insensitive), or None."""
+    low = [n.lower() for n in names]
+    if any(n.startswith("lichking") for n in low):
+        return "3.3.5"
+    if any(n.startswith("expansion") for n in low):
+        return "2.4.3"
+    if any(n in ("dbc.mpq", "terrain.mpq", "model.mpq") for n in low):
+        return "1.12"
+    return None
+
+
+def archive_order(root: Path, build: str | None, locale: str | None) -> list[Path]:
+    """The archives of a Data folder in mount order, lowest priority first."""
+    top = _mpqs_in(root)
+    if build == "1.12":
+        order = [top[b + ".mpq"] for b in VANILLA_BASE if b + ".mpq" in top]
+        order += _patches(top, "patch")
+        if "speech2.mpq" in top:
+            order.append(top["speech2.mpq"])
+        return order
+    order = [top[b + ".mpq"] for b in MODERN_BASE if b + ".mpq" in top]
+    loc_files: dict[str, Path] = {}
+    if locale:
+        loc_dir = _child_ci(root, locale)
+        loc_files = _mpqs_in(loc_dir) if loc_dir else {}
+        lo = locale.lower()
+        order += [loc_files[n.format(loc=lo) + ".mpq"] for n in MODERN_LOCALE if n.format(loc=lo) + ".mpq" in loc_files]
+    order += _patches(top, "patch")
+    if locale:
+        order += _patches(loc_files, f"patch-{locale.lower()}")
+    return order
+
+
+def _child_ci(folder: Path, name: str) -> Path | None:
+    if not folder.is_dir():
+        return None
+    for p in folder.iterdir():
+        if p.name.lower() == name.lower() and p.is_dir():
+            return p
+    return None
+
+
+def detect_locale(root: Path) -> str | None:
+    """The ``Data/<loc>`` folder holding MPQs (enUS preferred when several exist)."""
+    cands = sorted(p.name for p in root.iterdir() if p.is_dir() and _LOCALE_RE.match(p.name) and _mpqs_in(p))
+    if not cands:
+        return None
+    for pref in ("enUS", "enGB"):
+        if pref in cands:
+            return pref
+    return cands[0]
+
+
+class GameData:
+    """Read game files by their in-game path from an MPQ chain or a loose folder.
+
+    ``archives`` lists the mounted MPQs lowest priority first (empty for a loose folder).
+    """
+
+    def __init__(self, root: Path, *, archives: list[Path] | None = None, build: str | None = None,
+                 locale: str | None = None):
+        self.root = Path(root)
+        self.build = build
+        self.locale = locale
+        self.archives: list[Path] = list(archives or [])
+        self._mpqs: list[MpqArchive] = []
+        self._loose: dict[str, Path] | None = None
+        self._lcid = LOCALES.get(locale) if locale else None
+        try:
+            for p in self.archives:
+                self._mpqs.append(MpqArchive.open(p))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def kind(self) -> str:
+        return "mpq" if self.archives else "loose"
+
+    def archive(self, path) -> MpqArchive:
+        """The opened archive for one of ``archives``."""
+        return self._mpqs[self.archives.index(Path(path))]
+
+    def close(self) -> None:
+        for a in self._mpqs:
+            a.close()
+        self._mpqs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<GameData {self.root} {self.kind} build={self.build} locale={self.locale} archives={len(self.archives)}>"
+
+    # loose files ------------------------------------------------------------------------------
+    def _loose_index(self) -> dict[str, Path]:
+        if self._loose is None:
+            idx: dict[str, Path] = {}
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames.sort()
+                rel = Path(dirpath).relative_to(self.root)
+                for f in sorted(filenames):
+                    idx.setdefault(_norm(str(rel / f)), Path(dirpath) / f)
+            self._loose = idx
+        return self._loose
+
+    # lookup -----------------------------------------------------------------------------------
+    def locate(self, path: str) -> tuple[Path, MpqArchive | None] | None:
+        """(archive path, archive) providing ``path`` (or (file, None) when loose), else None."""
+        if not self.archives:
+            p = self._loose_index().get(_norm(path))
+            return (p, None) if p is not None else None
+        for apath, arc in zip(reversed(self.archives), reversed(self._mpqs)):
+            e = arc.lookup(path, self._lcid)
+            if e is None:
+                continue
+            if e.is_delete_marker:
+                return None
+            return apath, arc
+        return None
+
+    def exists(self, path: str) -> bool:
+        return self.locate(path) is not None
+
+    def read(self, path: str) -> bytes:
+        """The bytes of ``path`` ('/' or '\\', any case) from the highest-priority source."""
+        found = self.locate(path)
+        if found is None:
+            raise GameFileNotFound(f"{path}: not in {self.root} ({self._where()})")
+        where, arc = found
+        if arc is None:
+            return where.read_bytes()
+        return arc.read(path, self._lcid)
+
+    def _where(self) -> str:
+        if self.archives:
+            return f"{len(self.archives)} archives, build {self.build or 'unknown'}"
+        return "loose files"
+
+    def list(self, pattern: str = "*") -> list[str]:
+        """Known paths matching a case-insensitive glob ('/' or '\\'); MPQs need a (listfile)."""
+        pat = _norm(pattern) if pattern not in ("", "*") else "*"
+        if not self.archives:
+            idx = self._loose_index()
+            return sorted((str(p.relative_to(self.root)).replace(os.sep, "\\")
+                           for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)), key=str.lower)
+        names: dict[str, str] = {}
+        for arc in self._mpqs:
+            for n in arc.names():
+                names.setdefault(_norm(n), n)
+        out = [n for k, n in names.items() if fnmatch.fnmatchcase(k, pat) and self.exists(n)]
+        return sorted(out, key=str.lower)
+
+
+def open_data(path, *, build: str | None = None, locale: str | None = None,
+              order: list[str] | None = None) -> GameData:
+    """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder.
+
+    ``build`` and ``locale`` override detection; ``order`` names the archives explicitly
+    (paths relative to the Data folder, lowest priority first).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        if root.exists():
+            raise UsageError(f"{root} is not a folder (give a client's Data folder or a folder of files)")
+        raise GameFileNotFound(f"no such folder: {root}")
+    if build is not None and build not in ("1.12", "2.4.3", "3.3.5"):
+        raise UsageError(f"unknown build {build!r} (1.12, 2.4.3 or 3.3.5)")
+    data_dir = _child_ci(root, "Data")
+    if not _mpqs_in(root) and data_dir is not None and _mpqs_in(data_dir):
+        root = data_dir
+    if order is not None:
+        archives = []
+        for rel in order:
+            p = root / rel
+            if not p.is_file():
+                raise GameFileNotFound(f"archive {rel} not found in {root}")
+            archives.append(p)
+        return GameData(root, archives=archives, build=build or detect_build(p.name for p in archives),
+                        locale=locale)
+    top = _mpqs_in(root)
+    if locale is None:
+        locale = detect_locale(root)
+    elif _child_ci(root, locale) is None and top:
+        raise UsageError(f"no locale folder {locale} in {root}")
+    if not top and not (locale and _mpqs_in(_child_ci(root, locale) or root / locale)):
+        return GameData(root, build=build, locale=locale)
+    loc_names = list(_mpqs_in(_child_ci(root, locale))) if locale and _child_ci(root, locale) else []
+    if build is None:
+        build = detect_build(list(top) + loc_names)
+    archives = archive_order(root, build, locale)
+    if not archives:
+        raise UsageError(f"{root} holds MPQs but none that a {build or 'WoW'} client mounts: "
+                         f"{', '.join(sorted(top)) or '(none)'}")
+    return GameData(root, archives=archives, build=build, locale=locale)
