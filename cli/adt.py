@@ -7,6 +7,7 @@ import functools
 import click
 
 from wowgrass.cli.common import data_option, echo_json, json_option
+from wowgrass.errors import UsageError
 
 
 def tile_source(func):
@@ -27,7 +28,7 @@ def tile_source(func):
         from wowgrass.terrain import load_tile, parse_tile_arg
 
         if file is None and data_path is None:
-            raise click.UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
+            raise UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
         col_row = parse_tile_arg(tile) if tile is not None else None
         loaded = load_tile(file, data=data_path, map_name=map_name, tile=col_row, wdt=wdt, big_alpha=big_alpha,
                            doodad_map_msb_first=doodad_map_msb_first)

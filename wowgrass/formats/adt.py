@@ -181,32 +181,30 @@ def decode_alpha_rle(buf, start: int, end: int, path: str | None = None) -> tupl
 
 
 def encode_alpha_rle(alpha: np.ndarray) -> bytes:
-    """(64, 64) u1 → compressed bytes (fill runs for repeats of 3+, copy runs otherwise)."""
+    """(64, 64) u1 → compressed bytes: fill runs for repeats of 3+, copy runs for the rest."""
     a = np.asarray(alpha, np.uint8).reshape(-1)
-    change = np.flatnonzero(np.diff(a)) + 1
-    starts = np.concatenate(([0], change))
+    raw = a.tobytes()
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(a)) + 1))
     lengths = np.diff(np.concatenate((starts, [a.size])))
+    fills = lengths >= 3
     out = bytearray()
-    lit = bytearray()
 
-    def flush():
-        for i in range(0, len(lit), 127):
-            part = lit[i:i + 127]
+    def copy(s, e):
+        for k in range(s, e, 127):
+            part = raw[k:min(e, k + 127)]
             out.append(len(part))
-            out += part
-        lit.clear()
+            out.extend(part)
 
-    for s, n in zip(starts.tolist(), lengths.tolist()):
-        v = int(a[s])
-        if n >= 3:
-            flush()
-            while n > 0:
-                k = min(n, 127)
-                out += bytes((0x80 | k, v))
-                n -= k
-        else:
-            lit += bytes((v,)) * n
-    flush()
+    prev = 0
+    for s, n in zip(starts[fills].tolist(), lengths[fills].tolist()):
+        copy(prev, s)
+        v = raw[s]
+        prev = s + n
+        while n > 0:
+            k = min(n, 127)
+            out.extend((0x80 | k, v))
+            n -= k
+    copy(prev, a.size)
     return bytes(out)
 
 
