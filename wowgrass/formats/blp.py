@@ -79,6 +79,8 @@ class _Mips:
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        if -len(self) <= i < 0:
+            i += len(self)
         return self._image.mip(i)
 
     def __iter__(self):
