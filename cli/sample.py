@@ -1,0 +1,120 @@
+"""``wowgrass sample``: build the built-in sample world (a client-shaped ``Data`` folder)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from wowgrass.cli.common import echo_json, json_option
+
+BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
+
+
+def _options(f):
+    f = click.option("--seed", type=int, default=0, show_default=True, help="Terrain noise seed.")(f)
+    f = click.option("--tiles", default="2x2", show_default=True,
+                     help="ADT tiles as COLSxROWS (1x1 .. 8x8), around the middle of the map grid.")(f)
+    f = click.option("--build", "build", type=BUILD_CHOICES, default="3.3.5", show_default=True,
+                     help="Client build whose archives, tables and formats to imitate.")(f)
+    return f
+
+
+@click.group()
+def sample():
+    """Build the built-in sample world: a small procedural zone in a client-shaped Data folder.
+
+    wowgrass uses it when a command gets no --data. It is written with wowgrass's own writers
+    (MPQ, DBC, WDT/ADT, M2, BLP) and reads like a real 1.12, 2.4.3 or 3.3.5 client.
+    """
+
+
+def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | None, built: bool) -> dict:
+    from wowgrass.samples import MAP_NAME, parse_tiles, wdt_path
+
+    cols, rows = parse_tiles(tiles)
+    archives = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
+    return {"data": str(data), "build": build, "tiles": [cols, rows], "seed": seed, "map": MAP_NAME,
+            "wdt": wdt_path(), "archives": archives, "built": built,
+            "seconds": None if seconds is None else round(seconds, 3)}
+
+
+def _progress_bar(enabled: bool):
+    """A rich progress bar on stderr, and the callback that drives it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled, transient=False)
+    task = prog.add_task("sample world", total=None)
+
+    def update(what, done, total):
+        prog.update(task, description=f"sample world: {what}", completed=done, total=total)
+
+    return prog, update
+
+
+@sample.command("build")
+@click.option("-o", "--output", "output", type=click.Path(file_okay=False), default=None,
+              help="Write DIR/Data (and DIR/sample.json) here instead of the cache.")
+@_options
+@click.option("--force", is_flag=True, help="Build again even if it already exists.")
+@json_option
+def build_cmd(output, build, tiles, seed, force, as_json):
+    """Write the sample world's Data folder (default: in the wowgrass cache) and print where."""
+    from wowgrass.errors import UsageError
+    from wowgrass.samples import build_sample_world, parse_tiles, sample_data_path, sample_root
+
+    cols_rows = parse_tiles(tiles)
+    if output is None:
+        data = sample_root(build, cols_rows, seed) / "Data"
+        built = force or not data.is_dir()
+    else:
+        out = Path(output)
+        data = out / "Data"
+        if data.exists() and not force:
+            raise UsageError(f"{data} already exists (use --force to replace it)")
+        built = True
+    t0 = time.perf_counter()
+    if built:
+        prog, update = _progress_bar(not as_json)
+        with prog:
+            if output is None:
+                data = sample_data_path(build, cols_rows, seed, force=force, progress=update)
+            else:
+                out.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-sample-", dir=out))
+                try:
+                    build_sample_world(tmp, build, cols_rows, seed, progress=update)
+                    if data.exists():
+                        shutil.rmtree(data)
+                    os.replace(tmp / "Data", data)
+                    os.replace(tmp / "sample.json", out / "sample.json")
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+    seconds = time.perf_counter() - t0
+    info = _summary(data, build, tiles, seed, seconds if built else None, built)
+    if as_json:
+        echo_json(info)
+    else:
+        verb = f"built in {seconds:.1f} s" if built else "already built"
+        click.echo(f"{data}  ({info['map']}, build {build}, {cols_rows[0]}x{cols_rows[1]} tiles, "
+                   f"seed {seed}; {verb})")
+
+
+@sample.command("path")
+@_options
+@json_option
+def path_cmd(build, tiles, seed, as_json):
+    """Print the cached sample's Data folder (without building it)."""
+    from wowgrass.samples import parse_tiles, sample_root
+
+    data = sample_root(build, parse_tiles(tiles), seed) / "Data"
+    if as_json:
+        echo_json({"data": str(data), "exists": data.is_dir(), "build": build, "tiles": tiles, "seed": seed})
+    else:
+        click.echo(str(data) + ("" if data.is_dir() else "  (not built yet: wowgrass sample build)"))
