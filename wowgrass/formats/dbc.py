@@ -519,7 +519,7 @@ def write_dbc(records: np.ndarray, strings: bytes = b"\0") -> bytes:
             if base.itemsize != 4:
                 raise ValueError(f"field {name}: {base.itemsize}-byte fields are not WDBC (4 bytes each)")
             fields += int(np.prod(sub.shape or (1,)))
-        le = records.dtype.newbyteorder("<") if records.dtype.byteorder == ">" else records.dtype
+        le = records.dtype.newbyteorder("<")  # applies to every field of a structured dtype
         body = np.ascontiguousarray(records.astype(le)).tobytes()
         n, rs = len(records), records.dtype.itemsize
     else:
