@@ -225,8 +225,9 @@ def _decode_dxt(raw, w, h, encoding, opaque):
 def _decode_palette(raw, w, h, palette, alpha_depth):
     n = w * h
     idx = np.frombuffer(raw, "u1", count=n)
-    out = np.empty((n, 4), "u1")
-    out[:, :3] = palette[idx][:, 2::-1]
+    # BGRA palette → an RGBA lookup of u32s: one gather per pixel instead of per channel.
+    lut = np.ascontiguousarray(palette[:, [2, 1, 0, 3]]).view("<u4").ravel()
+    out = lut[idx].view("u1").reshape(n, 4)
     if alpha_depth == 0:
         out[:, 3] = 255
     else:
