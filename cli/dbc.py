@@ -125,7 +125,7 @@ def source_options(f):
 def _typed(src: Source, build, lenient):
     from wowgrass.formats.dbc import read_table
 
-    return read_table(src.data, src.name, build=build or src.build, strict=not lenient)
+    return read_table(src.data, src.name, build=build, hint=src.build, strict=not lenient)
 
 
 # ---------------------------------------------------------------------------------------- info
@@ -173,7 +173,7 @@ def _print_info(r: dict) -> None:
     con = Console(file=sys.stdout, highlight=False)
     h = r["header"]
     s = r["schema"]
-    con.print(f"[bold]{r['file']}[/bold]  ({r['source']}, {r['size']:,} bytes)")
+    con.print(f"[bold]{r['file']}[/bold]  ({r['source']}, {r['size']:,} bytes)", soft_wrap=True)
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column()

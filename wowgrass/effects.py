@@ -119,11 +119,14 @@ class GroundEffectCatalog:
 
     # ------------------------------------------------------------------------------- building
     @classmethod
-    def from_dbc_bytes(cls, texture_bytes, doodad_bytes, build: str | None = None, *, strict: bool = True,
-                       texture_path: str = TEXTURE_PATH, doodad_path: str = DOODAD_PATH) -> "GroundEffectCatalog":
-        """Join the two tables. ``build`` forces a layout; otherwise it is detected from the texture table."""
+    def from_dbc_bytes(cls, texture_bytes, doodad_bytes, build: str | None = None, *, hint: str | None = None,
+                       strict: bool = True, texture_path: str = TEXTURE_PATH,
+                       doodad_path: str = DOODAD_PATH) -> "GroundEffectCatalog":
+        """Join the two tables. ``build`` forces a layout; otherwise it is detected from the texture
+        table, with ``hint`` (a data source's build) choosing between builds that share a layout.
+        """
         tex = DbcFile.from_bytes(texture_bytes, texture_path, strict=strict)
-        tdet = detect_schema(tex, GROUND_EFFECT_TEXTURE, build)
+        tdet = detect_schema(tex, GROUND_EFFECT_TEXTURE, build, hint)
         if tdet.schema is None:
             raise FormatError(f"cannot tell the GroundEffectTexture layout: {tdet.reason}", path=texture_path, offset=4)
         short = tdet.build
@@ -141,9 +144,11 @@ class GroundEffectCatalog:
 
     @classmethod
     def from_data(cls, data, build: str | None = None, *, strict: bool = True) -> "GroundEffectCatalog":
-        """Read both tables through ``data.read(path) -> bytes`` (a GameData or any stand-in)."""
-        build = build or getattr(data, "build", None)
-        return cls.from_dbc_bytes(data.read(TEXTURE_PATH), data.read(DOODAD_PATH), build, strict=strict)
+        """Read both tables through ``data.read(path) -> bytes`` (a GameData or any stand-in); the
+        data source's ``build`` attribute, where it has one, picks 2.4.3 over the shared 1.12 layout.
+        """
+        return cls.from_dbc_bytes(data.read(TEXTURE_PATH), data.read(DOODAD_PATH), build,
+                                  hint=getattr(data, "build", None), strict=strict)
 
     @classmethod
     def _join(cls, build: str, tex: DbcFile, dood: DbcFile, detection) -> "GroundEffectCatalog":

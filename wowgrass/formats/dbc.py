@@ -417,12 +417,26 @@ def _texture_detection(dbc: DbcFile) -> Detection:
                      f"{f} fields × {rs} B matches no GroundEffectTexture layout (7 × 28 B or 11 × 44 B)")
 
 
-def detect_schema(dbc: DbcFile, table: str | None = None, build: str | None = None) -> Detection:
-    """Pick the schema of ``dbc`` (``table`` defaults to the file name). ``build`` forces a layout.
+def detect_schema(dbc: DbcFile, table: str | None = None, build: str | None = None,
+                  hint: str | None = None) -> Detection:
+    """Pick the schema of ``dbc`` (``table`` defaults to the file name). ``build`` forces a layout;
+    ``hint`` (e.g. the build a Data folder's archive names suggest) only chooses among the builds
+    that share the detected layout, such as 2.4.3 over 1.12.
 
     Returns a :class:`Detection` with ``schema=None`` when no vendored definition fits; raises
     FormatError when a forced ``build`` contradicts the header.
     """
+    if hint is not None and build is None:
+        det = detect_schema(dbc, table)
+        short = normalize_build(hint)
+        if det.schema is None or short == det.build:
+            return det
+        if short in det.candidates:
+            det.build, det.schema = short, schema_for(det.table, short)
+            det.notes.append(f"build {short} from the data source")
+        else:
+            det.notes.append(f"the data source says {short}; the table's layout says {det.build}")
+        return det
     table = table or (table_name(dbc.path) if dbc.path else None)
     known = {t.lower(): t for t in dbd.vendored_tables()}
     canonical = known.get((table or "").lower())
@@ -464,10 +478,10 @@ def _fits(table, build, f, rs) -> bool:
 
 
 def read_table(data, path: str | None = None, *, table: str | None = None, build: str | None = None,
-               strict: bool = True) -> tuple[DbcFile, Detection]:
+               hint: str | None = None, strict: bool = True) -> tuple[DbcFile, Detection]:
     """Parse ``data`` and apply the detected (or given) schema: ``(typed file, detection)``."""
     dbc = DbcFile.from_bytes(data, path, strict=strict)
-    det = detect_schema(dbc, table, build)
+    det = detect_schema(dbc, table, build, hint)
     if det.schema is not None:
         dbc = dbc.with_schema(det.schema, strict=strict)
     return dbc, det
