@@ -86,7 +86,7 @@ def smoothstep(e0: float, e1: float, x) -> np.ndarray:
     if x.dtype != np.float32:
         x = x.astype(np.float64)
     t = (x - x.dtype.type(e0)) * x.dtype.type(1.0 / (e1 - e0))
-    np.clip(t, 0, 1, out=t)
+    t = np.clip(t, 0, 1)
     return t * t * (3 - 2 * t)
 
 
