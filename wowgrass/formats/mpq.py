@@ -89,7 +89,8 @@ class Compression(IntFlag):
 
 COMPRESSION_LZMA = 0x12        # SC2: a value, not a bit combination
 _SUPPORTED_BITS = Compression.ZLIB | Compression.PKWARE | Compression.BZIP2
-_COMPRESSION_NAMES = {"zlib": Compression.ZLIB, "bzip2": Compression.BZIP2, "pkware": Compression.PKWARE}
+_COMPRESSION_NAMES = {"zlib": Compression.ZLIB, "bzip2": Compression.BZIP2, "pkware": Compression.PKWARE,
+                      "lzma": COMPRESSION_LZMA}
 
 # --- record layouts ----------------------------------------------------------------------------
 
@@ -294,8 +295,11 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
     payload = memoryview(data)[1:]
     try:
         if mask == COMPRESSION_LZMA:
-            if len(payload) < 1 or payload[0] != 0:
-                raise UnsupportedError("LZMA sector with an unknown filter byte", path=path, offset=offset)
+            # SC2 layout after the mask: a filter byte (0 = none), then the .lzma "alone" header
+            # (5 property bytes, u64 size) and the stream.
+            if len(payload) < 14 or payload[0] != 0:
+                raise FormatError(f"LZMA sector: filter byte {payload[0] if len(payload) else None} "
+                                  f"(expected 0) or short header", path=path, offset=offset)
             out = _bounded(lzma.LZMADecompressor(format=lzma.FORMAT_ALONE), payload[1:], expected)
         else:
             unsupported = mask & ~_SUPPORTED_BITS
@@ -345,7 +349,9 @@ def compress_sector(data: bytes, method: str) -> bytes:
         return b"\x10" + bz2.compress(data, 9)
     if method == "pkware":
         return implode(data)
-    raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware or None)")
+    if method == "lzma":
+        return b"\x12\x00" + lzma.compress(data, format=lzma.FORMAT_ALONE, preset=6)
+    raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware, lzma or None)")
 
 
 # --- public records ----------------------------------------------------------------------------
@@ -795,7 +801,7 @@ def _pack_file(name: str, data: bytes, pos: int, o: dict, ss: int) -> tuple[byte
         key = file_key(name, pos, size, o["fix_key"])
     method = o["compression"]
     if method is not None and method not in _COMPRESSION_NAMES:
-        raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware or None)")
+        raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware, lzma or None)")
     cflag = FileFlags.IMPLODE if method == "pkware" else FileFlags.COMPRESS
 
     if o["single_unit"]:
