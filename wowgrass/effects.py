@@ -138,7 +138,7 @@ class GroundEffectCatalog:
         if build is None and auto.build is not None and not auto.ambiguous and dbuild not in auto.candidates:
             raise FormatError(f"GroundEffectTexture looks like {short} but GroundEffectDoodad like {auto.build} "
                               f"({auto.reason}); pass build=", path=doodad_path, offset=4)
-        ddet = detect_schema(dood, GROUND_EFFECT_DOODAD, dbuild)
+        ddet = auto if auto.build == dbuild else detect_schema(dood, GROUND_EFFECT_DOODAD, dbuild)
         dood = dood.with_schema(schema_for(GROUND_EFFECT_DOODAD, dbuild), strict=strict)
         return cls._join(short, tex, dood, [tdet, ddet])
 
@@ -154,17 +154,20 @@ class GroundEffectCatalog:
     def _join(cls, build: str, tex: DbcFile, dood: DbcFile, detection) -> "GroundEffectCatalog":
         warnings = list(tex.warnings) + list(dood.warnings)
         t = tex.records
-        raw_ids = t["ID"].astype(np.int64) & 0xFFFFFFFF
-        uniq, first = np.unique(raw_ids, return_index=True)  # sorted; first occurrence wins
-        if len(uniq) != len(raw_ids):
-            warnings.append(f"{len(raw_ids) - len(uniq)} duplicate GroundEffectTexture IDs (first row kept)")
-        ids = uniq.astype(np.uint32)
-        slot_doodad = t["DoodadID"][first].astype(np.int32)
-        density = t["Density"][first].astype(np.int32)
-        sound = t["Sound"][first].astype(np.int32)
+        raw_ids = t["ID"].view(np.uint32)
+        order = np.argsort(raw_ids, kind="stable")  # stable: the first of duplicate IDs wins
+        ids = raw_ids[order]
+        dup = ids[1:] == ids[:-1]
+        if dup.any():
+            warnings.append(f"{int(dup.sum())} duplicate GroundEffectTexture IDs (first row kept)")
+            order = order[np.concatenate(([True], ~dup))]
+            ids = raw_ids[order]
+        # gather field by field: fancy-indexing the structured records themselves is far slower
+        slot_doodad = t["DoodadID"][order]
+        density = t["Density"][order]
+        sound = t["Sound"][order]
         has_weights = "DoodadWeight" in t.dtype.names
-        weights = t["DoodadWeight"][first].astype(np.int32) if has_weights else np.zeros_like(slot_doodad)
-
+        weights = t["DoodadWeight"][order] if has_weights else np.zeros_like(slot_doodad)
         d = dood.records
         keys = (d["DoodadIdTag"] if "DoodadIdTag" in d.dtype.names else d["ID"]).astype(np.int64)
         flags = d["Flags"].astype(np.uint32) if "Flags" in d.dtype.names else np.zeros(len(d), np.uint32)
@@ -185,7 +188,9 @@ class GroundEffectCatalog:
         korder = np.argsort(keys, kind="stable")
         ksorted = keys[korder]
         sid = slot_doodad.astype(np.int64)
-        empty = empty_slot_mask(sid, "3.3.5" if build == "3.3.5" else "1.12")
+        empty = sid == -1
+        if build == "3.3.5":
+            empty |= sid == 0
         if len(ksorted):
             pos = np.minimum(np.searchsorted(ksorted, sid), len(ksorted) - 1)
             found = (ksorted[pos] == sid) & ~empty
