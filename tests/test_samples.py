@@ -1,0 +1,258 @@
+"""The sample world end to end: written with wowgrass's writers, read back by its readers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from wowgrass.cli.main import cli
+from wowgrass.data import open_data
+from wowgrass.formats.adt import AdtTile
+from wowgrass.formats.blp import read_blp
+from wowgrass.formats.dbc import read_table
+from wowgrass.formats.m2 import M2Model
+from wowgrass.formats.mpq import MpqArchive
+from wowgrass.formats.wdt import WdtFile
+from wowgrass.samples import (
+    MAP_NAME, adt_path, archive_layout, build_sample_world, sample_data_path, sample_root, wdt_path,
+)
+from wowgrass.samples import models as M
+from wowgrass.samples import tables as T
+from wowgrass.samples.terrain import ROAD, SampleTerrain
+from wowgrass.samples.world import TERRAIN_TEXTURES, texture_files
+
+BUILDS = ("1.12", "2.4.3", "3.3.5")
+M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
+
+
+@pytest.fixture(scope="session")
+def worlds(tmp_path_factory):
+    """One 2x1-tile sample per build."""
+    out = {}
+    for b in BUILDS:
+        root = tmp_path_factory.mktemp(f"sample-{b}")
+        data = build_sample_world(root, b, (2, 1), seed=0)
+        out[b] = (data, json.loads((root / "sample.json").read_text()))
+    return out
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_every_file_reads_back_with_its_reader(worlds, build):
+    data_dir, manifest = worlds[build]
+    data = open_data(data_dir)
+    assert data.build == build
+    assert [a.name for a in archive_layout(build)] == sorted(manifest["archives"], key=[
+        a.name for a in archive_layout(build)].index)
+    seen = set()
+    for archive, files in manifest["archives"].items():
+        assert (data_dir / archive).is_file()
+        for path in files:
+            seen.add(path.lower())
+    assert len(seen) >= 25
+    for path in sorted(seen):
+        raw = data.read(path)
+        low = path.lower()
+        if low.endswith(".adt"):
+            t = AdtTile.from_bytes(raw, path, big_alpha=build == "3.3.5")
+            assert (t.n_layers >= 1).all() and (t.n_layers <= 4).all()
+            assert TERRAIN_TEXTURES["road"] in t.textures
+            assert f"{MAP_NAME}_{t.col}_{t.row}.adt".lower() in low
+        elif low.endswith(".wdt"):
+            w = WdtFile.from_bytes(raw, path)
+            assert sorted(w.tiles()) == [(31, 32), (32, 32)]
+            assert w.big_alpha == (build == "3.3.5")
+        elif low.endswith(".m2"):
+            m = M2Model.from_bytes(raw, path, read=data.read)
+            assert m.version == M2_VERSION[build]
+            assert len(m.triangles) > 0 and m.textures[0].filename
+            assert data.exists(m.textures[0].filename)
+        elif low.endswith(".skin"):
+            assert build == "3.3.5" and raw[:4] == b"SKIN"
+        elif low.endswith(".blp"):
+            img = read_blp(raw, path)
+            assert img.mips[0].shape[:2] == (img.height, img.width)
+        elif low.endswith(".dbc"):
+            table, det = read_table(raw, path, build=build)
+            assert det.schema is not None and table.record_count > 0
+        else:
+            pytest.fail(f"unexpected file {path}")
+    if build == "3.3.5":
+        assert data.exists("World\\NoDXT\\Detail\\ElwGra0100.skin")
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_patch_archives_override_base_files(worlds, build):
+    data_dir, manifest = worlds[build]
+    data = open_data(data_dir)
+    assert data.read(T.TEXTURE_DBC) == T.ground_effect_texture(build)
+    base_dbc = "dbc.MPQ" if build == "1.12" else "enUS/locale-enUS.MPQ"
+    older = MpqArchive.open(data_dir / base_dbc).read(T.TEXTURE_DBC)
+    assert older == T.ground_effect_texture(build, patched=False) != data.read(T.TEXTURE_DBC)
+    grass = TERRAIN_TEXTURES["grass"]
+    assert data.read(grass) == texture_files(build)[grass]
+    assert grass in manifest["archives"]["patch.MPQ"]
+
+
+@pytest.fixture(scope="module")
+def terrain():
+    return SampleTerrain((2, 1), seed=0)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_tiles_hold_what_was_generated(worlds, terrain, build):
+    data = open_data(worlds[build][0])
+    gen = terrain.tile(32, 32, alpha_bits=8 if build == "3.3.5" else 4, fix_alpha=build == "1.12")
+    t = AdtTile.from_bytes(data.read(adt_path(32, 32)), big_alpha=build == "3.3.5")
+    assert np.array_equal(t.abs_heights, gen.abs_heights)
+    assert np.array_equal(t.normals, gen.normals)
+    assert np.array_equal(t.n_layers, gen.n_layers)
+    assert np.array_equal(t.alpha, gen.alpha)
+    assert np.array_equal(t.doodad_mapping, gen.doodad_mapping)
+    assert np.array_equal(t.no_effect_doodad, gen.no_effect_doodad)
+    assert np.array_equal(t.holes, gen.holes)
+    # textures: the road layer uses a texture whose name says road
+    road = np.array([p.endswith("SampleRoad.blp") for p in t.textures])
+    lt = t.layer_texture
+    assert np.array_equal(np.where(lt >= 0, road[np.maximum(lt, 0)], False), gen.layer_kind == ROAD)
+    enc = set(np.unique(t.alpha_encoding[t.alpha_encoding > 0]).tolist())
+    assert enc <= ({2, 3} if build == "3.3.5" else {1})
+    # placed doodads: the reference figure and rocks, inside the tile
+    assert M.ROCK_PATH in t.models
+    assert len(t.mddf) >= 2
+
+
+def test_reference_figure_is_placed_and_human_sized(worlds):
+    data = open_data(worlds["3.3.5"][0])
+    t = AdtTile.from_bytes(data.read(adt_path(31, 32)), big_alpha=True)
+    assert M.HUMAN_PATH in t.models
+    m = M2Model.from_bytes(data.read(M.HUMAN_PATH), M.HUMAN_PATH, read=data.read)
+    assert float(m.bbox_max[2]) - float(m.bbox_min[2]) == pytest.approx(2.035, abs=1e-4)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_ground_effects_resolve_to_grass_models(worlds, build):
+    from wowgrass.effects import GroundEffectCatalog
+
+    data = open_data(worlds[build][0])
+    cat = GroundEffectCatalog.from_data(data, build=build)
+    t = AdtTile.from_bytes(data.read(adt_path(31, 32)), big_alpha=build == "3.3.5")
+    used = np.unique(t.layer_effect[t.layer_texture >= 0])
+    rows = cat.lookup(used)
+    assert (rows >= 0).all()
+    with_models = [r for r in rows.tolist() if (cat.slot_model[r] >= 0).any()]
+    assert len(with_models) >= 3                         # grass variants and dirt
+    for r in with_models:
+        assert (cat.slot_model[r] >= 0).sum() == 4
+    assert sorted(cat.models) == sorted(g.model_path for g in M.GRASS)
+    for path in cat.models:
+        model = M2Model.from_bytes(data.read(path), path, read=data.read)
+        height = float(model.bbox_max[2])
+        assert 0.288 - 1e-4 <= height <= 0.620 + 1e-4 or abs(height - 1.593) < 1e-4
+
+
+def test_same_seed_same_bytes_other_seed_differs(tmp_path):
+    a = build_sample_world(tmp_path / "a", "3.3.5", (1, 1), seed=0)
+    b = build_sample_world(tmp_path / "b", "3.3.5", (1, 1), seed=0)
+    c = build_sample_world(tmp_path / "c", "3.3.5", (1, 1), seed=1)
+    names = sorted(p.relative_to(a).as_posix() for p in a.rglob("*.MPQ"))
+    assert names == sorted(p.relative_to(b).as_posix() for p in b.rglob("*.MPQ"))
+    for n in names:
+        assert (a / n).read_bytes() == (b / n).read_bytes(), n
+    assert (tmp_path / "a/sample.json").read_bytes() == (tmp_path / "b/sample.json").read_bytes()
+    assert (a / "lichking.MPQ").read_bytes() != (c / "lichking.MPQ").read_bytes()
+
+
+def test_sample_data_path_builds_once_into_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path))
+    stale = tmp_path / "sample" / ".tmp-999999999-3.3.5-1x1-0-v1-xyz"
+    stale.mkdir(parents=True)                                  # left by a killed build
+    calls = []
+    data = sample_data_path("3.3.5", (1, 1), 0, progress=lambda *a: calls.append(a))
+    assert data == sample_root("3.3.5", (1, 1), 0) / "Data" and data.is_dir()
+    assert data.parent.parent == tmp_path / "sample"
+    assert calls and calls[-1][1] == calls[-1][2]
+    assert not stale.exists()
+    assert [p.name for p in (tmp_path / "sample").iterdir()] == [data.parent.name]
+    stamp = (data / "lichking.MPQ").stat().st_mtime_ns
+    assert sample_data_path("3.3.5", (1, 1), 0) == data
+    assert (data / "lichking.MPQ").stat().st_mtime_ns == stamp       # reused, not rebuilt
+    os.utime(data / "lichking.MPQ", ns=(1, 1))
+    assert sample_data_path("3.3.5", (1, 1), 0, force=True) == data
+    assert (data / "lichking.MPQ").stat().st_mtime_ns != 1
+    assert [p.name for p in (tmp_path / "sample").iterdir()] == [data.parent.name]
+
+
+def test_a_failed_build_leaves_nothing(tmp_path, monkeypatch):
+    from wowgrass.samples import world
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path))
+
+    def boom(*a, **k):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(world, "build_sample_world", boom)
+    with pytest.raises(RuntimeError):
+        sample_data_path("1.12", (1, 1), 0)
+    assert list((tmp_path / "sample").iterdir()) == []
+
+
+# -- command line ------------------------------------------------------------------------------
+def test_info_commands_work_on_the_sample(worlds):
+    runner = CliRunner()
+    data_dir = str(worlds["3.3.5"][0])
+    r = runner.invoke(cli, ["dbc", "info", "--data", data_dir, "GroundEffectTexture", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["header"]["records"] == len(T.EFFECTS)
+    r = runner.invoke(cli, ["adt", "info", "--data", data_dir, "--map", MAP_NAME, "--tile", "31,32", "--json"])
+    assert r.exit_code == 0, r.output
+    assert "SampleRoad" in r.stdout
+    r = runner.invoke(cli, ["m2", "info", "--data", data_dir, "World\\NoDXT\\Detail\\ElwGra02.m2", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["version"] == 264
+    data_dir = str(worlds["1.12"][0])
+    r = runner.invoke(cli, ["dbc", "info", "--data", data_dir, "GroundEffectDoodad"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["m2", "info", "--data", data_dir, "World\\NoDXT\\Detail\\ElwGra01.m2"])
+    assert r.exit_code == 0 and "256" in r.output, r.output
+
+
+def test_layers_picture_of_a_sample_tile(worlds, tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "layers.png"
+    r = CliRunner().invoke(cli, ["adt", "image", "--data", str(worlds["2.4.3"][0]), "--map", MAP_NAME,
+                                 "--tile", "31,32", "--kind", "layers", "--size", "128", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    img = np.asarray(Image.open(out).convert("RGB"))
+    assert img.shape == (128, 128, 3) and len(np.unique(img.reshape(-1, 3), axis=0)) > 16
+
+
+def test_sample_cli_help_build_path_and_errors(tmp_path):
+    runner = CliRunner()
+    for args in (["sample", "--help"], ["sample", "build", "--help"], ["sample", "path", "--help"]):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0 and "Usage" in r.output
+    r = runner.invoke(cli, ["sample", "build", "-o", str(tmp_path / "w"), "--build", "1.12", "--tiles", "1x1",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    assert info["data"] == str(tmp_path / "w" / "Data") and info["built"]
+    assert "dbc.MPQ" in info["archives"] and "patch.MPQ" in info["archives"]
+    assert open_data(info["data"]).build == "1.12"
+    assert not [p for p in (tmp_path / "w").iterdir() if p.name.startswith(".tmp")]
+    r = runner.invoke(cli, ["sample", "build", "-o", str(tmp_path / "w"), "--tiles", "1x1"])
+    assert r.exit_code == 2 and "error:" in r.output and "--force" in r.output and "Traceback" not in r.output
+    r = runner.invoke(cli, ["sample", "build", "--tiles", "0x3"])
+    assert r.exit_code == 2 and "error:" in r.output and "Traceback" not in r.output
+    r = runner.invoke(cli, ["sample", "path", "--tiles", "1x1", "--seed", "5", "--json"])
+    assert r.exit_code == 0
+    p = json.loads(r.stdout)
+    assert p["exists"] is False and p["data"].endswith(os.path.join("3.3.5-1x1-5-v1", "Data"))
+    r = runner.invoke(cli, ["sample", "build", "--tiles", "1x1", "--seed", "5"])
+    assert r.exit_code == 0, r.output
+    assert Path(r.stdout.split()[0]).is_dir()
