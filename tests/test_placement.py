@@ -1,0 +1,326 @@
+"""Placement: the seed's formula and open choices, the client strategy, determinism, and the
+vectorized code against the plain per-cell reference (tests/placement_reference.py)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from placement_fakes import make_catalog, make_tile, random_tile, std_catalog
+from placement_reference import as_rows, bag_reference, client_reference, seed_reference
+from wowgrass.placement import (
+    UNIT,
+    ClientPlacement,
+    PlacementConstants,
+    SeedPlacement,
+    chunk_keys,
+    coverage_sums,
+    draw,
+    make_strategy,
+    weight_bags,
+)
+
+GRASS = make_catalog([(453, 24, [0, 1, 2, 3]), (1493, 0, [-1, -1, -1, -1]), (8, 8, [0, -1, -1, -1]),
+                      (30, 30, [1, 2, -1, -1]), (0x55, 0, [2, -1, -1, -1])])
+
+
+def clumps_for(tile, catalog=GRASS, **k):
+    clumps, _ = SeedPlacement(PlacementConstants(**k)).cell_clumps(tile, catalog)
+    return clumps
+
+
+def two_layer_tile(effect0, effect1, alpha1, textures=("Tileset\\A.blp", "Tileset\\B.blp")):
+    """Layer 0 + layer 1 everywhere, layer 1's alpha given per texel (64x64) or a constant."""
+    alpha = np.zeros((256, 4, 64, 64), np.uint8)
+    alpha[:, 1] = alpha1
+    return make_tile(n_layers=2, effects=(effect0, effect1), textures=textures, alpha=alpha)
+
+
+# ----------------------------------------------------------------------------- the seed's formula
+
+
+def test_worked_example_full_coverage_high_density_gives_12():
+    # one layer, no alpha map: layer 0 weight 255 everywhere -> coverage 255; density 24 -> 24 -> 12
+    assert (clumps_for(make_tile(effects=(453,))) == 12).all()
+    # density 30 is capped to 24 first, then to 12 clumps
+    assert (clumps_for(make_tile(effects=(30,))) == 12).all()
+
+
+def test_worked_example_half_coverage_density_8_gives_4():
+    # half the texels of every cell fully covered by layer 1 (effect 8, density 8) -> coverage 127.5
+    a = np.zeros((64, 64), np.uint8)
+    a[:, ::2] = 255
+    tile = two_layer_tile(1493, 8, a)  # layer 0 has no doodads, so layer 1 is the grass layer
+    assert (coverage_sums(tile)[:, 1] == 64 * 255 // 2).all()
+    assert (clumps_for(tile) == 4).all()
+
+
+def test_formula_is_exact_at_integer_boundaries():
+    # coverage 128 (just above half) at density 8 -> ceil(4.0157) = 5; 127 -> ceil(3.98) = 4
+    for value, want in ((128, 5), (127, 4), (255, 8), (64, 3)):
+        tile = two_layer_tile(1493, 8, value)
+        assert (clumps_for(tile) == want).all(), value
+
+
+def test_low_density_and_zero_density_floor_at_one():
+    # coverage 40, density 8: ceil(40/255*8) = ceil(1.25) = 2; density 0 (effect 0x55) -> max(1, 0) = 1
+    assert (clumps_for(two_layer_tile(1493, 8, 40)) == 2).all()
+    assert (clumps_for(two_layer_tile(1493, 0x55, 200)) == 1).all()
+
+
+def test_coverage_minimum():
+    assert (clumps_for(two_layer_tile(1493, 8, 31)) == 0).all()
+    assert (clumps_for(two_layer_tile(1493, 8, 32)) == 2).all()  # ceil(32/255*8) = ceil(1.004)
+    assert (clumps_for(two_layer_tile(1493, 8, 31), coverage_min=31) == 1).all()
+
+
+def test_road_layer_suppresses_grass_by_texture_name():
+    textures = ("Tileset\\Elwynn\\ElwynnGrassBase.blp", "Tileset\\Elwynn\\ElwynnCobblestoneRoad.blp")
+    # layer 0 is grass (effect 453); layer 1 is a road texture with no effect
+    assert (clumps_for(two_layer_tile(453, 0, 24, textures)) == 0).all()  # road alpha 24 >= 24
+    assert (clumps_for(two_layer_tile(453, 0, 23, textures)) > 0).all()
+    # the same alpha under a non-road name does not suppress
+    assert (clumps_for(two_layer_tile(453, 0, 200, ("a.blp", "b.blp"))) > 0).all()
+    # patterns are configurable
+    assert (clumps_for(two_layer_tile(453, 0, 200, ("a.blp", "b.blp")), road_patterns=("b*",)) == 0).all()
+
+
+def test_grass_layer_is_highest_coverage_among_doodad_layers():
+    tile = two_layer_tile(8, 453, 200)  # layer 1 (density 24) covers 200, layer 0 covers 55
+    _, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    assert (rows == GRASS.lookup([453])[0]).all()
+    tile = two_layer_tile(8, 453, 100)  # now layer 0 (155, density 8) wins
+    clumps, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    assert (rows == GRASS.lookup([8])[0]).all()
+    assert (clumps == math.ceil(155 / 255 * 8)).all()
+    # a layer without doodads never carries the effect even when it dominates
+    tile = two_layer_tile(8, 1493, 250)
+    clumps, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    assert (clumps == 0).all()  # layer 0 keeps only coverage 5 < 32
+
+
+def test_layer0_weight_clips_where_other_layers_overflow():
+    alpha = np.zeros((256, 4, 64, 64), np.uint8)
+    alpha[:, 1] = 200
+    alpha[:, 2] = 200  # 400 > 255 at every texel: layer 0 weight is 0, not negative
+    tile = make_tile(n_layers=3, effects=(453, 1493, 1493), textures=("a", "b", "c"), alpha=alpha)
+    sums = coverage_sums(tile)
+    assert (sums[:, 0] == 0).all()
+    assert (sums[:, 1] == 200 * 64).all()
+    # a single overflowing texel in one cell
+    alpha = np.zeros((256, 4, 64, 64), np.uint8)
+    alpha[7, 1, 9, 10] = 200
+    alpha[7, 2, 9, 10] = 100
+    tile = make_tile(n_layers=3, effects=(453, 1493, 1493), textures=("a", "b", "c"), alpha=alpha)
+    sums = coverage_sums(tile)
+    assert sums[7, 0, 1, 1] == 255 * 64 - 255  # that texel contributes 0, not -45
+    assert sums[7, 0, 0, 0] == 255 * 64
+
+
+def test_coverage_sums_match_a_plain_texel_sum():
+    tile = random_tile(seed=4)
+    tile.alpha[3, 1:4, 0:8, 0:8] = 250  # force overflow somewhere
+    a = tile.alpha.astype(np.int64)
+    w = a.copy()
+    w[:, 0] = np.clip(255 - a[:, 1:].sum(axis=1), 0, 255)
+    want = w.reshape(256, 4, 8, 8, 8, 8).sum(axis=(3, 5))
+    want[np.arange(4)[None, :] >= tile.n_layers[:, None]] = 0
+    assert (coverage_sums(tile) == want).all()
+
+
+def test_masked_cells_and_holes_are_skipped():
+    tile = make_tile(effects=(453,))
+    tile.no_effect_doodad[3, 2, 5] = True
+    tile.holes[9] = 1 << 5  # bit (r>>1)*4 + (c>>1) = 5 -> rows 2-3, cols 2-3
+    clumps = clumps_for(tile)
+    assert clumps[3, 2, 5] == 0
+    assert (clumps[9, 2:4, 2:4] == 0).all()
+    assert clumps.sum() == 12 * (256 * 64 - 1 - 4)
+    inst = SeedPlacement().place(tile, GRASS, map_name="Test")
+    counts = inst.cell_counts()
+    assert counts[3, 2, 5] == 0 and (counts[9, 2:4, 2:4] == 0).all()
+
+
+def test_instances_lie_in_their_cell_on_the_fan():
+    from wowgrass.formats.adt import AdtTile
+
+    tile = random_tile(seed=2)
+    inst = SeedPlacement().place(tile, std_catalog(), map_name="Test")
+    assert len(inst) > 1000
+    ch = inst.chunk.astype(np.int64)
+    r, c = inst.cell // 8, inst.cell % 8
+    base = tile.positions[ch].astype(np.float64)
+    v = (base[:, 0] - inst.pos[:, 0]) / UNIT - r
+    u = (base[:, 1] - inst.pos[:, 1]) / UNIT - c
+    assert v.min() > -1e-3 and v.max() < 1 + 1e-3 and u.min() > -1e-3 and u.max() < 1 + 1e-3
+    # jitter covers the cell, not just its centre
+    assert u.min() < 0.05 and u.max() > 0.95
+    adt = AdtTile.from_arrays(tile.col, tile.row, heights=tile.heights, base_heights=tile.positions[:, 2])
+    z = adt.heights_at(ch, inst.pos[:, 0], inst.pos[:, 1])
+    assert np.abs(z - inst.pos[:, 2]).max() < 1e-3
+    assert (inst.scale == 1.0).all()
+    assert inst.yaw.min() >= 0 and inst.yaw.max() < 2 * math.pi
+
+
+def test_slot_choice_follows_weights_and_skips_empty_slots():
+    cat = make_catalog([(1, 24, [0, 1, -1, 3], [6, 2, 5, 0])], has_weights=True)
+    inst = SeedPlacement().place(make_tile(effects=(1,)), cat, map_name="w")
+    share = inst.model_counts() / len(inst)
+    assert share[2] == 0 and share[3] == 0  # empty slot and zero weight
+    assert abs(share[0] - 0.75) < 0.02 and abs(share[1] - 0.25) < 0.02
+    # without weights (1.12 rows): uniform among non-empty slots
+    cat = make_catalog([(1, 24, [0, 1, -1, 3])])
+    inst = SeedPlacement().place(make_tile(effects=(1,)), cat, map_name="w")
+    share = inst.model_counts() / len(inst)
+    assert share[2] == 0
+    assert np.allclose(share[[0, 1, 3]], 1 / 3, atol=0.02)
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+def test_same_tile_same_instances_and_map_name_matters():
+    tile = random_tile(seed=3)
+    cat = std_catalog(True)
+    a = SeedPlacement().place(tile, cat, map_name="Azeroth")
+    b = SeedPlacement().place(tile, cat, map_name="azeroth")  # case-insensitive
+    assert np.array_equal(a.pos, b.pos) and np.array_equal(a.model, b.model)
+    c = SeedPlacement().place(tile, cat, map_name="Kalimdor")
+    assert not np.array_equal(a.pos, c.pos)
+    d = SeedPlacement(PlacementConstants(seed=1)).place(tile, cat, map_name="Azeroth")
+    assert not np.array_equal(a.pos, d.pos)
+
+
+def test_chunks_draw_independently():
+    tile = random_tile(seed=3)
+    cat = std_catalog()
+    a = SeedPlacement().place(tile, cat, map_name="M")
+    tile.no_effect_doodad[100] = True  # change one chunk only
+    b = SeedPlacement().place(tile, cat, map_name="M")
+    keep = a.chunk != 100
+    assert np.array_equal(a.pos[keep], b.pos) and np.array_equal(a.model[keep], b.model)
+
+
+def test_same_result_in_another_process():
+    tile = random_tile(seed=5)
+    inst = SeedPlacement().place(tile, std_catalog(True), map_name="Proc")
+    here = inst.pos.tobytes() + inst.model.tobytes() + inst.yaw.tobytes()
+    code = (
+        "import sys, hashlib; sys.path.insert(0, sys.argv[1])\n"
+        "from placement_fakes import random_tile, std_catalog\n"
+        "from wowgrass.placement import SeedPlacement\n"
+        "i = SeedPlacement().place(random_tile(seed=5), std_catalog(True), map_name='Proc')\n"
+        "print(hashlib.sha256(i.pos.tobytes() + i.model.tobytes() + i.yaw.tobytes()).hexdigest())\n"
+    )
+    tests = str(Path(__file__).parent)
+    out = subprocess.run([sys.executable, "-c", code, tests], capture_output=True, text=True, check=True)
+    import hashlib
+
+    assert out.stdout.strip() == hashlib.sha256(here).hexdigest()
+
+
+def test_random_stream_matches_pure_python_splitmix():
+    from placement_reference import chunk_key
+    from placement_reference import draw as ref_draw
+
+    keys = chunk_keys("Azeroth", 38, 46)
+    assert [int(k) for k in keys[:3]] == [chunk_key("Azeroth", 38, 46, i) for i in range(3)]
+    from wowgrass.placement import counters
+
+    got = draw(keys[7], counters(np.arange(5), 3, 1))
+    assert [int(x) for x in got] == [ref_draw(int(keys[7]), a, 3, 1) for a in range(5)]
+
+
+# ----------------------------------------------------------------------------- vectorized == reference
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_seed_vectorized_matches_reference(weights):
+    tile = random_tile(seed=11)
+    cat = std_catalog(weights)
+    got = as_rows(SeedPlacement().place(tile, cat, map_name="Ref"))
+    want = seed_reference(tile, cat, "Ref")
+    assert len(got) > 5000
+    assert got == want
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_client_vectorized_matches_reference(weights):
+    tile = random_tile(seed=12)
+    tile.heights *= 0.15  # steep in places: the 3.3.5 slope limit rejects some, not all
+    cat = std_catalog(weights)
+    k = PlacementConstants(client_picks=48)
+    got = as_rows(ClientPlacement(k).place(tile, cat, map_name="Ref"))
+    want = client_reference(tile, cat, "Ref", k)
+    assert len(got) > 1000
+    assert got == want
+
+
+# ----------------------------------------------------------------------------- client strategy
+
+
+def test_weight_bag_matches_the_dealing_procedure():
+    cat = make_catalog(
+        [(1, 8, [0, 1, 2, 3], [1, 1, 1, 1]), (2, 8, [0, 1, 2, 3], [3, 0, 1, 0]), (3, 8, [0, 1, 2, 3], [16, 0, 0, 0]),
+         (4, 8, [0, 1, 2, 3], [0, 0, 0, 0]), (5, 8, [0, 1, 2, 3], [10, 9, 0, 2])],
+        has_weights=True,
+    )
+    bags = weight_bags(cat, np.arange(5))
+    for i in range(5):
+        assert bags[i].tolist() == bag_reference(cat.slot_weight[i])
+    assert sorted(bags[0].tolist()) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
+    assert bags[1].tolist() == [0, 1, 2, 3, 0, 1, 2, 2, 0, 1, 0, 3, 0, 0, 2, 3]  # worked by hand
+    assert (bags[2] == 0).all()
+    assert sorted(bags[3].tolist()) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4  # no weights: round robin
+
+
+def test_client_density_zero_means_8_and_round_robin_slots():
+    cat = make_catalog([(1, 0, [0, 1, 2, 3])])  # 1.12: no weights
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    k = PlacementConstants(client_picks=16)
+    inst = ClientPlacement(k).place(tile, cat, map_name="c")
+    assert len(inst) == 256 * 16 * 8  # every pick lands (no masks), 8 doodads each
+    # round robin: each pick's 8 doodads cycle through the 4 slots twice
+    assert (inst.model_counts() == len(inst) // 4).all()
+    assert inst.scale.min() >= 0.9 and inst.scale.max() <= 1.1
+
+
+def test_client_uses_doodad_mapping_not_alpha():
+    tile = two_layer_tile(453, 8, 255)  # layer 1 covers everything ...
+    tile.doodad_mapping[:] = 0  # ... but the baked map says layer 0
+    cat = GRASS
+    inst = ClientPlacement().place(tile, cat, map_name="c")
+    assert len(inst) == 256 * 16 * 24  # effect 453: density 24 per pick
+    tile.doodad_mapping[:] = 1
+    inst = ClientPlacement().place(tile, cat, map_name="c")
+    assert len(inst) == 256 * 16 * 2  # effect 8: density 8, one slot of four filled (round robin)
+    tile.doodad_mapping[:] = 3  # a layer the chunk does not have: nothing
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0
+
+
+def test_client_slope_limit_only_for_weighted_builds():
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    # a steep ramp: 40 yd per cell towards the south
+    rows = np.where(np.arange(145) % 17 < 9, np.arange(145) // 17, np.arange(145) // 17 + 0.5)
+    tile.heights[:] = rows * 40.0
+    flat_weights = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
+    assert len(ClientPlacement().place(tile, flat_weights, map_name="s")) == 0
+    no_weights = make_catalog([(1, 8, [0, 1, 2, 3])])
+    assert len(ClientPlacement().place(tile, no_weights, map_name="s")) == 256 * 16 * 8
+    gentle = tile.heights * (1 / 40)  # 1 yd per cell: normal z ~ 0.97
+    tile.heights[:] = gentle
+    assert len(ClientPlacement().place(tile, flat_weights, map_name="s")) == 256 * 16 * 8
+
+
+def test_make_strategy():
+    assert make_strategy("seed").name == "seed"
+    assert make_strategy("client", PlacementConstants(client_picks=4)).constants.client_picks == 4
+    from wowgrass.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown placement"):
+        make_strategy("magic")
