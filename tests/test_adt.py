@@ -380,3 +380,17 @@ def test_wrong_version_and_missing_chunks(small_file):
         AdtTile.from_bytes(chunk(b"MHDR", bytes(64)))
     with pytest.raises(FormatError, match="header bytes"):
         AdtTile.from_bytes(small_file[:first] + chunk(b"MCNK", bytes(40)) * 256)
+
+
+def test_computed_doodad_mapping_and_dominant_layer():
+    n_layers = np.full(256, 3, np.uint8)
+    alpha = np.zeros((256, 4, 64, 64), np.uint8)
+    alpha[0, 1, 16:24, 24:32] = 255       # cell (2, 3): layer 1 everywhere
+    alpha[0, 2, 0:8, 0:5] = 200           # cell (0, 0): layer 2 on 5 of 8 columns
+    alpha[0, 1, 8:16, 0:3] = 200          # cell (1, 0): layer 1 on 3 of 8 columns -> layer 0 wins
+    t = AdtTile.from_arrays(0, 0, n_layers=n_layers, alpha=alpha)
+    dom = t.dominant_layer()
+    assert dom[0, 20, 28] == 1 and dom[0, 0, 0] == 2 and dom[0, 63, 63] == 0
+    m = t.computed_doodad_mapping()
+    assert m[0, 2, 3] == 1 and m[0, 0, 0] == 2 and m[0, 1, 0] == 0
+    assert m[0].sum() == 3 and not m[1:].any()

@@ -131,11 +131,15 @@ VERTEX_ROWCOL = _vertex_grid()
 # --- alpha-map codecs ----------------------------------------------------------------------------
 def decode_alpha_4bit(raw: np.ndarray, fix: np.ndarray | bool = False) -> np.ndarray:
     """(L, 2048) u1 → (L, 64, 64) u1; low nibble first, ×17; ``fix`` (per layer) copies row/col 62 → 63."""
-    raw = np.asarray(raw, np.uint8).reshape(-1, 64, 32)
-    out = np.empty((raw.shape[0], 64, 64), np.uint8)
-    out[:, :, 0::2] = raw & 0x0F
-    out[:, :, 1::2] = raw >> 4
-    out *= 17
+    raw = np.asarray(raw, np.uint8).reshape(-1, ALPHA_4BIT_SIZE)
+    # widen each byte to a little-endian u16 holding (low nibble, high nibble); ×17 cannot carry
+    wide = raw.astype("<u2")
+    high = wide & 0xF0
+    high <<= 4
+    wide &= 0x0F
+    wide |= high
+    wide *= 17
+    out = wide.view(np.uint8).reshape(-1, 64, 64)
     fix = np.broadcast_to(np.asarray(fix, bool), (raw.shape[0],))
     if fix.any():
         sel = np.flatnonzero(fix)
@@ -461,6 +465,16 @@ class AdtTile:
         exists = np.arange(4)[None, :, None, None] < self.n_layers[:, None, None, None]
         w = np.where(exists, w, -1)
         return w.argmax(axis=1).astype(np.uint8)
+
+    def computed_doodad_mapping(self) -> np.ndarray:
+        """(256, 8, 8) u1: per cell, the layer dominant on most of its 8×8 alpha texels.
+
+        This is how map tools bake doodadMapping (noggit3 ``update_lod_texture_map``); use it for
+        maps whose stored map is all zero. Ties go to the lower layer.
+        """
+        dom = self.dominant_layer().reshape(256, 8, 8, 8, 8)           # chunk, row, y, col, x
+        counts = np.stack([(dom == k).sum(axis=(2, 4)) for k in range(4)], axis=-1)
+        return counts.argmax(axis=-1).astype(np.uint8)
 
 
 # --- reader --------------------------------------------------------------------------------------
