@@ -39,7 +39,7 @@ MAP_NAME = "WowgrassSample"
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 AREA_ID = 12                  # Elwynn Forest
 LOCALE = "enUS"
-RLE_MAX_CHANGES = 0           # 3.3.5 alpha maps with fewer value changes than this are RLE-compressed
+RLE_MAX_CHANGES = 900         # 3.3.5: alpha maps with fewer value changes are RLE-compressed, the rest 8-bit
 
 TILESET = "Tileset\\Sample\\"
 TERRAIN_TEXTURES = {
