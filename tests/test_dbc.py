@@ -154,7 +154,7 @@ def test_string_offset_out_of_range():
 def test_header_understating_string_block_strict_vs_lenient():
     block, offs = string_block(["ElwGra01.mdl", "ElwGra02.mdl"])
     data = dbc_bytes([[1, 0, offs[0]], [2, 1, offs[1]]], block, string_block_size=14)  # covers the first only
-    with pytest.raises(FormatError, match="strict=False reads them"):
+    with pytest.raises(FormatError, match="strict=False, reads them"):
         read_table(data, "GroundEffectDoodad.dbc", build="1.12")
     f, det = read_table(data, "GroundEffectDoodad.dbc", build="1.12", strict=False)
     assert f.strings(f.records["Doodadpath"]) == ["ElwGra01.mdl", "ElwGra02.mdl"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dbc_builders import doodad_112, doodad_335, texture_112, texture_335
+from dbc_builders import dbc_bytes, doodad_112, doodad_335, string_block, texture_112, texture_335
 from wowgrass.cli.main import cli
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
@@ -124,6 +124,16 @@ def test_errors(loose, tmp_path):
     check_error(run("info", loose / "335" / "GroundEffectTexture.dbc", "X", ok=False), "TABLE is only for")
     check_error(run("info", ok=False), "give a .dbc file")
     check_error(run("info", loose / "335", ok=False), "name the TABLE")
+
+
+def test_lenient_reads_an_understated_string_block(tmp_path):
+    block, offs = string_block(["ElwGra01.mdl", "ElwGra02.mdl"])
+    path = tmp_path / "GroundEffectDoodad.dbc"
+    path.write_bytes(dbc_bytes([[1, 0, offs[0]], [2, 1, offs[1]]], block, string_block_size=14))
+    check_error(run("info", path, ok=False), "lenient mode")
+    r = run("info", path, "--lenient")
+    assert "warning: header declares a 14-byte string block but 27 bytes follow" in r.output
+    assert run("dump", path, "--lenient").output.splitlines()[2] == "2,1,ElwGra02.mdl"
 
 
 # ------------------------------------------------------------------------------ MPQ and Data folder

@@ -133,3 +133,11 @@ def test_generic_table_detection():
     assert f.columns_flat()["TerrainDesc"] == ["Grass", "Dirt"]
     f, det = read_table(data, "Unknown.dbc")
     assert det.schema is None and f.column_names()[0] == "field0"
+
+
+def test_empty_ground_effect_tables():
+    f, det = read_table(dbc_bytes([], b"", field_count=3, record_size=12), "GroundEffectDoodad.dbc")
+    assert det.ambiguous and det.build == "3.3.5" and any("empty table" in n for n in det.notes)
+    assert f.record_count == 0 and f.columns_flat() == {"ID": [], "Doodadpath": [], "Flags": []}
+    f, det = read_table(dbc_bytes([], b"\0", field_count=11, record_size=44), "GroundEffectTexture.dbc")
+    assert det.build == "3.3.5" and f.records["DoodadID"].shape == (0, 4)

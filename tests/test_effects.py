@@ -118,6 +118,12 @@ def test_mismatched_tables():
         GroundEffectCatalog.from_dbc_bytes(dbc_bytes([[1, 2, 3, 4, 5]]), doodad_335())
 
 
+def test_empty_tables_give_an_empty_catalog():
+    c = GroundEffectCatalog.from_dbc_bytes(dbc_bytes([], b"\0", field_count=11, record_size=44), doodad_335())
+    assert len(c) == 0 and c.lookup(np.array([1, 453])).tolist() == [-1, -1] and c.rows_used([453])
+    assert c.density_stats()["rows"] == 0
+
+
 def test_from_data_uses_the_gamedata_contract():
     data = FakeData({TEXTURE_PATH: texture_335(), "dbfilesclient/groundeffectdoodad.dbc": doodad_335()})
     c = GroundEffectCatalog.from_data(data)

@@ -246,7 +246,8 @@ class DbcFile:
         out = DbcFile(self.data, self.path, self.record_count, self.field_count, self.record_size,
                       self.string_block_size, self.raw, self.string_block, list(self.warnings), schema, records)
         for name in schema.string_fields:
-            offsets = records[name].reshape(self.record_count, -1)
+            offsets = records[name]
+            offsets = offsets[:, None] if offsets.ndim == 1 else offsets
             bad = offsets >= max(len(self.string_block), 1)  # offset 0 is "" even in an empty block
             if bad.any():
                 row, col = (int(x) for x in np.argwhere(bad)[0])
@@ -256,7 +257,7 @@ class DbcFile:
                        f"block (first: row {row}, value {int(offsets[row, col])})")
                 if strict:
                     trailing = len(self.data) > HEADER_SIZE + self.record_count * self.record_size + len(self.string_block)
-                    hint = "; bytes follow the declared string block: strict=False reads them" if trailing else ""
+                    hint = "; bytes follow the declared string block (lenient mode, strict=False, reads them)" if trailing else ""
                     raise FormatError(msg + hint, path=self.path, offset=offset)
                 out.warnings.append(msg)
         return out
@@ -289,10 +290,16 @@ class DbcFile:
         decoded = [self.string(o) for o in uniq.tolist()]
         return [decoded[i] for i in inverse.tolist()]
 
-    def valid_string_starts(self, values) -> np.ndarray:
-        """Bool mask: value is an offset inside the block at the start of a string (or 0)."""
+    def valid_string_starts(self, values, *, whole_tail: bool = False) -> np.ndarray:
+        """Bool mask: value is an offset inside the block at the start of a string (or 0).
+        ``whole_tail`` checks against every byte after the records (what a header may understate).
+        """
         v = np.asarray(values, dtype=np.int64)
-        block = np.frombuffer(self.string_block, dtype=np.uint8)
+        if whole_tail:
+            start = HEADER_SIZE + self.record_count * self.record_size
+            block = np.frombuffer(self.data, dtype=np.uint8, offset=start)
+        else:
+            block = np.frombuffer(self.string_block, dtype=np.uint8)
         inside = (v >= 0) & (v < len(block))
         prev = np.where(inside & (v > 0), v - 1, 0)
         at_start = (v == 0) | (block[prev] == 0 if len(block) else np.zeros(v.shape, bool))
@@ -332,12 +339,12 @@ class DbcFile:
 
     def columns_flat(self, decode_strings: bool = True) -> dict[str, list]:
         """Column name → Python list of values (strings decoded), for dumps; column-wise, not per row."""
-        n = self.record_count
         if self.schema is None:
             return {name: self.raw[:, i].tolist() for i, name in enumerate(self.column_names())}
         out: dict[str, list] = {}
         for name in self.schema.dtype.names:
-            values = self.records[name].reshape(n, -1)
+            values = self.records[name]
+            values = values[:, None] if values.ndim == 1 else values
             for i in range(values.shape[1]):
                 key = f"{name}[{i}]" if self.schema.dtype[name].shape else name
                 col = values[:, i]
@@ -355,7 +362,7 @@ def _doodad_detection(dbc: DbcFile) -> Detection:
     scores = {}
     for col in (1, 2):
         values = raw[:, col]
-        valid = dbc.valid_string_starts(values)
+        valid = dbc.valid_string_starts(values, whole_tail=True)  # detection must not trip on a short header
         distinct = len(np.unique(values[valid & (values != 0)])) if valid.any() else 0
         scores[col] = (bool(valid.all()), distinct)
     old, new = scores[2], scores[1]  # 1.12 layout: path in column 2; 3.3.5: path in column 1
@@ -399,7 +406,7 @@ def _texture_detection(dbc: DbcFile) -> Detection:
                          ["1.12 and 2.4.3 share this layout"])
     if (f, rs) == (11, 44):
         names = dbc.raw[:, 4] if dbc.record_count else np.zeros(0, np.uint32)
-        valid = dbc.valid_string_starts(names)
+        valid = dbc.valid_string_starts(names, whole_tail=True)
         named = int(np.count_nonzero(valid & (names != 0)))
         if dbc.record_count and valid.all() and named and len(dbc.string_block) > 1:
             return Detection(GROUND_EFFECT_TEXTURE, "1.10", schema_for(GROUND_EFFECT_TEXTURE, "1.10"),
