@@ -102,6 +102,15 @@ def test_truncation_sweep():
             DbcFile.from_bytes(HAND[:n], "cut.dbc")
 
 
+@pytest.mark.parametrize("make", [texture_335, doodad_112, doodad_335])
+def test_truncation_sweep_typed(make):
+    data = make()
+    table = "GroundEffectTexture.dbc" if make is texture_335 else "GroundEffectDoodad.dbc"
+    for n in range(len(data)):
+        with pytest.raises(FormatError):
+            read_table(data[:n], table)
+
+
 def test_truncated_records_message():
     data = dbc_bytes([[1, 2, 3]] * 4)[:40]
     with pytest.raises(TruncatedError, match=r"4 records × 12 bytes") as e:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dbc_builders import dbc_bytes, doodad_112, doodad_335, string_block, texture_110, texture_112, texture_335
-from wowgrass.errors import FormatError, UnsupportedError
+from wowgrass.errors import FormatError, UnsupportedError, UsageError
 from wowgrass.formats import dbd
 from wowgrass.formats.dbc import DbcFile, detect_schema, normalize_build, read_table, schema_for
 
@@ -72,7 +72,7 @@ def test_normalize_build(given, short):
 
 
 def test_normalize_build_unknown():
-    with pytest.raises(UnsupportedError, match="unknown build"):
+    with pytest.raises(UsageError, match="unknown build"):
         normalize_build("4.3.4")
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from wowgrass.binary import array as bounded_array
 from wowgrass.binary import unpack_from
-from wowgrass.errors import FormatError, TruncatedError, UnsupportedError
+from wowgrass.errors import FormatError, TruncatedError, UnsupportedError, UsageError
 from wowgrass.formats import dbd
 
 MAGIC = b"WDBC"
@@ -60,7 +60,7 @@ DOCUMENTED_RECORD_SIZES = {
 
 
 def normalize_build(build: str) -> str:
-    """``"3.3.5.12340"``, ``"3.3.5a"``, ``"wotlk"`` → ``"3.3.5"``; UnsupportedError otherwise."""
+    """``"3.3.5.12340"``, ``"3.3.5a"``, ``"wotlk"`` → ``"3.3.5"``; UsageError otherwise."""
     b = str(build).strip().lower()
     if b in BUILDS:
         return b
@@ -69,7 +69,7 @@ def normalize_build(build: str) -> str:
     for short, full in BUILDS.items():
         if b == full or (b.count(".") == 3 and b.rsplit(".", 1)[0] == full.rsplit(".", 1)[0]):
             return short
-    raise UnsupportedError(f"unknown build {build!r} (expected one of {', '.join(BUILDS)})")
+    raise UsageError(f"unknown build {build!r} (expected one of {', '.join(BUILDS)})")
 
 
 def table_name(path: str) -> str:
