@@ -394,3 +394,19 @@ def test_computed_doodad_mapping_and_dominant_layer():
     m = t.computed_doodad_mapping()
     assert m[0, 2, 3] == 1 and m[0, 0, 0] == 2 and m[0, 1, 0] == 0
     assert m[0].sum() == 3 and not m[1:].any()
+
+
+def test_corrupted_headers_only_raise_format_errors(small_file):
+    """Random u32 values in MCNK headers and sub-chunks: a FormatError or a tile, never another error."""
+    rng = np.random.default_rng(1)
+    offs = mcnk_offsets(small_file)
+    values = [0, 1, 5, 8, 135, 136, 2048, 4096, 0x7FFFFFFF, 0xFFFFFFFF]
+    for _ in range(150):
+        b = bytearray(small_file)
+        m = offs[int(rng.integers(0, 256))]
+        o = m + 8 + 4 * int(rng.integers(0, 32)) if rng.random() < 0.6 else m + int(rng.integers(0, 1400))
+        struct.pack_into("<I", b, o, values[int(rng.integers(0, len(values)))])
+        try:
+            AdtTile.from_bytes(bytes(b))
+        except FormatError:
+            pass
