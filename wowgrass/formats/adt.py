@@ -494,7 +494,8 @@ class _Reader:
         if len(starts) == 0:
             return np.zeros((0, size), np.uint8)
         buf = self.buf
-        return np.frombuffer(b"".join([buf[s:s + size] for s in starts.tolist()]), np.uint8).reshape(-1, size)
+        # bytearray.join gives a writable buffer without a second copy
+        return np.frombuffer(bytearray().join([buf[s:s + size] for s in starts.tolist()]), np.uint8).reshape(-1, size)
 
     def tile(self) -> AdtTile:
         buf, path = self.buf, self.path
