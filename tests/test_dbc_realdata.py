@@ -169,3 +169,15 @@ def test_cli_text_mentions_the_seed_caps(sources):
     text = run("info", *_via(sources, "3.3.5", "mpq", "GroundEffectTexture"))
     assert "density > 24" in text and "4 rows" in text and "24,089" in text
     assert "density > 12" in text and "60 rows" in text
+
+
+@pytest.mark.parametrize("build", ["1.12", "3.3.5"])
+def test_catalog_from_a_real_data_folder(sources, build):
+    from wowgrass.data import open_data
+    from wowgrass.effects import GroundEffectCatalog
+
+    cat = GroundEffectCatalog.from_data(open_data(sources[build]["data"]))
+    assert cat.build == build and len(cat) == FACTS[(build, "GroundEffectTexture")]["records"]
+    assert cat.has_weights == (build == "3.3.5") and cat.unresolved == 0
+    assert [f"World\\NoDXT\\Detail\\ElwGra0{i}.m2" for i in range(1, 9)] == cat.models[3:11]
+    assert cat.row(453)["density"] == 5 and cat.row(453)["sound"] == 7
