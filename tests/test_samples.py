@@ -23,7 +23,7 @@ from wowgrass.samples import (
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
-from wowgrass.samples.terrain import ROAD, SampleTerrain
+from wowgrass.samples.terrain import ROAD, ZEROPOINT, SampleTerrain
 from wowgrass.samples.world import TERRAIN_TEXTURES, texture_files
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
@@ -121,9 +121,15 @@ def test_tiles_hold_what_was_generated(worlds, terrain, build):
     assert np.array_equal(np.where(lt >= 0, road[np.maximum(lt, 0)], False), gen.layer_kind == ROAD)
     enc = set(np.unique(t.alpha_encoding[t.alpha_encoding > 0]).tolist())
     assert enc == ({2, 3} if build == "3.3.5" else {1})         # 3.3.5 mixes 8-bit and RLE maps
-    # placed doodads: the reference figure and rocks, inside the tile
+    # placed doodads: rocks (and maybe the figure) inside the tile, on or slightly in the ground
     assert M.ROCK_PATH in t.models
     assert len(t.mddf) >= 2
+    p = t.mddf["position"].astype(np.float64)
+    x, y, z = ZEROPOINT - p[:, 2], ZEROPOINT - p[:, 0], p[:, 1]
+    chunk = t.chunk_index_at(x, y)
+    assert (chunk >= 0).all()
+    assert np.allclose(t.heights_at(chunk, x, y) - z, [0.3 if t.models[i] == M.ROCK_PATH else 0.0
+                                                        for i in t.mddf["name_id"]], atol=0.01)  # f4 positions
 
 
 def test_reference_figure_is_placed_and_human_sized(worlds):

@@ -61,7 +61,7 @@ class TileTerrain:
     no_effect_doodad: np.ndarray # (256, 8, 8) bool
     holes: np.ndarray            # (256,) u2
     grass_variant: np.ndarray    # (256,) u1: which grass effect row the grass layer uses (0..2)
-    doodads: list = field(default_factory=list)   # [(model_key, X, Y, Z, yaw_deg, scale)]
+    doodads: list = field(default_factory=list)   # [(model_key, X, Y, dz, yaw_deg, scale)]
 
     @property
     def abs_heights(self) -> np.ndarray:
@@ -267,20 +267,12 @@ class SampleTerrain:
         )
 
     # -- placed doodads (MDDF) -------------------------------------------------------------
-    def ground_height(self, X: float, Y: float) -> float:
-        """Terrain height at a world point (bilinear on the fine lattice)."""
-        fi = (ZEROPOINT - X) / HALF - self.fi0
-        fj = (ZEROPOINT - Y) / HALF - self.fj0
-        i0, j0 = int(np.floor(fi)), int(np.floor(fj))
-        i0 = min(max(i0, 0), self.fine.shape[0] - 2)
-        j0 = min(max(j0, 0), self.fine.shape[1] - 2)
-        a, b = fi - i0, fj - j0
-        g = self.fine
-        return float((g[i0, j0] * (1 - b) + g[i0, j0 + 1] * b) * (1 - a)
-                     + (g[i0 + 1, j0] * (1 - b) + g[i0 + 1, j0 + 1] * b) * a)
-
     def _doodads(self, col: int, row: int) -> list:
-        """A reference figure beside the road in the first tile, two rocks on steep ground per tile."""
+        """A reference figure beside the road in one tile, two rocks on steep ground per tile.
+
+        ``dz`` is the height above the ground (on the cell's triangle fan, which the writer
+        evaluates): 0 for the figure's feet, rocks sink a little.
+        """
         out = []
         tc, tr = col - self.col0, row - self.row0
         north = ZEROPOINT - row * TILE_SIZE
@@ -294,7 +286,7 @@ class SampleTerrain:
             if tc * TILE_SIZE < east < (tc + 1) * TILE_SIZE:
                 X = north - 40.0
                 Y = west - (east - tc * TILE_SIZE)
-                out.append(("human", X, Y, self.ground_height(X, Y), 90.0, 1.0))
+                out.append(("human", X, Y, 0.0, 90.0, 1.0))
         # rocks: steepest fine-lattice points of this tile, at least 60 yards apart
         n = 16 * FINE_PER_CHUNK
         r0, c0 = 1 + tr * n, 1 + tc * n
@@ -310,5 +302,5 @@ class SampleTerrain:
         for k, (i, j) in enumerate(picked):
             X = north - (i + 4) * HALF
             Y = west - (j + 4) * HALF
-            out.append(("rock", X, Y, self.ground_height(X, Y) - 0.3, 37.0 + 71.0 * k, 1.0 + 0.25 * k))
+            out.append(("rock", X, Y, -0.3, 37.0 + 71.0 * k, 1.0 + 0.25 * k))
         return out

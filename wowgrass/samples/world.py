@@ -193,19 +193,21 @@ def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: 
     layer_effect = np.take_along_axis(effect_of_kind, np.where(t.layer_kind >= 0, t.layer_kind, 4).astype(np.int64),
                                       axis=1).astype("<u4")
 
-    # placed doodads (MDDF): positions in the file's own axes (formats.md §0)
+    # placed doodads (MDDF): positions in the file's own axes (formats.md §0), standing on the
+    # terrain as drawn (the cell's 4-triangle fan)
+    ground = AdtTile.from_arrays(col, row, heights=t.heights, base_heights=t.positions[:, 2])
     models = []
     mddf = np.zeros(len(t.doodads), MDDF_DTYPE)
     refs = [[] for _ in range(256)]
-    for n, (key, X_, Y_, Z_, yaw, scale) in enumerate(t.doodads):
+    for n, (key, x, y, dz, yaw, scale) in enumerate(t.doodads):
         path = M.HUMAN_PATH if key == "human" else M.ROCK_PATH
         if path not in models:
             models.append(path)
-        mddf[n] = (models.index(path), uid_base + n, (ZEROPOINT - Y_, Z_, ZEROPOINT - X_),
+        chunk = int(ground.chunk_index_at(x, y))
+        z = float(ground.heights_at(chunk, x, y)) + dz
+        mddf[n] = (models.index(path), uid_base + n, (ZEROPOINT - y, z, ZEROPOINT - x),
                    (0.0, yaw, 0.0), int(round(scale * 1024)), 0)
-        gx = int((ZEROPOINT - Y_) // (ZEROPOINT / 512)) - col * 16
-        gy = int((ZEROPOINT - X_) // (ZEROPOINT / 512)) - row * 16
-        refs[min(max(gy, 0), 15) * 16 + min(max(gx, 0), 15)].append(n)
+        refs[chunk].append(n)
     headers = np.zeros(256, MCNK_HEADER_DTYPE)
     headers["n_doodad_refs"] = [len(r) for r in refs]
 
