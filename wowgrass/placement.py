@@ -51,6 +51,9 @@ from typing import Protocol
 
 import numpy as np
 
+# Bump when a code change moves any instance: it is part of every bundle's provenance.
+PLACEMENT_VERSION = 1
+
 # formats.md §0
 TILE = 1600.0 / 3.0
 CHUNK = TILE / 16.0

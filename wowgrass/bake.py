@@ -1,0 +1,376 @@
+"""Bake: ADT bytes + GroundEffectCatalog + models -> placement -> one cached bundle per tile.
+
+What ``wowgrass bake`` calls. One tile: :func:`bake_tile` (parse, look the bundle up in the
+cache by its provenance key, place, write atomically). Many tiles: :func:`bake_map` enumerates
+the map's tiles from the WDT's MAIN table and bakes them in parallel processes.
+
+Provenance (what a bundle's cache key hashes): bundle format version, placement code version,
+sha256 of the ADT bytes, sha256 of the GroundEffectTexture/Doodad rows the tile uses (with
+their model paths), the strategy and all its constants, map name, tile, build, the big-alpha
+flag and the model table (present flag, bounding box and z range of every model). Change any of
+them and the bundle is re-baked; otherwise a repeated bake is a cache hit.
+
+Bundles live in ``<cache>/bundles/<map>/<map>_<col>_<row>.<strategy>.<key16>.wgb``; writing a new
+one removes older bundles of the same tile and strategy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from wowgrass import bundle as B
+from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassError
+from wowgrass.paths import cache_dir
+from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, used_effect_ids
+
+_TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
+TEXTURE_TABLE = "GroundEffectTexture.dbc"
+DOODAD_TABLE = "GroundEffectDoodad.dbc"
+
+
+@dataclass
+class BakeResult:
+    map: str
+    tile: tuple[int, int]
+    path: str
+    key: str
+    instances: int
+    models: int
+    missing_models: list[str]
+    cache_hit: bool
+    rebuilt: str | None = None  # why an existing bundle was not used (corrupt, truncated, stale)
+    seconds: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tile"] = list(self.tile)
+        return d
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
+    """The GroundEffectCatalog from a data source or a folder of loose .dbc files."""
+    from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
+
+    if dbc_dir is not None:
+        folder = Path(dbc_dir)
+        if not folder.is_dir():
+            raise UsageError(f"--dbc {folder}: not a folder")
+        files = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
+        tables = []
+        for name in (TEXTURE_TABLE, DOODAD_TABLE):
+            p = files.get(name.lower())
+            if p is None:
+                raise UsageError(f"{folder} has no {name} (the bake needs GroundEffectTexture.dbc and "
+                                 "GroundEffectDoodad.dbc)")
+            tables.append(p)
+        return GroundEffectCatalog.from_dbc_bytes(tables[0].read_bytes(), tables[1].read_bytes(), build,
+                                                  texture_path=str(tables[0]), doodad_path=str(tables[1]))
+    for path in (TEXTURE_PATH, DOODAD_PATH):
+        if not data.exists(path):
+            raise UsageError(f"{data.root} has no {path} (the bake needs both ground-effect tables)")
+    return GroundEffectCatalog.from_data(data, build)
+
+
+class ModelTable:
+    """Bounding box and z range of detail models, read once per process from the data source."""
+
+    def __init__(self, read: Callable[[str], bytes] | None):
+        self.read = read
+        self._cache: dict[str, B.ModelInfo] = {}
+
+    def info(self, path: str) -> B.ModelInfo:
+        hit = self._cache.get(path.lower())
+        if hit is not None:
+            return hit
+        info = B.ModelInfo(path)
+        if self.read is not None:
+            try:
+                from wowgrass.formats.m2 import M2Model
+
+                model = M2Model.from_bytes(self.read(path), path, read=self.read)
+                pos = np.asarray(model.vertices["pos"], dtype=np.float32)
+                z = pos[:, 2] if len(pos) else np.array([model.bbox_min[2], model.bbox_max[2]], np.float32)
+                info = B.ModelInfo(path, True, tuple(model.bbox_min), tuple(model.bbox_max),
+                                   float(z.min()), float(z.max()))
+            except (GameFileNotFound, FileNotFoundError, FormatError):
+                pass  # recorded as missing: the viewer names it
+        self._cache[path.lower()] = info
+        return info
+
+
+def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
+    m = _TILE_NAME.match(path.name)
+    if m:
+        return m.group("map"), (int(m.group("col")), int(m.group("row")))
+    return path.stem, None
+
+
+# ----------------------------------------------------------------------------- one tile
+
+
+def bundle_path(map_name: str, col: int, row: int, strategy: str, key: str) -> Path:
+    return cache_dir() / "bundles" / map_name / f"{map_name}_{col}_{row}.{strategy}.{key[:16]}{B.SUFFIX}"
+
+
+def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
+               effect_ids) -> dict:
+    return {
+        "format": "wowgrass-bundle",
+        "format_version": B.FORMAT_VERSION,
+        "placement_version": PLACEMENT_VERSION,
+        "map": map_name,
+        "tile": [int(tile.col), int(tile.row)],
+        "build": catalog.build,
+        "big_alpha": bool(big_alpha),
+        "adt_sha256": hashlib.sha256(adt_bytes).hexdigest(),
+        "dbc_rows_sha256": catalog.rows_digest(effect_ids),
+        "effect_ids": [int(e) for e in effect_ids],
+        "placement": strategy.name,
+        "constants": strategy.constants.to_dict(),
+        "models": [m.to_dict() for m in models],
+    }
+
+
+def bake_tile(
+    adt_bytes: bytes,
+    catalog,
+    *,
+    map_name: str,
+    placement: str = "seed",
+    constants: PlacementConstants | None = None,
+    models: ModelTable | None = None,
+    big_alpha: bool = False,
+    adt_path: str | None = None,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+) -> BakeResult:
+    """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept."""
+    from wowgrass.formats.adt import AdtTile
+
+    models = models or ModelTable(None)
+    t0 = time.perf_counter()
+    tile = AdtTile.from_bytes(adt_bytes, adt_path, big_alpha=big_alpha)
+    t1 = time.perf_counter()
+    strategy = make_strategy(placement, constants)
+    effect_ids = used_effect_ids(tile, catalog)
+    rows = catalog.lookup(effect_ids)
+    used_models = np.unique(np.asarray(catalog.slot_model)[rows[rows >= 0]])
+    used_models = used_models[used_models >= 0]
+    infos = [models.info(catalog.models[m]) for m in used_models.tolist()]
+    prov = provenance(adt_bytes=adt_bytes, tile=tile, catalog=catalog, strategy=strategy, map_name=map_name,
+                      big_alpha=big_alpha, models=infos, effect_ids=effect_ids)
+    key = B.provenance_key(prov)
+    col, row = int(tile.col), int(tile.row)
+    path = Path(out) if out is not None else bundle_path(map_name, col, row, strategy.name, key)
+    rebuilt = None
+    if path.exists() and not force:
+        try:
+            with B.read_bundle(path, expect_key=key) as old:
+                result = BakeResult(map_name, (col, row), str(path), key, old.instance_count, len(old.models),
+                                    [m.path for m in old.models if not m.info.present], True)
+            result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
+            return result
+        except FormatError as exc:  # truncated, corrupt or stale: never drawn, rebuilt below
+            rebuilt = f"{type(exc).__name__}: {exc.reason}"
+    t2 = time.perf_counter()
+    inst = strategy.place(tile, catalog, map_name=map_name)
+    t3 = time.perf_counter()
+    # the bundle's model table: the catalogue models, with the info of those in use
+    table = [B.ModelInfo(p) for p in catalog.models]
+    for m, info in zip(used_models.tolist(), infos):
+        table[m] = info
+    B.write_instances_bundle(path, inst, table, prov)
+    t4 = time.perf_counter()
+    if out is None:
+        _prune(path)
+    counts = inst.model_counts()
+    present = np.nonzero(counts)[0]
+    return BakeResult(
+        map_name, (col, row), str(path), key, len(inst), int(present.size),
+        [table[m].path for m in present.tolist() if not table[m].present], False, rebuilt,
+        {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": t4 - t0},
+    )
+
+
+def _prune(path: Path) -> None:
+    """Remove older bundles of the same tile and strategy (other keys) beside ``path``."""
+    stem = path.name.rsplit(".", 2)[0]  # <map>_<col>_<row>.<strategy>
+    for other in path.parent.glob(f"{stem}.*{B.SUFFIX}"):
+        if other != path and other.name.count(".") == path.name.count("."):
+            try:
+                other.unlink()
+            except OSError:
+                pass
+
+
+def bake_file(
+    adt_file,
+    *,
+    data=None,
+    dbc_dir=None,
+    build: str | None = None,
+    map_name: str | None = None,
+    placement: str = "seed",
+    constants: PlacementConstants | None = None,
+    out=None,
+    force: bool = False,
+    big_alpha: bool | None = None,
+) -> BakeResult:
+    """Bake a loose ADT file; tables from ``data`` (a GameData) or ``dbc_dir``."""
+    from wowgrass.formats.wdt import WdtFile
+    from wowgrass.terrain import sibling_wdt, wdt_game_path
+
+    path = Path(adt_file)
+    raw = path.read_bytes()
+    name, _ = tile_from_name(path)
+    map_name = map_name or name
+    catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
+    if big_alpha is None:
+        big_alpha = False
+        wdt = sibling_wdt(path)
+        if wdt is not None:
+            big_alpha = WdtFile.from_bytes(wdt.read_bytes(), str(wdt)).big_alpha
+        elif data is not None and data.exists(wdt_game_path(map_name)):
+            big_alpha = WdtFile.from_bytes(data.read(wdt_game_path(map_name)), wdt_game_path(map_name)).big_alpha
+    models = ModelTable(data.read if data is not None else None)
+    return bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants, models=models,
+                     big_alpha=big_alpha, adt_path=str(path), out=out, force=force)
+
+
+# ----------------------------------------------------------------------------- many tiles
+
+
+def parse_tile_ranges(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``"C0:C1,R0:R1"`` (inclusive; a single number is a one-tile range) -> ((c0, c1), (r0, r1))."""
+    m = re.fullmatch(r"\s*(\d+)(?::(\d+))?\s*,\s*(\d+)(?::(\d+))?\s*", text or "")
+    if not m:
+        raise UsageError(f"--tiles must be C0:C1,R0:R1 (inclusive column and row ranges), got {text!r}")
+    c0, c1, r0, r1 = (int(g) if g is not None else None for g in m.groups())
+    c1 = c0 if c1 is None else c1
+    r1 = r0 if r1 is None else r1
+    for v in (c0, c1, r0, r1):
+        if not 0 <= v < 64:
+            raise UsageError(f"--tiles {text}: columns and rows must be 0..63")
+    if c1 < c0 or r1 < r0:
+        raise UsageError(f"--tiles {text}: a range must not run backwards")
+    return (c0, c1), (r0, r1)
+
+
+def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], bool]:
+    """(col, row) of every tile the map's WDT lists (within ``ranges``), and its big-alpha flag."""
+    from wowgrass.formats.wdt import WdtFile
+    from wowgrass.terrain import wdt_game_path
+
+    wpath = wdt_game_path(map_name)
+    if not data.exists(wpath):
+        raise UsageError(f"map {map_name!r}: {wpath} is not in {data.root}")
+    wdt = WdtFile.from_bytes(data.read(wpath), wpath)
+    tiles = sorted(wdt.tiles(), key=lambda cr: (cr[1], cr[0]))
+    if ranges is not None:
+        (c0, c1), (r0, r1) = ranges
+        tiles = [(c, r) for c, r in tiles if c0 <= c <= c1 and r0 <= r <= r1]
+    return tiles, wdt.big_alpha
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force):
+    from wowgrass.data import open_data
+
+    data = open_data(data_root, build=build)
+    catalog = load_catalog(data=data, build=build)
+    _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
+                   constants=constants, big_alpha=big_alpha, force=force)
+
+
+@dataclass
+class TileFailure:
+    tile: tuple[int, int]
+    error: str
+
+    def to_dict(self) -> dict:
+        return {"tile": list(self.tile), "error": self.error}
+
+
+def _worker_bake(col: int, row: int) -> BakeResult | TileFailure:
+    from wowgrass.terrain import adt_game_path
+
+    w = _WORKER
+    name = adt_game_path(w["map"], col, row)
+    try:
+        return bake_tile(w["data"].read(name), w["catalog"], map_name=w["map"], placement=w["placement"],
+                         constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
+                         force=w["force"])
+    except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
+        return TileFailure((col, row), str(exc))
+
+
+def bake_map(
+    data_root,
+    map_name: str,
+    *,
+    tiles: Iterable[tuple[int, int]] | None = None,
+    ranges=None,
+    jobs: int = 1,
+    build: str | None = None,
+    placement: str = "seed",
+    constants: PlacementConstants | None = None,
+    force: bool = False,
+    progress: Callable[[BakeResult | TileFailure], None] | None = None,
+) -> tuple[list[BakeResult], list[TileFailure]]:
+    """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
+
+    Each process opens the data source and loads the tables once. ``progress`` is called in the
+    parent after every tile. Failures (a tile's ADT missing or corrupt) are returned, not raised.
+    """
+    from wowgrass.data import open_data
+
+    make_strategy(placement, constants)  # fail early on a bad name
+    with open_data(data_root, build=build) as data:
+        listed, big_alpha = map_tiles(data, map_name, ranges)
+        build = build or data.build
+    todo = list(tiles) if tiles is not None else listed
+    args = (str(data_root), build, map_name, placement, constants, big_alpha, force)
+    results: list[BakeResult] = []
+    failures: list[TileFailure] = []
+
+    def record(res):
+        (failures if isinstance(res, TileFailure) else results).append(res)
+        if progress is not None:
+            progress(res)
+
+    if jobs <= 1 or len(todo) <= 1:
+        _worker_init(*args)
+        try:
+            for col, row in todo:
+                record(_worker_bake(col, row))
+        finally:
+            _WORKER.pop("data").close()
+            _WORKER.clear()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
+            futures = [pool.submit(_worker_bake, c, r) for c, r in todo]
+            for fut in as_completed(futures):
+                record(fut.result())
+    results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+    return results, failures
+
+
+def default_data():
+    """The sample world's Data folder (built once) and its map name, for bakes without --data."""
+    from wowgrass import samples
+
+    return samples.sample_data_path(), samples.MAP_NAME

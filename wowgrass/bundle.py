@@ -1,0 +1,483 @@
+"""Baked instance bundles (``.wgb``): one versioned binary file per ADT tile.
+
+A bundle holds every grass instance of one tile, grouped per model into contiguous, 64-byte
+aligned arrays of 16-byte :data:`INSTANCE_DTYPE` records, so a reader memory-maps the file and
+hands each array to the GPU as is (no per-instance Python work). Layout (all little-endian;
+byte-level spec in docs/bake.md)::
+
+    0      header (128 B, HEADER_SPEC)         magic b"WGBN", format version, counts, offsets,
+                                               sha256 provenance key, crc32 checksum
+    128    model table (model_count x 64 B)    MODEL_DTYPE: path, instance range, flags, bbox, z range
+    ...    strings                             model paths, UTF-8, NUL-terminated
+    ...    provenance                          canonical JSON (ADT hash, DBC rows, strategy, constants, ...)
+    64k    cell counts  u2[256*64]              instances per MCNK cell (chunk-major, r*8+c)
+    64k    instances, model 0, model 1, ...     INSTANCE_DTYPE arrays, each 64-byte aligned
+    end    file_size
+
+The checksum is CRC-32 of every byte of the file except the checksum field itself. A file that
+is shorter than its header says is a :class:`TruncatedError`, a checksum mismatch a
+:class:`ChecksumError`, another format version or provenance key a :class:`StaleBundleError`;
+all are :class:`FormatError` subclasses, and the baker treats any of them as "rebuild".
+Writes are atomic (temporary file, then rename), so a reader never sees half a bundle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import mmap
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
+from wowgrass.fileio import write_atomic
+
+MAGIC = b"WGBN"
+FORMAT_VERSION = 1
+ALIGN = 64
+SUFFIX = ".wgb"
+
+INSTANCE_DTYPE = np.dtype(
+    [
+        ("pos", "<f4", 3),  # world X (north), Y (west), Z (up)
+        ("yaw", "<u2"),  # yaw / (2*pi) * 65536, wraps
+        ("scale", "<u2"),  # scale * 4096 (1.0 -> 4096)
+    ]
+)
+assert INSTANCE_DTYPE.itemsize == 16
+
+MODEL_PRESENT = 0x1  # the model file was found; bbox and z range are real
+
+MODEL_DTYPE = np.dtype(
+    [
+        ("path_offset", "<u4"),  # into the string block
+        ("path_size", "<u4"),  # bytes, without the NUL
+        ("data_offset", "<u8"),  # absolute file offset of this model's instances (64-aligned)
+        ("count", "<u4"),  # instances
+        ("flags", "<u4"),  # MODEL_PRESENT
+        ("bbox_min", "<f4", 3),  # model space; NaN when the model is missing
+        ("bbox_max", "<f4", 3),
+        ("z_min", "<f4"),  # vertex z range (wind sway); 0 when missing
+        ("z_max", "<f4"),
+        ("reserved", "<u4", 2),
+    ]
+)
+assert MODEL_DTYPE.itemsize == 64
+
+# (name, struct code) in file order; the header is exactly HEADER_SIZE bytes.
+HEADER_SPEC = (
+    ("magic", "4s"),
+    ("version", "H"),
+    ("header_size", "H"),
+    ("flags", "I"),
+    ("model_count", "I"),
+    ("tile_col", "h"),
+    ("tile_row", "h"),
+    ("instance_count", "Q"),
+    ("models_offset", "I"),
+    ("strings_offset", "I"),
+    ("strings_size", "I"),
+    ("provenance_offset", "I"),
+    ("provenance_size", "I"),
+    ("cells_offset", "I"),
+    ("data_offset", "Q"),
+    ("file_size", "Q"),
+    ("key", "32s"),  # sha256 of the canonical provenance JSON: the cache key
+    ("reserved", "24s"),
+    ("checksum", "I"),  # crc32 of the file with these 4 bytes left out
+)
+_HEADER = struct.Struct("<" + "".join(code for _, code in HEADER_SPEC))
+HEADER_SIZE = 128
+assert _HEADER.size == HEADER_SIZE
+CHECKSUM_OFFSET = HEADER_SIZE - 4
+KEY_OFFSET = 68
+CELLS = 256 * 64
+CELLS_BYTES = CELLS * 2
+
+
+# ----------------------------------------------------------------------------- instances
+
+
+def pack_instances(pos, yaw, scale) -> np.ndarray:
+    """(n, 3) positions, yaw in radians, scale -> (n,) INSTANCE_DTYPE."""
+    pos = np.asarray(pos, dtype=np.float32).reshape(-1, 3)
+    out = np.empty(pos.shape[0], dtype=INSTANCE_DTYPE)
+    out["pos"] = pos
+    turns = np.asarray(yaw, dtype=np.float64) / (2.0 * math.pi)
+    out["yaw"] = np.round(turns * 65536.0).astype(np.int64) & 0xFFFF
+    out["scale"] = np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint16)
+    return out
+
+
+def unpack_instances(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """INSTANCE_DTYPE records -> (pos (n, 3) f4, yaw radians f4, scale f4)."""
+    yaw = (arr["yaw"].astype(np.float64) * (2.0 * math.pi / 65536.0)).astype(np.float32)
+    scale = (arr["scale"].astype(np.float64) / 4096.0).astype(np.float32)
+    return np.array(arr["pos"], dtype=np.float32), yaw, scale
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def canonical_json(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def provenance_key(provenance: dict) -> str:
+    """sha256 hex of the canonical provenance JSON (the bundle's cache key)."""
+    return hashlib.sha256(canonical_json(provenance)).hexdigest()
+
+
+# ----------------------------------------------------------------------------- model table
+
+
+@dataclass
+class ModelInfo:
+    """What the bundle records about one model besides its instances."""
+
+    path: str
+    present: bool = False
+    bbox_min: tuple = (math.nan, math.nan, math.nan)
+    bbox_max: tuple = (math.nan, math.nan, math.nan)
+    z_min: float = 0.0
+    z_max: float = 0.0
+
+    def to_dict(self) -> dict:
+        def num(v):
+            return None if isinstance(v, float) and math.isnan(v) else v
+
+        return {
+            "path": self.path,
+            "present": self.present,
+            "bbox_min": [num(float(v)) for v in self.bbox_min],
+            "bbox_max": [num(float(v)) for v in self.bbox_max],
+            "z_min": float(self.z_min),
+            "z_max": float(self.z_max),
+        }
+
+
+@dataclass
+class BundleModel:
+    info: ModelInfo
+    instances: np.ndarray  # INSTANCE_DTYPE view into the file
+
+    @property
+    def path(self) -> str:
+        return self.info.path
+
+    def __len__(self) -> int:
+        return int(self.instances.shape[0])
+
+
+@dataclass
+class Bundle:
+    """A read bundle; ``models[i].instances`` are views into a memory map (close() when done)."""
+
+    path: Path | None
+    version: int
+    key: str
+    tile: tuple[int, int]
+    provenance: dict
+    models: list[BundleModel]
+    cell_counts: np.ndarray  # (256, 8, 8) u2
+    file_size: int
+    _mmap: object = field(default=None, repr=False)
+
+    @property
+    def instance_count(self) -> int:
+        return sum(len(m) for m in self.models)
+
+    def instances(self) -> np.ndarray:
+        """All instances (a copy), model by model."""
+        if not self.models:
+            return np.zeros(0, INSTANCE_DTYPE)
+        return np.concatenate([m.instances for m in self.models])
+
+    def close(self) -> None:
+        """Drop the arrays and unmap the file (views taken earlier must not be used after)."""
+        mm, self._mmap = self._mmap, None
+        for m in self.models:
+            m.instances = np.zeros(0, INSTANCE_DTYPE)
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:  # someone still holds a view; the map goes when they do
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def stats(self) -> dict:
+        """Instances per model, per-cell statistics and sizes (what ``bundle info`` prints)."""
+        counts = self.cell_counts.reshape(-1).astype(np.int64)
+        filled = counts[counts > 0]
+        n = self.instance_count
+        hist = np.bincount(counts, minlength=1)
+        return {
+            "file": str(self.path) if self.path else None,
+            "format_version": self.version,
+            "tile": list(self.tile),
+            "instances": n,
+            "models": [
+                {**m.info.to_dict(), "instances": len(m)} for m in self.models
+            ],
+            "missing_models": [m.path for m in self.models if not m.info.present],
+            "cells": {
+                "total": int(counts.size),
+                "with_grass": int(filled.size),
+                "min": int(filled.min()) if filled.size else 0,
+                "mean": float(filled.mean()) if filled.size else 0.0,
+                "max": int(filled.max()) if filled.size else 0,
+                "histogram": {str(i): int(c) for i, c in enumerate(hist) if c},
+            },
+            "bytes_per_instance": INSTANCE_DTYPE.itemsize,
+            "file_size": self.file_size,
+            "file_bytes_per_instance": (self.file_size / n) if n else None,
+            "key": self.key,
+            "provenance": self.provenance,
+        }
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def bundle_bytes(
+    *,
+    model_index: np.ndarray,
+    pos: np.ndarray,
+    yaw: np.ndarray,
+    scale: np.ndarray,
+    models: list[ModelInfo],
+    provenance: dict,
+    tile: tuple[int, int],
+    cell_counts: np.ndarray | None = None,
+) -> bytes:
+    """Serialize a bundle. ``model_index`` indexes ``models``; only models with instances are kept."""
+    model_index = np.asarray(model_index, dtype=np.int64)
+    n = model_index.shape[0]
+    counts = np.bincount(model_index, minlength=len(models)) if n else np.zeros(len(models), np.int64)
+    used = np.nonzero(counts)[0]
+    order = np.argsort(model_index, kind="stable")
+    packed = pack_instances(np.asarray(pos)[order], np.asarray(yaw)[order], np.asarray(scale)[order])
+
+    strings = bytearray()
+    table = np.zeros(len(used), dtype=MODEL_DTYPE)
+    for i, m in enumerate(used.tolist()):
+        info = models[m]
+        raw = info.path.encode("utf-8")
+        table[i]["path_offset"] = len(strings)
+        table[i]["path_size"] = len(raw)
+        strings += raw + b"\0"
+        table[i]["count"] = counts[m]
+        table[i]["flags"] = MODEL_PRESENT if info.present else 0
+        table[i]["bbox_min"] = info.bbox_min
+        table[i]["bbox_max"] = info.bbox_max
+        table[i]["z_min"] = info.z_min
+        table[i]["z_max"] = info.z_max
+    prov = canonical_json(provenance)
+
+    models_offset = HEADER_SIZE
+    strings_offset = models_offset + table.nbytes
+    provenance_offset = strings_offset + len(strings)
+    cells_offset = _align(provenance_offset + len(prov))
+    offset = data_offset = _align(cells_offset + CELLS_BYTES)
+    for i, c in enumerate(counts[used].tolist()):
+        table[i]["data_offset"] = offset
+        offset = _align(offset + c * INSTANCE_DTYPE.itemsize)
+    file_size = offset
+
+    buf = bytearray(file_size)
+    buf[models_offset:strings_offset] = table.tobytes()
+    buf[strings_offset:provenance_offset] = strings
+    buf[provenance_offset : provenance_offset + len(prov)] = prov
+    cells = np.zeros(CELLS, "<u2") if cell_counts is None else np.asarray(cell_counts, "<u2").reshape(CELLS)
+    buf[cells_offset : cells_offset + CELLS_BYTES] = cells.tobytes()
+    start = 0
+    for i, c in enumerate(counts[used].tolist()):
+        off = int(table[i]["data_offset"])
+        buf[off : off + c * 16] = packed[start : start + c].tobytes()
+        start += c
+    header = {
+        "magic": MAGIC,
+        "version": FORMAT_VERSION,
+        "header_size": HEADER_SIZE,
+        "flags": 0,
+        "model_count": len(used),
+        "tile_col": int(tile[0]),
+        "tile_row": int(tile[1]),
+        "instance_count": n,
+        "models_offset": models_offset,
+        "strings_offset": strings_offset,
+        "strings_size": len(strings),
+        "provenance_offset": provenance_offset,
+        "provenance_size": len(prov),
+        "cells_offset": cells_offset,
+        "data_offset": data_offset,
+        "file_size": file_size,
+        "key": bytes.fromhex(provenance_key(provenance)),
+        "reserved": b"",
+        "checksum": 0,
+    }
+    _HEADER.pack_into(buf, 0, *(header[name] for name, _ in HEADER_SPEC))
+    struct.pack_into("<I", buf, CHECKSUM_OFFSET, _checksum(buf))
+    return bytes(buf)
+
+
+def write_bundle(path, **kwargs) -> Path:
+    """:func:`bundle_bytes`, written atomically to ``path``."""
+    return write_atomic(path, bundle_bytes(**kwargs))
+
+
+def write_instances_bundle(path, instances, models: list[ModelInfo], provenance: dict) -> Path:
+    """Write a :class:`wowgrass.placement.Instances` (its ``models`` indexes ``models``)."""
+    return write_bundle(
+        path,
+        model_index=instances.model,
+        pos=instances.pos,
+        yaw=instances.yaw,
+        scale=instances.scale,
+        models=models,
+        provenance=provenance,
+        tile=(int(provenance.get("tile", [0, 0])[0]), int(provenance.get("tile", [0, 0])[1])),
+        cell_counts=instances.cell_counts(),
+    )
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _checksum(buf) -> int:
+    view = memoryview(buf)
+    crc = zlib.crc32(view[:CHECKSUM_OFFSET])
+    return zlib.crc32(view[HEADER_SIZE:], crc) & 0xFFFFFFFF
+
+
+def read_header(buf, path=None) -> dict:
+    if len(buf) < HEADER_SIZE:
+        raise TruncatedError(f"bundle header needs {HEADER_SIZE} bytes, file has {len(buf)}", path=path, offset=0)
+    values = _HEADER.unpack_from(buf, 0)
+    h = dict(zip((name for name, _ in HEADER_SPEC), values))
+    if h["magic"] != MAGIC:
+        raise FormatError(f"not a wowgrass bundle (magic {h['magic']!r}, expected {MAGIC!r})", path=path, offset=0)
+    return h
+
+
+def read_bundle(path, *, expect_key: str | None = None, verify: bool = True) -> Bundle:
+    """Memory-map a bundle and check it.
+
+    Raises TruncatedError / ChecksumError / StaleBundleError (format version or, when
+    ``expect_key`` is given, provenance key mismatch) / FormatError. ``verify=False`` skips the
+    checksum (structure and bounds are still checked).
+    """
+    path = Path(path)
+    spath = str(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < HEADER_SIZE:
+            raise TruncatedError(f"bundle header needs {HEADER_SIZE} bytes, file has {size}", path=spath, offset=0)
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _parse(mm, spath, path, expect_key, verify)
+    except BaseException:
+        try:
+            mm.close()
+        except BufferError:  # a view in the traceback still holds it; it goes with the traceback
+            pass
+        raise
+
+
+def bundle_from_bytes(data, *, expect_key: str | None = None, verify: bool = True) -> Bundle:
+    return _parse(data, None, None, expect_key, verify, keep=None)
+
+
+def _parse(buf, spath, path, expect_key, verify, keep="mm") -> Bundle:
+    h = read_header(buf, spath)
+    if h["version"] != FORMAT_VERSION:
+        raise StaleBundleError(
+            f"bundle format version {h['version']}, this wowgrass writes {FORMAT_VERSION}", path=spath, offset=4
+        )
+    if h["header_size"] != HEADER_SIZE:
+        raise FormatError(f"header size {h['header_size']}, expected {HEADER_SIZE}", path=spath, offset=6)
+    if h["file_size"] != len(buf):
+        cls = TruncatedError if len(buf) < h["file_size"] else FormatError
+        raise cls(f"bundle says {h['file_size']} bytes, file has {len(buf)}", path=spath, offset=len(buf))
+    if verify:
+        stored = h["checksum"]
+        actual = _checksum(buf)
+        if stored != actual:
+            raise ChecksumError(f"checksum {actual:08x} does not match stored {stored:08x}", path=spath,
+                                offset=CHECKSUM_OFFSET)
+    key = h["key"].hex()
+    if expect_key is not None and key != expect_key:
+        raise StaleBundleError(f"provenance key {key[:16]}… differs from the expected {expect_key[:16]}…",
+                               path=spath, offset=KEY_OFFSET)
+
+    def region(off, size, what):
+        if off < HEADER_SIZE or off + size > len(buf):
+            raise FormatError(f"{what} at {off}+{size} lies outside the file ({len(buf)} bytes)", path=spath,
+                              offset=off)
+
+    mc = h["model_count"]
+    region(h["models_offset"], mc * MODEL_DTYPE.itemsize, "model table")
+    region(h["strings_offset"], h["strings_size"], "string block")
+    region(h["provenance_offset"], h["provenance_size"], "provenance")
+    region(h["cells_offset"], CELLS_BYTES, "cell counts")
+    table = np.frombuffer(buf, MODEL_DTYPE, count=mc, offset=h["models_offset"])
+    strings = bytes(buf[h["strings_offset"] : h["strings_offset"] + h["strings_size"]])
+    try:
+        prov = json.loads(bytes(buf[h["provenance_offset"] : h["provenance_offset"] + h["provenance_size"]]))
+    except ValueError as exc:
+        raise FormatError(f"provenance is not JSON: {exc}", path=spath, offset=h["provenance_offset"]) from None
+    cells = np.frombuffer(buf, "<u2", count=CELLS, offset=h["cells_offset"]).reshape(256, 8, 8).copy()
+    models = []
+    total = 0
+    for i, rec in enumerate(table):
+        po, ps = int(rec["path_offset"]), int(rec["path_size"])
+        if po + ps > len(strings):
+            raise FormatError(f"model {i}: path outside the string block", path=spath,
+                              offset=h["models_offset"] + i * 64)
+        off, count = int(rec["data_offset"]), int(rec["count"])
+        if off % ALIGN:
+            raise FormatError(f"model {i}: instances at {off} not {ALIGN}-byte aligned", path=spath, offset=off)
+        region(off, count * INSTANCE_DTYPE.itemsize, f"model {i} instances")
+        info = ModelInfo(
+            path=strings[po : po + ps].decode("utf-8", "replace"),
+            present=bool(rec["flags"] & MODEL_PRESENT),
+            bbox_min=tuple(float(v) for v in rec["bbox_min"]),
+            bbox_max=tuple(float(v) for v in rec["bbox_max"]),
+            z_min=float(rec["z_min"]),
+            z_max=float(rec["z_max"]),
+        )
+        models.append(BundleModel(info, np.frombuffer(buf, INSTANCE_DTYPE, count=count, offset=off)))
+        total += count
+    if total != h["instance_count"]:
+        raise FormatError(f"models hold {total} instances, header says {h['instance_count']}", path=spath,
+                          offset=0x14)
+    return Bundle(
+        path=path,
+        version=h["version"],
+        key=key,
+        tile=(h["tile_col"], h["tile_row"]),
+        provenance=prov,
+        models=models,
+        cell_counts=cells,
+        file_size=len(buf),
+        _mmap=buf if keep else None,
+    )
+
+
+def sniff(prefix: bytes) -> bool:
+    return prefix[:4] == MAGIC
