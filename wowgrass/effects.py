@@ -155,10 +155,12 @@ class GroundEffectCatalog:
         warnings = list(tex.warnings) + list(dood.warnings)
         t = tex.records
         raw_ids = t["ID"].view(np.uint32)
-        order = np.argsort(raw_ids, kind="stable")  # stable: the first of duplicate IDs wins
+        order = np.argsort(raw_ids)
         ids = raw_ids[order]
         dup = ids[1:] == ids[:-1]
-        if dup.any():
+        if dup.any():  # rare: redo stably so that the first of duplicate IDs wins
+            order = np.argsort(raw_ids, kind="stable")
+            ids = raw_ids[order]
             warnings.append(f"{int(dup.sum())} duplicate GroundEffectTexture IDs (first row kept)")
             order = order[np.concatenate(([True], ~dup))]
             ids = raw_ids[order]
@@ -169,7 +171,7 @@ class GroundEffectCatalog:
         has_weights = "DoodadWeight" in t.dtype.names
         weights = t["DoodadWeight"][order] if has_weights else np.zeros_like(slot_doodad)
         d = dood.records
-        keys = (d["DoodadIdTag"] if "DoodadIdTag" in d.dtype.names else d["ID"]).astype(np.int64)
+        keys = np.ascontiguousarray(d["DoodadIdTag"] if "DoodadIdTag" in d.dtype.names else d["ID"], np.int32)
         flags = d["Flags"].astype(np.uint32) if "Flags" in d.dtype.names else np.zeros(len(d), np.uint32)
         paths = dood.strings(d["Doodadpath"])
         models: list[str] = []
@@ -187,7 +189,7 @@ class GroundEffectCatalog:
 
         korder = np.argsort(keys, kind="stable")
         ksorted = keys[korder]
-        sid = slot_doodad.astype(np.int64)
+        sid = slot_doodad  # int32 like keys: -1 and 0xFFFFFFFF are the same value here
         empty = sid == -1
         if build == "3.3.5":
             empty |= sid == 0
