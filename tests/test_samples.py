@@ -115,6 +115,7 @@ def test_tiles_hold_what_was_generated(worlds, terrain, build):
     assert np.array_equal(t.doodad_mapping, gen.doodad_mapping)
     assert np.array_equal(t.no_effect_doodad, gen.no_effect_doodad)
     assert np.array_equal(t.holes, gen.holes)
+    assert np.array_equal(t.shadow, gen.shadow) and 0.01 < gen.shadow.mean() < 0.5
     # textures: the road layer uses a texture whose name says road
     road = np.array([p.endswith("SampleRoad.blp") for p in t.textures])
     lt = t.layer_texture

@@ -25,6 +25,7 @@ HALF = UNIT_SIZE / 2.0                # fine lattice spacing
 FINE_PER_CHUNK = 16                   # fine lattice steps per chunk side
 TEXELS = 64                           # alpha texels per chunk side
 HEIGHT_QUANTUM = 1.0 / 1024.0
+SUN_TAN = 0.36                        # tan of the baked shadows' sun elevation (about 20 degrees)
 
 # Layer kinds, in the order they are stacked inside a chunk (grass is always layer 0).
 GRASS, DIRT, ROCK, ROAD = 0, 1, 2, 3
@@ -60,6 +61,7 @@ class TileTerrain:
     doodad_mapping: np.ndarray   # (256, 8, 8) u1: local layer index of the dominant layer per cell
     no_effect_doodad: np.ndarray # (256, 8, 8) bool
     holes: np.ndarray            # (256,) u2
+    shadow: np.ndarray           # (256, 64, 64) bool: baked MCSH, cast by a low western sun
     grass_variant: np.ndarray    # (256,) u1: which grass effect row the grass layer uses (0..2)
     doodads: list = field(default_factory=list)   # [(model_key, X, Y, dz, yaw_deg, scale)]
 
@@ -150,6 +152,13 @@ class SampleTerrain:
         dirt_t = _sample(dirt, ri, rw, ci, cw)
         jit_t = _sample(rock_jitter, ri, rw, ci, cw)
 
+        # Cast shadows of a sun low in the west (light travelling east, along lattice columns): a
+        # point is shaded when any point west of it rises above the sun ray through it, i.e. when
+        # the running maximum of h + distance * tan(elevation) exceeds its own value.
+        g = self.fine + np.arange(ncf)[None, :] * (HALF * SUN_TAN)
+        margin = np.maximum.accumulate(g, axis=1) - g
+        self.shadow_texels = _sample(margin, ri, rw, ci, cw) > np.float32(0.05)
+
         # Roads: a meandering north-south road and a wobbly ring around the sample's centre,
         # so every tile of a 2x2 sample (and a lone tile) has some road; distances in yards.
         width_e = self.ncols * TILE_SIZE
@@ -208,12 +217,16 @@ class SampleTerrain:
         t0r, t0c = tr * 16 * TEXELS, tc * 16 * TEXELS
         wt = self.weights[:, t0r:t0r + 16 * TEXELS, t0c:t0c + 16 * TEXELS]
         wt = wt.reshape(4, 16, TEXELS, 16, TEXELS).transpose(1, 3, 0, 2, 4).reshape(256, 4, TEXELS, TEXELS)
+        sh = self.shadow_texels[t0r:t0r + 16 * TEXELS, t0c:t0c + 16 * TEXELS]
+        shadow = sh.reshape(16, TEXELS, 16, TEXELS).transpose(0, 2, 1, 3).reshape(256, TEXELS, TEXELS).copy()
         levels = 15 if alpha_bits == 4 else 255
         q = np.floor(np.clip(wt, 0.0, 1.0) * (levels + 0.999)).astype(np.int32)
         q[:, GRASS] = 0
         if fix_alpha:
             q[..., :, 63] = q[..., :, 62]
             q[..., 63, :] = q[..., 62, :]
+            shadow[..., :, 63] = shadow[..., :, 62]
+            shadow[..., 63, :] = shadow[..., 62, :]
         present = q.reshape(256, 4, -1).max(axis=2) > 0
         present[:, GRASS] = True
         scale = 17 if alpha_bits == 4 else 1
@@ -262,7 +275,7 @@ class SampleTerrain:
             col=col, row=row, positions=positions, heights=heights, normals=normals,
             index_xy=np.stack([ix, iy], axis=1).astype(np.uint32), n_layers=n_layers,
             layer_kind=layer_kind, alpha=alpha, doodad_mapping=doodad_mapping,
-            no_effect_doodad=no_effect, holes=holes, grass_variant=grass_variant,
+            no_effect_doodad=no_effect, holes=holes, shadow=shadow, grass_variant=grass_variant,
             doodads=self._doodads(col, row),
         )
 

@@ -211,13 +211,15 @@ def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: 
     headers = np.zeros(256, MCNK_HEADER_DTYPE)
     headers["n_doodad_refs"] = [len(r) for r in refs]
 
-    flags = np.zeros(256, "<u4") if classic else np.full(256, McnkFlags.DO_NOT_FIX_ALPHA_MAP, "<u4")
+    flags = np.full(256, McnkFlags.HAS_MCSH, "<u4")
+    if not classic:
+        flags |= np.uint32(McnkFlags.DO_NOT_FIX_ALPHA_MAP)
     tile = AdtTile.from_arrays(
         col, row, heights=t.heights, base_heights=t.positions[:, 2],
         alpha_encoding=_alpha_encoding(build, t.alpha, t.n_layers),
         positions=t.positions, normals=t.normals, index_xy=t.index_xy, n_layers=t.n_layers,
         textures=textures, layer_texture=layer_texture, layer_effect=layer_effect, alpha=t.alpha,
-        holes=t.holes, doodad_mapping=t.doodad_mapping, no_effect_doodad=t.no_effect_doodad,
+        holes=t.holes, shadow=t.shadow, doodad_mapping=t.doodad_mapping, no_effect_doodad=t.no_effect_doodad,
         area_id=np.full(256, AREA_ID, "<u4"), chunk_flags=flags, models=models, mddf=mddf,
         refs=[np.asarray(r, "<u4") for r in refs], mcnk_headers=headers,
         big_alpha=build == "3.3.5",
