@@ -1,0 +1,101 @@
+"""Placement on real client tiles (skips without WOWGRASS_REALDATA)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from placement_reference import as_rows, client_reference, seed_reference
+from wowgrass.bake import bake_file, load_catalog
+from wowgrass.bundle import read_bundle
+from wowgrass.formats.adt import UNIT_SIZE, AdtTile
+from wowgrass.placement import ClientPlacement, PlacementConstants, SeedPlacement
+
+
+@pytest.fixture(scope="module")
+def azeroth(realdata):
+    tile = AdtTile.from_bytes((realdata / "adt" / "Azeroth_38_46.adt").read_bytes())
+    return tile, load_catalog(dbc_dir=realdata / "dbc" / "1.12")
+
+
+@pytest.fixture(scope="module")
+def continent(realdata):
+    tile = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes())
+    return tile, load_catalog(dbc_dir=realdata / "dbc" / "3.3.5")
+
+
+def test_azeroth_every_cell_gets_the_formula_for_effect_453(azeroth):
+    tile, cat = azeroth
+    row = int(cat.lookup([453])[0])
+    density = int(cat.density[row])
+    assert density == 5  # realdata README
+    k = PlacementConstants()
+    # one layer, no alpha map: coverage 255 everywhere
+    want = min(max(1, math.ceil(255 / 255 * min(density, k.dbc_density_max))), k.max_placements_per_sample)
+    inst = SeedPlacement().place(tile, cat, map_name="Azeroth")
+    counts = inst.cell_counts()
+    assert (counts == want).all()
+    assert len(inst) == 256 * 64 * want
+    # only the four models of row 453, chosen uniformly (1.12: no weights)
+    slots = set(cat.slot_model[row].tolist())
+    assert set(np.unique(inst.model).tolist()) == slots
+    share = inst.model_counts()[sorted(slots)] / len(inst)
+    assert np.allclose(share, 0.25, atol=0.01)
+
+
+def test_azeroth_bundle_keeps_the_counts(realdata, tmp_path):
+    res = bake_file(realdata / "adt" / "Azeroth_38_46.adt", dbc_dir=realdata / "dbc" / "1.12",
+                    out=tmp_path / "az.wgb")
+    assert res.tile == (38, 46) and res.instances == 256 * 64 * 5
+    with read_bundle(res.path) as b:
+        assert (b.cell_counts == 5).all()
+        assert b.provenance["build"] == "1.12" and b.provenance["effect_ids"] == [453]
+        # every instance inside the tile's footprint
+        pos = b.instances()["pos"]
+        assert pos[:, 0].max() <= -7466.666 + 1e-2 and pos[:, 1].max() <= -3200.0 + 1e-2
+
+
+def check_instances(tile, inst, cap=None):
+    ch = inst.chunk.astype(np.int64)
+    r, c = inst.cell.astype(np.int64) // 8, inst.cell.astype(np.int64) % 8
+    # never in a masked cell or a hole
+    assert not tile.no_effect_doodad[ch, r, c].any()
+    assert not tile.hole_cells()[ch, r, c].any()
+    # never outside its own cell
+    base = tile.positions[ch].astype(np.float64)
+    v = (base[:, 0] - inst.pos[:, 0]) / UNIT_SIZE - r
+    u = (base[:, 1] - inst.pos[:, 1]) / UNIT_SIZE - c
+    eps = 1e-3
+    assert v.min() >= -eps and v.max() <= 1 + eps and u.min() >= -eps and u.max() <= 1 + eps
+    # on the terrain (the ADT module's own fan evaluation)
+    z = tile.heights_at(ch, inst.pos[:, 0], inst.pos[:, 1])
+    assert np.abs(z - inst.pos[:, 2]).max() < 1e-3
+    if cap is not None:
+        assert inst.cell_counts().max() <= cap
+
+
+def test_continent_seed_placement_respects_masks_cells_and_terrain(continent):
+    tile, cat = continent
+    inst = SeedPlacement().place(tile, cat, map_name="continent")
+    assert len(inst) > 1000
+    assert tile.no_effect_doodad.sum() == 340 and tile.hole_cells().any()  # the masks exist to be avoided
+    check_instances(tile, inst, cap=12)
+
+
+def test_continent_client_placement_respects_masks_cells_terrain_and_slope(continent):
+    tile, cat = continent
+    inst = ClientPlacement().place(tile, cat, map_name="continent")
+    assert len(inst) > 1000
+    check_instances(tile, inst)
+    nz = tile.fan_normal_z(inst.chunk.astype(np.int64), inst.pos[:, 0], inst.pos[:, 1])
+    assert nz.min() >= 0.4 - 1e-4
+    assert inst.scale.min() >= 0.67 - 1e-3 and inst.scale.max() <= 1.33 + 1e-3
+
+
+def test_continent_vectorized_matches_reference(continent):
+    tile, cat = continent
+    assert as_rows(SeedPlacement().place(tile, cat, map_name="continent")) == seed_reference(tile, cat, "continent")
+    assert as_rows(ClientPlacement().place(tile, cat, map_name="continent")) == client_reference(
+        tile, cat, "continent")
