@@ -88,7 +88,12 @@ class Compression(IntFlag):
 
 
 COMPRESSION_LZMA = 0x12        # SC2: a value, not a bit combination
-_SUPPORTED_BITS = Compression.ZLIB | Compression.PKWARE | Compression.BZIP2
+
+# Plain-int copies for hot paths (IntFlag arithmetic costs microseconds per operation).
+_IMPLODE, _COMPRESS, _ENCRYPTED, _FIX_KEY = 0x100, 0x200, 0x10000, 0x20000
+_PATCH_FILE, _SINGLE_UNIT, _DELETE_MARKER, _SECTOR_CRC, _EXISTS = 0x100000, 0x1000000, 0x2000000, 0x4000000, 0x80000000
+_C_ZLIB, _C_PKWARE, _C_BZIP2 = 0x02, 0x08, 0x10
+_SUPPORTED_BITS = 0x02 | 0x08 | 0x10
 _COMPRESSION_NAMES = {"zlib": Compression.ZLIB, "bzip2": Compression.BZIP2, "pkware": Compression.PKWARE,
                       "lzma": COMPRESSION_LZMA}
 
@@ -167,20 +172,36 @@ def _next_key(k: int) -> int:
     return (((~k << 21) + 0x11111111) | (k >> 11)) & _M32
 
 
-def _key_stream(key: int, n: int) -> np.ndarray:
-    """The per-word keys; data-independent, with a short pre-period and a cycle of a few words."""
+def _key_schedule(key: int, limit: int = 4096) -> tuple[list[int], list[int]] | None:
+    """(pre-period, cycle) of the per-word keys; they do not depend on the data and fall into a
+    cycle of a few words within a few steps. None if no cycle shows up within ``limit`` keys."""
     keys: list[int] = []
     seen: dict[int, int] = {}
     k = key & _M32
-    while len(keys) < n:
+    while len(keys) < limit:
         if k in seen:
-            head = np.array(keys, np.uint32)
-            cycle = head[seen[k]:]
-            return np.concatenate([head, np.resize(cycle, n - len(keys))])
+            i = seen[k]
+            return keys[:i], keys[i:]
         seen[k] = len(keys)
         keys.append(k)
         k = _next_key(k)
-    return np.array(keys, np.uint32)
+    return None
+
+
+def _key_stream(key: int, n: int) -> np.ndarray:
+    """The first ``n`` per-word keys as uint32."""
+    sched = _key_schedule(key)
+    if sched is None:   # never seen in practice; stay correct anyway
+        keys, k = [], key & _M32
+        for _ in range(n):
+            keys.append(k)
+            k = _next_key(k)
+        return np.array(keys, np.uint32)
+    pre, cyc = sched
+    if n <= len(pre):
+        return np.array(pre[:n], np.uint32)
+    rest = n - len(pre)
+    return np.concatenate([np.array(pre, np.uint32), np.tile(np.array(cyc, np.uint32), -(-rest // len(cyc)))[:rest]])
 
 
 def _decrypt_py(words: list[int], key: int) -> list[int]:
@@ -200,45 +221,43 @@ _WARMUP = 32   # words after which the decryption state no longer depends on whe
 
 
 def decrypt_words(words: np.ndarray, key: int) -> np.ndarray:
-    """Decrypt a ``<u4`` array with ``key`` (returns a new uint32 array)."""
+    """Decrypt a ``<u4`` array with ``key`` (returns a new uint32 array).
+
+    Long inputs are cut into lanes of M words (M a multiple of the key cycle, so every lane but
+    the first sees the same key per column); lanes run in lock-step as numpy vectors, each warmed
+    up on the 32 words before it. The first lane (which holds the key pre-period) runs in Python.
+    """
     words = np.asarray(words, dtype="<u4")
     n = len(words)
-    if n < 1024:
+    sched = _key_schedule(key) if n >= 1024 else None
+    if sched is None or len(sched[1]) > 64 or len(sched[0]) > 64:
         return np.array(_decrypt_py(words.tolist(), key), np.uint32)
-    lane = 256 if n >= 65536 else 64
+    pre, cyc = sched
+    period = len(cyc)
+    lane = period * -(-256 // period)              # >= 256 >= warm-up + pre-period
     lanes = -(-n // lane)
-    total = lanes * lane
-    keys = _key_stream(key, total)
-    w = np.zeros(total, np.uint32)
-    w[:n] = words
-    t = _DECRYPT_T[keys & 0xFF]
-
-    def extend(a):
-        # (lanes, warmup + lane): each lane preceded by the last 32 words of the previous lane
-        a = a.reshape(lanes, lane)
-        e = np.zeros((lanes, _WARMUP + lane), np.uint32)
-        e[:, _WARMUP:] = a
-        e[1:, :_WARMUP] = a[:-1, lane - _WARMUP:]
-        return np.ascontiguousarray(e.T)
-
-    we, ke, te = extend(w), extend(keys), extend(t)
-    c3 = te + np.uint32(3)                 # the "+ 3" of the state update folded into the next add
-    out = np.empty((lane, lanes), np.uint32)
-    s = te[0].copy()                        # garbage start; exact after the warm-up
-    tmp = np.empty(lanes, np.uint32)
-    scratch = np.empty(lanes, np.uint32)
-    s0 = (0xEEEEEEEE + int(t[0])) & _M32
-    for c in range(_WARMUP + lane):
-        if c == _WARMUP:
-            s[0] = s0                      # lane 0 starts at the real beginning
-        v = out[c - _WARMUP] if c >= _WARMUP else scratch
-        np.add(ke[c], s, out=tmp)
-        np.bitwise_xor(we[c], tmp, out=v)
-        if c + 1 < _WARMUP + lane:
+    grid = np.zeros((lanes, lane), np.uint32)
+    grid.reshape(-1)[:n] = words
+    out = np.empty((lanes, lane), np.uint32)
+    out[0] = _decrypt_py(grid[0].tolist(), key)
+    if lanes > 1:
+        ext = np.empty((lanes - 1, _WARMUP + lane), np.uint32)
+        ext[:, _WARMUP:] = grid[1:]
+        ext[:, :_WARMUP] = grid[:-1, lane - _WARMUP:]
+        body = out[1:]
+        s = np.zeros(lanes - 1, np.uint32)          # any start; exact after the warm-up
+        tmp = np.empty(lanes - 1, np.uint32)
+        scratch = np.empty(lanes - 1, np.uint32)
+        t = _DECRYPT_LIST
+        for c in range(_WARMUP + lane):
+            k = cyc[(c - _WARMUP - len(pre)) % period]   # word index l*lane + c - 32, l*lane = 0 mod period
+            np.add(s, (t[k & 0xFF] + 3) & _M32, out=s)  # "+ 3" of the previous update folded in
+            np.add(s, k, out=tmp)
+            v = body[:, c - _WARMUP] if c >= _WARMUP else scratch
+            np.bitwise_xor(ext[:, c], tmp, out=v)
             np.multiply(s, np.uint32(33), out=s)
-            s += v
-            s += c3[c + 1]
-    return np.ascontiguousarray(out.T).reshape(-1)[:n]
+            np.add(s, v, out=s)
+    return out.reshape(-1)[:n]
 
 
 def encrypt_words(words: np.ndarray, key: int) -> np.ndarray:
@@ -309,11 +328,11 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
                                        path=path, offset=offset)
             out = payload
             # Undo in StormLib's order: bzip2, then PKWARE, then zlib.
-            if mask & Compression.BZIP2:
+            if mask & _C_BZIP2:
                 out = _bounded(bz2.BZ2Decompressor(), out, expected)
-            if mask & Compression.PKWARE:
+            if mask & _C_PKWARE:
                 out = explode(out, path=path, offset=offset)
-            if mask & Compression.ZLIB:
+            if mask & _C_ZLIB:
                 out = _bounded(zlib.decompressobj(), out, expected)
     except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError) as exc:
         if isinstance(exc, FormatError):
@@ -398,7 +417,7 @@ class MpqEntry:
 
     @property
     def is_delete_marker(self) -> bool:
-        return bool(self.flags & FileFlags.DELETE_MARKER)
+        return bool(self.flags & _DELETE_MARKER)
 
     @property
     def flag_names(self) -> list[str]:
@@ -604,12 +623,12 @@ class MpqArchive:
 
     def exists(self, name: str, locale: int | None = None) -> bool:
         e = self.lookup(name, locale)
-        return e is not None and not e.is_delete_marker and bool(e.flags & FileFlags.EXISTS)
+        return e is not None and not e.is_delete_marker and bool(e.flags & _EXISTS)
 
     def read(self, name: str, locale: int | None = None) -> bytes:
         """The file's bytes; GameFileNotFound when absent or hidden by a delete marker."""
         e = self.lookup(name, locale)
-        if e is None or e.is_delete_marker or not e.flags & FileFlags.EXISTS:
+        if e is None or e.is_delete_marker or not e.flags & _EXISTS:
             raise GameFileNotFound(f"{self.path or '<bytes>'}: no file {name!r}")
         return self.read_entry(e)
 
@@ -669,7 +688,7 @@ class MpqArchive:
         flags, size, csize = e.flags, e.size, e.packed_size
         label = e.name or f"block #{e.block_index}"
         start = self.header.offset + e.file_pos
-        if flags & FileFlags.PATCH_FILE:
+        if flags & _PATCH_FILE:
             raise self._err(f"{label}: incremental patch files (Cataclysm+) are not supported", start,
                             UnsupportedError)
         if size == 0:
@@ -682,14 +701,14 @@ class MpqArchive:
     def _decode(self, e: MpqEntry, raw: memoryview, label: str, start: int) -> bytes:
         flags, size, csize = e.flags, e.size, e.packed_size
         key = None
-        if flags & FileFlags.ENCRYPTED:
+        if flags & _ENCRYPTED:
             if e.name is None:
                 raise self._err(f"{label}: encrypted file without a known name (no key)", start, UnsupportedError)
-            key = file_key(e.name, e.file_pos & _M32, size, bool(flags & FileFlags.FIX_KEY))
-        compressed = bool(flags & (FileFlags.COMPRESS | FileFlags.IMPLODE))
+            key = file_key(e.name, e.file_pos & _M32, size, bool(flags & _FIX_KEY))
+        compressed = bool(flags & (_COMPRESS | _IMPLODE))
         ss = self.header.sector_size
 
-        if flags & FileFlags.SINGLE_UNIT:
+        if flags & _SINGLE_UNIT:
             unit = decrypt_bytes(raw, key) if key is not None else raw
             if compressed and csize < size:
                 return self._unpack(unit, size, flags, label, start)
@@ -706,7 +725,7 @@ class MpqArchive:
             return b"".join(decrypt_bytes(raw[i * ss:min(size, (i + 1) * ss)], (key + i) & _M32)
                             for i in range(nsec))
 
-        has_crc = bool(flags & FileFlags.SECTOR_CRC)
+        has_crc = bool(flags & _SECTOR_CRC)
         nent = nsec + 1 + has_crc
         if nent * 4 > csize:
             raise self._err(f"{label}: sector table of {nent} entries does not fit in {csize} stored bytes",
@@ -721,8 +740,12 @@ class MpqArchive:
         crcs = None
         if has_crc and offs[nsec + 1] > offs[nsec]:
             crcs = self._sector_crcs(raw[offs[nsec]:offs[nsec + 1]], nsec, label, start + offs[nsec])
-        parts = []
         last = size - (nsec - 1) * ss
+        if key is None and crcs is None and flags & _COMPRESS:
+            fast = self._zlib_sectors(raw, offs, nsec, ss, last)
+            if fast is not None:
+                return fast
+        parts = []
         for i in range(nsec):
             a, b = offs[i], offs[i + 1]
             want = ss if i < nsec - 1 else last
@@ -744,8 +767,33 @@ class MpqArchive:
                 raise self._err(f"{label}: sector {i} stores {n} bytes for {want} plain bytes", start + a)
         return b"".join(parts)
 
+    @staticmethod
+    def _zlib_sectors(raw, offs, nsec, ss, last):
+        """The common case (plain zlib or stored sectors) with no per-sector Python beyond a slice
+        and one call; None sends anything unusual (other codecs, errors) down the general path."""
+        parts = []
+        append = parts.append
+        dobj = zlib.decompressobj
+        try:
+            for i in range(nsec):
+                a = offs[i]
+                n = offs[i + 1] - a
+                want = ss if i < nsec - 1 else last
+                if n == want:
+                    append(raw[a:a + n])
+                elif n < want and n > 1 and raw[a] == 2:
+                    out = dobj().decompress(raw[a + 1:a + n], want + 1)
+                    if len(out) != want:
+                        return None
+                    append(out)
+                else:
+                    return None
+        except zlib.error:
+            return None
+        return b"".join(parts)
+
     def _unpack(self, data, want: int, flags: int, label: str, offset: int) -> bytes:
-        if flags & FileFlags.IMPLODE and not flags & FileFlags.COMPRESS:
+        if flags & _IMPLODE and not flags & _COMPRESS:
             out = explode(data, path=self.path, offset=offset)
             if len(out) != want:
                 raise self._err(f"{label}: exploded to {len(out)} bytes, expected {want}", offset)
@@ -757,7 +805,7 @@ class MpqArchive:
 
     def _sector_crcs(self, blob, nsec: int, label: str, offset: int) -> list[int]:
         if len(blob) < nsec * 4:
-            blob = self._unpack(blob, nsec * 4, FileFlags.COMPRESS, f"{label} sector checksums", offset)
+            blob = self._unpack(blob, nsec * 4, _COMPRESS, f"{label} sector checksums", offset)
         return np.frombuffer(blob, "<u4", count=nsec).tolist()
 
 
