@@ -70,9 +70,9 @@ class TileTerrain:
         return self.positions[:, 2:3] + self.heights
 
 
-def _bilinear_axis(n_out: int, per_fine: int, n_fine: int):
-    """Indices and weights to sample a fine lattice at texel centres along one axis."""
-    pos = (np.arange(n_out, dtype=np.float64) + 0.5) / per_fine
+def _bilinear_axis(n_out: int, per_fine: int, n_fine: int, start: int = 0):
+    """Indices and weights to sample a fine lattice at texel centres ``start ..`` along one axis."""
+    pos = (start + np.arange(n_out, dtype=np.float64) + 0.5) / per_fine
     i0 = np.minimum(np.floor(pos).astype(np.int64), n_fine - 2)
     return i0, (pos - i0).astype(np.float32)
 
@@ -131,65 +131,72 @@ class SampleTerrain:
 
     # -- layers ----------------------------------------------------------------------------
     def _layers(self):
+        """Low-frequency fields on the fine lattice; texel weights are cut per tile from them."""
         seed = self.seed
         nrf, ncf = self.fine.shape
-        # Low-frequency fields on the fine lattice, then sampled at texel centres.
         fi = (self.fi0 + np.arange(nrf))[:, None]
         fj = (self.fj0 + np.arange(ncf))[None, :]
         e, s = fj * HALF, fi * HALF
-        dirt = fbm(e / 60.0, s / 60.0, seed, octaves=3, salt=10)
-        rock_jitter = fbm(e / 25.0, s / 25.0, seed, octaves=2, salt=11)
+        self.fine_dirt = fbm(e / 60.0, s / 60.0, seed, octaves=3, salt=10)
+        self.fine_jitter = fbm(e / 25.0, s / 25.0, seed, octaves=2, salt=11)
         self.fine_region = fbm(e / 300.0, s / 300.0, seed, octaves=2, salt=12)
-
-        nt_r = self.nrows * 16 * TEXELS
-        nt_c = self.ncols * 16 * TEXELS
-        per = TEXELS // FINE_PER_CHUNK
-        # texel centres in fine units, shifted by the one-step margin of the fine lattice
-        ri, rw = _bilinear_axis(nt_r, per, nrf)
-        ci, cw = _bilinear_axis(nt_c, per, ncf)
-        ri, ci = ri + 1, ci + 1
-        slope = _sample(self.fine_slope, ri, rw, ci, cw)
-        dirt_t = _sample(dirt, ri, rw, ci, cw)
-        jit_t = _sample(rock_jitter, ri, rw, ci, cw)
-
+        self.fine_wobble = fbm(e / 140.0, s / 140.0, seed, octaves=2, salt=13)
         # Cast shadows of a sun low in the west (light travelling east, along lattice columns): a
         # point is shaded when any point west of it rises above the sun ray through it, i.e. when
         # the running maximum of h + distance * tan(elevation) exceeds its own value.
         g = self.fine + np.arange(ncf)[None, :] * (HALF * SUN_TAN)
-        margin = np.maximum.accumulate(g, axis=1) - g
-        self.shadow_texels = _sample(margin, ri, rw, ci, cw) > np.float32(0.05)
+        self.fine_shade = np.maximum.accumulate(g, axis=1) - g
+        self.width_e = self.ncols * TILE_SIZE
+        self.width_s = self.nrows * TILE_SIZE
+
+    def road_east(self, ts) -> np.ndarray:
+        """East offset (yards from the sample's west edge) of the north-south road at ``ts``
+        yards south of the sample's north edge."""
+        amp = min(0.1 * self.width_e, 70.0)
+        return 0.47 * self.width_e + amp * value_curve(np.asarray(ts, np.float64) / 160.0, self.seed, 1)
+
+    def _tile_weights(self, tr: int, tc: int):
+        """Texel weights (4, 1024, 1024) f4 and shadow (1024, 1024) of tile (tc, tr) of the sample."""
+        n = 16 * TEXELS
+        per = TEXELS // FINE_PER_CHUNK
+        nrf, ncf = self.fine.shape
+        # texel centres in fine units, shifted by the one-step margin of the fine lattice
+        ri, rw = _bilinear_axis(n, per, nrf, start=tr * n)
+        ci, cw = _bilinear_axis(n, per, ncf, start=tc * n)
+        ri, ci = ri + 1, ci + 1
+        slope = _sample(self.fine_slope, ri, rw, ci, cw)
+        dirt_t = _sample(self.fine_dirt, ri, rw, ci, cw)
+        jit_t = _sample(self.fine_jitter, ri, rw, ci, cw)
+        wobble = _sample(self.fine_wobble, ri, rw, ci, cw)
+        shadow = _sample(self.fine_shade, ri, rw, ci, cw) > np.float32(0.05)
 
         # Roads: a meandering north-south road and a wobbly ring around the sample's centre,
         # so every tile of a 2x2 sample (and a lone tile) has some road; distances in yards.
-        width_e = self.ncols * TILE_SIZE
-        width_s = self.nrows * TILE_SIZE
         step = CHUNK_SIZE / TEXELS
-        te = ((np.arange(nt_c, dtype=np.float64) + 0.5) * step).astype(np.float32)   # local east
-        ts = ((np.arange(nt_r, dtype=np.float64) + 0.5) * step).astype(np.float32)   # local south
-        amp = min(0.1 * width_e, 70.0)
-        road_e = 0.47 * width_e + amp * value_curve(ts / 160.0, seed, 1)               # per row
-        slope_e = np.gradient(road_e, ts)
+        te64 = (tc * n + np.arange(n, dtype=np.float64) + 0.5) * step        # yards east of the west edge
+        ts64 = (tr * n + np.arange(n, dtype=np.float64) + 0.5) * step        # yards south of the north edge
+        te, ts = te64.astype(np.float32), ts64.astype(np.float32)
+        road_e = self.road_east(ts64)
+        slope_e = (self.road_east(ts64 + 0.5) - self.road_east(ts64 - 0.5))    # per yard
         d1 = np.abs(te[None, :] - road_e[:, None].astype(np.float32))
         d1 *= (1 / np.sqrt(1 + slope_e * slope_e))[:, None].astype(np.float32)
-        radius = np.float32(0.3 * min(width_e, width_s))
-        wobble = _sample(fbm(e / 140.0, s / 140.0, seed, octaves=2, salt=13), ri, rw, ci, cw)
-        ce, cs = np.float32(0.5 * width_e), np.float32(0.52 * width_s)
+        radius = np.float32(0.3 * min(self.width_e, self.width_s))
+        ce, cs = np.float32(0.5 * self.width_e), np.float32(0.52 * self.width_s)
         ring = np.sqrt((te[None, :] - ce) ** 2 + (ts[:, None] - cs) ** 2)
         d2 = np.abs(ring - radius * (1 + np.float32(0.12) * wobble))
         dist = np.minimum(d1, d2)
-        edge = (3.6 + 0.9 * value_curve(ts / 9.0, seed, 3))[:, None].astype(np.float32)
+        edge = (3.6 + 0.9 * value_curve(ts64 / 9.0, self.seed, 3))[:, None].astype(np.float32)
         road = 1 - smoothstep(0.0, 1.0, (dist - edge + np.float32(1.3)) / np.float32(2.6))
         shoulder = np.float32(0.55) * (1 - smoothstep(0.0, 1.0, (dist - edge) / np.float32(5.0)))
-        self.road_center = (road_e, None)
 
         rock = smoothstep(0.62, 0.95, slope + np.float32(0.25) * jit_t)
         dirt_w = np.maximum(smoothstep(0.22, 0.5, dirt_t) * np.float32(0.85), shoulder)
-        w = np.empty((4, nt_r, nt_c), dtype=np.float32)
+        w = np.empty((4, n, n), dtype=np.float32)
         w[ROAD] = road
         w[ROCK] = (1 - road) * rock
         w[DIRT] = (1 - road) * (1 - rock) * dirt_w
         w[GRASS] = 1 - w[ROAD] - w[ROCK] - w[DIRT]
-        self.weights = w
+        return w, shadow
 
     # -- per tile --------------------------------------------------------------------------
     def tile(self, col: int, row: int, alpha_bits: int = 8, fix_alpha: bool = False) -> TileTerrain:
@@ -214,10 +221,8 @@ class SampleTerrain:
         positions = positions.astype(np.float32)
 
         # alpha maps: (256, 4 kinds, 64, 64)
-        t0r, t0c = tr * 16 * TEXELS, tc * 16 * TEXELS
-        wt = self.weights[:, t0r:t0r + 16 * TEXELS, t0c:t0c + 16 * TEXELS]
+        wt, sh = self._tile_weights(tr, tc)
         wt = wt.reshape(4, 16, TEXELS, 16, TEXELS).transpose(1, 3, 0, 2, 4).reshape(256, 4, TEXELS, TEXELS)
-        sh = self.shadow_texels[t0r:t0r + 16 * TEXELS, t0c:t0c + 16 * TEXELS]
         shadow = sh.reshape(16, TEXELS, 16, TEXELS).transpose(0, 2, 1, 3).reshape(256, TEXELS, TEXELS).copy()
         levels = 15 if alpha_bits == 4 else 255
         q = np.floor(np.clip(wt, 0.0, 1.0) * (levels + 0.999)).astype(np.int32)
@@ -290,12 +295,9 @@ class SampleTerrain:
         tc, tr = col - self.col0, row - self.row0
         north = ZEROPOINT - row * TILE_SIZE
         west = ZEROPOINT - col * TILE_SIZE
-        road_e, _road_s = self.road_center
         if tc == self.ncols // 2 - (1 if self.ncols % 2 == 0 else 0) and tr == self.nrows // 2:
             # beside the north-south road, at the tile's first texel row south of its north edge
-            local_s = tr * TILE_SIZE + 40.0
-            k = int(local_s / (CHUNK_SIZE / TEXELS))
-            east = road_e[k] + 9.0
+            east = float(self.road_east(tr * TILE_SIZE + 40.0)) + 9.0
             if tc * TILE_SIZE < east < (tc + 1) * TILE_SIZE:
                 X = north - 40.0
                 Y = west - (east - tc * TILE_SIZE)
