@@ -185,6 +185,7 @@ def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: 
     tex_of_kind[used] = np.arange(len(used))
     layer_texture = np.where(t.layer_kind >= 0, tex_of_kind[t.layer_kind.astype(np.int64)], -1).astype("<i4")
 
+    # effectId per kind (column 4 stands for "no layer" and stays 0)
     effect_of_kind = np.zeros((256, 5), np.uint32)
     effect_of_kind[:, GRASS] = np.asarray(T.GRASS_EFFECTS, np.uint32)[t.grass_variant]
     effect_of_kind[:, DIRT] = T.KIND_EFFECT["dirt"]
@@ -227,12 +228,22 @@ def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: 
     return write_adt(tile)
 
 
-def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | None = None
-                ) -> dict[str, dict[str, bytes]]:
-    """``{archive name: {file path: bytes}}`` for the whole sample world."""
+def world_steps(tiles) -> int:
+    """Progress steps of :func:`world_files` (terrain, tables, models, textures, one per tile)."""
+    cols, rows = parse_tiles(tiles)
+    return 4 + cols * rows
+
+
+def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | None = None,
+                *, total: int | None = None) -> dict[str, dict[str, bytes]]:
+    """``{archive name: {file path: bytes}}`` for the whole sample world.
+
+    ``progress(what, done, total)`` is called after each step; ``total`` defaults to
+    :func:`world_steps`.
+    """
     build = check_build(build)
     cols, rows = parse_tiles(tiles)
-    steps = 4 + cols * rows
+    steps = total or world_steps(tiles)
     done = 0
 
     def tick(what):
@@ -280,14 +291,9 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     out_dir = Path(out_dir)
     data_dir = out_dir / "Data"
     layout = archive_layout(build)
-    total = [0]
-
-    def sub(what, done, steps):
-        if progress:
-            progress(what, done, steps + len(layout))
-        total[0] = steps
-
-    per_archive = world_files(build, (cols, rows), seed, sub)
+    steps = world_steps((cols, rows))
+    total = steps + len(layout)
+    per_archive = world_files(build, (cols, rows), seed, progress, total=total)
     manifest = {"map": MAP_NAME, "build": build, "tiles": [cols, rows], "seed": int(seed),
                 "version": SAMPLE_VERSION, "wdt": wdt_path(), "archives": {}}
     for k, a in enumerate(layout):
@@ -298,7 +304,7 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
         manifest["archives"][a.name] = {p: {"size": len(b), "sha1": hashlib.sha1(b).hexdigest()}
                                         for p, b in sorted(files.items())}
         if progress:
-            progress(f"archive {a.name}", total[0] + k + 1, total[0] + len(layout))
+            progress(f"archive {a.name}", steps + k + 1, total)
     write_atomic(out_dir / "sample.json", json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n")
     return data_dir
 
