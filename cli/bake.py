@@ -42,10 +42,13 @@ def _open(data_path, build):
 @click.option("--all", "all_tiles", is_flag=True, help="Every tile the map's WDT lists (the default).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Processes baking tiles in parallel.")
+@click.option("--big-alpha/--small-alpha", "big_alpha", default=None,
+              help="Force 8-bit or 4-bit alpha maps for a loose ADT (default: ask the WDT beside it or in --data).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Extra seed mixed into every chunk's random stream.")
 @click.option("--force", is_flag=True, help="Bake again even when a valid bundle is cached.")
 @json_option
-def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, seed, force, as_json):
+def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, big_alpha, seed, force,
+         as_json):
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
@@ -74,7 +77,7 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
 
         try:
             res = bake_file(adt, data=data, dbc_dir=dbc_dir, build=build, map_name=map_name, placement=placement,
-                            constants=constants, out=out, force=force)
+                            constants=constants, out=out, force=force, big_alpha=big_alpha)
         finally:
             if data is not None:
                 data.close()
@@ -86,6 +89,8 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
 
     if out:
         raise UsageError("-o/--output is for one ADT file; a map's bundles go to the cache")
+    if big_alpha is not None:
+        raise UsageError("--big-alpha/--small-alpha is for one ADT file; a map's WDT says which")
     if dbc_dir:
         raise UsageError("--dbc is for one ADT file; a map reads its tables from --data")
     if tiles and all_tiles:

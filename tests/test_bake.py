@@ -257,3 +257,17 @@ def test_cli_without_data_uses_the_sample_world(cache):
     assert js["map"] == MAP_NAME and len(js["tiles"]) >= 1 and js["failures"] == []
     assert all(t["missing_models"] == [] for t in js["tiles"])
     assert all(Path(t["path"]).is_relative_to(cache) for t in js["tiles"])
+
+
+def test_stale_temporaries_are_swept(world, cache):
+    from wowgrass.bake import sweep_temporaries
+
+    folder = cache / "bundles" / MAP_NAME
+    folder.mkdir(parents=True)
+    old = folder / f".{MAP_NAME}_1_2.seed.0123.wgb.abcd.tmp"
+    new = folder / f".{MAP_NAME}_1_3.seed.0123.wgb.efgh.tmp"
+    old.write_bytes(b"partial")
+    new.write_bytes(b"in progress elsewhere")
+    os.utime(old, (1, 1))
+    assert sweep_temporaries(folder) == 1
+    assert not old.exists() and new.exists()

@@ -204,6 +204,23 @@ def bake_tile(
     )
 
 
+STALE_TEMP_SECONDS = 3600
+
+
+def sweep_temporaries(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
+    """Delete temporary files a killed bake left in ``folder`` (``.<name>.wgb.*.tmp``, > 1 h old)."""
+    removed = 0
+    now = time.time()
+    for tmp in folder.glob(f".*{B.SUFFIX}.*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > older_than:
+                tmp.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 def _prune(path: Path) -> None:
     """Remove older bundles of the same tile and strategy (other keys) beside ``path``."""
     stem = path.name.rsplit(".", 2)[0]  # <map>_<col>_<row>.<strategy>
@@ -342,6 +359,9 @@ def bake_map(
     with open_data(data_root, build=build) as data:
         listed, big_alpha = map_tiles(data, map_name, ranges)
         build = build or data.build
+    folder = cache_dir() / "bundles" / map_name
+    if folder.is_dir():
+        sweep_temporaries(folder)
     todo = list(tiles) if tiles is not None else listed
     args = (str(data_root), build, map_name, placement, constants, big_alpha, force)
     results: list[BakeResult] = []
