@@ -46,6 +46,7 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
     data_dir, manifest = worlds[build]
     data = open_data(data_dir)
     assert data.build == build
+    assert manifest["wdt"] == wdt_path() and data.exists(wdt_path())
     assert [a.name for a in archive_layout(build)] == sorted(manifest["archives"], key=[
         a.name for a in archive_layout(build)].index)
     seen = set()
