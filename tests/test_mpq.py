@@ -161,7 +161,7 @@ OPTIONS = [
     {"encrypt": True, "fix_key": True, "single_unit": True},
     {"sector_crc": True},
     {"sector_crc": True, "encrypt": True, "fix_key": True, "compression": "bzip2"},
-    {"format_version": 1, "sector_shift": 0},
+    {"format_version": 1, "sector_shift": 1},
     {"format_version": 1, "sector_shift": 9, "sector_crc": True},
     {"listfile": False, "hash_table_size": 4096},
 ]
@@ -230,6 +230,8 @@ def test_writer_rejects_bad_options(tmp_path):
         write_mpq(FILES, compression="zstd")
     with pytest.raises(UsageError):
         write_mpq(FILES, format_version=3)
+    with pytest.raises(UsageError):
+        write_mpq(FILES, sector_shift=0)
     with pytest.raises(UsageError):
         write_mpq([("a", b"1", {}), ("A", b"2", {})])
     with pytest.raises(UsageError):
@@ -307,7 +309,7 @@ def test_truncated_archives(cut):
 
 
 def test_truncation_sweep_never_escapes_format_error():
-    data = write_mpq({"a": TEXT[:3000], "b": b"bb"}, hash_table_size=16, sector_shift=0)
+    data = write_mpq({"a": TEXT[:3000], "b": b"bb"}, hash_table_size=16, sector_shift=1)
     for n in range(0, len(data), 7):
         try:
             a = MpqArchive.from_bytes(data[:n])

@@ -916,8 +916,9 @@ def write_mpq(files: Mapping[str, bytes] | Iterable[tuple], *, format_version: i
     """
     if format_version not in (0, 1):
         raise UsageError(f"format_version {format_version}: only 0 (v1) and 1 (v2) are written")
-    if not 0 <= sector_shift <= 16:
-        raise UsageError(f"sector_shift {sector_shift} outside 0..16")
+    if not 1 <= sector_shift <= 16:
+        # StormLib refuses archives with 512-byte sectors (shift 0), so none are written
+        raise UsageError(f"sector_shift {sector_shift} outside 1..16")
     defaults = dict(compression=compression, single_unit=single_unit, encrypt=encrypt, fix_key=fix_key,
                     sector_crc=sector_crc, locale=locale, delete=False)
     items = [(n.replace("/", "\\"), bytes(d), {**defaults, **o}) for n, d, o in _items(files)]
