@@ -264,3 +264,18 @@ def test_sample_cli_help_build_path_and_errors(tmp_path):
     r = runner.invoke(cli, ["sample", "build", "--tiles", "1x1", "--seed", "5"])
     assert r.exit_code == 0, r.output
     assert Path(r.stdout.split()[0]).is_dir()
+
+
+def test_vanilla_base_archives_have_no_listfile_like_the_real_client(worlds):
+    data_dir, manifest = worlds["1.12"]
+    model = MpqArchive.open(data_dir / "model.MPQ")
+    assert model.names() == [] and not model.exists("(listfile)")
+    assert model.exists("World\\NoDXT\\Detail\\ElwGra01.m2")              # found by hash
+    patch = MpqArchive.open(data_dir / "patch.MPQ")
+    assert T.TEXTURE_DBC in patch.names()
+    modern = MpqArchive.open(worlds["3.3.5"][0] / "common.MPQ")
+    assert sorted(n for n in modern.names() if n != "(listfile)") == sorted(manifest_names(worlds["3.3.5"][1], "common.MPQ"))
+
+
+def manifest_names(manifest, archive):
+    return list(manifest["archives"][archive])
