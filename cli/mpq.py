@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
 from pathlib import Path
 
 import click
@@ -272,6 +273,6 @@ def cat(args, data_path):
         data = src.read(names[0])
     finally:
         src.close()
-    stream = click.get_binary_stream("stdout")
+    stream = sys.stdout.buffer
     stream.write(data)
     stream.flush()
