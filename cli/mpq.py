@@ -68,7 +68,7 @@ class _Source:
             if arc is None:
                 size = where.stat().st_size
                 out.append({"name": name, "size": size, "packed_size": size, "flags": 0, "flag_names": [],
-                            "locale": 0, "archive": str(where.relative_to(self.data.root))})
+                            "locale": 0, "block": None, "archive": str(where.relative_to(self.data.root))})
             else:
                 row = _row(arc.lookup(name, self.data._lcid))
                 row["archive"] = str(where.relative_to(self.data.root))
@@ -96,7 +96,7 @@ class _Source:
 
 def _row(e) -> dict:
     return {"name": e.name, "size": e.size, "packed_size": e.packed_size, "flags": e.flags,
-            "flag_names": e.flag_names, "locale": e.locale}
+            "flag_names": e.flag_names, "locale": e.locale, "block": e.block_index}
 
 
 def _open(archive, data_path) -> _Source:
@@ -193,7 +193,7 @@ def ls(args, data_path, as_json):
         echo_json(rows)
         return
     for r in rows:
-        name = r["name"] if r["name"] is not None else "<unnamed>"
+        name = r["name"] if r["name"] is not None else f"<unnamed #{r['block']}>"
         extra = f"  [{r['archive']}]" if "archive" in r else ""
         flags = "|".join(n.lower() for n in r["flag_names"] if n != "EXISTS") or "-"
         click.echo(f"{r['size']:>10} {r['packed_size']:>10}  {r['locale']:04x}  {flags:32} {name}{extra}")

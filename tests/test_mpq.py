@@ -139,6 +139,26 @@ def test_user_data_block_and_512_alignment():
     assert b.read("three.bin") == b"abc"
 
 
+def test_v2_high_block_table():
+    base = write_mpq(FILES, format_version=1)
+    a = MpqArchive.from_bytes(base)
+    n = a.header.block_table_size
+    data = bytearray(base + bytes(2 * n))                       # all high halves zero
+    struct.pack_into("<Q", data, 0x20, len(base))
+    b = MpqArchive.from_bytes(bytes(data))
+    assert b.header.hi_block_table_pos == len(base)
+    assert b.read("three.bin") == b"abc" and b.read("DBFilesClient\\GroundEffectTexture.dbc") == TEXT
+    bi = b.lookup("three.bin").block_index
+    struct.pack_into("<H", data, len(base) + 2 * bi, 1)         # that file now lies 4 GiB further on
+    c = MpqArchive.from_bytes(bytes(data))
+    assert c.lookup("three.bin").file_pos == (1 << 32) + a.lookup("three.bin").file_pos
+    with pytest.raises(TruncatedError, match="past the end"):
+        c.read("three.bin")
+    struct.pack_into("<Q", data, 0x20, len(data) - 2)           # high table itself cut short
+    with pytest.raises(TruncatedError, match="high block table"):
+        MpqArchive.from_bytes(bytes(data))
+
+
 def test_misaligned_header_is_not_found():
     with pytest.raises(FormatError, match="no MPQ header"):
         MpqArchive.from_bytes(b"x" * 100 + write_mpq(FILES))
@@ -415,6 +435,13 @@ def test_decompression_bomb_is_cut_at_the_expected_size():
     bomb = b"\x02" + zlib.compress(bytes(50_000_000))
     with pytest.raises(FormatError, match="expected 4096"):
         mpq.decompress_sector(bomb, 4096)
+
+
+def test_pkware_bomb_stops_early():
+    bomb = mpq.implode(bytes(20_000_000))
+    with pytest.raises(FormatError, match="expected 4096"):
+        mpq.decompress_sector(b"\x08" + bomb, 4096)
+    assert len(mpq.explode(bomb, limit=4096)) < 4_000_000
 
 
 def test_encrypted_file_without_a_name_is_unsupported():

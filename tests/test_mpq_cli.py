@@ -75,6 +75,14 @@ def test_ls(archive):
     assert [row["name"] for row in only] == ["DBFilesClient\\GroundEffectTexture.dbc"]
 
 
+def test_ls_unnamed_entries(tmp_path):
+    path = write_mpq_file(tmp_path / "nolist.mpq", {"a": b"1", "b": b"22"}, listfile=False)
+    r = run("ls", path)
+    assert "<unnamed #0>" in r.output and "<unnamed #1>" in r.output
+    rows = json.loads(run("ls", path, "--json").stdout)
+    assert sorted((row["name"], row["size"]) for row in rows) == [(None, 1), (None, 2)]
+
+
 def test_ls_data_chain(data_dir):
     rows = json.loads(run("ls", "--data", data_dir, "--json").stdout)
     by = {row["name"]: row for row in rows}

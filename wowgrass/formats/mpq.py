@@ -327,11 +327,13 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
                 raise UnsupportedError(f"compression mask 0x{mask:02X} ({names}) is not supported",
                                        path=path, offset=offset)
             out = payload
-            # Undo in StormLib's order: bzip2, then PKWARE, then zlib.
+            # Undo in StormLib's order: bzip2, then PKWARE, then zlib. An intermediate stage holds
+            # still-compressed data, so it gets some slack over the final size.
+            slack = 2 * expected + 64
             if mask & _C_BZIP2:
-                out = _bounded(bz2.BZ2Decompressor(), out, expected)
+                out = _bounded(bz2.BZ2Decompressor(), out, expected if mask == _C_BZIP2 else slack)
             if mask & _C_PKWARE:
-                out = explode(out, path=path, offset=offset)
+                out = explode(out, limit=slack if mask & _C_ZLIB else expected, path=path, offset=offset)
             if mask & _C_ZLIB:
                 out = _bounded(zlib.decompressobj(), out, expected)
     except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError) as exc:
@@ -343,14 +345,27 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
     return bytes(out)
 
 
-def explode(data, *, path=None, offset=None) -> bytes:
-    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08)."""
+def explode(data, *, limit: int | None = None, path=None, offset=None) -> bytes:
+    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08).
+
+    Input is fed in 16 KiB pieces (DCL expands at most ~140x) so a hostile stream stops soon
+    after passing ``limit`` output bytes instead of filling memory.
+    """
     import dclimplode
 
+    d = dclimplode.decompressobj()
+    out = []
+    total = 0
     try:
-        return dclimplode.decompressobj().decompress(bytes(data))
-    except Exception as exc:  # the binding raises plain exceptions on bad input
+        for i in range(0, len(data), 16384):
+            piece = d.decompress(bytes(data[i:i + 16384]))
+            total += len(piece)
+            out.append(piece)
+            if limit is not None and total > limit:
+                break
+    except Exception as exc:  # the binding raises plain RuntimeErrors on bad input
         raise FormatError(f"corrupt PKWARE DCL data: {exc}", path=path, offset=offset) from None
+    return b"".join(out)
 
 
 def implode(data: bytes, dict_size: int = 4096) -> bytes:
@@ -794,7 +809,7 @@ class MpqArchive:
 
     def _unpack(self, data, want: int, flags: int, label: str, offset: int) -> bytes:
         if flags & _IMPLODE and not flags & _COMPRESS:
-            out = explode(data, path=self.path, offset=offset)
+            out = explode(data, limit=want, path=self.path, offset=offset)
             if len(out) != want:
                 raise self._err(f"{label}: exploded to {len(out)} bytes, expected {want}", offset)
             return out
