@@ -1,0 +1,284 @@
+"""Offscreen rendering on whatever EGL gives (llvmpipe on CI): small frames, small scenes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gl
+
+from wowgrass.render.constants import (  # noqa: E402
+    DRAW_DISTANCE, ROOT_FRACTION, TILE_SIZE, WIND_AMPLITUDE, WIND_PHASE_X, WIND_PHASE_Y, WIND_SPEED,
+    GrassSettings,
+)
+from wowgrass.render.grass import INSTANCE_DTYPE  # noqa: E402
+from wowgrass.render.synthetic import SyntheticSource, synthetic_tile, tile_origin  # noqa: E402
+
+COL, ROW = 32, 32
+X0, Y0 = tile_origin(COL, ROW)
+CX, CY = X0 - TILE_SIZE / 2, Y0 - TILE_SIZE / 2  # tile centre
+DEBUG_PNG = __import__("os").environ.get("WOWGRASS_TEST_PNG")  # folder to keep test frames in
+SKY = np.array([0.62, 0.74, 0.86]) * 255
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+
+    try:
+        c = create_offscreen_context()
+    except GLUnavailableError as exc:
+        pytest.skip(f"no EGL OpenGL context: {exc}")
+    yield c
+    c.release()
+
+
+def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terrain=False, **kw):
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import Scene
+    from wowgrass.render.viewer import Toggles, Viewer
+
+    tg = create_offscreen_target(size, samples=samples, ctx=ctx)
+    progs = make_programs(ctx, alpha_to_coverage=tg.samples > 0)
+    src = SyntheticSource(tiles=[(COL, ROW)], instances={(COL, ROW): instances}, **kw)
+    sc = Scene(ctx, progs, src, threaded=False)
+    sc.update(eye, block=True)
+    cam = Camera.looking_at(eye, target)
+    return Viewer(tg, sc, cam, Toggles(terrain=terrain, doodads=False))
+
+
+def solid_instances(xy, z=0.0, scale=1.0):
+    inst = np.zeros(len(xy), INSTANCE_DTYPE)
+    inst["pos"][:, :2] = xy
+    inst["pos"][:, 2] = z
+    inst["scale"] = int(round(scale * 4096))
+    return inst
+
+
+def not_sky(img):
+    return np.abs(img[..., :3].astype(float) - SKY).sum(axis=-1) > 30
+
+
+def test_grass_appears_where_the_bundle_has_it_and_vanishes_when_off(ctx):
+    # instances only in the western half (+Y is west) of a 40x40 square, camera looking north and down
+    rng = np.random.default_rng(0)
+    xy = np.column_stack([CX + rng.uniform(-20, 20, 3000), CY + rng.uniform(0, 20, 3000)])
+    v = make_viewer(ctx, {"synthetic\\grass0.m2": solid_instances(xy, scale=4.0)},
+                    (CX - 45.0, CY, 35.0), (CX, CY, 0.0))
+    st = v.render_frame(0.0)
+    img = v.read_rgba()
+    if DEBUG_PNG:
+        from PIL import Image
+        Image.fromarray(img).save(DEBUG_PNG + "/appear.png")
+    grass = not_sky(img)
+    # looking north (+X): screen left is west (+Y)
+    left, right = grass[:, :70], grass[:, 90:]
+    assert st.grass_instances > 0 and st.draw_calls >= 1
+    assert left.mean() > 0.05, "no grass pixels where the bundle has grass"
+    assert right.mean() == 0.0, "grass pixels where the bundle has none"
+    v.toggles.grass = False
+    st_off = v.render_frame(0.0)
+    assert not not_sky(v.read_rgba()).any()
+    assert st_off.instances == 0
+    v.scene.release()
+
+
+def test_same_frame_renders_identically_twice(ctx):
+    src = SyntheticSource(tiles=[(COL, ROW)], density=0.02)
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import Scene
+    from wowgrass.render.viewer import Viewer
+
+    tg = create_offscreen_target((160, 120), samples=4, ctx=ctx)
+    progs = make_programs(ctx, alpha_to_coverage=tg.samples > 0)
+    sc = Scene(ctx, progs, src, threaded=True)
+    sc.update((CX, CY, 0), block=True)
+    cam = Camera.looking_at((CX, CY, 8.0), (CX + 30, CY + 10, 0.0))
+    v = Viewer(tg, sc, cam)
+    v.render_frame(1.25)
+    a = v.read_rgba()
+    v.render_frame(1.25)
+    b = v.read_rgba()
+    assert not_sky(a).mean() > 0.3  # terrain and grass are there
+    assert np.array_equal(a, b)
+    sc.release()
+
+
+def test_tips_move_between_times_and_roots_do_not(ctx):
+    # one big single-quad blade facing the camera (yaw 90 deg turns the model's X to world Y);
+    # the seed sways in model space, so model X is across the screen
+    inst = solid_instances(np.array([[CX, CY]]), scale=10.0)
+    inst["yaw"] = 16384
+    v = make_viewer(ctx, {"synthetic\\grass0.m2": inst}, (CX - 8.0, CY, 3.0), (CX, CY, 3.0), quads=1)
+    v.scene.grass.settings.direction = (1.0, 0.0)
+    frames = []
+    for t in (0.0, 0.9):
+        v.render_frame(t)
+        img = v.read_rgba()
+        frames.append(not_sky(img))
+        if DEBUG_PNG:
+            from PIL import Image
+            Image.fromarray(img).save(f"{DEBUG_PNG}/sway_{t}.png")
+    a, b = frames
+    rows = np.flatnonzero(a.any(axis=1) | b.any(axis=1))
+    top, bottom = rows.min(), rows.max()  # screen rows of tip and root
+    h = bottom - top
+    root_band = slice(bottom - int(0.10 * h), bottom + 1)  # below the root fraction (0.15)
+    tip_band = slice(top, top + int(0.3 * h))
+    assert h > 40
+    assert np.array_equal(a[root_band], b[root_band]), "roots moved"
+    assert (a[tip_band] != b[tip_band]).sum() > 20, "tips did not move"
+    v.scene.release()
+
+
+def flat_square(path):
+    from wowgrass.render.meshes import MeshData
+
+    pos = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], np.float32)
+    tex = np.full((4, 4, 4), 255, np.uint8)
+    return MeshData(path, pos, np.tile([0, 0, 1], (4, 1)).astype(np.float32),
+                    np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32),
+                    np.array([0, 1, 2, 0, 2, 3], np.uint32), texture=tex)
+
+
+@pytest.mark.parametrize("cull", [True, False])
+def test_nothing_beyond_the_draw_distance(ctx, cull):
+    # flat squares in two rings: at 150 (drawn) and 235..300 (beyond 220: never drawn), seen from
+    # straight above
+    ang = np.linspace(0, 2 * np.pi, 400, endpoint=False)
+    near = np.column_stack([CX + 150 * np.cos(ang), CY + 150 * np.sin(ang)])
+    r = np.linspace(235, 300, 400)
+    far = np.column_stack([CX + r * np.cos(ang * 7), CY + r * np.sin(ang * 7)])
+    v = make_viewer(ctx, {"synthetic\\grass0.m2": solid_instances(np.r_[near, far], scale=15.9)},
+                    (CX, CY, 520.0), (CX + 0.01, CY, 0.0), size=(200, 200), mesh_factory=flat_square)
+    v.toggles.cull = cull
+    v.camera.fov_y = 90.0
+    st = v.render_frame(0.0)
+    rgba = v.read_rgba()
+    if DEBUG_PNG:
+        from PIL import Image
+        Image.fromarray(rgba).save(f"{DEBUG_PNG}/distance_{cull}.png")
+    img = not_sky(rgba)
+    yy, xx = np.mgrid[0:200, 0:200]
+    # world units per pixel at ground level: 2 * 520 * tan(45 deg) / 200
+    rpix = np.hypot(xx - 99.5, yy - 99.5) * (2 * 520.0 / 200)
+    assert img[rpix < 200].sum() > 50, "the near ring is missing"
+    assert img[rpix > DRAW_DISTANCE + 12].sum() == 0, "something drawn beyond the draw distance"
+    if cull:
+        assert st.grass_instances < len(near) + len(far)  # far chunks were not even submitted
+    # control: with a longer draw distance the outer ring is there
+    v.scene.grass.settings.draw_distance = 400.0
+    v.scene.grass.settings.fade_start = 390.0
+    v.render_frame(0.0)
+    assert not_sky(v.read_rgba())[rpix > DRAW_DISTANCE + 12].sum() > 50
+    v.scene.release()
+
+
+def test_instance_buffers_are_made_once_not_per_frame(ctx):
+    v = make_viewer(ctx, {"synthetic\\grass0.m2": solid_instances(np.array([[CX, CY], [CX + 40, CY]])),
+                          "synthetic\\grass1.m2": solid_instances(np.array([[CX + 5, CY - 5]]))},
+                    (CX - 10, CY, 2.0), (CX, CY, 0.0))
+    field = v.scene.grass
+    assert field.buffers_created == 2
+    made = []
+    real = ctx.buffer
+    ctx.buffer = lambda *a, **k: made.append(1) or real(*a, **k)
+    try:
+        v.render_frame(0.0)  # first frame may allocate the indirect command buffer once
+        n_after_first = len(made)
+        for i in range(5):
+            v.render_frame(0.1 * i)
+    finally:
+        del ctx.buffer
+    assert len(made) == n_after_first <= 1
+    assert field.buffers_created == 2
+    v.scene.release()
+
+
+def test_terrain_mesh_fans_and_holes():
+    from wowgrass.render.terrain import build_terrain_arrays
+
+    tile = synthetic_tile(COL, ROW, hole_chunk=17)
+    arr = build_terrain_arrays(tile)
+    assert len(arr.vertices) == 256 * 145
+    assert arr.triangles == 256 * 64 * 4 - 64 * 4  # one chunk fully holed
+    idx = arr.indices.reshape(-1, 3)
+    assert not np.isin(np.arange(17 * 145, 18 * 145), idx).any()
+    # every fan triangle has the cell's centre vertex and faces up (counter-clockwise from +Z)
+    p = arr.vertices["pos"][idx]
+    nz = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])[:, 2]
+    assert (nz > 0).all()
+    assert arr.missing_textures == ["synthetic\\grass.blp", "synthetic\\dirt.blp"]
+
+
+def test_terrain_hole_renders_as_a_hole(ctx):
+    from wowgrass.render.constants import CHUNK_SIZE
+
+    chunk = 16 * 7 + 7  # a chunk under the tile centre
+    cx, cy = X0 - 7.5 * CHUNK_SIZE, Y0 - 7.5 * CHUNK_SIZE
+    v = make_viewer(ctx, {}, (cx, cy, 186.0), (cx + 0.01, cy, 0.0), terrain=True, hole_chunk=chunk)
+    v.camera.fov_y = 30.0
+    v.render_frame(0.0)
+    img = v.read_rgba()
+    if DEBUG_PNG:
+        from PIL import Image
+        Image.fromarray(img).save(DEBUG_PNG + "/hole.png")
+    sky = ~not_sky(img)
+    assert sky[50:70, 70:90].all(), "the holed chunk was drawn"
+    assert not sky[:8].any() and not sky[-8:].any(), "the chunks around it are missing"
+    v.scene.release()
+
+
+def test_sway_glsl_matches_the_seed_formula(ctx):
+    """Transform feedback through sway.glsl against the seed's formula in numpy."""
+    from wowgrass.render.programs import preprocess_source
+
+    src = """#version 330 core
+#include "sway.glsl"
+uniform mat4 uGrassParams;
+in vec3 in_position; in vec2 in_xy;
+out vec3 out_pos; out float out_fade; out vec4 out_default;
+void main() {
+    out_pos = grassSway(in_position, in_xy, uGrassParams);
+    out_fade = grassFade(in_xy, uGrassParams);
+    mat4 d = grassDefaultParams(vec2(0.0), 0.0, 0.0, 1.0, vec2(1.0, 0.0));
+    out_default = vec4(d[1].yzw, d[2].x + d[2].y + d[0].z + d[0].w);
+}
+"""
+    prog = ctx.program(vertex_shader=preprocess_source(src, "VERTEX_SHADER"),
+                       varyings=["out_pos", "out_fade", "out_default"])
+    rng = np.random.default_rng(5)
+    n = 64
+    pos = np.column_stack([rng.uniform(-0.5, 0.5, n), rng.uniform(-0.5, 0.5, n), rng.uniform(-0.1, 0.7, n)])
+    xy = rng.uniform(-3000, 3000, (n, 2))
+    t, zmin, zmax = 3.7, -0.05, 0.62
+    params = GrassSettings().params((10.0, 20.0), t, zmin, zmax)
+    prog["uGrassParams"].write(params.tobytes())
+    vin = ctx.buffer(np.hstack([pos, xy]).astype("f4").tobytes())
+    out = ctx.buffer(reserve=n * 8 * 4)
+    vao = ctx.vertex_array(prog, [(vin, "3f 2f", "in_position", "in_xy")])
+    vao.transform(out, vertices=n)
+    got = np.frombuffer(out.read(), "f4").reshape(n, 8)
+    # the seed (r_shader.c), in float64
+    height = max(zmax - zmin, 0.001)
+    x = np.clip((pos[:, 2] - zmin) / height, 0, 1)
+    e = np.clip((x - ROOT_FRACTION) / (1 - ROOT_FRACTION), 0, 1)
+    top = e * e * (3 - 2 * e)
+    phase = xy @ np.array([WIND_PHASE_X, WIND_PHASE_Y])
+    sway = np.sin(t * WIND_SPEED + phase) * WIND_AMPLITUDE * height * top
+    d = np.array([1.0, 0.35]) / np.hypot(1.0, 0.35)
+    want = pos.copy()
+    want[:, :2] += d[None] * sway[:, None]
+    np.testing.assert_allclose(got[:, :3], want, atol=2e-4)
+    assert np.all(got[pos[:, 2] <= zmin + ROOT_FRACTION * height, :2] == pos[pos[:, 2] <= zmin + ROOT_FRACTION * height, :2].astype("f4"))
+    dist = np.hypot(xy[:, 0] - 10, xy[:, 1] - 20)
+    assert np.all(got[dist >= DRAW_DISTANCE, 3] == 0)
+    # the compile-time defaults are the constants table
+    np.testing.assert_allclose(got[0, 4:], [WIND_SPEED, WIND_AMPLITUDE, ROOT_FRACTION,
+                                            WIND_PHASE_X + WIND_PHASE_Y + 160.0 + 220.0], rtol=1e-6)
+    for o in (vao, vin, out, prog):
+        o.release()

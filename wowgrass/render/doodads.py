@@ -1,0 +1,87 @@
+"""The ADT's own doodads (MDDF): static M2 meshes drawn instanced per (tile, model).
+
+MDDF positions are not in world space: world ``X = ZEROPOINT - p[2]``, ``Y = ZEROPOINT - p[0]``,
+``Z = p[1]`` (formats.md section 0); rotations are degrees about the file's (x, y, z) axes, where
+its y is up, so the heading is ``rot[1]`` about world Z; scale is ``u16 / 1024``. Models the data
+source lacks are skipped and reported by the scene.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .constants import ZEROPOINT
+from .meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
+
+
+def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
+    """(n, 16) f4 column-major model matrices of MDDF records (world space, Z up)."""
+    p = mddf["position"].astype(np.float64)
+    r = np.radians(mddf["rotation"].astype(np.float64))
+    s = mddf["scale"].astype(np.float64) / 1024.0
+    t = np.stack([ZEROPOINT - p[:, 2], ZEROPOINT - p[:, 0], p[:, 1]], axis=1)
+    # heading about world Z from the file's up axis (y); the small tilts about the horizontal axes
+    yaw, pitch, roll = r[:, 1], r[:, 0], r[:, 2]
+    cz, sz = np.cos(yaw), np.sin(yaw)
+    cy, sy = np.cos(roll), np.sin(roll)
+    cx, sx = np.cos(pitch), np.sin(pitch)
+    rz = np.zeros((len(p), 3, 3))
+    rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = cz, -sz, sz, cz, 1
+    ry = np.zeros((len(p), 3, 3))
+    ry[:, 0, 0], ry[:, 0, 2], ry[:, 2, 0], ry[:, 2, 2], ry[:, 1, 1] = cy, sy, -sy, cy, 1
+    rx = np.zeros((len(p), 3, 3))
+    rx[:, 1, 1], rx[:, 1, 2], rx[:, 2, 1], rx[:, 2, 2], rx[:, 0, 0] = cx, -sx, sx, cx, 1
+    rot = rz @ ry @ rx * s[:, None, None]
+    m = np.zeros((len(p), 4, 4), np.float32)
+    m[:, :3, :3] = rot
+    m[:, :3, 3] = t
+    m[:, 3, 3] = 1.0
+    return np.ascontiguousarray(m.transpose(0, 2, 1)).reshape(-1, 16)  # column-major
+
+
+class DoodadBatch:
+    def __init__(self, ctx, program, mesh: GpuMesh, matrices: np.ndarray, tile=None):
+        self.mesh, self.tile = mesh, tile
+        self.count = len(matrices)
+        self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
+        self.vao = ctx.vertex_array(program, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS),
+                                              (self.buffer, "16f/i", "i_model")],
+                                    index_buffer=mesh.ibo, index_element_size=4)
+
+    def release(self):
+        self.vao.release()
+        self.buffer.release()
+
+
+class DoodadSet:
+    """All resident doodad batches."""
+
+    def __init__(self, ctx, program):
+        self.ctx, self.program = ctx, program
+        self.batches: list[DoodadBatch] = []
+
+    def add(self, mesh: GpuMesh, matrices: np.ndarray, tile=None):
+        if len(matrices):
+            self.batches.append(DoodadBatch(self.ctx, self.program, mesh, matrices, tile))
+
+    def remove_tile(self, tile):
+        for b in [b for b in self.batches if b.tile == tile]:
+            b.release()
+        self.batches = [b for b in self.batches if b.tile != tile]
+
+    def render(self, visible_tiles=None):
+        calls = inst = tris = 0
+        for b in self.batches:
+            if visible_tiles is not None and b.tile not in visible_tiles:
+                continue
+            b.mesh.texture.use(location=0)
+            b.vao.render(instances=b.count)
+            calls += 1
+            inst += b.count
+            tris += b.count * b.mesh.triangles
+        return calls, inst, tris
+
+    def release(self):
+        for b in self.batches:
+            b.release()
+        self.batches = []

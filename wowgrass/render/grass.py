@@ -1,0 +1,263 @@
+"""Resident instanced grass: one static GL instance buffer per (tile, model), made once.
+
+The bundle's 16-byte instances (``wowgrass.bundle.INSTANCE_DTYPE``: ``pos 3f``, ``yaw u2``,
+``scale u2``) are uploaded as they are and read by the vertex shader as ``3f 2u2/i``. After the
+upload no frame does per-instance CPU work: a frame tests the resident chunks (33.3-unit squares,
+one group of consecutive instances each) against the draw distance and the view frustum, writes
+one small indirect-command buffer (5 u32 per visible chunk and model) and issues one
+``glMultiDrawElementsIndirect`` per (tile, model). Where GL 4.3 is missing, or culling is off, each
+(tile, model) is one plain instanced draw of all its instances; the shader still drops every
+instance beyond the draw distance. Later, a compute shader can write the same command buffer
+(GPU-driven culling) without changing the buffers or the draw calls.
+
+Instances within a model's array are grouped by chunk at upload time (the placement already
+emits them in chunk order; anything else is stably sorted once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from .meshes import MESH_ATTRS, GpuMesh
+
+try:  # the contract's dtype; the render layer only reads it
+    from wowgrass.bundle import INSTANCE_DTYPE
+except Exception:  # pragma: no cover - TEMP while bundle.py is written in parallel
+    INSTANCE_DTYPE = np.dtype([("pos", "<f4", 3), ("yaw", "<u2"), ("scale", "<u2")])
+assert INSTANCE_DTYPE.itemsize == 16
+
+INSTANCE_FORMAT = "3f 2u2/i"
+INSTANCE_ATTRS = ("i_pos", "i_yaw_scale")
+MAT4_FORMAT = "16f/i"
+CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
+                      ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
+
+
+def chunk_keys(pos: np.ndarray) -> np.ndarray:
+    """Global chunk index (gy * 1024 + gx) of world positions (n, 3); grid of formats.md section 0."""
+    gx = np.floor((ZEROPOINT - pos[:, 1].astype(np.float64)) / CHUNK_SIZE).astype(np.int64)
+    gy = np.floor((ZEROPOINT - pos[:, 0].astype(np.float64)) / CHUNK_SIZE).astype(np.int64)
+    return np.clip(gy, 0, 1023) * 1024 + np.clip(gx, 0, 1023)
+
+
+def chunk_bounds_xy(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 2) min and max world XY of global chunks."""
+    gy, gx = keys // 1024, keys % 1024
+    hi = np.stack([ZEROPOINT - gy * CHUNK_SIZE, ZEROPOINT - gx * CHUNK_SIZE], axis=1)
+    return hi - CHUNK_SIZE, hi
+
+
+def instances_to_mat4(inst: np.ndarray) -> np.ndarray:
+    """The seed's 64-byte layout for the same instances: column-major model matrices (n, 16) f4."""
+    yaw = inst["yaw"].astype(np.float64) * (2 * np.pi / 65536.0)
+    s = inst["scale"].astype(np.float64) / 4096.0
+    c, si = np.cos(yaw) * s, np.sin(yaw) * s
+    m = np.zeros((len(inst), 16), np.float32)
+    m[:, 0], m[:, 1] = c, si  # column 0
+    m[:, 4], m[:, 5] = -si, c  # column 1
+    m[:, 10] = s  # column 2
+    m[:, 12:15] = inst["pos"]  # column 3: translation
+    m[:, 15] = 1.0
+    return m
+
+
+@dataclass
+class GrassGroupTable:
+    keys: np.ndarray  # (g,) global chunk key of each group
+    first: np.ndarray  # (g,) first instance
+    count: np.ndarray  # (g,) instances
+    z_lo: np.ndarray
+    z_hi: np.ndarray
+
+
+def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
+    """Stable-sort instances by chunk (no copy when already sorted) and tabulate the groups."""
+    keys = chunk_keys(inst["pos"])
+    if len(keys) > 1 and np.any(keys[1:] < keys[:-1]):
+        order = np.argsort(keys, kind="stable")
+        inst, keys = inst[order], keys[order]
+    if not len(keys):
+        e = np.zeros(0, np.int64)
+        return inst, GrassGroupTable(e, e, e, np.zeros(0), np.zeros(0))
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    counts = np.diff(np.r_[starts, len(keys)])
+    z = inst["pos"][:, 2]
+    return inst, GrassGroupTable(keys[starts], starts, counts,
+                                 np.minimum.reduceat(z, starts), np.maximum.reduceat(z, starts))
+
+
+class GrassBatch:
+    """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
+
+    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *, layout: str = "16",
+                 tile=None, on_buffer=None):
+        inst = np.asarray(instances)
+        if inst.dtype != INSTANCE_DTYPE:
+            raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
+        inst, self.groups = group_by_chunk(inst)
+        self.mesh, self.tile, self.layout = mesh, tile, layout
+        self.count = len(inst)
+        self.max_scale = float(inst["scale"].max()) / 4096.0 if self.count else 1.0
+        data = inst if layout == "16" else instances_to_mat4(inst)
+        self.buffer = ctx.buffer(np.ascontiguousarray(data).tobytes())  # the bundle bytes, as is
+        if on_buffer:
+            on_buffer(self.buffer)
+        inst_fmt = (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS) if layout == "16" else (
+            self.buffer, MAT4_FORMAT, "i_instance")
+        self.vao = ctx.vertex_array(program, [(mesh.vbo, "3f 12x 2f", "in_position", "in_uv"), inst_fmt],
+                                    index_buffer=mesh.ibo, index_element_size=4)
+
+    def release(self):
+        self.vao.release()
+        self.buffer.release()
+
+
+@dataclass
+class FrameCounts:
+    draw_calls: int = 0
+    instances: int = 0
+    triangles: int = 0
+
+
+class GrassField:
+    """All resident grass. ``add``/``remove`` batches as tiles stream; ``render`` each frame."""
+
+    def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None):
+        self.ctx, self.program = ctx, program
+        self.settings = settings or GrassSettings()
+        self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
+        self.batches: list[GrassBatch] = []
+        self.buffers_created = 0  # instance buffers made so far (tests: once per batch, never per frame)
+        self._cmd_buffer = None
+        self._dirty = True
+        self.cull = True
+
+    # -- residency --
+    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str = "16") -> GrassBatch | None:
+        if len(instances) == 0:
+            return None
+        batch = GrassBatch(self.ctx, self.program, mesh, instances, layout=layout, tile=tile,
+                           on_buffer=self._count_buffer)
+        self.batches.append(batch)
+        self._dirty = True
+        return batch
+
+    def _count_buffer(self, _buf):
+        self.buffers_created += 1
+
+    def remove_tile(self, tile):
+        keep = []
+        for b in self.batches:
+            if b.tile == tile:
+                b.release()
+            else:
+                keep.append(b)
+        self.batches = keep
+        self._dirty = True
+
+    def release(self):
+        for b in self.batches:
+            b.release()
+        self.batches = []
+        if self._cmd_buffer is not None:
+            self._cmd_buffer.release()
+            self._cmd_buffer = None
+
+    @property
+    def total_instances(self) -> int:
+        return sum(b.count for b in self.batches)
+
+    def _rebuild(self):
+        """Concatenate the group tables of all batches (on residency changes only)."""
+        bs = self.batches
+        g = [b.groups for b in bs]
+        n = np.array([len(t.keys) for t in g], np.int64)
+        self._batch_of_group = np.repeat(np.arange(len(bs)), n)
+        self._group_offsets = np.r_[0, np.cumsum(n)]
+        if len(bs):
+            keys = np.concatenate([t.keys for t in g])
+            first = np.concatenate([t.first for t in g])
+            count = np.concatenate([t.count for t in g])
+            pad_z = np.repeat([b.mesh.z_max * b.max_scale + 0.5 for b in bs], n)
+            pad_lo = np.repeat([min(b.mesh.z_min, 0.0) * b.max_scale - 0.5 for b in bs], n)
+            pad_xy = np.repeat([b.mesh.radius_xy * b.max_scale + 0.5 for b in bs], n)
+            z_lo = np.concatenate([t.z_lo for t in g]) + pad_lo
+            z_hi = np.concatenate([t.z_hi for t in g]) + pad_z
+        else:
+            keys = first = count = np.zeros(0, np.int64)
+            z_lo = z_hi = pad_xy = np.zeros(0)
+        lo_xy, hi_xy = chunk_bounds_xy(keys)
+        self._lo = np.column_stack([lo_xy - pad_xy[:, None], z_lo])
+        self._hi = np.column_stack([hi_xy + pad_xy[:, None], z_hi])
+        cmds = np.zeros(len(keys), CMD_DTYPE)
+        cmds["count"] = np.repeat([b.mesh.index_count for b in bs], n) if len(bs) else 0
+        cmds["instances"] = count
+        cmds["base_instance"] = first
+        self._all_cmds = cmds
+        if self.indirect and len(keys):
+            if self._cmd_buffer is None or self._cmd_buffer.size < cmds.nbytes:
+                if self._cmd_buffer is not None:
+                    self._cmd_buffer.release()
+                self._cmd_buffer = self.ctx.buffer(reserve=max(cmds.nbytes, 20) * 2, dynamic=True)
+        self._dirty = False
+
+    def visible_groups(self, camera_xy, planes=None) -> np.ndarray:
+        """Bool per resident chunk group: within the draw distance (and the frustum, when given)."""
+        if self._dirty:
+            self._rebuild()
+        lo, hi = self._lo, self._hi
+        cx, cy = camera_xy
+        dx = np.maximum(np.maximum(lo[:, 0] - cx, cx - hi[:, 0]), 0.0)
+        dy = np.maximum(np.maximum(lo[:, 1] - cy, cy - hi[:, 1]), 0.0)
+        vis = dx * dx + dy * dy < self.settings.draw_distance ** 2
+        if planes is not None and vis.any():
+            idx = np.flatnonzero(vis)
+            from .camera import aabb_visible
+
+            vis[idx] = aabb_visible(planes, lo[idx], hi[idx])
+        return vis
+
+    def render(self, camera_xy, time: float, planes=None) -> FrameCounts:
+        """Draw every resident batch; per-chunk culled with indirect draws where available."""
+        out = FrameCounts()
+        if not self.batches:
+            return out
+        if self._dirty:
+            self._rebuild()
+        prog = self.program
+        s = self.settings
+        if self.indirect and self.cull:
+            vis = self.visible_groups(camera_xy, planes)
+            sel = np.flatnonzero(vis)
+            cmds = self._all_cmds[sel]
+            if len(cmds):
+                self._cmd_buffer.write(cmds.tobytes())
+            # commands are ordered by batch: offsets by binary search, no per-instance work
+            starts = np.searchsorted(sel, self._group_offsets)
+            for i, b in enumerate(self.batches):
+                k0, k1 = int(starts[i]), int(starts[i + 1])
+                if k1 == k0:
+                    continue
+                self._use(b, camera_xy, time)
+                b.vao.render_indirect(self._cmd_buffer, count=k1 - k0, first=k0)
+                n = int(cmds["instances"][k0:k1].sum())
+                out.draw_calls += 1
+                out.instances += n
+                out.triangles += n * b.mesh.triangles
+        else:
+            for b in self.batches:
+                self._use(b, camera_xy, time)
+                b.vao.render(instances=b.count)
+                out.draw_calls += 1
+                out.instances += b.count
+                out.triangles += b.count * b.mesh.triangles
+        del prog, s
+        return out
+
+    def _use(self, b: GrassBatch, camera_xy, time):
+        params = self.settings.params(camera_xy, time, b.mesh.z_min, b.mesh.z_max)
+        self.program["uGrassParams"].write(params.tobytes())
+        b.mesh.texture.use(location=0)

@@ -1,0 +1,139 @@
+"""Static model meshes on the GPU (grass models and MDDF doodads share this).
+
+:class:`MeshData` is the CPU side (built off the GL thread from an M2 ``RenderMesh`` and its
+decoded BLP, or synthesised for tests); :class:`GpuMesh` uploads it once: one interleaved VBO
+(``3f 3f 2f``), one u32 index buffer and one RGBA texture with mipmaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MESH_FORMAT = "3f 3f 2f"
+MESH_ATTRS = ("in_position", "in_normal", "in_uv")
+
+
+@dataclass
+class MeshData:
+    name: str
+    positions: np.ndarray  # (n, 3) f4 model space, Z up
+    normals: np.ndarray  # (n, 3) f4
+    uvs: np.ndarray  # (n, 2) f4
+    indices: np.ndarray  # (m,) u4
+    texture: np.ndarray | None = None  # (h, w, 4) u1 RGBA, mip 0
+    texture_name: str | None = None
+    texture_missing: bool = False
+
+    @property
+    def z_min(self) -> float:
+        used = self.positions[self.indices] if len(self.indices) else self.positions
+        return float(used[:, 2].min()) if len(used) else 0.0
+
+    @property
+    def z_max(self) -> float:
+        used = self.positions[self.indices] if len(self.indices) else self.positions
+        return float(used[:, 2].max()) if len(used) else 0.0
+
+    @property
+    def radius_xy(self) -> float:
+        return float(np.hypot(self.positions[:, 0], self.positions[:, 1]).max()) if len(self.positions) else 0.0
+
+    @property
+    def triangles(self) -> int:
+        return len(self.indices) // 3
+
+    @classmethod
+    def from_render_mesh(cls, name: str, mesh, texture: np.ndarray | None = None,
+                         texture_name: str | None = None) -> MeshData:
+        """From :meth:`wowgrass.formats.m2.M2Model.render_mesh` (all batches, one texture)."""
+        n = len(mesh.positions)
+        # a few models carry UVs in the "flipped" (OpenGL) convention; BLP rows are top-first
+        return cls(
+            name=name,
+            positions=np.ascontiguousarray(mesh.positions, np.float32).reshape(n, 3),
+            normals=np.ascontiguousarray(mesh.normals, np.float32).reshape(n, 3),
+            uvs=np.ascontiguousarray(mesh.uv0, np.float32).reshape(n, 2),
+            indices=np.ascontiguousarray(mesh.indices, np.uint32),
+            texture=texture,
+            texture_name=texture_name,
+            texture_missing=texture is None,
+        )
+
+    def interleaved(self) -> bytes:
+        v = np.zeros(len(self.positions), [("p", "<f4", 3), ("n", "<f4", 3), ("t", "<f4", 2)])
+        v["p"], v["n"], v["t"] = self.positions, self.normals, self.uvs
+        return v.tobytes()
+
+
+def crossed_quads(width: float = 1.0, height: float = 0.6, n: int = 3,
+                  rows=(0.0, 0.15, 0.45, 0.75, 1.0)) -> MeshData:
+    """A synthetic grass clump: ``n`` vertical quads crossing at the origin (texture: blade mask).
+
+    Each quad has vertex rows at the fractions ``rows`` of its height (one at the seed's root
+    fraction, 0.15), so the per-vertex sway bends it instead of shearing it as one plane.
+    """
+    pos, uv, idx = [], [], []
+    rows = np.asarray(rows, np.float64)
+    for k in range(n):
+        a = np.pi * k / n
+        dx, dy = np.cos(a) * width / 2, np.sin(a) * width / 2
+        for j, t in enumerate(rows):
+            pos += [(-dx, -dy, t * height), (dx, dy, t * height)]
+            uv += [(0.0, 1.0 - t), (1.0, 1.0 - t)]
+            if j:
+                b = len(pos) - 4  # previous row's left vertex
+                idx += [b, b + 1, b + 3, b, b + 3, b + 2]
+    positions = np.array(pos, np.float32)
+    normals = np.zeros_like(positions)
+    normals[:, 2] = 1.0
+    return MeshData("synthetic/crossed_quads", positions, normals, np.array(uv, np.float32),
+                    np.array(idx, np.uint32), texture=blade_texture(), texture_name="synthetic/blades")
+
+
+def blade_texture(size: int = 64, blades: int = 7, seed: int = 1) -> np.ndarray:
+    """RGBA grass blades on transparent ground: tapered vertical strokes, green, alpha 0/255."""
+    rng = np.random.default_rng(seed)
+    img = np.zeros((size, size, 4), np.uint8)
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    t = 1.0 - yy / (size - 1)  # 0 at the bottom row (root), 1 at the top row (tip)
+    for _ in range(blades):
+        x0 = rng.uniform(0.15, 0.85) * size
+        lean = rng.uniform(-0.25, 0.25) * size
+        top = rng.uniform(0.6, 1.0)
+        half_w = (1.0 - t / top) * size * 0.045 + 0.4
+        cx = x0 + lean * t * t
+        m = (np.abs(xx - cx) <= half_w) & (t <= top)
+        g = (70 + 110 * t).astype(np.uint8)
+        img[m, 0] = (30 + 40 * t[m]).astype(np.uint8)
+        img[m, 1] = g[m]
+        img[m, 2] = 25
+        img[m, 3] = 255
+    return img
+
+
+class GpuMesh:
+    """A :class:`MeshData` uploaded once (VBO, IBO, mipmapped texture)."""
+
+    def __init__(self, ctx, data: MeshData):
+        import moderngl
+
+        self.name = data.name
+        self.z_min, self.z_max, self.radius_xy = data.z_min, data.z_max, data.radius_xy
+        self.index_count = int(len(data.indices))
+        self.triangles = data.triangles
+        self.vbo = ctx.buffer(data.interleaved())
+        self.ibo = ctx.buffer(np.ascontiguousarray(data.indices, np.uint32).tobytes())
+        tex = data.texture
+        if tex is None:  # missing texture: visible magenta-free neutral grey
+            tex = np.full((4, 4, 4), 160, np.uint8)
+        tex = np.ascontiguousarray(tex, np.uint8)
+        self.texture = ctx.texture((tex.shape[1], tex.shape[0]), 4, tex.tobytes())
+        self.texture.build_mipmaps()
+        self.texture.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        self.texture.repeat_x = self.texture.repeat_y = False
+
+    def release(self):
+        for obj in (self.vbo, self.ibo, self.texture):
+            obj.release()

@@ -1,0 +1,134 @@
+"""Shader programs: ``.glsl`` package data loaded by name, with ``#define`` and ``#include``.
+
+Each program is one file in ``wowgrass/render/shaders/`` holding ``VERTEX_SHADER`` and
+``FRAGMENT_SHADER`` sections (moderngl-window's single-file convention)::
+
+    #version 330 core
+    #include "sway.glsl"          // textual include, resolved from the same folder, once per stage
+    #if defined VERTEX_SHADER
+    ...
+    #elif defined FRAGMENT_SHADER
+    ...
+    #endif
+
+The loader inserts ``#define VERTEX_SHADER`` (or ``FRAGMENT_SHADER``), the constants of
+:data:`wowgrass.render.constants.SHADER_DEFINES` and any caller defines right after ``#version``.
+Shared snippets (the wind sway, fog) live in their own files so that later passes (a shadow pass
+with wind-matched shadows, a GPU culling compute shader) include the same code.
+On a compile error the numbered source of the failing stage is part of the raised error.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from wowgrass.errors import WowgrassError
+
+from .constants import SHADER_DEFINES
+
+MANIFEST = {
+    # program name -> file; the one list of programs the renderer uses
+    "terrain": "terrain.glsl",
+    "grass": "grass.glsl",
+    "doodad": "doodad.glsl",
+}
+
+_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
+_STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")
+
+
+class ShaderError(WowgrassError):
+    """A shader failed to compile or link (the message carries the numbered source)."""
+
+
+def read_source(name: str) -> str:
+    """The text of ``shaders/<name>`` (package data)."""
+    try:
+        return resources.files("wowgrass.render").joinpath("shaders", name).read_text("utf-8")
+    except FileNotFoundError as exc:
+        raise ShaderError(f"shader file not found: shaders/{name}") from exc
+
+
+def _resolve_includes(src: str, seen: set[str]) -> str:
+    def sub(m: re.Match) -> str:
+        inc = m.group(1)
+        if inc in seen:  # include guard: each snippet once per stage
+            return f"// (already included: {inc})"
+        seen.add(inc)
+        return f"// begin {inc}\n{_resolve_includes(read_source(inc), seen)}\n// end {inc}"
+
+    return _INCLUDE.sub(sub, src)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        text = repr(value)
+        return text if ("." in text or "e" in text) else text + ".0"
+    return str(value)
+
+
+def preprocess(name: str, stage: str, defines: dict | None = None) -> str:
+    """Return the GLSL for one stage of program file ``name``: defines injected, includes resolved."""
+    return preprocess_source(read_source(name), stage, defines, name=name)
+
+
+def preprocess_source(src: str, stage: str, defines: dict | None = None, *, name: str = "<source>") -> str:
+    """:func:`preprocess` for GLSL text (tests and tools build small programs around the includes)."""
+    lines = src.splitlines()
+    if not lines or not lines[0].startswith("#version"):
+        raise ShaderError(f"shaders/{name}: the first line must be #version")
+    head = [lines[0], f"#define {stage} 1"]
+    merged = dict(SHADER_DEFINES)
+    merged.update(defines or {})
+    head += [f"#define {k} {_fmt(v)}" for k, v in merged.items() if v is not None and v is not False]
+    body = _resolve_includes("\n".join(lines[1:]), set())
+    return "\n".join(head) + "\n" + body + "\n"
+
+
+def numbered(source: str) -> str:
+    return "\n".join(f"{i:4d}: {line}" for i, line in enumerate(source.splitlines(), 1))
+
+
+def stages_of(name: str) -> list[str]:
+    text = _resolve_includes(read_source(name), set())
+    return [s for s in _STAGES if re.search(rf"defined\s*\(?\s*{s}\b", text)]
+
+
+def load_program(ctx, name: str, defines: dict | None = None, *, cache: dict | None = None):
+    """Compile and link program ``name`` (a :data:`MANIFEST` key or a file name) on ``ctx``."""
+    fname = MANIFEST.get(name, name)
+    key = (fname, tuple(sorted((defines or {}).items())))
+    if cache is not None and key in cache:
+        return cache[key]
+    stages = stages_of(fname)
+    sources = {s: preprocess(fname, s, defines) for s in stages}
+    kw = {
+        "VERTEX_SHADER": "vertex_shader",
+        "FRAGMENT_SHADER": "fragment_shader",
+        "GEOMETRY_SHADER": "geometry_shader",
+    }
+    try:
+        if "COMPUTE_SHADER" in sources:
+            prog = ctx.compute_shader(sources["COMPUTE_SHADER"])
+        else:
+            prog = ctx.program(**{kw[s]: src for s, src in sources.items()})
+    except Exception as exc:  # moderngl raises its own Error with the driver log
+        listing = "\n\n".join(f"--- {fname} [{s}]\n{numbered(src)}" for s, src in sources.items())
+        raise ShaderError(f"shaders/{fname} failed to build: {exc}\n{listing}") from exc
+    if cache is not None:
+        cache[key] = prog
+    return prog
+
+
+def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = "16",
+                  cache: dict | None = None) -> dict:
+    """The renderer's programs: ``terrain``, ``grass`` (16- or 64-byte instances) and ``doodad``."""
+    grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4"}
+    return {
+        "terrain": load_program(ctx, "terrain", cache=cache),
+        "grass": load_program(ctx, "grass", grass_defines, cache=cache),
+        "doodad": load_program(ctx, "doodad", cache=cache),
+    }

@@ -1,0 +1,211 @@
+"""Tile streaming: the resident set of terrain, grass and doodads around the camera.
+
+A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
+
+    source.tiles                   -> list of (col, row) the data has
+    source.load_tile(col, row)     -> {"adt": AdtTile, "textures": {name: RGBA}, "grass": {model: instances},
+                                       "doodads": {model: (n, 16) matrices}, "missing": [names]}
+    source.load_model(path)        -> MeshData | None (None: the data source lacks it)
+
+:class:`Scene` asks a background worker thread for every tile within ``reach`` of the camera
+(loading it, baking its bundle on demand or reading the cached one, decoding its textures and
+models), uploads finished payloads on the GL thread (``max_uploads`` per frame, so flying stays
+smooth), and releases tiles that fall beyond ``reach + hysteresis``. GL objects are only touched on
+the thread that calls :meth:`Scene.update`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .constants import TILE_SIZE, ZEROPOINT
+from .doodads import DoodadSet
+from .grass import GrassField
+from .meshes import GpuMesh, MeshData
+from .terrain import TerrainTile, build_terrain_arrays
+
+log = logging.getLogger(__name__)
+
+
+def tile_of(x: float, y: float) -> tuple[int, int]:
+    return int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE))
+
+
+def tile_distance(col: int, row: int, x: float, y: float) -> float:
+    """Distance in XY from a point to a tile's square."""
+    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    dx = max(x_hi - TILE_SIZE - x, x - x_hi, 0.0)
+    dy = max(y_hi - TILE_SIZE - y, y - y_hi, 0.0)
+    return float(np.hypot(dx, dy))
+
+
+@dataclass
+class ResidentTile:
+    key: tuple[int, int]
+    terrain: TerrainTile | None
+    adt: object
+    grass_instances: int = 0
+    doodad_instances: int = 0
+    missing: list = field(default_factory=list)
+
+
+class Scene:
+    def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
+                 hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
+                 indirect: bool | None = None):
+        self.ctx, self.programs, self.source = ctx, programs, source
+        self.reach, self.hysteresis = reach, hysteresis
+        self.max_uploads = max_uploads
+        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect)
+        self.doodads = DoodadSet(ctx, programs["doodad"])
+        self.tiles: dict[tuple[int, int], ResidentTile] = {}
+        self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
+        self._mesh_data: dict[str, MeshData | None] = {}  # CPU cache, shared with the worker
+        self._mesh_lock = threading.Lock()
+        self.missing_models: set[str] = set()
+        self.missing_textures: set[str] = set()
+        self.errors: dict[tuple[int, int], str] = {}
+        self._pending: set[tuple[int, int]] = set()
+        self._requests: queue.Queue = queue.Queue()
+        self._done: queue.Queue = queue.Queue()
+        self._threaded = threaded
+        self._worker = None
+        if threaded:
+            self._worker = threading.Thread(target=self._work, name="wowgrass-tiles", daemon=True)
+            self._worker.start()
+
+    # -- worker side (no GL) --
+    def _mesh(self, path: str) -> MeshData | None:
+        with self._mesh_lock:
+            if path in self._mesh_data:
+                return self._mesh_data[path]
+        try:
+            data = self.source.load_model(path)
+        except Exception as exc:  # a broken model must not stop the tile
+            log.warning("model %s: %s", path, exc)
+            data = None
+        with self._mesh_lock:
+            self._mesh_data[path] = data
+        return data
+
+    def prepare(self, key) -> dict:
+        """Everything for tile ``key`` that can be done off the GL thread."""
+        payload = self.source.load_tile(*key)
+        adt = payload["adt"]
+        payload["terrain"] = build_terrain_arrays(adt, payload.get("textures")) if adt is not None else None
+        models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
+        payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
+        return payload
+
+    def _work(self):
+        while True:
+            key = self._requests.get()
+            if key is None:
+                return
+            try:
+                self._done.put((key, self.prepare(key), None))
+            except Exception as exc:  # reported, the tile stays out
+                log.exception("tile %s failed", key)
+                self._done.put((key, None, exc))
+
+    # -- GL side --
+    def _upload(self, key, payload):
+        missing = []
+        for name, data in payload["meshes"].items():
+            if name not in self.meshes:
+                self.meshes[name] = GpuMesh(self.ctx, data) if data is not None else None
+            if self.meshes[name] is None:
+                missing.append(name)
+                self.missing_models.add(name)
+        terrain = None
+        if payload["terrain"] is not None:
+            terrain = TerrainTile(self.ctx, self.programs["terrain"], payload["terrain"])
+            self.missing_textures.update(payload["terrain"].missing_textures)
+        n_grass = n_dood = 0
+        for name, inst in payload.get("grass", {}).items():
+            mesh = self.meshes.get(name)
+            if mesh is not None and len(inst):
+                self.grass.add(mesh, inst, tile=key)
+                n_grass += len(inst)
+        for name, mats in payload.get("doodads", {}).items():
+            mesh = self.meshes.get(name)
+            if mesh is not None and len(mats):
+                self.doodads.add(mesh, mats, tile=key)
+                n_dood += len(mats)
+        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood,
+                                       missing + list(payload.get("missing", [])))
+
+    def _unload(self, key):
+        t = self.tiles.pop(key, None)
+        if t is None:
+            return
+        if t.terrain is not None:
+            t.terrain.release()
+        self.grass.remove_tile(key)
+        self.doodads.remove_tile(key)
+
+    def wanted(self, x: float, y: float) -> list[tuple[int, int]]:
+        keys = [k for k in self.source.tiles if tile_distance(*k, x, y) <= self.reach]
+        return sorted(keys, key=lambda k: tile_distance(*k, x, y))
+
+    def update(self, camera_pos, *, block: bool = False) -> int:
+        """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done."""
+        x, y = float(camera_pos[0]), float(camera_pos[1])
+        want = self.wanted(x, y)
+        for key in want:
+            if key not in self.tiles and key not in self._pending and key not in self.errors:
+                self._pending.add(key)
+                if self._threaded:
+                    self._requests.put(key)
+                else:
+                    try:
+                        self._done.put((key, self.prepare(key), None))
+                    except Exception as exc:
+                        self._done.put((key, None, exc))
+        for key in list(self.tiles):
+            if tile_distance(*key, x, y) > self.reach + self.hysteresis:
+                self._unload(key)
+        uploads = 0
+        while self._pending and (block or uploads < self.max_uploads):
+            try:
+                key, payload, err = self._done.get(block=block, timeout=None if block else 0)
+            except queue.Empty:
+                break
+            self._pending.discard(key)
+            if err is not None:
+                self.errors[key] = f"{type(err).__name__}: {err}"
+                if block and isinstance(err, Exception) and len(want) == 1:
+                    raise err
+                continue
+            if tile_distance(*key, x, y) > self.reach + self.hysteresis:
+                continue
+            self._upload(key, payload)
+            uploads += 1
+        return uploads
+
+    def ground_height(self, x: float, y: float) -> float | None:
+        """Terrain height under (x, y) where a resident tile covers it."""
+        t = self.tiles.get(tile_of(x, y))
+        if t is None or t.adt is None:
+            return None
+        ch = t.adt.chunk_index_at(x, y)
+        if int(ch) < 0:
+            return None
+        return float(t.adt.heights_at(int(ch), x, y))
+
+    def release(self):
+        if self._worker is not None:
+            self._requests.put(None)
+        for key in list(self.tiles):
+            self._unload(key)
+        self.grass.release()
+        self.doodads.release()
+        for m in self.meshes.values():
+            if m is not None:
+                m.release()
+        self.meshes.clear()

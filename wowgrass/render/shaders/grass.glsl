@@ -1,0 +1,91 @@
+#version 330 core
+// Instanced ground-effect grass (the seed's "M2 instanced path").
+// One draw per model: the model's mesh per vertex, the bundle's 16-byte instances per instance
+// (vertex format "3f 2u2/i": world position, yaw * 65536 / 2pi, scale * 4096). With INSTANCE_MAT4
+// defined it reads the seed's 64-byte row-major matrices instead (benchmarks compare the two).
+
+#if defined VERTEX_SHADER
+#include "sway.glsl"
+
+uniform mat4 uViewProj;
+uniform vec3 uCameraPos;
+uniform mat4 uGrassParams;
+
+in vec3 in_position;
+in vec2 in_uv;
+#ifdef INSTANCE_MAT4
+in mat4 i_instance;          // model -> world, the seed's layout
+#else
+in vec3 i_pos;               // world X (north), Y (west), Z (up)
+in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
+#endif
+
+out vec2 v_uv;
+out float v_fade;
+out float v_height;
+out float v_dist;
+
+void main() {
+#ifdef INSTANCE_MAT4
+    vec2 instanceXY = i_instance[3].xy;
+#else
+    vec2 instanceXY = i_pos.xy;
+#endif
+    if (grassBeyondDrawDistance(instanceXY, uGrassParams)) {
+        gl_Position = vec4(0.0, 0.0, 2.0, 1.0);   // outside the clip volume: the blade is dropped
+        v_uv = vec2(0.0); v_fade = 0.0; v_height = 0.0; v_dist = 0.0;
+        return;
+    }
+    vec3 p = grassSway(in_position, instanceXY, uGrassParams);
+#ifdef INSTANCE_MAT4
+    vec3 world = (i_instance * vec4(p, 1.0)).xyz;
+#else
+    float yaw = float(i_yaw_scale.x) * (6.28318530718 / 65536.0);
+    float scale = float(i_yaw_scale.y) * (1.0 / 4096.0);
+    float c = cos(yaw), s = sin(yaw);
+    vec3 world = i_pos + vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z) * scale;
+#endif
+    gl_Position = uViewProj * vec4(world, 1.0);
+    v_uv = in_uv;
+    v_fade = grassFade(instanceXY, uGrassParams);
+    v_height = clamp((in_position.z - uGrassParams[3].x)
+                     / max(uGrassParams[3].y - uGrassParams[3].x, 0.001), 0.0, 1.0);
+    v_dist = distance(world, uCameraPos);
+}
+
+#elif defined FRAGMENT_SHADER
+#include "lighting.glsl"
+
+uniform sampler2D uTexture;
+uniform float uAlphaRef;      // alpha test threshold (0.5 without multisampling)
+
+in vec2 v_uv;
+in float v_fade;
+in float v_height;
+in float v_dist;
+out vec4 f_color;
+
+// Ordered 4x4 dither: fades blades out between fade_start and the draw distance without blending.
+float bayer4(vec2 p) {
+    ivec2 q = ivec2(mod(p, 4.0));
+    int m[16] = int[16](0, 8, 2, 10, 12, 4, 14, 6, 3, 11, 1, 9, 15, 7, 13, 5);
+    return (float(m[q.y * 4 + q.x]) + 0.5) / 16.0;
+}
+
+void main() {
+    vec4 tex = texture(uTexture, v_uv);
+    if (v_fade <= bayer4(gl_FragCoord.xy)) discard;
+    float a = tex.a;
+#ifdef GRASS_A2C
+    // alpha to coverage: sharpen alpha around the reference so edges stay crisp but antialiased
+    a = clamp((a - uAlphaRef) / max(fwidth(a), 1e-4) + 0.5, 0.0, 1.0);
+    if (a <= 0.0) discard;
+#else
+    if (a < uAlphaRef) discard;
+    a = 1.0;
+#endif
+    // grass is lit as an upward-facing surface, darker towards the root (self-shadowing)
+    vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.55, 1.0, v_height);
+    f_color = vec4(applyFog(color, v_dist), a);
+}
+#endif

@@ -1,0 +1,165 @@
+"""Terrain: ADT arrays -> one GPU mesh per tile, its MTEX layers and MCAL alpha maps.
+
+CPU part (:func:`build_terrain_arrays`, thread-safe, pure numpy) and GPU part
+(:class:`TerrainTile`, main thread). Each MCNK contributes its 145 MCVT vertices (9x9 outer +
+8x8 inner, interleaved rows) with MCNR normals; each of its 8x8 cells is the 4-triangle fan
+around the inner vertex (formats.md 1.4), and cells in a low-res hole are left out of the index
+buffer. Texture layers are one ``sampler2DArray`` per tile (one slice per MTEX name, resized to a
+common size); alpha maps are a second array with one RGBA slice per chunk (R, G, B = layers 1..3).
+Builds: any ADT v18 (1.12, 2.4.3, 3.3.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .constants import UNIT_SIZE
+
+LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
+VERTEX_FORMAT = "3f 3f 2f 1f 4f"
+VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers")
+VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),
+                         ("chunk", "<f4"), ("layers", "<f4", 4)])
+
+
+def _row_col():
+    rows, cols = [], []
+    for j in range(17):
+        n = 8 if j % 2 else 9
+        off = 0.5 if j % 2 else 0.0
+        rows += [j // 2 + off] * n
+        cols += [k + off for k in range(n)]
+    return np.array(rows), np.array(cols)
+
+
+ROWS, COLS = _row_col()  # (145,) cell offsets of each MCVT vertex from the chunk's NW corner
+
+
+def _fan_indices() -> np.ndarray:
+    """(8, 8, 12) vertex indices (within a chunk) of each cell's four fan triangles."""
+    r, c = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    tl = r * 17 + c
+    tr, bl, br, ctr = tl + 1, tl + 17, tl + 18, tl + 9
+    # counter-clockwise seen from above (+Z) in X-north / Y-west space
+    tris = [(ctr, tr, tl), (ctr, br, tr), (ctr, bl, br), (ctr, tl, bl)]
+    return np.stack([np.stack(t, axis=-1) for t in tris], axis=2).reshape(8, 8, 12)
+
+
+FAN = _fan_indices()
+
+
+@dataclass
+class TerrainArrays:
+    """Everything a tile's terrain needs on the GPU, built off the GL thread."""
+
+    vertices: np.ndarray  # (256*145,) VERTEX_DTYPE
+    indices: np.ndarray  # (k,) u4, hole cells left out
+    alpha: np.ndarray  # (256, 64, 64, 4) u1
+    layers: np.ndarray  # (L, LAYER_SIZE, LAYER_SIZE, 4) u1, one per MTEX name (placeholders included)
+    missing_textures: list[str] = field(default_factory=list)
+    bbox_min: np.ndarray = None
+    bbox_max: np.ndarray = None
+
+    @property
+    def triangles(self) -> int:
+        return len(self.indices) // 3
+
+
+def placeholder_texture(name: str, size: int = LAYER_SIZE) -> np.ndarray:
+    """A flat earthy colour derived from the name, for MTEX textures the data source lacks."""
+    h = sum(name.lower().encode()) % 64
+    rgb = np.array([90 + h, 80 + h // 2, 60], np.uint8)
+    img = np.empty((size, size, 4), np.uint8)
+    img[..., :3] = rgb
+    img[..., 3] = 255
+    return img
+
+
+def resize_rgba(rgba: np.ndarray, size: int = LAYER_SIZE) -> np.ndarray:
+    if rgba.shape[0] == size and rgba.shape[1] == size:
+        return np.ascontiguousarray(rgba, np.uint8)
+    from PIL import Image
+
+    img = Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA")
+    return np.asarray(img.resize((size, size), Image.BILINEAR), np.uint8)
+
+
+def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) -> TerrainArrays:
+    """Mesh + alpha + layer textures of an :class:`~wowgrass.formats.adt.AdtTile`.
+
+    ``textures`` maps MTEX names to decoded RGBA (mip 0); names missing from it get a placeholder
+    and are listed in ``missing_textures``.
+    """
+    textures = textures or {}
+    pos = np.asarray(tile.positions, np.float32)
+    heights = np.asarray(tile.heights, np.float32) + pos[:, 2:3]
+    v = np.zeros((256, 145), VERTEX_DTYPE)
+    v["pos"][..., 0] = pos[:, 0:1] - ROWS[None, :] * UNIT_SIZE
+    v["pos"][..., 1] = pos[:, 1:2] - COLS[None, :] * UNIT_SIZE
+    v["pos"][..., 2] = heights
+    n = np.asarray(tile.normals, np.float32) / 127.0
+    norm = np.linalg.norm(n, axis=-1, keepdims=True)
+    v["normal"] = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
+    v["uv"][..., 0] = COLS[None, :] / 8.0  # u east (alpha map column), v south (alpha map row)
+    v["uv"][..., 1] = ROWS[None, :] / 8.0
+    v["chunk"] = np.arange(256, dtype=np.float32)[:, None]
+    lt = np.asarray(tile.layer_texture, np.int64)
+    nl = np.asarray(tile.n_layers, np.int64)
+    exists = (np.arange(4)[None, :] < nl[:, None]) & (lt >= 0) & (lt < max(len(tile.textures), 1))
+    v["layers"] = np.where(exists, lt, -1).astype(np.float32)[:, None, :]
+
+    holes = tile.hole_cells()  # (256, 8, 8)
+    idx = FAN[None, :, :, :] + (np.arange(256) * 145)[:, None, None, None]
+    idx = idx[~holes].reshape(-1).astype(np.uint32)
+
+    alpha = np.zeros((256, 64, 64, 4), np.uint8)
+    a = np.asarray(tile.alpha, np.uint8)
+    alpha[..., 0], alpha[..., 1], alpha[..., 2] = a[:, 1], a[:, 2], a[:, 3]
+    alpha[..., 3] = 255
+
+    missing, layers = [], []
+    for name in tile.textures or ["<none>"]:
+        rgba = textures.get(name)
+        if rgba is None:
+            missing.append(name)
+            rgba = placeholder_texture(name)
+        layers.append(resize_rgba(rgba))
+    flat = v["pos"].reshape(-1, 3)
+    return TerrainArrays(v.reshape(-1), idx, alpha, np.stack(layers), missing,
+                         flat.min(axis=0), flat.max(axis=0))
+
+
+class TerrainTile:
+    """A tile's terrain on the GPU: VBO, IBO (holes cut), layer and alpha texture arrays."""
+
+    def __init__(self, ctx, program, arrays: TerrainArrays):
+        import moderngl
+
+        self.arrays_triangles = arrays.triangles
+        self.bbox_min, self.bbox_max = arrays.bbox_min, arrays.bbox_max
+        self.vbo = ctx.buffer(arrays.vertices.tobytes())
+        self.ibo = ctx.buffer(arrays.indices.tobytes())
+        self.vao = ctx.vertex_array(program, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)],
+                                    index_buffer=self.ibo, index_element_size=4)
+        n_layers = len(arrays.layers)
+        self.layers = ctx.texture_array((LAYER_SIZE, LAYER_SIZE, n_layers), 4, arrays.layers.tobytes())
+        self.layers.build_mipmaps()
+        self.layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        if "llvmpipe" not in ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
+            self.layers.anisotropy = 8.0
+        self.alpha = ctx.texture_array((64, 64, 256), 4, arrays.alpha.tobytes())
+        self.alpha.repeat_x = self.alpha.repeat_y = False
+        self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        self.program = program
+
+    def render(self):
+        self.layers.use(location=0)
+        self.alpha.use(location=1)
+        self.vao.render()
+        return self.arrays_triangles
+
+    def release(self):
+        for obj in (self.vao, self.vbo, self.ibo, self.layers, self.alpha):
+            obj.release()
