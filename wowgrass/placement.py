@@ -195,20 +195,25 @@ def yaw_radians(yaw16: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- terrain
 
 
-def fan_planes(heights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cell, the planes of its 4 fan triangles: (h_centre (256*64,), gx, gy (256*64, 4)).
+def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
+    """The planes of the 4 fan triangles of ``cells``: (h_centre (k,), gx, gy (k, 4)).
 
-    ``heights`` (256, 145) relative MCVT as float64. Triangle 0 is (centre, TL, TR) to the north,
-    1 (centre, BL, BR) south, 2 (centre, TL, BL) west, 3 (centre, TR, BR) east. On triangle t
-    the height at cell fractions (u east, v south) is ``h_c + gx[t]*(u-0.5) + gy[t]*(v-0.5)``.
+    ``heights`` (256, 145) relative MCVT as float64; ``cells`` flat indices ``chunk*64 + r*8 + c``
+    (all 16,384 when None). Triangle 0 is (centre, TL, TR) to the north, 1 (centre, BL, BR)
+    south, 2 (centre, TL, BL) west, 3 (centre, TR, BR) east. On triangle t the height at cell
+    fractions (u east, v south) is ``h_c + gx[t]*(u-0.5) + gy[t]*(v-0.5)``.
     """
-    r, c = np.divmod(np.arange(64), 8)
+    if cells is None:
+        cells = np.arange(256 * 64)
+    chunk = cells >> 6
+    r = (cells >> 3) & 7
+    c = cells & 7
     i0 = r * 17 + c
-    h_tl = heights[:, i0].reshape(-1)
-    h_tr = heights[:, i0 + 1].reshape(-1)
-    h_bl = heights[:, i0 + 17].reshape(-1)
-    h_br = heights[:, i0 + 18].reshape(-1)
-    h_c = heights[:, i0 + 9].reshape(-1)
+    h_tl = heights[chunk, i0]
+    h_tr = heights[chunk, i0 + 1]
+    h_bl = heights[chunk, i0 + 17]
+    h_br = heights[chunk, i0 + 18]
+    h_c = heights[chunk, i0 + 9]
     gx = np.stack([h_tr - h_tl, h_br - h_bl, 2.0 * h_c - h_tl - h_bl, h_tr + h_br - 2.0 * h_c], axis=1)
     gy = np.stack([2.0 * h_c - h_tl - h_tr, h_bl + h_br - 2.0 * h_c, h_bl - h_tl, h_br - h_tr], axis=1)
     return h_c, gx, gy
@@ -222,13 +227,16 @@ def fan_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.where(vertical, np.where(dy <= 0, 0, 1), np.where(dx <= 0, 2, 3))
 
 
-def fan_surface(planes, flat_cell, u, v, *, normals: bool = False):
-    """Height (relative to the chunk base) and, optionally, unit-normal z on the cell's fan."""
+def fan_surface(planes, plane, u, v, *, normals: bool = False):
+    """Height (relative to the chunk base) and, optionally, unit-normal z on the cell's fan.
+
+    ``plane`` indexes the cells ``planes`` were made for (:func:`fan_planes`).
+    """
     h_c, gx, gy = planes
-    k = flat_cell * 4 + fan_triangle(u, v)
+    k = plane * 4 + fan_triangle(u, v)
     px = gx.reshape(-1)[k]
     py = gy.reshape(-1)[k]
-    z = h_c[flat_cell] + px * (u - 0.5) + py * (v - 0.5)
+    z = h_c[plane] + px * (u - 0.5) + py * (v - 0.5)
     if not normals:
         return z, None
     sx = px / UNIT
@@ -236,7 +244,7 @@ def fan_surface(planes, flat_cell, u, v, *, normals: bool = False):
     return z, 1.0 / np.sqrt(1.0 + sx * sx + sy * sy)
 
 
-def _place_on_fan(tile_pos, planes, chunk, r, c, u, v, *, normals=False):
+def _place_on_fan(tile_pos, planes, plane, chunk, r, c, u, v, *, normals=False):
     """World float32 positions of cell-local (u, v); Z sampled at the stored float32 X/Y."""
     base = tile_pos[chunk]
     x = (base[:, 0] - (r + v) * UNIT).astype(np.float32)
@@ -245,7 +253,7 @@ def _place_on_fan(tile_pos, planes, chunk, r, c, u, v, *, normals=False):
     # exactly under the stored position (float32 X/Y near 17000 yd move by up to ~1e-3).
     v2 = np.clip((base[:, 0] - x.astype(np.float64)) / UNIT - r, 0.0, 1.0)
     u2 = np.clip((base[:, 1] - y.astype(np.float64)) / UNIT - c, 0.0, 1.0)
-    h, nz = fan_surface(planes, chunk * 64 + r * 8 + c, u2, v2, normals=normals)
+    h, nz = fan_surface(planes, plane, u2, v2, normals=normals)
     z = (base[:, 2] + h).astype(np.float32)
     return np.stack([x, y, z], axis=1), nz
 
@@ -438,12 +446,20 @@ class SeedPlacement:
         ok = rows >= 0
         has_doodads[ok] = (slot_model[rows[ok]] >= 0).any(axis=1)
         sums = coverage_sums(tile)  # (256, 4, 8, 8)
-        cand = np.where(has_doodads[:, :, None, None], sums, -1)
-        layer = cand.argmax(axis=1)  # first max -> lowest layer on ties
-        cov = np.take_along_axis(cand, layer[:, None], axis=1)[:, 0]  # (256, 8, 8), -1 = none
-        eff_row = np.take_along_axis(rows, layer.reshape(256, 64), axis=1).reshape(256, 8, 8)
         road = road_layers(tile, k.road_patterns)
-        road_sum = np.where(road[:, :, None, None], sums, 0).max(axis=1)
+        # per layer over (256, 8, 8) slices: cheaper than reductions across the layer axis
+        cov = np.full((256, 8, 8), -1, dtype=np.int32)  # -1: no layer with doodads
+        layer = np.zeros((256, 8, 8), dtype=np.int64)
+        road_sum = np.zeros((256, 8, 8), dtype=np.int32)
+        for L in range(4):
+            s_l = sums[:, L]
+            cand = np.where(has_doodads[:, L, None, None], s_l, -1)
+            better = cand > cov  # strict: ties keep the lower layer
+            cov = np.where(better, cand, cov)
+            layer[better] = L
+            if road[:, L].any():
+                road_sum = np.maximum(road_sum, np.where(road[:, L, None, None], s_l, 0))
+        eff_row = np.take_along_axis(rows, layer.reshape(256, 64), axis=1).reshape(256, 8, 8)
         keep = (cov >= k.coverage_min * TEXELS_PER_CELL) & (road_sum < k.road_coverage_min * TEXELS_PER_CELL)
         keep &= ~np.asarray(tile.no_effect_doodad, dtype=bool).reshape(256, 8, 8)
         keep &= ~hole_cells(tile.holes)
@@ -486,7 +502,8 @@ class SeedPlacement:
         model = np.asarray(catalog.slot_model)[urows[inv], slot].astype(np.int32)
         pos, _nz = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
-            fan_planes(np.asarray(tile.heights, dtype=np.float64)),
+            fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
+            np.repeat(np.arange(cells.size), n),
             chunk,
             r,
             c,
@@ -559,9 +576,11 @@ class ClientPlacement:
         keys = keys_all[chunk]
         u, v = split_jitter(draw(keys, counters(pick, n, STREAM_JITTER)))
         yaw16, rs, _s = split_choice(draw(keys, counters(pick, n, STREAM_CHOICE)))
+        sel_cells = (sel // picks) * 64 + pr.reshape(-1)[sel] * 8 + pc.reshape(-1)[sel]
         pos, nz = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
-            fan_planes(np.asarray(tile.heights, dtype=np.float64)),
+            fan_planes(np.asarray(tile.heights, dtype=np.float64), sel_cells),
+            np.repeat(np.arange(sel.size), cnt),
             chunk,
             r,
             c,
