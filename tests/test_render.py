@@ -194,7 +194,7 @@ def test_instance_buffers_are_made_once_not_per_frame(ctx):
             v.render_frame(0.1 * i)
     finally:
         del ctx.buffer
-    assert len(made) == n_after_first <= 1
+    assert len(made) == n_after_first <= 3  # only the small indirect-command ring, once
     assert field.buffers_created == 2
     v.scene.release()
 

@@ -36,6 +36,9 @@ CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<
                       ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
 
 
+CMD_RING = 3  # indirect command buffers in flight
+
+
 def chunk_keys(pos: np.ndarray) -> np.ndarray:
     """Global chunk index (gy * 1024 + gx) of world positions (n, 3); grid of formats.md section 0."""
     gx = np.floor((ZEROPOINT - pos[:, 1].astype(np.float64)) / CHUNK_SIZE).astype(np.int64)
@@ -131,6 +134,8 @@ class GrassField:
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.batches: list[GrassBatch] = []
         self.buffers_created = 0  # instance buffers made so far (tests: once per batch, never per frame)
+        self._cmd_buffers: list = []  # a small ring: never overwrite commands the GPU may still read
+        self._cmd_frame = 0
         self._cmd_buffer = None
         self._dirty = True
         self.cull = True
@@ -162,9 +167,9 @@ class GrassField:
         for b in self.batches:
             b.release()
         self.batches = []
-        if self._cmd_buffer is not None:
-            self._cmd_buffer.release()
-            self._cmd_buffer = None
+        for b in self._cmd_buffers:
+            b.release()
+        self._cmd_buffers = []
 
     @property
     def total_instances(self) -> int:
@@ -198,10 +203,11 @@ class GrassField:
         cmds["base_instance"] = first
         self._all_cmds = cmds
         if self.indirect and len(keys):
-            if self._cmd_buffer is None or self._cmd_buffer.size < cmds.nbytes:
-                if self._cmd_buffer is not None:
-                    self._cmd_buffer.release()
-                self._cmd_buffer = self.ctx.buffer(reserve=max(cmds.nbytes, 20) * 2, dynamic=True)
+            if not self._cmd_buffers or self._cmd_buffers[0].size < cmds.nbytes:
+                for b in self._cmd_buffers:
+                    b.release()
+                size = max(cmds.nbytes, 20) * 2
+                self._cmd_buffers = [self.ctx.buffer(reserve=size, dynamic=True) for _ in range(CMD_RING)]
         self._dirty = False
 
     def visible_groups(self, camera_xy, planes=None) -> np.ndarray:
@@ -233,6 +239,8 @@ class GrassField:
             vis = self.visible_groups(camera_xy, planes)
             sel = np.flatnonzero(vis)
             cmds = self._all_cmds[sel]
+            self._cmd_frame = (self._cmd_frame + 1) % CMD_RING
+            self._cmd_buffer = self._cmd_buffers[self._cmd_frame]
             if len(cmds):
                 self._cmd_buffer.write(cmds.tobytes())
             # commands are ordered by batch: offsets by binary search, no per-instance work

@@ -1,0 +1,184 @@
+"""``wowgrass view`` as a library call: open the data, stream the tiles, render offscreen or in a window."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time as _time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.errors import UsageError
+
+
+@dataclass
+class ViewOptions:
+    data: str | None = None  # None: the built-in sample world
+    map_name: str | None = None
+    tile: tuple[int, int] | None = None
+    dbc: str | None = None
+    build: str | None = None
+    placement: str = "seed"
+    camera: tuple | None = None
+    target: tuple | None = None
+    time: float = 0.0
+    size: tuple[int, int] = (1280, 720)
+    samples: int = 4
+    output: str | None = None
+    frames: int | None = None
+    grass: bool = True
+    doodads: bool = True
+    terrain: bool = True
+    stats: bool = False
+    window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
+    log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
+
+
+def list_maps(data) -> list[str]:
+    names = set()
+    for n in data.list("*"):
+        p = n.replace("/", "\\").split("\\")
+        if len(p) == 4 and p[0].lower() == "world" and p[1].lower() == "maps" and p[3].lower().endswith(".wdt"):
+            names.add(p[2])
+        elif len(p) == 4 and p[0].lower() == "world" and p[1].lower() == "maps" and p[3].lower().endswith(".adt"):
+            names.add(p[2])
+    return sorted(names)
+
+
+def open_source(opts: ViewOptions):
+    """The data source and a :class:`~wowgrass.render.source.GameSource` for ``opts``."""
+    from wowgrass.data import open_data
+
+    from .source import GameSource
+
+    if opts.data is None:
+        from wowgrass.bake import default_data
+
+        root, sample_map = default_data()
+        data = open_data(root, build=opts.build)
+        map_name = opts.map_name or sample_map
+    else:
+        data = open_data(opts.data, build=opts.build)
+        map_name = opts.map_name
+        if map_name is None:
+            maps = list_maps(data)
+            if len(maps) != 1:
+                data.close()
+                raise UsageError(f"{opts.data} holds {len(maps)} maps; choose one with --map "
+                                 f"({', '.join(maps[:20]) or 'none found'})")
+            map_name = maps[0]
+    try:
+        src = GameSource(data, map_name, tiles=[opts.tile] if opts.tile else None, placement=opts.placement,
+                         build=opts.build, dbc_dir=opts.dbc)
+    except BaseException:
+        data.close()
+        raise
+    return data, src
+
+
+def _summary(values):
+    vals = [v for v in values if v == v]
+    if not vals:
+        return None
+    return {"mean": statistics.fmean(vals), "median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+
+
+def run_view(opts: ViewOptions) -> dict:
+    """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
+    from .context import create_offscreen_target, has_display
+    from .programs import make_programs
+    from .scene import Scene
+    from .viewer import Toggles, Viewer, default_camera
+
+    say = opts.log or (lambda s: print(s, file=sys.stderr))
+    offscreen_only = opts.output is not None or opts.frames is not None
+    want_window = opts.window if opts.window is not None else (has_display() and not offscreen_only)
+    if opts.window and not has_display():
+        raise UsageError("no display for a window (DISPLAY/WAYLAND_DISPLAY unset); use --output or --frames")
+    output = opts.output
+    if not want_window and not offscreen_only:
+        output = "view.png"  # headless and nothing asked: one offscreen frame
+    w, h = opts.size
+    if w < 16 or h < 16 or w > 16384 or h > 16384:
+        raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
+
+    data, src = open_source(opts)
+    t_load = _time.perf_counter()
+    try:
+        if want_window and not offscreen_only:
+            from .context import WindowTarget
+
+            target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}")
+        else:
+            target = create_offscreen_target(opts.size, opts.samples)
+        progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+        scene = Scene(target.ctx, progs, src)
+        say(f"loading {src.map}: {len(scene.wanted(*_centre(src)))} tile(s) near the start "
+            f"(baked on demand, cached in {_cache()})")
+        camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
+        scene.update(camera.position, block=True)
+        load_s = _time.perf_counter() - t_load
+        toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats)
+        viewer = Viewer(target, scene, camera, toggles)
+        result = {
+            "map": src.map, "data": str(data.root), "tiles": [list(k) for k in scene.tiles],
+            "camera": [float(v) for v in camera.position], "yaw_deg": math.degrees(camera.yaw),
+            "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
+            "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
+            "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
+            "missing_models": sorted(scene.missing_models), "missing_textures": sorted(scene.missing_textures),
+            "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
+            "load_seconds": load_s,
+            "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "path": b.path} for b in src.bakes],
+        }
+        if scene.missing_models:
+            say("missing models (not drawn): " + ", ".join(sorted(scene.missing_models)))
+        if want_window and not offscreen_only:
+            say("window: WASD move, mouse drag look, Shift fast, Q/E down/up, G grass, O doodads, "
+                "T terrain, C culling, F3 stats, Esc quit")
+            viewer.run_window(start_time=opts.time, on_stats=say)
+            return result
+        n = max(int(opts.frames or 1), 1)
+        frames = []
+        t0 = _time.perf_counter()
+        for i in range(n):
+            frames.append(viewer.render_frame(opts.time + i / 60.0))
+        target.ctx.finish()
+        wall = (_time.perf_counter() - t0) * 1000.0 / n
+        last = frames[-1]
+        result["frames"] = n
+        result["frame"] = last.as_dict()
+        result["cpu_ms"] = _summary([f.cpu_ms for f in frames])
+        result["gpu_ms"] = _summary([f.gpu_ms for f in frames])
+        result["wall_ms_per_frame"] = wall
+        result["stats_line"] = last.line()
+        if output is not None:
+            viewer.save_png(output)
+            result["output"] = str(Path(output).resolve())
+        return result
+    finally:
+        try:
+            scene.release()  # noqa: F821 - may not exist when the target failed
+        except NameError:
+            pass
+        try:
+            target.release()  # noqa: F821
+        except NameError:
+            pass
+        data.close()
+
+
+def _centre(src):
+    from .constants import TILE_SIZE, ZEROPOINT
+
+    keys = np.array(src.tiles, np.float64)
+    return ZEROPOINT - (keys[:, 1].mean() + 0.5) * TILE_SIZE, ZEROPOINT - (keys[:, 0].mean() + 0.5) * TILE_SIZE
+
+
+def _cache():
+    from wowgrass.paths import cache_dir
+
+    return cache_dir() / "bundles"

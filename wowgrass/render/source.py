@@ -1,0 +1,138 @@
+"""Tile sources over game data: a :class:`~wowgrass.data.GameData` + map name -> tile payloads.
+
+:class:`GameSource` is what ``wowgrass view`` streams from. For each tile it reads the ADT, asks
+:func:`wowgrass.bake.bake_tile` for the tile's bundle (a cache hit when a valid bundle with the same
+provenance key exists, a bake otherwise; this runs on the scene's worker thread), reads the bundle's
+per-model instance arrays, decodes the MTEX textures (BLP) and turns the MDDF placements into
+model matrices. Models are read through the same data source (M2 + skin + first texture); models
+the data lacks are reported, never fatal: the rest of the tile is drawn.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.errors import FormatError, GameFileNotFound, UsageError
+
+from .doodads import mddf_matrices
+from .meshes import MeshData
+
+log = logging.getLogger(__name__)
+
+
+def _m2_name(path: str) -> str:
+    p = path.replace("/", "\\")
+    low = p.lower()
+    if low.endswith(".mdx") or low.endswith(".mdl"):
+        p = p[:-4] + ".m2"
+    return p
+
+
+class GameSource:
+    def __init__(self, data, map_name: str, *, tiles=None, placement: str = "seed", build: str | None = None,
+                 dbc_dir=None):
+        from wowgrass.bake import ModelTable, load_catalog
+        from wowgrass.formats.wdt import WdtFile
+        from wowgrass.terrain import wdt_game_path
+
+        self.data, self.map = data, map_name
+        self.name = f"{map_name} ({data.root})"
+        self.placement = placement
+        self.catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
+        self.model_table = ModelTable(data.read)
+        self._lock = threading.Lock()  # GameData and the model table are not promised to be thread-safe
+        wpath = wdt_game_path(map_name)
+        if data.exists(wpath):
+            wdt = WdtFile.from_bytes(data.read(wpath), wpath)
+            listed = sorted(wdt.tiles())
+            self.big_alpha = bool(wdt.big_alpha)
+        else:  # a loose folder of ADTs without their WDT
+            pat = f"world\\maps\\{map_name}\\{map_name}_*_*.adt".lower()
+            listed = []
+            for n in data.list("*"):
+                if fnmatch.fnmatch(n.lower().replace("/", "\\"), pat):
+                    stem = Path(n.replace("\\", "/")).stem
+                    c, r = stem.rsplit("_", 2)[-2:]
+                    listed.append((int(c), int(r)))
+            self.big_alpha = False
+        if not listed:
+            raise UsageError(f"map {map_name!r} has no tiles in {data.root}")
+        if tiles is not None:
+            want = {tuple(t) for t in tiles}
+            missing = want - set(listed)
+            if missing:
+                raise UsageError(f"map {map_name!r} has no tile {', '.join(f'{c},{r}' for c, r in sorted(missing))}"
+                                 f" in {data.root}")
+            listed = sorted(want)
+        self.tiles = listed
+        self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
+
+    def _read(self, path: str) -> bytes:
+        with self._lock:
+            return self.data.read(path)
+
+    def _texture(self, path: str) -> np.ndarray | None:
+        from wowgrass.formats.blp import read_blp
+
+        try:
+            return read_blp(self._read(path), path).mip(0)
+        except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
+            log.info("texture %s: %s", path, exc)
+            return None
+
+    def load_tile(self, col: int, row: int) -> dict:
+        from wowgrass.bake import bake_tile
+        from wowgrass.bundle import read_bundle
+        from wowgrass.formats.adt import AdtTile
+        from wowgrass.terrain import adt_game_path
+
+        name = adt_game_path(self.map, col, row)
+        raw = self._read(name)
+        with self._lock:
+            res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement,
+                            models=self.model_table, big_alpha=self.big_alpha, adt_path=name)
+        self.bakes.append(res)
+        grass, missing = {}, []
+        with read_bundle(res.path, expect_key=res.key) as b:
+            for m in b.models:
+                if len(m) == 0:
+                    continue
+                if not m.info.present:
+                    missing.append(m.path)
+                    continue
+                grass[m.path] = np.array(m.instances)  # copy: the map closes with the bundle
+        adt = AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)
+        textures = {}
+        for t in adt.textures:
+            rgba = self._texture(t)
+            if rgba is not None:
+                textures[t] = rgba
+        doodads = {}
+        if len(adt.mddf) and adt.models:
+            ids = adt.mddf["name_id"].astype(np.int64)
+            ok = ids < len(adt.models)
+            mats = mddf_matrices(adt.mddf[ok])
+            for k in np.unique(ids[ok]).tolist():
+                doodads[_m2_name(adt.models[k])] = mats[ids[ok] == k]
+        return {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
+
+    def load_model(self, path: str) -> MeshData | None:
+        from wowgrass.formats.m2 import M2Model
+
+        path = _m2_name(path)
+        try:
+            with self._lock:
+                model = M2Model.from_bytes(self.data.read(path), path, read=self.data.read)
+            mesh = model.render_mesh()
+        except (GameFileNotFound, FileNotFoundError, FormatError, UsageError) as exc:
+            log.info("model %s: %s", path, exc)
+            return None
+        tex_name = next((b.texture for b in mesh.batches if b.texture), None)
+        tex = self._texture(tex_name) if tex_name else None
+        data = MeshData.from_render_mesh(path, mesh, tex, tex_name)
+        return data
