@@ -271,3 +271,12 @@ def test_stale_temporaries_are_swept(world, cache):
     os.utime(old, (1, 1))
     assert sweep_temporaries(folder) == 1
     assert not old.exists() and new.exists()
+
+
+def test_cli_loose_adt_without_data_uses_the_sample_tables(world, cache):
+    res = run("bake", str(world["adt"]), "--json")
+    assert res.exit_code == 0, res.output + res.stderr
+    js = json.loads(res.output)
+    assert js["instances"] > 0 and js["missing_models"] == []  # tables and models from the sample world
+    with B.read_bundle(js["path"]) as b:
+        assert b.provenance["build"] == "3.3.5" and b.provenance["map"] == MAP_NAME
