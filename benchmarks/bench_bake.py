@@ -51,6 +51,7 @@ def main(argv):
     os.environ["WOWGRASS_CACHE"] = tmp
 
     from placement_reference import seed_reference
+
     from wowgrass.bake import bake_tile, load_catalog
     from wowgrass.formats.adt import AdtTile
     from wowgrass.placement import ClientPlacement, SeedPlacement

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
 from wowgrass.cli.common import data_option, echo_json, json_option
+
 from wowgrass.errors import UsageError
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
@@ -44,7 +44,8 @@ def _open(data_path, build):
               help="Processes baking tiles in parallel.")
 @click.option("--big-alpha/--small-alpha", "big_alpha", default=None,
               help="Force 8-bit or 4-bit alpha maps for a loose ADT (default: ask the WDT beside it or in --data).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Extra seed mixed into every chunk's random stream.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Extra seed mixed into every chunk's random stream.")
 @click.option("--force", is_flag=True, help="Bake again even when a valid bundle is cached.")
 @json_option
 def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, big_alpha, seed, force,

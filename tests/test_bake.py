@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from wowgrass.cli.main import cli
 
 from wowgrass import bundle as B
 from wowgrass.bake import bake_file, bake_map, bake_tile, load_catalog, map_tiles, parse_tile_ranges
-from wowgrass.cli.main import cli
 from wowgrass.data import open_data
 from wowgrass.errors import UsageError
 from wowgrass.placement import PlacementConstants

@@ -172,7 +172,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fileio.os, "replace", boom)
     kw2, _ = sample_inputs(n=60, seed=1)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="disk full"):
         B.write_bundle(path, **kw2)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wgb"]  # no temporary left over

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from placement_fakes import make_catalog, make_tile, random_tile, std_catalog
 from placement_reference import as_rows, bag_reference, client_reference, seed_reference
+
 from wowgrass.placement import (
     UNIT,
     ClientPlacement,

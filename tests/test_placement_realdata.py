@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
 from placement_reference import as_rows, client_reference, seed_reference
+
 from wowgrass.bake import bake_file, load_catalog
 from wowgrass.bundle import read_bundle
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile

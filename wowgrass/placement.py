@@ -102,7 +102,7 @@ class PlacementConstants:
         d["road_patterns"] = list(self.road_patterns)
         return d
 
-    def replace(self, **changes) -> "PlacementConstants":
+    def replace(self, **changes) -> PlacementConstants:
         return dataclasses.replace(self, **changes)
 
 
@@ -567,9 +567,10 @@ class ClientPlacement:
         irow = row.reshape(-1)[src]
         slot_model = np.asarray(catalog.slot_model)
         if bag_mode:
-            urows, inv = np.unique(irow, return_inverse=True)
-            bags = weight_bags(catalog, urows)
-            slot = bags[inv.reshape(-1), (n + pick) & 15]
+            sel_rows = row.reshape(-1)[sel]  # per pick, then repeated: no per-instance sort
+            urows = np.unique(sel_rows)
+            bag_of = np.repeat(np.searchsorted(urows, sel_rows), cnt)
+            slot = weight_bags(catalog, urows)[bag_of, (n + pick) & 15]
         else:
             slot = (n + pick) & 3
         model = slot_model[irow, slot]
