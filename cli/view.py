@@ -11,7 +11,7 @@ from wowgrass.errors import UsageError
 from .common import data_option, echo_json, json_option
 
 
-def _vec3(text, name):
+def _vec(text, name, sizes=(3,)):
     if text is None:
         return None
     parts = re.split(r"[,\s]+", text.strip())
@@ -19,8 +19,9 @@ def _vec3(text, name):
         vals = tuple(float(p) for p in parts)
     except ValueError:
         vals = ()
-    if len(vals) != 3:
-        raise UsageError(f"{name} must be X,Y,Z (three numbers), got {text!r}")
+    if len(vals) not in sizes or not all(v == v and abs(v) < 1e6 for v in vals):
+        want = " or ".join({2: "X,Y", 3: "X,Y,Z"}[n] for n in sizes)
+        raise UsageError(f"{name} must be {want}, got {text!r}")
     return vals
 
 
@@ -41,7 +42,9 @@ def _size(text):
               help="Client build of the data (default: detected).")
 @click.option("--placement", type=click.Choice(["seed", "client"]), default="seed", show_default=True,
               help="Grass placement strategy used when a tile is baked.")
-@click.option("--camera", metavar="X,Y,Z", help="Camera position in world units (default: above the centre of the data at eye height).")
+@click.option("--camera", metavar="X,Y[,Z]",
+              help="Camera position in world units; X,Y alone stands at eye height on the ground "
+                   "(default: above the centre of the data at eye height).")
 @click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
 @click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
 @click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
@@ -68,7 +71,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         raise UsageError("--frames must be at least 1")
     opts = ViewOptions(
         data=data_path, map_name=map_name, tile=parse_tile_arg(tile) if tile else None, dbc=dbc_dir,
-        build=build, placement=placement, camera=_vec3(camera, "--camera"), target=_vec3(target, "--target"),
+        build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats,
         log=lambda s: click.echo(s, err=True),

@@ -129,19 +129,29 @@ def run_view(opts: ViewOptions) -> dict:
             "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
             "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
             "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
-            "missing_models": sorted(scene.missing_models), "missing_textures": sorted(scene.missing_textures),
+            "missing_models": sorted(scene.missing_grass_models),
+            "missing_doodad_models": sorted(scene.missing_doodad_models),
+            "missing_textures": sorted(scene.missing_textures),
             "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
             "load_seconds": load_s,
             "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "path": b.path} for b in src.bakes],
         }
-        if scene.missing_models:
-            say("missing models (not drawn): " + ", ".join(sorted(scene.missing_models)))
+        if scene.missing_grass_models:
+            say(f"missing grass models ({len(scene.missing_grass_models)}, not drawn; the rest is): "
+                + ", ".join(sorted(scene.missing_grass_models)))
+        if scene.missing_doodad_models:
+            names = sorted(scene.missing_doodad_models)
+            say(f"missing doodad models ({len(names)}, not drawn): " + ", ".join(names[:5])
+                + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
+        if scene.missing_textures:
+            say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
         if want_window and not offscreen_only:
             say("window: WASD move, mouse drag look, Shift fast, Q/E down/up, G grass, O doodads, "
                 "T terrain, C culling, F3 stats, Esc quit")
             viewer.run_window(start_time=opts.time, on_stats=say)
             return result
         n = max(int(opts.frames or 1), 1)
+        viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
         frames = []
         t0 = _time.perf_counter()
         for i in range(n):

@@ -104,6 +104,8 @@ class GrassBatch:
         self.mesh, self.tile, self.layout = mesh, tile, layout
         self.count = len(inst)
         self.max_scale = float(inst["scale"].max()) / 4096.0 if self.count else 1.0
+        # a few thousand positions kept on the CPU (start-up heuristics, never per frame)
+        self.sample_xy = np.array(inst["pos"][:: max(1, self.count // 4096), :2], np.float64)
         data = inst if layout == "16" else instances_to_mat4(inst)
         self.buffer = ctx.buffer(np.ascontiguousarray(data).tobytes())  # the bundle bytes, as is
         if on_buffer:

@@ -67,7 +67,8 @@ class Scene:
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
         self._mesh_data: dict[str, MeshData | None] = {}  # CPU cache, shared with the worker
         self._mesh_lock = threading.Lock()
-        self.missing_models: set[str] = set()
+        self.missing_grass_models: set[str] = set()  # in a bundle, absent from the data: not drawn
+        self.missing_doodad_models: set[str] = set()  # MDDF models absent from the data
         self.missing_textures: set[str] = set()
         self.errors: dict[tuple[int, int], str] = {}
         self._pending: set[tuple[int, int]] = set()
@@ -114,14 +115,22 @@ class Scene:
                 self._done.put((key, None, exc))
 
     # -- GL side --
+    @property
+    def missing_models(self) -> set[str]:
+        return self.missing_grass_models | self.missing_doodad_models
+
     def _upload(self, key, payload):
-        missing = []
+        missing = list(payload.get("missing", []))
+        self.missing_grass_models.update(missing)
         for name, data in payload["meshes"].items():
             if name not in self.meshes:
                 self.meshes[name] = GpuMesh(self.ctx, data) if data is not None else None
             if self.meshes[name] is None:
                 missing.append(name)
-                self.missing_models.add(name)
+                if name in payload.get("grass", {}):
+                    self.missing_grass_models.add(name)
+                else:
+                    self.missing_doodad_models.add(name)
         terrain = None
         if payload["terrain"] is not None:
             terrain = TerrainTile(self.ctx, self.programs["terrain"], payload["terrain"])
@@ -137,8 +146,7 @@ class Scene:
             if mesh is not None and len(mats):
                 self.doodads.add(mesh, mats, tile=key)
                 n_dood += len(mats)
-        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood,
-                                       missing + list(payload.get("missing", [])))
+        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing)
 
     def _unload(self, key):
         t = self.tiles.pop(key, None)

@@ -89,11 +89,17 @@ class Viewer:
         ctx, cam, tg, sc = self.ctx, self.camera, self.toggles, self.scene
         t0 = _time.perf_counter()
         st = FrameStats(resident_tiles=len(sc.tiles))
+        # fog and far plane open up with height above the ground (fly-overs stay readable)
+        ground = sc.ground_height(float(cam.position[0]), float(cam.position[1]))
+        above = max(float(cam.position[2]) - ground, 0.0) if ground is not None else 0.0
+        fog = (self.fog[0] + above, self.fog[1] + 1.5 * above)
+        cam.far = max(fog[1] * 1.1, 500.0)
         vp = cam.view_proj_gl()
         eye = tuple(float(v) for v in cam.position)
         planes = cam.frustum_planes()
         for prog in sc.programs.values():
             self._set(prog, "uCameraPos", eye)
+            self._set(prog, "uFog", fog)
             if "uViewProj" in prog:
                 prog["uViewProj"].write(vp)
         if self._query is not None:
@@ -223,8 +229,9 @@ class Viewer:
 
 
 def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
-    """``--camera``/``--target`` when given; else above the centre of the data at eye height."""
-    if camera is not None:
+    """``--camera``/``--target`` when given (a camera of two numbers X,Y stands at eye height above
+    the ground there); else above the centre of the data at eye height, looking towards the grass."""
+    if camera is not None and len(camera) == 3:
         cam = Camera(position=np.asarray(camera, np.float64))
         if target is not None:
             cam.look_at(target)
@@ -232,9 +239,12 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
     from .scene import tile_distance  # noqa: F401  (documents the tile maths used below)
     from .constants import TILE_SIZE, ZEROPOINT
 
-    keys = np.array(source.tiles, np.float64)
-    col_c, row_c = keys[:, 0].mean() + 0.5, keys[:, 1].mean() + 0.5
-    x, y = ZEROPOINT - row_c * TILE_SIZE, ZEROPOINT - col_c * TILE_SIZE
+    if camera is not None:  # X,Y only: at eye height above the ground there
+        x, y = float(camera[0]), float(camera[1])
+    else:
+        keys = np.array(source.tiles, np.float64)
+        col_c, row_c = keys[:, 0].mean() + 0.5, keys[:, 1].mean() + 0.5
+        x, y = ZEROPOINT - row_c * TILE_SIZE, ZEROPOINT - col_c * TILE_SIZE
     scene.update((x, y, 0.0), block=True)
     z = scene.ground_height(x, y)
     z = (z if z is not None else 0.0) + eye_height
@@ -242,5 +252,21 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
     if target is not None:
         cam.look_at(target)
     else:
-        cam.yaw, cam.pitch = math.radians(30.0), math.radians(-8.0)
+        cam.yaw, cam.pitch = grassiest_heading(scene, x, y), math.radians(-8.0)
     return cam
+
+
+def grassiest_heading(scene, x: float, y: float, radius: float = 60.0, bins: int = 16) -> float:
+    """Yaw (radians) towards the most resident grass within ``radius`` of (x, y); 30 deg if none."""
+    pts = [b.sample_xy for b in scene.grass.batches if len(b.sample_xy)]
+    if not pts:
+        return math.radians(30.0)
+    p = np.concatenate(pts) - (x, y)
+    d = np.hypot(p[:, 0], p[:, 1])
+    p = p[(d > 3.0) & (d < radius)]
+    if not len(p):
+        return math.radians(30.0)
+    k = np.floor((np.arctan2(p[:, 1], p[:, 0]) % (2 * math.pi)) / (2 * math.pi) * bins).astype(int) % bins
+    counts = np.bincount(k, minlength=bins)
+    smooth = counts + np.roll(counts, 1) + np.roll(counts, -1)
+    return (int(np.argmax(smooth)) + 0.5) * 2 * math.pi / bins

@@ -85,7 +85,7 @@ void main() {
     a = 1.0;
 #endif
     // grass is lit as an upward-facing surface, darker towards the root (self-shadowing)
-    vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.55, 1.0, v_height);
+    vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.7, 1.08, v_height);
     f_color = vec4(applyFog(color, v_dist), a);
 }
 #endif
