@@ -12,10 +12,12 @@ from wowgrass.errors import UsageError
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 
 
-def _constants(seed):
+def _constants(seed, overrides):
     from wowgrass.placement import PlacementConstants
 
-    return PlacementConstants(seed=seed) if seed else None
+    if not seed and not overrides:
+        return None
+    return PlacementConstants(seed=seed).with_overrides(overrides)
 
 
 def _open(data_path, build):
@@ -46,10 +48,13 @@ def _open(data_path, build):
               help="Force 8-bit or 4-bit alpha maps for a loose ADT (default: ask the WDT beside it or in --data).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Extra seed mixed into every chunk's random stream.")
+@click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Override a placement constant, e.g. -C coverage_min=48 -C client_picks=64 "
+                   "-C road_patterns='*road*,*cobble*' (names in docs/bake.md).")
 @click.option("--force", is_flag=True, help="Bake again even when a valid bundle is cached.")
 @json_option
-def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, big_alpha, seed, force,
-         as_json):
+def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, big_alpha, seed,
+         overrides, force, as_json):
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
@@ -60,7 +65,7 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
     A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt or stale bundle is
     rebuilt. See docs/bake.md.
     """
-    constants = _constants(seed)
+    constants = _constants(seed, overrides)
     if adt is not None:
         if tiles or all_tiles or jobs != 1:
             raise UsageError("--tiles, --all and --jobs are for a map (--map), not for one ADT file")

@@ -214,6 +214,12 @@ def test_cli_bake_loose_adt_and_info(world, cache, tmp_path):
     res = run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(out), "--json")
     info = json.loads(res.output)
     assert info["cache_hit"] is True and info["path"] == str(out)
+    # a changed constant is a different bundle (not a cache hit), with fewer clumps per cell
+    fewer = json.loads(run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(tmp_path / "f.wgb"),
+                           "-C", "max_placements_per_sample=2", "--json").output)
+    assert fewer["key"] != info["key"] and 0 < fewer["instances"] < info["instances"]
+    with B.read_bundle(fewer["path"]) as b:
+        assert b.cell_counts.max() == 2 and b.provenance["constants"]["max_placements_per_sample"] == 2
     res = run("bundle", "info", str(out))
     assert res.exit_code == 0
     assert "cells with grass" in res.output and "MISSING" in res.output

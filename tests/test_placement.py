@@ -324,3 +324,15 @@ def test_make_strategy():
 
     with pytest.raises(UsageError, match="unknown placement"):
         make_strategy("magic")
+
+
+def test_constant_overrides():
+    from wowgrass.errors import UsageError
+
+    k = PlacementConstants().with_overrides(["coverage_min=48", "client_min_normal_z=0.5", "road_patterns=*road*, *x*"])
+    assert (k.coverage_min, k.client_min_normal_z, k.road_patterns) == (48, 0.5, ("*road*", "*x*"))
+    assert PlacementConstants().coverage_min == 32  # frozen defaults untouched
+    with pytest.raises(UsageError, match="NAME=VALUE"):
+        PlacementConstants().with_overrides(["nope=1"])
+    with pytest.raises(UsageError, match="not a int"):
+        PlacementConstants().with_overrides(["coverage_min=lots"])

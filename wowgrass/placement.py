@@ -105,6 +105,31 @@ class PlacementConstants:
     def replace(self, **changes) -> PlacementConstants:
         return dataclasses.replace(self, **changes)
 
+    def with_overrides(self, pairs) -> PlacementConstants:
+        """Apply ``"name=value"`` strings (``road_patterns`` takes a comma-separated list)."""
+        from wowgrass.errors import UsageError
+
+        types = {f.name: f.type for f in dataclasses.fields(self)}
+        changes = {}
+        for pair in pairs:
+            name, sep, text = pair.partition("=")
+            name = name.strip().replace("-", "_")
+            if not sep or name not in types:
+                known = ", ".join(types)
+                raise UsageError(f"bad constant {pair!r}: give NAME=VALUE with NAME one of {known}")
+            kind = str(types[name])
+            try:
+                if name == "road_patterns":
+                    value = tuple(p.strip() for p in text.split(",") if p.strip())
+                elif kind == "int":
+                    value = int(text)
+                else:
+                    value = float(text)
+            except ValueError:
+                raise UsageError(f"bad constant {pair!r}: {text!r} is not a {kind}") from None
+            changes[name] = value
+        return dataclasses.replace(self, **changes)
+
 
 @dataclass
 class Instances:
