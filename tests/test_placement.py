@@ -336,3 +336,5 @@ def test_constant_overrides():
         PlacementConstants().with_overrides(["nope=1"])
     with pytest.raises(UsageError, match="not a int"):
         PlacementConstants().with_overrides(["coverage_min=lots"])
+    with pytest.raises(UsageError, match="client_picks must be"):
+        PlacementConstants(client_picks=-1)

@@ -51,6 +51,8 @@ from typing import Protocol
 
 import numpy as np
 
+from wowgrass.errors import UsageError
+
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
 PLACEMENT_VERSION = 1
 
@@ -105,10 +107,16 @@ class PlacementConstants:
     def replace(self, **changes) -> PlacementConstants:
         return dataclasses.replace(self, **changes)
 
+    def __post_init__(self):
+        # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
+        for name in ("max_placements_per_sample", "client_density_max", "client_zero_density"):
+            if not 0 <= getattr(self, name) < 1 << 20:
+                raise UsageError(f"placement constant {name} must be 0 .. {(1 << 20) - 1}")
+        if not 0 <= self.client_picks < 1 << 20:
+            raise UsageError(f"placement constant client_picks must be 0 .. {(1 << 20) - 1}")
+
     def with_overrides(self, pairs) -> PlacementConstants:
         """Apply ``"name=value"`` strings (``road_patterns`` takes a comma-separated list)."""
-        from wowgrass.errors import UsageError
-
         types = {f.name: f.type for f in dataclasses.fields(self)}
         changes = {}
         for pair in pairs:
@@ -638,7 +646,5 @@ def make_strategy(name: str, constants: PlacementConstants | None = None) -> Pla
     try:
         cls = STRATEGIES[name]
     except KeyError:
-        from wowgrass.errors import UsageError
-
         raise UsageError(f"unknown placement {name!r}; choose one of {', '.join(STRATEGIES)}") from None
     return cls(constants or PlacementConstants())
