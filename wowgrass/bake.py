@@ -187,10 +187,8 @@ def bake_tile(
     t2 = time.perf_counter()
     inst = strategy.place(tile, catalog, map_name=map_name)
     t3 = time.perf_counter()
-    # the bundle's model table: the catalogue models, with the info of those in use
-    table = [B.ModelInfo(p) for p in catalog.models]
-    for m, info in zip(used_models.tolist(), infos):
-        table[m] = info
+    # the bundle's model table: catalogue model index -> info (only models in use get instances)
+    table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))
     B.write_instances_bundle(path, inst, table, prov)
     t4 = time.perf_counter()
     if out is None:
@@ -202,6 +200,19 @@ def bake_tile(
         [table[m].path for m in present.tolist() if not table[m].present], False, rebuilt,
         {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": t4 - t0},
     )
+
+
+class _ModelInfos:
+    """A read-only list view: catalogue model index -> ModelInfo (known ones, else "missing")."""
+
+    def __init__(self, paths: list[str], known: dict[int, B.ModelInfo]):
+        self.paths, self.known = paths, known
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> B.ModelInfo:
+        return self.known.get(i) or B.ModelInfo(self.paths[i])
 
 
 STALE_TEMP_SECONDS = 3600

@@ -31,6 +31,7 @@ import os
 import struct
 import zlib
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -260,7 +261,7 @@ def bundle_bytes(
     pos: np.ndarray,
     yaw: np.ndarray,
     scale: np.ndarray,
-    models: list[ModelInfo],
+    models: Sequence[ModelInfo],  # indexed by model_index
     provenance: dict,
     tile: tuple[int, int],
     cell_counts: np.ndarray | None = None,
@@ -341,7 +342,7 @@ def write_bundle(path, **kwargs) -> Path:
     return write_atomic(path, bundle_bytes(**kwargs))
 
 
-def write_instances_bundle(path, instances, models: list[ModelInfo], provenance: dict) -> Path:
+def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict) -> Path:
     """Write a :class:`wowgrass.placement.Instances` (its ``models`` indexes ``models``)."""
     return write_bundle(
         path,
