@@ -30,8 +30,8 @@ import mmap
 import os
 import struct
 import zlib
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
