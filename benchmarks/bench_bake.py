@@ -11,7 +11,9 @@ runs. Run: ``.venv/bin/python benchmarks/bench_bake.py [--no-map | --map-only]``
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -25,6 +27,12 @@ PLACE_TARGET_MS = 10.0
 BAKE_TARGET_MS = 25.0
 RATIO_TARGET = 50.0
 RUNS = 30
+
+
+def _tempdir(prefix: str) -> str:
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def timed(fn, runs=RUNS):
@@ -42,12 +50,13 @@ def main(argv):
     adt = root / "adt" / "continent4229.adt"
     dbc = root / "dbc" / "3.3.5"
     if "--map-only" in argv:
+        os.environ["WOWGRASS_CACHE"] = _tempdir("wowgrass-bench-bake-")
         bench_map()
         return 0
     if not adt.is_file():
         print(f"real data not found under {root}; set WOWGRASS_REALDATA")
         return 1
-    tmp = tempfile.mkdtemp(prefix="wowgrass-bench-bake-")
+    tmp = _tempdir("wowgrass-bench-bake-")
     os.environ["WOWGRASS_CACHE"] = tmp
 
     from placement_reference import seed_reference
@@ -100,7 +109,7 @@ def bench_map():
     print(f"sample world 4x4 ready in {time.perf_counter() - t0:.1f} s ({data})")
     times = {}
     for jobs in (1, 2) + ((4,) if (os.cpu_count() or 1) >= 4 else ()):
-        os.environ["WOWGRASS_CACHE"] = tempfile.mkdtemp(prefix=f"wowgrass-bench-jobs{jobs}-")
+        os.environ["WOWGRASS_CACHE"] = _tempdir(f"wowgrass-bench-jobs{jobs}-")
         t0 = time.perf_counter()
         results, failures = bake_map(data, samples.MAP_NAME, jobs=jobs)
         times[jobs] = time.perf_counter() - t0
