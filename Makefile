@@ -17,7 +17,11 @@ install: $(STAMP)  ## create .venv and install wowgrass editable with test extra
 test: $(STAMP)  ## run the test suite
 	$(PY) -m pytest -q
 
+demo: $(STAMP)  ## render the sample world to demo.png (1280x720), print frame stats; then a window if a display exists
+	$(PY) -m wowgrass view --output demo.png --size 1280x720 --camera 60,60 --frames 5 --stats
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(PY) -m wowgrass view --camera 60,60 --stats; fi
+
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache build *.egg-info
 
-.PHONY: help install test clean
+.PHONY: help install test clean demo

@@ -282,3 +282,29 @@ void main() {
                                             WIND_PHASE_X + WIND_PHASE_Y + 160.0 + 220.0], rtol=1e-6)
     for o in (vao, vin, out, prog):
         o.release()
+
+
+def test_programs_inject_defines_and_resolve_includes():
+    from wowgrass.render.programs import MANIFEST, preprocess, stages_of
+
+    src = preprocess("grass.glsl", "VERTEX_SHADER", {"GRASS_A2C": True, "INSTANCE_MAT4": False})
+    lines = src.splitlines()
+    assert lines[0].startswith("#version") and lines[1] == "#define VERTEX_SHADER 1"
+    assert "#define WOW_GRASS_WIND_PHASE_X 0.917" in lines and "#define GRASS_A2C 1" in lines
+    assert not any(line.startswith("#define INSTANCE_MAT4") for line in lines)
+    assert "float grassTopWeight(" in src and "#include" not in src.split("// begin sway.glsl")[1]
+    assert src.count("float grassTopWeight(") == 1
+    for name, fname in MANIFEST.items():
+        assert stages_of(fname) == ["VERTEX_SHADER", "FRAGMENT_SHADER"], name
+
+
+def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):
+    from wowgrass.render import programs
+
+    real = programs.read_source
+    monkeypatch.setattr(programs, "read_source", lambda n: real(n).replace("v_uv = in_uv;", "v_uv = in_uvx;")
+                        if n == "grass.glsl" else real(n))
+    with pytest.raises(programs.ShaderError) as exc:
+        programs.load_program(ctx, "grass")
+    msg = str(exc.value)
+    assert "grass.glsl" in msg and "in_uvx" in msg and "   1: #version" in msg

@@ -1,0 +1,240 @@
+"""Render benchmark: resident instanced grass at 100k / 1M / 4M instances, and the sample zone.
+
+Prints, per instance count:
+  * viewer  - the viewer's path: camera at eye height inside a field of 0.35 instances per square
+              unit (a bigger bundle is a bigger area, as a bigger zone is), per-chunk culling, one
+              indirect multi-draw. CPU ms to build and submit a frame (target < 1 ms, flat as the
+              resident count grows), GPU ms (timer query), wall ms per frame (finish included).
+  * layout  - every instance drawn, no culling (one instanced draw, the reference methodology of
+              docs/gpu.md): the bundle's 16-byte instances against the seed's 64-byte matrices on the
+              same instances; GPU and wall ms and the 64/16 ratio (target >= 2x on the H200).
+and the sample world's zone at the requested size (target < 4 ms a frame on the H200).
+
+    python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
+    python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000 --json out.json
+
+Uses EGL offscreen (Mesa llvmpipe here; the NVIDIA driver on the lent H200, see docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wowgrass.render.camera import Camera  # noqa: E402
+from wowgrass.render.constants import GrassSettings  # noqa: E402
+from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.grass import INSTANCE_DTYPE, GrassField  # noqa: E402
+from wowgrass.render.meshes import GpuMesh, crossed_quads  # noqa: E402
+from wowgrass.render.programs import make_programs  # noqa: E402
+
+DENSITY = 0.35  # instances per square unit (docs/gpu.md)
+CENTRE = (0.0, 0.0)  # the middle of the map
+
+
+def field_instances(n: int, seed: int = 0) -> np.ndarray:
+    """``n`` instances in a square around CENTRE at DENSITY, on a gently rolling ground."""
+    rng = np.random.default_rng(seed)
+    half = math.sqrt(n / DENSITY) / 2
+    inst = np.zeros(n, INSTANCE_DTYPE)
+    x = rng.uniform(-half, half, n)
+    y = rng.uniform(-half, half, n)
+    inst["pos"][:, 0] = CENTRE[0] + x
+    inst["pos"][:, 1] = CENTRE[1] + y
+    inst["pos"][:, 2] = ground(x, y)
+    inst["yaw"] = rng.integers(0, 65536, n).astype(np.uint16)
+    inst["scale"] = np.round(rng.uniform(0.8, 1.2, n) * 4096).astype(np.uint16)
+    # the placement emits instances chunk by chunk; so does a bundle
+    from wowgrass.render.grass import chunk_keys
+
+    return inst[np.argsort(chunk_keys(inst["pos"]), kind="stable")]
+
+
+def ground(x, y):
+    return 2.0 * np.sin(np.asarray(x) / 40.0) * np.cos(np.asarray(y) / 55.0)
+
+
+def clump():
+    # an 18-index crossed-quad clump (3 quads, 6 triangles), as in docs/gpu.md's reference
+    return crossed_quads(width=0.9, height=0.6, n=3, rows=(0.0, 1.0))
+
+
+def frame(ctx, target, prog, field, cam, t, query):
+    import moderngl
+
+    t0 = time.perf_counter()
+    prog["uViewProj"].write(cam.view_proj_gl())
+    prog["uCameraPos"].value = tuple(float(v) for v in cam.position)
+    with query:
+        target.fbo.use()
+        ctx.clear(0.62, 0.74, 0.86, 1.0, depth=1.0)
+        ctx.enable_only(moderngl.DEPTH_TEST)
+        counts = field.render((float(cam.position[0]), float(cam.position[1])), t, cam.frustum_planes())
+    cpu = (time.perf_counter() - t0) * 1000
+    ns = query.elapsed
+    gpu = ns / 1e6 if 0 <= ns < 0xFFFFFFFF else float("nan")
+    return cpu, gpu, counts
+
+
+def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, settings):
+    prog = progs["grass_mat4" if layout == "mat4" else "grass"]
+    field = GrassField(ctx, prog, settings)
+    field.cull = cull
+    field.add(mesh, inst, layout=layout)
+    q = ctx.query(time=True)
+    frame(ctx, target, prog, field, cam, 0.0, q)  # warm-up
+    ctx.finish()
+    cpus, gpus = [], []
+    t0 = time.perf_counter()
+    for i in range(frames):
+        c, g, counts = frame(ctx, target, prog, field, cam, i / 60.0, q)
+        cpus.append(c)
+        gpus.append(g)
+    ctx.finish()
+    wall = (time.perf_counter() - t0) * 1000 / frames
+    field.release()
+    del q
+    med = lambda v: statistics.median([x for x in v if x == x]) if any(x == x for x in v) else float("nan")  # noqa: E731
+    return {"cpu_ms": med(cpus), "gpu_ms": med(gpus), "wall_ms": wall, "submitted": counts.instances,
+            "draw_calls": counts.draw_calls}
+
+
+def eye_camera(aspect):
+    cam = Camera(position=np.array([CENTRE[0], CENTRE[1], float(ground(0.0, 0.0)) + 1.7]), aspect=aspect)
+    cam.yaw, cam.pitch = math.radians(20.0), math.radians(-6.0)
+    cam.far = 1000.0
+    return cam
+
+
+def overview_camera(n, aspect):
+    # the whole field on screen: above its south edge looking north and down
+    half = math.sqrt(n / DENSITY) / 2
+    cam = Camera(position=np.array([CENTRE[0] - 1.6 * half, CENTRE[1], 1.2 * half]), aspect=aspect)
+    cam.look_at((CENTRE[0], CENTRE[1], 0.0))
+    cam.far = 6 * half + 100
+    cam.near = 1.0
+    return cam
+
+
+def bench_sample(size, frames, png_dir, samples):
+    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.scene import Scene
+    from wowgrass.render.viewer import Toggles, Viewer, default_camera
+
+    opts = ViewOptions(size=size)
+    data, src = open_source(opts)
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    scene = Scene(target.ctx, progs, src)
+    results = {}
+    for name, cam_xy in (("centre", None), ("grass_60_60", (60.0, 60.0))):
+        cam = default_camera(scene, src, camera=cam_xy)
+        scene.update(cam.position, block=True)
+        v = Viewer(target, scene, cam, Toggles())
+        v.render_frame(0.0)
+        target.ctx.finish()
+        fr = []
+        t0 = time.perf_counter()
+        for i in range(frames):
+            fr.append(v.render_frame(i / 60.0))
+        target.ctx.finish()
+        wall = (time.perf_counter() - t0) * 1000 / frames
+        if png_dir:
+            v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
+        gp = [f.gpu_ms for f in fr if f.gpu_ms == f.gpu_ms]
+        results[name] = {"cpu_ms": statistics.median(f.cpu_ms for f in fr),
+                         "gpu_ms": statistics.median(gp) if gp else None, "wall_ms": wall,
+                         "instances": fr[-1].instances, "draw_calls": fr[-1].draw_calls,
+                         "triangles": fr[-1].triangles, "resident": scene.grass.total_instances,
+                         "camera": [round(float(c), 2) for c in cam.position]}
+    scene.release()
+    target.release()
+    data.close()
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="640x360", help="frame size WxH (default 640x360; 1920x1080 on a GPU)")
+    ap.add_argument("--counts", default="100000,1000000,4000000")
+    ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--layout-counts", default=None, help="counts for the no-culling layout runs (default: --counts)")
+    ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
+    ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--png-dir", help="write sample-zone frames here")
+    a = ap.parse_args(argv)
+    w, h = (int(v) for v in a.size.lower().split("x"))
+    counts = [int(c) for c in a.counts.split(",") if c]
+    layout_counts = [int(c) for c in (a.layout_counts or a.counts).split(",") if c]
+
+    target = create_offscreen_target((w, h), samples=0)
+    ctx = target.ctx
+    info = {"renderer": ctx.info["GL_RENDERER"], "version": ctx.info["GL_VERSION"], "size": [w, h],
+            "frames": a.frames}
+    print(f"renderer: {info['renderer']} | GL {info['version']} | {w}x{h} | {a.frames} frames per run")
+    progs = make_programs(ctx)
+    progs["grass_mat4"] = make_programs(ctx, instance_layout="mat4")["grass"]
+    for p in progs.values():
+        for name, val in (("uSunDir", (0.45, -0.35, 0.82)), ("uSunColor", (0.75, 0.72, 0.62)),
+                          ("uAmbient", (0.45, 0.48, 0.52)), ("uFogColor", (0.62, 0.74, 0.86)),
+                          ("uFog", (260.0, 900.0)), ("uAlphaRef", 0.5), ("uTexture", 0)):
+            if name in p:
+                p[name].value = val
+    mesh = GpuMesh(ctx, clump())
+    out = {"info": info, "viewer": [], "layout": [], "sample": None}
+
+    print("\nviewer path (eye height, 0.35 inst/unit^2, per-chunk culling, indirect multi-draw):")
+    print(f"{'resident':>10} {'submitted':>10} {'draws':>6} {'cpu ms':>8} {'gpu ms':>8} {'wall ms':>8}")
+    for n in counts:
+        inst = field_instances(n)
+        r = run_field(ctx, target, progs, mesh, inst, layout="16", cull=True, frames=a.frames,
+                      cam=eye_camera(w / h), settings=GrassSettings())
+        r["resident"] = n
+        out["viewer"].append(r)
+        print(f"{n:>10,} {r['submitted']:>10,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['gpu_ms']:>8.3f} "
+              f"{r['wall_ms']:>8.2f}")
+
+    print("\nno culling, every instance drawn (one instanced draw): 16-byte instances vs 64-byte mat4")
+    print(f"{'instances':>10} {'16B gpu':>9} {'16B wall':>9} {'64B gpu':>9} {'64B wall':>9} {'64/16 gpu':>10}"
+          f" {'cpu16 ms':>9}")
+    everything = GrassSettings(fade_start=1e9, draw_distance=2e9)
+    for n in layout_counts:
+        inst = field_instances(n)
+        cam = overview_camera(n, w / h)
+        r16 = run_field(ctx, target, progs, mesh, inst, layout="16", cull=False, frames=a.frames, cam=cam,
+                        settings=everything)
+        r64 = run_field(ctx, target, progs, mesh, inst, layout="mat4", cull=False, frames=a.frames, cam=cam,
+                        settings=everything)
+        ratio = r64["gpu_ms"] / r16["gpu_ms"] if r16["gpu_ms"] > 0 else float("nan")
+        out["layout"].append({"instances": n, "b16": r16, "b64": r64, "ratio_gpu": ratio})
+        print(f"{n:>10,} {r16['gpu_ms']:>9.3f} {r16['wall_ms']:>9.2f} {r64['gpu_ms']:>9.3f} {r64['wall_ms']:>9.2f}"
+              f" {ratio:>9.2f}x {r16['cpu_ms']:>9.3f}")
+    mesh.release()
+    target.release()
+
+    if not a.no_sample:
+        print(f"\nsample world zone at {w}x{h} (terrain + doodads + grass, MSAA {a.samples}x, alpha to coverage):")
+        s = bench_sample((w, h), a.frames, a.png_dir, a.samples)
+        out["sample"] = s
+        for name, r in s.items():
+            gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
+            print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms/frame  "
+                  f"draws {r['draw_calls']}  instances {r['instances']:,} of {r['resident']:,} resident  "
+                  f"triangles {r['triangles']:,}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()
