@@ -63,9 +63,15 @@ def ground(x, y):
     return 2.0 * np.sin(np.asarray(x) / 40.0) * np.cos(np.asarray(y) / 55.0)
 
 
-def clump():
-    # an 18-index crossed-quad clump (3 quads, 6 triangles), as in docs/gpu.md's reference
-    return crossed_quads(width=0.9, height=0.6, n=3, rows=(0.0, 1.0))
+def clump(kind: str = "ref18"):
+    """3 crossed quads, 6 triangles. ``ref18``: 18 unshared vertices, docs/gpu.md's reference clump;
+    ``indexed12``: 12 vertices shared through the index buffer (how M2 grass meshes come)."""
+    m = crossed_quads(width=0.9, height=0.6, n=3, rows=(0.0, 1.0))
+    if kind == "ref18":
+        i = m.indices
+        m.positions, m.normals, m.uvs = m.positions[i], m.normals[i], m.uvs[i]
+        m.indices = np.arange(len(i), dtype=np.uint32)
+    return m
 
 
 def frame(ctx, target, prog, field, cam, t, query):
@@ -190,7 +196,7 @@ def main(argv=None):
                           ("uFog", (260.0, 900.0)), ("uAlphaRef", 0.5), ("uTexture", 0)):
             if name in p:
                 p[name].value = val
-    mesh = GpuMesh(ctx, clump())
+    mesh = GpuMesh(ctx, clump("ref18"))
     out = {"info": info, "viewer": [], "layout": [], "sample": None}
 
     print("\nviewer path (eye height, 0.35 inst/unit^2, per-chunk culling, indirect multi-draw):")
@@ -204,21 +210,26 @@ def main(argv=None):
         print(f"{n:>10,} {r['submitted']:>10,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['gpu_ms']:>8.3f} "
               f"{r['wall_ms']:>8.2f}")
 
-    print("\nno culling, every instance drawn (one instanced draw): 16-byte instances vs 64-byte mat4")
-    print(f"{'instances':>10} {'16B gpu':>9} {'16B wall':>9} {'64B gpu':>9} {'64B wall':>9} {'64/16 gpu':>10}"
-          f" {'cpu16 ms':>9}")
     everything = GrassSettings(fade_start=1e9, draw_distance=2e9)
-    for n in layout_counts:
-        inst = field_instances(n)
-        cam = overview_camera(n, w / h)
-        r16 = run_field(ctx, target, progs, mesh, inst, layout="16", cull=False, frames=a.frames, cam=cam,
-                        settings=everything)
-        r64 = run_field(ctx, target, progs, mesh, inst, layout="mat4", cull=False, frames=a.frames, cam=cam,
-                        settings=everything)
-        ratio = r64["gpu_ms"] / r16["gpu_ms"] if r16["gpu_ms"] > 0 else float("nan")
-        out["layout"].append({"instances": n, "b16": r16, "b64": r64, "ratio_gpu": ratio})
-        print(f"{n:>10,} {r16['gpu_ms']:>9.3f} {r16['wall_ms']:>9.2f} {r64['gpu_ms']:>9.3f} {r64['wall_ms']:>9.2f}"
-              f" {ratio:>9.2f}x {r16['cpu_ms']:>9.3f}")
+    for kind in ("ref18", "indexed12"):
+        m = mesh if kind == "ref18" else GpuMesh(ctx, clump(kind))
+        print(f"\nno culling, every instance drawn (one instanced draw), clump {kind}: "
+              "16-byte instances vs the seed's 64-byte mat4")
+        print(f"{'instances':>10} {'16B gpu':>9} {'16B wall':>9} {'64B gpu':>9} {'64B wall':>9} {'64/16 gpu':>10}"
+              f" {'cpu16 ms':>9}")
+        for n in layout_counts:
+            inst = field_instances(n)
+            cam = overview_camera(n, w / h)
+            r16 = run_field(ctx, target, progs, m, inst, layout="16", cull=False, frames=a.frames, cam=cam,
+                            settings=everything)
+            r64 = run_field(ctx, target, progs, m, inst, layout="mat4", cull=False, frames=a.frames, cam=cam,
+                            settings=everything)
+            ratio = r64["gpu_ms"] / r16["gpu_ms"] if r16["gpu_ms"] > 0 else float("nan")
+            out["layout"].append({"clump": kind, "instances": n, "b16": r16, "b64": r64, "ratio_gpu": ratio})
+            print(f"{n:>10,} {r16['gpu_ms']:>9.3f} {r16['wall_ms']:>9.2f} {r64['gpu_ms']:>9.3f} "
+                  f"{r64['wall_ms']:>9.2f} {ratio:>9.2f}x {r16['cpu_ms']:>9.3f}")
+        if m is not mesh:
+            m.release()
     mesh.release()
     target.release()
 

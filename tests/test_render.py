@@ -308,3 +308,17 @@ def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):
         programs.load_program(ctx, "grass")
     msg = str(exc.value)
     assert "grass.glsl" in msg and "in_uvx" in msg and "   1: #version" in msg
+
+
+def test_terrain_chunk_culling_draws_what_whole_tiles_draw(ctx):
+    v = make_viewer(ctx, {}, (CX - 100, CY + 30, 25.0), (CX, CY, 0.0), terrain=True)
+    st = v.render_frame(0.0)
+    culled = v.read_rgba()
+    assert v.scene.terrain.indirect == (ctx.version_code >= 430)
+    v.scene.terrain.indirect = False
+    st_all = v.render_frame(0.0)
+    whole = v.read_rgba()
+    assert np.array_equal(culled, whole)
+    if ctx.version_code >= 430:
+        assert st.triangles < st_all.triangles / 2  # most chunks are outside the frustum
+    v.scene.release()

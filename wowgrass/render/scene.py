@@ -27,7 +27,7 @@ from .constants import TILE_SIZE, ZEROPOINT
 from .doodads import DoodadSet
 from .grass import GrassField
 from .meshes import GpuMesh, MeshData
-from .terrain import TerrainTile, build_terrain_arrays
+from .terrain import TerrainSet, TerrainTile, build_terrain_arrays
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class Scene:
         self.max_uploads = max_uploads
         self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect)
         self.doodads = DoodadSet(ctx, programs["doodad"])
+        self.terrain = TerrainSet(ctx, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
         self._mesh_data: dict[str, MeshData | None] = {}  # CPU cache, shared with the worker
@@ -134,6 +135,7 @@ class Scene:
         terrain = None
         if payload["terrain"] is not None:
             terrain = TerrainTile(self.ctx, self.programs["terrain"], payload["terrain"])
+            self.terrain.add(key, terrain)
             self.missing_textures.update(payload["terrain"].missing_textures)
         n_grass = n_dood = 0
         for name, inst in payload.get("grass", {}).items():
@@ -152,8 +154,7 @@ class Scene:
         t = self.tiles.pop(key, None)
         if t is None:
             return
-        if t.terrain is not None:
-            t.terrain.release()
+        self.terrain.remove(key)
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)
 
@@ -213,6 +214,7 @@ class Scene:
             self._unload(key)
         self.grass.release()
         self.doodads.release()
+        self.terrain.release()
         for m in self.meshes.values():
             if m is not None:
                 m.release()

@@ -61,6 +61,10 @@ class TerrainArrays:
     missing_textures: list[str] = field(default_factory=list)
     bbox_min: np.ndarray = None
     bbox_max: np.ndarray = None
+    chunk_first: np.ndarray = None  # (256,) first index of each chunk's triangles in ``indices``
+    chunk_count: np.ndarray = None  # (256,) indices per chunk (0 where the whole chunk is a hole)
+    chunk_lo: np.ndarray = None  # (256, 3) chunk bounding boxes
+    chunk_hi: np.ndarray = None
 
     @property
     def triangles(self) -> int:
@@ -112,7 +116,9 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
 
     holes = tile.hole_cells()  # (256, 8, 8)
     idx = FAN[None, :, :, :] + (np.arange(256) * 145)[:, None, None, None]
-    idx = idx[~holes].reshape(-1).astype(np.uint32)
+    idx = idx[~holes].reshape(-1).astype(np.uint32)  # chunk-major: each chunk's indices are contiguous
+    count = (~holes).reshape(256, 64).sum(axis=1).astype(np.int64) * 12
+    first = np.r_[0, np.cumsum(count)[:-1]]
 
     alpha = np.zeros((256, 64, 64, 4), np.uint8)
     a = np.asarray(tile.alpha, np.uint8)
@@ -128,7 +134,8 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
         layers.append(resize_rgba(rgba))
     flat = v["pos"].reshape(-1, 3)
     return TerrainArrays(v.reshape(-1), idx, alpha, np.stack(layers), missing,
-                         flat.min(axis=0), flat.max(axis=0))
+                         flat.min(axis=0), flat.max(axis=0), first, count,
+                         v["pos"].min(axis=1), v["pos"].max(axis=1))
 
 
 class TerrainTile:
@@ -139,6 +146,8 @@ class TerrainTile:
 
         self.arrays_triangles = arrays.triangles
         self.bbox_min, self.bbox_max = arrays.bbox_min, arrays.bbox_max
+        self.chunk_first, self.chunk_count = arrays.chunk_first, arrays.chunk_count
+        self.chunk_lo, self.chunk_hi = arrays.chunk_lo, arrays.chunk_hi
         self.vbo = ctx.buffer(arrays.vertices.tobytes())
         self.ibo = ctx.buffer(arrays.indices.tobytes())
         self.vao = ctx.vertex_array(program, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)],
@@ -154,12 +163,108 @@ class TerrainTile:
         self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
         self.program = program
 
-    def render(self):
+    def render(self, commands=None, first: int = 0, count: int = 0):
+        """Draw the whole tile, or ``count`` indirect commands (visible chunks) from ``commands``."""
         self.layers.use(location=0)
         self.alpha.use(location=1)
-        self.vao.render()
-        return self.arrays_triangles
+        if commands is None:
+            self.vao.render()
+        else:
+            self.vao.render_indirect(commands, count=count, first=first)
 
     def release(self):
         for obj in (self.vao, self.vbo, self.ibo, self.layers, self.alpha):
             obj.release()
+
+
+TERRAIN_CMD = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
+                        ("base_vertex", "<i4"), ("base_instance", "<u4")])
+
+
+class TerrainSet:
+    """Resident terrain tiles, drawn chunk by chunk: the chunks inside the view frustum (and
+    nearer than the far plane) become indirect commands, one ``glMultiDrawElementsIndirect`` per
+    tile (GL 4.3; whole tiles otherwise). The command list is where terrain LOD (per-chunk index
+    ranges of coarser meshes, geomorphing in the vertex shader) plugs in later."""
+
+    RING = 3
+
+    def __init__(self, ctx, indirect: bool | None = None):
+        self.ctx = ctx
+        self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
+        self.tiles: dict = {}
+        self._dirty = True
+        self._ring: list = []
+        self._frame = 0
+
+    def add(self, key, tile: TerrainTile):
+        self.tiles[key] = tile
+        self._dirty = True
+
+    def remove(self, key):
+        t = self.tiles.pop(key, None)
+        if t is not None:
+            t.release()
+            self._dirty = True
+
+    def _rebuild(self):
+        ts = list(self.tiles.values())
+        self._order = ts
+        if ts:
+            self._lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
+            self._hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
+            cmds = np.zeros(256 * len(ts), TERRAIN_CMD)
+            cmds["count"] = np.concatenate([t.chunk_count for t in ts])
+            cmds["first_index"] = np.concatenate([t.chunk_first for t in ts])
+            cmds["instances"] = 1
+            self._cmds = cmds
+            if self.indirect and (not self._ring or self._ring[0].size < cmds.nbytes):
+                for b in self._ring:
+                    b.release()
+                self._ring = [self.ctx.buffer(reserve=cmds.nbytes * 2, dynamic=True) for _ in range(self.RING)]
+        self._dirty = False
+
+    def render(self, planes, eye, far: float) -> tuple[int, int]:
+        """Draw the visible chunks; returns (draw calls, triangles)."""
+        from .camera import aabb_visible
+
+        if not self.tiles:
+            return 0, 0
+        if self._dirty:
+            self._rebuild()
+        lo, hi = self._lo, self._hi
+        near = np.maximum(np.maximum(lo - eye, eye - hi), 0.0)
+        vis = np.einsum("ij,ij->i", near, near) < far * far
+        vis &= self._cmds["count"] > 0
+        idx = np.flatnonzero(vis)
+        vis[idx] = aabb_visible(planes, lo[idx], hi[idx])
+        calls = tris = 0
+        if not self.indirect:
+            per_tile = vis.reshape(-1, 256).any(axis=1)
+            for t, v in zip(self._order, per_tile):
+                if v:
+                    t.render()
+                    calls += 1
+                    tris += t.arrays_triangles
+            return calls, tris
+        sel = np.flatnonzero(vis)
+        cmds = self._cmds[sel]
+        self._frame = (self._frame + 1) % self.RING
+        buf = self._ring[self._frame]
+        if len(cmds):
+            buf.write(cmds.tobytes())
+        starts = np.searchsorted(sel, np.arange(len(self._order) + 1) * 256)
+        for i, t in enumerate(self._order):
+            k0, k1 = int(starts[i]), int(starts[i + 1])
+            if k1 > k0:
+                t.render(buf, k0, k1 - k0)
+                calls += 1
+        return calls, int(cmds["count"].sum()) // 3
+
+    def release(self):
+        for t in self.tiles.values():
+            t.release()
+        self.tiles.clear()
+        for b in self._ring:
+            b.release()
+        self._ring = []

@@ -110,17 +110,9 @@ class Viewer:
         ctx.clear(*SKY, 1.0, depth=1.0)
         ctx.enable_only(moderngl.DEPTH_TEST)
         if tg.terrain:
-            from .camera import aabb_visible
-
-            tiles = [t_ for t_ in sc.tiles.values() if t_.terrain is not None]
-            if tiles:
-                lo = np.array([t_.terrain.bbox_min for t_ in tiles], np.float64)
-                hi = np.array([t_.terrain.bbox_max for t_ in tiles], np.float64)
-                vis = aabb_visible(planes, lo, hi)
-                for t_, v in zip(tiles, vis):
-                    if v:
-                        st.triangles += t_.terrain.render()
-                        st.draw_calls += 1
+            calls, tris = sc.terrain.render(planes, np.asarray(cam.position, np.float64), cam.far)
+            st.draw_calls += calls
+            st.triangles += tris
         if tg.doodads:
             calls, inst, tris = sc.doodads.render()
             st.draw_calls += calls
