@@ -92,7 +92,7 @@ def frame(ctx, target, prog, field, cam, t, query):
 
 
 def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, settings):
-    prog = progs["grass_mat4" if layout == "mat4" else "grass"]
+    prog = progs[{"mat4": "grass_mat4", "16p": "grass_16p"}.get(layout, "grass")]
     field = GrassField(ctx, prog, settings)
     field.cull = cull
     field.add(mesh, inst, layout=layout)
@@ -131,7 +131,7 @@ def overview_camera(n, aspect):
     return cam
 
 
-def bench_sample(size, frames, png_dir, samples):
+def bench_sample(size, frames, png_dir, samples, layout="16"):
     from wowgrass.render.app import ViewOptions, open_source
     from wowgrass.render.scene import Scene
     from wowgrass.render.viewer import Toggles, Viewer, default_camera
@@ -139,8 +139,8 @@ def bench_sample(size, frames, png_dir, samples):
     opts = ViewOptions(size=size)
     data, src = open_source(opts)
     target = create_offscreen_target(size, samples)
-    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
-    scene = Scene(target.ctx, progs, src)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, instance_layout=layout)
+    scene = Scene(target.ctx, progs, src, instance_layout=layout)
     results = {}
     for name, cam_xy in (("centre", None), ("grass_60_60", (60.0, 60.0))):
         cam = default_camera(scene, src, camera=cam_xy)
@@ -176,6 +176,8 @@ def main(argv=None):
     ap.add_argument("--layout-counts", default=None, help="counts for the no-culling layout runs (default: --counts)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
+    ap.add_argument("--variants", action="store_true",
+                    help="also time instance-attribute variants and sample-zone settings (MSAA, anisotropy)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--png-dir", help="write sample-zone frames here")
     a = ap.parse_args(argv)
@@ -190,6 +192,7 @@ def main(argv=None):
     print(f"renderer: {info['renderer']} | GL {info['version']} | {w}x{h} | {a.frames} frames per run")
     progs = make_programs(ctx)
     progs["grass_mat4"] = make_programs(ctx, instance_layout="mat4")["grass"]
+    progs["grass_16p"] = make_programs(ctx, instance_layout="16p")["grass"]
     for p in progs.values():
         for name, val in (("uSunDir", (0.45, -0.35, 0.82)), ("uSunColor", (0.75, 0.72, 0.62)),
                           ("uAmbient", (0.45, 0.48, 0.52)), ("uFogColor", (0.62, 0.74, 0.86)),
@@ -230,18 +233,48 @@ def main(argv=None):
                   f"{r64['wall_ms']:>9.2f} {ratio:>9.2f}x {r16['cpu_ms']:>9.3f}")
         if m is not mesh:
             m.release()
+    if a.variants:
+        print("\nlayout variants, no culling, clump ref18 (same instances, same bytes for 16 and 16p):")
+        for n in layout_counts:
+            inst = field_instances(n)
+            cam = overview_camera(n, w / h)
+            row = []
+            for lay in ("16", "16p", "mat4"):
+                r = run_field(ctx, target, progs, mesh, inst, layout=lay, cull=False, frames=a.frames, cam=cam,
+                              settings=everything)
+                out.setdefault("variants", []).append({"instances": n, "layout": lay, **r})
+                row.append(f"{lay}: gpu {r['gpu_ms']:.3f} ms")
+            print(f"{n:>10,}  " + "   ".join(row))
     mesh.release()
     target.release()
+
+    if a.variants and not a.no_sample:
+        import wowgrass.render.terrain as terrain_mod
+
+        print(f"\nsample zone variants at {w}x{h} (msaa samples, terrain anisotropy, grass layout):")
+        for msaa, aniso, lay in ((4, 8.0, "16"), (4, 8.0, "16p"), (4, 1.0, "16"), (0, 8.0, "16"), (0, 1.0, "16p")):
+            terrain_mod.ANISOTROPY = aniso
+            s = bench_sample((w, h), a.frames, None, msaa, layout=lay)
+            out.setdefault("sample_variants", []).append({"msaa": msaa, "aniso": aniso, "layout": lay, **s})
+            print(f"  msaa {msaa} aniso {aniso:g} layout {lay:>3}: " + "   ".join(
+                f"{k} gpu {r['gpu_ms']:.3f} cpu {r['cpu_ms']:.3f} wall {r['wall_ms']:.2f}" for k, r in s.items()))
+        terrain_mod.ANISOTROPY = 8.0
 
     if not a.no_sample:
         print(f"\nsample world zone at {w}x{h} (terrain + doodads + grass, MSAA {a.samples}x, alpha to coverage):")
         s = bench_sample((w, h), a.frames, a.png_dir, a.samples)
         out["sample"] = s
+        # the first sample run after the big fields is sometimes slow to settle: time it again
+        s2 = bench_sample((w, h), a.frames, None, a.samples)
+        for k in s:
+            s[k]["repeat"] = {"gpu_ms": s2[k]["gpu_ms"], "cpu_ms": s2[k]["cpu_ms"], "wall_ms": s2[k]["wall_ms"]}
         for name, r in s.items():
             gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
+            rep = r["repeat"]
             print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms/frame  "
                   f"draws {r['draw_calls']}  instances {r['instances']:,} of {r['resident']:,} resident  "
-                  f"triangles {r['triangles']:,}")
+                  f"triangles {r['triangles']:,}  | again: cpu {rep['cpu_ms']:.3f} gpu "
+                  + (f"{rep['gpu_ms']:.3f}" if rep["gpu_ms"] is not None else "n/a") + f" wall {rep['wall_ms']:.2f}")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2))
     return out

@@ -322,3 +322,41 @@ def test_terrain_chunk_culling_draws_what_whole_tiles_draw(ctx):
     if ctx.version_code >= 430:
         assert st.triangles < st_all.triangles / 2  # most chunks are outside the frustum
     v.scene.release()
+
+
+def test_instance_layouts_draw_the_same_grass(ctx):
+    """The bundle bytes read as 3f 2u2 or as one 4u4 give the same frame; the seed's mat4 layout
+    (built from the same instances) gives the same picture up to rounding."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.grass import GrassField
+    from wowgrass.render.meshes import GpuMesh, crossed_quads
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.synthetic import random_instances
+    from wowgrass.render.viewer import SKY as _SKY
+
+    tg = create_offscreen_target((160, 120), samples=0, ctx=ctx)
+    mesh = GpuMesh(ctx, crossed_quads())
+    inst = random_instances(400, (CX - 15, CY - 15), (CX + 15, CY + 15), seed=3, scale=(0.5, 3.0))
+    cam = Camera.looking_at((CX - 25, CY, 6.0), (CX, CY, 0.0), aspect=160 / 120)
+    frames = {}
+    for lay in ("16", "16p", "mat4"):
+        prog = make_programs(ctx, instance_layout=lay)["grass"]
+        prog["uViewProj"].write(cam.view_proj_gl())
+        for name, val in (("uCameraPos", tuple(cam.position)), ("uAlphaRef", 0.5), ("uSunDir", (0.0, 0.0, 1.0)),
+                          ("uSunColor", (0.5, 0.5, 0.5)), ("uAmbient", (0.5, 0.5, 0.5)),
+                          ("uFogColor", _SKY), ("uFog", (1000.0, 2000.0))):
+            prog[name].value = val
+        field = GrassField(ctx, prog, layout=lay)
+        field.add(mesh, inst)
+        tg.fbo.use()
+        ctx.clear(*_SKY, 1.0, depth=1.0)
+        ctx.enable_only(2)  # DEPTH_TEST
+        counts = field.render((CX - 25, CY), 0.7, cam.frustum_planes())
+        assert counts.instances == 400
+        frames[lay] = tg.read_rgba()
+        field.release()
+    assert not_sky(frames["16"]).mean() > 0.05
+    assert np.array_equal(frames["16"], frames["16p"])
+    assert (frames["16"] != frames["mat4"]).any(axis=-1).mean() < 0.01
+    mesh.release()

@@ -31,6 +31,7 @@ assert INSTANCE_DTYPE.itemsize == 16
 
 INSTANCE_FORMAT = "3f 2u2/i"
 INSTANCE_ATTRS = ("i_pos", "i_yaw_scale")
+PACKED_FORMAT = "4u4/i"  # the same 16 bytes read as one uvec4 (layout "16p")
 MAT4_FORMAT = "16f/i"
 CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
                       ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
@@ -106,12 +107,13 @@ class GrassBatch:
         self.max_scale = float(inst["scale"].max()) / 4096.0 if self.count else 1.0
         # a few thousand positions kept on the CPU (start-up heuristics, never per frame)
         self.sample_xy = np.array(inst["pos"][:: max(1, self.count // 4096), :2], np.float64)
-        data = inst if layout == "16" else instances_to_mat4(inst)
+        data = instances_to_mat4(inst) if layout == "mat4" else inst
         self.buffer = ctx.buffer(np.ascontiguousarray(data).tobytes())  # the bundle bytes, as is
         if on_buffer:
             on_buffer(self.buffer)
-        inst_fmt = (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS) if layout == "16" else (
-            self.buffer, MAT4_FORMAT, "i_instance")
+        inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
+                    "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
+                    "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
         self.vao = ctx.vertex_array(program, [(mesh.vbo, "3f 12x 2f", "in_position", "in_uv"), inst_fmt],
                                     index_buffer=mesh.ibo, index_element_size=4)
 
@@ -130,8 +132,10 @@ class FrameCounts:
 class GrassField:
     """All resident grass. ``add``/``remove`` batches as tiles stream; ``render`` each frame."""
 
-    def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None):
+    def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None,
+                 layout: str = "16"):
         self.ctx, self.program = ctx, program
+        self.layout = layout  # instance layout the program was built for (see make_programs)
         self.settings = settings or GrassSettings()
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.batches: list[GrassBatch] = []
@@ -143,9 +147,10 @@ class GrassField:
         self.cull = True
 
     # -- residency --
-    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str = "16") -> GrassBatch | None:
+    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GrassBatch | None:
         if len(instances) == 0:
             return None
+        layout = layout or self.layout
         batch = GrassBatch(self.ctx, self.program, mesh, instances, layout=layout, tile=tile,
                            on_buffer=self._count_buffer)
         self.batches.append(batch)

@@ -125,8 +125,13 @@ def load_program(ctx, name: str, defines: dict | None = None, *, cache: dict | N
 
 def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = "16",
                   cache: dict | None = None) -> dict:
-    """The renderer's programs: ``terrain``, ``grass`` (16- or 64-byte instances) and ``doodad``."""
-    grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4"}
+    """The renderer's programs: ``terrain``, ``grass`` and ``doodad``.
+
+    ``instance_layout``: ``"16"`` (bundle bytes as ``3f 2u2``), ``"16p"`` (the same bytes as one
+    ``4u4`` attribute) or ``"mat4"`` (the seed's 64-byte matrices, for comparison).
+    """
+    grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
+                     "INSTANCE_PACKED": instance_layout == "16p"}
     return {
         "terrain": load_program(ctx, "terrain", cache=cache),
         "grass": load_program(ctx, "grass", grass_defines, cache=cache),

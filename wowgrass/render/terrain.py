@@ -18,6 +18,7 @@ import numpy as np
 from .constants import UNIT_SIZE
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
+ANISOTROPY = 8.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes)
 VERTEX_FORMAT = "3f 3f 2f 1f 4f"
 VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers")
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),
@@ -157,7 +158,7 @@ class TerrainTile:
         self.layers.build_mipmaps()
         self.layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         if "llvmpipe" not in ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
-            self.layers.anisotropy = 8.0
+            self.layers.anisotropy = ANISOTROPY
         self.alpha = ctx.texture_array((64, 64, 256), 4, arrays.alpha.tobytes())
         self.alpha.repeat_x = self.alpha.repeat_y = False
         self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)

@@ -1,8 +1,9 @@
 #version 330 core
 // Instanced ground-effect grass (the seed's "M2 instanced path").
 // One draw per model: the model's mesh per vertex, the bundle's 16-byte instances per instance
-// (vertex format "3f 2u2/i": world position, yaw * 65536 / 2pi, scale * 4096). With INSTANCE_MAT4
-// defined it reads the seed's 64-byte row-major matrices instead (benchmarks compare the two).
+// (vertex format "3f 2u2/i": world position, yaw * 65536 / 2pi, scale * 4096; with INSTANCE_PACKED
+// the same bytes as one "4u4/i" attribute). With INSTANCE_MAT4 defined it reads the seed's 64-byte
+// matrices instead (benchmarks compare them).
 
 #if defined VERTEX_SHADER
 #include "sway.glsl"
@@ -13,8 +14,10 @@ uniform mat4 uGrassParams;
 
 in vec3 in_position;
 in vec2 in_uv;
-#ifdef INSTANCE_MAT4
+#if defined INSTANCE_MAT4
 in mat4 i_instance;          // model -> world, the seed's layout
+#elif defined INSTANCE_PACKED
+in uvec4 i_packed;           // the same 16 bytes as one attribute: xyz float bits, yaw | scale << 16
 #else
 in vec3 i_pos;               // world X (north), Y (west), Z (up)
 in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
@@ -26,8 +29,12 @@ out float v_height;
 out float v_dist;
 
 void main() {
-#ifdef INSTANCE_MAT4
+#if defined INSTANCE_MAT4
     vec2 instanceXY = i_instance[3].xy;
+#elif defined INSTANCE_PACKED
+    vec3 i_pos = uintBitsToFloat(i_packed.xyz);
+    uvec2 i_yaw_scale = uvec2(i_packed.w & 0xFFFFu, i_packed.w >> 16);
+    vec2 instanceXY = i_pos.xy;
 #else
     vec2 instanceXY = i_pos.xy;
 #endif
@@ -37,7 +44,7 @@ void main() {
         return;
     }
     vec3 p = grassSway(in_position, instanceXY, uGrassParams);
-#ifdef INSTANCE_MAT4
+#if defined INSTANCE_MAT4
     vec3 world = (i_instance * vec4(p, 1.0)).xyz;
 #else
     float yaw = float(i_yaw_scale.x) * (6.28318530718 / 65536.0);
