@@ -302,7 +302,7 @@ def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):
     from wowgrass.render import programs
 
     real = programs.read_source
-    monkeypatch.setattr(programs, "read_source", lambda n: real(n).replace("v_uv = in_uv;", "v_uv = in_uvx;")
+    monkeypatch.setattr(programs, "read_source", lambda n: real(n).replace("vec4(in_uv,", "vec4(in_uvx,")
                         if n == "grass.glsl" else real(n))
     with pytest.raises(programs.ShaderError) as exc:
         programs.load_program(ctx, "grass")
@@ -343,7 +343,7 @@ def test_instance_layouts_draw_the_same_grass(ctx):
     for lay in ("16", "16p", "mat4"):
         prog = make_programs(ctx, instance_layout=lay)["grass"]
         prog["uViewProj"].write(cam.view_proj_gl())
-        for name, val in (("uCameraPos", tuple(cam.position)), ("uAlphaRef", 0.5), ("uSunDir", (0.0, 0.0, 1.0)),
+        for name, val in (("uNearFar", (cam.near, cam.far)), ("uAlphaRef", 0.5), ("uSunDir", (0.0, 0.0, 1.0)),
                           ("uSunColor", (0.5, 0.5, 0.5)), ("uAmbient", (0.5, 0.5, 0.5)),
                           ("uFogColor", _SKY), ("uFog", (1000.0, 2000.0))):
             prog[name].value = val

@@ -1,7 +1,10 @@
 """Resident instanced grass: one static GL instance buffer per (tile, model), made once.
 
 The bundle's 16-byte instances (``wowgrass.bundle.INSTANCE_DTYPE``: ``pos 3f``, ``yaw u2``,
-``scale u2``) are uploaded as they are and read by the vertex shader as ``3f 2u2/i``. After the
+``scale u2``) are uploaded as they are. The vertex shader reads them as one ``4u4/i`` attribute
+(layout ``"16p"``, the default: float bits of X, Y, Z and ``yaw | scale << 16``) or as
+``3f 2u2/i`` (layout ``"16"``); the same bytes either way, and the same frame (a test checks it);
+on the H200 the single attribute draws 1.3x faster. After the
 upload no frame does per-instance CPU work: a frame tests the resident chunks (33.3-unit squares,
 one group of consecutive instances each) against the draw distance and the view frustum, writes
 one small indirect-command buffer (5 u32 per visible chunk and model) and issues one
@@ -96,7 +99,7 @@ def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
 class GrassBatch:
     """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
 
-    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *, layout: str = "16",
+    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *, layout: str = "16p",
                  tile=None, on_buffer=None):
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
@@ -133,8 +136,11 @@ class GrassField:
     """All resident grass. ``add``/``remove`` batches as tiles stream; ``render`` each frame."""
 
     def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None,
-                 layout: str = "16"):
+                 layout: str | None = None):
+        from .programs import DEFAULT_INSTANCE_LAYOUT
+
         self.ctx, self.program = ctx, program
+        layout = layout or DEFAULT_INSTANCE_LAYOUT
         self.layout = layout  # instance layout the program was built for (see make_programs)
         self.settings = settings or GrassSettings()
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect

@@ -57,11 +57,14 @@ class ResidentTile:
 class Scene:
     def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
-                 indirect: bool | None = None, instance_layout: str = "16"):
+                 indirect: bool | None = None, instance_layout: str | None = None):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
-        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect, layout=instance_layout)
+        from .programs import DEFAULT_INSTANCE_LAYOUT
+
+        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect,
+                                layout=instance_layout or DEFAULT_INSTANCE_LAYOUT)
         self.doodads = DoodadSet(ctx, programs["doodad"])
         self.terrain = TerrainSet(ctx, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}

@@ -18,7 +18,8 @@ import numpy as np
 from .constants import UNIT_SIZE
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
-ANISOTROPY = 8.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes)
+ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
+# on the H200 at 1920x1080 8x cost ~1 ms a frame over 1x (benchmarks/bench_render.py --variants)
 VERTEX_FORMAT = "3f 3f 2f 1f 4f"
 VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers")
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),

@@ -100,6 +100,7 @@ class Viewer:
         for prog in sc.programs.values():
             self._set(prog, "uCameraPos", eye)
             self._set(prog, "uFog", fog)
+            self._set(prog, "uNearFar", (cam.near, cam.far))
             if "uViewProj" in prog:
                 prog["uViewProj"].write(vp)
         if self._query is not None:

@@ -9,7 +9,6 @@
 #include "sway.glsl"
 
 uniform mat4 uViewProj;
-uniform vec3 uCameraPos;
 uniform mat4 uGrassParams;
 
 in vec3 in_position;
@@ -23,10 +22,7 @@ in vec3 i_pos;               // world X (north), Y (west), Z (up)
 in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
 #endif
 
-out vec2 v_uv;
-out float v_fade;
-out float v_height;
-out float v_dist;
+out vec4 v_data;              // uv, fade, height fraction: one varying (vertex output bandwidth)
 
 void main() {
 #if defined INSTANCE_MAT4
@@ -40,7 +36,7 @@ void main() {
 #endif
     if (grassBeyondDrawDistance(instanceXY, uGrassParams)) {
         gl_Position = vec4(0.0, 0.0, 2.0, 1.0);   // outside the clip volume: the blade is dropped
-        v_uv = vec2(0.0); v_fade = 0.0; v_height = 0.0; v_dist = 0.0;
+        v_data = vec4(0.0);
         return;
     }
     vec3 p = grassSway(in_position, instanceXY, uGrassParams);
@@ -53,11 +49,9 @@ void main() {
     vec3 world = i_pos + vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z) * scale;
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
-    v_uv = in_uv;
-    v_fade = grassFade(instanceXY, uGrassParams);
-    v_height = clamp((in_position.z - uGrassParams[3].x)
-                     / max(uGrassParams[3].y - uGrassParams[3].x, 0.001), 0.0, 1.0);
-    v_dist = distance(world, uCameraPos);
+    float height = clamp((in_position.z - uGrassParams[3].x)
+                         / max(uGrassParams[3].y - uGrassParams[3].x, 0.001), 0.0, 1.0);
+    v_data = vec4(in_uv, grassFade(instanceXY, uGrassParams), height);
 }
 
 #elif defined FRAGMENT_SHADER
@@ -65,11 +59,9 @@ void main() {
 
 uniform sampler2D uTexture;
 uniform float uAlphaRef;      // alpha test threshold (0.5 without multisampling)
+uniform vec2 uNearFar;        // camera near and far planes: fog distance from the depth buffer value
 
-in vec2 v_uv;
-in float v_fade;
-in float v_height;
-in float v_dist;
+in vec4 v_data;
 out vec4 f_color;
 
 // Ordered 4x4 dither: fades blades out between fade_start and the draw distance without blending.
@@ -80,6 +72,8 @@ float bayer4(vec2 p) {
 }
 
 void main() {
+    vec2 v_uv = v_data.xy;
+    float v_fade = v_data.z, v_height = v_data.w;
     vec4 tex = texture(uTexture, v_uv);
     if (v_fade <= bayer4(gl_FragCoord.xy)) discard;
     float a = tex.a;
@@ -93,6 +87,9 @@ void main() {
 #endif
     // grass is lit as an upward-facing surface, darker towards the root (self-shadowing)
     vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.7, 1.08, v_height);
-    f_color = vec4(applyFog(color, v_dist), a);
+    // view depth stands for the distance here (grass is near; it saves a varying per vertex)
+    float zn = gl_FragCoord.z * 2.0 - 1.0;
+    float dist = 2.0 * uNearFar.x * uNearFar.y / (uNearFar.y + uNearFar.x - zn * (uNearFar.y - uNearFar.x));
+    f_color = vec4(applyFog(color, dist), a);
 }
 #endif
