@@ -23,13 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
-from .meshes import MESH_ATTRS, GpuMesh
+from wowgrass.bundle import INSTANCE_DTYPE  # the contract's dtype; render only reads it
 
-try:  # the contract's dtype; the render layer only reads it
-    from wowgrass.bundle import INSTANCE_DTYPE
-except Exception:  # pragma: no cover - TEMP while bundle.py is written in parallel
-    INSTANCE_DTYPE = np.dtype([("pos", "<f4", 3), ("yaw", "<u2"), ("scale", "<u2")])
+from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from .meshes import GpuMesh
+
 assert INSTANCE_DTYPE.itemsize == 16
 
 INSTANCE_FORMAT = "3f 2u2/i"
@@ -246,8 +244,6 @@ class GrassField:
             return out
         if self._dirty:
             self._rebuild()
-        prog = self.program
-        s = self.settings
         if self.indirect and self.cull:
             vis = self.visible_groups(camera_xy, planes)
             sel = np.flatnonzero(vis)
@@ -275,7 +271,6 @@ class GrassField:
                 out.draw_calls += 1
                 out.instances += b.count
                 out.triangles += b.count * b.mesh.triangles
-        del prog, s
         return out
 
     def _use(self, b: GrassBatch, camera_xy, time):

@@ -229,7 +229,6 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
         if target is not None:
             cam.look_at(target)
         return cam
-    from .scene import tile_distance  # noqa: F401  (documents the tile maths used below)
     from .constants import TILE_SIZE, ZEROPOINT
 
     if camera is not None:  # X,Y only: at eye height above the ground there
