@@ -360,3 +360,30 @@ def test_instance_layouts_draw_the_same_grass(ctx):
     assert np.array_equal(frames["16"], frames["16p"])
     assert (frames["16"] != frames["mat4"]).any(axis=-1).mean() < 0.01
     mesh.release()
+
+
+def test_streaming_loads_near_tiles_and_unloads_far_ones(ctx):
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import Scene
+
+    tiles = [(30, 32), (31, 32), (32, 32), (33, 32), (34, 32)]
+    src = SyntheticSource(tiles=tiles, density=0.002)
+    tg = create_offscreen_target((32, 32), samples=0, ctx=ctx)
+    sc = Scene(ctx, make_programs(ctx), src, reach=300.0, hysteresis=200.0, threaded=True)
+    x = X0 - TILE_SIZE / 2
+
+    def settle(y):
+        sc.update((x, y, 0.0), block=True)
+
+    settle(tile_origin(30, 32)[1] - TILE_SIZE / 2)  # over tile 30: it and its neighbour are in reach
+    assert set(sc.tiles) == {(30, 32), (31, 32)}
+    made = sc.grass.buffers_created
+    assert {b.tile for b in sc.grass.batches} == {(30, 32), (31, 32)}
+    settle(tile_origin(34, 32)[1] - TILE_SIZE / 2)  # fly east to tile 34
+    assert set(sc.tiles) == {(33, 32), (34, 32)}
+    assert {b.tile for b in sc.grass.batches} == {(33, 32), (34, 32)}
+    assert set(sc.terrain.tiles) == {(33, 32), (34, 32)}
+    assert sc.grass.buffers_created == 2 * made  # the new tiles' buffers, made once each
+    sc.release()
+    tg.release()
