@@ -50,19 +50,28 @@ def _size(text):
 @click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
 @click.option("--samples", type=int, default=4, show_default=True, help="Multisampling (0 = off; alpha to coverage when on).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Render offscreen and write this PNG.")
-@click.option("--frames", type=int, help="Render N frames offscreen and print the frame statistics.")
+@click.option("--frames", type=int,
+              help="Render N frames offscreen and print the frame statistics (with --window: close the window after N frames).")
+@click.option("--window/--offscreen", "window", default=None,
+              help="Force a window (error without a display) or offscreen rendering; default: a window when a "
+                   "display exists and neither --output nor --frames is given.")
+@click.option("--quit-after", type=float, metavar="SECONDS", help="Window: close after this many seconds (implies --window).")
+@click.option("--screenshot", type=click.Path(dir_okay=False),
+              help="Window: write the last frame shown, read back from the window, to this PNG (implies --window).")
+@click.option("--vsync/--no-vsync", default=True, show_default=True, help="Window: wait for the display's refresh.")
 @click.option("--no-grass", is_flag=True, help="Start with grass off (r_grass 0; key G).")
 @click.option("--no-doodads", is_flag=True, help="Start with doodads off (r_doodads 0; key O).")
 @click.option("--no-terrain", is_flag=True, help="Start with terrain off (r_terrain 0; key T).")
 @click.option("--stats", is_flag=True, help="Print frame statistics (r_stats 1; key F3).")
 @json_option
 def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, time_, size, samples, output,
-         frames, no_grass, no_doodads, no_terrain, stats, as_json):
+         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
-    grass/doodads/terrain, F3 stats). --output or --frames render offscreen through EGL (what CI and
-    headless machines use). With no --data it shows the built-in sample world.
+    grass/doodads/terrain, F3 stats, Esc quits). --output or --frames render offscreen through EGL
+    (what CI and headless machines use). For scripted window runs: --window --frames N (or
+    --quit-after S) --screenshot PNG. With no --data it shows the built-in sample world.
     """
     from wowgrass.render.app import ViewOptions, run_view
     from wowgrass.terrain import parse_tile_arg
@@ -74,6 +83,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats,
+        window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
         log=lambda s: click.echo(s, err=True),
     )
     result = run_view(opts)
@@ -82,6 +92,13 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         return
     if "output" in result:
         click.echo(f"wrote {result['output']} ({result['size'][0]}x{result['size'][1]}, {result['renderer']})")
+    if "screenshot" in result:
+        click.echo(f"wrote {result['screenshot']} ({result['size'][0]}x{result['size'][1]}, window, {result['renderer']})")
+    if result.get("window"):
+        if (stats or frames or quit_after) and "stats_line" in result:
+            click.echo(f"{result['frames']} frame(s) in {result['seconds']:.1f} s ({result['fps']:.1f} fps): "
+                       f"{result['stats_line']}")
+        return
     if "frames" in result and (stats or frames):
         click.echo(f"{result['frames']} frame(s): {result['stats_line']}")
         cpu, gpu = result["cpu_ms"], result["gpu_ms"]

@@ -34,6 +34,9 @@ class ViewOptions:
     terrain: bool = True
     stats: bool = False
     window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
+    quit_after: float | None = None  # window: close after this many seconds
+    screenshot: str | None = None  # window: write the last frame shown (read from the window) here
+    vsync: bool = True  # window: swap interval 1
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
 
 
@@ -94,12 +97,23 @@ def run_view(opts: ViewOptions) -> dict:
     from .viewer import Toggles, Viewer, default_camera
 
     say = opts.log or (lambda s: print(s, file=sys.stderr))
-    offscreen_only = opts.output is not None or opts.frames is not None
-    want_window = opts.window if opts.window is not None else (has_display() and not offscreen_only)
-    if opts.window and not has_display():
-        raise UsageError("no display for a window (DISPLAY/WAYLAND_DISPLAY unset); use --output or --frames")
+    window_only = opts.quit_after is not None or opts.screenshot is not None
+    if opts.window is False and window_only:
+        raise UsageError("--quit-after and --screenshot are for the window; offscreen, use --output/--frames")
+    if opts.window or window_only:
+        if opts.output is not None:
+            raise UsageError("--output renders offscreen; to save the window's last frame use --screenshot")
+        if not has_display():
+            raise UsageError("no display for a window (DISPLAY/WAYLAND_DISPLAY unset); "
+                             "use --output PNG (or --frames N) to render offscreen")
+        want_window = True  # --frames then bounds the window run
+    else:
+        want_window = opts.window is None and has_display() and opts.output is None and opts.frames is None
+    if opts.quit_after is not None and not opts.quit_after > 0:
+        raise UsageError("--quit-after must be a positive number of seconds")
+    offscreen_only = not want_window
     output = opts.output
-    if not want_window and not offscreen_only:
+    if not want_window and output is None and opts.frames is None:
         output = "view.png"  # headless and nothing asked: one offscreen frame
     w, h = opts.size
     if w < 16 or h < 16 or w > 16384 or h > 16384:
@@ -111,7 +125,7 @@ def run_view(opts: ViewOptions) -> dict:
         if want_window and not offscreen_only:
             from .context import WindowTarget
 
-            target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}")
+            target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
         else:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
@@ -146,9 +160,14 @@ def run_view(opts: ViewOptions) -> dict:
         if scene.missing_textures:
             say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
         if want_window and not offscreen_only:
-            say("window: WASD move, mouse drag look, Shift fast, Q/E down/up, G grass, O doodads, "
-                "T terrain, C culling, F3 stats, Esc quit")
-            viewer.run_window(start_time=opts.time, on_stats=say)
+            say("window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, G grass, "
+                "O doodads, T terrain, C culling, F3 stats, Esc quit")
+            run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
+                                    quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
+            result.update(_window_result(run, viewer, target))
+            if opts.screenshot is not None and run.image is not None:
+                _write_png(opts.screenshot, run.image)
+                result["screenshot"] = str(Path(opts.screenshot).resolve())
             return result
         n = max(int(opts.frames or 1), 1)
         viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
@@ -179,6 +198,32 @@ def run_view(opts: ViewOptions) -> dict:
         except NameError:
             pass
         data.close()
+
+
+def _window_result(run, viewer, target) -> dict:
+    """The window session in the shape of the offscreen result (frames, statistics) plus its end state."""
+    out = {"window": True, "frames": run.frames, "seconds": run.seconds,
+           "fps": run.frames / run.seconds if run.seconds > 0 else None,
+           "size": list(target.size), "toggles": {k: bool(v) for k, v in vars(viewer.toggles).items()},
+           "camera_end": [float(v) for v in viewer.camera.position]}
+    if run.stats:
+        out["frame"] = run.stats[-1].as_dict()
+        out["cpu_ms"] = _summary([f.cpu_ms for f in run.stats])
+        out["gpu_ms"] = _summary([f.gpu_ms for f in run.stats])
+        out["stats_line"] = run.stats[-1].line()
+    return out
+
+
+def _write_png(path, rgb) -> None:
+    import io
+
+    from PIL import Image
+
+    from wowgrass.fileio import write_atomic
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb, "RGB").save(buf, format="PNG")
+    write_atomic(path, buf.getvalue())
 
 
 def _centre(src):

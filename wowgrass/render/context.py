@@ -95,53 +95,121 @@ def create_offscreen_target(size=(1280, 720), samples: int = 4, ctx=None) -> Ren
 
 
 class WindowTarget(RenderTarget):
-    """A glfw window; draws into a multisampled framebuffer and blits it to the window."""
+    """A glfw window. Frames are drawn into the target's own (multisampled) framebuffer, resolved
+    into a single-sampled colour-only one and blitted from there to the window's back buffer: a
+    colour-only source keeps the blit legal whatever depth/stencil/sample format the window got
+    (moderngl's ``copy_framebuffer`` blits depth too, which fails when the formats differ).
 
-    def __init__(self, size=(1280, 720), samples: int = 4, title: str = "wowgrass"):
+    The window is asked for OpenGL 4.6..4.3 core (indirect multi-draw), then 3.3 core, forward
+    compatible, with no depth, stencil or samples of its own. ``vsync`` sets the swap interval.
+    """
+
+    def __init__(self, size=(1280, 720), samples: int = 4, title: str = "wowgrass", *, vsync: bool = True,
+                 visible: bool = True):
         try:
             import glfw
         except ImportError as exc:  # pragma: no cover - glfw is a core dependency
-            raise GLUnavailableError(f"glfw is not importable: {exc}") from exc
+            raise GLUnavailableError(f"glfw is not importable: {exc}; use --output to render offscreen") from exc
         import moderngl
 
+        errors: list[str] = []
+        glfw.set_error_callback(lambda code, desc: errors.append(
+            desc.decode("utf-8", "replace") if isinstance(desc, bytes) else str(desc)))
+        where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "no display"
         if not glfw.init():
-            raise GLUnavailableError("glfw could not initialise the display")
+            raise GLUnavailableError(f"cannot open a window on {where}: "
+                                     + ("; ".join(errors) or "glfw could not initialise")
+                                     + "; use --output PNG (or --frames N) to render offscreen through EGL")
         self.glfw = glfw
         window = None
-        for major, minor in ((4, 3), (3, 3)):
+        for major, minor in ((4, 6), (4, 5), (4, 3), (3, 3)):
             glfw.default_window_hints()
             glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, major)
             glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, minor)
             glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
             glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+            glfw.window_hint(glfw.DOUBLEBUFFER, True)
+            glfw.window_hint(glfw.DEPTH_BITS, 0)  # depth and MSAA live in our own framebuffer
+            glfw.window_hint(glfw.STENCIL_BITS, 0)
+            glfw.window_hint(glfw.SAMPLES, 0)
+            glfw.window_hint(glfw.VISIBLE, bool(visible))
             window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
             if window:
                 break
         if not window:
             glfw.terminate()
-            raise GLUnavailableError("glfw could not open an OpenGL 3.3 window")
+            raise GLUnavailableError(f"cannot open an OpenGL 3.3 core window on {where}: "
+                                     + ("; ".join(dict.fromkeys(errors)) or "glfw gave no reason")
+                                     + "; use --output PNG (or --frames N) to render offscreen through EGL")
         self.window = window
         glfw.make_context_current(window)
-        glfw.swap_interval(0)
-        ctx = moderngl.create_context()
+        glfw.swap_interval(1 if vsync else 0)
+        try:
+            ctx = moderngl.create_context(require=330)
+        except Exception as exc:
+            glfw.destroy_window(window)
+            glfw.terminate()
+            raise GLUnavailableError(f"the window's OpenGL context is not usable: {exc}") from exc
+        self.title = title
         super().__init__(ctx, glfw.get_framebuffer_size(window), samples, owns_ctx=False)
+        # something other than undefined memory while the tiles load
+        ctx.screen.use()
+        ctx.clear(0.62, 0.74, 0.86, 1.0, viewport=(0, 0, *self.size))
+        glfw.swap_buffers(window)
+
+    def _make_fbos(self):
+        super()._make_fbos()
+        if self.samples:
+            self._present = self._resolve
+        else:
+            self._present = self.ctx.framebuffer([self.ctx.renderbuffer(self.size, 4)])
+
+    def _release_fbos(self):
+        seen = set()
+        for obj in (getattr(self, "_present", None), getattr(self, "_resolve", None), getattr(self, "fbo", None)):
+            if obj is not None and id(obj) not in seen:
+                seen.add(id(obj))
+                obj.release()
+        self._present = self._resolve = self.fbo = None
+
+    def framebuffer_size(self) -> tuple[int, int]:
+        return tuple(self.glfw.get_framebuffer_size(self.window))
 
     def resize_if_needed(self) -> bool:
-        size = tuple(self.glfw.get_framebuffer_size(self.window))
+        """Follow the window's framebuffer size (pixels, not screen units: HiDPI differs)."""
+        size = self.framebuffer_size()
         if size != self.size and size[0] > 0 and size[1] > 0:
-            self.fbo.release()
-            if self._resolve is not self.fbo:
-                self._resolve.release()
+            self._release_fbos()
             self.size = size
             self._make_fbos()
             return True
         return False
 
-    def present(self):
-        self.ctx.copy_framebuffer(self.ctx.screen, self.fbo)
+    def present(self, *, read_back: bool = False):
+        """Show the frame; with ``read_back`` return it as (H, W, 3) uint8 read from the window's
+        back buffer (glReadPixels on the default framebuffer) before the swap."""
+        ctx = self.ctx
+        ctx.copy_framebuffer(self._present, self.fbo)  # MSAA resolve (or plain copy)
+        ctx.copy_framebuffer(ctx.screen, self._present)
+        img = None
+        if read_back:
+            w, h = self.size
+            data = ctx.screen.read(viewport=(0, 0, w, h), components=3, alignment=1)
+            img = np.frombuffer(data, dtype=np.uint8).reshape(h, w, 3)[::-1].copy()
         self.glfw.swap_buffers(self.window)
+        return img
+
+    def read_rgba(self) -> np.ndarray:
+        self.ctx.copy_framebuffer(self._present, self.fbo)
+        data = self._present.read(components=4, alignment=1)
+        return np.frombuffer(data, dtype=np.uint8).reshape(self.size[1], self.size[0], 4)[::-1].copy()
 
     def release(self):
-        super().release()
+        if self.window is None:
+            return
+        self._release_fbos()
+        if self.owns_ctx:
+            self.ctx.release()
         self.glfw.destroy_window(self.window)
+        self.window = None
         self.glfw.terminate()
