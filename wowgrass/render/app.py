@@ -122,11 +122,19 @@ def run_view(opts: ViewOptions) -> dict:
     data, src = open_source(opts)
     t_load = _time.perf_counter()
     try:
-        if want_window and not offscreen_only:
-            from .context import WindowTarget
+        target = None
+        if want_window:
+            from .context import GLUnavailableError, WindowTarget
 
-            target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
-        else:
+            try:
+                target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
+            except GLUnavailableError as exc:
+                if opts.window or window_only:
+                    raise
+                # a DISPLAY that cannot be opened (stale ssh forwarding, no X server): as if headless
+                want_window, offscreen_only, output = False, True, "view.png"
+                say(f"no window ({exc}); rendering offscreen to {output}")
+        if target is None:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
         scene = Scene(target.ctx, progs, src)
@@ -159,7 +167,7 @@ def run_view(opts: ViewOptions) -> dict:
                 + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
         if scene.missing_textures:
             say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
-        if want_window and not offscreen_only:
+        if want_window:
             say("window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, G grass, "
                 "O doodads, T terrain, C culling, F3 stats, Esc quit")
             run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
@@ -193,10 +201,8 @@ def run_view(opts: ViewOptions) -> dict:
             scene.release()  # noqa: F821 - may not exist when the target failed
         except NameError:
             pass
-        try:
-            target.release()  # noqa: F821
-        except NameError:
-            pass
+        if target is not None:  # None when the window could not be opened
+            target.release()
         data.close()
 
 
