@@ -19,7 +19,10 @@ test: $(STAMP)  ## run the test suite
 
 demo: $(STAMP)  ## render the sample world to demo.png (1280x720), print frame stats; then a window if a display exists
 	$(PY) -m wowgrass view --output demo.png --size 1280x720 --camera 60,60 --frames 5 --stats
-	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(PY) -m wowgrass view --camera 60,60 --stats; fi
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+		echo "opening the window (Esc closes it)"; \
+		$(PY) -m wowgrass view --window --camera 60,60 --stats || echo "no window (see above); demo.png is written"; \
+	else echo "no DISPLAY: window step skipped (demo.png is the frame)"; fi
 
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache build *.egg-info
