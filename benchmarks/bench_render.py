@@ -4,11 +4,17 @@ Prints, per instance count:
   * viewer  - the viewer's path: camera at eye height inside a field of 0.35 instances per square
               unit (a bigger bundle is a bigger area, as a bigger zone is), per-chunk culling, one
               indirect multi-draw. CPU ms to build and submit a frame (target < 1 ms, flat as the
-              resident count grows), GPU ms (timer query), wall ms per frame (finish included).
+              resident count grows), GPU ms (timer query), wall ms per frame.
   * layout  - every instance drawn, no culling (one instanced draw, the reference methodology of
               docs/gpu.md): the bundle's 16-byte instances against the seed's 64-byte matrices on the
               same instances; GPU and wall ms and the 64/16 ratio (target >= 2x on the H200).
-and the sample world's zone at the requested size (target < 4 ms a frame on the H200).
+and the sample world's zone at the requested size (target < 4 ms a frame on the H200): the start
+view, the grass view, and the grass view walking forward (12 units/s at 60 fps).
+
+Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
+waits for the GPU's last frame. ``wall`` = the time of N consecutive frames (one ``finish`` at the
+end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' timer queries;
+``cpu`` = the median time to build and submit a frame.
 
     python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
     python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000 --json out.json
@@ -33,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wowgrass.render.camera import Camera  # noqa: E402
 from wowgrass.render.constants import GrassSettings  # noqa: E402
 from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.gputimer import GpuTimer  # noqa: E402
 from wowgrass.render.grass import INSTANCE_DTYPE, GrassField  # noqa: E402
 from wowgrass.render.meshes import GpuMesh, crossed_quads  # noqa: E402
 from wowgrass.render.programs import make_programs  # noqa: E402
@@ -74,21 +81,25 @@ def clump(kind: str = "ref18"):
     return m
 
 
-def frame(ctx, target, prog, field, cam, t, query):
+def frame(ctx, target, prog, field, cam, t, timer):
     import moderngl
 
     t0 = time.perf_counter()
     prog["uViewProj"].write(cam.view_proj_gl())
     prog["uNearFar"].value = (cam.near, cam.far)
-    with query:
-        target.fbo.use()
-        ctx.clear(0.62, 0.74, 0.86, 1.0, depth=1.0)
-        ctx.enable_only(moderngl.DEPTH_TEST)
-        counts = field.render((float(cam.position[0]), float(cam.position[1])), t, cam.frustum_planes())
+    timer.begin()
+    target.fbo.use()
+    ctx.clear(0.62, 0.74, 0.86, 1.0, depth=1.0)
+    ctx.enable_only(moderngl.DEPTH_TEST)
+    counts = field.render((float(cam.position[0]), float(cam.position[1])), t, cam.frustum_planes())
     cpu = (time.perf_counter() - t0) * 1000
-    ns = query.elapsed
-    gpu = ns / 1e6 if 0 <= ns < 0xFFFFFFFF else float("nan")
-    return cpu, gpu, counts
+    timer.end()  # reads the query of two frames earlier: CPU and GPU overlap
+    return cpu, counts
+
+
+def median(values):
+    v = [x for x in values if x == x]
+    return statistics.median(v) if v else float("nan")
 
 
 def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, settings):
@@ -96,21 +107,21 @@ def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, sett
     field = GrassField(ctx, prog, settings)
     field.cull = cull
     field.add(mesh, inst, layout=layout)
-    q = ctx.query(time=True)
-    frame(ctx, target, prog, field, cam, 0.0, q)  # warm-up
+    timer = GpuTimer(ctx)
+    frame(ctx, target, prog, field, cam, 0.0, timer)  # warm-up
+    timer.drain()
     ctx.finish()
-    cpus, gpus = [], []
+    cpus = []
+    first = timer.frame
     t0 = time.perf_counter()
     for i in range(frames):
-        c, g, counts = frame(ctx, target, prog, field, cam, i / 60.0, q)
+        c, counts = frame(ctx, target, prog, field, cam, i / 60.0, timer)
         cpus.append(c)
-        gpus.append(g)
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
+    gpus = [ms for f, ms in timer.drain() if f >= first]
     field.release()
-    del q
-    med = lambda v: statistics.median([x for x in v if x == x]) if any(x == x for x in v) else float("nan")  # noqa: E731
-    return {"cpu_ms": med(cpus), "gpu_ms": med(gpus), "wall_ms": wall, "submitted": counts.instances,
+    return {"cpu_ms": median(cpus), "gpu_ms": median(gpus), "wall_ms": wall, "submitted": counts.instances,
             "draw_calls": counts.draw_calls}
 
 
@@ -142,26 +153,40 @@ def bench_sample(size, frames, png_dir, samples, layout="16p"):
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, instance_layout=layout)
     scene = Scene(target.ctx, progs, src, instance_layout=layout)
     results = {}
-    for name, cam_xy in (("centre", None), ("grass_60_60", (60.0, 60.0))):
+    # the start view, the grass view, and the grass view walking forward at 12 units/s (60 fps):
+    # a moving camera changes the matrices and, now and then, the visible chunk set every frame
+    for name, cam_xy, walk in (("centre", None, 0.0), ("grass_60_60", (60.0, 60.0), 0.0),
+                               ("grass_walk", (60.0, 60.0), 0.2)):
         cam = default_camera(scene, src, camera=cam_xy)
         scene.update(cam.position, block=True)
         v = Viewer(target, scene, cam, Toggles())
-        v.render_frame(0.0)
+        for i in range(3):
+            v.render_frame(0.0)
+        v.drain_gpu_times()
         target.ctx.finish()
+        first = v.render_frame(0.0).frame + 1
+        v.drain_gpu_times()
+        target.ctx.finish()
+        start = cam.position.copy()
         fr = []
         t0 = time.perf_counter()
         for i in range(frames):
+            if walk:
+                cam.move(forward=walk)
             fr.append(v.render_frame(i / 60.0))
         target.ctx.finish()
         wall = (time.perf_counter() - t0) * 1000 / frames
-        if png_dir:
+        gp = [ms for f, ms in v.drain_gpu_times() if f >= first]
+        if png_dir and not walk:
             v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
-        gp = [f.gpu_ms for f in fr if f.gpu_ms == f.gpu_ms]
+        cam.position = start
         results[name] = {"cpu_ms": statistics.median(f.cpu_ms for f in fr),
-                         "gpu_ms": statistics.median(gp) if gp else None, "wall_ms": wall,
+                         "cpu_ms_max": max(f.cpu_ms for f in fr),
+                         "gpu_ms": median(gp) if gp else None, "gpu_ms_max": max(gp) if gp else None,
+                         "wall_ms": wall, "gpu_frames": len(gp),
                          "instances": fr[-1].instances, "draw_calls": fr[-1].draw_calls,
                          "triangles": fr[-1].triangles, "resident": scene.grass.total_instances,
-                         "camera": [round(float(c), 2) for c in cam.position]}
+                         "camera": [round(float(c), 2) for c in start]}
     scene.release()
     target.release()
     data.close()
@@ -173,6 +198,7 @@ def main(argv=None):
     ap.add_argument("--size", default="640x360", help="frame size WxH (default 640x360; 1920x1080 on a GPU)")
     ap.add_argument("--counts", default="100000,1000000,4000000")
     ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--sample-frames", type=int, default=None, help="frames per sample-zone view (default: --frames)")
     ap.add_argument("--layout-counts", default=None, help="counts for the no-culling layout runs (default: --counts)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
@@ -262,19 +288,21 @@ def main(argv=None):
 
     if not a.no_sample:
         print(f"\nsample world zone at {w}x{h} (terrain + doodads + grass, MSAA {a.samples}x, alpha to coverage):")
-        s = bench_sample((w, h), a.frames, a.png_dir, a.samples)
+        sf = a.sample_frames or a.frames
+        s = bench_sample((w, h), sf, a.png_dir, a.samples)
         out["sample"] = s
         # the first sample run after the big fields is sometimes slow to settle: time it again
-        s2 = bench_sample((w, h), a.frames, None, a.samples)
+        s2 = bench_sample((w, h), sf, None, a.samples)
         for k in s:
             s[k]["repeat"] = {"gpu_ms": s2[k]["gpu_ms"], "cpu_ms": s2[k]["cpu_ms"], "wall_ms": s2[k]["wall_ms"]}
+        fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
+        print(f"  ({sf} frames a view; cpu/gpu medians, wall = total / frames)")
         for name, r in s.items():
-            gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
             rep = r["repeat"]
-            print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms/frame  "
-                  f"draws {r['draw_calls']}  instances {r['instances']:,} of {r['resident']:,} resident  "
-                  f"triangles {r['triangles']:,}  | again: cpu {rep['cpu_ms']:.3f} gpu "
-                  + (f"{rep['gpu_ms']:.3f}" if rep["gpu_ms"] is not None else "n/a") + f" wall {rep['wall_ms']:.2f}")
+            print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
+                  f"  (max cpu {r['cpu_ms_max']:.3f} gpu {fmt(r['gpu_ms_max'])})  draws {r['draw_calls']}  "
+                  f"instances {r['instances']:,} of {r['resident']:,} resident  triangles {r['triangles']:,}"
+                  f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2))
     return out

@@ -186,10 +186,14 @@ def run_view(opts: ViewOptions) -> dict:
         target.ctx.finish()
         wall = (_time.perf_counter() - t0) * 1000.0 / n
         last = frames[-1]
+        # timer queries are read two frames late: collect the timed frames' GPU times now
+        gpu = {f: ms for f, ms in viewer.drain_gpu_times() if frames[0].frame <= f <= last.frame}
+        if last.frame in gpu:
+            last.gpu_frame, last.gpu_ms = last.frame, gpu[last.frame]
         result["frames"] = n
         result["frame"] = last.as_dict()
         result["cpu_ms"] = _summary([f.cpu_ms for f in frames])
-        result["gpu_ms"] = _summary([f.gpu_ms for f in frames])
+        result["gpu_ms"] = _summary(list(gpu.values()) or [float("nan")])
         result["wall_ms_per_frame"] = wall
         result["stats_line"] = last.line()
         if output is not None:

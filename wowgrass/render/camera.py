@@ -88,9 +88,7 @@ class Camera:
 
     def frustum_planes(self) -> np.ndarray:
         """(6, 4) planes (a, b, c, d), inside where a x + b y + c z + d >= 0 (Gribb-Hartmann)."""
-        m = self.view_proj()
-        planes = np.array([m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]])
-        return planes / np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+        return planes_of(self.view_proj())
 
     def move(self, forward: float = 0.0, right: float = 0.0, up: float = 0.0):
         self.position = self.position + self.forward * forward + self.right * right
@@ -99,6 +97,48 @@ class Camera:
     def turn(self, d_yaw: float, d_pitch: float):
         self.yaw = (self.yaw + d_yaw) % (2 * math.pi)
         self.pitch = float(np.clip(self.pitch + d_pitch, -1.55, 1.55))
+
+
+def planes_of(m: np.ndarray) -> np.ndarray:
+    """(6, 4) frustum planes of a view-projection matrix (see :meth:`Camera.frustum_planes`)."""
+    planes = np.array([m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]])
+    return planes / np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+
+
+class BoxSet:
+    """Axis-aligned boxes kept as contiguous (3, n) centre and half-extent arrays, for culling a
+    few thousand boxes a frame in well under 0.1 ms: a distance test first (cheap, removes most),
+    then the frustum planes on what is left (``n . c + |n| . e`` is the plane distance of the
+    box's positive vertex, as in :func:`aabb_visible`)."""
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray):
+        lo, hi = np.asarray(lo, np.float64).reshape(-1, 3), np.asarray(hi, np.float64).reshape(-1, 3)
+        self.centre = np.ascontiguousarray(((lo + hi) * 0.5).T)
+        self.extent = np.ascontiguousarray(((hi - lo) * 0.5).T)
+
+    def __len__(self) -> int:
+        return self.centre.shape[1]
+
+    def visible(self, planes, eye, max_dist: float, *, dims: int = 3, mask=None) -> np.ndarray:
+        """Sorted indices of the boxes nearer than ``max_dist`` to ``eye`` (in XY when ``dims`` is
+        2) and not wholly outside a frustum plane (none tested when ``planes`` is None)."""
+        c, e = self.centre, self.extent
+        d2 = None
+        for k in range(dims):
+            dk = np.abs(c[k] - float(eye[k]))
+            dk -= e[k]
+            np.maximum(dk, 0.0, out=dk)
+            dk *= dk
+            d2 = dk if d2 is None else np.add(d2, dk, out=d2)
+        near = d2 < max_dist * max_dist
+        if mask is not None:
+            near &= mask
+        idx = np.flatnonzero(near)
+        if planes is None or not len(idx):
+            return idx
+        n = np.ascontiguousarray(planes[:, :3])
+        dist = n @ c[:, idx] + np.abs(n) @ e[:, idx]
+        return idx[np.all(dist >= -planes[:, 3:4], axis=0)]
 
 
 def aabb_visible(planes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

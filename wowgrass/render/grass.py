@@ -25,6 +25,7 @@ import numpy as np
 
 from wowgrass.bundle import INSTANCE_DTYPE  # the contract's dtype; render only reads it
 
+from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
 from .meshes import GpuMesh
 
@@ -149,6 +150,7 @@ class GrassField:
         self._cmd_buffer = None
         self._dirty = True
         self.cull = True
+        self._params_uniform = program["uGrassParams"]
 
     # -- residency --
     def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GrassBatch | None:
@@ -187,11 +189,15 @@ class GrassField:
         return sum(b.count for b in self.batches)
 
     def _rebuild(self):
-        """Concatenate the group tables of all batches (on residency changes only)."""
-        bs = self.batches
+        """Concatenate the group tables of all batches (on residency changes only).
+
+        Batches are drawn grouped by model (one ``uGrassParams`` upload and one texture bind per
+        model and frame, not per tile) and their commands are laid out in that order."""
+        order = {}
+        bs = sorted(self.batches, key=lambda b: order.setdefault(id(b.mesh), len(order)))
+        self._order = bs
         g = [b.groups for b in bs]
         n = np.array([len(t.keys) for t in g], np.int64)
-        self._batch_of_group = np.repeat(np.arange(len(bs)), n)
         self._group_offsets = np.r_[0, np.cumsum(n)]
         if len(bs):
             keys = np.concatenate([t.keys for t in g])
@@ -208,11 +214,20 @@ class GrassField:
         lo_xy, hi_xy = chunk_bounds_xy(keys)
         self._lo = np.column_stack([lo_xy - pad_xy[:, None], z_lo])
         self._hi = np.column_stack([hi_xy + pad_xy[:, None], z_hi])
+        # culled per chunk (all models of a chunk in one box), then mapped back to the groups
+        ukeys, self._chunk_of_group = np.unique(keys, return_inverse=True)
+        clo = np.full((len(ukeys), 3), np.inf)
+        chi = np.full((len(ukeys), 3), -np.inf)
+        np.minimum.at(clo, self._chunk_of_group, self._lo)
+        np.maximum.at(chi, self._chunk_of_group, self._hi)
+        self._chunks = BoxSet(clo, chi)
         cmds = np.zeros(len(keys), CMD_DTYPE)
         cmds["count"] = np.repeat([b.mesh.index_count for b in bs], n) if len(bs) else 0
         cmds["instances"] = count
         cmds["base_instance"] = first
         self._all_cmds = cmds
+        self._sel = None  # visible groups of the last frame (None: commands not written yet)
+        self._all_draws = [(b, None, 0, b.count) for b in bs]
         if self.indirect and len(keys):
             if not self._cmd_buffers or self._cmd_buffers[0].size < cmds.nbytes:
                 for b in self._cmd_buffers:
@@ -225,17 +240,28 @@ class GrassField:
         """Bool per resident chunk group: within the draw distance (and the frustum, when given)."""
         if self._dirty:
             self._rebuild()
-        lo, hi = self._lo, self._hi
-        cx, cy = camera_xy
-        dx = np.maximum(np.maximum(lo[:, 0] - cx, cx - hi[:, 0]), 0.0)
-        dy = np.maximum(np.maximum(lo[:, 1] - cy, cy - hi[:, 1]), 0.0)
-        vis = dx * dx + dy * dy < self.settings.draw_distance ** 2
-        if planes is not None and vis.any():
-            idx = np.flatnonzero(vis)
-            from .camera import aabb_visible
+        chunks = np.zeros(len(self._chunks), bool)
+        chunks[self._chunks.visible(planes, camera_xy, self.settings.draw_distance, dims=2)] = True
+        return chunks[self._chunk_of_group]
 
-            vis[idx] = aabb_visible(planes, lo[idx], hi[idx])
-        return vis
+    def _visible_draws(self, camera_xy, planes):
+        """(batch, first command, commands, instances) per batch with visible chunks; the command
+        buffer is rewritten only when the visible set changes (no per-instance work either way)."""
+        sel = np.flatnonzero(self.visible_groups(camera_xy, planes))
+        if self._sel is not None and np.array_equal(sel, self._sel):
+            return self._draws
+        self._sel = sel
+        cmds = self._all_cmds[sel]
+        if len(cmds):
+            self._cmd_frame = (self._cmd_frame + 1) % CMD_RING
+            self._cmd_buffer = self._cmd_buffers[self._cmd_frame]
+            self._cmd_buffer.write(cmds.tobytes())
+        # commands are ordered by batch: offsets by binary search
+        starts = np.searchsorted(sel, self._group_offsets)
+        inst = np.r_[0, np.cumsum(cmds["instances"], dtype=np.int64)][starts]
+        self._draws = [(b, int(starts[i]), int(starts[i + 1] - starts[i]), int(inst[i + 1] - inst[i]))
+                       for i, b in enumerate(self._order) if starts[i + 1] > starts[i]]
+        return self._draws
 
     def render(self, camera_xy, time: float, planes=None) -> FrameCounts:
         """Draw every resident batch; per-chunk culled with indirect draws where available."""
@@ -244,36 +270,23 @@ class GrassField:
             return out
         if self._dirty:
             self._rebuild()
-        if self.indirect and self.cull:
-            vis = self.visible_groups(camera_xy, planes)
-            sel = np.flatnonzero(vis)
-            cmds = self._all_cmds[sel]
-            self._cmd_frame = (self._cmd_frame + 1) % CMD_RING
-            self._cmd_buffer = self._cmd_buffers[self._cmd_frame]
-            if len(cmds):
-                self._cmd_buffer.write(cmds.tobytes())
-            # commands are ordered by batch: offsets by binary search, no per-instance work
-            starts = np.searchsorted(sel, self._group_offsets)
-            for i, b in enumerate(self.batches):
-                k0, k1 = int(starts[i]), int(starts[i + 1])
-                if k1 == k0:
-                    continue
-                self._use(b, camera_xy, time)
-                b.vao.render_indirect(self._cmd_buffer, count=k1 - k0, first=k0)
-                n = int(cmds["instances"][k0:k1].sum())
-                out.draw_calls += 1
-                out.instances += n
-                out.triangles += n * b.mesh.triangles
-        else:
-            for b in self.batches:
-                self._use(b, camera_xy, time)
-                b.vao.render(instances=b.count)
-                out.draw_calls += 1
-                out.instances += b.count
-                out.triangles += b.count * b.mesh.triangles
+        indirect = self.indirect and self.cull
+        draws = self._visible_draws(camera_xy, planes) if indirect else self._all_draws
+        # one uGrassParams per model: the frame's camera and time, the model's z range
+        params = self.settings.params(camera_xy, time, 0.0, 0.0)
+        u = self._params_uniform
+        mesh = None
+        for b, k0, k, n in draws:
+            if b.mesh is not mesh:
+                mesh = b.mesh
+                params[3, 0], params[3, 1] = mesh.z_min, mesh.z_max
+                u.write(params.tobytes())
+                mesh.texture.use(location=0)
+            if indirect:
+                b.vao.render_indirect(self._cmd_buffer, count=k, first=k0)
+            else:
+                b.vao.render(instances=n)
+            out.draw_calls += 1
+            out.instances += n
+            out.triangles += n * b.mesh.triangles
         return out
-
-    def _use(self, b: GrassBatch, camera_xy, time):
-        params = self.settings.params(camera_xy, time, b.mesh.z_min, b.mesh.z_max)
-        self.program["uGrassParams"].write(params.tobytes())
-        b.mesh.texture.use(location=0)

@@ -68,6 +68,7 @@ class Scene:
         self.doodads = DoodadSet(ctx, programs["doodad"])
         self.terrain = TerrainSet(ctx, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
+        self.version = 0  # bumped when a tile is uploaded or released (per-frame caches key on it)
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
         self._mesh_data: dict[str, MeshData | None] = {}  # CPU cache, shared with the worker
         self._mesh_lock = threading.Lock()
@@ -152,11 +153,13 @@ class Scene:
                 self.doodads.add(mesh, mats, tile=key)
                 n_dood += len(mats)
         self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing)
+        self.version += 1
 
     def _unload(self, key):
         t = self.tiles.pop(key, None)
         if t is None:
             return
+        self.version += 1
         self.terrain.remove(key)
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)

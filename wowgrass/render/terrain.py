@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .camera import BoxSet
 from .constants import UNIT_SIZE
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
@@ -212,14 +213,18 @@ class TerrainSet:
     def _rebuild(self):
         ts = list(self.tiles.values())
         self._order = ts
+        self._sel = None  # the visible chunk set of the last frame (None: commands not written yet)
         if ts:
-            self._lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
-            self._hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
+            lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
+            hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
+            self._boxes = BoxSet(lo, hi)
             cmds = np.zeros(256 * len(ts), TERRAIN_CMD)
             cmds["count"] = np.concatenate([t.chunk_count for t in ts])
             cmds["first_index"] = np.concatenate([t.chunk_first for t in ts])
             cmds["instances"] = 1
             self._cmds = cmds
+            self._drawable = cmds["count"] > 0
+            self._tile_starts = np.arange(len(ts) + 1) * 256
             if self.indirect and (not self._ring or self._ring[0].size < cmds.nbytes):
                 for b in self._ring:
                     b.release()
@@ -227,41 +232,37 @@ class TerrainSet:
         self._dirty = False
 
     def render(self, planes, eye, far: float) -> tuple[int, int]:
-        """Draw the visible chunks; returns (draw calls, triangles)."""
-        from .camera import aabb_visible
+        """Draw the visible chunks; returns (draw calls, triangles).
 
+        The indirect commands are rewritten only when the set of visible chunks changes (into the
+        next buffer of a small ring, never one the GPU may still read); otherwise a frame is the
+        culling test and one multi-draw per tile."""
         if not self.tiles:
             return 0, 0
         if self._dirty:
             self._rebuild()
-        lo, hi = self._lo, self._hi
-        near = np.maximum(np.maximum(lo - eye, eye - hi), 0.0)
-        vis = np.einsum("ij,ij->i", near, near) < far * far
-        vis &= self._cmds["count"] > 0
-        idx = np.flatnonzero(vis)
-        vis[idx] = aabb_visible(planes, lo[idx], hi[idx])
-        calls = tris = 0
+        sel = self._boxes.visible(planes, eye, far, mask=self._drawable)
+        if self._sel is None or self._sel_indirect != self.indirect or not np.array_equal(sel, self._sel):
+            self._sel, self._sel_indirect = sel, self.indirect
+            cmds = self._cmds[sel]
+            starts = np.searchsorted(sel, self._tile_starts)
+            self._draws = [(t, int(starts[i]), int(starts[i + 1] - starts[i]))
+                           for i, t in enumerate(self._order) if starts[i + 1] > starts[i]]
+            self._tris = int(cmds["count"].sum()) // 3
+            if self.indirect and len(cmds):
+                self._frame = (self._frame + 1) % self.RING
+                self._buf = self._ring[self._frame]
+                self._buf.write(cmds.tobytes())
+            else:  # whole tiles where a chunk of theirs is visible
+                self._tris = sum(t.arrays_triangles for t, _, _ in self._draws)
         if not self.indirect:
-            per_tile = vis.reshape(-1, 256).any(axis=1)
-            for t, v in zip(self._order, per_tile):
-                if v:
-                    t.render()
-                    calls += 1
-                    tris += t.arrays_triangles
-            return calls, tris
-        sel = np.flatnonzero(vis)
-        cmds = self._cmds[sel]
-        self._frame = (self._frame + 1) % self.RING
-        buf = self._ring[self._frame]
-        if len(cmds):
-            buf.write(cmds.tobytes())
-        starts = np.searchsorted(sel, np.arange(len(self._order) + 1) * 256)
-        for i, t in enumerate(self._order):
-            k0, k1 = int(starts[i]), int(starts[i + 1])
-            if k1 > k0:
-                t.render(buf, k0, k1 - k0)
-                calls += 1
-        return calls, int(cmds["count"].sum()) // 3
+            for t, _, _ in self._draws:
+                t.render()
+            return len(self._draws), self._tris
+        buf = self._buf if self._draws else None
+        for t, k0, n in self._draws:
+            t.render(buf, k0, n)
+        return len(self._draws), self._tris
 
     def release(self):
         for t in self.tiles.values():

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import time as _time
+from collections import deque
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .camera import Camera
+from .camera import Camera, planes_of
 from .constants import EYE_HEIGHT
+from .gputimer import GpuTimer
 
 SUN_DIR = np.array([0.45, -0.35, 0.82])
 SUN_DIR = SUN_DIR / np.linalg.norm(SUN_DIR)
@@ -31,6 +33,8 @@ class FrameStats:
     triangles: int = 0
     grass_instances: int = 0
     resident_tiles: int = 0
+    frame: int = -1  # index of this frame (the viewer's count)
+    gpu_frame: int = -1  # the frame gpu_ms measured: timer queries are read 2 frames late (no stall)
 
     def line(self) -> str:
         gpu = f"{self.gpu_ms:7.3f}" if self.gpu_ms == self.gpu_ms else "    n/a"
@@ -62,7 +66,10 @@ class Viewer:
         self.fog = fog
         self.camera.aspect = target.size[0] / target.size[1]
         self.camera.far = max(fog[1] * 1.1, 500.0)
-        self._query = self.ctx.query(time=True) if time_query else None
+        self._timer = GpuTimer(self.ctx) if time_query else None
+        self.gpu_times: deque = deque(maxlen=4096)  # (frame, gpu ms) as the timer queries come back
+        self._frame = 0
+        self._frame_cache: dict = {}  # last per-frame values: uniforms are written only on change
         self._uniforms_set = False
         self.alpha_to_coverage = target.samples > 0
         for prog in scene.programs.values():
@@ -83,35 +90,44 @@ class Viewer:
             prog[name].value = value
 
     def render_frame(self, t: float) -> FrameStats:
-        """Draw one frame at scene time ``t`` (seconds) into the target's framebuffer."""
+        """Draw one frame at scene time ``t`` (seconds) into the target's framebuffer.
+
+        ``gpu_ms`` of the returned stats is the GPU time of frame ``gpu_frame``, two frames
+        earlier (NaN until known): the CPU does not wait for the GPU. :meth:`drain_gpu_times`
+        collects the rest."""
         import moderngl
 
         ctx, cam, tg, sc = self.ctx, self.camera, self.toggles, self.scene
         t0 = _time.perf_counter()
-        st = FrameStats(resident_tiles=len(sc.tiles))
+        st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame)
+        self._frame += 1
+        cache = self._frame_cache
+        px, py, pz = (float(v) for v in cam.position)
         # fog and far plane open up with height above the ground (fly-overs stay readable)
-        ground = sc.ground_height(float(cam.position[0]), float(cam.position[1]))
-        above = max(float(cam.position[2]) - ground, 0.0) if ground is not None else 0.0
+        key = (px, py, sc.version)
+        if cache.get("ground_key") != key:
+            cache["ground_key"], cache["ground"] = key, sc.ground_height(px, py)
+        ground = cache["ground"]
+        above = max(pz - ground, 0.0) if ground is not None else 0.0
         fog = (self.fog[0] + above, self.fog[1] + 1.5 * above)
         cam.far = max(fog[1] * 1.1, 500.0)
-        vp = cam.view_proj_gl()
-        eye = tuple(float(v) for v in cam.position)
-        planes = cam.frustum_planes()
-        for prog in sc.programs.values():
-            self._set(prog, "uCameraPos", eye)
-            self._set(prog, "uFog", fog)
-            self._set(prog, "uNearFar", (cam.near, cam.far))
-            if "uViewProj" in prog:
-                prog["uViewProj"].write(vp)
-        if self._query is not None:
-            self._query.mglo.begin()
-        tg_fbo = self.target.fbo
-        tg_fbo.use()
+        key = (px, py, pz, cam.yaw, cam.pitch, cam.fov_y, cam.aspect, cam.near, cam.far)
+        if cache.get("cam_key") != key:  # the same camera gives the same matrices
+            m = cam.view_proj()
+            cache["cam_key"], cache["vp"], cache["planes"] = key, m.T.astype("f4").tobytes(), planes_of(m)
+        vp, planes = cache["vp"], cache["planes"]
+        self._uniforms("uCameraPos", (px, py, pz))
+        self._uniforms("uFog", fog)
+        self._uniforms("uNearFar", (cam.near, cam.far))
+        self._uniforms("uViewProj", vp)
+        if self._timer is not None:
+            self._timer.begin()
+        self.target.fbo.use()
         ctx.viewport = (0, 0, *self.target.size)
         ctx.clear(*SKY, 1.0, depth=1.0)
         ctx.enable_only(moderngl.DEPTH_TEST)
         if tg.terrain:
-            calls, tris = sc.terrain.render(planes, np.asarray(cam.position, np.float64), cam.far)
+            calls, tris = sc.terrain.render(planes, cam.position, cam.far)
             st.draw_calls += calls
             st.triangles += tris
         if tg.doodads:
@@ -123,20 +139,42 @@ class Viewer:
             if self.alpha_to_coverage:
                 ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
             sc.grass.cull = tg.cull
-            g = sc.grass.render((float(cam.position[0]), float(cam.position[1])), t, planes)
+            g = sc.grass.render((px, py), t, planes)
             if self.alpha_to_coverage:
                 ctx.disable_direct(0x809E)
             st.draw_calls += g.draw_calls
             st.instances += g.instances
             st.grass_instances = g.instances
             st.triangles += g.triangles
-        if self._query is not None:
-            self._query.mglo.end()
         st.cpu_ms = (_time.perf_counter() - t0) * 1000.0
-        if self._query is not None:
-            ns = self._query.elapsed  # waits for the GPU; read as a 32-bit value by moderngl
-            st.gpu_ms = ns / 1e6 if 0 <= ns < 0xFFFFFFFF else float("nan")  # saturated: unknown
+        st.gpu_ms = float("nan")
+        if self._timer is not None:
+            done = self._timer.end()  # frames >= 2 behind: normally finished, no wait
+            self.gpu_times.extend(done)
+            if done:
+                st.gpu_frame, st.gpu_ms = done[-1]
         return st
+
+    def drain_gpu_times(self) -> deque:
+        """Wait for the frames in flight and return ``gpu_times``: (frame, GPU ms), oldest first."""
+        if self._timer is not None:
+            self.gpu_times.extend(self._timer.drain())
+        return self.gpu_times
+
+    def _uniforms(self, name, value):
+        """Set ``name`` on every program that has it, only when the value changed."""
+        cache = self._frame_cache
+        if cache.get(name) == value:
+            return
+        cache[name] = value
+        handles = cache.get(("handles", name))
+        if handles is None:
+            handles = cache[("handles", name)] = [p[name] for p in self.scene.programs.values() if name in p]
+        for u in handles:
+            if isinstance(value, bytes):
+                u.write(value)
+            else:
+                u.value = value
 
     def read_rgba(self) -> np.ndarray:
         return self.target.read_rgba()

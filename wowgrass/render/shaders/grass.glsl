@@ -34,12 +34,17 @@ void main() {
 #else
     vec2 instanceXY = i_pos.xy;
 #endif
-    if (grassBeyondDrawDistance(instanceXY, uGrassParams)) {
+    // the instance's distance once: draw-distance drop and fade (the same sway.glsl math as
+    // grassBeyondDrawDistance / grassFade), the height fraction once: sway weight and shading
+    float d = distance(instanceXY, uGrassParams[0].xy);
+    if (d >= uGrassParams[0].w) {
         gl_Position = vec4(0.0, 0.0, 2.0, 1.0);   // outside the clip volume: the blade is dropped
         v_data = vec4(0.0);
         return;
     }
-    vec3 p = grassSway(in_position, instanceXY, uGrassParams);
+    float height = grassHeightFraction(in_position.z, uGrassParams);
+    vec3 p = in_position;
+    p.xy += grassSwayOffset(height, instanceXY, uGrassParams);
 #if defined INSTANCE_MAT4
     vec3 world = (i_instance * vec4(p, 1.0)).xyz;
 #else
@@ -49,9 +54,7 @@ void main() {
     vec3 world = i_pos + vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z) * scale;
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
-    float height = clamp((in_position.z - uGrassParams[3].x)
-                         / max(uGrassParams[3].y - uGrassParams[3].x, 0.001), 0.0, 1.0);
-    v_data = vec4(in_uv, grassFade(instanceXY, uGrassParams), height);
+    v_data = vec4(in_uv, grassFadeAt(d, uGrassParams), height);
 }
 
 #elif defined FRAGMENT_SHADER
@@ -65,17 +68,20 @@ in vec4 v_data;
 out vec4 f_color;
 
 // Ordered 4x4 dither: fades blades out between fade_start and the draw distance without blending.
+// The Bayer matrix (0 8 2 10 / 12 4 14 6 / 3 11 1 9 / 15 7 13 5) from the bits of x ^ y and y,
+// with no local array (which some drivers place in memory).
 float bayer4(vec2 p) {
-    ivec2 q = ivec2(mod(p, 4.0));
-    int m[16] = int[16](0, 8, 2, 10, 12, 4, 14, 6, 3, 11, 1, 9, 15, 7, 13, 5);
-    return (float(m[q.y * 4 + q.x]) + 0.5) / 16.0;
+    uvec2 q = uvec2(p) & 3u;
+    uint a = q.x ^ q.y;
+    uint m = ((a & 1u) << 3) | ((q.y & 1u) << 2) | (a & 2u) | ((q.y & 2u) >> 1);
+    return (float(m) + 0.5) / 16.0;
 }
 
 void main() {
     vec2 v_uv = v_data.xy;
     float v_fade = v_data.z, v_height = v_data.w;
     vec4 tex = texture(uTexture, v_uv);
-    if (v_fade <= bayer4(gl_FragCoord.xy)) discard;
+    if (v_fade < 1.0 && v_fade <= bayer4(gl_FragCoord.xy)) discard;   // bayer4 < 1: only fading blades
     float a = tex.a;
 #ifdef GRASS_A2C
     // alpha to coverage: sharpen alpha around the reference so edges stay crisp but antialiased
