@@ -142,7 +142,35 @@ def overview_camera(n, aspect):
     return cam
 
 
-def bench_sample(size, frames, png_dir, samples, layout="16p"):
+def time_viewer(v, target, frames, walk=0.0):
+    """Pipelined frames of a viewer: cpu/gpu medians and maxima, wall = total / frames."""
+    cam = v.camera
+    for _ in range(3):
+        v.render_frame(0.0)
+    first = v.render_frame(0.0).frame + 1
+    v.drain_gpu_times()
+    target.ctx.finish()
+    start = cam.position.copy()
+    fr = []
+    t0 = time.perf_counter()
+    for i in range(frames):
+        if walk:
+            cam.move(forward=walk)
+        fr.append(v.render_frame(i / 60.0))
+    target.ctx.finish()
+    wall = (time.perf_counter() - t0) * 1000 / frames
+    gp = [ms for f, ms in v.drain_gpu_times() if f >= first]
+    cam.position = start
+    return {"cpu_ms": statistics.median(f.cpu_ms for f in fr), "cpu_ms_max": max(f.cpu_ms for f in fr),
+            "gpu_ms": median(gp) if gp else None, "gpu_ms_max": max(gp) if gp else None,
+            "wall_ms": wall, "gpu_frames": len(gp), "instances": fr[-1].instances,
+            "draw_calls": fr[-1].draw_calls, "triangles": fr[-1].triangles}
+
+
+def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, profile=False):
+    """The sample world: the start view, the grass view, the grass view walking forward at
+    12 units/s (60 fps; the matrices and now and then the visible chunk set change every frame).
+    ``parts``: also the grass view with only terrain, only doodads, only grass (GPU time of each)."""
     from wowgrass.render.app import ViewOptions, open_source
     from wowgrass.render.scene import Scene
     from wowgrass.render.viewer import Toggles, Viewer, default_camera
@@ -153,40 +181,33 @@ def bench_sample(size, frames, png_dir, samples, layout="16p"):
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, instance_layout=layout)
     scene = Scene(target.ctx, progs, src, instance_layout=layout)
     results = {}
-    # the start view, the grass view, and the grass view walking forward at 12 units/s (60 fps):
-    # a moving camera changes the matrices and, now and then, the visible chunk set every frame
     for name, cam_xy, walk in (("centre", None, 0.0), ("grass_60_60", (60.0, 60.0), 0.0),
                                ("grass_walk", (60.0, 60.0), 0.2)):
         cam = default_camera(scene, src, camera=cam_xy)
         scene.update(cam.position, block=True)
         v = Viewer(target, scene, cam, Toggles())
-        for i in range(3):
-            v.render_frame(0.0)
-        v.drain_gpu_times()
-        target.ctx.finish()
-        first = v.render_frame(0.0).frame + 1
-        v.drain_gpu_times()
-        target.ctx.finish()
-        start = cam.position.copy()
-        fr = []
-        t0 = time.perf_counter()
-        for i in range(frames):
-            if walk:
-                cam.move(forward=walk)
-            fr.append(v.render_frame(i / 60.0))
-        target.ctx.finish()
-        wall = (time.perf_counter() - t0) * 1000 / frames
-        gp = [ms for f, ms in v.drain_gpu_times() if f >= first]
+        r = results[name] = time_viewer(v, target, frames, walk)
+        r["resident"] = scene.grass.total_instances
+        r["camera"] = [round(float(c), 2) for c in cam.position]
         if png_dir and not walk:
+            v.render_frame(0.0)
             v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
-        cam.position = start
-        results[name] = {"cpu_ms": statistics.median(f.cpu_ms for f in fr),
-                         "cpu_ms_max": max(f.cpu_ms for f in fr),
-                         "gpu_ms": median(gp) if gp else None, "gpu_ms_max": max(gp) if gp else None,
-                         "wall_ms": wall, "gpu_frames": len(gp),
-                         "instances": fr[-1].instances, "draw_calls": fr[-1].draw_calls,
-                         "triangles": fr[-1].triangles, "resident": scene.grass.total_instances,
-                         "camera": [round(float(c), 2) for c in start]}
+        if profile and name == "grass_60_60":  # where a frame's CPU time goes (Python or GL calls)
+            import cProfile
+            import pstats
+
+            pr = cProfile.Profile()
+            pr.enable()
+            for i in range(frames):
+                v.render_frame(i / 60.0)
+            pr.disable()
+            target.ctx.finish()
+            print(f"  profile of {frames} frames of the grass view (tottime, s):")
+            pstats.Stats(pr).sort_stats("tottime").print_stats(14)
+        if parts and name == "grass_60_60":
+            for part in ("terrain", "doodads", "grass"):
+                v.toggles = Toggles(**{k: k == part for k in ("terrain", "doodads", "grass")})
+                results[f"only_{part}"] = time_viewer(v, target, frames)
     scene.release()
     target.release()
     data.close()
@@ -204,6 +225,7 @@ def main(argv=None):
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
     ap.add_argument("--variants", action="store_true",
                     help="also time instance-attribute variants and sample-zone settings (MSAA, anisotropy)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the sample zone's grass view (CPU per call)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--png-dir", help="write sample-zone frames here")
     a = ap.parse_args(argv)
@@ -289,15 +311,19 @@ def main(argv=None):
     if not a.no_sample:
         print(f"\nsample world zone at {w}x{h} (terrain + doodads + grass, MSAA {a.samples}x, alpha to coverage):")
         sf = a.sample_frames or a.frames
-        s = bench_sample((w, h), sf, a.png_dir, a.samples)
+        s = bench_sample((w, h), sf, a.png_dir, a.samples, parts=True, profile=a.profile)
         out["sample"] = s
         # the first sample run after the big fields is sometimes slow to settle: time it again
         s2 = bench_sample((w, h), sf, None, a.samples)
-        for k in s:
+        for k in s2:
             s[k]["repeat"] = {"gpu_ms": s2[k]["gpu_ms"], "cpu_ms": s2[k]["cpu_ms"], "wall_ms": s2[k]["wall_ms"]}
         fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
         print(f"  ({sf} frames a view; cpu/gpu medians, wall = total / frames)")
         for name, r in s.items():
+            if name.startswith("only_"):
+                print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} "
+                      f"ms/frame  (grass view, the other parts off)")
+                continue
             rep = r["repeat"]
             print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
                   f"  (max cpu {r['cpu_ms_max']:.3f} gpu {fmt(r['gpu_ms_max'])})  draws {r['draw_calls']}  "

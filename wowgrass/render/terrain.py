@@ -236,7 +236,7 @@ class TerrainSet:
 
         The indirect commands are rewritten only when the set of visible chunks changes (into the
         next buffer of a small ring, never one the GPU may still read); otherwise a frame is the
-        culling test and one multi-draw per tile."""
+        culling test and one multi-draw per tile. ``eye``: (3,) float64 camera position."""
         if not self.tiles:
             return 0, 0
         if self._dirty:
@@ -244,10 +244,22 @@ class TerrainSet:
         sel = self._boxes.visible(planes, eye, far, mask=self._drawable)
         if self._sel is None or self._sel_indirect != self.indirect or not np.array_equal(sel, self._sel):
             self._sel, self._sel_indirect = sel, self.indirect
-            cmds = self._cmds[sel]
-            starts = np.searchsorted(sel, self._tile_starts)
-            self._draws = [(t, int(starts[i]), int(starts[i + 1] - starts[i]))
-                           for i, t in enumerate(self._order) if starts[i + 1] > starts[i]]
+            # front to back (nearest tile first, nearest chunk first within it): early depth
+            # rejection of hidden terrain; the order is refreshed whenever the visible set changes
+            tile = sel // 256
+            d = np.einsum("ij,ij->j", self._boxes.centre[:, sel] - eye[:, None], self._boxes.centre[:, sel] - eye[:, None])
+            nearest = np.full(len(self._order), np.inf)
+            np.minimum.at(nearest, tile, d)
+            rank = np.empty(len(nearest), np.int64)
+            rank[np.argsort(nearest, kind="stable")] = np.arange(len(nearest))
+            order = np.lexsort((d, rank[tile]))
+            cmds = self._cmds[sel[order]]
+            per_tile = np.bincount(tile, minlength=len(self._order))
+            self._draws, k0 = [], 0
+            for i in np.argsort(nearest, kind="stable"):
+                if per_tile[i]:
+                    self._draws.append((self._order[i], k0, int(per_tile[i])))
+                    k0 += int(per_tile[i])
             self._tris = int(cmds["count"].sum()) // 3
             if self.indirect and len(cmds):
                 self._frame = (self._frame + 1) % self.RING
