@@ -387,3 +387,16 @@ def test_streaming_loads_near_tiles_and_unloads_far_ones(ctx):
     assert sc.grass.buffers_created == 2 * made  # the new tiles' buffers, made once each
     sc.release()
     tg.release()
+
+
+def test_grass_mesh_stream_packs_position_bits_and_half_uv():
+    # one 16-byte attribute per vertex: xyz float32 bits, then u and v as float16 (u low)
+    from wowgrass.render.meshes import crossed_quads
+
+    m = crossed_quads()
+    raw = np.frombuffer(m.packed_pos_uv(), np.uint32).reshape(-1, 4)
+    assert raw.shape == (len(m.positions), 4)
+    np.testing.assert_array_equal(raw[:, :3].view(np.float32), m.positions)
+    u = (raw[:, 3] & 0xFFFF).astype(np.uint16).view(np.float16)
+    v = (raw[:, 3] >> 16).astype(np.uint16).view(np.float16)
+    np.testing.assert_allclose(np.stack([u, v], 1).astype(np.float32), m.uvs, atol=1e-3)

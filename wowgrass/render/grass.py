@@ -116,7 +116,8 @@ class GrassBatch:
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
-        self.vao = ctx.vertex_array(program, [(mesh.vbo, "3f 12x 2f", "in_position", "in_uv"), inst_fmt],
+        self.vao = ctx.vertex_array(program, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"),
+                                              inst_fmt],
                                     index_buffer=mesh.ibo, index_element_size=4)
 
     def release(self):

@@ -13,6 +13,7 @@ import numpy as np
 
 MESH_FORMAT = "3f 3f 2f"
 MESH_ATTRS = ("in_position", "in_normal", "in_uv")
+GRASS_MESH_FORMAT = "4u4"  # in_mesh: position float bits + half2 UV
 
 
 @dataclass
@@ -64,6 +65,13 @@ class MeshData:
     def interleaved(self) -> bytes:
         v = np.zeros(len(self.positions), [("p", "<f4", 3), ("n", "<f4", 3), ("t", "<f4", 2)])
         v["p"], v["n"], v["t"] = self.positions, self.normals, self.uvs
+        return v.tobytes()
+
+    def packed_pos_uv(self) -> bytes:
+        """Position and UV only, 16 bytes a vertex read as one ``uvec4``: xyz float bits and the
+        UV as two halves (``unpackHalf2x16``; u in the low 16 bits). All the grass shader reads."""
+        v = np.zeros(len(self.positions), [("p", "<f4", 3), ("t", "<f2", 2)])
+        v["p"], v["t"] = self.positions, self.uvs
         return v.tobytes()
 
 
@@ -124,6 +132,9 @@ class GpuMesh:
         self.index_count = int(len(data.indices))
         self.triangles = data.triangles
         self.vbo = ctx.buffer(data.interleaved())
+        # grass reads no normals; one attribute instead of two (see grass.glsl)
+        self.grass_vbo = ctx.buffer(data.packed_pos_uv())
+        self.grass_format = GRASS_MESH_FORMAT
         self.ibo = ctx.buffer(np.ascontiguousarray(data.indices, np.uint32).tobytes())
         tex = data.texture
         if tex is None:  # missing texture: visible magenta-free neutral grey
@@ -135,5 +146,5 @@ class GpuMesh:
         self.texture.repeat_x = self.texture.repeat_y = False
 
     def release(self):
-        for obj in (self.vbo, self.ibo, self.texture):
+        for obj in (self.vbo, self.grass_vbo, self.ibo, self.texture):
             obj.release()

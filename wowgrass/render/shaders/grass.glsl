@@ -1,6 +1,8 @@
 #version 330 core
+#extension GL_ARB_shading_language_packing : require
 // Instanced ground-effect grass (the seed's "M2 instanced path").
-// One draw per model: the model's mesh per vertex, the bundle's 16-byte instances per instance
+// One draw per model: the model's mesh per vertex (16 bytes, one attribute: the vertex stage's
+// cost on the H200 follows the number of attributes fetched more than their bytes), the bundle's 16-byte instances per instance
 // (vertex format "3f 2u2/i": world position, yaw * 65536 / 2pi, scale * 4096; with INSTANCE_PACKED
 // the same bytes as one "4u4/i" attribute). With INSTANCE_MAT4 defined it reads the seed's 64-byte
 // matrices instead (benchmarks compare them).
@@ -11,8 +13,7 @@
 uniform mat4 uViewProj;
 uniform mat4 uGrassParams;
 
-in vec3 in_position;
-in vec2 in_uv;
+in uvec4 in_mesh;             // the model's vertex in one attribute: xyz float bits, uv as half2
 #if defined INSTANCE_MAT4
 in mat4 i_instance;          // model -> world, the seed's layout
 #elif defined INSTANCE_PACKED
@@ -42,6 +43,8 @@ void main() {
         v_data = vec4(0.0);
         return;
     }
+    vec3 in_position = uintBitsToFloat(in_mesh.xyz);
+    vec2 in_uv = unpackHalf2x16(in_mesh.w);
     float height = grassHeightFraction(in_position.z, uGrassParams);
     vec3 p = in_position;
     p.xy += grassSwayOffset(height, instanceXY, uGrassParams);
