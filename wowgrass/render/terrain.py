@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wowgrass.formats.adt import VERTEX_ROWCOL
+
 from .camera import BoxSet
 from .constants import UNIT_SIZE
 
@@ -27,17 +29,8 @@ VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 
                          ("chunk", "<f4"), ("layers", "<f4", 4)])
 
 
-def _row_col():
-    rows, cols = [], []
-    for j in range(17):
-        n = 8 if j % 2 else 9
-        off = 0.5 if j % 2 else 0.0
-        rows += [j // 2 + off] * n
-        cols += [k + off for k in range(n)]
-    return np.array(rows), np.array(cols)
-
-
-ROWS, COLS = _row_col()  # (145,) cell offsets of each MCVT vertex from the chunk's NW corner
+# (145,) cell offsets (south, east) of each MCVT vertex from the chunk's NW corner
+ROWS, COLS = VERTEX_ROWCOL[:, 0], VERTEX_ROWCOL[:, 1]
 
 
 def _fan_indices() -> np.ndarray:
