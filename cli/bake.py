@@ -122,7 +122,7 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
                    f"{inst:,} instances")
         missing = sorted({m for r in results for m in r.missing_models})
         if missing:
-            click.echo(f"  {len(missing)} models missing from the data (drawn as placeholders): "
+            click.echo(f"  {len(missing)} models missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
                        + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
         if results:
             click.echo(f"  bundles in {Path(results[0].path).parent}")
@@ -160,7 +160,7 @@ def _echo_result(res):
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
     if res.missing_models:
         names = res.missing_models
-        click.echo(f"  {len(names)} models missing from the data (drawn as placeholders): "
+        click.echo(f"  {len(names)} models missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
                    + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
 
 

@@ -128,3 +128,21 @@ def test_real_tile_azeroth_38_46(tmp_path, realdata):
     x, y, z = res["camera"]
     assert 170.0 < z - 1.7 < 446.0  # on the terrain (heights 170.881 .. 445.756)
     assert drawn_fraction(read_png(out)) > 0.3
+
+
+@pytest.mark.realdata
+def test_real_tile_placeholders_draw_missing_grass_models(tmp_path, realdata):
+    root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
+    out = tmp_path / "continent.png"
+    args = ["view", "--data", str(root), "--map", "continent", "--tile", "42,29", "--build", "3.3.5",
+            "--size", "160x120", "--json", "--camera", "1595,-5440"]
+    plain = json.loads(CliRunner().invoke(cli, [*args, "--output", str(tmp_path / "plain.png")]).stdout)
+    r = CliRunner().invoke(cli, [*args, "--placeholders", "--output", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    # still named as missing, but now drawn: the bundle's 8,887 instances are resident
+    assert res["missing_models"] == plain["missing_models"] and len(res["missing_models"]) == 16
+    assert "stand-ins" in r.stderr
+    assert plain["resident_grass_instances"] == 0 and plain["frame"]["grass_instances"] == 0
+    assert res["resident_grass_instances"] == 8887 and res["frame"]["grass_instances"] > 0
+    assert (read_png(out) != read_png(tmp_path / "plain.png")).any()

@@ -33,6 +33,7 @@ class ViewOptions:
     doodads: bool = True
     terrain: bool = True
     stats: bool = False
+    placeholders: bool = False  # draw grass models missing from the data as stand-in clumps
     window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
     quit_after: float | None = None  # window: close after this many seconds
     screenshot: str | None = None  # window: write the last frame shown (read from the window) here
@@ -137,7 +138,7 @@ def run_view(opts: ViewOptions) -> dict:
         if target is None:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
-        scene = Scene(target.ctx, progs, src)
+        scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders)
         say(f"loading {src.map}: {len(scene.wanted(*_centre(src)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
@@ -159,7 +160,8 @@ def run_view(opts: ViewOptions) -> dict:
             "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "path": b.path} for b in src.bakes],
         }
         if scene.missing_grass_models:
-            say(f"missing grass models ({len(scene.missing_grass_models)}, not drawn; the rest is): "
+            how = "drawn as straw-coloured stand-ins" if opts.placeholders else "not drawn (--placeholders shows them)"
+            say(f"missing grass models ({len(scene.missing_grass_models)}, {how}): "
                 + ", ".join(sorted(scene.missing_grass_models)))
         if scene.missing_doodad_models:
             names = sorted(scene.missing_doodad_models)

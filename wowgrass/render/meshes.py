@@ -121,6 +121,13 @@ def blade_texture(size: int = 64, blades: int = 7, seed: int = 1) -> np.ndarray:
     return img
 
 
+def placeholder_texture(blades: np.ndarray) -> np.ndarray:
+    """The blade mask in a flat straw colour: a stand-in for a grass model the data lacks."""
+    out = blades.copy()
+    out[..., :3] = np.array([196, 170, 90], np.uint8)
+    return out
+
+
 class GpuMesh:
     """A :class:`MeshData` uploaded once (VBO, IBO, mipmapped texture)."""
 

@@ -26,7 +26,7 @@ import numpy as np
 from .constants import TILE_SIZE, ZEROPOINT
 from .doodads import DoodadSet
 from .grass import GrassField
-from .meshes import GpuMesh, MeshData
+from .meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
 from .terrain import TerrainSet, TerrainTile, build_terrain_arrays
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,12 @@ class ResidentTile:
 class Scene:
     def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
-                 indirect: bool | None = None, instance_layout: str | None = None):
+                 indirect: bool | None = None, instance_layout: str | None = None,
+                 placeholders: bool = False):
         self.ctx, self.programs, self.source = ctx, programs, source
+        # grass models the data lacks drawn as a stand-in clump (still reported as missing)
+        self.placeholders = placeholders
+        self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
         from .programs import DEFAULT_INSTANCE_LAYOUT
@@ -144,6 +148,8 @@ class Scene:
         n_grass = n_dood = 0
         for name, inst in payload.get("grass", {}).items():
             mesh = self.meshes.get(name)
+            if mesh is None and self.placeholders:
+                mesh = self._placeholder_mesh()
             if mesh is not None and len(inst):
                 self.grass.add(mesh, inst, tile=key)
                 n_grass += len(inst)
@@ -154,6 +160,14 @@ class Scene:
                 n_dood += len(mats)
         self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing)
         self.version += 1
+
+    def _placeholder_mesh(self) -> GpuMesh:
+        if self._placeholder is None:
+            data = crossed_quads(width=0.8, height=0.5)
+            data.name = "placeholder"
+            data.texture = placeholder_texture(data.texture)
+            self._placeholder = GpuMesh(self.ctx, data)
+        return self._placeholder
 
     def _unload(self, key):
         t = self.tiles.pop(key, None)
@@ -221,7 +235,8 @@ class Scene:
         self.grass.release()
         self.doodads.release()
         self.terrain.release()
-        for m in self.meshes.values():
+        for m in [*self.meshes.values(), self._placeholder]:
             if m is not None:
                 m.release()
         self.meshes.clear()
+        self._placeholder = None

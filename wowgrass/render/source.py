@@ -102,9 +102,8 @@ class GameSource:
             for m in b.models:
                 if len(m) == 0:
                     continue
-                if not m.info.present:
+                if not m.info.present:  # named as missing; the scene may draw a stand-in
                     missing.append(m.path)
-                    continue
                 grass[m.path] = np.array(m.instances)  # copy: the map closes with the bundle
         adt = AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)
         textures = {}
