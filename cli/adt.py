@@ -94,8 +94,10 @@ def info(loaded, as_json):
 @click.option("--size", default=1024, show_default=True, type=click.IntRange(16, 8192), help="Image width and height.")
 def image(loaded, kind, output, size):
     """Draw a tile as a PNG, north up and east to the right."""
-    from wowgrass.terrain import write_tile_image
+    from wowgrass.terrain import image_legend, write_tile_image
 
     tile, _raw, source = loaded
     path = write_tile_image(tile, output, kind, size)
     click.echo(f"wrote {path} ({size}×{size}, {kind}) from {source['path']}", err=True)
+    for item in image_legend(tile, kind):  # what the colours mean
+        click.echo(f"  {item['rgb']}  {item['label']}  ({item['count']:,} {item['unit']})")

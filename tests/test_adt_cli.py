@@ -118,6 +118,25 @@ def test_mask_image_marks_masked_cells_and_holes(adt_file, tmp_path, tile):
     assert np.array_equal(red, masked)
 
 
+def test_layers_image_legend_names_each_texture_in_distinct_colours(adt_file, tmp_path, tile):
+    out = tmp_path / "layers.png"
+    r = run("adt", "image", str(adt_file), "--kind", "layers", "-o", str(out), "--size", "128")
+    assert r.exit_code == 0, r.output
+    legend = [ln.split() for ln in r.stdout.splitlines() if ln.strip().startswith("#")]
+    used = sorted(set(tile.layer_texture[tile.layer_texture >= 0].tolist()))
+    assert [row[1] for row in legend] == [tile.textures[i] for i in used]
+    colours = [row[0] for row in legend]
+    assert len(set(colours)) == len(colours)
+    # a pixel inside a single-layer chunk shows exactly its texture's legend colour
+    single = np.flatnonzero(tile.n_layers == 1)
+    assert len(single)
+    c = int(single[0])
+    cy, cx = divmod(c, 16)
+    px = np.asarray(Image.open(out))[cy * 8 + 4, cx * 8 + 4]
+    want = colours[used.index(int(tile.layer_texture[c, 0]))]
+    assert "#%02x%02x%02x" % tuple(int(v) for v in px) == want
+
+
 def test_errors(tmp_path):
     bad = tmp_path / "bad.adt"
     bad.write_bytes(b"REVM\x04\x00\x00\x00\x11\x00\x00\x00")

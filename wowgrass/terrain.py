@@ -179,6 +179,25 @@ def _hash_colour(values: np.ndarray, seed: int = 0) -> np.ndarray:
     return cols[inv.reshape(values.shape)]
 
 
+# distinct colours (ColorBrewer "Dark2" + "Set1"-like): categories in an image are told apart
+_PALETTE = np.array([[27, 158, 119], [217, 95, 2], [117, 112, 179], [231, 41, 138], [102, 166, 30],
+                     [230, 171, 2], [166, 118, 29], [55, 126, 184], [228, 26, 28], [77, 175, 74],
+                     [152, 78, 163], [255, 127, 0], [166, 206, 227], [251, 154, 153]], np.uint8)
+
+
+def _category_colour(values: np.ndarray, seed: int = 0, skip=(-1,)) -> np.ndarray:
+    """Distinct colours for the distinct values present (in sorted order); hashed beyond the palette."""
+    values = np.asarray(values)
+    uniq = np.unique(values[~np.isin(values, skip)])
+    if len(uniq) > len(_PALETTE):
+        return _hash_colour(values, seed)
+    out = np.zeros(values.shape + (3,), np.uint8)
+    idx = np.searchsorted(uniq, values)
+    ok = ~np.isin(values, skip)
+    out[ok] = _PALETTE[idx[ok]]
+    return out
+
+
 def _hsv(h, s, v):
     i = int(h * 6) % 6
     f = h * 6 - int(h * 6)
@@ -241,7 +260,7 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
         return np.clip(rgb, 0, 255).astype(np.uint8)
     if kind == "layers":
         tex = np.where(t.layer_texture >= 0, t.layer_texture, -1)
-        colours = _hash_colour(tex, seed=1).astype(np.float32)          # (256, 4, 3)
+        colours = _category_colour(tex, seed=1).astype(np.float32)      # (256, 4, 3)
         w = t.alpha.astype(np.float32)
         w[:, 0] = np.clip(255 - w[:, 1:].sum(axis=1), 0, 255)
         exists = np.arange(4)[None, :] < t.n_layers[:, None]
@@ -255,8 +274,8 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
         eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
         valid = layer < t.n_layers[:, None, None]
         eff = np.where(valid, eff, 0)
-        col = _hash_colour(eff, seed=2)
         none = (eff == 0) | (eff == 0xFFFF) | (eff == 0xFFFFFFFF)
+        col = _category_colour(eff, seed=2, skip=(0, 0xFFFF, 0xFFFFFFFF))
         col[none] = (30, 30, 30)
         img = resize(tile_grid(t, col), nearest=True)
         return _grid_lines(img)
@@ -271,6 +290,34 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
     rgb[cell_img == 1] = rgb[cell_img == 1] * 0.3 + np.array([230, 40, 40]) * 0.7
     rgb[cell_img == 2] = (0, 0, 0)
     return _grid_lines(np.clip(rgb, 0, 255).astype(np.uint8))
+
+
+def image_legend(t: AdtTile, kind: str) -> list[dict]:
+    """What the colours of :func:`tile_image` stand for: ``[{"label", "rgb", "count"}]``."""
+    def hexrgb(c):
+        return "#%02x%02x%02x" % tuple(int(v) for v in c)
+
+    if kind == "layers":
+        used = t.layer_texture[t.layer_texture >= 0]
+        ids, counts = np.unique(used, return_counts=True)
+        cols = _category_colour(ids, seed=1)
+        return [{"label": t.textures[i] if i < len(t.textures) else f"texture #{i}", "rgb": hexrgb(c),
+                 "count": int(n), "unit": "layers"} for i, c, n in zip(ids.tolist(), cols, counts.tolist())]
+    if kind == "effects":
+        layer = t.doodad_mapping.astype(np.int64)
+        eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
+        eff = np.where(layer < t.n_layers[:, None, None], eff, 0)
+        ids, counts = np.unique(eff, return_counts=True)
+        none = np.isin(ids, (0, 0xFFFF, 0xFFFFFFFF))
+        cols = _category_colour(ids, seed=2, skip=(0, 0xFFFF, 0xFFFFFFFF))
+        cols[none] = (30, 30, 30)
+        return [{"label": "no effect" if z else f"effect {i}", "rgb": hexrgb(c), "count": int(n), "unit": "cells"}
+                for i, c, n, z in zip(ids.tolist(), cols, counts.tolist(), none.tolist())]
+    if kind == "mask":
+        return [{"label": "noEffectDoodad cell", "rgb": "#e62828", "count": int(t.no_effect_doodad.sum()),
+                 "unit": "cells"},
+                {"label": "hole", "rgb": "#000000", "count": int(t.hole_cells().sum()), "unit": "cells"}]
+    return []
 
 
 def _grid_lines(img: np.ndarray) -> np.ndarray:
@@ -297,5 +344,5 @@ def write_tile_image(t: AdtTile, path, kind: str = "height", size: int = 1024) -
     return write_atomic(path, bio.getvalue())
 
 
-__all__ = ["IMAGE_KINDS", "adt_game_path", "load_tile", "parse_tile_arg", "tile_image",
+__all__ = ["IMAGE_KINDS", "adt_game_path", "image_legend", "load_tile", "parse_tile_arg", "tile_image",
            "tile_summary", "write_tile_image"]
