@@ -155,13 +155,19 @@ def bake_tile(
     adt_path: str | None = None,
     out: str | os.PathLike | None = None,
     force: bool = False,
+    tile=None,
 ) -> BakeResult:
-    """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept."""
+    """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept.
+
+    ``tile``: the :class:`AdtTile` of ``adt_bytes`` when the caller has parsed it already (the
+    viewer needs it too); the provenance still hashes ``adt_bytes``.
+    """
     from wowgrass.formats.adt import AdtTile
 
     models = models or ModelTable(None)
     t0 = time.perf_counter()
-    tile = AdtTile.from_bytes(adt_bytes, adt_path, big_alpha=big_alpha)
+    if tile is None:
+        tile = AdtTile.from_bytes(adt_bytes, adt_path, big_alpha=big_alpha)
     t1 = time.perf_counter()
     strategy = make_strategy(placement, constants)
     effect_ids = used_effect_ids(tile, catalog)

@@ -93,9 +93,10 @@ class GameSource:
 
         name = adt_game_path(self.map, col, row)
         raw = self._read(name)
+        adt = AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)  # once: bake and terrain share it
         with self._lock:
             res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement,
-                            models=self.model_table, big_alpha=self.big_alpha, adt_path=name)
+                            models=self.model_table, big_alpha=self.big_alpha, adt_path=name, tile=adt)
         self.bakes.append(res)
         grass, missing = {}, []
         with read_bundle(res.path, expect_key=res.key) as b:
@@ -105,7 +106,6 @@ class GameSource:
                 if not m.info.present:  # named as missing; the scene may draw a stand-in
                     missing.append(m.path)
                 grass[m.path] = np.array(m.instances)  # copy: the map closes with the bundle
-        adt = AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)
         textures = {}
         for t in adt.textures:
             rgba = self._texture(t)
