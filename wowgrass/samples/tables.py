@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.formats.dbc import StringBlock, write_dbc
+from wowgrass.effects import DOODAD_PATH as DOODAD_DBC
+from wowgrass.effects import TEXTURE_PATH as TEXTURE_DBC
+from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, StringBlock, schema_for, write_dbc
 from wowgrass.samples.models import GRASS
-
-DBC_DIR = "DBFilesClient\\"
-TEXTURE_DBC = DBC_DIR + "GroundEffectTexture.dbc"
-DOODAD_DBC = DBC_DIR + "GroundEffectDoodad.dbc"
 
 FIRST_DOODAD_ID = 4          # ElwGra01..08 are rows 4..11 in the real tables
 
@@ -53,19 +51,11 @@ EFFECTS = (
 GRASS_EFFECTS = (1001, 1002, 1003)
 KIND_EFFECT = {"dirt": 1004, "rock": 1005, "road": 1006}
 
-TEXTURE_DTYPE_CLASSIC = np.dtype([("ID", "<u4"), ("DoodadID", "<i4", 4), ("Density", "<i4"), ("Sound", "<i4")])
-TEXTURE_DTYPE_WOTLK = np.dtype([("ID", "<u4"), ("DoodadID", "<i4", 4), ("DoodadWeight", "<i4", 4),
-                                ("Density", "<i4"), ("Sound", "<i4")])
-DOODAD_DTYPE_CLASSIC = np.dtype([("ID", "<u4"), ("DoodadIdTag", "<u4"), ("Doodadpath", "<u4")])
-DOODAD_DTYPE_WOTLK = np.dtype([("ID", "<u4"), ("Doodadpath", "<u4"), ("Flags", "<u4")])
-assert TEXTURE_DTYPE_CLASSIC.itemsize == 28 and TEXTURE_DTYPE_WOTLK.itemsize == 44
-assert DOODAD_DTYPE_CLASSIC.itemsize == 12 and DOODAD_DTYPE_WOTLK.itemsize == 12
-
 
 def ground_effect_texture(build: str, *, patched: bool = True) -> bytes:
     """GroundEffectTexture.dbc bytes; ``patched=False`` gives the older base-archive version."""
     wotlk = build == "3.3.5"
-    rows = np.zeros(len(EFFECTS), TEXTURE_DTYPE_WOTLK if wotlk else TEXTURE_DTYPE_CLASSIC)
+    rows = np.zeros(len(EFFECTS), schema_for(GROUND_EFFECT_TEXTURE, build).dtype)
     for i, e in enumerate(EFFECTS):
         key = doodad_id if wotlk else doodad_tag
         # empty slot: 0 in 3.3.5 (the client skips kind 0), -1 before (tag 0 is a real doodad)
@@ -82,7 +72,7 @@ def ground_effect_texture(build: str, *, patched: bool = True) -> bytes:
 def ground_effect_doodad(build: str) -> bytes:
     """GroundEffectDoodad.dbc bytes: one row per ElwGra model."""
     wotlk = build == "3.3.5"
-    rows = np.zeros(len(GRASS), DOODAD_DTYPE_WOTLK if wotlk else DOODAD_DTYPE_CLASSIC)
+    rows = np.zeros(len(GRASS), schema_for(GROUND_EFFECT_DOODAD, build).dtype)
     sb = StringBlock()
     for i, g in enumerate(GRASS):
         rows[i]["ID"] = doodad_id(i)
