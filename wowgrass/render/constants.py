@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT  # noqa: F401 - world geometry (formats.md section 0)
+
 # The seed's shared constants table (r_wowmap.h).
 WIND_PHASE_X = 0.917  # rad / world unit along X: adjacent blades 2.5 u apart differ by ~131 deg
 WIND_PHASE_Y = 1.481  # rad / world unit along Y (ratio ~ phi^2, no grid-aligned periodicity)
@@ -20,12 +22,6 @@ ROOT_FRACTION = 0.15  # normalised height below which sway is zero
 FADE_START_DISTANCE = 160.0  # world units: grass starts to fade out here
 DRAW_DISTANCE = 220.0  # world units: grass is not drawn beyond this
 SWAY_DIRECTION = (1.0, 0.35)  # the seed's diagonal sway (x, 0.35 x), normalised in GrassSettings
-
-# World geometry (formats.md section 0).
-TILE_SIZE = 1600.0 / 3.0
-CHUNK_SIZE = TILE_SIZE / 16.0
-UNIT_SIZE = CHUNK_SIZE / 8.0
-ZEROPOINT = 32.0 * TILE_SIZE
 
 EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the seed's size oracle)
 
