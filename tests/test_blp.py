@@ -174,6 +174,20 @@ def test_blp1_jpeg():
     assert np.abs(img.mip(1).astype(int) - rgba[::2, ::2]).max() <= 6
 
 
+
+@pytest.mark.parametrize("size", [(40000, 40000), (64, 16)])
+def test_blp1_jpeg_size_mismatch_is_refused_before_decoding(size):
+    # a JPEG whose frame header claims another size (a decompression bomb at 40000²) is a FormatError
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((16, 16, 3), np.uint8), "RGB").save(buf, "JPEG")
+    jpeg = bytearray(buf.getvalue())
+    sof = jpeg.find(b"\xff\xc0")
+    struct.pack_into(">HH", jpeg, sof + 5, size[1], size[0])
+    data = blp1(0, 8, 16, 16, [bytes(jpeg[4:])], struct.pack("<I", 4) + bytes(jpeg[:4]), has_mips=0)
+    img = read_blp(data, "bomb.blp")
+    with pytest.raises(FormatError, match="bomb.blp.*mip 0"):
+        img.mip(0)
+
 # -- writer --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("encoding", ["dxt1", "dxt3", "dxt5", "palette", "raw"])

@@ -187,15 +187,18 @@ class BlpImage:
 
         try:
             with Image.open(io.BytesIO(self.jpeg_header + bytes(raw))) as im:
+                # the JPEG's own size is checked before its pixels are allocated
+                if im.size != (w, h):
+                    raise FormatError(f"BLP mip {level}: JPEG is {im.size[0]}×{im.size[1]}, expected {w}×{h}",
+                                      path=self.path, offset=self.mip_offsets[level])
                 im.load()
                 arr = np.asarray(im)
                 mode = im.mode
-        except (OSError, SyntaxError, ValueError) as exc:
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+            if isinstance(exc, FormatError):
+                raise
             raise FormatError(f"BLP mip {level}: bad JPEG data ({exc})", path=self.path,
                               offset=self.mip_offsets[level]) from None
-        if arr.shape[:2] != (h, w):
-            raise FormatError(f"BLP mip {level}: JPEG is {arr.shape[1]}×{arr.shape[0]}, expected {w}×{h}",
-                              path=self.path, offset=self.mip_offsets[level])
         out = np.empty((h, w, 4), "u1")
         if mode == "CMYK":
             # Pillow assumes Adobe-inverted CMYK; BLP stores B, G, R, A plainly.
