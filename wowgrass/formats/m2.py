@@ -34,7 +34,7 @@ import numpy as np
 
 from wowgrass.binary import array as read_array
 from wowgrass.binary import need
-from wowgrass.errors import FormatError, TruncatedError, UnsupportedError, UsageError
+from wowgrass.errors import FormatError, UnsupportedError, UsageError
 
 # -- constants -----------------------------------------------------------------------------------
 
@@ -200,12 +200,8 @@ def _element_sizes(version: int) -> dict[str, int]:
 
 def _check_array(buf, arr, size, what, path):
     count, offset = arr
-    if count == 0:
-        return
-    if count * size > len(buf) or offset + count * size > len(buf):
-        raise TruncatedError(
-            f"{what}: {count} × {size} bytes at offset {offset} pass the end of the file ({len(buf)} bytes)",
-            path=path, offset=offset)
+    if count:
+        need(buf, offset, count * size, f"{what} ({count} × {size} bytes)", path)
 
 
 def skin_path(m2_path: str, index: int = 0) -> str:
