@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
+from .constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from .grass import INSTANCE_DTYPE
 from .meshes import MeshData, crossed_quads
+from .terrain import COLS, ROWS
 
 
 def tile_origin(col: int, row: int) -> tuple[float, float]:
@@ -24,8 +25,6 @@ def synthetic_tile(col: int = 32, row: int = 32, *, hole_chunk: int | None = Non
 
     x0, y0 = tile_origin(col, row)
     i = np.arange(256)
-    from .terrain import COLS, ROWS, UNIT_SIZE
-
     px = x0 - (i // 16)[:, None] * CHUNK_SIZE - ROWS[None, :] * UNIT_SIZE
     py = y0 - (i % 16)[:, None] * CHUNK_SIZE - COLS[None, :] * UNIT_SIZE
     h = relief * (np.sin(px / 37.0) * np.cos(py / 53.0)) + 0.02 * (px - x0)

@@ -18,7 +18,7 @@ import numpy as np
 from wowgrass.formats.adt import VERTEX_ROWCOL
 
 from .camera import BoxSet
-from .constants import UNIT_SIZE
+from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass writes it
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
@@ -93,12 +93,8 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
     and are listed in ``missing_textures``.
     """
     textures = textures or {}
-    pos = np.asarray(tile.positions, np.float32)
-    heights = np.asarray(tile.heights, np.float32) + pos[:, 2:3]
     v = np.zeros((256, 145), VERTEX_DTYPE)
-    v["pos"][..., 0] = pos[:, 0:1] - ROWS[None, :] * UNIT_SIZE
-    v["pos"][..., 1] = pos[:, 1:2] - COLS[None, :] * UNIT_SIZE
-    v["pos"][..., 2] = heights
+    v["pos"] = tile.vertex_positions()
     n = np.asarray(tile.normals, np.float32) / 127.0
     norm = np.linalg.norm(n, axis=-1, keepdims=True)
     v["normal"] = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
@@ -173,10 +169,6 @@ class TerrainTile:
             obj.release()
 
 
-TERRAIN_CMD = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
-                        ("base_vertex", "<i4"), ("base_instance", "<u4")])
-
-
 class TerrainSet:
     """Resident terrain tiles, drawn chunk by chunk: the chunks inside the view frustum (and
     nearer than the far plane) become indirect commands, one ``glMultiDrawElementsIndirect`` per
@@ -211,7 +203,7 @@ class TerrainSet:
             lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
             hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
             self._boxes = BoxSet(lo, hi)
-            cmds = np.zeros(256 * len(ts), TERRAIN_CMD)
+            cmds = np.zeros(256 * len(ts), CMD_DTYPE)
             cmds["count"] = np.concatenate([t.chunk_count for t in ts])
             cmds["first_index"] = np.concatenate([t.chunk_first for t in ts])
             cmds["instances"] = 1
