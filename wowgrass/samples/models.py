@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DETAIL_DIR = "World\\NoDXT\\Detail\\"
+from wowgrass.effects import DETAIL_DIR
+
 HUMAN_PATH = "Character\\Human\\Male\\HumanMale.m2"
 HUMAN_TEXTURE = "Character\\Human\\Male\\HumanMaleSkin00_00.blp"
 HUMAN_HEIGHT = 2.035

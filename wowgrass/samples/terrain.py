@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 from wowgrass.samples.noise import fbm, smoothstep, value_curve
 
-TILE_SIZE = 1600.0 / 3.0
-CHUNK_SIZE = TILE_SIZE / 16.0
-UNIT_SIZE = CHUNK_SIZE / 8.0
-ZEROPOINT = 32.0 * TILE_SIZE
 HALF = UNIT_SIZE / 2.0                # fine lattice spacing
 FINE_PER_CHUNK = 16                   # fine lattice steps per chunk side
 TEXELS = 64                           # alpha texels per chunk side
@@ -31,18 +28,8 @@ SUN_TAN = 0.36                        # tan of the baked shadows' sun elevation 
 GRASS, DIRT, ROCK, ROAD = 0, 1, 2, 3
 KINDS = ("grass", "dirt", "rock", "road")
 
-# MCVT vertex order (formats.md §1.4) as fine-lattice offsets inside a chunk.
-_rows, _cols = [], []
-for _j in range(17):
-    if _j % 2 == 0:
-        _rows += [_j] * 9
-        _cols += [2 * c for c in range(9)]
-    else:
-        _rows += [_j] * 8
-        _cols += [2 * c + 1 for c in range(8)]
-MCVT_FINE_ROW = np.array(_rows, dtype=np.int64)
-MCVT_FINE_COL = np.array(_cols, dtype=np.int64)
-assert MCVT_FINE_ROW.size == 145
+# MCVT vertex order (formats.md §1.4) as fine-lattice offsets (half cells) inside a chunk.
+MCVT_FINE_ROW, MCVT_FINE_COL = (2 * VERTEX_ROWCOL).astype(np.int64).T
 
 
 @dataclass
