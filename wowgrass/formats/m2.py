@@ -181,7 +181,7 @@ def _track_size(version):
 def _element_sizes(version: int) -> dict[str, int]:
     """Bytes per element of every header M2Array, for bounds checks (1 where not known exactly)."""
     t = _track_size(version)
-    sizes = {
+    return {
         "name": 1, "global_loops": 4, "sequences": 68 if version < VERSION_WOTLK else 64,
         "sequence_lookup": 2, "playable_animation_lookup": 4,
         # M2CompBone: 12 B head (+ u32 name CRC from 2.x), 3 tracks, pivot
@@ -195,7 +195,6 @@ def _element_sizes(version: int) -> dict[str, int]:
         "attachments": 1, "attachment_lookup": 2, "events": 1, "lights": 1, "cameras": 1,
         "camera_lookup": 2, "ribbon_emitters": 1, "particle_emitters": 1,
     }
-    return sizes
 
 
 def _check_array(buf, arr, size, what, path):
@@ -556,9 +555,9 @@ def write_m2(vertices, triangles, *, name: str, textures=(), version: int = VERS
     if version not in (VERSION_CLASSIC, *range(VERSION_TBC_FIRST, VERSION_TBC + 1), VERSION_WOTLK):
         raise UsageError(f"cannot write M2 version {version}")
     vertices = np.asarray(vertices, VERTEX_DTYPE)
-    tris = np.asarray(triangles).astype("<u2", copy=False).ravel() if len(vertices) <= 65536 else None
-    if tris is None:
+    if len(vertices) > 65536:
         raise UsageError("an M2 view addresses at most 65536 vertices")
+    tris = np.asarray(triangles).astype("<u2", copy=False).ravel()
     if len(tris) % 3:
         raise UsageError(f"{len(tris)} triangle indices is not a multiple of 3")
     if len(tris) and int(np.max(triangles)) >= len(vertices):
