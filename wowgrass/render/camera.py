@@ -122,7 +122,7 @@ class BoxSet:
     """Axis-aligned boxes kept as contiguous (3, n) centre and half-extent arrays, for culling a
     few thousand boxes a frame in well under 0.1 ms: a distance test first (cheap, removes most),
     then the frustum planes on what is left (``n . c + |n| . e`` is the plane distance of the
-    box's positive vertex, as in :func:`aabb_visible`)."""
+    box's positive vertex)."""
 
     def __init__(self, lo: np.ndarray, hi: np.ndarray):
         lo, hi = np.asarray(lo, np.float64).reshape(-1, 3), np.asarray(hi, np.float64).reshape(-1, 3)
@@ -153,11 +153,3 @@ class BoxSet:
         dist = n @ c[:, idx] + np.abs(n) @ e[:, idx]
         return idx[np.all(dist >= -planes[:, 3:4], axis=0)]
 
-
-def aabb_visible(planes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Vectorised frustum test of (n, 3) boxes: False only where a box lies wholly outside a plane."""
-    n = planes[:, :3]
-    # the box corner furthest along each plane normal ("positive vertex")
-    pv = np.where(n[None, :, :] >= 0, hi[:, None, :], lo[:, None, :])
-    dist = np.einsum("bpk,pk->bp", pv, n) + planes[None, :, 3]
-    return np.all(dist >= 0, axis=1)

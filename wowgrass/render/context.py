@@ -65,10 +65,6 @@ class RenderTarget:
         else:
             self._resolve = self.fbo
 
-    @property
-    def supports_indirect(self) -> bool:
-        return self.ctx.version_code >= 430
-
     def read_rgba(self) -> np.ndarray:
         """The framebuffer as an (H, W, 4) uint8 array, top row first."""
         if self.samples:

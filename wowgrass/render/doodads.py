@@ -69,11 +69,9 @@ class DoodadSet:
             b.release()
         self.batches = [b for b in self.batches if b.tile != tile]
 
-    def render(self, visible_tiles=None):
+    def render(self):
         calls = inst = tris = 0
         for b in self.batches:
-            if visible_tiles is not None and b.tile not in visible_tiles:
-                continue
             b.mesh.texture.use(location=0)
             b.vao.render(instances=b.count)
             calls += 1

@@ -99,7 +99,7 @@ class GrassBatch:
     """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
 
     def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *, layout: str = "16p",
-                 tile=None, on_buffer=None):
+                 tile=None):
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
@@ -111,8 +111,6 @@ class GrassBatch:
         self.sample_xy = np.array(inst["pos"][:: max(1, self.count // 4096), :2], np.float64)
         data = instances_to_mat4(inst) if layout == "mat4" else inst
         self.buffer = ctx.buffer(np.ascontiguousarray(data).tobytes())  # the bundle bytes, as is
-        if on_buffer:
-            on_buffer(self.buffer)
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
@@ -158,14 +156,11 @@ class GrassField:
         if len(instances) == 0:
             return None
         layout = layout or self.layout
-        batch = GrassBatch(self.ctx, self.program, mesh, instances, layout=layout, tile=tile,
-                           on_buffer=self._count_buffer)
+        batch = GrassBatch(self.ctx, self.program, mesh, instances, layout=layout, tile=tile)
+        self.buffers_created += 1  # a batch makes exactly one instance buffer
         self.batches.append(batch)
         self._dirty = True
         return batch
-
-    def _count_buffer(self, _buf):
-        self.buffers_created += 1
 
     def remove_tile(self, tile):
         keep = []

@@ -55,8 +55,6 @@ class TerrainArrays:
     alpha: np.ndarray  # (256, 64, 64, 4) u1
     layers: np.ndarray  # (L, LAYER_SIZE, LAYER_SIZE, 4) u1, one per MTEX name (placeholders included)
     missing_textures: list[str] = field(default_factory=list)
-    bbox_min: np.ndarray = None
-    bbox_max: np.ndarray = None
     chunk_first: np.ndarray = None  # (256,) first index of each chunk's triangles in ``indices``
     chunk_count: np.ndarray = None  # (256,) indices per chunk (0 where the whole chunk is a hole)
     chunk_lo: np.ndarray = None  # (256, 3) chunk bounding boxes
@@ -124,9 +122,7 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
             missing.append(name)
             rgba = placeholder_texture(name)
         layers.append(resize_rgba(rgba))
-    flat = v["pos"].reshape(-1, 3)
-    return TerrainArrays(v.reshape(-1), idx, alpha, np.stack(layers), missing,
-                         flat.min(axis=0), flat.max(axis=0), first, count,
+    return TerrainArrays(v.reshape(-1), idx, alpha, np.stack(layers), missing, first, count,
                          v["pos"].min(axis=1), v["pos"].max(axis=1))
 
 
@@ -137,7 +133,6 @@ class TerrainTile:
         import moderngl
 
         self.arrays_triangles = arrays.triangles
-        self.bbox_min, self.bbox_max = arrays.bbox_min, arrays.bbox_max
         self.chunk_first, self.chunk_count = arrays.chunk_first, arrays.chunk_count
         self.chunk_lo, self.chunk_hi = arrays.chunk_lo, arrays.chunk_hi
         self.vbo = ctx.buffer(arrays.vertices.tobytes())
@@ -153,7 +148,6 @@ class TerrainTile:
         self.alpha = ctx.texture_array((64, 64, 256), 4, arrays.alpha.tobytes())
         self.alpha.repeat_x = self.alpha.repeat_y = False
         self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
-        self.program = program
 
     def render(self, commands=None, first: int = 0, count: int = 0):
         """Draw the whole tile, or ``count`` indirect commands (visible chunks) from ``commands``."""
