@@ -103,17 +103,7 @@ _TOP_KNOWN = (b"MVER", b"MHDR", b"MCIN", b"MTEX", b"MMDX", b"MMID", b"MWMO", b"M
               b"MH2O", b"MFBO", b"MTXF")
 
 
-# --- MCVT vertex indices ------------------------------------------------------------------------
-def outer_index(r, c):
-    """MCVT index of outer vertex (r, c), r, c in 0..8."""
-    return np.asarray(r) * 17 + np.asarray(c)
-
-
-def inner_index(r, c):
-    """MCVT index of the centre vertex of cell (r, c), r, c in 0..7."""
-    return np.asarray(r) * 17 + 9 + np.asarray(c)
-
-
+# --- MCVT vertex layout -------------------------------------------------------------------------
 def _vertex_grid():
     """(145, 2) (row, col) offsets in cells of every MCVT vertex from the chunk's NW corner."""
     rows, cols = [], []

@@ -50,10 +50,6 @@ def tag_u32(tag: bytes) -> int:
     return int.from_bytes(disk_tag(tag), "little")
 
 
-def tag_name(tag: bytes) -> str:
-    return tag.decode("latin-1")
-
-
 def read_header(buf, offset: int, path: str | None = None, *, limit: int | None = None) -> tuple[bytes, int]:
     """``(tag, size)`` of the chunk at ``offset``; its payload must end by ``limit`` (default: buffer end)."""
     end = len(buf) if limit is None else limit

@@ -103,12 +103,6 @@ class Definition:
                 return f"{'.'.join(map(str, lo))}-{'.'.join(map(str, hi))}"
         return ".".join(map(str, build))
 
-    def build_text(self) -> str:
-        """The BUILD lines as a short readable string (ranges first)."""
-        parts = ["-".join(".".join(map(str, b)) for b in r) for r in self.ranges]
-        parts += [".".join(map(str, b)) for b in self.builds]
-        return ", ".join(parts)
-
     def dtype(self, build: Build) -> np.dtype:
         """The record dtype (explicit little-endian, no padding) this layout has in ``build``."""
         names, formats = [], []

@@ -23,7 +23,6 @@ Quirks worth knowing:
 from __future__ import annotations
 
 import bz2
-import fnmatch
 import lzma
 import math
 import mmap
@@ -692,10 +691,6 @@ class MpqArchive:
             seen.add(key)
             out.append(names[key])
         return sorted(out, key=str.lower)
-
-    def glob(self, pattern: str) -> list[str]:
-        pat = pattern.replace("/", "\\").upper()
-        return [n for n in self.names() if fnmatch.fnmatchcase(n.replace("/", "\\").upper(), pat)]
 
     # file data --------------------------------------------------------------------------------
     def read_entry(self, e: MpqEntry) -> bytes:
