@@ -51,18 +51,17 @@ from typing import Protocol
 
 import numpy as np
 
+from wowgrass.effects import NO_EFFECT_IDS
 from wowgrass.errors import UsageError
+from wowgrass.formats.adt import CHUNK_SIZE as CHUNK
+from wowgrass.formats.adt import TILE_SIZE as TILE
+from wowgrass.formats.adt import UNIT_SIZE as UNIT
 
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
 PLACEMENT_VERSION = 1
 
-# formats.md §0
-TILE = 1600.0 / 3.0
-CHUNK = TILE / 16.0
-UNIT = CHUNK / 8.0
 CELLS = 64  # 8x8 cells per chunk
 TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
-NO_EFFECT_IDS = (0, 0xFFFF, 0xFFFFFFFF)
 
 # Random streams (low 4 bits of the counter).
 STREAM_JITTER = 0  # high 32 bits -> u (east), low 32 bits -> v (south)
@@ -104,16 +103,11 @@ class PlacementConstants:
         d["road_patterns"] = list(self.road_patterns)
         return d
 
-    def replace(self, **changes) -> PlacementConstants:
-        return dataclasses.replace(self, **changes)
-
     def __post_init__(self):
         # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
-        for name in ("max_placements_per_sample", "client_density_max", "client_zero_density"):
+        for name in ("max_placements_per_sample", "client_density_max", "client_zero_density", "client_picks"):
             if not 0 <= getattr(self, name) < 1 << 20:
                 raise UsageError(f"placement constant {name} must be 0 .. {(1 << 20) - 1}")
-        if not 0 <= self.client_picks < 1 << 20:
-            raise UsageError(f"placement constant client_picks must be 0 .. {(1 << 20) - 1}")
 
     def with_overrides(self, pairs) -> PlacementConstants:
         """Apply ``"name=value"`` strings (``road_patterns`` takes a comma-separated list)."""
