@@ -328,7 +328,7 @@ def bundle_bytes(
         "cells_offset": cells_offset,
         "data_offset": data_offset,
         "file_size": file_size,
-        "key": bytes.fromhex(provenance_key(provenance)),
+        "key": hashlib.sha256(prov).digest(),  # provenance_key() of the JSON written above
         "reserved": b"",
         "checksum": 0,
     }
@@ -352,7 +352,7 @@ def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provena
         scale=instances.scale,
         models=models,
         provenance=provenance,
-        tile=(int(provenance.get("tile", [0, 0])[0]), int(provenance.get("tile", [0, 0])[1])),
+        tile=tuple(int(v) for v in provenance.get("tile", (0, 0))),
         cell_counts=instances.cell_counts(),
     )
 
@@ -400,11 +400,7 @@ def read_bundle(path, *, expect_key: str | None = None, verify: bool = True) -> 
         raise
 
 
-def bundle_from_bytes(data, *, expect_key: str | None = None, verify: bool = True) -> Bundle:
-    return _parse(data, None, None, expect_key, verify, keep=None)
-
-
-def _parse(buf, spath, path, expect_key, verify, keep="mm") -> Bundle:
+def _parse(buf, spath, path, expect_key, verify) -> Bundle:
     h = read_header(buf, spath)
     if h["version"] != FORMAT_VERSION:
         raise StaleBundleError(
@@ -476,7 +472,7 @@ def _parse(buf, spath, path, expect_key, verify, keep="mm") -> Bundle:
         models=models,
         cell_counts=cells,
         file_size=len(buf),
-        _mmap=buf if keep else None,
+        _mmap=buf,
     )
 
 
