@@ -9,8 +9,6 @@ import time as _time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from wowgrass.errors import UsageError
 
 
@@ -94,8 +92,8 @@ def run_view(opts: ViewOptions) -> dict:
     """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
     from .context import create_offscreen_target, has_display
     from .programs import make_programs
-    from .scene import Scene
-    from .viewer import Toggles, Viewer, default_camera
+    from .scene import Scene, tiles_centre
+    from .viewer import Toggles, Viewer, default_camera, write_png
 
     say = opts.log or (lambda s: print(s, file=sys.stderr))
     window_only = opts.quit_after is not None or opts.screenshot is not None
@@ -139,7 +137,7 @@ def run_view(opts: ViewOptions) -> dict:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
         scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders)
-        say(f"loading {src.map}: {len(scene.wanted(*_centre(src)))} tile(s) near the start "
+        say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
         scene.update(camera.position, block=True)
@@ -176,7 +174,7 @@ def run_view(opts: ViewOptions) -> dict:
                                     quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
             result.update(_window_result(run, viewer, target))
             if opts.screenshot is not None and run.image is not None:
-                _write_png(opts.screenshot, run.image)
+                write_png(opts.screenshot, run.image)
                 result["screenshot"] = str(Path(opts.screenshot).resolve())
             return result
         n = max(int(opts.frames or 1), 1)
@@ -224,25 +222,6 @@ def _window_result(run, viewer, target) -> dict:
         out["gpu_ms"] = _summary([f.gpu_ms for f in run.stats])
         out["stats_line"] = run.stats[-1].line()
     return out
-
-
-def _write_png(path, rgb) -> None:
-    import io
-
-    from PIL import Image
-
-    from wowgrass.fileio import write_atomic
-
-    buf = io.BytesIO()
-    Image.fromarray(rgb, "RGB").save(buf, format="PNG")
-    write_atomic(path, buf.getvalue())
-
-
-def _centre(src):
-    from .constants import TILE_SIZE, ZEROPOINT
-
-    keys = np.array(src.tiles, np.float64)
-    return ZEROPOINT - (keys[:, 1].mean() + 0.5) * TILE_SIZE, ZEROPOINT - (keys[:, 0].mean() + 0.5) * TILE_SIZE
 
 
 def _cache():

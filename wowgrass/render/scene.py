@@ -44,6 +44,13 @@ def tile_distance(col: int, row: int, x: float, y: float) -> float:
     return float(np.hypot(dx, dy))
 
 
+def tiles_centre(tiles) -> tuple[float, float]:
+    """World (X, Y) of the centre of a set of (col, row) tiles (the mean of their centres)."""
+    keys = np.array(tiles, np.float64)
+    return (float(ZEROPOINT - (keys[:, 1].mean() + 0.5) * TILE_SIZE),
+            float(ZEROPOINT - (keys[:, 0].mean() + 0.5) * TILE_SIZE))
+
+
 @dataclass
 class ResidentTile:
     key: tuple[int, int]

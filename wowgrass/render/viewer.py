@@ -180,15 +180,7 @@ class Viewer:
         return self.target.read_rgba()
 
     def save_png(self, path) -> None:
-        import io
-
-        from PIL import Image
-
-        from wowgrass.fileio import write_atomic
-
-        buf = io.BytesIO()
-        Image.fromarray(self.read_rgba()[..., :3], "RGB").save(buf, format="PNG")
-        write_atomic(path, buf.getvalue())
+        write_png(path, self.read_rgba()[..., :3])
 
     # -- interactive --
     def run_window(self, *, start_time: float = 0.0, speed: float = 12.0, on_stats=print,
@@ -351,6 +343,19 @@ class WindowControls:
                 cam.position[2] = ground + self.MIN_CLEARANCE
 
 
+def write_png(path, rgb: np.ndarray) -> None:
+    """Write an (H, W, 3) uint8 frame as a PNG, atomically."""
+    import io
+
+    from PIL import Image
+
+    from wowgrass.fileio import write_atomic
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb, "RGB").save(buf, format="PNG")
+    write_atomic(path, buf.getvalue())
+
+
 def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
     """``--camera``/``--target`` when given (a camera of two numbers X,Y stands at eye height above
     the ground there); else above the centre of the data at eye height, looking towards the grass."""
@@ -359,14 +364,12 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
         if target is not None:
             cam.look_at(target)
         return cam
-    from .constants import TILE_SIZE, ZEROPOINT
+    from .scene import tiles_centre
 
     if camera is not None:  # X,Y only: at eye height above the ground there
         x, y = float(camera[0]), float(camera[1])
     else:
-        keys = np.array(source.tiles, np.float64)
-        col_c, row_c = keys[:, 0].mean() + 0.5, keys[:, 1].mean() + 0.5
-        x, y = ZEROPOINT - row_c * TILE_SIZE, ZEROPOINT - col_c * TILE_SIZE
+        x, y = tiles_centre(source.tiles)
     scene.update((x, y, 0.0), block=True)
     z = scene.ground_height(x, y)
     z = (z if z is not None else 0.0) + eye_height
