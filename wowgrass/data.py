@@ -246,13 +246,16 @@ def open_data(path, *, build: str | None = None, locale: str | None = None,
     top = _mpqs_in(root)
     if locale is None:
         locale = detect_locale(root)
-    elif _child_ci(root, locale) is None and top:
-        raise UsageError(f"no locale folder {locale} in {root}")
-    if not top and not (locale and _mpqs_in(_child_ci(root, locale) or root / locale)):
+        loc_dir = _child_ci(root, locale) if locale else None
+    else:
+        loc_dir = _child_ci(root, locale)
+        if loc_dir is None and top:
+            raise UsageError(f"no locale folder {locale} in {root}")
+    loc_mpqs = _mpqs_in(loc_dir) if loc_dir else {}
+    if not top and not loc_mpqs:
         return GameData(root, build=build, locale=locale)
-    loc_names = list(_mpqs_in(_child_ci(root, locale))) if locale and _child_ci(root, locale) else []
     if build is None:
-        build = detect_build(list(top) + loc_names)
+        build = detect_build(list(top) + list(loc_mpqs))
     archives = archive_order(root, build, locale)
     if not archives:
         raise UsageError(f"{root} holds MPQs but none that a {build or 'WoW'} client mounts: "
