@@ -31,7 +31,7 @@ import numpy as np
 
 from wowgrass.binary import cstring
 from wowgrass.errors import FormatError, TruncatedError
-from wowgrass.formats.chunks import HEADER_SIZE, iter_chunks, tag_u32, write_chunk
+from wowgrass.formats.chunks import HEADER_SIZE, disk_tag, iter_chunks, tag_u32, write_chunk
 
 # --- constants ---------------------------------------------------------------------------------
 VERSION = 18
@@ -980,5 +980,4 @@ def write_adt(tile: AdtTile) -> bytes:
 
 def sniff(prefix: bytes) -> bool:
     """True for an ADT v18 prefix (MVER then MHDR)."""
-    from wowgrass.formats.chunks import disk_tag
     return len(prefix) >= 16 and prefix[:4] == disk_tag(b"MVER") and prefix[12:16] == disk_tag(b"MHDR")

@@ -17,7 +17,7 @@ from enum import IntFlag
 import numpy as np
 
 from wowgrass.errors import FormatError, TruncatedError
-from wowgrass.formats.chunks import iter_chunks, write_chunk
+from wowgrass.formats.chunks import disk_tag, iter_chunks, write_chunk
 
 VERSION = 18
 MAIN_DTYPE = np.dtype([("flags", "<u4"), ("async_id", "<u4")])
@@ -122,5 +122,4 @@ def write_wdt(wdt: WdtFile | np.ndarray, *, flags: int | None = None) -> bytes:
 
 
 def sniff(prefix: bytes) -> bool:
-    from wowgrass.formats.chunks import disk_tag
     return len(prefix) >= 16 and prefix[:4] == disk_tag(b"MVER") and prefix[12:16] == disk_tag(b"MPHD")
