@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE  # the contract's dtype; render only reads it
+from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; render only reads it
 
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
@@ -58,14 +58,13 @@ def chunk_bounds_xy(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def instances_to_mat4(inst: np.ndarray) -> np.ndarray:
     """The seed's 64-byte layout for the same instances: column-major model matrices (n, 16) f4."""
-    yaw = inst["yaw"].astype(np.float64) * (2 * np.pi / 65536.0)
-    s = inst["scale"].astype(np.float64) / 4096.0
+    pos, yaw, s = unpack_instances(inst)
     c, si = np.cos(yaw) * s, np.sin(yaw) * s
     m = np.zeros((len(inst), 16), np.float32)
     m[:, 0], m[:, 1] = c, si  # column 0
     m[:, 4], m[:, 5] = -si, c  # column 1
     m[:, 10] = s  # column 2
-    m[:, 12:15] = inst["pos"]  # column 3: translation
+    m[:, 12:15] = pos  # column 3: translation
     m[:, 15] = 1.0
     return m
 
