@@ -32,7 +32,6 @@ from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassE
 from wowgrass.paths import cache_dir
 from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, used_effect_ids
 
-_TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
 DOODAD_TABLE = "GroundEffectDoodad.dbc"
 
@@ -108,13 +107,6 @@ class ModelTable:
                 pass  # recorded as missing: the viewer names it
         self._cache[path.lower()] = info
         return info
-
-
-def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
-    m = _TILE_NAME.match(path.name)
-    if m:
-        return m.group("map"), (int(m.group("col")), int(m.group("row")))
-    return path.stem, None
 
 
 # ----------------------------------------------------------------------------- one tile
@@ -264,7 +256,7 @@ def bake_file(
 ) -> BakeResult:
     """Bake a loose ADT file; tables from ``data`` (a GameData) or ``dbc_dir``."""
     from wowgrass.formats.wdt import WdtFile
-    from wowgrass.terrain import sibling_wdt, wdt_game_path
+    from wowgrass.terrain import sibling_wdt, tile_from_name, wdt_game_path
 
     path = Path(adt_file)
     raw = path.read_bytes()

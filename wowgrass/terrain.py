@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.errors import UsageError
-from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, UNIT_SIZE, AdtTile, McnkFlags
+from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, UNIT_SIZE, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
 
@@ -42,13 +42,21 @@ def parse_tile_arg(text: str) -> tuple[int, int]:
     return col, row
 
 
+def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None)."""
+    m = _TILE_NAME.match(path.name)
+    if m:
+        return m.group("map"), (int(m.group("col")), int(m.group("row")))
+    return path.stem, None
+
+
 def sibling_wdt(adt_path: Path) -> Path | None:
     """``<dir>/<Map>.wdt`` beside ``<dir>/<Map>_<col>_<row>.adt``, when it exists."""
-    m = _TILE_NAME.match(adt_path.name)
-    if not m:
+    map_name, tile = tile_from_name(adt_path)
+    if tile is None:
         return None
     for cand in adt_path.parent.iterdir():
-        if cand.name.lower() == f"{m.group('map')}.wdt".lower() and cand.is_file():
+        if cand.name.lower() == f"{map_name}.wdt".lower() and cand.is_file():
             return cand
     return None
 
@@ -270,13 +278,9 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
         img = tile_grid(t, np.clip(rgb, 0, 255).astype(np.uint8))
         return resize(img, nearest=False)
     if kind == "effects":
-        layer = t.doodad_mapping.astype(np.int64)
-        eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
-        valid = layer < t.n_layers[:, None, None]
-        eff = np.where(valid, eff, 0)
-        none = (eff == 0) | (eff == 0xFFFF) | (eff == 0xFFFFFFFF)
-        col = _category_colour(eff, seed=2, skip=(0, 0xFFFF, 0xFFFFFFFF))
-        col[none] = (30, 30, 30)
+        eff = _cell_effects(t)
+        col = _category_colour(eff, seed=2, skip=NO_EFFECT_IDS)
+        col[np.isin(eff, NO_EFFECT_IDS)] = (30, 30, 30)
         img = resize(tile_grid(t, col), nearest=True)
         return _grid_lines(img)
     # mask
@@ -304,12 +308,9 @@ def image_legend(t: AdtTile, kind: str) -> list[dict]:
         return [{"label": t.textures[i] if i < len(t.textures) else f"texture #{i}", "rgb": hexrgb(c),
                  "count": int(n), "unit": "layers"} for i, c, n in zip(ids.tolist(), cols, counts.tolist())]
     if kind == "effects":
-        layer = t.doodad_mapping.astype(np.int64)
-        eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
-        eff = np.where(layer < t.n_layers[:, None, None], eff, 0)
-        ids, counts = np.unique(eff, return_counts=True)
-        none = np.isin(ids, (0, 0xFFFF, 0xFFFFFFFF))
-        cols = _category_colour(ids, seed=2, skip=(0, 0xFFFF, 0xFFFFFFFF))
+        ids, counts = np.unique(_cell_effects(t), return_counts=True)
+        none = np.isin(ids, NO_EFFECT_IDS)
+        cols = _category_colour(ids, seed=2, skip=NO_EFFECT_IDS)
         cols[none] = (30, 30, 30)
         return [{"label": "no effect" if z else f"effect {i}", "rgb": hexrgb(c), "count": int(n), "unit": "cells"}
                 for i, c, n, z in zip(ids.tolist(), cols, counts.tolist(), none.tolist())]
@@ -318,6 +319,13 @@ def image_legend(t: AdtTile, kind: str) -> list[dict]:
                  "unit": "cells"},
                 {"label": "hole", "rgb": "#000000", "count": int(t.hole_cells().sum()), "unit": "cells"}]
     return []
+
+
+def _cell_effects(t: AdtTile) -> np.ndarray:
+    """(256, 8, 8) effectId of the layer each cell's doodadMapping selects (0 where that layer is absent)."""
+    layer = t.doodad_mapping.astype(np.int64)
+    eff = np.take_along_axis(t.layer_effect.astype(np.int64), layer.reshape(256, -1), axis=1).reshape(256, 8, 8)
+    return np.where(layer < t.n_layers[:, None, None], eff, 0)
 
 
 def _grid_lines(img: np.ndarray) -> np.ndarray:
