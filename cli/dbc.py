@@ -63,11 +63,13 @@ def _open_data(path):
 
 def _loose_reader(folder: Path) -> Callable[[str], bytes]:
     def read(name: str) -> bytes:
+        from wowgrass.paths import find_file
+
         base = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
-        for p in folder.iterdir():
-            if p.name.lower() == base and p.is_file():
-                return p.read_bytes()
-        raise GameFileNotFound(f"{base} not found in {folder}")
+        found = find_file(folder, base)
+        if found is None:
+            raise GameFileNotFound(f"{base} not found in {folder}")
+        return found.read_bytes()
 
     return read
 

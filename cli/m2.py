@@ -40,12 +40,12 @@ class _Source:
         if p.is_file():
             return p.read_bytes()
         # Game paths next to a loose file: match the base name, case-insensitively.
-        name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-        folder = Path(self.model).parent
-        for cand in folder.iterdir():
-            if cand.name.lower() == name and cand.is_file():
-                return cand.read_bytes()
-        raise GameFileNotFound(f"{path} (looked next to {self.model})")
+        from wowgrass.paths import find_file
+
+        found = find_file(Path(self.model).parent, path.replace("\\", "/").rsplit("/", 1)[-1])
+        if found is None:
+            raise GameFileNotFound(f"{path} (looked next to {self.model})")
+        return found.read_bytes()
 
 
 def load_model(model: str, data_path, *, need_view: bool):

@@ -29,7 +29,7 @@ import numpy as np
 
 from wowgrass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassError
-from wowgrass.paths import cache_dir
+from wowgrass.paths import cache_dir, find_file
 from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, used_effect_ids
 
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
@@ -66,10 +66,9 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
         folder = Path(dbc_dir)
         if not folder.is_dir():
             raise UsageError(f"--dbc {folder}: not a folder")
-        files = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
         tables = []
         for name in (TEXTURE_TABLE, DOODAD_TABLE):
-            p = files.get(name.lower())
+            p = find_file(folder, name)
             if p is None:
                 raise UsageError(f"{folder} has no {name} (the bake needs GroundEffectTexture.dbc and "
                                  "GroundEffectDoodad.dbc)")

@@ -1,4 +1,4 @@
-"""Where wowgrass keeps its caches (sample world, baked bundles).
+"""Where wowgrass keeps its caches (sample world, baked bundles), and finding loose game files.
 
 ``WOWGRASS_CACHE`` overrides the platform's user cache folder (tests point it at a temp dir).
 """
@@ -16,3 +16,13 @@ def cache_dir() -> Path:
     path = Path(root) if root else Path(platformdirs.user_cache_dir("wowgrass", appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def find_file(folder, name: str) -> Path | None:
+    """The file called ``name`` in ``folder``, ignoring case (extracted game files keep no
+    consistent case), or None."""
+    low = name.lower()
+    for cand in Path(folder).iterdir():
+        if cand.name.lower() == low and cand.is_file():
+            return cand
+    return None

@@ -18,6 +18,7 @@ from wowgrass.errors import UsageError
 from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, UNIT_SIZE, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
+from wowgrass.paths import find_file
 
 IMAGE_KINDS = ("height", "layers", "effects", "mask")
 _TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
@@ -53,12 +54,7 @@ def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
 def sibling_wdt(adt_path: Path) -> Path | None:
     """``<dir>/<Map>.wdt`` beside ``<dir>/<Map>_<col>_<row>.adt``, when it exists."""
     map_name, tile = tile_from_name(adt_path)
-    if tile is None:
-        return None
-    for cand in adt_path.parent.iterdir():
-        if cand.name.lower() == f"{map_name}.wdt".lower() and cand.is_file():
-            return cand
-    return None
+    return find_file(adt_path.parent, f"{map_name}.wdt") if tile is not None else None
 
 
 def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_alpha=None,
