@@ -39,7 +39,35 @@ CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<
                       ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
 
 
-CMD_RING = 3  # indirect command buffers in flight
+class CommandRing:
+    """Indirect-command buffers written in turn (three in flight): a frame's new commands never
+    overwrite a buffer the GPU may still be reading. Terrain and grass each keep one."""
+
+    SIZE = 3
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.buffers: list = []
+        self._next = 0
+
+    def reserve(self, nbytes: int):
+        """Room for ``nbytes`` of commands (reallocated, with headroom, only when it grows)."""
+        if not self.buffers or self.buffers[0].size < nbytes:
+            self.release()
+            size = max(nbytes, CMD_DTYPE.itemsize) * 2
+            self.buffers = [self.ctx.buffer(reserve=size, dynamic=True) for _ in range(self.SIZE)]
+
+    def write(self, cmds: np.ndarray):
+        """Write ``cmds`` into the next buffer of the ring and return it."""
+        self._next = (self._next + 1) % self.SIZE
+        buf = self.buffers[self._next]
+        buf.write(cmds.tobytes())
+        return buf
+
+    def release(self):
+        for b in self.buffers:
+            b.release()
+        self.buffers = []
 
 
 def chunk_keys(pos: np.ndarray) -> np.ndarray:
@@ -143,8 +171,7 @@ class GrassField:
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.batches: list[GrassBatch] = []
         self.buffers_created = 0  # instance buffers made so far (tests: once per batch, never per frame)
-        self._cmd_buffers: list = []  # a small ring: never overwrite commands the GPU may still read
-        self._cmd_frame = 0
+        self._cmd_ring = CommandRing(ctx)
         self._cmd_buffer = None
         self._dirty = True
         self.cull = True
@@ -175,9 +202,7 @@ class GrassField:
         for b in self.batches:
             b.release()
         self.batches = []
-        for b in self._cmd_buffers:
-            b.release()
-        self._cmd_buffers = []
+        self._cmd_ring.release()
 
     @property
     def total_instances(self) -> int:
@@ -224,11 +249,7 @@ class GrassField:
         self._sel = None  # visible groups of the last frame (None: commands not written yet)
         self._all_draws = [(b, None, 0, b.count) for b in bs]
         if self.indirect and len(keys):
-            if not self._cmd_buffers or self._cmd_buffers[0].size < cmds.nbytes:
-                for b in self._cmd_buffers:
-                    b.release()
-                size = max(cmds.nbytes, 20) * 2
-                self._cmd_buffers = [self.ctx.buffer(reserve=size, dynamic=True) for _ in range(CMD_RING)]
+            self._cmd_ring.reserve(cmds.nbytes)
         self._dirty = False
 
     def visible_groups(self, camera_xy, planes=None) -> np.ndarray:
@@ -248,9 +269,7 @@ class GrassField:
         self._sel = sel
         cmds = self._all_cmds[sel]
         if len(cmds):
-            self._cmd_frame = (self._cmd_frame + 1) % CMD_RING
-            self._cmd_buffer = self._cmd_buffers[self._cmd_frame]
-            self._cmd_buffer.write(cmds.tobytes())
+            self._cmd_buffer = self._cmd_ring.write(cmds)
         # commands are ordered by batch: offsets by binary search
         starts = np.searchsorted(sel, self._group_offsets)
         inst = np.r_[0, np.cumsum(cmds["instances"], dtype=np.int64)][starts]

@@ -18,7 +18,7 @@ import numpy as np
 from wowgrass.formats.adt import VERTEX_ROWCOL
 
 from .camera import BoxSet
-from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass writes it
+from .grass import CMD_DTYPE, CommandRing  # DrawElementsIndirectCommand and its buffers, as grass has them
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
@@ -169,15 +169,12 @@ class TerrainSet:
     tile (GL 4.3; whole tiles otherwise). The command list is where terrain LOD (per-chunk index
     ranges of coarser meshes, geomorphing in the vertex shader) plugs in later."""
 
-    RING = 3
-
     def __init__(self, ctx, indirect: bool | None = None):
         self.ctx = ctx
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.tiles: dict = {}
         self._dirty = True
-        self._ring: list = []
-        self._frame = 0
+        self._ring = CommandRing(ctx)
 
     def add(self, key, tile: TerrainTile):
         self.tiles[key] = tile
@@ -204,10 +201,8 @@ class TerrainSet:
             self._cmds = cmds
             self._drawable = cmds["count"] > 0
             self._tile_starts = np.arange(len(ts) + 1) * 256
-            if self.indirect and (not self._ring or self._ring[0].size < cmds.nbytes):
-                for b in self._ring:
-                    b.release()
-                self._ring = [self.ctx.buffer(reserve=cmds.nbytes * 2, dynamic=True) for _ in range(self.RING)]
+            if self.indirect:
+                self._ring.reserve(cmds.nbytes)
         self._dirty = False
 
     def render(self, planes, eye, far: float) -> tuple[int, int]:
@@ -241,9 +236,7 @@ class TerrainSet:
                     k0 += int(per_tile[i])
             self._tris = int(cmds["count"].sum()) // 3
             if self.indirect and len(cmds):
-                self._frame = (self._frame + 1) % self.RING
-                self._buf = self._ring[self._frame]
-                self._buf.write(cmds.tobytes())
+                self._buf = self._ring.write(cmds)
             else:  # whole tiles where a chunk of theirs is visible
                 self._tris = sum(t.arrays_triangles for t, _, _ in self._draws)
         if not self.indirect:
@@ -259,6 +252,4 @@ class TerrainSet:
         for t in self.tiles.values():
             t.release()
         self.tiles.clear()
-        for b in self._ring:
-            b.release()
-        self._ring = []
+        self._ring.release()
