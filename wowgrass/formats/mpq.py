@@ -23,6 +23,7 @@ Quirks worth knowing:
 from __future__ import annotations
 
 import bz2
+import functools
 import lzma
 import math
 import mmap
@@ -156,6 +157,13 @@ def hash_string(name: str | bytes, kind: int) -> int:
         s1 = (t[off + ch] ^ (s1 + s2)) & _M32
         s2 = (ch + s1 + s2 + (s2 << 5) + 3) & _M32
     return s1
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_hashes(name: str) -> tuple[int, int, int]:
+    """(table offset, hash A, hash B) of ``name``; cached because a Data folder probes every archive
+    of its chain with the same name, then reads it by name once more."""
+    return hash_string(name, HASH_OFFSET), hash_string(name, HASH_A), hash_string(name, HASH_B)
 
 
 def file_key(name: str, file_pos: int = 0, size: int = 0, fix_key: bool = False) -> int:
@@ -588,9 +596,9 @@ class MpqArchive:
     # lookup -----------------------------------------------------------------------------------
     def _candidates(self, name: str) -> list[int]:
         """Hash-table indices whose name hashes match ``name``, in probe order."""
-        a, b = hash_string(name, HASH_A), hash_string(name, HASH_B)
+        i, a, b = _name_hashes(name)
         mask = self._mask
-        i = hash_string(name, HASH_OFFSET) & mask
+        i &= mask
         nblocks = self.header.block_table_size
         ha, hb, hblk = self._hash_a, self._hash_b, self._hash_block
         found = []
