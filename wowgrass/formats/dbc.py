@@ -187,7 +187,7 @@ class DbcFile:
         """Parse ``data``; every size is checked against the bytes present before any view is made."""
         if isinstance(data, (bytearray, memoryview)):
             data = bytes(data)
-        magic, n, f, rs, sb = unpack_from("<4sIIII", data, 0, "WDBC header", path)
+        magic, n, f, rs, sb = unpack_from(HEADER.format, data, 0, "WDBC header", path)
         if magic != MAGIC:
             if magic[:3] == b"WDB" or magic == b"WCH2":
                 raise UnsupportedError(f"{magic!r} tables are not supported (wowgrass reads WDBC, 1.x-3.x)",
