@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wowgrass.binary import array as bounded_array
 from wowgrass.binary import need, unpack_from
 from wowgrass.errors import FormatError, TruncatedError, UnsupportedError, UsageError
 
@@ -297,8 +298,7 @@ def read_blp(data, path: str | None = None) -> BlpImage:
         need(data, rest + 4, jsize, "BLP JPEG header", path)
         jpeg_header = data[rest + 4:rest + 4 + jsize]
     elif encoding == "palette" or version == 2:
-        need(data, rest, 1024, "BLP palette", path)
-        palette = np.frombuffer(data, "u1", count=1024, offset=rest).reshape(256, 4)
+        palette = bounded_array(data, rest, 1024, "u1", "BLP palette", path).reshape(256, 4)
     img = BlpImage(version, w, h, encoding, alpha_depth, alpha_enc, bool(has_mips),
                    table[:MAX_MIPS], table[MAX_MIPS:], data, palette, jpeg_header, path)
     if img.mip_offsets[0] == 0 or img.mip_sizes[0] == 0:
