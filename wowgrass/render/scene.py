@@ -36,12 +36,18 @@ def tile_of(x: float, y: float) -> tuple[int, int]:
     return int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE))
 
 
+def tile_distances(keys: np.ndarray, x: float, y: float) -> np.ndarray:
+    """Distance in XY from a point to each (col, row) tile's square; ``keys`` is (n, 2)."""
+    keys = np.asarray(keys, np.float64).reshape(-1, 2)
+    x_hi, y_hi = ZEROPOINT - keys[:, 1] * TILE_SIZE, ZEROPOINT - keys[:, 0] * TILE_SIZE
+    dx = np.maximum(np.maximum(x_hi - TILE_SIZE - x, x - x_hi), 0.0)
+    dy = np.maximum(np.maximum(y_hi - TILE_SIZE - y, y - y_hi), 0.0)
+    return np.hypot(dx, dy)
+
+
 def tile_distance(col: int, row: int, x: float, y: float) -> float:
     """Distance in XY from a point to a tile's square."""
-    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
-    dx = max(x_hi - TILE_SIZE - x, x - x_hi, 0.0)
-    dy = max(y_hi - TILE_SIZE - y, y - y_hi, 0.0)
-    return float(np.hypot(dx, dy))
+    return float(tile_distances((col, row), x, y)[0])
 
 
 def tiles_centre(tiles) -> tuple[float, float]:
@@ -67,6 +73,7 @@ class Scene:
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False):
         self.ctx, self.programs, self.source = ctx, programs, source
+        self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
         # grass models the data lacks drawn as a stand-in clump (still reported as missing)
         self.placeholders = placeholders
         self._placeholder: GpuMesh | None = None
@@ -186,8 +193,10 @@ class Scene:
         self.doodads.remove_tile(key)
 
     def wanted(self, x: float, y: float) -> list[tuple[int, int]]:
-        keys = [k for k in self.source.tiles if tile_distance(*k, x, y) <= self.reach]
-        return sorted(keys, key=lambda k: tile_distance(*k, x, y))
+        """The source's tiles within ``reach`` of (x, y), nearest first (one numpy pass a frame)."""
+        d = tile_distances(self._source_keys, x, y)
+        near = np.flatnonzero(d <= self.reach)
+        return [self.source.tiles[i] for i in near[np.argsort(d[near], kind="stable")]]
 
     def update(self, camera_pos, *, block: bool = False) -> int:
         """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done."""
