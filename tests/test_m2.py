@@ -295,7 +295,7 @@ def _patched(data, offset, fmt, *values):
 def test_array_past_end(field):
     v, tris = grass_clump()
     data, _ = write_m2(v, tris, name="G", textures=[GRASS_TEX], version=256)
-    off = dict((n, i) for n, i in _field_offsets(HEADER_LEGACY).items())[field]
+    off = _field_offsets(HEADER_LEGACY)[field]
     count, where = struct.unpack_from("<II", data, off)
     bad = _patched(data, off, "<II", 100000, where or 16)
     with pytest.raises(TruncatedError, match=field):
