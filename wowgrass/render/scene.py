@@ -126,16 +126,16 @@ class Scene:
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
         return payload
 
+    def _prepare_into_done(self, key):
+        try:
+            self._done.put((key, self.prepare(key), None))
+        except Exception as exc:  # reported, the tile stays out
+            log.exception("tile %s failed", key)
+            self._done.put((key, None, exc))
+
     def _work(self):
-        while True:
-            key = self._requests.get()
-            if key is None:
-                return
-            try:
-                self._done.put((key, self.prepare(key), None))
-            except Exception as exc:  # reported, the tile stays out
-                log.exception("tile %s failed", key)
-                self._done.put((key, None, exc))
+        while (key := self._requests.get()) is not None:
+            self._prepare_into_done(key)
 
     # -- GL side --
     @property
@@ -208,10 +208,7 @@ class Scene:
                 if self._threaded:
                     self._requests.put(key)
                 else:
-                    try:
-                        self._done.put((key, self.prepare(key), None))
-                    except Exception as exc:
-                        self._done.put((key, None, exc))
+                    self._prepare_into_done(key)
         for key in list(self.tiles):
             if tile_distance(*key, x, y) > self.reach + self.hysteresis:
                 self._unload(key)
