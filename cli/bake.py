@@ -137,21 +137,25 @@ def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, plac
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from wowgrass.bake import map_tiles
+    progress = Progress(TextColumn("[bold]bake"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
+                        disable=quiet)
+    task = progress.add_task("", total=None)
 
-    with _open(data_path, build) as data:
-        todo, _ = map_tiles(data, map_name, ranges)
-    console = Console(stderr=True)
-    with Progress(TextColumn("[bold]bake"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=console, transient=True,
-                  disable=quiet or not todo) as progress:
-        task = progress.add_task("", total=len(todo))
+    def start(total):
+        progress.update(task, total=total)
+        if total:  # no bar (and no blank line it leaves) when there is nothing to bake
+            progress.start()
 
-        def step(res):
-            progress.update(task, advance=1, description=f"{res.tile[0]}_{res.tile[1]}")
+    def step(res):
+        progress.update(task, advance=1, description=f"{res.tile[0]}_{res.tile[1]}")
 
-        return bake_map(data_path, map_name, tiles=todo, jobs=jobs, build=build, placement=placement,
-                        constants=constants, force=force, progress=step)
+    try:
+        return bake_map(data_path, map_name, ranges=ranges, jobs=jobs, build=build, placement=placement,
+                        constants=constants, force=force, progress=step, on_start=start)
+    finally:
+        if progress.live.is_started:  # stop() on a bar never started still prints a newline
+            progress.stop()
 
 
 def _echo_result(res):

@@ -158,9 +158,11 @@ def test_parallel_bake_matches_serial(world, tmp_path, monkeypatch):
     out = {}
     for jobs in (1, 2):
         monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / f"c{jobs}"))
-        seen = []
-        results, failures = bake_map(world["data"], MAP_NAME, jobs=jobs, progress=seen.append)
+        seen, started = [], []
+        results, failures = bake_map(world["data"], MAP_NAME, jobs=jobs, progress=seen.append,
+                                     on_start=started.append)
         assert failures == [] and len(results) == len(world["tiles"]) == len(seen)
+        assert started == [len(world["tiles"])]  # told the total once, before the first tile
         out[jobs] = {r.tile: Path(r.path).read_bytes() for r in results}
     assert out[1] == out[2]  # same bytes whatever process bakes a tile
     # and a second run is all cache hits

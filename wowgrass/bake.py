@@ -355,11 +355,13 @@ def bake_map(
     constants: PlacementConstants | None = None,
     force: bool = False,
     progress: Callable[[BakeResult | TileFailure], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[list[BakeResult], list[TileFailure]]:
     """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
 
-    Each process opens the data source and loads the tables once. ``progress`` is called in the
-    parent after every tile. Failures (a tile's ADT missing or corrupt) are returned, not raised.
+    Each process opens the data source and loads the tables once. ``on_start`` gets the number of
+    tiles to bake before the first; ``progress`` is called in the parent after every tile.
+    Failures (a tile's ADT missing or corrupt) are returned, not raised.
     """
     from wowgrass.data import open_data
 
@@ -371,6 +373,8 @@ def bake_map(
     if folder.is_dir():
         sweep_temporaries(folder)
     todo = list(tiles) if tiles is not None else listed
+    if on_start is not None:
+        on_start(len(todo))
     args = (str(data_root), build, map_name, placement, constants, big_alpha, force)
     results: list[BakeResult] = []
     failures: list[TileFailure] = []
