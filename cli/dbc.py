@@ -46,18 +46,14 @@ def archive_name(table: str) -> str:
 
 
 def _open_mpq(path):
-    try:
-        from wowgrass.formats.mpq import MpqArchive
-    except ImportError as exc:  # pragma: no cover - the MPQ module ships with wowgrass
-        raise UsageError(f"MPQ support is unavailable: {exc}") from None
+    from wowgrass.formats.mpq import MpqArchive
+
     return MpqArchive.open(path)
 
 
 def _open_data(path):
-    try:
-        from wowgrass.data import open_data
-    except ImportError as exc:  # pragma: no cover
-        raise UsageError(f"Data folder support is unavailable: {exc}") from None
+    from wowgrass.data import open_data
+
     return open_data(path)
 
 

@@ -18,17 +18,13 @@ data_opt = click.option(
 )
 
 
-def _open_data(path):
-    from wowgrass.data import open_data
-
-    return open_data(path)
-
-
 class _Source:
     """Where a model and its companions (.skin, textures) come from: game data or the file system."""
 
     def __init__(self, model: str, data_path):
-        self.data = _open_data(data_path) if data_path else None
+        from wowgrass.data import open_data
+
+        self.data = open_data(data_path) if data_path else None
         self.model = model
         if self.data is None and not Path(model).is_file():
             raise FileNotFoundError(2, "no such file", model)

@@ -99,10 +99,6 @@ def _row(e) -> dict:
             "flag_names": e.flag_names, "locale": e.locale, "block": e.block_index}
 
 
-def _open(archive, data_path) -> _Source:
-    return _Source(archive, data_path)
-
-
 def safe_target(out_dir: Path, name: str) -> Path | None:
     """Where ``name`` goes under ``out_dir``: '..', '.', drive letters and leading separators are
     dropped, so no archive name can write outside ``out_dir``. None when nothing is left."""
@@ -129,7 +125,7 @@ def mpq():
 @json_option
 def info(archive, data_path, as_json):
     """Header of ARCHIVE (format, sector size, tables, files), or the archives --data mounts, in order."""
-    src = _open(archive, data_path)
+    src = _Source(archive, data_path)
     try:
         if src.mpq:
             obj = _archive_info(src.mpq)
@@ -184,7 +180,7 @@ def ls(args, data_path, as_json):
     Entries no (listfile) names are shown as <unnamed #block>; GLOBS filter by name ('*', '?').
     """
     archive, patterns = _split(args, data_path)
-    src = _open(archive, data_path)
+    src = _Source(archive, data_path)
     try:
         rows = src.rows(patterns)
     finally:
@@ -231,7 +227,7 @@ def extract(args, out_dir, data_path, as_json):
 
     archive, patterns = _split(args, data_path)
     out = Path(out_dir)
-    src = _open(archive, data_path)
+    src = _Source(archive, data_path)
     done, skipped, total = [], [], 0
     try:
         names = src.select(patterns)
@@ -268,7 +264,7 @@ def cat(args, data_path):
     archive, names = _split(args, data_path, need_name=True)
     if len(names) != 1:
         raise UsageError(f"cat takes one NAME, got {len(names)}")
-    src = _open(archive, data_path)
+    src = _Source(archive, data_path)
     try:
         data = src.read(names[0])
     finally:
