@@ -28,6 +28,7 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
 from .meshes import GpuMesh
+from .programs import DEFAULT_INSTANCE_LAYOUT
 
 assert INSTANCE_DTYPE.itemsize == 16
 
@@ -125,8 +126,8 @@ def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
 class GrassBatch:
     """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
 
-    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *, layout: str = "16p",
-                 tile=None):
+    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *,
+                 layout: str = DEFAULT_INSTANCE_LAYOUT, tile=None):
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
@@ -162,11 +163,8 @@ class GrassField:
 
     def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None,
                  layout: str | None = None):
-        from .programs import DEFAULT_INSTANCE_LAYOUT
-
         self.ctx, self.program = ctx, program
-        layout = layout or DEFAULT_INSTANCE_LAYOUT
-        self.layout = layout  # instance layout the program was built for (see make_programs)
+        self.layout = layout or DEFAULT_INSTANCE_LAYOUT  # the layout the program was built for (make_programs)
         self.settings = settings or GrassSettings()
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.batches: list[GrassBatch] = []

@@ -79,10 +79,7 @@ class Scene:
         self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
-        from .programs import DEFAULT_INSTANCE_LAYOUT
-
-        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect,
-                                layout=instance_layout or DEFAULT_INSTANCE_LAYOUT)
+        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect, layout=instance_layout)
         self.doodads = DoodadSet(ctx, programs["doodad"])
         self.terrain = TerrainSet(ctx, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
