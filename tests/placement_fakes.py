@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.placement import CHUNK, TILE
+from wowgrass.formats.adt import CHUNK_SIZE as CHUNK
+from wowgrass.formats.adt import TILE_SIZE as TILE
 
 
 @dataclass

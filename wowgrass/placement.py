@@ -53,8 +53,6 @@ import numpy as np
 
 from wowgrass.effects import NO_EFFECT_IDS
 from wowgrass.errors import UsageError
-from wowgrass.formats.adt import CHUNK_SIZE as CHUNK
-from wowgrass.formats.adt import TILE_SIZE as TILE
 from wowgrass.formats.adt import UNIT_SIZE as UNIT
 
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
