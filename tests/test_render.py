@@ -7,11 +7,11 @@ import pytest
 
 pytestmark = pytest.mark.gl
 
+from wowgrass.bundle import pack_instances  # noqa: E402
 from wowgrass.render.constants import (  # noqa: E402
     DRAW_DISTANCE, ROOT_FRACTION, TILE_SIZE, WIND_AMPLITUDE, WIND_PHASE_X, WIND_PHASE_Y, WIND_SPEED,
     GrassSettings,
 )
-from wowgrass.render.grass import INSTANCE_DTYPE  # noqa: E402
 from wowgrass.render.synthetic import SyntheticSource, synthetic_tile, tile_origin  # noqa: E402
 
 COL, ROW = 32, 32
@@ -50,11 +50,8 @@ def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terr
 
 
 def solid_instances(xy, z=0.0, scale=1.0):
-    inst = np.zeros(len(xy), INSTANCE_DTYPE)
-    inst["pos"][:, :2] = xy
-    inst["pos"][:, 2] = z
-    inst["scale"] = int(round(scale * 4096))
-    return inst
+    xy = np.asarray(xy, np.float64)
+    return pack_instances(np.column_stack([xy, np.full(len(xy), z)]), 0.0, scale)
 
 
 def not_sky(img):
