@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -67,15 +64,14 @@ def _progress_bar(enabled: bool):
 def build_cmd(output, build, tiles, seed, force, as_json):
     """Write the sample world's Data folder (default: in the wowgrass cache) and print where."""
     from wowgrass.errors import UsageError
-    from wowgrass.samples import build_sample_world, parse_tiles, sample_data_path, sample_root
+    from wowgrass.samples import parse_tiles, sample_data_path, sample_root, write_sample_world
 
     cols_rows = parse_tiles(tiles)
     if output is None:
         data = sample_root(build, cols_rows, seed) / "Data"
         built = force or not data.is_dir()
     else:
-        out = Path(output)
-        data = out / "Data"
+        data = Path(output) / "Data"
         if data.exists() and not force:
             raise UsageError(f"{data} already exists (use --force to replace it)")
         built = True
@@ -86,16 +82,7 @@ def build_cmd(output, build, tiles, seed, force, as_json):
             if output is None:
                 data = sample_data_path(build, cols_rows, seed, force=force, progress=update)
             else:
-                out.mkdir(parents=True, exist_ok=True)
-                tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-sample-", dir=out))
-                try:
-                    build_sample_world(tmp, build, cols_rows, seed, progress=update)
-                    if data.exists():
-                        shutil.rmtree(data)
-                    os.replace(tmp / "Data", data)
-                    os.replace(tmp / "sample.json", out / "sample.json")
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
+                data = write_sample_world(output, build, cols_rows, seed, progress=update)
     seconds = time.perf_counter() - t0
     info = _summary(data, build, tiles, seed, seconds if built else None, built)
     if as_json:

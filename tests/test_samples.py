@@ -209,6 +209,28 @@ def test_a_failed_build_leaves_nothing(tmp_path, monkeypatch):
     assert list((tmp_path / "sample").iterdir()) == []
 
 
+
+def test_write_sample_world_replaces_only_when_complete(tmp_path, monkeypatch):
+    from wowgrass.samples import world
+
+    out = tmp_path / "w"
+    (out / "Data").mkdir(parents=True)
+    (out / "Data" / "old.txt").write_text("old")
+    (out / "keep.txt").write_text("mine")
+
+    def boom(*a, **k):
+        raise RuntimeError("interrupted")
+
+    with monkeypatch.context() as m:
+        m.setattr(world, "build_sample_world", boom)
+        with pytest.raises(RuntimeError):
+            world.write_sample_world(out, "1.12", (1, 1), 0)
+    assert (out / "Data" / "old.txt").exists()  # a failed build leaves the old one alone
+    data = world.write_sample_world(out, "1.12", (1, 1), 0)
+    assert data == out / "Data" and not (data / "old.txt").exists() and (data / "dbc.MPQ").is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["Data", "keep.txt", "sample.json"]
+
+
 # -- command line ------------------------------------------------------------------------------
 def test_info_commands_work_on_the_sample(worlds):
     runner = CliRunner()

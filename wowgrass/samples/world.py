@@ -310,6 +310,25 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     return data_dir
 
 
+def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
+                       progress: Progress | None = None) -> Path:
+    """:func:`build_sample_world` into ``out_dir``, replacing its ``Data`` and ``sample.json`` only
+    once the new ones are complete (built in a temporary folder beside them); returns ``Data``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / "Data"
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-sample-", dir=out))
+    try:
+        build_sample_world(tmp, build, tiles, seed, progress=progress)
+        if data.exists():
+            shutil.rmtree(data)
+        os.replace(tmp / "Data", data)
+        os.replace(tmp / "sample.json", out / "sample.json")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return data
+
+
 # -- cache -------------------------------------------------------------------------------------
 def cache_key(build: str, tiles, seed: int) -> str:
     cols, rows = parse_tiles(tiles)
