@@ -59,21 +59,21 @@ def main(argv):
     tmp = _tempdir("wowgrass-bench-bake-")
     os.environ["WOWGRASS_CACHE"] = tmp
 
-    from placement_reference import seed_reference
+    from placement_reference import coverage_reference
 
     from wowgrass.bake import bake_tile, load_catalog
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.placement import ClientPlacement, SeedPlacement
+    from wowgrass.placement import ClientPlacement, CoveragePlacement
 
     raw = adt.read_bytes()
     catalog = load_catalog(dbc_dir=dbc)
     tile = AdtTile.from_bytes(raw, str(adt))
-    seed = SeedPlacement()
-    n = len(seed.place(tile, catalog, map_name="continent"))
-    print(f"tile {adt.name}: {n} instances (seed placement), 3.3.5 tables")
+    coverage = CoveragePlacement()
+    n = len(coverage.place(tile, catalog, map_name="continent"))
+    print(f"tile {adt.name}: {n} instances (coverage placement), 3.3.5 tables")
 
-    best, med = timed(lambda: seed.place(tile, catalog, map_name="continent"))
-    print(f"placement (seed):    best {best:6.2f} ms  median {med:6.2f} ms  target < {PLACE_TARGET_MS:.0f} ms  "
+    best, med = timed(lambda: coverage.place(tile, catalog, map_name="continent"))
+    print(f"placement (coverage): best {best:6.2f} ms  median {med:6.2f} ms  target < {PLACE_TARGET_MS:.0f} ms  "
           f"{'OK' if best < PLACE_TARGET_MS else 'MISSED'}")
     client = ClientPlacement()
     cbest, cmed = timed(lambda: client.place(tile, catalog, map_name="continent"))
@@ -89,7 +89,7 @@ def main(argv):
     print(f"bake, cache hit (parse+key+verify): best {hbest:6.2f} ms  median {hmed:6.2f} ms")
 
     t0 = time.perf_counter()
-    ref = seed_reference(tile, catalog, "continent")
+    ref = coverage_reference(tile, catalog, "continent")
     ref_ms = (time.perf_counter() - t0) * 1e3
     assert len(ref) == n
     print(f"reference per-cell placement: {ref_ms:8.1f} ms  ratio {ref_ms / best:6.0f}x  target >= "

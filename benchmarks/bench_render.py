@@ -6,7 +6,7 @@ Prints, per instance count:
               indirect multi-draw. CPU ms to build and submit a frame (target < 1 ms, flat as the
               resident count grows), GPU ms (timer query), wall ms per frame.
   * layout  - every instance drawn, no culling (one instanced draw, the reference methodology of
-              docs/gpu.md): the bundle's 16-byte instances against the seed's 64-byte matrices on the
+              docs/gpu.md): the bundle's 16-byte instances against the grass reference's 64-byte matrices on the
               same instances; GPU and wall ms and the 64/16 ratio (target >= 2x on the H200).
 and the sample world's zone at the requested size (target < 4 ms a frame on the H200): the start
 view, the grass view, and the grass view walking forward (12 units/s at 60 fps).
@@ -268,7 +268,7 @@ def main(argv=None):
     for kind, view in (("ref18", "overview"), ("ref18", "eye"), ("indexed12", "overview")):
         m = mesh if kind == "ref18" else GpuMesh(ctx, clump(kind))
         print(f"\nno culling, every instance drawn (one instanced draw), clump {kind}, {view} camera: "
-              "16-byte instances (one 4u4 attribute) vs the seed's 64-byte mat4")
+              "16-byte instances (one 4u4 attribute) vs the grass reference's 64-byte mat4")
         print(f"{'instances':>10} {'16B gpu':>9} {'16B wall':>9} {'64B gpu':>9} {'64B wall':>9} {'64/16 gpu':>10}"
               f" {'cpu16 ms':>9}")
         for n in layout_counts:

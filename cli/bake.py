@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from wowgrass.cli.common import data_option, echo_json, json_option
+from wowgrass.cli.common import data_option, echo_json, json_option, placement_option
 
 from wowgrass.errors import UsageError
 
@@ -33,8 +33,7 @@ def _open(data_path, build):
               help="A folder holding GroundEffectTexture.dbc and GroundEffectDoodad.dbc (for a loose ADT).")
 @click.option("--build", type=click.Choice(BUILDS), default=None,
               help="Client build of the tables (default: detected).")
-@click.option("--placement", type=click.Choice(["seed", "client"]), default="seed", show_default=True,
-              help="seed: per-cell MCAL coverage (the seed's formula); client: what the 1.12/3.3.5 clients do.")
+@placement_option
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
               help="Write the bundle here instead of the cache (loose ADT only).")
 @click.option("--map", "map_name", metavar="NAME",

@@ -209,9 +209,9 @@ def _print_info(r: dict) -> None:
             sm.add_row("rows with doodads", f"{w['rows']:,}: min {w['min']}, median {w['median']:g}, max {w['max']}")
         sm.add_row("rows with no doodads", f"{d['no_doodads']:,}")
         sm.add_row(f"density > {d['over_density_cap']['cap']}",
-                   f"{d['over_density_cap']['rows']:,} rows clipped by the seed's density cap")
+                   f"{d['over_density_cap']['rows']:,} rows clipped by the coverage placement's density cap")
         sm.add_row(f"density > {d['over_clump_cap']['cap']}",
-                   f"{d['over_clump_cap']['rows']:,} rows clipped by the seed's clump cap at full coverage")
+                   f"{d['over_clump_cap']['rows']:,} rows clipped by the coverage placement's clump cap at full coverage")
         con.print(sm)
     dd = r.get("doodads")
     if dd:

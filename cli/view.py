@@ -8,7 +8,7 @@ import click
 
 from wowgrass.errors import UsageError
 
-from .common import data_option, echo_json, json_option
+from .common import data_option, echo_json, json_option, placement_option
 
 
 def _vec(text, name, sizes=(3,)):
@@ -40,8 +40,7 @@ def _size(text):
               help="Folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc (when --data lacks them).")
 @click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
               help="Client build of the data (default: detected).")
-@click.option("--placement", type=click.Choice(["seed", "client"]), default="seed", show_default=True,
-              help="Grass placement strategy used when a tile is baked.")
+@placement_option
 @click.option("--camera", metavar="X,Y[,Z]",
               help="Camera position in world units; X,Y alone stands at eye height on the ground "
                    "(default: above the centre of the data at eye height).")

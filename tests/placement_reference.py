@@ -109,7 +109,7 @@ def in_hole(tile, ch, r, c) -> bool:
     return bool((int(tile.holes[ch]) >> ((r >> 1) * 4 + (c >> 1))) & 1)
 
 
-def seed_reference(tile, catalog, map_name, k: PlacementConstants | None = None):
+def coverage_reference(tile, catalog, map_name, k: PlacementConstants | None = None):
     """List of (model, x, y, z, yaw16, scale, chunk, cell) in (chunk, cell, clump) order."""
     k = k or PlacementConstants()
     out = []
@@ -157,7 +157,7 @@ def seed_reference(tile, catalog, map_name, k: PlacementConstants | None = None)
                             slot = kk
                             break
                     (x, y, z), _ = position(tile, ch, r, c, u, v)
-                    out.append((models[slot], x, y, z, yaw16, k.seed_scale, ch, cell))
+                    out.append((models[slot], x, y, z, yaw16, k.coverage_scale, ch, cell))
     return out
 
 

@@ -65,7 +65,7 @@ def test_bake_then_cache_hit(world, cache):
     assert bundles(cache) == [Path(first.path)]
     with B.read_bundle(first.path, expect_key=first.key) as b:
         assert b.instance_count == first.instances
-        assert b.provenance["map"] == MAP_NAME and b.provenance["placement"] == "seed"
+        assert b.provenance["map"] == MAP_NAME and b.provenance["placement"] == "coverage"
         assert b.provenance["adt_sha256"] == __import__("hashlib").sha256(world["adt"].read_bytes()).hexdigest()
         for m in b.models:  # bounding boxes and z range come from the M2s
             assert m.info.present and m.info.z_max > m.info.z_min
@@ -79,9 +79,9 @@ def test_provenance_changes_rebake(world, cache):
         c = bake_file(world["adt"], data=data, placement="client")
     assert len({a.key, b.key, c.key}) == 3
     assert not b.cache_hit and not c.cache_hit
-    # a new seed bundle of the same tile replaces the older one; the client one sits beside it
+    # a new coverage bundle of the same tile replaces the older one; the client one sits beside it
     names = [p.name for p in bundles(cache)]
-    assert len(names) == 2 and any(".client." in n for n in names) and any(".seed." in n for n in names)
+    assert len(names) == 2 and any(".client." in n for n in names) and any(".coverage." in n for n in names)
 
 
 def test_loose_tables_match_data_tables(world, cache, tmp_path):
@@ -227,9 +227,24 @@ def test_cli_bake_loose_adt_and_info(world, cache, tmp_path):
     assert "cells with grass" in res.output and "MISSING" in res.output
     js = json.loads(run("bundle", "info", str(out), "--json").output)
     assert js["instances"] == info["instances"] and js["bytes_per_instance"] == 16
-    assert js["provenance"]["placement"] == "seed"
+    assert js["provenance"]["placement"] == "coverage"
     assert sum(m["instances"] for m in js["models"]) == js["instances"]
     assert sum(int(k) * v for k, v in js["cells"]["histogram"].items()) == js["instances"]
+
+
+def test_cli_placement_names_and_the_old_alias(world, cache, tmp_path):
+    """The strategies are named for what they do; the old name ``seed`` still works, with a note."""
+    text = run("bake", "--help").output
+    assert "coverage" in text and "client" in text and "seed|" not in text and "'seed'" not in text
+    res = run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(tmp_path / "a.wgb"),
+              "--placement", "seed", "-C", "seed_scale=2", "--json")
+    assert res.exit_code == 0, res.output + res.stderr
+    assert "--placement coverage" in res.stderr
+    with B.read_bundle(json.loads(res.stdout)["path"]) as b:
+        assert b.provenance["placement"] == "coverage" and b.provenance["constants"]["coverage_scale"] == 2.0
+        assert "seed_scale" not in b.provenance["constants"]
+    res = run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "--placement", "nope")
+    assert res.exit_code == 2 and "coverage" in res.stderr
 
 
 def test_cli_bake_map_json(world, cache):
@@ -272,8 +287,8 @@ def test_stale_temporaries_are_swept(world, cache):
 
     folder = cache / "bundles" / MAP_NAME
     folder.mkdir(parents=True)
-    old = folder / f".{MAP_NAME}_1_2.seed.0123.wgb.abcd.tmp"
-    new = folder / f".{MAP_NAME}_1_3.seed.0123.wgb.efgh.tmp"
+    old = folder / f".{MAP_NAME}_1_2.coverage.0123.wgb.abcd.tmp"
+    new = folder / f".{MAP_NAME}_1_3.coverage.0123.wgb.efgh.tmp"
     old.write_bytes(b"partial")
     new.write_bytes(b"in progress elsewhere")
     os.utime(old, (1, 1))

@@ -13,7 +13,7 @@ import pytest
 from wowgrass import bundle as B
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 
-PROV = {"format": "wowgrass-bundle", "map": "Test", "tile": [3, 4], "placement": "seed", "constants": {"a": 1}}
+PROV = {"format": "wowgrass-bundle", "map": "Test", "tile": [3, 4], "placement": "coverage", "constants": {"a": 1}}
 
 
 def sample_inputs(n=1000, seed=0):

@@ -170,7 +170,7 @@ def test_mpq_and_data_match_loose(containers, build, table):
     root, mpq, loose = containers[build]
     ref = run("info", loose / f"{table}.dbc", "--json").output
     variants = [
-        ("info", "--mpq", mpq, f"DBFilesClient\\{table}.dbc", "--json"),  # the seed's exact shape
+        ("info", "--mpq", mpq, f"DBFilesClient\\{table}.dbc", "--json"),  # the grass reference's dbctool shape
         ("info", mpq, table, "--json"),
         ("info", "--data", root, table, "--json"),
         ("info", root, f"DBFilesClient/{table}.dbc", "--json"),

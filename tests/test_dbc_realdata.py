@@ -165,7 +165,7 @@ def test_cli_doodads_elwgra(sources, build):
     assert r["model"] == "World\\NoDXT\\Detail\\ElwGra01.m2"
 
 
-def test_cli_text_mentions_the_seed_caps(sources):
+def test_cli_text_mentions_the_coverage_caps(sources):
     text = run("info", *_via(sources, "3.3.5", "mpq", "GroundEffectTexture"))
     assert "density > 24" in text and "4 rows" in text and "24,089" in text
     assert "density > 12" in text and "60 rows" in text

@@ -1,4 +1,4 @@
-"""Placement: the seed's formula and open choices, the client strategy, determinism, and the
+"""Placement: the coverage formula and open choices, the client strategy, determinism, and the
 vectorized code against the plain per-cell reference (tests/placement_reference.py)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from placement_fakes import make_catalog, make_tile, random_tile, std_catalog
-from placement_reference import as_rows, bag_reference, client_reference, seed_reference
+from placement_reference import as_rows, bag_reference, client_reference, coverage_reference
 
 from wowgrass.placement import (
     UNIT,
     ClientPlacement,
     PlacementConstants,
-    SeedPlacement,
+    CoveragePlacement,
     chunk_keys,
     coverage_sums,
     draw,
@@ -30,7 +30,7 @@ GRASS = make_catalog([(453, 24, [0, 1, 2, 3]), (1493, 0, [-1, -1, -1, -1]), (8, 
 
 
 def clumps_for(tile, catalog=GRASS, **k):
-    clumps, _ = SeedPlacement(PlacementConstants(**k)).cell_clumps(tile, catalog)
+    clumps, _ = CoveragePlacement(PlacementConstants(**k)).cell_clumps(tile, catalog)
     return clumps
 
 
@@ -41,7 +41,7 @@ def two_layer_tile(effect0, effect1, alpha1, textures=("Tileset\\A.blp", "Tilese
     return make_tile(n_layers=2, effects=(effect0, effect1), textures=textures, alpha=alpha)
 
 
-# ----------------------------------------------------------------------------- the seed's formula
+# ----------------------------------------------------------------------------- the coverage formula
 
 
 def test_worked_example_full_coverage_high_density_gives_12():
@@ -92,15 +92,15 @@ def test_road_layer_suppresses_grass_by_texture_name():
 
 def test_grass_layer_is_highest_coverage_among_doodad_layers():
     tile = two_layer_tile(8, 453, 200)  # layer 1 (density 24) covers 200, layer 0 covers 55
-    _, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    _, rows = CoveragePlacement().cell_clumps(tile, GRASS)
     assert (rows == GRASS.lookup([453])[0]).all()
     tile = two_layer_tile(8, 453, 100)  # now layer 0 (155, density 8) wins
-    clumps, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    clumps, rows = CoveragePlacement().cell_clumps(tile, GRASS)
     assert (rows == GRASS.lookup([8])[0]).all()
     assert (clumps == math.ceil(155 / 255 * 8)).all()
     # a layer without doodads never carries the effect even when it dominates
     tile = two_layer_tile(8, 1493, 250)
-    clumps, rows = SeedPlacement().cell_clumps(tile, GRASS)
+    clumps, rows = CoveragePlacement().cell_clumps(tile, GRASS)
     assert (clumps == 0).all()  # layer 0 keeps only coverage 5 < 32
 
 
@@ -141,7 +141,7 @@ def test_masked_cells_and_holes_are_skipped():
     assert clumps[3, 2, 5] == 0
     assert (clumps[9, 2:4, 2:4] == 0).all()
     assert clumps.sum() == 12 * (256 * 64 - 1 - 4)
-    inst = SeedPlacement().place(tile, GRASS, map_name="Test")
+    inst = CoveragePlacement().place(tile, GRASS, map_name="Test")
     counts = inst.cell_counts()
     assert counts[3, 2, 5] == 0 and (counts[9, 2:4, 2:4] == 0).all()
 
@@ -150,7 +150,7 @@ def test_instances_lie_in_their_cell_on_the_fan():
     from wowgrass.formats.adt import AdtTile
 
     tile = random_tile(seed=2)
-    inst = SeedPlacement().place(tile, std_catalog(), map_name="Test")
+    inst = CoveragePlacement().place(tile, std_catalog(), map_name="Test")
     assert len(inst) > 1000
     ch = inst.chunk.astype(np.int64)
     r, c = inst.cell // 8, inst.cell % 8
@@ -169,13 +169,13 @@ def test_instances_lie_in_their_cell_on_the_fan():
 
 def test_slot_choice_follows_weights_and_skips_empty_slots():
     cat = make_catalog([(1, 24, [0, 1, -1, 3], [6, 2, 5, 0])], has_weights=True)
-    inst = SeedPlacement().place(make_tile(effects=(1,)), cat, map_name="w")
+    inst = CoveragePlacement().place(make_tile(effects=(1,)), cat, map_name="w")
     share = inst.model_counts() / len(inst)
     assert share[2] == 0 and share[3] == 0  # empty slot and zero weight
     assert abs(share[0] - 0.75) < 0.02 and abs(share[1] - 0.25) < 0.02
     # without weights (1.12 rows): uniform among non-empty slots
     cat = make_catalog([(1, 24, [0, 1, -1, 3])])
-    inst = SeedPlacement().place(make_tile(effects=(1,)), cat, map_name="w")
+    inst = CoveragePlacement().place(make_tile(effects=(1,)), cat, map_name="w")
     share = inst.model_counts() / len(inst)
     assert share[2] == 0
     assert np.allclose(share[[0, 1, 3]], 1 / 3, atol=0.02)
@@ -187,34 +187,34 @@ def test_slot_choice_follows_weights_and_skips_empty_slots():
 def test_same_tile_same_instances_and_map_name_matters():
     tile = random_tile(seed=3)
     cat = std_catalog(True)
-    a = SeedPlacement().place(tile, cat, map_name="Azeroth")
-    b = SeedPlacement().place(tile, cat, map_name="azeroth")  # case-insensitive
+    a = CoveragePlacement().place(tile, cat, map_name="Azeroth")
+    b = CoveragePlacement().place(tile, cat, map_name="azeroth")  # case-insensitive
     assert np.array_equal(a.pos, b.pos) and np.array_equal(a.model, b.model)
-    c = SeedPlacement().place(tile, cat, map_name="Kalimdor")
+    c = CoveragePlacement().place(tile, cat, map_name="Kalimdor")
     assert not np.array_equal(a.pos, c.pos)
-    d = SeedPlacement(PlacementConstants(seed=1)).place(tile, cat, map_name="Azeroth")
+    d = CoveragePlacement(PlacementConstants(seed=1)).place(tile, cat, map_name="Azeroth")
     assert not np.array_equal(a.pos, d.pos)
 
 
 def test_chunks_draw_independently():
     tile = random_tile(seed=3)
     cat = std_catalog()
-    a = SeedPlacement().place(tile, cat, map_name="M")
+    a = CoveragePlacement().place(tile, cat, map_name="M")
     tile.no_effect_doodad[100] = True  # change one chunk only
-    b = SeedPlacement().place(tile, cat, map_name="M")
+    b = CoveragePlacement().place(tile, cat, map_name="M")
     keep = a.chunk != 100
     assert np.array_equal(a.pos[keep], b.pos) and np.array_equal(a.model[keep], b.model)
 
 
 def test_same_result_in_another_process():
     tile = random_tile(seed=5)
-    inst = SeedPlacement().place(tile, std_catalog(True), map_name="Proc")
+    inst = CoveragePlacement().place(tile, std_catalog(True), map_name="Proc")
     here = inst.pos.tobytes() + inst.model.tobytes() + inst.yaw.tobytes()
     code = (
         "import sys, hashlib; sys.path.insert(0, sys.argv[1])\n"
         "from placement_fakes import random_tile, std_catalog\n"
-        "from wowgrass.placement import SeedPlacement\n"
-        "i = SeedPlacement().place(random_tile(seed=5), std_catalog(True), map_name='Proc')\n"
+        "from wowgrass.placement import CoveragePlacement\n"
+        "i = CoveragePlacement().place(random_tile(seed=5), std_catalog(True), map_name='Proc')\n"
         "print(hashlib.sha256(i.pos.tobytes() + i.model.tobytes() + i.yaw.tobytes()).hexdigest())\n"
     )
     tests = str(Path(__file__).parent)
@@ -240,11 +240,11 @@ def test_random_stream_matches_pure_python_splitmix():
 
 
 @pytest.mark.parametrize("weights", [False, True])
-def test_seed_vectorized_matches_reference(weights):
+def test_coverage_vectorized_matches_reference(weights):
     tile = random_tile(seed=11)
     cat = std_catalog(weights)
-    got = as_rows(SeedPlacement().place(tile, cat, map_name="Ref"))
-    want = seed_reference(tile, cat, "Ref")
+    got = as_rows(CoveragePlacement().place(tile, cat, map_name="Ref"))
+    want = coverage_reference(tile, cat, "Ref")
     assert len(got) > 5000
     assert got == want
 
@@ -318,7 +318,8 @@ def test_client_slope_limit_only_for_weighted_builds():
 
 
 def test_make_strategy():
-    assert make_strategy("seed").name == "seed"
+    assert make_strategy("coverage").name == "coverage"
+    assert make_strategy("seed").name == "coverage"  # the old name is an alias
     assert make_strategy("client", PlacementConstants(client_picks=4)).constants.client_picks == 4
     from wowgrass.errors import UsageError
 

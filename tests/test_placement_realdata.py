@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from placement_reference import as_rows, client_reference, seed_reference
+from placement_reference import as_rows, client_reference, coverage_reference
 
 from wowgrass.bake import bake_file, load_catalog
 from wowgrass.bundle import read_bundle
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
-from wowgrass.placement import ClientPlacement, PlacementConstants, SeedPlacement
+from wowgrass.placement import ClientPlacement, PlacementConstants, CoveragePlacement
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_azeroth_every_cell_gets_the_formula_for_effect_453(azeroth):
     k = PlacementConstants()
     # one layer, no alpha map: coverage 255 everywhere
     want = min(max(1, math.ceil(255 / 255 * min(density, k.dbc_density_max))), k.max_placements_per_sample)
-    inst = SeedPlacement().place(tile, cat, map_name="Azeroth")
+    inst = CoveragePlacement().place(tile, cat, map_name="Azeroth")
     counts = inst.cell_counts()
     assert (counts == want).all()
     assert len(inst) == 256 * 64 * want
@@ -76,9 +76,9 @@ def check_instances(tile, inst, cap=None):
         assert inst.cell_counts().max() <= cap
 
 
-def test_continent_seed_placement_respects_masks_cells_and_terrain(continent):
+def test_continent_coverage_placement_respects_masks_cells_and_terrain(continent):
     tile, cat = continent
-    inst = SeedPlacement().place(tile, cat, map_name="continent")
+    inst = CoveragePlacement().place(tile, cat, map_name="continent")
     assert len(inst) > 1000
     assert tile.no_effect_doodad.sum() == 340 and tile.hole_cells().any()  # the masks exist to be avoided
     check_instances(tile, inst, cap=12)
@@ -96,6 +96,6 @@ def test_continent_client_placement_respects_masks_cells_terrain_and_slope(conti
 
 def test_continent_vectorized_matches_reference(continent):
     tile, cat = continent
-    assert as_rows(SeedPlacement().place(tile, cat, map_name="continent")) == seed_reference(tile, cat, "continent")
+    assert as_rows(CoveragePlacement().place(tile, cat, map_name="continent")) == coverage_reference(tile, cat, "continent")
     assert as_rows(ClientPlacement().place(tile, cat, map_name="continent")) == client_reference(
         tile, cat, "continent")

@@ -107,7 +107,7 @@ def test_same_frame_renders_identically_twice(ctx):
 
 def test_tips_move_between_times_and_roots_do_not(ctx):
     # one big single-quad blade facing the camera (yaw 90 deg turns the model's X to world Y);
-    # the seed sways in model space, so model X is across the screen
+    # the grass reference sways in model space, so model X is across the screen
     inst = solid_instances(np.array([[CX, CY]]), scale=10.0)
     inst["yaw"] = 16384
     v = make_viewer(ctx, {"synthetic\\grass0.m2": inst}, (CX - 8.0, CY, 3.0), (CX, CY, 3.0), quads=1)
@@ -230,8 +230,8 @@ def test_terrain_hole_renders_as_a_hole(ctx):
     v.scene.release()
 
 
-def test_sway_glsl_matches_the_seed_formula(ctx):
-    """Transform feedback through sway.glsl against the seed's formula in numpy."""
+def test_sway_glsl_matches_the_reference_formula(ctx):
+    """Transform feedback through sway.glsl against the grass reference's formula in numpy."""
     from wowgrass.render.programs import preprocess_source
 
     src = """#version 330 core
@@ -260,7 +260,7 @@ void main() {
     vao = ctx.vertex_array(prog, [(vin, "3f 2f", "in_position", "in_xy")])
     vao.transform(out, vertices=n)
     got = np.frombuffer(out.read(), "f4").reshape(n, 8)
-    # the seed (r_shader.c), in float64
+    # the grass reference (r_shader.c), in float64
     height = max(zmax - zmin, 0.001)
     x = np.clip((pos[:, 2] - zmin) / height, 0, 1)
     e = np.clip((x - ROOT_FRACTION) / (1 - ROOT_FRACTION), 0, 1)
@@ -322,7 +322,7 @@ def test_terrain_chunk_culling_draws_what_whole_tiles_draw(ctx):
 
 
 def test_instance_layouts_draw_the_same_grass(ctx):
-    """The bundle bytes read as 3f 2u2 or as one 4u4 give the same frame; the seed's mat4 layout
+    """The bundle bytes read as 3f 2u2 or as one 4u4 give the same frame; the grass reference's mat4 layout
     (built from the same instances) gives the same picture up to rounding."""
     from wowgrass.render.camera import Camera
     from wowgrass.render.context import create_offscreen_target

@@ -38,9 +38,9 @@ DOODAD_PATH = "DBFilesClient\\GroundEffectDoodad.dbc"
 DETAIL_DIR = "World\\NoDXT\\Detail\\"
 NO_EFFECT_IDS = (0, 0xFFFF, 0xFFFFFFFF)
 DEFAULT_DENSITY = 8  # client: Density 0 → 8 (formats.md §3.2)
-#: the seed renderer's caps: min(density, 24) per cell sample, at most 12 placements per sample
-SEED_DENSITY_CAP = 24
-SEED_CLUMP_CAP = 12
+#: the coverage placement's caps (the grass reference): min(density, 24) per cell sample, at most 12 placements per sample
+COVERAGE_DENSITY_CAP = 24
+COVERAGE_CLUMP_CAP = 12
 SLOTS = 4
 DENSITY_BINS = ((0, 0), (1, 4), (5, 8), (9, 12), (13, 16), (17, 20), (21, 24), (25, None))
 _CANON_VERSION = b"wowgrass-effects-rows-v1\0"
@@ -54,7 +54,7 @@ def resolve_model(doodad_path: str) -> str:
 
 
 def density_stats(density: np.ndarray, no_doodads: np.ndarray | None = None) -> dict:
-    """Distribution of a Density column: min/max/median, histogram, seed-cap clipping, empty rows."""
+    """Distribution of a Density column: min/max/median, histogram, clipping by the coverage caps, empty rows."""
     d = np.asarray(density, dtype=np.int64)
     out: dict = {"rows": int(d.size)}
     if d.size:
@@ -68,9 +68,9 @@ def density_stats(density: np.ndarray, no_doodads: np.ndarray | None = None) -> 
         hist.append({"range": f"{lo}+" if hi is None else (str(lo) if lo == hi else f"{lo}-{hi}"),
                      "count": int(np.count_nonzero(sel))})
     out["histogram"] = hist
-    out["over_density_cap"] = {"cap": SEED_DENSITY_CAP, "rows": int(np.count_nonzero(d > SEED_DENSITY_CAP))}
+    out["over_density_cap"] = {"cap": COVERAGE_DENSITY_CAP, "rows": int(np.count_nonzero(d > COVERAGE_DENSITY_CAP))}
     # clumps = min(max(1, ceil(coverage * min(d, 24))), 12): at full coverage the 12 cap bites when d > 12
-    out["over_clump_cap"] = {"cap": SEED_CLUMP_CAP, "rows": int(np.count_nonzero(d > SEED_CLUMP_CAP))}
+    out["over_clump_cap"] = {"cap": COVERAGE_CLUMP_CAP, "rows": int(np.count_nonzero(d > COVERAGE_CLUMP_CAP))}
     if no_doodads is not None:
         empty = np.asarray(no_doodads, dtype=bool)
         out["no_doodads"] = int(np.count_nonzero(empty))

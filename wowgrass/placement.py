@@ -3,7 +3,8 @@
 Pure numpy: arrays in, arrays out; no I/O, no GL. Two strategies share one interface
 (:class:`PlacementStrategy`): ``place(tile, catalog, map_name=...) -> Instances``.
 
-* :class:`SeedPlacement` (``--placement seed``, the default) is the seed's "M2 instanced path":
+* :class:`CoveragePlacement` (``--placement coverage``, the default) is the grass reference's
+  "M2 instanced path":
   every 8x8 cell of every MCNK is visited once; its MCAL coverage decides the clump count with
   ``clumps = min(max(1, ceil(coverage/255 * min(density, 24))), 12)``.
 * :class:`ClientPlacement` (``--placement client``) follows what the 1.12 and 3.3.5 clients do
@@ -13,7 +14,7 @@ Pure numpy: arrays in, arrays out; no I/O, no GL. Two strategies share one inter
 
 Builds: 1.12, 2.4.3 and 3.3.5 (the catalogue says which; 1.12/2.4.3 rows carry no weights).
 
-Decisions the seed leaves open (also in docs/bake.md), each a named constant where it is a number:
+Decisions the grass reference leaves open (also in docs/bake.md), each a named constant where it is a number:
 
 * coverage of a layer at a cell = the mean of its effective weight over the cell's 8x8 alpha
   texels; layer 0's weight at a texel is ``clip(255 - sum(other layers), 0, 255)``. It is kept
@@ -26,10 +27,10 @@ Decisions the seed leaves open (also in docs/bake.md), each a named constant whe
   coverage among road layers, compared with ``road_coverage_min`` the same way.
 * height is evaluated on the cell's 4-triangle fan (centre vertex + two corners), never bilinear;
   it is sampled at the *stored* float32 position, so the instance sits on the terrain exactly.
-* seed scale is 1.0 (the seed's size oracle); yaw is uniform over a full turn.
+* the coverage strategy's scale is 1.0 (the grass reference's size oracle); yaw is uniform over a full turn.
 * slot choice: 3.3.5 rows draw a slot with probability weight/sum(weights) among non-empty
   slots (uniform if all their weights are 0); 1.12/2.4.3 rows choose uniformly among non-empty
-  slots. A density of 0 (or less) gives ``max(1, ...)`` = 1 clump in the seed formula.
+  slots. A density of 0 (or less) gives ``max(1, ...)`` = 1 clump in the coverage formula.
 * effect ids 0, 0xFFFF, 0xFFFFFFFF and ids the table lacks mean "no effect".
 
 Random numbers: every draw is ``splitmix64(key[chunk] + (counter + 1) * GAMMA)``, a SplitMix64
@@ -72,19 +73,23 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_PI = 2.0 * math.pi
 
 
+#: constant names from before the coverage strategy had its name (``-C seed_scale=...``)
+CONSTANT_ALIASES = {"seed_scale": "coverage_scale"}
+
+
 @dataclass(frozen=True)
 class PlacementConstants:
-    """Every tunable number of both strategies; the defaults are the seed's constants table.
+    """Every tunable number of both strategies; the defaults are the grass reference's constants table.
 
     A bundle's provenance records all of them, so changing one re-bakes.
     """
 
-    # --- seed strategy (r_wowmap.h table) ---
+    # --- coverage strategy (r_wowmap.h table) ---
     coverage_min: int = 32  # WOW_GRASS_COVERAGE_MIN: mean coverage needed to spawn at all
     road_coverage_min: int = 24  # WOW_GRASS_ROAD_COVERAGE_MIN: road alpha that suppresses grass
     dbc_density_max: int = 24  # WOW_GRASS_DBC_DENSITY_MAX: cap on GroundEffectTexture.Density
     max_placements_per_sample: int = 12  # WOW_GRASS_MAX_PLACEMENTS_PER_SAMPLE: clumps per cell
-    seed_scale: float = 1.0  # the 2004 size oracle: detail models at scale 1.0
+    coverage_scale: float = 1.0  # the 2004 size oracle: detail models at scale 1.0
     road_patterns: tuple[str, ...] = ("*road*", "*cobble*", "*path*", "*trail*")
     # --- client strategy (formats.md §6) ---
     client_picks: int = 16  # frillDensity / groundEffectDensity default: cell picks per chunk
@@ -114,6 +119,7 @@ class PlacementConstants:
         for pair in pairs:
             name, sep, text = pair.partition("=")
             name = name.strip().replace("-", "_")
+            name = CONSTANT_ALIASES.get(name, name)
             if not sep or name not in types:
                 known = ", ".join(types)
                 raise UsageError(f"bad constant {pair!r}: give NAME=VALUE with NAME one of {known}")
@@ -396,7 +402,7 @@ def used_effect_ids(tile, catalog) -> np.ndarray:
 
 
 def slot_probabilities(catalog, rows: np.ndarray) -> np.ndarray:
-    """(len(rows), 4) float64 slot weights of catalogue ``rows`` for the seed's choice (0 = never)."""
+    """(len(rows), 4) float64 slot weights of catalogue ``rows`` for the coverage strategy's choice (0 = never)."""
     slot_model = np.asarray(catalog.slot_model)[rows]
     nonempty = slot_model >= 0
     if catalog.has_weights:
@@ -456,11 +462,11 @@ def _empty(models) -> Instances:
 
 
 @dataclass
-class SeedPlacement:
-    """The seed's per-cell MCAL-coverage placement (the default)."""
+class CoveragePlacement:
+    """The grass reference's per-cell MCAL-coverage placement (the default)."""
 
     constants: PlacementConstants = field(default_factory=PlacementConstants)
-    name: str = "seed"
+    name: str = "coverage"
 
     def cell_clumps(self, tile, catalog) -> tuple[np.ndarray, np.ndarray]:
         """(clumps, effect row) per cell, both (256, 8, 8); clumps 0 where nothing grows."""
@@ -539,7 +545,7 @@ class SeedPlacement:
             model=model,
             pos=pos,
             yaw=yaw_radians(yaw16),
-            scale=np.full(total, k.seed_scale, dtype=np.float32),
+            scale=np.full(total, k.coverage_scale, dtype=np.float32),
             chunk=chunk.astype(np.uint16),
             cell=cell.astype(np.uint8),
             models=list(catalog.models),
@@ -630,13 +636,15 @@ class ClientPlacement:
         )
 
 
-STRATEGIES = {"seed": SeedPlacement, "client": ClientPlacement}
+STRATEGIES = {"coverage": CoveragePlacement, "client": ClientPlacement}
+#: old names still accepted (``--placement seed`` before the strategies were named for what they do)
+STRATEGY_ALIASES = {"seed": "coverage"}
 
 
 def make_strategy(name: str, constants: PlacementConstants | None = None) -> PlacementStrategy:
-    """``"seed"`` or ``"client"`` with ``constants`` (the seed's defaults when None)."""
+    """``"coverage"`` or ``"client"`` (or an alias) with ``constants`` (the defaults when None)."""
     try:
-        cls = STRATEGIES[name]
+        cls = STRATEGIES[STRATEGY_ALIASES.get(name, name)]
     except KeyError:
         raise UsageError(f"unknown placement {name!r}; choose one of {', '.join(STRATEGIES)}") from None
     return cls(constants or PlacementConstants())

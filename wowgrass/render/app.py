@@ -19,7 +19,7 @@ class ViewOptions:
     tile: tuple[int, int] | None = None
     dbc: str | None = None
     build: str | None = None
-    placement: str = "seed"
+    placement: str = "coverage"
     camera: tuple | None = None
     target: tuple | None = None
     time: float = 0.0

@@ -1,4 +1,4 @@
-"""Rendering constants: the seed's grass table (r_wowmap.h) and the viewer's defaults.
+"""Rendering constants: the grass reference's table (r_wowmap.h) and the viewer's defaults.
 
 These are the defaults the sway shader is compiled with (``#define`` injection, see
 :mod:`wowgrass.render.programs`) and the values uploaded in ``uGrassParams`` unless a caller
@@ -13,7 +13,7 @@ import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT  # noqa: F401 - world geometry (formats.md section 0)
 
-# The seed's shared constants table (r_wowmap.h).
+# The grass reference's shared constants table (r_wowmap.h).
 WIND_PHASE_X = 0.917  # rad / world unit along X: adjacent blades 2.5 u apart differ by ~131 deg
 WIND_PHASE_Y = 1.481  # rad / world unit along Y (ratio ~ phi^2, no grid-aligned periodicity)
 WIND_SPEED = 1.7  # rad / s
@@ -21,9 +21,9 @@ WIND_AMPLITUDE = 0.12  # fraction of blade height at the tip
 ROOT_FRACTION = 0.15  # normalised height below which sway is zero
 FADE_START_DISTANCE = 160.0  # world units: grass starts to fade out here
 DRAW_DISTANCE = 220.0  # world units: grass is not drawn beyond this
-SWAY_DIRECTION = (1.0, 0.35)  # the seed's diagonal sway (x, 0.35 x), normalised in GrassSettings
+SWAY_DIRECTION = (1.0, 0.35)  # the grass reference's diagonal sway (x, 0.35 x), normalised in GrassSettings
 
-EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the seed's size oracle)
+EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the grass reference's size oracle)
 
 # The defines every shader sees; values are Python numbers formatted as GLSL floats.
 SHADER_DEFINES = {
@@ -39,7 +39,7 @@ SHADER_DEFINES = {
 
 @dataclass
 class GrassSettings:
-    """What goes into ``uGrassParams``; defaults are the seed's constants table."""
+    """What goes into ``uGrassParams``; defaults are the grass reference's constants table."""
 
     wind_speed: float = WIND_SPEED
     wind_amplitude: float = WIND_AMPLITUDE

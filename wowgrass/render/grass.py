@@ -86,7 +86,7 @@ def chunk_bounds_xy(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def instances_to_mat4(inst: np.ndarray) -> np.ndarray:
-    """The seed's 64-byte layout for the same instances: column-major model matrices (n, 16) f4."""
+    """The grass reference's 64-byte layout for the same instances: column-major model matrices (n, 16) f4."""
     pos, yaw, s = unpack_instances(inst)
     c, si = np.cos(yaw) * s, np.sin(yaw) * s
     m = np.zeros((len(inst), 16), np.float32)

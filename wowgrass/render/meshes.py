@@ -79,7 +79,7 @@ def crossed_quads(width: float = 1.0, height: float = 0.6, n: int = 3,
                   rows=(0.0, 0.15, 0.45, 0.75, 1.0)) -> MeshData:
     """A synthetic grass clump: ``n`` vertical quads crossing at the origin (texture: blade mask).
 
-    Each quad has vertex rows at the fractions ``rows`` of its height (one at the seed's root
+    Each quad has vertex rows at the fractions ``rows`` of its height (one at the grass reference's root
     fraction, 0.15), so the per-vertex sway bends it instead of shearing it as one plane.
     """
     pos, uv, idx = [], [], []

@@ -131,7 +131,7 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
 
     ``instance_layout``: ``"16p"`` (the default: the bundle's 16 bytes as one ``4u4`` attribute,
     1.3x faster on the H200 than two), ``"16"`` (the same bytes as ``3f 2u2``) or ``"mat4"`` (the
-    seed's 64-byte matrices, for comparison).
+    grass reference's 64-byte matrices, for comparison).
     """
     grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
                      "INSTANCE_PACKED": instance_layout == "16p"}

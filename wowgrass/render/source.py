@@ -34,7 +34,7 @@ def _m2_name(path: str) -> str:
 
 
 class GameSource:
-    def __init__(self, data, map_name: str, *, tiles=None, placement: str = "seed", build: str | None = None,
+    def __init__(self, data, map_name: str, *, tiles=None, placement: str = "coverage", build: str | None = None,
                  dbc_dir=None):
         from wowgrass.bake import ModelTable, load_catalog
         from wowgrass.formats.wdt import WdtFile

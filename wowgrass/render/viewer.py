@@ -1,6 +1,6 @@
 """The frame loop: terrain, doodads and grass, stats, runtime toggles, PNG output, the window.
 
-Toggles mirror the seed's cvars: ``r_grass`` (G), ``r_doodads`` (O), ``r_terrain`` (T),
+Toggles mirror the grass reference's cvars: ``r_grass`` (G), ``r_doodads`` (O), ``r_terrain`` (T),
 ``r_stats`` (F3, printed on the console once a second and drawn as the window title).
 Frame statistics: CPU milliseconds to build and submit the frame, GPU milliseconds from a
 ``GL_TIME_ELAPSED`` query, draw calls, instances and triangles submitted.
@@ -255,7 +255,7 @@ class WindowRun:
 
 
 class WindowControls:
-    """Keyboard and mouse of the window: a fly camera and the seed's cvar toggles.
+    """Keyboard and mouse of the window: a fly camera and the grass reference's cvar toggles.
 
     W/A/S/D fly (never below 0.5 units above the ground), Q/E (or Space) down/up, Shift 6x speed, mouse drag (left or right button,
     cursor captured while held) looks around, the wheel scales the base speed; G ``r_grass``,

@@ -1,10 +1,10 @@
 #version 330 core
 #extension GL_ARB_shading_language_packing : require
-// Instanced ground-effect grass (the seed's "M2 instanced path").
+// Instanced ground-effect grass (the grass reference's "M2 instanced path").
 // One draw per model: the model's mesh per vertex (16 bytes, one attribute: the vertex stage's
 // cost on the H200 follows the number of attributes fetched more than their bytes), the bundle's 16-byte instances per instance
 // (vertex format "3f 2u2/i": world position, yaw * 65536 / 2pi, scale * 4096; with INSTANCE_PACKED
-// the same bytes as one "4u4/i" attribute). With INSTANCE_MAT4 defined it reads the seed's 64-byte
+// the same bytes as one "4u4/i" attribute). With INSTANCE_MAT4 defined it reads the grass reference's 64-byte
 // matrices instead (benchmarks compare them).
 
 #if defined VERTEX_SHADER
@@ -15,7 +15,7 @@ uniform mat4 uGrassParams;
 
 in uvec4 in_mesh;             // the model's vertex in one attribute: xyz float bits, uv as half2
 #if defined INSTANCE_MAT4
-in mat4 i_instance;          // model -> world, the seed's layout
+in mat4 i_instance;          // model -> world, the grass reference's layout
 #elif defined INSTANCE_PACKED
 in uvec4 i_packed;           // the same 16 bytes as one attribute: xyz float bits, yaw | scale << 16
 #else

@@ -1,4 +1,4 @@
-// Wind sway of ground-effect grass: the seed's instanced vertex shader (r_shader.c), verbatim math.
+// Wind sway of ground-effect grass: the grass reference's instanced vertex shader (r_shader.c), verbatim math.
 // Shared by every pass that draws grass (colour now; a wind-matched shadow pass later).
 //
 // uGrassParams columns (GLSL mat4 columns, uploaded per model draw):
