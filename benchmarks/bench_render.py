@@ -39,10 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wowgrass.render.camera import Camera  # noqa: E402
 from wowgrass.render.constants import GrassSettings  # noqa: E402
 from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.frame import Frame, FrameUniforms, draw_frame  # noqa: E402
 from wowgrass.render.gputimer import GpuTimer  # noqa: E402
 from wowgrass.render.grass import INSTANCE_DTYPE, GrassField  # noqa: E402
 from wowgrass.render.meshes import GpuMesh, crossed_quads  # noqa: E402
+from wowgrass.render.passes import ColourPass  # noqa: E402
 from wowgrass.render.programs import make_programs  # noqa: E402
+from wowgrass.render.views import View  # noqa: E402
 
 DENSITY = 0.35  # instances per square unit (docs/gpu.md)
 CENTRE = (0.0, 0.0)  # the middle of the map
@@ -81,17 +84,11 @@ def clump(kind: str = "ref18"):
     return m
 
 
-def frame(ctx, target, prog, field, cam, t, timer):
-    import moderngl
-
+def frame(target, uniforms, field, cam, t, timer):
     t0 = time.perf_counter()
-    prog["uViewProj"].write(cam.view_proj_gl())
-    prog["uNearFar"].value = (cam.near, cam.far)
     timer.begin()
-    target.fbo.use()
-    ctx.clear(0.62, 0.74, 0.86, 1.0, depth=1.0)
-    ctx.enable_only(moderngl.DEPTH_TEST)
-    counts = field.render((float(cam.position[0]), float(cam.position[1])), t, cam.frustum_planes())
+    fr = Frame(time=t, views=[View(cam, (0, 0, *target.size))], wind=field.settings)
+    counts = draw_frame(fr, [ColourPass(target)], [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
     timer.end()  # reads the query of two frames earlier: CPU and GPU overlap
     return cpu, counts
@@ -103,24 +100,25 @@ def median(values):
 
 
 def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, settings):
-    prog = progs[{"mat4": "grass_mat4", "16p": "grass_16p"}.get(layout, "grass")]
-    field = GrassField(ctx, prog, settings)
+    field = GrassField(ctx, progs[layout], settings, layout=layout)
     field.cull = cull
     field.add(mesh, inst, layout=layout)
     timer = GpuTimer(ctx)
-    frame(ctx, target, prog, field, cam, 0.0, timer)  # warm-up
+    uniforms = FrameUniforms(ctx)
+    frame(target, uniforms, field, cam, 0.0, timer)  # warm-up
     timer.drain()
     ctx.finish()
     cpus = []
     first = timer.frame
     t0 = time.perf_counter()
     for i in range(frames):
-        c, counts = frame(ctx, target, prog, field, cam, i / 60.0, timer)
+        c, counts = frame(target, uniforms, field, cam, i / 60.0, timer)
         cpus.append(c)
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
     gpus = [ms for f, ms in timer.drain() if f >= first]
     field.release()
+    uniforms.release()
     return {"cpu_ms": median(cpus), "gpu_ms": median(gpus), "wall_ms": wall, "submitted": counts.instances,
             "draw_calls": counts.draw_calls}
 
@@ -238,15 +236,7 @@ def main(argv=None):
     info = {"renderer": ctx.info["GL_RENDERER"], "version": ctx.info["GL_VERSION"], "size": [w, h],
             "frames": a.frames}
     print(f"renderer: {info['renderer']} | GL {info['version']} | {w}x{h} | {a.frames} frames per run")
-    progs = make_programs(ctx, instance_layout="16")
-    progs["grass_mat4"] = make_programs(ctx, instance_layout="mat4")["grass"]
-    progs["grass_16p"] = make_programs(ctx, instance_layout="16p")["grass"]
-    for p in progs.values():
-        for name, val in (("uSunDir", (0.45, -0.35, 0.82)), ("uSunColor", (0.75, 0.72, 0.62)),
-                          ("uAmbient", (0.45, 0.48, 0.52)), ("uFogColor", (0.62, 0.74, 0.86)),
-                          ("uFog", (260.0, 900.0)), ("uAlphaRef", 0.5), ("uTexture", 0)):
-            if name in p:
-                p[name].value = val
+    progs = {lay: make_programs(ctx, instance_layout=lay) for lay in ("16", "16p", "mat4")}
     mesh = GpuMesh(ctx, clump("ref18"))
     out = {"info": info, "viewer": [], "layout": [], "sample": None}
 

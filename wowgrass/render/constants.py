@@ -7,7 +7,7 @@ overrides them through :class:`GrassSettings`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,47 @@ SHADER_DEFINES = {
 }
 
 
+RING_SLOTS = 3  # rings beyond the first that the shaders know (shaders/frame.glsl: uRings, uRingKeep)
+
+
+@dataclass
+class RingSettings:
+    """LOD density rings (the grass lesson's density-based LOD): ring 0 (inside ``radii[0]``) keeps
+    every instance, ring k keeps the fraction ``keep[k-1]`` of them, chosen by a per-instance hash
+    so that what an outer ring keeps is also kept by every inner ring. Over ``band`` units at each
+    ring's inner edge the instances the ring drops dissolve instead of popping. Rings from
+    ``lite_ring`` on draw the model's lighter mesh where it has one. The defaults thin the grass
+    where a clump is a few pixels tall at 1080p (beyond ~70 units) and keep the near field whole."""
+
+    radii: tuple = (70.0, 120.0, 170.0)
+    keep: tuple = (0.6, 0.35, 0.2)
+    band: float = 10.0
+    lite_ring: int = 3
+    enabled: bool = False
+    debug: bool = False  # colour each ring (--debug-rings)
+
+    def __post_init__(self):
+        r, k = tuple(float(v) for v in self.radii), tuple(float(v) for v in self.keep)
+        if len(r) != len(k) or not 0 <= len(r) <= RING_SLOTS:
+            raise ValueError(f"rings: {len(r)} radii and {len(k)} keep fractions (0..{RING_SLOTS} rings, one each)")
+        if any(b <= a for a, b in zip(r, r[1:])) or any(v <= 0 for v in r):
+            raise ValueError(f"ring radii must be positive and increasing: {r}")
+        if any(not 0.0 <= v <= 1.0 for v in k) or any(b > a for a, b in zip(k, k[1:])):
+            raise ValueError(f"ring keep fractions must be in 0..1 and not increase outwards: {k}")
+        if self.band < 0:
+            raise ValueError(f"ring band must be >= 0: {self.band}")
+        self.radii, self.keep = r, k
+
+    def radii_padded(self) -> tuple:
+        """Ring start radii for the shaders: unused rings (or all, when off) start at infinity."""
+        r = self.radii if self.enabled else ()
+        return tuple(r) + (3.0e38,) * (RING_SLOTS - len(r))
+
+    def keep_padded(self) -> tuple:
+        k = self.keep if self.enabled else ()
+        return tuple(k) + ((k[-1] if k else 1.0),) * (RING_SLOTS - len(k))
+
+
 @dataclass
 class GrassSettings:
     """What goes into ``uGrassParams``; defaults are the grass reference's constants table."""
@@ -49,6 +90,7 @@ class GrassSettings:
     phase: tuple[float, float] = (WIND_PHASE_X, WIND_PHASE_Y)
     direction: tuple[float, float] = SWAY_DIRECTION
     enabled: bool = True  # sway on/off (column 3 .z); grass itself is toggled by the viewer
+    rings: RingSettings = field(default_factory=RingSettings)
 
     def params(self, camera_xy, time: float, z_min: float, z_max: float) -> np.ndarray:
         """The ``uGrassParams`` mat4 as a (4, 4) float32 array whose row i is GLSL column i.

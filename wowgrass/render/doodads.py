@@ -12,6 +12,8 @@ import numpy as np
 
 from .constants import ZEROPOINT
 from .meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
+from .programs import VaoCache
+from .sources import DrawCounts, Source
 
 
 def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
@@ -40,44 +42,45 @@ def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
 
 
 class DoodadBatch:
-    def __init__(self, ctx, program, mesh: GpuMesh, matrices: np.ndarray, tile=None):
+    def __init__(self, ctx, mesh: GpuMesh, matrices: np.ndarray, tile=None):
         self.mesh, self.tile = mesh, tile
         self.count = len(matrices)
         self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
-        self.vao = ctx.vertex_array(program, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS),
-                                              (self.buffer, "16f/i", "i_model")],
-                                    index_buffer=mesh.ibo, index_element_size=4)
+        self.vao = VaoCache(lambda prog: ctx.vertex_array(
+            prog, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS), (self.buffer, "16f/i", "i_model")],
+            index_buffer=mesh.ibo, index_element_size=4))
 
     def release(self):
         self.vao.release()
         self.buffer.release()
 
 
-class DoodadSet:
-    """All resident doodad batches."""
+class DoodadSet(Source):
+    """All resident doodad batches (a source: one instanced draw per (tile, model), no culling)."""
 
-    def __init__(self, ctx, program):
-        self.ctx, self.program = ctx, program
+    name = "doodads"
+
+    def __init__(self, ctx, programs):
+        self.ctx, self.programs = ctx, programs
         self.batches: list[DoodadBatch] = []
 
     def add(self, mesh: GpuMesh, matrices: np.ndarray, tile=None):
         if len(matrices):
-            self.batches.append(DoodadBatch(self.ctx, self.program, mesh, matrices, tile))
+            self.batches.append(DoodadBatch(self.ctx, mesh, matrices, tile))
 
     def remove_tile(self, tile):
         for b in [b for b in self.batches if b.tile == tile]:
             b.release()
         self.batches = [b for b in self.batches if b.tile != tile]
 
-    def render(self):
-        calls = inst = tris = 0
+    def draw(self, pass_, view) -> DrawCounts:
+        prog = pass_.program(self.programs, "doodad")
+        out = DrawCounts()
         for b in self.batches:
             b.mesh.texture.use(location=0)
-            b.vao.render(instances=b.count)
-            calls += 1
-            inst += b.count
-            tris += b.count * b.mesh.triangles
-        return calls, inst, tris
+            b.vao(prog).render(instances=b.count)
+            out += DrawCounts(1, b.count, b.count * b.mesh.triangles)
+        return out
 
     def release(self):
         for b in self.batches:

@@ -28,7 +28,8 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
 from .meshes import GpuMesh
-from .programs import DEFAULT_INSTANCE_LAYOUT
+from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
+from .sources import DrawCounts, Source
 
 assert INSTANCE_DTYPE.itemsize == 16
 
@@ -126,7 +127,7 @@ def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
 class GrassBatch:
     """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
 
-    def __init__(self, ctx, program, mesh: GpuMesh, instances: np.ndarray, *,
+    def __init__(self, ctx, mesh: GpuMesh, instances: np.ndarray, *,
                  layout: str = DEFAULT_INSTANCE_LAYOUT, tile=None):
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
@@ -142,45 +143,51 @@ class GrassBatch:
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
-        self.vao = ctx.vertex_array(program, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"),
-                                              inst_fmt],
-                                    index_buffer=mesh.ibo, index_element_size=4)
+        self.vao = VaoCache(lambda prog: ctx.vertex_array(
+            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst_fmt],
+            index_buffer=mesh.ibo, index_element_size=4))
 
     def release(self):
         self.vao.release()
         self.buffer.release()
 
 
-@dataclass
-class FrameCounts:
-    draw_calls: int = 0
-    instances: int = 0
-    triangles: int = 0
+class _ViewCull:
+    """One view's culling state: the visible groups of its last frame and their commands."""
+
+    def __init__(self, ctx):
+        self.ring = CommandRing(ctx)
+        self.sel = None  # visible groups (None: commands not written yet)
+        self.buffer = None
+        self.draws = []
 
 
-class GrassField:
-    """All resident grass. ``add``/``remove`` batches as tiles stream; ``render`` each frame."""
+class GrassField(Source):
+    """All resident grass, culled per chunk on the CPU (the fallback where compute shaders are
+    missing, and the reference the GPU-driven path is tested against). ``add``/``remove_tile``
+    batches as tiles stream; as a :class:`~wowgrass.render.sources.Source`, ``prepare`` culls for
+    every view and ``draw`` issues one indirect multi-draw per (tile, model)."""
 
-    def __init__(self, ctx, program, settings: GrassSettings | None = None, *, indirect: bool | None = None,
-                 layout: str | None = None):
-        self.ctx, self.program = ctx, program
+    name = "grass"
+
+    def __init__(self, ctx, programs, settings: GrassSettings | None = None, *, indirect: bool | None = None,
+                 layout: str | None = None, program_name: str = "grass"):
+        self.ctx, self.programs, self.program_name = ctx, programs, program_name
         self.layout = layout or DEFAULT_INSTANCE_LAYOUT  # the layout the program was built for (make_programs)
         self.settings = settings or GrassSettings()
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.batches: list[GrassBatch] = []
         self.buffers_created = 0  # instance buffers made so far (tests: once per batch, never per frame)
-        self._cmd_ring = CommandRing(ctx)
-        self._cmd_buffer = None
+        self._views: dict[int, _ViewCull] = {}
         self._dirty = True
         self.cull = True
-        self._params_uniform = program["uGrassParams"]
 
     # -- residency --
     def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GrassBatch | None:
         if len(instances) == 0:
             return None
         layout = layout or self.layout
-        batch = GrassBatch(self.ctx, self.program, mesh, instances, layout=layout, tile=tile)
+        batch = GrassBatch(self.ctx, mesh, instances, layout=layout, tile=tile)
         self.buffers_created += 1  # a batch makes exactly one instance buffer
         self.batches.append(batch)
         self._dirty = True
@@ -200,7 +207,9 @@ class GrassField:
         for b in self.batches:
             b.release()
         self.batches = []
-        self._cmd_ring.release()
+        for v in self._views.values():
+            v.ring.release()
+        self._views.clear()
 
     @property
     def total_instances(self) -> int:
@@ -244,10 +253,11 @@ class GrassField:
         cmds["instances"] = count
         cmds["base_instance"] = first
         self._all_cmds = cmds
-        self._sel = None  # visible groups of the last frame (None: commands not written yet)
         self._all_draws = [(b, None, 0, b.count) for b in bs]
-        if self.indirect and len(keys):
-            self._cmd_ring.reserve(cmds.nbytes)
+        for v in self._views.values():
+            v.sel = None
+            if self.indirect and len(keys):
+                v.ring.reserve(cmds.nbytes)
         self._dirty = False
 
     def visible_groups(self, camera_xy, planes=None) -> np.ndarray:
@@ -258,47 +268,70 @@ class GrassField:
         chunks[self._chunks.visible(planes, camera_xy, self.settings.draw_distance, dims=2)] = True
         return chunks[self._chunk_of_group]
 
-    def _visible_draws(self, camera_xy, planes):
+    def _visible_draws(self, vc: _ViewCull, camera_xy, planes):
         """(batch, first command, commands, instances) per batch with visible chunks; the command
         buffer is rewritten only when the visible set changes (no per-instance work either way)."""
         sel = np.flatnonzero(self.visible_groups(camera_xy, planes))
-        if self._sel is not None and np.array_equal(sel, self._sel):
-            return self._draws
-        self._sel = sel
+        if vc.sel is not None and np.array_equal(sel, vc.sel):
+            return vc.draws
+        vc.sel = sel
         cmds = self._all_cmds[sel]
         if len(cmds):
-            self._cmd_buffer = self._cmd_ring.write(cmds)
+            vc.ring.reserve(self._all_cmds.nbytes)
+            vc.buffer = vc.ring.write(cmds)
         # commands are ordered by batch: offsets by binary search
         starts = np.searchsorted(sel, self._group_offsets)
         inst = np.r_[0, np.cumsum(cmds["instances"], dtype=np.int64)][starts]
-        self._draws = [(b, int(starts[i]), int(starts[i + 1] - starts[i]), int(inst[i + 1] - inst[i]))
-                       for i, b in enumerate(self._order) if starts[i + 1] > starts[i]]
-        return self._draws
+        vc.draws = [(b, int(starts[i]), int(starts[i + 1] - starts[i]), int(inst[i + 1] - inst[i]))
+                    for i, b in enumerate(self._order) if starts[i + 1] > starts[i]]
+        return vc.draws
 
-    def render(self, camera_xy, time: float, planes=None) -> FrameCounts:
+    def prepare(self, frame):
+        """Cull the resident chunks for every view of the frame (when indirect draws exist)."""
+        if not self.batches:
+            return
+        if self._dirty:
+            self._rebuild()
+        if not (self.indirect and self.cull):
+            return
+        for view in frame.all_views:
+            vc = self._views.get(view.slot)
+            if vc is None:
+                vc = self._views[view.slot] = _ViewCull(self.ctx)
+            self._visible_draws(vc, view.camera.position[:2], view.planes())
+
+    def draw(self, pass_, view) -> DrawCounts:
         """Draw every resident batch; per-chunk culled with indirect draws where available."""
-        out = FrameCounts()
+        out = DrawCounts()
         if not self.batches:
             return out
         if self._dirty:
             self._rebuild()
         indirect = self.indirect and self.cull
-        draws = self._visible_draws(camera_xy, planes) if indirect else self._all_draws
-        # one uGrassParams per model: the frame's camera and time, the model's z range
-        params = self.settings.params(camera_xy, time, 0.0, 0.0)
-        u = self._params_uniform
+        vc = self._views.get(view.slot) if indirect else None
+        if indirect and vc is None:  # a view prepare did not see
+            vc = self._views[view.slot] = _ViewCull(self.ctx)
+            self._visible_draws(vc, view.camera.position[:2], view.planes())
+        draws = vc.draws if indirect else self._all_draws
+        prog = pass_.program(self.programs, self.program_name)
+        u = prog["uModelZ"]
+        a2c = getattr(pass_, "alpha_to_coverage", False)
+        if a2c:
+            self.ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
         mesh = None
         for b, k0, k, n in draws:
-            if b.mesh is not mesh:
+            if b.mesh is not mesh:  # one uModelZ and texture per model (batches are grouped by model)
                 mesh = b.mesh
-                params[3, 0], params[3, 1] = mesh.z_min, mesh.z_max
-                u.write(params.tobytes())
+                u.value = (mesh.z_min, mesh.z_max)
                 mesh.texture.use(location=0)
+            vao = b.vao(prog)
             if indirect:
-                b.vao.render_indirect(self._cmd_buffer, count=k, first=k0)
+                vao.render_indirect(vc.buffer, count=k, first=k0)
             else:
-                b.vao.render(instances=n)
+                vao.render(instances=n)
             out.draw_calls += 1
             out.instances += n
             out.triangles += n * b.mesh.triangles
+        if a2c:
+            self.ctx.disable_direct(0x809E)
         return out

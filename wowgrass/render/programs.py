@@ -36,6 +36,10 @@ MANIFEST = {
     "doodad": "doodad.glsl",
 }
 
+# uniforms that never change, set once at link time: texture units, the alpha-test reference
+# (0.5; alpha to coverage sharpens around it), terrain texture repeats per chunk
+LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0}
+
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")
 
@@ -120,14 +124,53 @@ def load_program(ctx, name: str, defines: dict | None = None, *, cache: dict | N
     except Exception as exc:  # moderngl raises its own Error with the driver log
         listing = "\n\n".join(f"--- {fname} [{s}]\n{numbered(src)}" for s, src in sources.items())
         raise ShaderError(f"shaders/{fname} failed to build: {exc}\n{listing}") from exc
+    if "Frame" in prog:  # the shared frame uniform block (wowgrass.render.frame.FrameUniforms)
+        prog["Frame"].binding = 0
+    for name, value in LINK_TIME_UNIFORMS.items():
+        if name in prog:
+            prog[name].value = value
     if cache is not None:
         cache[key] = prog
     return prog
 
 
+class ProgramSet(dict):
+    """The renderer's programs by name (the plain build of each), plus pass variants: the same
+    ``.glsl`` with a pass's extra ``#define``s on top of the program's own (built once, cached)."""
+
+    def __init__(self, ctx, defines: dict, cache: dict | None = None):
+        self.ctx, self.defines = ctx, defines
+        self.cache = {} if cache is None else cache
+        super().__init__({name: self.variant(name) for name in defines})
+
+    def variant(self, name: str, extra: dict | None = None):
+        if not extra and name in self:
+            return self[name]
+        return load_program(self.ctx, name, {**self.defines.get(name, {}), **(extra or {})}, cache=self.cache)
+
+
+class VaoCache:
+    """Vertex arrays of one set of buffers, one per program variant (a moderngl vertex array is
+    bound to the program it was made for): ``vao(program)`` makes it on first use."""
+
+    def __init__(self, make):
+        self._make, self._vaos = make, {}
+
+    def __call__(self, program):
+        vao = self._vaos.get(program.glo)
+        if vao is None:
+            vao = self._vaos[program.glo] = self._make(program)
+        return vao
+
+    def release(self):
+        for vao in self._vaos.values():
+            vao.release()
+        self._vaos.clear()
+
+
 def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = DEFAULT_INSTANCE_LAYOUT,
-                  cache: dict | None = None) -> dict:
-    """The renderer's programs: ``terrain``, ``grass`` and ``doodad``.
+                  cache: dict | None = None) -> ProgramSet:
+    """The renderer's programs: ``terrain``, ``grass`` and ``doodad`` (a :class:`ProgramSet`).
 
     ``instance_layout``: ``"16p"`` (the default: the bundle's 16 bytes as one ``4u4`` attribute,
     1.3x faster on the H200 than two), ``"16"`` (the same bytes as ``3f 2u2``) or ``"mat4"`` (the
@@ -135,8 +178,4 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
     """
     grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
                      "INSTANCE_PACKED": instance_layout == "16p"}
-    return {
-        "terrain": load_program(ctx, "terrain", cache=cache),
-        "grass": load_program(ctx, "grass", grass_defines, cache=cache),
-        "doodad": load_program(ctx, "doodad", cache=cache),
-    }
+    return ProgramSet(ctx, {"terrain": {}, "grass": grass_defines, "doodad": {}}, cache)

@@ -79,9 +79,9 @@ class Scene:
         self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
-        self.grass = GrassField(ctx, programs["grass"], grass_settings, indirect=indirect, layout=instance_layout)
-        self.doodads = DoodadSet(ctx, programs["doodad"])
-        self.terrain = TerrainSet(ctx, indirect=indirect)
+        self.grass = GrassField(ctx, programs, grass_settings, indirect=indirect, layout=instance_layout)
+        self.doodads = DoodadSet(ctx, programs)
+        self.terrain = TerrainSet(ctx, programs, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
         self.version = 0  # bumped when a tile is uploaded or released (per-frame caches key on it)
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
@@ -153,7 +153,7 @@ class Scene:
                     self.missing_doodad_models.add(name)
         terrain = None
         if payload["terrain"] is not None:
-            terrain = TerrainTile(self.ctx, self.programs["terrain"], payload["terrain"])
+            terrain = TerrainTile(self.ctx, payload["terrain"])
             self.terrain.add(key, terrain)
             self.missing_textures.update(payload["terrain"].missing_textures)
         n_grass = n_dood = 0
@@ -226,6 +226,11 @@ class Scene:
             self._upload(key, payload)
             uploads += 1
         return uploads
+
+    @property
+    def sources(self) -> list:
+        """What a frame draws, in order (terrain first: early depth rejection of what it hides)."""
+        return [self.terrain, self.doodads, self.grass]
 
     def ground_height(self, x: float, y: float) -> float | None:
         """Terrain height under (x, y) where a resident tile covers it."""

@@ -19,6 +19,8 @@ from wowgrass.formats.adt import VERTEX_ROWCOL
 
 from .camera import BoxSet
 from .grass import CMD_DTYPE, CommandRing  # DrawElementsIndirectCommand and its buffers, as grass has them
+from .programs import VaoCache
+from .sources import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
@@ -129,7 +131,7 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
 class TerrainTile:
     """A tile's terrain on the GPU: VBO, IBO (holes cut), layer and alpha texture arrays."""
 
-    def __init__(self, ctx, program, arrays: TerrainArrays):
+    def __init__(self, ctx, arrays: TerrainArrays):
         import moderngl
 
         self.arrays_triangles = arrays.triangles
@@ -137,8 +139,8 @@ class TerrainTile:
         self.chunk_lo, self.chunk_hi = arrays.chunk_lo, arrays.chunk_hi
         self.vbo = ctx.buffer(arrays.vertices.tobytes())
         self.ibo = ctx.buffer(arrays.indices.tobytes())
-        self.vao = ctx.vertex_array(program, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)],
-                                    index_buffer=self.ibo, index_element_size=4)
+        self.vao = VaoCache(lambda prog: ctx.vertex_array(
+            prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo, index_element_size=4))
         n_layers = len(arrays.layers)
         self.layers = ctx.texture_array((LAYER_SIZE, LAYER_SIZE, n_layers), 4, arrays.layers.tobytes())
         self.layers.build_mipmaps()
@@ -149,32 +151,46 @@ class TerrainTile:
         self.alpha.repeat_x = self.alpha.repeat_y = False
         self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
 
-    def render(self, commands=None, first: int = 0, count: int = 0):
+    def render(self, program, commands=None, first: int = 0, count: int = 0):
         """Draw the whole tile, or ``count`` indirect commands (visible chunks) from ``commands``."""
         self.layers.use(location=0)
         self.alpha.use(location=1)
         if commands is None:
-            self.vao.render()
+            self.vao(program).render()
         else:
-            self.vao.render_indirect(commands, count=count, first=first)
+            self.vao(program).render_indirect(commands, count=count, first=first)
 
     def release(self):
         for obj in (self.vao, self.vbo, self.ibo, self.layers, self.alpha):
             obj.release()
 
 
-class TerrainSet:
+class _ViewChunks:
+    """One view's visible chunks of its last frame, their draws and command buffers."""
+
+    def __init__(self, ctx):
+        self.ring = CommandRing(ctx)
+        self.sel = None
+        self.indirect = None
+        self.draws = []
+        self.buf = None
+        self.tris = 0
+
+
+class TerrainSet(Source):
     """Resident terrain tiles, drawn chunk by chunk: the chunks inside the view frustum (and
     nearer than the far plane) become indirect commands, one ``glMultiDrawElementsIndirect`` per
     tile (GL 4.3; whole tiles otherwise). The command list is where terrain LOD (per-chunk index
     ranges of coarser meshes, geomorphing in the vertex shader) plugs in later."""
 
-    def __init__(self, ctx, indirect: bool | None = None):
-        self.ctx = ctx
+    name = "terrain"
+
+    def __init__(self, ctx, programs=None, indirect: bool | None = None):
+        self.ctx, self.programs = ctx, programs
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.tiles: dict = {}
         self._dirty = True
-        self._ring = CommandRing(ctx)
+        self._views: dict[int, _ViewChunks] = {}
 
     def add(self, key, tile: TerrainTile):
         self.tiles[key] = tile
@@ -189,7 +205,8 @@ class TerrainSet:
     def _rebuild(self):
         ts = list(self.tiles.values())
         self._order = ts
-        self._sel = None  # the visible chunk set of the last frame (None: commands not written yet)
+        for v in self._views.values():
+            v.sel = None  # the visible chunk set of the last frame (None: commands not written yet)
         if ts:
             lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
             hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
@@ -201,23 +218,30 @@ class TerrainSet:
             self._cmds = cmds
             self._drawable = cmds["count"] > 0
             self._tile_starts = np.arange(len(ts) + 1) * 256
-            if self.indirect:
-                self._ring.reserve(cmds.nbytes)
         self._dirty = False
 
-    def render(self, planes, eye, far: float) -> tuple[int, int]:
-        """Draw the visible chunks; returns (draw calls, triangles).
+    def prepare(self, frame):
+        for view in frame.all_views:
+            self._select(view)
+
+    def _select(self, view) -> _ViewChunks:
+        """The visible chunks of ``view`` (chunks inside its frustum and nearer than its far plane).
 
         The indirect commands are rewritten only when the set of visible chunks changes (into the
         next buffer of a small ring, never one the GPU may still read); otherwise a frame is the
-        culling test and one multi-draw per tile. ``eye``: (3,) float64 camera position."""
+        culling test and one multi-draw per tile."""
+        vs = self._views.get(view.slot)
+        if vs is None:
+            vs = self._views[view.slot] = _ViewChunks(self.ctx)
         if not self.tiles:
-            return 0, 0
+            vs.draws, vs.tris = [], 0
+            return vs
         if self._dirty:
             self._rebuild()
-        sel = self._boxes.visible(planes, eye, far, mask=self._drawable)
-        if self._sel is None or self._sel_indirect != self.indirect or not np.array_equal(sel, self._sel):
-            self._sel, self._sel_indirect = sel, self.indirect
+        eye, far = view.camera.position, view.camera.far
+        sel = self._boxes.visible(view.planes(), eye, far, mask=self._drawable)
+        if vs.sel is None or vs.indirect != self.indirect or not np.array_equal(sel, vs.sel):
+            vs.sel, vs.indirect = sel, self.indirect
             # front to back (nearest tile first, nearest chunk first within it): early depth
             # rejection of hidden terrain; the order is refreshed whenever the visible set changes
             tile = sel // 256
@@ -229,27 +253,36 @@ class TerrainSet:
             order = np.lexsort((d, rank[tile]))
             cmds = self._cmds[sel[order]]
             per_tile = np.bincount(tile, minlength=len(self._order))
-            self._draws, k0 = [], 0
+            vs.draws, k0 = [], 0
             for i in np.argsort(nearest, kind="stable"):
                 if per_tile[i]:
-                    self._draws.append((self._order[i], k0, int(per_tile[i])))
+                    vs.draws.append((self._order[i], k0, int(per_tile[i])))
                     k0 += int(per_tile[i])
-            self._tris = int(cmds["count"].sum()) // 3
+            vs.tris = int(cmds["count"].sum()) // 3
             if self.indirect and len(cmds):
-                self._buf = self._ring.write(cmds)
+                vs.ring.reserve(self._cmds.nbytes)
+                vs.buf = vs.ring.write(cmds)
             else:  # whole tiles where a chunk of theirs is visible
-                self._tris = sum(t.arrays_triangles for t, _, _ in self._draws)
-        if not self.indirect:
-            for t, _, _ in self._draws:
-                t.render()
-            return len(self._draws), self._tris
-        buf = self._buf if self._draws else None
-        for t, k0, n in self._draws:
-            t.render(buf, k0, n)
-        return len(self._draws), self._tris
+                vs.tris = sum(t.arrays_triangles for t, _, _ in vs.draws)
+        return vs
+
+    def draw(self, pass_, view) -> DrawCounts:
+        """Draw the visible chunks of ``view`` (one draw per tile with any)."""
+        vs = self._views.get(view.slot)
+        if vs is None or self._dirty:
+            vs = self._select(view)
+        prog = pass_.program(self.programs, "terrain")
+        for t, k0, n in vs.draws:
+            if self.indirect:
+                t.render(prog, vs.buf, k0, n)
+            else:
+                t.render(prog)
+        return DrawCounts(len(vs.draws), 0, vs.tris)
 
     def release(self):
         for t in self.tiles.values():
             t.release()
         self.tiles.clear()
-        self._ring.release()
+        for v in self._views.values():
+            v.ring.release()
+        self._views.clear()

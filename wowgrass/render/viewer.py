@@ -1,4 +1,5 @@
-"""The frame loop: terrain, doodads and grass, stats, runtime toggles, PNG output, the window.
+"""The viewer: frames of a scene (:func:`wowgrass.render.frame.draw_frame` over its sources),
+stats, runtime toggles, PNG output, the window.
 
 Toggles mirror the grass reference's cvars: ``r_grass`` (G), ``r_doodads`` (O), ``r_terrain`` (T),
 ``r_stats`` (F3, printed on the console once a second and drawn as the window title).
@@ -15,13 +16,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .camera import Camera, planes_of
+from .camera import Camera
 from .constants import EYE_HEIGHT
+from .frame import SKY, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: the clear colour, for callers
 from .gputimer import GpuTimer
-
-SUN_DIR = np.array([0.45, -0.35, 0.82])
-SUN_DIR = SUN_DIR / np.linalg.norm(SUN_DIR)
-SKY = (0.62, 0.74, 0.86)
+from .passes import ColourPass
+from .views import View
 
 
 @dataclass
@@ -58,36 +58,24 @@ class Toggles:
 
 
 class Viewer:
+    """Draws frames of a scene: one colour pass over ``views`` (by default one view of ``camera``
+    filling the target), the scene's sources that the toggles leave on."""
+
     def __init__(self, target, scene, camera: Camera, toggles: Toggles | None = None, *,
                  fog=(260.0, 900.0), time_query: bool = True):
         self.target, self.scene, self.camera = target, scene, camera
         self.ctx = target.ctx
         self.toggles = toggles or Toggles()
         self.fog = fog
-        self.camera.aspect = target.size[0] / target.size[1]
+        self.views = [View(camera, (0, 0, *target.size))]
+        self.passes = [ColourPass(target)]
+        self.uniforms = FrameUniforms(self.ctx)
         self.camera.far = max(fog[1] * 1.1, 500.0)
         self._timer = GpuTimer(self.ctx) if time_query else None
         self.gpu_times: deque = deque(maxlen=4096)  # (frame, gpu ms) as the timer queries come back
         self._frame = 0
-        self._frame_cache: dict = {}  # last per-frame values: uniforms are written only on change
-        self._uniforms_set = False
-        self.alpha_to_coverage = target.samples > 0
-        for prog in scene.programs.values():
-            self._set(prog, "uSunDir", tuple(SUN_DIR))
-            self._set(prog, "uSunColor", (0.75, 0.72, 0.62))
-            self._set(prog, "uAmbient", (0.45, 0.48, 0.52))
-            self._set(prog, "uFogColor", SKY)
-            self._set(prog, "uFog", tuple(fog))
-            self._set(prog, "uAlphaRef", 0.5)
-            self._set(prog, "uTexRepeat", 8.0)
-            self._set(prog, "uTexture", 0)
-            self._set(prog, "uLayers", 0)
-            self._set(prog, "uAlpha", 1)
-
-    @staticmethod
-    def _set(prog, name, value):
-        if name in prog:
-            prog[name].value = value
+        self._ground = (None, None)  # (camera xy and scene version, ground height there)
+        self.last_frame: Frame | None = None
 
     def render_frame(self, t: float) -> FrameStats:
         """Draw one frame at scene time ``t`` (seconds) into the target's framebuffer.
@@ -95,57 +83,28 @@ class Viewer:
         ``gpu_ms`` of the returned stats is the GPU time of frame ``gpu_frame``, two frames
         earlier (NaN until known): the CPU does not wait for the GPU. :meth:`drain_gpu_times`
         collects the rest."""
-        import moderngl
-
-        ctx, cam, tg, sc = self.ctx, self.camera, self.toggles, self.scene
+        cam, tg, sc = self.camera, self.toggles, self.scene
         t0 = _time.perf_counter()
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame)
-        self._frame += 1
-        cache = self._frame_cache
         px, py, pz = (float(v) for v in cam.position)
         # fog and far plane open up with height above the ground (fly-overs stay readable)
         key = (px, py, sc.version)
-        if cache.get("ground_key") != key:
-            cache["ground_key"], cache["ground"] = key, sc.ground_height(px, py)
-        ground = cache["ground"]
+        if self._ground[0] != key:
+            self._ground = (key, sc.ground_height(px, py))
+        ground = self._ground[1]
         above = max(pz - ground, 0.0) if ground is not None else 0.0
         fog = (self.fog[0] + above, self.fog[1] + 1.5 * above)
         cam.far = max(fog[1] * 1.1, 500.0)
-        key = (px, py, pz, cam.yaw, cam.pitch, cam.fov_y, cam.aspect, cam.near, cam.far)
-        if cache.get("cam_key") != key:  # the same camera gives the same matrices
-            m = cam.view_proj()
-            cache["cam_key"], cache["vp"], cache["planes"] = key, m.T.astype("f4").tobytes(), planes_of(m)
-        vp, planes = cache["vp"], cache["planes"]
-        self._uniforms("uCameraPos", (px, py, pz))
-        self._uniforms("uFog", fog)
-        self._uniforms("uNearFar", (cam.near, cam.far))
-        self._uniforms("uViewProj", vp)
+        frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame)
+        self._frame += 1
+        sc.grass.cull = tg.cull
+        sources = [s for s in sc.sources if getattr(tg, s.name, True)]
         if self._timer is not None:
             self._timer.begin()
-        self.target.fbo.use()
-        ctx.viewport = (0, 0, *self.target.size)
-        ctx.clear(*SKY, 1.0, depth=1.0)
-        ctx.enable_only(moderngl.DEPTH_TEST)
-        if tg.terrain:
-            calls, tris = sc.terrain.render(planes, cam.position, cam.far)
-            st.draw_calls += calls
-            st.triangles += tris
-        if tg.doodads:
-            calls, inst, tris = sc.doodads.render()
-            st.draw_calls += calls
-            st.instances += inst
-            st.triangles += tris
-        if tg.grass:
-            if self.alpha_to_coverage:
-                ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
-            sc.grass.cull = tg.cull
-            g = sc.grass.render((px, py), t, planes)
-            if self.alpha_to_coverage:
-                ctx.disable_direct(0x809E)
-            st.draw_calls += g.draw_calls
-            st.instances += g.instances
-            st.grass_instances = g.instances
-            st.triangles += g.triangles
+        total = draw_frame(frame, self.passes, sources, self.uniforms)
+        self.last_frame = frame
+        st.draw_calls, st.instances, st.triangles = total.draw_calls, total.instances, total.triangles
+        st.grass_instances = frame.counts["grass"].instances if "grass" in frame.counts else 0
         st.cpu_ms = (_time.perf_counter() - t0) * 1000.0
         st.gpu_ms = float("nan")
         if self._timer is not None:
@@ -160,21 +119,6 @@ class Viewer:
         if self._timer is not None:
             self.gpu_times.extend(self._timer.drain())
         return self.gpu_times
-
-    def _uniforms(self, name, value):
-        """Set ``name`` on every program that has it, only when the value changed."""
-        cache = self._frame_cache
-        if cache.get(name) == value:
-            return
-        cache[name] = value
-        handles = cache.get(("handles", name))
-        if handles is None:
-            handles = cache[("handles", name)] = [p[name] for p in self.scene.programs.values() if name in p]
-        for u in handles:
-            if isinstance(value, bytes):
-                u.write(value)
-            else:
-                u.value = value
 
     def read_rgba(self) -> np.ndarray:
         return self.target.read_rgba()
@@ -211,8 +155,8 @@ class Viewer:
                     glfw.wait_events_timeout(0.1)  # minimised: nothing to draw
                     continue
                 controls.step(dt)
-                if win.resize_if_needed():
-                    self.camera.aspect = win.size[0] / win.size[1]
+                if win.resize_if_needed() and len(self.views) == 1:
+                    self.views[0].rect = (0, 0, *win.size)
                 self.scene.update(self.camera.position)
                 st = self.render_frame(start_time + now - t_start)
                 run.frames += 1

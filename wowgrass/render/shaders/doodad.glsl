@@ -2,9 +2,9 @@
 // The ADT's own MDDF doodads: static M2 meshes, instanced per (tile, model) with a static buffer
 // of model matrices (MDDF placements carry full rotations and scales).
 
+#include "frame.glsl"
+
 #if defined VERTEX_SHADER
-uniform mat4 uViewProj;
-uniform vec3 uCameraPos;
 
 in vec3 in_position;
 in vec3 in_normal;

@@ -7,11 +7,17 @@
 // the same bytes as one "4u4/i" attribute). With INSTANCE_MAT4 defined it reads the grass reference's 64-byte
 // matrices instead (benchmarks compare them).
 
+// Frame values (matrices, time, wind, rings) come from frame.glsl's block; per draw only the
+// model's z range (uModelZ). The LOD rings (rings.glsl) thin and dissolve instances here too, so
+// the GPU-culled path and the CPU fallback draw the same picture.
+
+#include "frame.glsl"
+
 #if defined VERTEX_SHADER
 #include "sway.glsl"
+#include "rings.glsl"
 
-uniform mat4 uViewProj;
-uniform mat4 uGrassParams;
+uniform vec2 uModelZ;         // the model's mesh z min and max (sway height fraction)
 
 in uvec4 in_mesh;             // the model's vertex in one attribute: xyz float bits, uv as half2
 #if defined INSTANCE_MAT4
@@ -23,7 +29,7 @@ in vec3 i_pos;               // world X (north), Y (west), Z (up)
 in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
 #endif
 
-out vec4 v_data;              // uv, fade, height fraction: one varying (vertex output bandwidth)
+out vec4 v_data;              // uv, ring * 2 + fade, height fraction: one varying (vertex output bandwidth)
 
 void main() {
 #if defined INSTANCE_MAT4
@@ -37,8 +43,14 @@ void main() {
 #endif
     // the instance's distance once: draw-distance drop and fade (the same sway.glsl math as
     // grassBeyondDrawDistance / grassFade), the height fraction once: sway weight and shading
+    mat4 uGrassParams = grassParams(uModelZ);
     float d = distance(instanceXY, uGrassParams[0].xy);
-    if (d >= uGrassParams[0].w) {
+#if defined INSTANCE_MAT4
+    float ringFade = 1.0;   // the seed's layout is for layout comparisons only: no rings
+#else
+    float ringFade = grassRingFade(d, grassInstanceHash(floatBitsToUint(i_pos)));
+#endif
+    if (d >= uGrassParams[0].w || ringFade <= 0.0) {
         gl_Position = vec4(0.0, 0.0, 2.0, 1.0);   // outside the clip volume: the blade is dropped
         v_data = vec4(0.0);
         return;
@@ -57,7 +69,7 @@ void main() {
     vec3 world = i_pos + vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z) * scale;
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
-    v_data = vec4(in_uv, grassFadeAt(d, uGrassParams), height);
+    v_data = vec4(in_uv, float(grassRing(d)) * 2.0 + grassFadeAt(d, uGrassParams) * ringFade, height);
 }
 
 #elif defined FRAGMENT_SHADER
@@ -65,7 +77,6 @@ void main() {
 
 uniform sampler2D uTexture;
 uniform float uAlphaRef;      // alpha test threshold (0.5 without multisampling)
-uniform vec2 uNearFar;        // camera near and far planes: fog distance from the depth buffer value
 
 in vec4 v_data;
 out vec4 f_color;
@@ -82,7 +93,8 @@ float bayer4(vec2 p) {
 
 void main() {
     vec2 v_uv = v_data.xy;
-    float v_fade = v_data.z, v_height = v_data.w;
+    float ring = floor(v_data.z * 0.5);
+    float v_fade = v_data.z - ring * 2.0, v_height = v_data.w;
     vec4 tex = texture(uTexture, v_uv);
     if (v_fade < 1.0 && v_fade <= bayer4(gl_FragCoord.xy)) discard;   // bayer4 < 1: only fading blades
     float a = tex.a;
@@ -96,6 +108,10 @@ void main() {
 #endif
     // grass is lit as an upward-facing surface, darker towards the root (self-shadowing)
     vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.7, 1.08, v_height);
+    if (uRingKeep.w > 0.0) {   // --debug-rings: ring 0 white, then yellow, orange, red
+        vec3 tint = ring < 0.5 ? vec3(1.0) : ring < 1.5 ? vec3(1.0, 0.9, 0.1) : ring < 2.5 ? vec3(1.0, 0.5, 0.05) : vec3(0.9, 0.1, 0.1);
+        color = mix(color, tint * (0.5 + 0.5 * v_height), 0.75);
+    }
     // view depth stands for the distance here (grass is near; it saves a varying per vertex)
     float zn = gl_FragCoord.z * 2.0 - 1.0;
     float dist = 2.0 * uNearFar.x * uNearFar.y / (uNearFar.y + uNearFar.x - zn * (uNearFar.y - uNearFar.x));

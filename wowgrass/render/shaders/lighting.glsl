@@ -1,9 +1,7 @@
-// Sun, ambient light and distance fog shared by terrain, grass and doodads.
-uniform vec3 uSunDir;       // towards the sun, normalised
-uniform vec3 uSunColor;
-uniform vec3 uAmbient;
-uniform vec3 uFogColor;
-uniform vec2 uFog;          // fog start, fog end (world units from the camera)
+// Sun, ambient light and distance fog shared by terrain, grass and doodads (uSunDir: towards the
+// sun, normalised; uFog: fog start and end in world units from the camera). Needs frame.glsl,
+// which programs include at the top, outside their stage sections (an include is resolved once
+// per file, so one inside the vertex section would be missing from the fragment section).
 
 vec3 applyLight(vec3 albedo, vec3 n) {
     float diff = max(dot(normalize(n), uSunDir), 0.0);

@@ -4,9 +4,9 @@
 // Layer textures are one sampler2DArray per tile (one slice per MTEX name); the alpha maps are a
 // second array with one RGBA slice per chunk (R, G, B = alpha of layers 1, 2, 3).
 
+#include "frame.glsl"
+
 #if defined VERTEX_SHADER
-uniform mat4 uViewProj;
-uniform vec3 uCameraPos;
 
 in vec3 in_position;
 in vec3 in_normal;

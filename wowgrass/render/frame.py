@@ -1,0 +1,144 @@
+"""A frame: for each pass, for each of its views, for each source: draw.
+
+    frame = Frame(time=t, views=[View(camera, (0, 0, w, h))], wind=grass_settings)
+    counts = draw_frame(frame, passes=[ColourPass(target)], sources=[terrain, doodads, grass],
+                        uniforms=frame_uniforms)
+
+Order inside :func:`draw_frame`: every pass's ``setup(frame)`` (a pass may add views of its own,
+e.g. a shadow pass the sun's view), then the frame's uniform block is written once for every view
+(one slot of :class:`FrameUniforms` per view), then every source's ``prepare(frame)`` (once per
+frame: culling for each view, its indirect commands), then the draws. Nothing here knows what a
+source draws; see :mod:`.sources` (adding a source), :mod:`.passes` (adding a pass) and
+:mod:`.views` (views and split screens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .constants import GrassSettings
+from .sources import DrawCounts
+
+SUN_DIR = np.array([0.45, -0.35, 0.82])
+SUN_DIR = SUN_DIR / np.linalg.norm(SUN_DIR)
+SUN_COLOR = (0.75, 0.72, 0.62)
+AMBIENT = (0.45, 0.48, 0.52)
+SKY = (0.62, 0.74, 0.86)
+
+# std140 layout of shaders/frame.glsl's block, as float32 offsets
+_FLOATS = 88  # 352 bytes
+_VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
+_GRASS, _FRUSTUM, _RINGS, _RING_KEEP = 40, 56, 80, 84
+
+
+@dataclass
+class Frame:
+    """What one frame draws: scene time, the views, lighting and the wind; counts accumulate in
+    ``counts`` (per source name) while it is drawn."""
+
+    time: float = 0.0
+    views: list = field(default_factory=list)
+    wind: GrassSettings = field(default_factory=GrassSettings)
+    fog: tuple[float, float] = (260.0, 900.0)
+    fog_color: tuple = SKY
+    sun_dir: tuple = tuple(SUN_DIR)
+    sun_color: tuple = SUN_COLOR
+    ambient: tuple = AMBIENT
+    index: int = 0
+    counts: dict = field(default_factory=dict)
+    pass_views: list = field(default_factory=list)  # views passes added (the sun's): not drawn in colour
+
+    def add_view(self, view):
+        """Add a pass's own view (e.g. the sun's); it gets a uniform slot and sources prepare it."""
+        self.pass_views.append(view)
+        return view
+
+    @property
+    def all_views(self) -> list:
+        return self.views + self.pass_views
+
+
+class FrameUniforms:
+    """The ``Frame`` uniform block of every program: one slot per view in one buffer, written once
+    a frame (``write``) and bound per view (``bind``). Binding point 0; programs are linked to it
+    by :func:`wowgrass.render.programs.load_program`."""
+
+    BINDING = 0
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        align = int(ctx.info.get("GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT", 256) or 256)
+        self.stride = -(-_FLOATS * 4 // align) * align
+        self.buffer = None
+        self._slots = 0
+        self._last = None
+
+    def pack(self, frame: Frame, view) -> np.ndarray:
+        """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout)."""
+        b = np.zeros(_FLOATS, np.float32)
+        cam = view.camera
+        b[_VIEW_PROJ:_VIEW_PROJ + 16] = view.view_proj().T.reshape(-1)
+        b[_CAMERA:_CAMERA + 4] = (*cam.position, frame.time)
+        b[_SUN:_SUN + 3] = frame.sun_dir
+        b[_SUN_COLOR:_SUN_COLOR + 3] = frame.sun_color
+        b[_AMBIENT:_AMBIENT + 3] = frame.ambient
+        b[_FOG_COLOR:_FOG_COLOR + 3] = frame.fog_color
+        b[_FOG:_FOG + 4] = (*frame.fog, cam.near, cam.far)
+        g = frame.wind.params(cam.position[:2], frame.time, 0.0, 0.0)  # row i = GLSL column i
+        b[_GRASS:_GRASS + 12] = g[:3].reshape(-1)
+        b[_GRASS + 12] = g[3, 2]  # sway on
+        b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
+        rings = frame.wind.rings
+        b[_RINGS:_RINGS + 4] = (*rings.radii_padded(), rings.band)
+        b[_RING_KEEP:_RING_KEEP + 4] = (*rings.keep_padded(), 1.0 if rings.debug else 0.0)
+        return b
+
+    def write(self, frame: Frame):
+        """Give every view of ``frame`` its slot and write its block (skipped when nothing
+        changed since the last frame)."""
+        views = frame.all_views
+        data = np.zeros((len(views), self.stride // 4), np.float32)
+        for i, v in enumerate(views):
+            v.slot = i
+            data[i, :_FLOATS] = self.pack(frame, v)
+        raw = data.tobytes()
+        if raw == self._last:
+            return
+        if self.buffer is None or self._slots < len(views):
+            if self.buffer is not None:
+                self.buffer.release()
+            self._slots = max(len(views), 2)
+            self.buffer = self.ctx.buffer(reserve=self._slots * self.stride, dynamic=True)
+        self.buffer.orphan()  # a fresh store: no wait for frames still reading the last one
+        self.buffer.write(raw)
+        self._last = raw
+
+    def bind(self, view):
+        self.buffer.bind_to_uniform_block(self.BINDING, offset=view.slot * self.stride, size=_FLOATS * 4)
+
+    def release(self):
+        if self.buffer is not None:
+            self.buffer.release()
+            self.buffer = None
+
+
+def draw_frame(frame: Frame, passes, sources, uniforms: FrameUniforms) -> DrawCounts:
+    """Draw ``frame``: passes in order, each over its views, each view over all ``sources``."""
+    for p in passes:
+        p.setup(frame)
+    uniforms.write(frame)
+    for s in sources:
+        s.prepare(frame)
+    total = DrawCounts()
+    for p in passes:
+        for view in p.views(frame):
+            uniforms.bind(view)
+            p.begin(frame, view)
+            for s in sources:
+                c = s.draw(p, view)
+                total += c
+                frame.counts[s.name] = frame.counts.get(s.name, DrawCounts()) + c
+            p.end(frame, view)
+    return total

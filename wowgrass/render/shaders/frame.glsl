@@ -1,0 +1,22 @@
+// The frame's uniform block, shared by every program (one std140 buffer slot per view; see
+// wowgrass/render/frame.py, which packs it). Members are used without a block prefix.
+layout(std140) uniform Frame {
+    mat4 uViewProj;
+    vec3 uCameraPos;  float uTime;
+    vec3 uSunDir;     float uFrameReserved0;
+    vec3 uSunColor;   float uFrameReserved1;
+    vec3 uAmbient;    float uFrameReserved2;
+    vec3 uFogColor;   float uFrameReserved3;
+    vec2 uFog;        vec2 uNearFar;          // fog start/end (world units), camera near/far
+    // grass: columns 0-2 of sway.glsl's parameter matrix (camera xy, fade start, draw distance |
+    // time, wind speed, amplitude, root fraction | phase xy, sway direction xy); column 3 = (sway on, 0, 0, 0)
+    mat4 uGrassFrame;
+    vec4 uFrustum[6];                         // inside where dot(xyz, p) + w >= 0
+    vec4 uRings;                              // LOD ring radii 1..3 (world units), cross-fade band
+    vec4 uRingKeep;                           // keep fraction of rings 1..3, debug colouring on (w)
+};
+
+// sway.glsl's parameter matrix for a model whose mesh spans z in [zRange.x, zRange.y]
+mat4 grassParams(vec2 zRange) {
+    return mat4(uGrassFrame[0], uGrassFrame[1], uGrassFrame[2], vec4(zRange, uGrassFrame[3].x, 0.0));
+}
