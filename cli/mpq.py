@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from wowgrass.cli.common import data_option, echo_json, json_option
-from wowgrass.errors import GameFileNotFound, UsageError
+from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -45,6 +45,10 @@ class _Source:
 
     def read(self, name: str) -> bytes:
         return (self.mpq or self.data).read(name)
+
+    def read_many(self, names):
+        """(name, bytes or error) in order, decompressed in parallel."""
+        return (self.mpq or self.data).read_many(names)
 
     def rows(self, patterns=()) -> list[dict]:
         pats = [p.replace("/", "\\").upper() for p in patterns]
@@ -228,32 +232,37 @@ def extract(args, out_dir, data_path, as_json):
     archive, patterns = _split(args, data_path)
     out = Path(out_dir)
     src = _Source(archive, data_path)
-    done, skipped, total = [], [], 0
+    done, skipped, failed, total = [], [], [], 0
     try:
         names = src.select(patterns)
+        targets = {n: safe_target(out, n) for n in names}
+        skipped = [n for n, t in targets.items() if t is None]
         console = Console(stderr=True)
         with Progress(TextColumn("[bold]extract"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       DownloadColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
             task = bar.add_task("extract", total=len(names))
-            for name in names:
-                target = safe_target(out, name)
-                if target is None:
-                    skipped.append(name)
-                    bar.advance(task)
-                    continue
-                data = src.read(name)
-                write_atomic(target, data)
-                total += len(data)
-                done.append({"name": name, "path": str(target), "size": len(data)})
+            bar.advance(task, len(skipped))
+            # decompression runs ahead on worker threads while files are written here
+            for name, data in src.read_many(n for n in names if targets[n] is not None):
+                if isinstance(data, WowgrassError):
+                    failed.append({"name": name, "error": str(data)})
+                else:
+                    write_atomic(targets[name], data)
+                    total += len(data)
+                    done.append({"name": name, "path": str(targets[name]), "size": len(data)})
                 bar.advance(task)
     finally:
         src.close()
     if as_json:
-        echo_json({"output": str(out), "files": done, "skipped": skipped, "bytes": total})
+        echo_json({"output": str(out), "files": done, "skipped": skipped, "failed": failed, "bytes": total})
     else:
         for s in skipped:
             click.echo(f"warning: skipped {s!r} (no safe path under {out})", err=True)
+        for f in failed:
+            click.echo(f"warning: {f['name']} not extracted: {f['error']}", err=True)
         click.echo(f"extracted {len(done)} files ({total:,} bytes) to {out}", err=True)
+    if failed:
+        raise UsageError(f"{len(failed)} of {len(names)} files could not be read (the others were extracted)")
 
 
 @mpq.command()

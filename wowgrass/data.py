@@ -18,12 +18,15 @@ from the ``Data/<loc>`` folder. Both can be given explicitly, as can the whole `
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from pathlib import Path
 
-from wowgrass.errors import GameFileNotFound, UsageError
-from wowgrass.formats.mpq import MpqArchive
+from collections.abc import Iterable, Iterator
+
+from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
+from wowgrass.formats.mpq import CHUNK_BYTES, MpqArchive, decode_files, default_threads
 
 VANILLA_BASE = ("dbc", "speech", "fonts", "interface", "misc", "sound", "wmo", "terrain", "texture", "model")
 MODERN_BASE = ("common", "common-2", "expansion", "lichking")
@@ -116,12 +119,14 @@ def detect_locale(root: Path) -> str | None:
 class GameData:
     """Read game files by their in-game path from an MPQ chain or a loose folder.
 
-    ``archives`` lists the mounted MPQs lowest priority first (empty for a loose folder).
+    ``archives`` lists the mounted MPQs lowest priority first (empty for a loose folder);
+    ``threads`` decompress big files and batches of files (default: one per CPU).
     """
 
     def __init__(self, root: Path, *, archives: list[Path] | None = None, build: str | None = None,
-                 locale: str | None = None):
+                 locale: str | None = None, threads: int | None = None):
         self.root = Path(root)
+        self.threads = default_threads() if threads is None else max(1, int(threads))
         self.build = build
         self.locale = locale
         self.archives: list[Path] = list(archives or [])
@@ -130,7 +135,7 @@ class GameData:
         self._lcid = LOCALES.get(locale) if locale else None
         try:
             for p in self.archives:
-                self._mpqs.append(MpqArchive.open(p))
+                self._mpqs.append(MpqArchive.open(p, threads=self.threads))
         except BaseException:
             self.close()
             raise
@@ -197,6 +202,22 @@ class GameData:
             return where.read_bytes()
         return arc.read(path, self._lcid)
 
+    def read_many(self, paths: Iterable[str], *, threads: int | None = None,
+                  chunk: int = CHUNK_BYTES) -> Iterator[tuple[str, bytes | WowgrassError]]:
+        """``(path, bytes)`` for each of ``paths`` in order, decompressed on ``threads`` threads; a
+        file that cannot be read comes back as ``(path, error)`` and the others still come out."""
+        def plan(path):
+            found = self.locate(path)
+            if found is None:
+                raise GameFileNotFound(f"{path}: not in {self.root} ({self._where()})")
+            where, arc = found
+            if arc is None:
+                return [(where.read_bytes, 1)]
+            return arc.decode_plan(arc.lookup(path, self._lcid), chunk)
+
+        return decode_files(((p, functools.partial(plan, p)) for p in paths),
+                            self.threads if threads is None else threads, chunk)
+
     def _where(self) -> str:
         if self.archives:
             return f"{len(self.archives)} archives, build {self.build or 'unknown'}"
@@ -218,11 +239,11 @@ class GameData:
 
 
 def open_data(path, *, build: str | None = None, locale: str | None = None,
-              order: list[str] | None = None) -> GameData:
+              order: list[str] | None = None, threads: int | None = None) -> GameData:
     """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder.
 
     ``build`` and ``locale`` override detection; ``order`` names the archives explicitly
-    (paths relative to the Data folder, lowest priority first).
+    (paths relative to the Data folder, lowest priority first); ``threads``: see GameData.
     """
     root = Path(path)
     if not root.is_dir():
@@ -242,7 +263,7 @@ def open_data(path, *, build: str | None = None, locale: str | None = None,
                 raise GameFileNotFound(f"archive {rel} not found in {root}")
             archives.append(p)
         return GameData(root, archives=archives, build=build or detect_build(p.name for p in archives),
-                        locale=locale)
+                        locale=locale, threads=threads)
     top = _mpqs_in(root)
     if locale is None:
         locale = detect_locale(root)
@@ -253,11 +274,11 @@ def open_data(path, *, build: str | None = None, locale: str | None = None,
             raise UsageError(f"no locale folder {locale} in {root}")
     loc_mpqs = _mpqs_in(loc_dir) if loc_dir else {}
     if not top and not loc_mpqs:
-        return GameData(root, build=build, locale=locale)
+        return GameData(root, build=build, locale=locale, threads=threads)
     if build is None:
         build = detect_build(list(top) + list(loc_mpqs))
     archives = archive_order(root, build, locale)
     if not archives:
         raise UsageError(f"{root} holds MPQs but none that a {build or 'WoW'} client mounts: "
                          f"{', '.join(sorted(top)) or '(none)'}")
-    return GameData(root, archives=archives, build=build, locale=locale)
+    return GameData(root, archives=archives, build=build, locale=locale, threads=threads)

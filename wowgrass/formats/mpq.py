@@ -29,8 +29,11 @@ import math
 import mmap
 import os
 import struct
+import threading
 import zlib
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import IntFlag
 from pathlib import Path
@@ -45,6 +48,7 @@ from wowgrass.errors import (
     TruncatedError,
     UnsupportedError,
     UsageError,
+    WowgrassError,
 )
 from wowgrass.fileio import write_atomic
 
@@ -395,6 +399,115 @@ def compress_sector(data: bytes, method: str) -> bytes:
     raise UsageError(f"unknown compression {method!r} (zlib, bzip2, pkware, lzma or None)")
 
 
+# --- parallel decoding -------------------------------------------------------------------------
+# zlib, bz2 and lzma release the GIL while they work, so sectors decompress in parallel on threads.
+
+CHUNK_BYTES = 256 << 10        # stored bytes per task: small files are batched up to it, big ones cut
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+os.register_at_fork(after_in_child=_POOLS.clear)   # a forked child has none of the parent's threads
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:    # not on Linux
+        return os.cpu_count() or 1
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="wowgrass-mpq")
+        return pool
+
+
+def _run_task(pieces) -> list:
+    """Decode a task's pieces in order; a piece's WowgrassError is its result (the file fails, the
+    rest of the task goes on)."""
+    out = []
+    for _, _, decode in pieces:
+        try:
+            out.append(decode())
+        except WowgrassError as exc:
+            out.append(exc)
+    return out
+
+
+def decode_files(jobs: Iterable[tuple[object, Callable[[], list]]], threads: int = 1,
+                 chunk: int = CHUNK_BYTES) -> Iterator[tuple[object, bytes | WowgrassError]]:
+    """``(key, bytes or error)`` for each ``(key, plan)`` of ``jobs``, in order.
+
+    ``plan()`` checks a file and returns its pieces ``(decode, stored bytes)`` (see
+    ``MpqArchive.decode_plan``); it runs here, the pieces run on ``threads`` threads, consecutive ones
+    batched into tasks of about ``chunk`` stored bytes. At most ``4 * threads`` tasks are in
+    flight, so memory stays bounded however many files are asked for. With ``threads <= 1``
+    everything runs here, in the same order: the bytes are the same either way.
+    """
+    pool = _pool(threads) if threads > 1 else None
+    window = 4 * max(threads, 1)
+    files: deque[list] = deque()          # [key, parts, pieces not yet decoded] in job order
+    inflight: deque[tuple[Future, list]] = deque()
+    task: list = []
+    task_bytes = 0
+
+    def submit():
+        nonlocal task, task_bytes
+        if pool is not None:
+            fut = pool.submit(_run_task, task)
+        else:
+            fut = Future()
+            fut.set_result(_run_task(task))
+        inflight.append((fut, task))
+        task, task_bytes = [], 0
+
+    def settle_oldest():
+        fut, pieces = inflight.popleft()
+        for (rec, i, _), out in zip(pieces, fut.result()):
+            rec[1][i] = out
+            rec[2] -= 1
+
+    def finished():
+        while files and files[0][2] == 0:
+            key, parts, _ = files.popleft()
+            err = next((p for p in parts if isinstance(p, BaseException)), None)
+            yield key, err if err is not None else b"".join(parts)
+
+    try:
+        for key, plan in jobs:
+            try:
+                pieces = plan()
+            except WowgrassError as exc:
+                pieces, failed = [], exc
+            else:
+                failed = None
+            rec = [key, [failed] if failed is not None else [b""] * len(pieces), len(pieces)]
+            files.append(rec)
+            for i, (decode, stored) in enumerate(pieces):
+                task.append((rec, i, decode))
+                task_bytes += stored
+                if task_bytes >= chunk:
+                    submit()
+                    if len(inflight) >= window:
+                        settle_oldest()
+                        yield from finished()
+            yield from finished()
+        if task:
+            submit()
+        while inflight:
+            settle_oldest()
+            yield from finished()
+        yield from finished()
+    finally:   # abandoned early: let running tasks finish before the archive can close
+        for fut, _ in inflight:
+            fut.cancel()
+        for fut, _ in inflight:
+            if not fut.cancelled():
+                fut.exception()
+
+
 # --- public records ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -475,9 +588,10 @@ class MpqArchive:
     Spec: https://wowdev.wiki/MPQ (see the module docstring for the builds and quirks covered).
     """
 
-    def __init__(self, buf, path: str | None = None, *, _mmap=None, _file=None):
+    def __init__(self, buf, path: str | None = None, *, threads: int | None = None, _mmap=None, _file=None):
         self._buf = buf
         self.path = path
+        self.threads = default_threads() if threads is None else max(1, int(threads))
         self._mmap = _mmap
         self._file = _file
         self._name_map: dict[tuple[int, int], str] | None = None
@@ -487,8 +601,9 @@ class MpqArchive:
 
     # construction -----------------------------------------------------------------------------
     @classmethod
-    def open(cls, path) -> "MpqArchive":
-        """Map the file and read only the header and the hash/block tables."""
+    def open(cls, path, *, threads: int | None = None) -> "MpqArchive":
+        """Map the file and read only the header and the hash/block tables. ``threads``: how many
+        threads decompress a big file or a batch of files (default: one per CPU)."""
         path = Path(path)
         f = open(path, "rb")
         try:
@@ -500,16 +615,16 @@ class MpqArchive:
             f.close()
             raise
         try:
-            return cls(mm, str(path), _mmap=mm, _file=f)
+            return cls(mm, str(path), threads=threads, _mmap=mm, _file=f)
         except BaseException:
             mm.close()
             f.close()
             raise
 
     @classmethod
-    def from_bytes(cls, data, path=None) -> "MpqArchive":
+    def from_bytes(cls, data, path=None, *, threads: int | None = None) -> "MpqArchive":
         return cls(bytes(data) if not isinstance(data, (bytes, mmap.mmap)) else data,
-                   None if path is None else str(path))
+                   None if path is None else str(path), threads=threads)
 
     def close(self) -> None:
         if self._mmap is not None:
@@ -702,7 +817,32 @@ class MpqArchive:
 
     # file data --------------------------------------------------------------------------------
     def read_entry(self, e: MpqEntry) -> bytes:
-        """Decode one entry (its name is needed only when the file is encrypted)."""
+        """Decode one entry (its name is needed only when the file is encrypted). A big compressed
+        file is decompressed by sector ranges on ``threads`` threads."""
+        (_, out), = decode_files([(e, functools.partial(self.decode_plan, e, CHUNK_BYTES))], self.threads)
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    def read_many(self, names: Iterable[str], locale: int | None = None, *, threads: int | None = None,
+                  chunk: int = CHUNK_BYTES) -> Iterator[tuple[str, bytes | WowgrassError]]:
+        """``(name, bytes)`` for each of ``names``, in order, decoded on ``threads`` threads (default:
+        the archive's). A file that cannot be read comes back as ``(name, error)`` and the others
+        still come out. Small files are batched, big ones cut into sector ranges of about ``chunk``
+        stored bytes; at most a few chunks per thread are held at once."""
+        def plan(name):
+            e = self.lookup(name, locale)
+            if e is None or e.is_delete_marker or not e.flags & _EXISTS:
+                raise GameFileNotFound(f"{self.path or '<bytes>'}: no file {name!r}")
+            return self.decode_plan(e, chunk)
+
+        return decode_files(((n, functools.partial(plan, n)) for n in names),
+                            self.threads if threads is None else threads, chunk)
+
+    def decode_plan(self, e: MpqEntry, chunk: int | None = None) -> list[tuple[Callable[[], bytes], int]]:
+        """Check ``e`` and cut its decoding into pieces ``(decode, stored bytes)`` whose outputs,
+        joined, are the file. Compressed sectored files are cut into sector ranges of about
+        ``chunk`` stored bytes (None: one piece); anything else is one piece."""
         flags, size, csize = e.flags, e.size, e.packed_size
         label = e.name or f"block #{e.block_index}"
         start = self.header.offset + e.file_pos
@@ -710,39 +850,21 @@ class MpqArchive:
             raise self._err(f"{label}: incremental patch files (Cataclysm+) are not supported", start,
                             UnsupportedError)
         if size == 0:
-            return b""
+            return []
         if start + csize > len(self._buf):
             raise self._err(f"{label}: block of {csize} bytes at 0x{start:X} runs past the end of the file "
                             f"({len(self._buf)} bytes)", start, TruncatedError)
-        return self._decode(e, memoryview(self._buf)[start:start + csize], label, start)
-
-    def _decode(self, e: MpqEntry, raw: memoryview, label: str, start: int) -> bytes:
-        flags, size, csize = e.flags, e.size, e.packed_size
+        raw = memoryview(self._buf)[start:start + csize]
         key = None
         if flags & _ENCRYPTED:
             if e.name is None:
                 raise self._err(f"{label}: encrypted file without a known name (no key)", start, UnsupportedError)
             key = file_key(e.name, e.file_pos & _M32, size, bool(flags & _FIX_KEY))
-        compressed = bool(flags & (_COMPRESS | _IMPLODE))
+        if flags & _SINGLE_UNIT or not flags & (_COMPRESS | _IMPLODE):
+            return [(functools.partial(self._unsectored, raw, size, flags, key, label, start), csize)]
+
         ss = self.header.sector_size
-
-        if flags & _SINGLE_UNIT:
-            unit = decrypt_bytes(raw, key) if key is not None else raw
-            if compressed and csize < size:
-                return self._unpack(unit, size, flags, label, start)
-            if csize < size:
-                raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
-            return bytes(unit[:size])
-
         nsec = -(-size // ss)
-        if not compressed:
-            if csize < size:
-                raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
-            if key is None:
-                return bytes(raw[:size])
-            return b"".join(decrypt_bytes(raw[i * ss:min(size, (i + 1) * ss)], (key + i) & _M32)
-                            for i in range(nsec))
-
         has_crc = bool(flags & _SECTOR_CRC)
         nent = nsec + 1 + has_crc
         if nent * 4 > csize:
@@ -759,12 +881,40 @@ class MpqArchive:
         if has_crc and offs[nsec + 1] > offs[nsec]:
             crcs = self._sector_crcs(raw[offs[nsec]:offs[nsec + 1]], nsec, label, start + offs[nsec])
         last = size - (nsec - 1) * ss
+        spans = [0, nsec]
+        if chunk is not None and offs[nsec] - offs[0] >= 2 * chunk:
+            cuts = np.searchsorted(table[:nsec], np.arange(offs[0] + chunk, offs[nsec], chunk, dtype=np.int64))
+            spans = sorted({0, nsec, *cuts.tolist()})
+        return [(functools.partial(self._sectors, raw, offs, lo, hi, nsec, ss, last, flags, key, crcs, label, start),
+                 offs[hi] - offs[lo]) for lo, hi in zip(spans, spans[1:])]
+
+    def _unsectored(self, raw, size: int, flags: int, key: int | None, label: str, start: int) -> bytes:
+        """A SINGLE_UNIT file, or a sectored file stored without compression."""
+        csize = len(raw)
+        if flags & _SINGLE_UNIT:
+            unit = decrypt_bytes(raw, key) if key is not None else raw
+            if flags & (_COMPRESS | _IMPLODE) and csize < size:
+                return self._unpack(unit, size, flags, label, start)
+            if csize < size:
+                raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
+            return bytes(unit[:size])
+        if csize < size:
+            raise self._err(f"{label}: stored {csize} bytes for a {size}-byte file", start, TruncatedError)
+        if key is None:
+            return bytes(raw[:size])
+        ss = self.header.sector_size
+        return b"".join(decrypt_bytes(raw[i * ss:min(size, (i + 1) * ss)], (key + i) & _M32)
+                        for i in range(-(-size // ss)))
+
+    def _sectors(self, raw, offs: list[int], lo: int, hi: int, nsec: int, ss: int, last: int, flags: int,
+                 key: int | None, crcs: list[int] | None, label: str, start: int) -> bytes:
+        """Sectors ``lo`` to ``hi`` (exclusive) of a compressed sectored file, decoded and joined."""
         if key is None and crcs is None and flags & _COMPRESS:
-            fast = self._zlib_sectors(raw, offs, nsec, ss, last)
+            fast = self._zlib_sectors(raw, offs, lo, hi, nsec, ss, last)
             if fast is not None:
                 return fast
         parts = []
-        for i in range(nsec):
+        for i in range(lo, hi):
             a, b = offs[i], offs[i + 1]
             want = ss if i < nsec - 1 else last
             sec = raw[a:b]
@@ -786,14 +936,14 @@ class MpqArchive:
         return b"".join(parts)
 
     @staticmethod
-    def _zlib_sectors(raw, offs, nsec, ss, last):
+    def _zlib_sectors(raw, offs, lo, hi, nsec, ss, last):
         """The common case (plain zlib or stored sectors) with no per-sector Python beyond a slice
         and one call; None sends anything unusual (other codecs, errors) down the general path."""
         parts = []
         append = parts.append
         dobj = zlib.decompressobj
         try:
-            for i in range(nsec):
+            for i in range(lo, hi):
                 a = offs[i]
                 n = offs[i + 1] - a
                 want = ss if i < nsec - 1 else last
