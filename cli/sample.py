@@ -15,7 +15,7 @@ BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
 def _options(f):
     f = click.option("--seed", type=int, default=0, show_default=True, help="Terrain noise seed.")(f)
     f = click.option("--tiles", default="2x2", show_default=True,
-                     help="ADT tiles as COLSxROWS (1x1 .. 8x8), around the middle of the map grid.")(f)
+                     help="ADT tiles as COLSxROWS (1x1 .. 32x32), around the middle of the map grid.")(f)
     f = click.option("--build", "build", type=BUILD_CHOICES, default="3.3.5", show_default=True,
                      help="Client build whose archives, tables and formats to imitate.")(f)
     return f
@@ -60,8 +60,10 @@ def _progress_bar(enabled: bool):
               help="Write DIR/Data (and DIR/sample.json) here instead of the cache.")
 @_options
 @click.option("--force", is_flag=True, help="Build again even if it already exists.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Processes making the tiles (the same bytes whatever the number).")
 @json_option
-def build_cmd(output, build, tiles, seed, force, as_json):
+def build_cmd(output, build, tiles, seed, force, jobs, as_json):
     """Write the sample world's Data folder (default: in the wowgrass cache) and print where."""
     from wowgrass.errors import UsageError
     from wowgrass.samples import parse_tiles, sample_data_path, sample_root, write_sample_world
@@ -80,9 +82,9 @@ def build_cmd(output, build, tiles, seed, force, as_json):
         prog, update = _progress_bar(not as_json)
         with prog:
             if output is None:
-                data = sample_data_path(build, cols_rows, seed, force=force, progress=update)
+                data = sample_data_path(build, cols_rows, seed, force=force, progress=update, jobs=jobs)
             else:
-                data = write_sample_world(output, build, cols_rows, seed, progress=update)
+                data = write_sample_world(output, build, cols_rows, seed, progress=update, jobs=jobs)
     seconds = time.perf_counter() - t0
     info = _summary(data, build, tiles, seed, seconds if built else None, built)
     if as_json:

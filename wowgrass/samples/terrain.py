@@ -70,18 +70,51 @@ def _sample(grid: np.ndarray, ri, rw, ci, cw) -> np.ndarray:
     return a[:, ci] * (1 - cw)[None, :] + a[:, ci + 1] * cw[None, :]
 
 
+@dataclass
+class Lattice:
+    """Fine-lattice fields for rows ``r0 ..`` of the sample's lattice (every column).
+
+    Every field is a pointwise function of the global lattice coordinates except the slope and
+    normal (central differences: one row each way) and the cast shadow (a running maximum along
+    a row), so a band of rows computes exactly the values the whole lattice would hold there.
+    """
+
+    r0: int
+    fine: np.ndarray             # quantised heights (float64)
+    fine_normal: np.ndarray      # (rows, cols, 3)
+    fine_slope: np.ndarray       # tan(slope angle)
+    fine_dirt: np.ndarray
+    fine_jitter: np.ndarray
+    fine_region: np.ndarray
+    fine_wobble: np.ndarray
+    fine_shade: np.ndarray       # > 0 where a low western sun is blocked
+
+
 class SampleTerrain:
-    """The whole sample's terrain; ``tile(col, row, alpha_bits)`` cuts out one ADT's arrays."""
+    """The whole sample's terrain; ``tile(col, row, alpha_bits)`` cuts out one ADT's arrays.
+
+    The fine lattice is computed one band of tile rows at a time (the band of the last tile asked
+    for is kept), so memory does not grow with the number of tile rows.
+    """
+
+    MAX_TILES = 64
 
     def __init__(self, tiles=(2, 2), seed: int = 0):
         self.ncols, self.nrows = int(tiles[0]), int(tiles[1])
-        if not (1 <= self.ncols <= 8 and 1 <= self.nrows <= 8):
-            raise ValueError(f"tiles must be between 1x1 and 8x8, got {self.ncols}x{self.nrows}")
+        if not (1 <= self.ncols <= self.MAX_TILES and 1 <= self.nrows <= self.MAX_TILES):
+            raise ValueError(f"tiles must be between 1x1 and {self.MAX_TILES}x{self.MAX_TILES}, "
+                             f"got {self.ncols}x{self.nrows}")
         self.seed = int(seed)
         self.col0 = 32 - self.ncols // 2
         self.row0 = 32 - self.nrows // 2
-        self._heights()
-        self._layers()
+        # Fine lattice covering every tile plus a one-step margin (for central differences).
+        self.fi0 = self.row0 * 16 * FINE_PER_CHUNK - 1
+        self.fj0 = self.col0 * 16 * FINE_PER_CHUNK - 1
+        self.nrf = self.nrows * 16 * FINE_PER_CHUNK + 3
+        self.ncf = self.ncols * 16 * FINE_PER_CHUNK + 3
+        self.width_e = self.ncols * TILE_SIZE
+        self.width_s = self.nrows * TILE_SIZE
+        self._band: tuple[int, Lattice] | None = None
 
     # -- heights ---------------------------------------------------------------------------
     def height_at_fine(self, fi, fj) -> np.ndarray:
@@ -96,45 +129,44 @@ class SampleTerrain:
         ridge = 1.0 - np.abs(fbm(e / 90.0, s / 90.0, seed, octaves=3, salt=4))
         return 60.0 + 42.0 * base + 9.0 * hills + 34.0 * mask * ridge * ridge
 
-    def _heights(self):
-        # Fine lattice covering every tile plus a one-step margin (for central differences).
-        self.fi0 = self.row0 * 16 * FINE_PER_CHUNK - 1
-        self.fj0 = self.col0 * 16 * FINE_PER_CHUNK - 1
-        nr = self.nrows * 16 * FINE_PER_CHUNK + 3
-        nc = self.ncols * 16 * FINE_PER_CHUNK + 3
-        fi = self.fi0 + np.arange(nr)
-        fj = self.fj0 + np.arange(nc)
-        h = self.height_at_fine(fi[:, None], fj[None, :])
-        self.fine = np.round(h / HEIGHT_QUANTUM) * HEIGHT_QUANTUM          # float64, exact grid
+    def lattice(self, lo: int = 0, hi: int | None = None) -> Lattice:
+        """The fields on lattice rows ``lo .. hi`` (exclusive; default: all of them). The first
+        and last row's slope and normal are exact only at the lattice's own edges (where they are
+        zero and straight up): ask for one row more each way than you use."""
+        hi = self.nrf if hi is None else hi
+        fi = (self.fi0 + np.arange(lo, hi))[:, None]
+        fj = (self.fj0 + np.arange(self.ncf))[None, :]
+        h = self.height_at_fine(fi, fj)
+        fine = np.round(h / HEIGHT_QUANTUM) * HEIGHT_QUANTUM          # float64, exact grid
         # d/dX and d/dY (X north = -rows, Y west = -cols), spacing HALF each way.
-        dhdx = np.zeros_like(self.fine)
-        dhdy = np.zeros_like(self.fine)
-        dhdx[1:-1, :] = -(self.fine[2:, :] - self.fine[:-2, :]) / (2 * HALF)
-        dhdy[:, 1:-1] = -(self.fine[:, 2:] - self.fine[:, :-2]) / (2 * HALF)
+        dhdx = np.zeros_like(fine)
+        dhdy = np.zeros_like(fine)
+        dhdx[1:-1, :] = -(fine[2:, :] - fine[:-2, :]) / (2 * HALF)
+        dhdy[:, 1:-1] = -(fine[:, 2:] - fine[:, :-2]) / (2 * HALF)
         n = np.stack([-dhdx, -dhdy, np.ones_like(dhdx)], axis=-1)
         n /= np.linalg.norm(n, axis=-1, keepdims=True)
-        self.fine_normal = n
-        self.fine_slope = np.hypot(dhdx, dhdy)                              # tan(slope angle)
-
-    # -- layers ----------------------------------------------------------------------------
-    def _layers(self):
-        """Low-frequency fields on the fine lattice; texel weights are cut per tile from them."""
+        # Low-frequency fields; texel weights are cut per tile from them.
         seed = self.seed
-        nrf, ncf = self.fine.shape
-        fi = (self.fi0 + np.arange(nrf))[:, None]
-        fj = (self.fj0 + np.arange(ncf))[None, :]
         e, s = fj * HALF, fi * HALF
-        self.fine_dirt = fbm(e / 60.0, s / 60.0, seed, octaves=3, salt=10)
-        self.fine_jitter = fbm(e / 25.0, s / 25.0, seed, octaves=2, salt=11)
-        self.fine_region = fbm(e / 300.0, s / 300.0, seed, octaves=2, salt=12)
-        self.fine_wobble = fbm(e / 140.0, s / 140.0, seed, octaves=2, salt=13)
         # Cast shadows of a sun low in the west (light travelling east, along lattice columns): a
         # point is shaded when any point west of it rises above the sun ray through it, i.e. when
         # the running maximum of h + distance * tan(elevation) exceeds its own value.
-        g = self.fine + np.arange(ncf)[None, :] * (HALF * SUN_TAN)
-        self.fine_shade = np.maximum.accumulate(g, axis=1) - g
-        self.width_e = self.ncols * TILE_SIZE
-        self.width_s = self.nrows * TILE_SIZE
+        g = fine + np.arange(self.ncf)[None, :] * (HALF * SUN_TAN)
+        return Lattice(
+            r0=lo, fine=fine, fine_normal=n, fine_slope=np.hypot(dhdx, dhdy),
+            fine_dirt=fbm(e / 60.0, s / 60.0, seed, octaves=3, salt=10),
+            fine_jitter=fbm(e / 25.0, s / 25.0, seed, octaves=2, salt=11),
+            fine_region=fbm(e / 300.0, s / 300.0, seed, octaves=2, salt=12),
+            fine_wobble=fbm(e / 140.0, s / 140.0, seed, octaves=2, salt=13),
+            fine_shade=np.maximum.accumulate(g, axis=1) - g,
+        )
+
+    def band(self, tr: int) -> Lattice:
+        """The lattice rows tile row ``tr`` (0-based in the sample) reads, one spare row each way."""
+        if self._band is None or self._band[0] != tr:
+            n = 16 * FINE_PER_CHUNK
+            self._band = tr, self.lattice(max(0, tr * n - 1), min(self.nrf, tr * n + n + 4))
+        return self._band[1]
 
     def road_east(self, ts) -> np.ndarray:
         """East offset (yards from the sample's west edge) of the north-south road at ``ts``
@@ -146,16 +178,19 @@ class SampleTerrain:
         """Texel weights (4, 1024, 1024) f4 and shadow (1024, 1024) of tile (tc, tr) of the sample."""
         n = 16 * TEXELS
         per = TEXELS // FINE_PER_CHUNK
-        nrf, ncf = self.fine.shape
-        # texel centres in fine units, shifted by the one-step margin of the fine lattice
-        ri, rw = _bilinear_axis(n, per, nrf, start=tr * n)
-        ci, cw = _bilinear_axis(n, per, ncf, start=tc * n)
-        ri, ci = ri + 1, ci + 1
-        slope = _sample(self.fine_slope, ri, rw, ci, cw)
-        dirt_t = _sample(self.fine_dirt, ri, rw, ci, cw)
-        jit_t = _sample(self.fine_jitter, ri, rw, ci, cw)
-        wobble = _sample(self.fine_wobble, ri, rw, ci, cw)
-        shadow = _sample(self.fine_shade, ri, rw, ci, cw) > np.float32(0.05)
+        band = self.band(tr)
+        # texel centres in fine units, shifted by the one-step margin of the fine lattice; rows
+        # relative to the band, columns to the tile's own window (same values, less work)
+        ri, rw = _bilinear_axis(n, per, self.nrf, start=tr * n)
+        ci, cw = _bilinear_axis(n, per, self.ncf, start=tc * n)
+        ri = ri + 1 - band.r0
+        c0, c1 = int(ci.min()) + 1, int(ci.max()) + 3
+        ci = ci + 1 - c0
+        slope = _sample(band.fine_slope[:, c0:c1], ri, rw, ci, cw)
+        dirt_t = _sample(band.fine_dirt[:, c0:c1], ri, rw, ci, cw)
+        jit_t = _sample(band.fine_jitter[:, c0:c1], ri, rw, ci, cw)
+        wobble = _sample(band.fine_wobble[:, c0:c1], ri, rw, ci, cw)
+        shadow = _sample(band.fine_shade[:, c0:c1], ri, rw, ci, cw) > np.float32(0.05)
 
         # Roads: a meandering north-south road and a wobbly ring around the sample's centre,
         # so every tile of a 2x2 sample (and a lone tile) has some road; distances in yards.
@@ -193,15 +228,16 @@ class SampleTerrain:
         if not (0 <= tc < self.ncols and 0 <= tr < self.nrows):
             raise ValueError(f"tile {col}_{row} is not part of this sample")
         iy, ix = np.divmod(np.arange(256), 16)
-        # heights
-        rbase = 1 + (tr * 16 + iy) * FINE_PER_CHUNK
+        band = self.band(tr)
+        # heights (rows relative to the tile row's band of the lattice)
+        rbase = 1 + (tr * 16 + iy) * FINE_PER_CHUNK - band.r0
         cbase = 1 + (tc * 16 + ix) * FINE_PER_CHUNK
         ri = rbase[:, None] + MCVT_FINE_ROW[None, :]
         ci = cbase[:, None] + MCVT_FINE_COL[None, :]
-        absh = self.fine[ri, ci]
+        absh = band.fine[ri, ci]
         base = absh.min(axis=1)
         heights = (absh - base[:, None]).astype(np.float32)
-        normals = np.round(self.fine_normal[ri, ci] * 127.0).astype(np.int8)
+        normals = np.round(band.fine_normal[ri, ci] * 127.0).astype(np.int8)
         gx = (col * 16 + ix).astype(np.float64)
         gy = (row * 16 + iy).astype(np.float64)
         positions = np.stack([ZEROPOINT - gy * CHUNK_SIZE, ZEROPOINT - gx * CHUNK_SIZE, base], axis=1)
@@ -260,7 +296,7 @@ class SampleTerrain:
             no_effect[best] |= hole_cells
 
         # grass effect variant by a low-frequency region field at the chunk centre
-        region = self.fine_region[rbase + 8, cbase + 8]
+        region = band.fine_region[rbase + 8, cbase + 8]
         grass_variant = np.digitize(region, [-0.12, 0.18]).astype(np.uint8)
 
         return TileTerrain(
@@ -291,8 +327,9 @@ class SampleTerrain:
                 out.append(("human", X, Y, 0.0, 90.0, 1.0))
         # rocks: steepest fine-lattice points of this tile, at least 60 yards apart
         n = 16 * FINE_PER_CHUNK
-        r0, c0 = 1 + tr * n, 1 + tc * n
-        slope = self.fine_slope[r0 + 4:r0 + n - 4, c0 + 4:c0 + n - 4]
+        band = self.band(tr)
+        r0, c0 = 1 + tr * n - band.r0, 1 + tc * n
+        slope = band.fine_slope[r0 + 4:r0 + n - 4, c0 + 4:c0 + n - 4]
         order = np.argsort(slope, axis=None, kind="stable")[::-1]
         picked = []
         for flat in order[:4000]:

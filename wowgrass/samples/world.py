@@ -8,12 +8,16 @@ sample as it would a real ``Data`` folder.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -52,6 +56,7 @@ TERRAIN_TEXTURES = {
 M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
 
 Progress = Callable[[str, int, int], None]     # (what, done, total)
+MAX_TILES = 32                # a continent (~690 tiles) fits; every file is held in memory until written
 
 
 def parse_tiles(text) -> tuple[int, int]:
@@ -63,8 +68,8 @@ def parse_tiles(text) -> tuple[int, int]:
         cols, rows = int(m.group(1)), int(m.group(2))
     else:
         cols, rows = (int(v) for v in text)
-    if not (1 <= cols <= 8 and 1 <= rows <= 8):
-        raise UsageError(f"tiles must be between 1x1 and 8x8, got {cols}x{rows}")
+    if not (1 <= cols <= MAX_TILES and 1 <= rows <= MAX_TILES):
+        raise UsageError(f"tiles must be between 1x1 and {MAX_TILES}x{MAX_TILES}, got {cols}x{rows}")
     return cols, rows
 
 
@@ -235,12 +240,21 @@ def world_steps(tiles) -> int:
     return 4 + cols * rows
 
 
+def _tile_row(build: str, tiles, seed: int, tr: int) -> list[tuple[int, int, bytes]]:
+    """``(col, row, ADT bytes)`` of tile row ``tr`` (0-based in the sample), west to east."""
+    terrain = SampleTerrain(tiles, seed)
+    r = terrain.row0 + tr
+    return [(c, r, tile_file(build, terrain, c, r, 1 + 16 * (tr * terrain.ncols + c - terrain.col0)))
+            for c in range(terrain.col0, terrain.col0 + terrain.ncols)]
+
+
 def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | None = None,
-                *, total: int | None = None) -> dict[str, dict[str, bytes]]:
+                *, total: int | None = None, jobs: int = 1) -> dict[str, dict[str, bytes]]:
     """``{archive name: {file path: bytes}}`` for the whole sample world.
 
     ``progress(what, done, total)`` is called after each step; ``total`` defaults to
-    :func:`world_steps`.
+    :func:`world_steps`. ``jobs`` processes make the tiles, a row of tiles each at a time (the
+    same bytes whatever the number).
     """
     build = check_build(build)
     cols, rows = parse_tiles(tiles)
@@ -271,12 +285,12 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
     files += [(p, b, False) for p, b in base_tex.items()]
     files += [(p, b, True) for p, b in final_tex.items() if base_tex.get(p) != b]
     tick("textures")
-    uid = 1
-    for r in range(terrain.row0, terrain.row0 + rows):
-        for c in range(terrain.col0, terrain.col0 + cols):
-            files.append((adt_path(c, r), tile_file(build, terrain, c, r, uid), False))
-            uid += 16
-            tick(f"tile {c}_{r}")
+    make = functools.partial(_tile_row, build, (cols, rows), seed)
+    with ProcessPoolExecutor(min(jobs, rows)) if jobs > 1 and rows > 1 else contextlib.nullcontext() as pool:
+        for tile_row in (pool or builtins).map(make, range(rows)):
+            for c, r, data in tile_row:
+                files.append((adt_path(c, r), data, False))
+                tick(f"tile {c}_{r}")
     out: dict[str, dict[str, bytes]] = {a.name: {} for a in archive_layout(build)}
     for path, data, patched in files:
         out[_archive_for(build, path, patched)][path] = data
@@ -284,9 +298,9 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
 
 
 def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
-                       progress: Progress | None = None) -> Path:
+                       progress: Progress | None = None, *, jobs: int = 1) -> Path:
     """Write the sample world's ``Data`` folder under ``out_dir`` (``out_dir/Data``) and a
-    ``sample.json`` manifest beside it; returns the ``Data`` path."""
+    ``sample.json`` manifest beside it; returns the ``Data`` path. ``jobs``: see world_files."""
     build = check_build(build)
     cols, rows = parse_tiles(tiles)
     out_dir = Path(out_dir)
@@ -294,7 +308,7 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     layout = archive_layout(build)
     steps = world_steps((cols, rows))
     total = steps + len(layout)
-    per_archive = world_files(build, (cols, rows), seed, progress, total=total)
+    per_archive = world_files(build, (cols, rows), seed, progress, total=total, jobs=jobs)
     manifest = {"map": MAP_NAME, "build": build, "tiles": [cols, rows], "seed": int(seed),
                 "version": SAMPLE_VERSION, "wdt": wdt_path(), "archives": {}}
     for k, a in enumerate(layout):
@@ -311,7 +325,7 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
 
 
 def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
-                       progress: Progress | None = None) -> Path:
+                       progress: Progress | None = None, *, jobs: int = 1) -> Path:
     """:func:`build_sample_world` into ``out_dir``, replacing its ``Data`` and ``sample.json`` only
     once the new ones are complete (built in a temporary folder beside them); returns ``Data``."""
     out = Path(out_dir)
@@ -319,7 +333,7 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     data = out / "Data"
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-sample-", dir=out))
     try:
-        build_sample_world(tmp, build, tiles, seed, progress=progress)
+        build_sample_world(tmp, build, tiles, seed, progress=progress, jobs=jobs)
         if data.exists():
             shutil.rmtree(data)
         os.replace(tmp / "Data", data)
@@ -361,7 +375,7 @@ def _sweep_stale(parent: Path) -> None:
 
 
 def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: bool = False,
-                     progress: Progress | None = None) -> Path:
+                     progress: Progress | None = None, *, jobs: int = 1) -> Path:
     """The cached sample's ``Data`` folder, built on first use (or again with ``force``).
 
     The build goes to a temporary folder beside the cache entry and is renamed into place when
@@ -376,7 +390,7 @@ def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: b
     _sweep_stale(parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{final.name}-", dir=parent))
     try:
-        build_sample_world(tmp, build, tiles, seed, progress)
+        build_sample_world(tmp, build, tiles, seed, progress, jobs=jobs)
         if final.exists():
             old = parent / f".tmp-{os.getpid()}-old-{final.name}"
             os.replace(final, old)
