@@ -178,4 +178,8 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
     """
     grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
                      "INSTANCE_PACKED": instance_layout == "16p"}
-    return ProgramSet(ctx, {"terrain": {}, "grass": grass_defines, "doodad": {}}, cache)
+    from .constants import UNIT_SIZE, ZEROPOINT
+
+    # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
+    terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
+    return ProgramSet(ctx, {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}, cache)

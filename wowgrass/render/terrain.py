@@ -1,12 +1,36 @@
-"""Terrain: ADT arrays -> one GPU mesh per tile, its MTEX layers and MCAL alpha maps.
+"""Terrain: ADT arrays -> one GPU mesh per tile with five LOD index sets, its MTEX layers and MCAL alpha maps.
 
 CPU part (:func:`build_terrain_arrays`, thread-safe, pure numpy) and GPU part
 (:class:`TerrainTile`, main thread). Each MCNK contributes its 145 MCVT vertices (9x9 outer +
-8x8 inner, interleaved rows) with MCNR normals; each of its 8x8 cells is the 4-triangle fan
-around the inner vertex (formats.md 1.4), and cells in a low-res hole are left out of the index
-buffer. Texture layers are one ``sampler2DArray`` per tile (one slice per MTEX name, resized to a
-common size); alpha maps are a second array with one RGBA slice per chunk (R, G, B = layers 1..3).
-Builds: any ADT v18 (1.12, 2.4.3, 3.3.5).
+8x8 inner, interleaved rows) with MCNR normals. Level 0 draws each of its 8x8 cells as the
+4-triangle fan around the inner vertex (formats.md 1.4); levels 1-4 draw the outer vertices as
+grids of 9x9, 5x5, 3x3 and 2x2 (two triangles a cell, the north-west/south-east diagonal).
+Texture layers are one ``sampler2DArray`` per tile (one slice per MTEX name, resized to a common
+size); alpha maps are a second array with one RGBA slice per chunk (R, G, B = layers 1..3,
+A = the MCSH shadow bit, drawn with ``--mcsh``). Builds: any ADT v18 (1.12, 2.4.3, 3.3.5).
+
+Cracks and geomorphing (docs/view.md, "Terrain LOD"):
+
+* Vertex XY comes from the vertex's index on one map-wide grid (half a cell per step), never from
+  the chunk's own stored position: MCNK positions are float32 and neighbours disagree by up to
+  0.0015 units on a shared edge, which left pixel-wide seams along chunk borders. Outer heights
+  that two chunks share are made identical too. The vertex shader computes XY from the grid index.
+* Each vertex is *odd* on exactly one level's grid (the inner vertices on level 0, every other
+  outer vertex on level 1, ...; chunk corners never). Over the last 20% of that level's distance
+  band it slides onto its even neighbour (``morph_grid`` of shaders/geomorph.glsl toward lower
+  grid indices, with the neighbour's height and normal), so at the band's end the mesh is exactly
+  the next level's mesh (degenerate triangles included) and switching index sets changes nothing.
+  A chunk next to a coarser one meets it on the coarser grid's vertices: no T-junctions.
+* A coarse cell is a hole when its fine cell at the odd-odd corner is (the one whose image is the
+  whole coarse cell once the odd vertices have collapsed), so holes do not pop either.
+
+LOD choice: a compute pass (``shaders/terrain_lod.glsl``) reads every resident chunk's box and
+per-level index ranges, tests the frustum and the view distance, picks the level from the
+distance to the box and writes that chunk's ``DrawElementsIndirectCommand`` (count 0 when
+culled); each tile is one ``glMultiDrawElementsIndirect`` over its 256 commands. Nothing is read
+back and no per-chunk work is done on the CPU; a compute pass rather than a vertex-shader decision
+because the triangles saved are the point (a vertex shader can only collapse vertices, not drop
+them). GL < 4.3: whole tiles at level 0, morphed the same way by distance (same picture).
 """
 
 from __future__ import annotations
@@ -15,24 +39,56 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.formats.adt import VERTEX_ROWCOL
+from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
-from .camera import BoxSet
-from .grass import CMD_DTYPE, CommandRing  # DrawElementsIndirectCommand and its buffers, as grass has them
-from .programs import VaoCache
+from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
+from .programs import VaoCache, load_program
 from .sources import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
 # on the H200 at 1920x1080 8x cost ~1 ms a frame over 1x (benchmarks/bench_render.py --variants)
-VERTEX_FORMAT = "3f 3f 2f 1f 4f"
-VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers")
+VERTEX_FORMAT = "3f 3f 2f 1f 4f 2f 4f 1f"
+VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers", "in_grid", "in_morph", "in_level")
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),
-                         ("chunk", "<f4"), ("layers", "<f4", 4)])
+                         ("chunk", "<f4"), ("layers", "<f4", 4), ("grid", "<f4", 2),
+                         ("morph", "<f4", 4), ("level", "<f4")])
 
+LEVELS = 5  # 0: fans of 145 vertices; 1..4: grids of 9x9, 5x5, 3x3, 2x2 outer vertices
+# Where each level's distance band ends (world units; level 4 has no end). A chunk takes the level
+# of the band its box's nearest point is in; a vertex morphs over the last 20% of its level's band.
+# No cracks needs a chunk's neighbours to be at most one level coarser and not yet morphing where
+# they meet it: bands 1-3 wider than 1.25x a chunk's box diagonal (47 units in XY, height scaled).
+LOD_BANDS = (40.0, 160.0, 400.0, 900.0)
+LOD_Z_SCALE = 0.5  # heights count half in the LOD distance: a cliff chunk's box stays small
+HALF_UNIT = UNIT_SIZE / 2.0  # one step of the map-wide vertex grid (inner vertices sit on odd steps)
 
 # (145,) cell offsets (south, east) of each MCVT vertex from the chunk's NW corner
 ROWS, COLS = VERTEX_ROWCOL[:, 0], VERTEX_ROWCOL[:, 1]
+_OUTER = np.flatnonzero((ROWS % 1 == 0))  # the 81 outer vertices, row-major
+_VID = np.full((9, 9), -1, np.int64)  # outer (row, col) -> MCVT index
+_VID[ROWS[_OUTER].astype(int), COLS[_OUTER].astype(int)] = _OUTER
+
+
+def _vertex_levels() -> tuple[np.ndarray, np.ndarray]:
+    """(145,) the level on whose grid each vertex is odd (4: a chunk corner, never) and (145,) the
+    MCVT index of the vertex it collapses onto (lower grid indices, as ``morph_grid``)."""
+    level = np.full(145, 4, np.int64)
+    target = np.arange(145)
+    inner = ROWS % 1 != 0
+    level[inner] = 0
+    target[inner] = _VID[np.floor(ROWS[inner]).astype(int), np.floor(COLS[inner]).astype(int)]
+    r, c = ROWS[_OUTER].astype(int), COLS[_OUTER].astype(int)
+    for lv in (3, 2, 1):  # level lv's grid steps 2**(lv-1) cells
+        s = 1 << (lv - 1)
+        on = (r % s == 0) & (c % s == 0)
+        odd = on & (((r // s) % 2 == 1) | ((c // s) % 2 == 1))
+        level[_OUTER[odd]] = lv
+        target[_OUTER[odd]] = _VID[r[odd] - s * ((r[odd] // s) % 2), c[odd] - s * ((c[odd] // s) % 2)]
+    return level, target
+
+
+VERTEX_LEVEL, MORPH_TARGET = _vertex_levels()
 
 
 def _fan_indices() -> np.ndarray:
@@ -45,7 +101,27 @@ def _fan_indices() -> np.ndarray:
     return np.stack([np.stack(t, axis=-1) for t in tris], axis=2).reshape(8, 8, 12)
 
 
+def _grid_indices(level: int) -> np.ndarray:
+    """(n, n, 6) vertex indices of the level's n x n cells (two triangles each, the NW-SE diagonal:
+    the fan's triangles once its centre has collapsed onto the NW corner, same winding)."""
+    s = 1 << (level - 1)
+    n = 8 // s
+    r, c = np.meshgrid(np.arange(n) * s, np.arange(n) * s, indexing="ij")
+    tl, tr, bl, br = _VID[r, c], _VID[r, c + s], _VID[r + s, c], _VID[r + s, c + s]
+    return np.stack([tl, br, tr, tl, bl, br], axis=-1)
+
+
 FAN = _fan_indices()
+LEVEL_CELLS = [FAN] + [_grid_indices(lv) for lv in range(1, LEVELS)]
+
+
+def level_holes(holes: np.ndarray) -> list[np.ndarray]:
+    """Per level, (256, n, n) hole cells from level 0's (256, 8, 8): a coarse cell is a hole when
+    its odd-odd fine cell is (the fine cell that becomes the whole coarse cell as the morph ends)."""
+    out = [holes, holes]
+    for _ in range(2, LEVELS):
+        out.append(out[-1][:, 1::2, 1::2])
+    return out
 
 
 @dataclass
@@ -53,18 +129,19 @@ class TerrainArrays:
     """Everything a tile's terrain needs on the GPU, built off the GL thread."""
 
     vertices: np.ndarray  # (256*145,) VERTEX_DTYPE
-    indices: np.ndarray  # (k,) u4, hole cells left out
+    indices: np.ndarray  # (k,) u4: level 0 of all chunks, then level 1, ... (hole cells left out)
     alpha: np.ndarray  # (256, 64, 64, 4) u1
     layers: np.ndarray  # (L, LAYER_SIZE, LAYER_SIZE, 4) u1, one per MTEX name (placeholders included)
     missing_textures: list[str] = field(default_factory=list)
-    chunk_first: np.ndarray = None  # (256,) first index of each chunk's triangles in ``indices``
-    chunk_count: np.ndarray = None  # (256,) indices per chunk (0 where the whole chunk is a hole)
+    lod_first: np.ndarray = None  # (256, LEVELS) first index of each chunk's triangles per level
+    lod_count: np.ndarray = None  # (256, LEVELS) indices per chunk and level (0 where all holes)
     chunk_lo: np.ndarray = None  # (256, 3) chunk bounding boxes
     chunk_hi: np.ndarray = None
 
     @property
     def triangles(self) -> int:
-        return len(self.indices) // 3
+        """Triangles of the full-detail mesh (level 0)."""
+        return int(self.lod_count[:, 0].sum()) // 3
 
 
 def placeholder_texture(name: str, size: int = LAYER_SIZE) -> np.ndarray:
@@ -86,18 +163,55 @@ def resize_rgba(rgba: np.ndarray, size: int = LAYER_SIZE) -> np.ndarray:
     return np.asarray(img.resize((size, size), Image.BILINEAR), np.uint8)
 
 
+def map_grid(tile) -> np.ndarray:
+    """(256, 145, 2) every vertex's (column, row) on the map-wide half-cell grid (east, south from
+    the map's north-west corner; whole numbers, so exact in float32). From the chunks' stored
+    positions rounded to the grid: equal for every chunk and tile sharing a vertex."""
+    pos = np.asarray(tile.positions, np.float64)
+    row0 = np.round((ZEROPOINT - pos[:, 0]) / HALF_UNIT)
+    col0 = np.round((ZEROPOINT - pos[:, 1]) / HALF_UNIT)
+    out = np.empty((256, 145, 2), np.float64)
+    out[..., 0] = col0[:, None] + 2 * COLS[None, :]
+    out[..., 1] = row0[:, None] + 2 * ROWS[None, :]
+    return out
+
+
+def grid_to_world(grid: np.ndarray) -> np.ndarray:
+    """World (X, Y) of map-grid (column, row) points, as the vertex shader computes them."""
+    g = np.asarray(grid, np.float32)
+    zp, hu = np.float32(ZEROPOINT), np.float32(HALF_UNIT)
+    return np.stack([zp - g[..., 1] * hu, zp - g[..., 0] * hu], axis=-1)
+
+
+def _shared_outer(tile, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``values`` (256, 145, k) with every outer vertex that chunks of this tile share given one
+    value (the last chunk's in MCNK order): bit-equal heights and normals along chunk edges."""
+    g = grid[:, _OUTER].reshape(-1, 2)
+    key = (g[:, 1] - g[:, 1].min()).astype(np.int64) * 4096 + (g[:, 0] - g[:, 0].min()).astype(np.int64)
+    flat = values[:, _OUTER].reshape(len(g), -1)
+    canon = np.empty((key.max() + 1, flat.shape[1]), flat.dtype)
+    canon[key] = flat  # last write wins, identically for every copy
+    out = values.copy()
+    out[:, _OUTER] = canon[key].reshape(256, len(_OUTER), -1)
+    return out
+
+
 def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) -> TerrainArrays:
-    """Mesh + alpha + layer textures of an :class:`~wowgrass.formats.adt.AdtTile`.
+    """Mesh (five levels) + alpha + layer textures of an :class:`~wowgrass.formats.adt.AdtTile`.
 
     ``textures`` maps MTEX names to decoded RGBA (mip 0); names missing from it get a placeholder
     and are listed in ``missing_textures``.
     """
     textures = textures or {}
-    v = np.zeros((256, 145), VERTEX_DTYPE)
-    v["pos"] = tile.vertex_positions()
+    grid = map_grid(tile)
     n = np.asarray(tile.normals, np.float32) / 127.0
     norm = np.linalg.norm(n, axis=-1, keepdims=True)
-    v["normal"] = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
+    n = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
+    hn = _shared_outer(tile, np.concatenate([np.asarray(tile.abs_heights, np.float32)[..., None], n], -1), grid)
+    v = np.zeros((256, 145), VERTEX_DTYPE)
+    v["pos"][..., :2] = grid_to_world(grid)
+    v["pos"][..., 2] = hn[..., 0]
+    v["normal"] = hn[..., 1:]
     v["uv"][..., 0] = COLS[None, :] / 8.0  # u east (alpha map column), v south (alpha map row)
     v["uv"][..., 1] = ROWS[None, :] / 8.0
     v["chunk"] = np.arange(256, dtype=np.float32)[:, None]
@@ -105,17 +219,28 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
     nl = np.asarray(tile.n_layers, np.int64)
     exists = (np.arange(4)[None, :] < nl[:, None]) & (lt >= 0) & (lt < max(len(tile.textures), 1))
     v["layers"] = np.where(exists, lt, -1).astype(np.float32)[:, None, :]
+    v["grid"] = grid
+    v["morph"][..., :3] = hn[:, MORPH_TARGET, 1:]
+    v["morph"][..., 3] = hn[:, MORPH_TARGET, 0]
+    v["level"] = VERTEX_LEVEL[None, :]
 
-    holes = tile.hole_cells()  # (256, 8, 8)
-    idx = FAN[None, :, :, :] + (np.arange(256) * 145)[:, None, None, None]
-    idx = idx[~holes].reshape(-1).astype(np.uint32)  # chunk-major: each chunk's indices are contiguous
-    count = (~holes).reshape(256, 64).sum(axis=1).astype(np.int64) * 12
-    first = np.r_[0, np.cumsum(count)[:-1]]
+    holes = level_holes(tile.hole_cells())  # (256, 8, 8) per level, coarsened
+    base = (np.arange(256) * 145)[:, None, None, None]
+    parts, first, count, k0 = [], np.zeros((256, LEVELS), np.int64), np.zeros((256, LEVELS), np.int64), 0
+    for lv in range(LEVELS):
+        cells = LEVEL_CELLS[lv]
+        idx = (cells[None] + base)[~holes[lv]].reshape(-1)  # chunk-major within the level
+        per = (~holes[lv]).reshape(256, -1).sum(axis=1) * cells.shape[-1]
+        count[:, lv] = per
+        first[:, lv] = k0 + np.r_[0, np.cumsum(per)[:-1]]
+        k0 += len(idx)
+        parts.append(idx)
+    indices = np.concatenate(parts).astype(np.uint32)
 
     alpha = np.zeros((256, 64, 64, 4), np.uint8)
     a = np.asarray(tile.alpha, np.uint8)
     alpha[..., 0], alpha[..., 1], alpha[..., 2] = a[:, 1], a[:, 2], a[:, 3]
-    alpha[..., 3] = 255
+    alpha[..., 3] = np.asarray(tile.shadow, bool) * np.uint8(255)  # MCSH: 255 where shadowed
 
     missing, layers = [], []
     for name in tile.textures or ["<none>"]:
@@ -124,23 +249,43 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
             missing.append(name)
             rgba = placeholder_texture(name)
         layers.append(resize_rgba(rgba))
-    return TerrainArrays(v.reshape(-1), idx, alpha, np.stack(layers), missing, first, count,
+    return TerrainArrays(v.reshape(-1), indices, alpha, np.stack(layers), missing, first, count,
                          v["pos"].min(axis=1), v["pos"].max(axis=1))
 
 
+def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float = LOD_Z_SCALE,
+               lod_eye=None):
+    """CPU reference of shaders/terrain_lod.glsl: (visible (n,) bool, level (n,) int) of chunk
+    boxes ``lo``/``hi`` (n, 3) for a camera at ``eye`` with frustum ``planes`` (6, 4) and view
+    distance ``far``; levels are chosen from ``lod_eye`` (default ``eye``)."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    c, e = (lo + hi) * 0.5, (hi - lo) * 0.5
+    q = np.maximum(np.abs(c - np.asarray(eye, np.float64)) - e, 0.0)
+    vis = (q * q).sum(axis=1) < far * far
+    if planes is not None:
+        n = np.asarray(planes, np.float64)
+        vis &= np.all(c @ n[:, :3].T + e @ np.abs(n[:, :3]).T >= -n[:, 3], axis=1)
+    ql = np.maximum(np.abs(c - np.asarray(eye if lod_eye is None else lod_eye, np.float64)) - e, 0.0)
+    ql[:, 2] *= z_scale
+    d = np.sqrt((ql * ql).sum(axis=1))
+    return vis, np.searchsorted(np.asarray(bands, np.float64), d, side="right")
+
+
 class TerrainTile:
-    """A tile's terrain on the GPU: VBO, IBO (holes cut), layer and alpha texture arrays."""
+    """A tile's terrain on the GPU: VBO, IBO (five levels, holes cut), layer and alpha texture arrays."""
 
     def __init__(self, ctx, arrays: TerrainArrays):
         import moderngl
 
-        self.arrays_triangles = arrays.triangles
-        self.chunk_first, self.chunk_count = arrays.chunk_first, arrays.chunk_count
+        self.triangles = arrays.triangles
+        self.lod_first, self.lod_count = arrays.lod_first, arrays.lod_count
         self.chunk_lo, self.chunk_hi = arrays.chunk_lo, arrays.chunk_hi
+        self.slot = -1  # its 256 commands' place in the set's buffers
         self.vbo = ctx.buffer(arrays.vertices.tobytes())
         self.ibo = ctx.buffer(arrays.indices.tobytes())
         self.vao = VaoCache(lambda prog: ctx.vertex_array(
-            prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo, index_element_size=4))
+            prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo, index_element_size=4,
+            skip_errors=True))
         n_layers = len(arrays.layers)
         self.layers = ctx.texture_array((LAYER_SIZE, LAYER_SIZE, n_layers), 4, arrays.layers.tobytes())
         self.layers.build_mipmaps()
@@ -152,11 +297,11 @@ class TerrainTile:
         self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
 
     def render(self, program, commands=None, first: int = 0, count: int = 0):
-        """Draw the whole tile, or ``count`` indirect commands (visible chunks) from ``commands``."""
+        """Draw the whole tile at level 0, or ``count`` indirect commands from ``commands``."""
         self.layers.use(location=0)
         self.alpha.use(location=1)
         if commands is None:
-            self.vao(program).render()
+            self.vao(program).render(vertices=int(self.lod_count[:, 0].sum()))
         else:
             self.vao(program).render_indirect(commands, count=count, first=first)
 
@@ -165,124 +310,147 @@ class TerrainTile:
             obj.release()
 
 
-class _ViewChunks:
-    """One view's visible chunks of its last frame, their draws and command buffers."""
+@dataclass
+class TerrainLod:
+    """Terrain LOD settings: band ends (``LOD_BANDS``), debug colouring of the levels, MCSH."""
 
-    def __init__(self, ctx):
-        self.ring = CommandRing(ctx)
-        self.sel = None
-        self.indirect = None
-        self.draws = []
-        self.buf = None
-        self.tris = 0
+    bands: tuple = LOD_BANDS
+    enabled: bool = True  # off: every chunk at level 0 and no morph
+    debug: bool = False  # colour the terrain by level (key L, --debug-lod)
+    mcsh: bool = False  # darken where the ADT's baked MCSH shadow map is set (--mcsh)
+
+    def shader_bands(self) -> tuple:
+        return tuple(self.bands) if self.enabled else (1e30,) * 4
 
 
 class TerrainSet(Source):
-    """Resident terrain tiles, drawn chunk by chunk: the chunks inside the view frustum (and
-    nearer than the far plane) become indirect commands, one ``glMultiDrawElementsIndirect`` per
-    tile (GL 4.3; whole tiles otherwise). The command list is where terrain LOD (per-chunk index
-    ranges of coarser meshes, geomorphing in the vertex shader) plugs in later."""
+    """Resident terrain tiles. GL 4.3: each frame one compute dispatch over every resident chunk
+    (frustum, view distance, LOD level -> one indirect command per chunk and view) and one
+    ``glMultiDrawElementsIndirect`` of 256 commands per tile; the CPU does no per-chunk work and
+    reads nothing back. The per-chunk inputs (boxes, index ranges per level) are uploaded when the
+    resident set changes. Older GL: whole tiles at level 0 (the vertex shader's morph still makes
+    far terrain look as coarse as the levels would)."""
 
     name = "terrain"
 
-    def __init__(self, ctx, programs=None, indirect: bool | None = None):
+    def __init__(self, ctx, programs=None, indirect: bool | None = None, lod: TerrainLod | None = None):
         self.ctx, self.programs = ctx, programs
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
+        self.lod = lod or TerrainLod()
         self.tiles: dict = {}
+        self._free: list[int] = []
+        self._slots = 0  # slots handed out (the dispatch covers slots * 256 chunks)
+        self._capacity = 0
         self._dirty = True
-        self._views: dict[int, _ViewChunks] = {}
+        self._chunks = self._ranges = None
+        self._commands: dict[int, object] = {}  # view slot -> command buffer
+        self._lod_eye = None
+        self._cull = None
 
     def add(self, key, tile: TerrainTile):
+        tile.slot = self._free.pop() if self._free else self._next_slot()
         self.tiles[key] = tile
         self._dirty = True
+
+    def _next_slot(self) -> int:
+        self._slots += 1
+        return self._slots - 1
 
     def remove(self, key):
         t = self.tiles.pop(key, None)
         if t is not None:
+            self._free.append(t.slot)
             t.release()
             self._dirty = True
 
-    def _rebuild(self):
-        ts = list(self.tiles.values())
-        self._order = ts
-        for v in self._views.values():
-            v.sel = None  # the visible chunk set of the last frame (None: commands not written yet)
-        if ts:
-            lo = np.concatenate([t.chunk_lo for t in ts]).astype(np.float64)
-            hi = np.concatenate([t.chunk_hi for t in ts]).astype(np.float64)
-            self._boxes = BoxSet(lo, hi)
-            cmds = np.zeros(256 * len(ts), CMD_DTYPE)
-            cmds["count"] = np.concatenate([t.chunk_count for t in ts])
-            cmds["first_index"] = np.concatenate([t.chunk_first for t in ts])
-            cmds["instances"] = 1
-            self._cmds = cmds
-            self._drawable = cmds["count"] > 0
-            self._tile_starts = np.arange(len(ts) + 1) * 256
+    def _upload(self):
+        """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
+        n = max(self._slots, 1)
+        boxes = np.zeros((n, 256, 8), np.float32)
+        ranges = np.zeros((n, 256, 2 * LEVELS), np.uint32)
+        for t in self.tiles.values():
+            boxes[t.slot, :, :3], boxes[t.slot, :, 4:7] = t.chunk_lo, t.chunk_hi
+            ranges[t.slot, :, :LEVELS], ranges[t.slot, :, LEVELS:] = t.lod_first, t.lod_count
+        if n > self._capacity:
+            for b in (self._chunks, self._ranges, *self._commands.values()):
+                if b is not None:
+                    b.release()
+            self._commands.clear()
+            self._capacity = max(n, 2 * self._capacity, 4)
+            self._chunks = self.ctx.buffer(reserve=self._capacity * 256 * 32)
+            self._ranges = self.ctx.buffer(reserve=self._capacity * 256 * 8 * LEVELS)
+        self._chunks.write(boxes.tobytes())
+        self._ranges.write(ranges.tobytes())
         self._dirty = False
 
+    def _commands_of(self, view):
+        buf = self._commands.get(view.slot)
+        if buf is None:
+            buf = self._commands[view.slot] = self.ctx.buffer(reserve=self._capacity * 256 * CMD_DTYPE.itemsize)
+        return buf
+
     def prepare(self, frame):
-        for view in frame.all_views:
-            self._select(view)
-
-    def _select(self, view) -> _ViewChunks:
-        """The visible chunks of ``view`` (chunks inside its frustum and nearer than its far plane).
-
-        The indirect commands are rewritten only when the set of visible chunks changes (into the
-        next buffer of a small ring, never one the GPU may still read); otherwise a frame is the
-        culling test and one multi-draw per tile."""
-        vs = self._views.get(view.slot)
-        if vs is None:
-            vs = self._views[view.slot] = _ViewChunks(self.ctx)
-        if not self.tiles:
-            vs.draws, vs.tris = [], 0
-            return vs
+        """The compute pass for every view of ``frame``: LOD levels from the first (main) view's
+        camera in every view, so a shadow view draws the same geometry."""
+        if not frame.views:
+            return
+        self._lod_eye = tuple(float(v) for v in frame.views[0].camera.position)
+        if not self.tiles or not self.indirect:
+            return
         if self._dirty:
-            self._rebuild()
-        eye, far = view.camera.position, view.camera.far
-        sel = self._boxes.visible(view.planes(), eye, far, mask=self._drawable)
-        if vs.sel is None or vs.indirect != self.indirect or not np.array_equal(sel, vs.sel):
-            vs.sel, vs.indirect = sel, self.indirect
-            # front to back (nearest tile first, nearest chunk first within it): early depth
-            # rejection of hidden terrain; the order is refreshed whenever the visible set changes
-            tile = sel // 256
-            d = np.einsum("ij,ij->j", self._boxes.centre[:, sel] - eye[:, None], self._boxes.centre[:, sel] - eye[:, None])
-            nearest = np.full(len(self._order), np.inf)
-            np.minimum.at(nearest, tile, d)
-            rank = np.empty(len(nearest), np.int64)
-            rank[np.argsort(nearest, kind="stable")] = np.arange(len(nearest))
-            order = np.lexsort((d, rank[tile]))
-            cmds = self._cmds[sel[order]]
-            per_tile = np.bincount(tile, minlength=len(self._order))
-            vs.draws, k0 = [], 0
-            for i in np.argsort(nearest, kind="stable"):
-                if per_tile[i]:
-                    vs.draws.append((self._order[i], k0, int(per_tile[i])))
-                    k0 += int(per_tile[i])
-            vs.tris = int(cmds["count"].sum()) // 3
-            if self.indirect and len(cmds):
-                vs.ring.reserve(self._cmds.nbytes)
-                vs.buf = vs.ring.write(cmds)
-            else:  # whole tiles where a chunk of theirs is visible
-                vs.tris = sum(t.arrays_triangles for t, _, _ in vs.draws)
-        return vs
+            self._upload()
+        if self._cull is None:
+            self._cull = load_program(self.ctx, "terrain_lod.glsl")
+        cs = self._cull
+        cs["uChunks"].value = self._slots * 256
+        cs["uLodEye"].value = self._lod_eye
+        cs["uLodBands"].value = self.lod.shader_bands()
+        cs["uLodZScale"].value = LOD_Z_SCALE
+        self._chunks.bind_to_storage_buffer(0)
+        self._ranges.bind_to_storage_buffer(1)
+        for view in frame.all_views:
+            cs["uEye"].value = tuple(float(v) for v in view.camera.position)
+            cs["uFar"].value = float(view.camera.far)
+            cs["uPlanes"].write(np.asarray(view.planes(), np.float32).tobytes())
+            self._commands_of(view).bind_to_storage_buffer(2)
+            cs.run(group_x=(self._slots * 256 + 63) // 64)
+        self.ctx.memory_barrier()
+
+    def read_commands(self, view) -> np.ndarray:
+        """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics)."""
+        buf = self._commands[view.slot]
+        return np.frombuffer(buf.read(size=self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
     def draw(self, pass_, view) -> DrawCounts:
-        """Draw the visible chunks of ``view`` (one draw per tile with any)."""
-        vs = self._views.get(view.slot)
-        if vs is None or self._dirty:
-            vs = self._select(view)
+        """Every resident tile: 256 indirect commands (GL 4.3) or the whole tile at level 0."""
+        if not self.tiles:
+            return DrawCounts()
         prog = pass_.program(self.programs, "terrain")
-        for t, k0, n in vs.draws:
-            if self.indirect:
-                t.render(prog, vs.buf, k0, n)
-            else:
-                t.render(prog)
-        return DrawCounts(len(vs.draws), 0, vs.tris)
+        for name, value in (("uLodEye", self._lod_eye or tuple(view.camera.position)),
+                            ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
+                            ("uLodDebug", float(self.lod.debug)), ("uMcsh", float(self.lod.mcsh))):
+            if name in prog:
+                prog[name].value = value
+        if self.indirect:
+            if self._dirty:  # a tile arrived after prepare: draw it from the next frame on
+                return DrawCounts()
+            buf = self._commands[view.slot]
+            for t in self.tiles.values():
+                t.render(prog, buf, t.slot * 256, 256)
+            # triangles are counted on the GPU only (read_commands); the CPU reads nothing back
+            return DrawCounts(len(self.tiles), 0, 0)
+        for t in self.tiles.values():
+            t.render(prog)
+        return DrawCounts(len(self.tiles), 0, sum(t.triangles for t in self.tiles.values()))
 
     def release(self):
         for t in self.tiles.values():
             t.release()
         self.tiles.clear()
-        for v in self._views.values():
-            v.ring.release()
-        self._views.clear()
+        for b in (self._chunks, self._ranges, *self._commands.values()):
+            if b is not None:
+                b.release()
+        self._commands.clear()
+        self._chunks = self._ranges = None
+        self._capacity = self._slots = 0
+        self._free.clear()

@@ -1,32 +1,66 @@
 #version 330 core
-// Terrain chunks: MCVT heights with the 4-triangle cell fans (holes left out of the index
-// buffer), MCNR normals, up to four MTEX layers per chunk blended by the decoded MCAL alpha maps.
-// Layer textures are one sampler2DArray per tile (one slice per MTEX name); the alpha maps are a
-// second array with one RGBA slice per chunk (R, G, B = alpha of layers 1, 2, 3).
+#ifdef GL_ARB_shader_draw_parameters  // gl_BaseInstanceARB: the chunk's level, for the debug colours
+#extension GL_ARB_shader_draw_parameters : enable
+#endif
+// Terrain chunks: MCVT heights (level 0: the 4-triangle cell fans; levels 1-4: grids of the outer
+// vertices; holes left out of the index buffers), MCNR normals, up to four MTEX layers per chunk
+// blended by the decoded MCAL alpha maps. Layer textures are one sampler2DArray per tile (one
+// slice per MTEX name); the alpha maps are a second array with one RGBA slice per chunk (R, G, B =
+// alpha of layers 1, 2, 3; A = the MCSH shadow bit). Geomorphing: see wowgrass/render/terrain.py.
 
 #include "frame.glsl"
 
 #if defined VERTEX_SHADER
+#include "geomorph.glsl"
 
-in vec3 in_position;
+uniform vec3 uLodEye;     // the main camera (the same morph in every view and pass)
+uniform vec4 uLodBands;   // ends of the distance bands of levels 0..3
+uniform float uLodZScale; // heights count this much in the LOD distance
+
+in vec3 in_position;    // .z: height (x, y come from in_grid)
 in vec3 in_normal;
 in vec2 in_uv;          // 0..1 across the chunk (the alpha map's space)
 in float in_chunk;      // alpha map slice
 in vec4 in_layers;      // texture array slice per layer, -1 where the layer does not exist
+in vec2 in_grid;        // (column, row) on the map-wide half-cell grid: whole numbers
+in vec4 in_morph;       // the collapse target's normal (xyz) and height (w)
+in float in_level;      // the level on whose grid this vertex is odd (4: never morphs)
 
 out vec3 v_normal;
 out vec2 v_uv;
 flat out float v_chunk;
 flat out vec4 v_layers;
 out float v_dist;
+flat out float v_level; // the chunk's level (debug colouring), -1 where not known
+
+vec2 gridToWorld(vec2 g) {
+    return vec2(WOW_ZEROPOINT - g.y * WOW_HALF_UNIT, WOW_ZEROPOINT - g.x * WOW_HALF_UNIT);
+}
 
 void main() {
-    gl_Position = uViewProj * vec4(in_position, 1.0);
-    v_normal = in_normal;
-    v_uv = in_uv;
+    int level = int(in_level);
+    vec3 d = vec3(gridToWorld(in_grid), in_position.z) - uLodEye;
+    d.z *= uLodZScale;
+    // a hair early (0.05 units), so the chunk box test of terrain_lod.glsl never switches to the
+    // coarser level while a vertex of the finer one is a rounding error short of collapsed
+    float k = 0.0;
+    if (level < 4) k = morph_factor(length(d) + 0.05, level == 0 ? 0.0 : uLodBands[level - 1], uLodBands[level]);
+    vec2 g = level < 4 ? morph_grid(in_grid, exp2(float(level)), k) : in_grid;
+    bool done = k >= 1.0;  // exactly the target's values, not mix()'s rounding of them
+    float h = done ? in_morph.w : mix(in_position.z, in_morph.w, k);
+    vec3 n = done ? in_morph.xyz : mix(in_normal, in_morph.xyz, k);
+    vec3 p = vec3(gridToWorld(g), h);
+    gl_Position = uViewProj * vec4(p, 1.0);
+    v_normal = n;
+    v_uv = in_uv - (in_grid - g) / 16.0;  // a chunk is 16 grid steps
     v_chunk = in_chunk;
     v_layers = in_layers;
-    v_dist = distance(in_position, uCameraPos);
+    v_dist = distance(p, uCameraPos);
+#ifdef GL_ARB_shader_draw_parameters
+    v_level = float(gl_BaseInstanceARB);
+#else
+    v_level = -1.0;
+#endif
 }
 
 #elif defined FRAGMENT_SHADER
@@ -35,13 +69,20 @@ void main() {
 uniform sampler2DArray uLayers;
 uniform sampler2DArray uAlpha;
 uniform float uTexRepeat;     // texture repeats across one chunk
+uniform float uLodDebug;      // 1: colour by LOD level
+uniform float uMcsh;          // 1: darken where the ADT's baked MCSH shadow bit is set
 
 in vec3 v_normal;
 in vec2 v_uv;
 flat in float v_chunk;
 flat in vec4 v_layers;
 in float v_dist;
+flat in float v_level;
 out vec4 f_color;
+
+// level 0..4: red, yellow, green, blue, violet
+const vec3 LOD_COLORS[5] = vec3[5](vec3(0.95, 0.25, 0.2), vec3(0.95, 0.8, 0.2), vec3(0.3, 0.85, 0.3),
+                                    vec3(0.2, 0.55, 0.95), vec3(0.6, 0.35, 0.95));
 
 vec3 layer(float slice, vec2 uv) {
     return texture(uLayers, vec3(uv, slice)).rgb;
@@ -50,11 +91,14 @@ vec3 layer(float slice, vec2 uv) {
 void main() {
     vec2 tuv = v_uv * uTexRepeat;
     // sample the 64x64 alpha map at texel centres: texel i covers [i/64, (i+1)/64)
-    vec3 alpha = texture(uAlpha, vec3(v_uv * (63.0 / 64.0) + 0.5 / 64.0, v_chunk)).rgb;
+    vec4 alpha = texture(uAlpha, vec3(v_uv * (63.0 / 64.0) + 0.5 / 64.0, v_chunk));
     vec3 albedo = v_layers.x >= 0.0 ? layer(v_layers.x, tuv) : vec3(0.45, 0.42, 0.35);
     if (v_layers.y >= 0.0) albedo = mix(albedo, layer(v_layers.y, tuv), alpha.r);
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
     if (v_layers.w >= 0.0) albedo = mix(albedo, layer(v_layers.w, tuv), alpha.b);
-    f_color = vec4(applyFog(applyLight(albedo, v_normal), v_dist), 1.0);
+    if (uLodDebug > 0.5 && v_level >= 0.0) albedo = mix(albedo, LOD_COLORS[int(v_level)], 0.7);
+    vec3 lit = applyLight(albedo, v_normal);
+    lit *= 1.0 - 0.45 * uMcsh * alpha.a;  // baked MCSH: darker where the shadow bit is set
+    f_color = vec4(applyFog(lit, v_dist), 1.0);
 }
 #endif
