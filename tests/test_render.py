@@ -33,7 +33,8 @@ def ctx():
     c.release()
 
 
-def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terrain=False, **kw):
+def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terrain=False, grass_culling="auto",
+                **kw):
     from wowgrass.render.camera import Camera
     from wowgrass.render.context import create_offscreen_target
     from wowgrass.render.programs import make_programs
@@ -43,10 +44,11 @@ def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terr
     tg = create_offscreen_target(size, samples=samples, ctx=ctx)
     progs = make_programs(ctx, alpha_to_coverage=tg.samples > 0)
     src = SyntheticSource(tiles=[(COL, ROW)], instances={(COL, ROW): instances}, **kw)
-    sc = Scene(ctx, progs, src, threaded=False)
+    sc = Scene(ctx, progs, src, threaded=False, grass_culling=grass_culling)
     sc.update(eye, block=True)
     cam = Camera.looking_at(eye, target)
-    return Viewer(tg, sc, cam, Toggles(terrain=terrain, doodads=False))
+    # statistics on: GPU-culled grass counts are read back only then
+    return Viewer(tg, sc, cam, Toggles(terrain=terrain, doodads=False, stats=True))
 
 
 def solid_instances(xy, z=0.0, scale=1.0):
@@ -175,10 +177,11 @@ def test_nothing_beyond_the_draw_distance(ctx, cull):
     v.scene.release()
 
 
-def test_instance_buffers_are_made_once_not_per_frame(ctx):
+@pytest.mark.parametrize("culling", ["cpu", "gpu"])
+def test_instance_buffers_are_made_once_not_per_frame(ctx, culling):
     v = make_viewer(ctx, {"synthetic\\grass0.m2": solid_instances(np.array([[CX, CY], [CX + 40, CY]])),
                           "synthetic\\grass1.m2": solid_instances(np.array([[CX + 5, CY - 5]]))},
-                    (CX - 10, CY, 2.0), (CX, CY, 0.0))
+                    (CX - 10, CY, 2.0), (CX, CY, 0.0), grass_culling=culling)
     field = v.scene.grass
     assert field.buffers_created == 2
     made = []
@@ -191,7 +194,9 @@ def test_instance_buffers_are_made_once_not_per_frame(ctx):
             v.render_frame(0.1 * i)
     finally:
         del ctx.buffer
-    assert len(made) == n_after_first <= 4  # only the small indirect-command ring and the frame uniforms, once
+    # once, in the first frame: the frame uniforms, and the CPU path's small indirect-command ring
+    # or the GPU path's model table, commands (and their template), compacted buffer and statistics
+    assert len(made) == n_after_first <= {"cpu": 4, "gpu": 7}[culling]
     assert field.buffers_created == 2
     v.scene.release()
 
@@ -292,7 +297,8 @@ def test_programs_inject_defines_and_resolve_includes():
     assert "float grassTopWeight(" in src and "#include" not in src.split("// begin sway.glsl")[1]
     assert src.count("float grassTopWeight(") == 1
     for name, fname in MANIFEST.items():
-        assert stages_of(fname) == ["VERTEX_SHADER", "FRAGMENT_SHADER"], name
+        want = ["COMPUTE_SHADER"] if name == "grass_cull" else ["VERTEX_SHADER", "FRAGMENT_SHADER"]
+        assert stages_of(fname) == want, name
 
 
 def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):

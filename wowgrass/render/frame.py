@@ -49,6 +49,7 @@ class Frame:
     index: int = 0
     counts: dict = field(default_factory=dict)
     pass_views: list = field(default_factory=list)  # views passes added (the sun's): not drawn in colour
+    uniforms: FrameUniforms | None = None  # set by draw_frame; sources bind a view's block for compute work
 
     def add_view(self, view):
         """Add a pass's own view (e.g. the sun's); it gets a uniform slot and sources prepare it."""
@@ -128,6 +129,7 @@ def draw_frame(frame: Frame, passes, sources, uniforms: FrameUniforms) -> DrawCo
     """Draw ``frame``: passes in order, each over its views, each view over all ``sources``."""
     for p in passes:
         p.setup(frame)
+    frame.uniforms = uniforms
     uniforms.write(frame)
     for s in sources:
         s.prepare(frame)

@@ -62,6 +62,47 @@ class MeshData:
             texture_missing=texture is None,
         )
 
+    def lite_split(self) -> tuple[np.ndarray, int]:
+        """The indices reordered so that a prefix is a lighter mesh, and that prefix's length.
+
+        Grass models are a few crossing cards (quads); the lighter mesh (the outer LOD ring's)
+        keeps the largest cards that make up at least half the area. Cards are the connected parts
+        of the mesh, joined through shared vertex *positions* (a card's triangles may not share
+        indices). A model of one part has no lighter mesh: the prefix is all of it."""
+        tri = self.indices.reshape(-1, 3).astype(np.int64)
+        if len(tri) < 2:
+            return self.indices, len(self.indices)
+        # weld vertices by position, then label triangles by union-find over their corners
+        _, weld = np.unique(np.round(self.positions, 5), axis=0, return_inverse=True)
+        corner = weld.reshape(-1)[tri]
+        parent = np.arange(corner.max() + 1)
+
+        def root(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for a, b, c in corner.tolist():  # once per model at load, a few dozen triangles
+            ra, rb, rc = root(a), root(b), root(c)
+            parent[rb] = ra
+            parent[root(rc)] = ra
+        part = np.array([root(a) for a in corner[:, 0].tolist()])
+        labels, part = np.unique(part, return_inverse=True)
+        if len(labels) < 2:
+            return self.indices, len(self.indices)
+        p = self.positions[tri]
+        area = 0.5 * np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1)
+        part_area = np.bincount(part, area, minlength=len(labels))
+        by_size = np.argsort(-part_area, kind="stable")
+        n_keep = int(np.searchsorted(np.cumsum(part_area[by_size]), 0.5 * part_area.sum() - 1e-9) + 1)
+        n_keep = min(n_keep, len(labels) - 1)  # lighter means at least one card fewer
+        rank = np.empty(len(labels), np.int64)
+        rank[by_size] = np.arange(len(labels))
+        order = np.argsort(rank[part] >= n_keep, kind="stable")  # kept cards first, order kept within
+        lite = int((rank[part] < n_keep).sum()) * 3
+        return np.ascontiguousarray(tri[order].reshape(-1), np.uint32), lite
+
     def interleaved(self) -> bytes:
         v = np.zeros(len(self.positions), [("p", "<f4", 3), ("n", "<f4", 3), ("t", "<f4", 2)])
         v["p"], v["n"], v["t"] = self.positions, self.normals, self.uvs
@@ -142,7 +183,12 @@ class GpuMesh:
         # grass reads no normals; one attribute instead of two (see grass.glsl)
         self.grass_vbo = ctx.buffer(data.packed_pos_uv())
         self.grass_format = GRASS_MESH_FORMAT
-        self.ibo = ctx.buffer(np.ascontiguousarray(data.indices, np.uint32).tobytes())
+        # a prefix of the indices is the lighter mesh of the outer LOD ring (lite_split)
+        indices, self.lite_index_count = data.lite_split()
+        self.ibo = ctx.buffer(np.ascontiguousarray(indices, np.uint32).tobytes())
+        # the bounding sphere about the model's axis (the GPU culling's per-instance test)
+        self.bound_z = 0.5 * (self.z_min + self.z_max)
+        self.bound_radius = float(np.hypot(self.radius_xy, 0.5 * (self.z_max - self.z_min)))
         tex = data.texture
         if tex is None:  # missing texture: visible magenta-free neutral grey
             tex = np.full((4, 4, 4), 160, np.uint8)

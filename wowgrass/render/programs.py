@@ -34,6 +34,7 @@ MANIFEST = {
     "terrain": "terrain.glsl",
     "grass": "grass.glsl",
     "doodad": "doodad.glsl",
+    "grass_cull": "grass_cull.glsl",  # compute (GL 4.3): GPU-driven grass culling
 }
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference

@@ -57,6 +57,29 @@ def tiles_centre(tiles) -> tuple[float, float]:
             float(ZEROPOINT - (keys[:, 0].mean() + 0.5) * TILE_SIZE))
 
 
+GRASS_CULLING = ("auto", "gpu", "cpu")
+
+
+def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect: bool | None = None,
+               layout: str | None = None):
+    """The grass source: GPU-driven culling (:class:`~wowgrass.render.grass_gpu.GpuGrass`) where
+    compute shaders exist (GL 4.3) and the instance layout is the bundle's 16 bytes; per-chunk
+    culling on the CPU (:class:`~wowgrass.render.grass.GrassField`) otherwise or when asked."""
+    if culling not in GRASS_CULLING:
+        raise ValueError(f"grass culling must be one of {GRASS_CULLING}, not {culling!r}")
+    can_gpu = ctx.version_code >= 430 and (layout or "16p") == "16p" and indirect is not False
+    if culling == "gpu" and not can_gpu:
+        from wowgrass.errors import UsageError
+
+        raise UsageError(f"GPU culling needs OpenGL 4.3 and the packed instance layout "
+                         f"(this context: {ctx.version_code // 100}.{ctx.version_code % 100 // 10})")
+    if culling == "cpu" or not can_gpu:
+        return GrassField(ctx, programs, settings, indirect=indirect, layout=layout)
+    from .grass_gpu import GpuGrass
+
+    return GpuGrass(ctx, programs, settings)
+
+
 @dataclass
 class ResidentTile:
     key: tuple[int, int]
@@ -71,7 +94,7 @@ class Scene:
     def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
-                 placeholders: bool = False):
+                 placeholders: bool = False, grass_culling: str = "auto"):
         self.ctx, self.programs, self.source = ctx, programs, source
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
         # grass models the data lacks drawn as a stand-in clump (still reported as missing)
@@ -79,7 +102,8 @@ class Scene:
         self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
-        self.grass = GrassField(ctx, programs, grass_settings, indirect=indirect, layout=instance_layout)
+        self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
+                                layout=instance_layout)
         self.doodads = DoodadSet(ctx, programs)
         self.terrain = TerrainSet(ctx, programs, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
@@ -225,6 +249,8 @@ class Scene:
                 continue
             self._upload(key, payload)
             uploads += 1
+        if block and hasattr(self.grass, "flush_uploads"):  # blocking means everything in place now
+            self.grass.flush_uploads()
         return uploads
 
     @property

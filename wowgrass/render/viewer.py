@@ -35,11 +35,20 @@ class FrameStats:
     resident_tiles: int = 0
     frame: int = -1  # index of this frame (the viewer's count)
     gpu_frame: int = -1  # the frame gpu_ms measured: timer queries are read 2 frames late (no stall)
+    # GPU-driven grass (read back only when statistics are on): instances the compute pass tested
+    # (those in chunk groups that passed the group test), kept per LOD ring, drawn
+    grass_tested: int | None = None
+    grass_kept_per_ring: list | None = None
+    grass_culling: str = "cpu"
 
     def line(self) -> str:
         gpu = f"{self.gpu_ms:7.3f}" if self.gpu_ms == self.gpu_ms else "    n/a"
-        return (f"cpu {self.cpu_ms:6.3f} ms  gpu {gpu} ms  draws {self.draw_calls:4d}  "
+        line = (f"cpu {self.cpu_ms:6.3f} ms  gpu {gpu} ms  draws {self.draw_calls:4d}  "
                 f"instances {self.instances:9,d}  triangles {self.triangles:11,d}  tiles {self.resident_tiles}")
+        if self.grass_tested is not None:
+            line += (f"  grass: gpu-tested {self.grass_tested:,d} kept per ring "
+                     + "/".join(f"{k:,d}" for k in self.grass_kept_per_ring) + f" drawn {self.grass_instances:,d}")
+        return line
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -97,7 +106,11 @@ class Viewer:
         cam.far = max(fog[1] * 1.1, 500.0)
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame)
         self._frame += 1
-        sc.grass.cull = tg.cull
+        grass = sc.grass
+        grass.cull = tg.cull
+        gpu_stats = hasattr(grass, "read_stats") and tg.stats and tg.grass
+        if hasattr(grass, "collect_stats"):
+            grass.collect_stats = gpu_stats
         sources = [s for s in sc.sources if getattr(tg, s.name, True)]
         if self._timer is not None:
             self._timer.begin()
@@ -106,6 +119,15 @@ class Viewer:
         st.draw_calls, st.instances, st.triangles = total.draw_calls, total.instances, total.triangles
         st.grass_instances = frame.counts["grass"].instances if "grass" in frame.counts else 0
         st.cpu_ms = (_time.perf_counter() - t0) * 1000.0
+        if hasattr(grass, "read_stats"):
+            st.grass_culling = "gpu" if tg.cull else "off"
+        if gpu_stats and tg.cull:  # the GPU decided what is drawn: read its counters (waits for it)
+            g = [grass.read_stats(v) for v in frame.views]
+            st.grass_tested = sum(x["gpu_tested"] for x in g)
+            st.grass_kept_per_ring = [sum(x["kept_per_ring"][k] for x in g) for k in range(4)]
+            st.grass_instances = sum(x["drawn"] for x in g)
+            st.instances += st.grass_instances
+            st.triangles += sum(x["drawn_triangles"] for x in g)
         st.gpu_ms = float("nan")
         if self._timer is not None:
             done = self._timer.end()  # frames >= 2 behind: normally finished, no wait

@@ -1,0 +1,450 @@
+"""GPU-driven grass: every resident instance in one arena, culled by a compute shader per view.
+
+Resident data (written when tiles arrive, never per frame):
+  * the *arena*: one buffer of the bundles' 16-byte instances (as they are), a range per
+    (tile, model) batch;
+  * the *group table*: one 48-byte record per chunk group (a batch's instances in one chunk,
+    consecutive in the arena): box, first instance, count, model. Free slots have count 0;
+  * the *model table*: per model its bounding sphere and its regions of the compacted buffer.
+Per frame, per view: the command template is copied over the view's DrawElementsIndirect commands
+(GPU side: counts back to 0), ``shaders/grass_cull.glsl`` runs one work group per group slot (the
+slot count changes only with residency, so the dispatch costs the CPU the same for 100k or 45M
+instances) and appends survivors to the view's compacted buffer, a one-group pass clamps the
+counts to the regions' capacities, and ``draw`` issues one ``glMultiDrawElementsIndirect`` of two
+commands (full mesh, lighter mesh of the outer ring) per model. The CPU reads nothing back;
+:meth:`GpuGrass.read_stats` and :meth:`GpuGrass.read_visible` do, for ``--stats`` and tests.
+
+Streaming: a new batch's instances are written into the arena at most ``upload_budget`` bytes a
+frame, and its groups join the table once all of it is there; ranges of released batches are
+zeroed in the table at once but handed out again only ``REUSE_DELAY`` frames later, so no write
+lands on data a frame in flight may still read and nothing waits on the GPU.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wowgrass.bundle import INSTANCE_DTYPE
+
+from .constants import GrassSettings
+from .grass import CMD_DTYPE, group_by_chunk
+from .meshes import GpuMesh
+from .programs import VaoCache
+from .sources import DrawCounts, Source
+
+STATS_SIZE = 16  # uints per view: tested, groups visible, kept per ring (4), drawn, triangles, overflow
+GROUP_DTYPE = np.dtype([("lo", "<f4", 4), ("hi", "<f4", 4), ("info", "<u4", 4)])
+MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
+REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
+WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
+A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
+
+
+class RangeAllocator:
+    """First-fit ranges of ``[0, capacity)``; freed ranges are reusable ``REUSE_DELAY`` frames later."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.free: list[list[int]] = [[0, capacity]] if capacity else []
+        self.pending: deque = deque()  # (frame freed, start, size)
+        self.high = 0  # end of the highest range ever handed out
+
+    def alloc(self, n: int) -> int | None:
+        for f in self.free:
+            if f[1] >= n:
+                start = f[0]
+                f[0] += n
+                f[1] -= n
+                if not f[1]:
+                    self.free.remove(f)
+                self.high = max(self.high, start + n)
+                return start
+        return None
+
+    def release(self, start: int, n: int, frame: int):
+        self.pending.append((frame, start, n))
+
+    def collect(self, frame: int):
+        while self.pending and self.pending[0][0] <= frame - REUSE_DELAY:
+            _, start, n = self.pending.popleft()
+            self._give_back(start, n)
+
+    def grow(self, capacity: int):
+        self._give_back(self.capacity, capacity - self.capacity)
+        self.capacity = capacity
+
+    def _give_back(self, start: int, n: int):
+        self.free.append([start, n])
+        self.free.sort()
+        merged = [self.free[0]]
+        for s, k in self.free[1:]:
+            if merged[-1][0] + merged[-1][1] == s:
+                merged[-1][1] += k
+            else:
+                merged.append([s, k])
+        self.free = merged
+
+
+@dataclass(eq=False)
+class GpuBatch:
+    """One model's instances of one tile in the arena."""
+
+    mesh: GpuMesh
+    tile: object
+    model: int
+    count: int
+    start: int  # first instance in the arena
+    group_start: int
+    groups: np.ndarray  # GROUP_DTYPE records, written once the instances are all uploaded
+    data: bytes | None  # instance bytes still to upload (None once done)
+    sample_xy: np.ndarray = field(repr=False, default=None)
+    uploaded: int = 0  # bytes written so far
+
+    @property
+    def ready(self) -> bool:
+        return self.data is None
+
+
+def group_records(inst: np.ndarray, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
+    """The group-table records of a batch's (chunk-sorted) instances starting at arena ``start``."""
+    inst, t = group_by_chunk(inst)
+    rec = np.zeros(len(t.keys), GROUP_DTYPE)
+    if not len(rec):
+        return rec
+    pos = inst["pos"]
+    s_max = np.maximum.reduceat(inst["scale"], t.first).astype(np.float64) / 4096.0
+    lo_z, hi_z = mesh.bound_z - mesh.bound_radius, mesh.bound_z + mesh.bound_radius
+    rec["lo"][:, 0] = np.minimum.reduceat(pos[:, 0], t.first)
+    rec["lo"][:, 1] = np.minimum.reduceat(pos[:, 1], t.first)
+    rec["hi"][:, 0] = np.maximum.reduceat(pos[:, 0], t.first)
+    rec["hi"][:, 1] = np.maximum.reduceat(pos[:, 1], t.first)
+    # z of the instances' bounding spheres, for any scale in [0, s_max]; xy pad for the frustum box
+    rec["lo"][:, 2] = t.z_lo + np.minimum(lo_z * s_max, 0.0) - 0.01
+    rec["hi"][:, 2] = t.z_hi + np.maximum(hi_z * s_max, 0.0) + 0.01
+    rec["lo"][:, 3] = mesh.bound_radius * s_max + 0.01
+    rec["info"][:, 0] = start + t.first
+    rec["info"][:, 1] = t.count
+    rec["info"][:, 2] = model
+    return rec
+
+
+class GpuGrass(Source):
+    """All resident grass, culled and LOD-selected on the GPU (GL 4.3). Same residency calls as
+    :class:`~wowgrass.render.grass.GrassField` (``add``, ``remove_tile``, ``release``)."""
+
+    name = "grass"
+    indirect = True
+    layout = "16p"
+
+    def __init__(self, ctx, programs, settings: GrassSettings | None = None, *, upload_budget: int = 8 << 20,
+                 max_visible: int = 1 << 18, reserve_instances: int = 1 << 16):
+        self.ctx, self.programs = ctx, programs
+        self.settings = settings or GrassSettings()
+        self.upload_budget = int(upload_budget)
+        self.max_visible = int(max_visible)  # compacted capacity per model and LOD mesh (grows to it)
+        defines = {"STATS_SIZE": STATS_SIZE}
+        self._cull = programs.variant("grass_cull", defines)
+        self._finalize = programs.variant("grass_cull", {**defines, "FINALIZE": True})
+        self.cull = True
+        self.collect_stats = False  # statistics atomics in the compute pass (--stats, --json, tests)
+        self.batches: list[GpuBatch] = []
+        self.buffers_created = 0  # batches written into the arena (once each, never per frame)
+        self._queue: deque = deque()
+        self._frame = 0
+        self._inst = RangeAllocator(0)
+        self._groups = RangeAllocator(0)
+        self.arena = self.group_table = None
+        self._grow_arena(max(int(reserve_instances), 1024))
+        self._grow_groups(1024)
+        self.models: list[GpuMesh] = []
+        self._model_of: dict[int, int] = {}
+        self._resident = np.zeros(0, np.int64)  # ready instances per model
+        self._caps = np.zeros(0, np.int64)
+        self._n_views = 0
+        self._layout_dirty = True
+        self._arena_dirty = True
+        self.model_table = self.commands = self.template = self.visible = self.stats = self._zero = None
+        self._vaos: list[VaoCache] = []
+        self._arena_vaos: list[VaoCache] = []
+        self._arena_cmds = None
+        self._arena_draws: list = []
+        self._cmd_per_view = 0
+        self._visible_per_view = 0
+
+    # -- residency --
+    @property
+    def total_instances(self) -> int:
+        return sum(b.count for b in self.batches)
+
+    @property
+    def pending_uploads(self) -> int:
+        return len(self._queue)
+
+    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GpuBatch | None:
+        inst = np.asarray(instances)
+        if inst.dtype != INSTANCE_DTYPE:
+            raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
+        if not len(inst):
+            return None
+        inst, _ = group_by_chunk(inst)
+        m = self._model_of.get(id(mesh))
+        if m is None:
+            m = self._model_of[id(mesh)] = len(self.models)
+            self.models.append(mesh)
+            self._resident = np.r_[self._resident, 0]
+            self._caps = np.r_[self._caps, 0]
+            self._layout_dirty = True
+        start = self._alloc(self._inst, len(inst), self._grow_arena)
+        recs = group_records(inst, start, m, mesh)
+        gstart = self._alloc(self._groups, len(recs), self._grow_groups)
+        b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, np.ascontiguousarray(inst).tobytes(),
+                     np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
+        self.batches.append(b)
+        self._queue.append(b)
+        self.buffers_created += 1
+        return b
+
+    def remove_tile(self, tile):
+        keep = []
+        for b in self.batches:
+            if b.tile != tile:
+                keep.append(b)
+                continue
+            if b.ready:
+                self.group_table.write(bytes(len(b.groups) * GROUP_DTYPE.itemsize), offset=b.group_start * GROUP_DTYPE.itemsize)
+                self._resident[b.model] -= b.count
+                self._arena_dirty = True
+            else:
+                self._queue.remove(b)
+            self._inst.release(b.start, b.count, self._frame)
+            self._groups.release(b.group_start, len(b.groups), self._frame)
+        self.batches = keep
+
+    def upload(self, budget: int | None = None) -> int:
+        """Write queued instances into the arena, up to ``budget`` bytes (default: the per-frame
+        budget); returns the bytes written. A batch's groups are published when it is complete."""
+        budget = self.upload_budget if budget is None else budget
+        done = 0
+        while self._queue and done < budget:
+            b = self._queue[0]
+            n = min(len(b.data) - b.uploaded, budget - done)
+            self.arena.write(b.data[b.uploaded:b.uploaded + n], offset=b.start * 16 + b.uploaded)
+            b.uploaded += n
+            done += n
+            if b.uploaded == len(b.data):
+                self._queue.popleft()
+                b.data = None
+                self.group_table.write(b.groups.tobytes(), offset=b.group_start * GROUP_DTYPE.itemsize)
+                self._resident[b.model] += b.count
+                cap = min(int(self._resident[b.model]), self.max_visible)
+                if cap > self._caps[b.model]:  # capacities only grow (power of two): few relayouts
+                    self._caps[b.model] = min(1 << (cap - 1).bit_length(), self.max_visible)
+                    self._layout_dirty = True
+                self._arena_dirty = True
+        return done
+
+    def flush_uploads(self):
+        """Upload everything queued now (start-up, tests)."""
+        while self._queue:
+            self.upload(1 << 62)
+
+    def _alloc(self, ranges: RangeAllocator, n: int, grow) -> int:
+        start = ranges.alloc(n)
+        while start is None:
+            grow(max(ranges.capacity * 2, ranges.capacity + n))
+            start = ranges.alloc(n)
+        return start
+
+    def _grow_arena(self, capacity: int):
+        self.arena = self._grow(self.arena, self._inst, capacity, 16, zero=False)
+        for c in getattr(self, "_arena_vaos", ()):  # they read the old buffer
+            c.release()
+
+    def _grow_groups(self, capacity: int):
+        self.group_table = self._grow(self.group_table, self._groups, capacity, GROUP_DTYPE.itemsize, zero=True)
+
+    def _grow(self, old, ranges: RangeAllocator, capacity: int, item: int, zero: bool):
+        """A bigger buffer with the old one's contents (a GPU copy); ``zero``: zeros after them
+        (free group slots must read as empty)."""
+        new = self.ctx.buffer(bytes(capacity * item)) if zero else self.ctx.buffer(reserve=capacity * item)
+        if old is not None:
+            self.ctx.copy_buffer(new, old)
+            old.release()
+        ranges.grow(capacity)
+        return new
+
+    # -- per-view layout: commands, compacted regions, statistics --
+    def _relayout(self, n_views: int):
+        n = len(self.models)
+        self._n_views = max(n_views, self._n_views, 1)
+        caps = np.maximum(self._caps, 1)
+        region = np.zeros((n, 4), np.int64)
+        region[:, 1] = region[:, 3] = caps
+        bases = np.r_[0, np.cumsum(2 * caps)]
+        region[:, 0] = bases[:-1]
+        region[:, 2] = bases[:-1] + caps
+        per_view = int(bases[-1])
+        models = np.zeros(n, MODEL_DTYPE)
+        models["bound"][:, 0] = [m.bound_z for m in self.models]
+        models["bound"][:, 1] = [m.bound_radius for m in self.models]
+        models["region"] = region
+        cmds = np.zeros((self._n_views, n, 2), CMD_DTYPE)
+        cmds["count"][:, :, 0] = [m.index_count for m in self.models]
+        cmds["count"][:, :, 1] = [m.lite_index_count for m in self.models]
+        views = np.arange(self._n_views)[:, None, None] * per_view
+        cmds["base_instance"] = views + np.stack([region[:, 0], region[:, 2]], axis=1)[None]
+        for b in (self.model_table, self.template, self.commands, self.stats, self._zero):
+            if b is not None:
+                b.release()
+        self.model_table = self.ctx.buffer(models.tobytes())
+        self.template = self.ctx.buffer(cmds.tobytes())
+        self.commands = self.ctx.buffer(cmds.tobytes())
+        self.stats = self.ctx.buffer(bytes(self._n_views * STATS_SIZE * 4))
+        self._zero = self.ctx.buffer(bytes(self._n_views * STATS_SIZE * 4))
+        need = per_view * self._n_views * 16
+        if self.visible is None or self.visible.size < need:
+            if self.visible is not None:
+                self.visible.release()
+            self.visible = self.ctx.buffer(reserve=need)
+            for c in self._vaos:
+                c.release()
+            self._vaos = []
+        while len(self._vaos) < n:
+            mesh = self.models[len(self._vaos)]
+            self._vaos.append(self._vao_cache(mesh, lambda: self.visible))
+        self._cmd_per_view = 2 * n
+        self._visible_per_view = per_view
+        self._layout_dirty = False
+
+    def _vao_cache(self, mesh, buffer):
+        return VaoCache(lambda prog: self.ctx.vertex_array(
+            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), (buffer(), "4u4/i", "i_packed")],
+            index_buffer=mesh.ibo, index_element_size=4))
+
+    # -- a frame --
+    def prepare(self, frame):
+        self._frame += 1
+        self._inst.collect(self._frame)
+        self._groups.collect(self._frame)
+        self.upload()
+        if not self.cull or not self.models:
+            return
+        views = frame.all_views
+        if self._layout_dirty or len(views) > self._n_views:
+            self._relayout(len(views))
+        ctx = self.ctx
+        ctx.copy_buffer(self.commands, self.template)  # instance counts back to 0, on the GPU
+        if self.collect_stats:
+            ctx.copy_buffer(self.stats, self._zero)
+        for i, b in enumerate((self.arena, self.group_table, self.model_table, self.commands, self.visible,
+                               self.stats)):
+            b.bind_to_storage_buffer(i)
+        cs = self._cull
+        n_groups = self._groups.high
+        rows = -(-n_groups // WORKGROUP_ROW)
+        cs["uGroupCount"].value = n_groups
+        cs["uRowGroups"].value = WORKGROUP_ROW
+        cs["uLiteRing"].value = self.settings.rings.lite_ring
+        cs["uCollectStats"].value = self.collect_stats
+        for view in views:
+            frame.uniforms.bind(view)
+            cs["uCommandBase"].value = view.slot * self._cmd_per_view
+            cs["uVisibleBase"].value = view.slot * self._visible_per_view
+            cs["uStatsBase"].value = view.slot * STATS_SIZE
+            if n_groups:
+                cs.run(min(n_groups, WORKGROUP_ROW), rows)
+        ctx.memory_barrier()
+        fin = self._finalize
+        fin["uCommandCount"].value = self._cmd_per_view * self._n_views
+        fin["uCollectStats"].value = self.collect_stats
+        fin.run(1)
+        ctx.memory_barrier()
+
+    def draw(self, pass_, view) -> DrawCounts:
+        if not self.models:
+            return DrawCounts()
+        prog = pass_.program(self.programs, "grass")
+        a2c = getattr(pass_, "alpha_to_coverage", False)
+        if a2c:
+            self.ctx.enable_direct(A2C)
+        out = DrawCounts()
+        u = prog["uModelZ"]
+        if self.cull:
+            first = view.slot * self._cmd_per_view
+            for m, mesh in enumerate(self.models):
+                if self._resident[m] <= 0:
+                    continue
+                u.value = (mesh.z_min, mesh.z_max)
+                mesh.texture.use(location=0)
+                self._vaos[m](prog).render_indirect(self.commands, count=2, first=first + 2 * m)
+                out.draw_calls += 1
+        else:
+            out = self._draw_all(prog, u)
+        if a2c:
+            self.ctx.disable_direct(A2C)
+        return out
+
+    def _draw_all(self, prog, u) -> DrawCounts:
+        """Culling off: every ready instance, one multi-draw per model straight from the arena
+        (the shader still drops what is beyond the draw distance or thinned by the rings)."""
+        if self._arena_dirty:
+            ready = sorted((b for b in self.batches if b.ready), key=lambda b: b.model)
+            cmds = np.zeros(len(ready), CMD_DTYPE)
+            cmds["count"] = [b.mesh.index_count for b in ready]
+            cmds["instances"] = [b.count for b in ready]
+            cmds["base_instance"] = [b.start for b in ready]
+            if self._arena_cmds is not None:
+                self._arena_cmds.release()
+            self._arena_cmds = self.ctx.buffer(cmds.tobytes() or bytes(CMD_DTYPE.itemsize))
+            models = np.array([b.model for b in ready], np.int64)
+            starts = np.searchsorted(models, np.arange(len(self.models) + 1))
+            self._arena_draws = [(m, int(starts[m]), int(starts[m + 1] - starts[m]),
+                                  sum(b.count for b in ready[starts[m]:starts[m + 1]]))
+                                 for m in range(len(self.models)) if starts[m + 1] > starts[m]]
+            self._arena_dirty = False
+        while len(self._arena_vaos) < len(self.models):
+            self._arena_vaos.append(self._vao_cache(self.models[len(self._arena_vaos)], lambda: self.arena))
+        out = DrawCounts()
+        for m, k0, k, n in self._arena_draws:
+            mesh = self.models[m]
+            u.value = (mesh.z_min, mesh.z_max)
+            mesh.texture.use(location=0)
+            self._arena_vaos[m](prog).render_indirect(self._arena_cmds, count=k, first=k0)
+            out += DrawCounts(1, n, n * mesh.triangles)
+        return out
+
+    # -- read back (statistics and tests only) --
+    def read_stats(self, view) -> dict:
+        """The last frame's counters of ``view`` (waits for the GPU; needs ``collect_stats``)."""
+        if self.stats is None or view.slot >= self._n_views or not self.cull:
+            s = np.zeros(STATS_SIZE, np.uint32)
+        else:
+            s = np.frombuffer(self.stats.read(STATS_SIZE * 4, offset=view.slot * STATS_SIZE * 4), np.uint32)
+        return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
+                "drawn": int(s[6]), "drawn_triangles": int(s[7]), "overflow": int(s[8])}
+
+    def read_visible(self, view) -> dict:
+        """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
+        cmds = np.frombuffer(self.commands.read(self._cmd_per_view * CMD_DTYPE.itemsize,
+                                                offset=view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
+        out = {}
+        for c, cmd in enumerate(cmds):
+            n = int(cmd["instances"])
+            raw = self.visible.read(n * 16, offset=int(cmd["base_instance"]) * 16) if n else b""
+            out[(c // 2, c % 2)] = np.frombuffer(raw, INSTANCE_DTYPE).copy()
+        return out
+
+    def release(self):
+        for c in self._vaos + self._arena_vaos:
+            c.release()
+        for b in (self.arena, self.group_table, self.model_table, self.template, self.commands, self.visible,
+                  self.stats, self._zero, self._arena_cmds):
+            if b is not None:
+                b.release()
+        self.arena = self.group_table = self.model_table = self.template = self.commands = None
+        self.visible = self.stats = self._zero = self._arena_cmds = None
+        self.batches, self.models = [], []
+        self._queue.clear()
