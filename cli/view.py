@@ -25,6 +25,13 @@ def _vec(text, name, sizes=(3,)):
     return vals
 
 
+def _numbers(text, name):
+    try:
+        return tuple(float(p) for p in re.split(r"[,\s]+", text.strip()) if p)
+    except ValueError:
+        raise UsageError(f"{name} must be comma-separated numbers, got {text!r}") from None
+
+
 def _size(text):
     m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text or "")
     if not m:
@@ -65,9 +72,19 @@ def _size(text):
 @click.option("--placeholders", is_flag=True,
               help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
                    "clumps, so the placement still shows.")
+@click.option("--culling", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True,
+              help="Grass culling: on the GPU (compute shader, OpenGL 4.3), per chunk on the CPU, or auto (GPU where possible).")
+@click.option("--rings/--no-rings", default=True, show_default=True,
+              help="LOD density rings: thin the grass with distance (a stable per-instance hash, cross-faded).")
+@click.option("--ring-radii", metavar="R1,R2,R3", default="70,120,170", show_default=True,
+              help="Where LOD rings 1.. start (world units from the camera, increasing; up to 3).")
+@click.option("--ring-keep", metavar="K1,K2,K3", default="0.6,0.35,0.2", show_default=True,
+              help="Fraction of the grass each ring keeps (0..1, not increasing outwards; one per radius).")
+@click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red).")
 @json_option
 def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, time_, size, samples, output,
-         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, placeholders, as_json):
+         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, placeholders,
+         culling, rings, ring_radii, ring_keep, debug_rings, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
@@ -80,12 +97,20 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
 
     if frames is not None and frames < 1:
         raise UsageError("--frames must be at least 1")
+    from wowgrass.render.constants import RingSettings
+
+    try:
+        ring_settings = RingSettings(radii=_numbers(ring_radii, "--ring-radii"), keep=_numbers(ring_keep, "--ring-keep"),
+                                     enabled=rings, debug=debug_rings)
+    except ValueError as exc:
+        raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
     opts = ViewOptions(
         data=data_path, map_name=map_name, tile=parse_tile_arg(tile) if tile else None, dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
+        grass_culling=culling, rings=ring_settings,
         log=lambda s: click.echo(s, err=True),
     )
     result = run_view(opts)

@@ -36,6 +36,8 @@ class ViewOptions:
     quit_after: float | None = None  # window: close after this many seconds
     screenshot: str | None = None  # window: write the last frame shown (read from the window) here
     vsync: bool = True  # window: swap interval 1
+    grass_culling: str = "auto"  # "gpu" (compute shader), "cpu" (per chunk), "auto" (GPU where GL 4.3)
+    rings: object = None  # constants.RingSettings; None: the defaults
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
 
 
@@ -136,7 +138,11 @@ def run_view(opts: ViewOptions) -> dict:
         if target is None:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
-        scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders)
+        from .constants import GrassSettings, RingSettings
+
+        grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
+        scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
+                      grass_culling=opts.grass_culling)
         say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
@@ -150,6 +156,10 @@ def run_view(opts: ViewOptions) -> dict:
             "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
             "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
             "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
+            "grass_culling": "gpu" if hasattr(scene.grass, "read_stats") else "cpu",
+            "rings": {"enabled": grass_settings.rings.enabled, "radii": list(grass_settings.rings.radii),
+                      "keep": list(grass_settings.rings.keep), "band": grass_settings.rings.band,
+                      "debug": grass_settings.rings.debug},
             "missing_models": sorted(scene.missing_grass_models),
             "missing_doodad_models": sorted(scene.missing_doodad_models),
             "missing_textures": sorted(scene.missing_textures),
@@ -182,6 +192,8 @@ def run_view(opts: ViewOptions) -> dict:
         frames = []
         t0 = _time.perf_counter()
         for i in range(n):
+            # the last frame reads the GPU culling's counters back (drawn, kept per ring), once
+            toggles.stats = opts.stats or i == n - 1
             frames.append(viewer.render_frame(opts.time + i / 60.0))
         target.ctx.finish()
         wall = (_time.perf_counter() - t0) * 1000.0 / n

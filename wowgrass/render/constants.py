@@ -53,7 +53,7 @@ class RingSettings:
     keep: tuple = (0.6, 0.35, 0.2)
     band: float = 10.0
     lite_ring: int = 3
-    enabled: bool = False
+    enabled: bool = True
     debug: bool = False  # colour each ring (--debug-rings)
 
     def __post_init__(self):
