@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from wowgrass.errors import UsageError
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 
 data_option = click.option(
@@ -31,7 +33,7 @@ class PlacementChoice(click.Choice):
 
         if value in STRATEGY_ALIASES:
             new = STRATEGY_ALIASES[value]
-            click.echo(f"note: --placement {value} is now called --placement {new}", err=True)
+            note(f"note: --placement {value} is now called --placement {new}")
             return new
         return super().convert(value, param, ctx)
 
@@ -44,6 +46,25 @@ placement_option = click.option(
     help="Grass placement strategy: coverage = per-cell MCAL coverage and clumps (the grass reference's "
     "formula); client = what the 1.12/2.4.3/3.3.5 clients do.",
 )
+
+
+tile_option = click.option(
+    "--tile",
+    "tiles",
+    multiple=True,
+    metavar="C,R|C0:C1,R0:R1",
+    help="A tile (column,row) or an inclusive range of columns and rows, e.g. 32,48 or 30:33,40:45; "
+    "repeatable. Default: every tile the map lists.",
+)
+
+
+def parse_tiles(values) -> list | None:
+    """``--tile`` values -> [((c0, c1), (r0, r1)), ...] (None when none were given)."""
+    if not values:
+        return None
+    from wowgrass.bake import parse_tile_ranges
+
+    return [parse_tile_ranges(v) for v in values]
 
 
 def echo_json(obj) -> None:
@@ -63,3 +84,134 @@ def echo_json(obj) -> None:
 
     json.dump(obj, sys.stdout, indent=2, default=default)
     sys.stdout.write("\n")
+
+
+dbc_option = click.option(
+    "--dbc",
+    "dbc_dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="A folder holding GroundEffectTexture.dbc and GroundEffectDoodad.dbc (or its DBFilesClient subfolder).",
+)
+
+
+def constants_options(f):
+    """``--seed N`` and ``-C NAME=VALUE`` (placement constants), as bake has them."""
+    f = click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
+                     help="Override a placement constant, e.g. -C coverage_min=48 -C client_picks=64 "
+                          "-C road_patterns='*road*,*cobble*' (names in docs/bake.md).")(f)
+    f = click.option("--seed", type=int, default=0, show_default=True,
+                     help="Extra random seed mixed into every chunk's random stream.")(f)
+    return f
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 row``, ``2 rows``, ``1,024 meshes`` (with ``many``)."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output"):
+    """``path`` as a Path after checking that its folder exists and its suffix is one of ``suffixes``."""
+    from pathlib import Path
+
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{option} {out}: is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise UsageError(f"{option} {out}: folder {out.parent} does not exist")
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise UsageError(f"{option} {out}: the file name must end in {' or '.join(suffixes)} "
+                         f"(the format follows the suffix)")
+    return out
+
+
+class _Bar:
+    def __init__(self, progress, task):
+        self.progress, self.task = progress, task
+
+    def total(self, n: int | None) -> None:
+        self.progress.update(self.task, total=n)
+
+    def advance(self, description: str = "", n: int = 1) -> None:
+        self.progress.update(self.task, advance=n, description=str(description))
+        if not self.progress.live.is_started and not self.progress.disable:
+            self.progress.start()
+
+
+def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, bytes_: bool = False):
+    """A transient progress bar on stderr: ``label [bar] 3/12 tiles`` (a count alone while the total
+    is unknown; with ``bytes_`` sizes in kB/MB). Hidden with ``quiet`` or -q, and when stderr is
+    not a terminal (rich's default)."""
+    import contextlib
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class Count(ProgressColumn):
+        def render(self, task):
+            done = int(task.completed)
+            if task.total is None:
+                return Text(plural(done, unit.rstrip("s")) if unit.endswith("s") else f"{done:,} {unit}")
+            return Text(f"{done:,}/{int(task.total):,} {unit}")
+
+    amount = DownloadColumn() if bytes_ else Count()
+    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), amount, TimeElapsedColumn(),
+                        TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
+                        disable=quiet or verbosity() < 0)
+    task = progress.add_task("", total=total)
+
+    @contextlib.contextmanager
+    def run():
+        try:
+            yield _Bar(progress, task)
+        finally:
+            if progress.live.is_started:  # stop() on a bar never started still prints a newline
+                progress.stop()
+
+    return run()
+
+
+# ----------------------------------------------------------------------------- -q / -v
+
+_VERBOSITY = {"level": 0}
+
+
+def verbosity() -> int:
+    """-1 with -q (no progress bars, no notes), 0 by default, 1 with -v, 2 with -vv."""
+    return _VERBOSITY["level"]
+
+
+def _set_quiet(ctx, param, value):
+    if value:
+        _set_level(-1)
+    return value
+
+
+def _set_verbose(ctx, param, value):
+    if value:
+        _set_level(min(value, 2))
+    return value
+
+
+def _set_level(level: int) -> None:
+    import logging
+
+    _VERBOSITY["level"] = level
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("wowgrass").setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO,
+                                            2: logging.DEBUG}[level])
+
+
+VERBOSITY_PARAMS = (
+    click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
+                 help="Print only results and errors (no progress bars, notes or warnings)."),
+    click.Option(["-v", "--verbose"], count=True, expose_value=False, is_eager=True, callback=_set_verbose,
+                 help="Say more: -v what is read and skipped, -vv debugging detail."),
+)
+
+
+def note(message: str) -> None:
+    """A ``note: ...`` or ``warning: ...`` line on stderr, unless -q."""
+    if verbosity() >= 0:
+        click.echo(message, err=True)

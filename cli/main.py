@@ -21,7 +21,19 @@ COMMANDS = {
     "bake": ("wowgrass.cli.bake:bake", "Precompute grass placements into cached bundles."),
     "bundle": ("wowgrass.cli.bake:bundle", "Inspect baked instance bundles."),
     "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
+    "export": ("wowgrass.cli.export:export", "Export tiles to glTF (Blender, engines)."),
 }
+
+
+def with_verbosity(cmd: click.Command) -> click.Command:
+    """Give ``cmd`` and every subcommand ``-q/--quiet`` and ``-v/--verbose`` (defined once, in common)."""
+    from wowgrass.cli.common import VERBOSITY_PARAMS
+
+    if not any(p.name == "quiet" for p in cmd.params):
+        cmd.params.extend(VERBOSITY_PARAMS)
+    for sub in getattr(cmd, "commands", {}).values():
+        with_verbosity(sub)
+    return cmd
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821
@@ -54,7 +66,7 @@ class LazyGroup(click.Group):
             if exc.name == mod_name:
                 return None
             raise
-        return getattr(mod, attr)
+        return with_verbosity(getattr(mod, attr))
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx) if n in COMMANDS]

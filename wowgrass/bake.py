@@ -281,15 +281,15 @@ def parse_tile_ranges(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """``"C0:C1,R0:R1"`` (inclusive; a single number is a one-tile range) -> ((c0, c1), (r0, r1))."""
     m = re.fullmatch(r"\s*(\d+)(?::(\d+))?\s*,\s*(\d+)(?::(\d+))?\s*", text or "")
     if not m:
-        raise UsageError(f"--tiles must be C0:C1,R0:R1 (inclusive column and row ranges), got {text!r}")
+        raise UsageError(f"--tile must be COL,ROW or C0:C1,R0:R1 (inclusive column and row ranges), got {text!r}")
     c0, c1, r0, r1 = (int(g) if g is not None else None for g in m.groups())
     c1 = c0 if c1 is None else c1
     r1 = r0 if r1 is None else r1
     for v in (c0, c1, r0, r1):
         if not 0 <= v < 64:
-            raise UsageError(f"--tiles {text}: columns and rows must be 0..63")
+            raise UsageError(f"--tile {text}: columns and rows must be 0..63")
     if c1 < c0 or r1 < r0:
-        raise UsageError(f"--tiles {text}: a range must not run backwards")
+        raise UsageError(f"--tile {text}: a range must not run backwards")
     return (c0, c1), (r0, r1)
 
 

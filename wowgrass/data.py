@@ -238,6 +238,35 @@ class GameData:
         return sorted(out, key=str.lower)
 
 
+def list_maps(data) -> dict[str, dict]:
+    """Maps of a data source: name -> {"wdt": bool, "adts": [(col, row), ...]} (from the listing)."""
+    maps: dict[str, dict] = {}
+    for n in data.list("world\\maps\\*"):
+        p = n.replace("/", "\\").split("\\")
+        if len(p) != 4:
+            continue
+        low = p[3].lower()
+        if low.endswith(".wdt") and low[:-4] == p[2].lower():
+            maps.setdefault(p[2], {"wdt": False, "adts": []})["wdt"] = True
+        elif low.endswith(".adt"):
+            parts = p[3][:-4].rsplit("_", 2)
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                maps.setdefault(p[2], {"wdt": False, "adts": []})["adts"].append((int(parts[1]), int(parts[2])))
+    return {k: maps[k] for k in sorted(maps, key=str.lower)}
+
+
+def choose_map(data, map_name: str | None) -> str:
+    """``map_name``, or the data source's only map; an error listing them when there are several."""
+    if map_name:
+        return map_name
+    names = list(list_maps(data))
+    if len(names) != 1:
+        shown = ", ".join(names[:20]) + (" …" if len(names) > 20 else "")
+        raise UsageError(f"{data.root} holds {len(names)} maps; choose one with --map ({shown or 'none found'}; "
+                         "`wowgrass maps --data DIR` lists them)")
+    return names[0]
+
+
 def open_data(path, *, build: str | None = None, locale: str | None = None,
               order: list[str] | None = None, threads: int | None = None) -> GameData:
     """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder.

@@ -41,20 +41,9 @@ class ViewOptions:
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
 
 
-def list_maps(data) -> list[str]:
-    names = set()
-    for n in data.list("*"):
-        p = n.replace("/", "\\").split("\\")
-        if len(p) == 4 and p[0].lower() == "world" and p[1].lower() == "maps" and p[3].lower().endswith(".wdt"):
-            names.add(p[2])
-        elif len(p) == 4 and p[0].lower() == "world" and p[1].lower() == "maps" and p[3].lower().endswith(".adt"):
-            names.add(p[2])
-    return sorted(names)
-
-
 def open_source(opts: ViewOptions):
     """The data source and a :class:`~wowgrass.render.source.GameSource` for ``opts``."""
-    from wowgrass.data import open_data
+    from wowgrass.data import choose_map, open_data
 
     from .source import GameSource
 
@@ -67,14 +56,8 @@ def open_source(opts: ViewOptions):
     else:
         data = open_data(opts.data, build=opts.build)
         map_name = opts.map_name
-        if map_name is None:
-            maps = list_maps(data)
-            if len(maps) != 1:
-                data.close()
-                raise UsageError(f"{opts.data} holds {len(maps)} maps; choose one with --map "
-                                 f"({', '.join(maps[:20]) or 'none found'})")
-            map_name = maps[0]
     try:
+        map_name = choose_map(data, map_name)
         src = GameSource(data, map_name, tiles=[opts.tile] if opts.tile else None, placement=opts.placement,
                          build=opts.build, dbc_dir=opts.dbc)
     except BaseException:

@@ -25,7 +25,7 @@ from .meshes import MeshData
 log = logging.getLogger(__name__)
 
 
-def _m2_name(path: str) -> str:
+def m2_name(path: str) -> str:
     p = path.replace("/", "\\")
     low = p.lower()
     if low.endswith(".mdx") or low.endswith(".mdl"):
@@ -117,13 +117,13 @@ class GameSource:
             ok = ids < len(adt.models)
             mats = mddf_matrices(adt.mddf[ok])
             for k in np.unique(ids[ok]).tolist():
-                doodads[_m2_name(adt.models[k])] = mats[ids[ok] == k]
+                doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
         return {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
 
     def load_model(self, path: str) -> MeshData | None:
         from wowgrass.formats.m2 import M2Model
 
-        path = _m2_name(path)
+        path = m2_name(path)
         try:
             with self._lock:
                 model = M2Model.from_bytes(self.data.read(path), path, read=self.data.read)

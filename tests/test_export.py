@@ -1,0 +1,229 @@
+"""Exports: glTF tiles (read back with pygltflib, the Khronos validator, Blender), placement rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pygltflib
+import pytest
+from click.testing import CliRunner
+from wowgrass.cli.main import cli
+
+from wowgrass.bundle import read_bundle, unpack_instances
+from wowgrass.export.gltf import matrices_to_trs, rotation_quaternions, to_gltf, yaw_quaternions
+from wowgrass.samples import MAP_NAME, build_sample_world
+
+HERE = Path(__file__).parent
+# few instances per tile keep the files small and Blender quick
+SPARSE = ("--placement", "client", "-C", "client_picks=1")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return build_sample_world(tmp_path_factory.mktemp("export-world") / "w", "3.3.5", (2, 1), seed=0)
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def accessor(doc: pygltflib.GLTF2, index: int) -> np.ndarray:
+    acc = doc.accessors[index]
+    view = doc.bufferViews[acc.bufferView]
+    blob = doc.binary_blob()
+    dtype = {pygltflib.FLOAT: "<f4", pygltflib.UNSIGNED_INT: "<u4", pygltflib.UNSIGNED_SHORT: "<u2"}[acc.componentType]
+    width = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}[acc.type]
+    start = view.byteOffset + (acc.byteOffset or 0)
+    arr = np.frombuffer(blob, dtype, acc.count * width, start)
+    return arr.reshape(acc.count, width) if width > 1 else arr
+
+
+def from_gltf(v: np.ndarray) -> np.ndarray:
+    return np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
+
+
+def grass_nodes(doc):
+    """model path -> (translations, rotations, scales) of every grass group, any instancing mode."""
+    out = {}
+    for nd in doc.nodes:
+        if (nd.extras or {}).get("kind") != "grass":
+            continue
+        model = nd.extras["model"]
+        ext = (nd.extensions or {}).get("EXT_mesh_gpu_instancing")
+        if ext:
+            a = ext["attributes"]
+            t, r, s = (accessor(doc, a[k]) for k in ("TRANSLATION", "ROTATION", "SCALE"))
+        else:
+            kids = [doc.nodes[i] for i in nd.children]
+            t = np.array([k.translation for k in kids], np.float32).reshape(-1, 3)
+            r = np.array([k.rotation for k in kids], np.float32).reshape(-1, 4)
+            s = np.array([k.scale for k in kids], np.float32).reshape(-1, 3)
+        out.setdefault(model, []).append((t, r, s))
+    return out
+
+
+def bundle_instances(cache_root: Path) -> dict:
+    out = {}
+    for p in sorted(cache_root.rglob("*.wgb")):
+        with read_bundle(p) as b:
+            for m in b.models:
+                pos, yaw, scale = unpack_instances(m.instances)
+                out.setdefault(m.path, []).append((pos, yaw, scale))
+    return out
+
+
+# ----------------------------------------------------------------------------- transforms
+
+
+def test_axes_and_rotations():
+    # WoW north (X) stays +X, west (Y) becomes -Z, up (Z) becomes +Y: a proper rotation
+    np.testing.assert_array_equal(to_gltf(np.array([[1.0, 2.0, 3.0]])), [[1.0, 3.0, -2.0]])
+    q = yaw_quaternions(np.array([np.pi / 2]))[0]
+    np.testing.assert_allclose(q, [0, np.sqrt(0.5), 0, np.sqrt(0.5)], atol=1e-7)
+    # a WoW yaw matrix about Z, scaled 2, at (10, 20, 30) -> TRS in glTF space
+    c, s = np.cos(0.7), np.sin(0.7)
+    m = np.array([[c, -s, 0, 10], [s, c, 0, 20], [0, 0, 1, 30], [0, 0, 0, 1]], np.float64)
+    m[:3, :3] *= 2
+    t, r, sc = matrices_to_trs(m.T.reshape(1, 16))
+    np.testing.assert_allclose(t[0], [10, 30, -20], atol=1e-5)
+    np.testing.assert_allclose(sc[0], [2, 2, 2], atol=1e-6)
+    np.testing.assert_allclose(np.abs(r[0]), np.abs(yaw_quaternions(np.array([0.7]))[0]), atol=1e-6)
+    # arbitrary rotations round-trip through quaternions (every branch of the conversion)
+    rng = np.random.default_rng(0)
+    qs = rng.normal(size=(200, 4))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    x, y, z, w = qs.T
+    mats = np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], 1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], 1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], 1)], 1)
+    got = rotation_quaternions(mats)
+    np.testing.assert_allclose(np.abs(np.sum(got * qs, axis=1)), 1.0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- glTF export
+
+
+@pytest.mark.parametrize("mode", ["ext", "nodes"])
+def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "t.glb"
+    res = run("export", "gltf", "--data", world, "--tile", "31:32,32", *SPARSE, "--instancing", mode, "-o", out,
+              "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["file"] == str(out) and summary["tiles"] == [[31, 32], [32, 32]]
+    doc = pygltflib.GLTF2().load(str(out))
+    assert doc.asset.version == "2.0"
+    if mode == "ext":
+        assert "EXT_mesh_gpu_instancing" in doc.extensionsUsed
+    else:
+        assert not doc.extensionsUsed
+    want = bundle_instances(tmp_path / "cache")
+    got = grass_nodes(doc)
+    assert set(got) == set(want) and summary["grass_instances"] == sum(len(p) for v in want.values() for p, _, _ in v)
+    origin = np.array(doc.nodes[doc.scenes[0].nodes[0]].extras["wow_origin"])
+    for model, groups in want.items():
+        pos = np.concatenate([p for p, _, _ in groups])
+        yaw = np.concatenate([y for _, y, _ in groups])
+        scale = np.concatenate([s for _, _, s in groups])
+        t = np.concatenate([t for t, _, _ in got[model]])
+        r = np.concatenate([r for _, r, _ in got[model]])
+        s = np.concatenate([s for _, _, s in got[model]])
+        assert len(t) == len(pos) > 0
+        np.testing.assert_allclose(from_gltf(t.astype(np.float64)) + origin, pos, atol=2e-3)
+        np.testing.assert_allclose(r, yaw_quaternions(yaw), atol=1e-6)
+        np.testing.assert_allclose(s[:, 0], scale)
+    # each model's mesh once, shared by every tile's group
+    names = [m.name for m in doc.meshes]
+    assert len(names) == len(set(names))
+    # the terrain of both tiles, with their baked textures
+    assert sum(m.name.startswith("terrain") for m in doc.meshes) == 2
+    assert len(doc.images) >= 2 and all(i.mimeType == "image/png" for i in doc.images)
+
+
+def test_gltf_origin_world_puts_the_root_at_the_world_position(world, tmp_path):
+    out = tmp_path / "w.glb"
+    res = run("export", "gltf", "--data", world, "--tile", "31,32", *SPARSE, "--origin", "world", "-o", out,
+              "--no-grass")
+    assert res.exit_code == 0, res.output
+    doc = pygltflib.GLTF2().load(str(out))
+    root = doc.nodes[doc.scenes[0].nodes[0]]
+    origin = np.array(root.extras["wow_origin"])
+    np.testing.assert_allclose(root.translation, to_gltf(origin[None])[0], atol=1e-3)
+    assert not any((n.extras or {}).get("model", "").startswith("World\\NoDXT") for n in doc.nodes)
+
+
+def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
+    out = tmp_path / "c.glb"
+    res = run("export", "gltf", realdata / "adt" / "continent4229.adt", "--dbc", realdata / "dbc" / "3.3.5",
+              "-o", out, "--json")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert s["tiles"] == [[42, 29]] and s["grass_instances"] > 0 and len(s["stand_ins"]) > 0
+    assert len(s["missing_textures"]) == 16  # MTEX has 16 names; --dbc gives no textures
+    doc = pygltflib.GLTF2().load(str(out))
+    assert sum(len(t) for v in grass_nodes(doc).values() for t, _, _ in v) == s["grass_instances"]
+
+
+def _validator():
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (CI installs it with the Khronos glTF validator)")
+    env = dict(os.environ)
+    root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() if shutil.which(
+        "npm") else ""
+    env["NODE_PATH"] = os.pathsep.join(p for p in (env.get("NODE_PATH", ""), root) if p)
+    probe = subprocess.run([node, "-e", "require('gltf-validator')"], env=env, capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("the Khronos glTF validator is not installed (npm install -g gltf-validator)")
+    return node, env
+
+
+def test_khronos_validator_reports_no_errors(world, realdata, tmp_path):
+    node, env = _validator()
+    files = []
+    for args in (
+        ["--data", world, "--tile", "31:32,32", *SPARSE],
+        ["--data", world, "--tile", "31,32", *SPARSE, "--instancing", "nodes", "--origin", "world"],
+        [realdata / "adt" / "continent4229.adt", "--dbc", realdata / "dbc" / "3.3.5"],
+        [realdata / "adt" / "Azeroth_38_46.adt", "--dbc", realdata / "dbc" / "1.12"],
+    ):
+        out = tmp_path / f"v{len(files)}.glb"
+        res = run("export", "gltf", *args, "-o", out)
+        assert res.exit_code == 0, res.output
+        files.append(str(out))
+    proc = subprocess.run([node, str(HERE / "gltf_validate.js"), *files], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    reports = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(reports) == len(files)
+    for r in reports:
+        assert r["errors"] == 0 and r["warnings"] == 0, r
+
+
+def test_blender_imports_an_exported_tile(world, tmp_path):
+    blender = shutil.which("blender")
+    if blender is None:
+        pytest.skip("blender is not installed (Debian: apt-get install blender)")
+    out = tmp_path / "b.glb"
+    res = run("export", "gltf", "--data", world, "--tile", "31,32", *SPARSE, "--instancing", "nodes", "-o", out,
+              "--json")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    report = tmp_path / "blender.json"
+    cmd = [blender, "-b", "--factory-startup", "--python", str(HERE / "blender_import.py"), "--", str(out), str(report)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(report.read_text())
+    # one object per grass instance and per doodad, the terrain, and the group empties
+    assert sum(n for name, n in r["mesh_users"].items() if not name.startswith("terrain")) == (
+        s["grass_instances"] + s["doodad_instances"])
+    assert r["mesh_users"].get("terrain 31_32") == 1
+    assert r["images"] >= 2

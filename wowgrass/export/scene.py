@@ -1,0 +1,226 @@
+"""Tiles -> one glTF scene: terrain (baked texture), MDDF doodads and grass from the tiles' bundles.
+
+Node tree: ``<map>`` (root) / ``tile C_R`` / ``terrain``, ``doodads`` / <model>, ``grass`` / <model>.
+Each model's mesh and textures are written once and shared by every tile. Grass models the
+data lacks (extracts often miss them; ``--dbc`` gives no models at all) get a straw-coloured
+crossed-quad stand-in, so the placement still shows; doodads the data lacks are left out. Both
+are listed in the summary. Vertex positions are relative to the scene origin (the centre of the
+exported tiles on the ground plane), which keeps float32 precise; the root node carries the
+origin (``extras.wow_origin``, and its translation with ``origin="world"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pygltflib as g
+
+from wowgrass.bundle import read_bundle, unpack_instances
+from wowgrass.errors import FormatError, GameFileNotFound, UsageError
+from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.formats.m2 import BlendMode, RenderFlags
+from wowgrass.render.source import m2_name
+
+from .gltf import INSTANCING_MODES, GltfBuilder, MeshPart, Primitive, matrices_to_trs, to_gltf, yaw_quaternions
+
+log = logging.getLogger(__name__)
+
+ORIGINS = ("centre", "world")
+
+
+@dataclass
+class TileInput:
+    adt: object  # wowgrass.formats.adt.AdtTile
+    bundle: Path | None  # the tile's baked grass (None: no grass)
+
+
+@dataclass
+class ExportSummary:
+    file: str = ""
+    tiles: list = field(default_factory=list)
+    grass_instances: int = 0
+    doodad_instances: int = 0
+    meshes: int = 0
+    nodes: int = 0
+    stand_ins: list = field(default_factory=list)  # grass models drawn as stand-ins
+    missing_doodads: list = field(default_factory=list)
+    missing_textures: list = field(default_factory=list)
+    instancing: str = "ext"
+    origin: list = field(default_factory=list)
+    bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class ModelLibrary:
+    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`."""
+
+    def __init__(self, builder: GltfBuilder, read: Callable[[str], bytes] | None):
+        self.b, self.read = builder, read
+        self.meshes: dict[str, int | None] = {}
+        self.textures: dict[str, int | None] = {}
+
+    def texture(self, name: str | None) -> int | None:
+        if not name or self.read is None:
+            return None
+        key = name.lower()
+        if key not in self.textures:
+            from wowgrass.formats.blp import read_blp
+
+            try:
+                rgba = read_blp(self.read(name), name).mip(0)
+                self.textures[key] = self.b.texture(rgba, name)
+            except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
+                log.info("texture %s: %s", name, exc)
+                self.textures[key] = None
+        return self.textures[key]
+
+    def m2(self, path: str, texture_override: int | None = None) -> int | None:
+        """The mesh index of an M2 (None when the data lacks it or it has no view)."""
+        key = m2_name(path).lower()
+        if key in self.meshes:
+            return self.meshes[key]
+        mesh = None
+        if self.read is not None:
+            from wowgrass.formats.m2 import M2Model
+
+            try:
+                model = M2Model.from_bytes(self.read(m2_name(path)), m2_name(path), read=self.read)
+                mesh = self.b.mesh(self.part(model, texture_override))
+            except (GameFileNotFound, FileNotFoundError, FormatError, UsageError) as exc:
+                log.info("model %s: %s", path, exc)
+        self.meshes[key] = mesh
+        return mesh
+
+    def part(self, model, texture_override: int | None = None) -> MeshPart:
+        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch, its texture and blending."""
+        rm = model.render_mesh()
+        name = Path(model.path.replace("\\", "/")).stem if model.path else model.name
+        part = MeshPart(name, to_gltf(rm.positions), to_gltf(rm.normals), rm.uv0)
+        for b in rm.batches or [None]:
+            if b is None:  # no batches: the whole index list, untextured
+                part.primitives.append(Primitive(rm.indices, self.b.material(name, None)))
+                continue
+            tex = self.texture(b.texture) if b.texture else texture_override
+            alpha = g.OPAQUE if b.blend_mode == BlendMode.OPAQUE else (
+                g.MASK if b.blend_mode == BlendMode.ALPHA_KEY else g.BLEND)
+            mat = self.b.material(f"{name} {b.texture or 'untextured'}", tex, alpha=alpha,
+                                  double_sided=bool(b.render_flags & RenderFlags.TWO_SIDED))
+            part.primitives.append(Primitive(rm.indices[b.index_start:b.index_start + b.index_count], mat))
+        return part
+
+    def stand_in(self) -> int:
+        """The crossed-quad clump the viewer draws for a grass model the data lacks."""
+        if "<stand-in>" not in self.meshes:
+            from wowgrass.render.meshes import crossed_quads, placeholder_texture
+
+            q = crossed_quads()
+            tex = self.b.texture(placeholder_texture(q.texture), "stand-in blades")
+            mat = self.b.material("grass stand-in", tex, alpha=g.MASK, double_sided=True)
+            part = MeshPart("grass stand-in", to_gltf(q.positions), to_gltf(q.normals), q.uvs,
+                            [Primitive(q.indices, mat)])
+            self.meshes["<stand-in>"] = self.b.mesh(part)
+        return self.meshes["<stand-in>"]
+
+
+def scene_origin(tiles: list[TileInput]) -> np.ndarray:
+    """World (X, Y, 0) of the centre of the tiles' bounding box."""
+    cols = [t.adt.col for t in tiles]
+    rows = [t.adt.row for t in tiles]
+    x = ZEROPOINT - (min(rows) + max(rows) + 1) * TILE_SIZE / 2
+    y = ZEROPOINT - (min(cols) + max(cols) + 1) * TILE_SIZE / 2
+    return np.array([x, y, 0.0])
+
+
+def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *, map_name: str,
+                 instancing: str = "ext", texture_size: int = 1024, origin: str = "centre",
+                 doodads: bool = True, grass: bool = True, terrain: bool = True,
+                 progress: Callable[[str], None] | None = None) -> tuple[bytes, ExportSummary]:
+    """The .glb bytes of ``tiles`` and what went into them."""
+    if instancing not in INSTANCING_MODES:
+        raise UsageError(f"instancing must be one of {', '.join(INSTANCING_MODES)}")
+    if origin not in ORIGINS:
+        raise UsageError(f"origin must be one of {', '.join(ORIGINS)}")
+    if texture_size % 128 or not 128 <= texture_size <= 8192:
+        raise UsageError(f"terrain texture size must be a multiple of 128 from 128 to 8192, got {texture_size}")
+    if not tiles:
+        raise UsageError("nothing to export: no tiles")
+    b = GltfBuilder()
+    lib = ModelLibrary(b, read)
+    o = scene_origin(tiles)
+    s = ExportSummary(instancing=instancing, origin=[float(v) for v in o])
+    root = b.node(map_name, translation=to_gltf(o)[0] if origin == "world" else None,
+                  extras={"wow_origin": s.origin, "wow_axes": "glTF +X north, +Y up, +Z east"})
+    stand_ins, missing_doodads, missing_tex = set(), set(), set()
+    for t in tiles:
+        col, row = t.adt.col, t.adt.row
+        s.tiles.append([col, row])
+        node = b.node(f"tile {col}_{row}", parent=root, extras={"tile": [col, row]})
+        if terrain:
+            textures = _layer_textures(t.adt, read)
+            from .terrain import export_terrain
+
+            pos, nrm, uv, idx, image, missing = export_terrain(t.adt, textures, texture_size)
+            missing_tex.update(missing)
+            tex = b.texture(image, f"terrain {col}_{row}", clamp=True)
+            mat = b.material(f"terrain {col}_{row}", tex)
+            mesh = b.mesh(MeshPart(f"terrain {col}_{row}", to_gltf(pos - o), to_gltf(nrm), uv, [Primitive(idx, mat)]))
+            b.node("terrain", mesh=mesh, parent=node)
+        if doodads and len(t.adt.mddf) and t.adt.models:
+            group = b.node("doodads", parent=node)
+            from wowgrass.render.doodads import mddf_matrices
+
+            ids = t.adt.mddf["name_id"].astype(np.int64)
+            ok = ids < len(t.adt.models)
+            mats = mddf_matrices(t.adt.mddf[ok])
+            for k in np.unique(ids[ok]).tolist():
+                name = t.adt.models[k]
+                mesh = lib.m2(name)
+                if mesh is None:
+                    missing_doodads.add(m2_name(name))
+                    continue
+                tr, rot, sc = matrices_to_trs(mats[ids[ok] == k])
+                tr = tr - to_gltf(o)
+                b.instances(Path(m2_name(name).replace("\\", "/")).stem, mesh, group, tr, rot, sc, instancing,
+                            extras={"kind": "doodad", "model": m2_name(name)})
+                s.doodad_instances += len(tr)
+        if grass and t.bundle is not None:
+            group = b.node("grass", parent=node)
+            with read_bundle(t.bundle) as bundle:
+                for m in bundle.models:
+                    if len(m) == 0:
+                        continue
+                    mesh = lib.m2(m.path) if m.info.present else None
+                    if mesh is None:
+                        stand_ins.add(m.path)
+                        mesh = lib.stand_in()
+                    pos, yaw, scale = unpack_instances(m.instances)
+                    b.instances(Path(m.path.replace("\\", "/")).stem, mesh, group, to_gltf(pos - o),
+                                yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1), instancing,
+                                extras={"kind": "grass", "model": m.path, "stand_in": m.path in stand_ins})
+                    s.grass_instances += len(m)
+        if progress:
+            progress(f"{col}_{row}")
+    data = b.glb()
+    s.meshes, s.nodes, s.bytes = len(b.doc.meshes), len(b.doc.nodes), len(data)
+    s.stand_ins, s.missing_doodads, s.missing_textures = sorted(stand_ins), sorted(missing_doodads), sorted(missing_tex)
+    return data, s
+
+
+def _layer_textures(adt, read) -> dict[str, np.ndarray]:
+    out = {}
+    if read is None:
+        return out
+    from wowgrass.formats.blp import read_blp
+
+    for name in adt.textures:
+        try:
+            out[name] = read_blp(read(name), name).mip(0)
+        except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
+            log.info("texture %s: %s", name, exc)
+    return out

@@ -1,0 +1,94 @@
+"""The tiles an export reads: loose ADT files or a map of a data source, each with its baked bundle.
+
+Inputs mirror ``wowgrass bake``: ADT files (tables from ``data`` or ``dbc_dir``), or ``data`` +
+map name + tile ranges (default: every tile the WDT lists), or nothing at all (the sample world).
+Bundles come from the cache when valid, else they are baked first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from wowgrass.errors import UsageError
+
+from .scene import TileInput
+
+
+@dataclass
+class ExportSource:
+    map_name: str
+    tiles: list[TileInput]
+    read: Callable[[str], bytes] | None  # models and textures (None: tables only)
+    data: object = None  # an open GameData to close
+
+    def close(self):
+        if self.data is not None:
+            self.data.close()
+
+
+def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ranges=None, build=None,
+               placement="coverage", constants=None, force=False, on_tile=None) -> ExportSource:
+    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles
+    from wowgrass.data import choose_map, open_data
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.terrain import adt_game_path, load_tile, tile_from_name
+
+    if adt_files:
+        if ranges:
+            raise UsageError("--tile is for a map (--data, --map), not for ADT files")
+        data = open_data(data_path, build=build) if data_path else None
+        tiles = []
+        for f in adt_files:
+            res = bake_file(f, data=data, dbc_dir=dbc_dir, build=build, map_name=map_name, placement=placement,
+                            constants=constants, force=force)
+            adt, _raw, _src = load_tile(f)
+            tiles.append(TileInput(adt, Path(res.path)))
+            if on_tile:
+                on_tile(res)
+        name = map_name or tile_from_name(Path(adt_files[0]))[0]
+        return ExportSource(name, tiles, data.read if data else None, data)
+
+    if dbc_dir:
+        raise UsageError("--dbc is for ADT files; a map reads its tables from --data")
+    if data_path is None:
+        data_path, sample_map = default_data()
+        map_name = map_name or sample_map
+    data = open_data(data_path, build=build)
+    try:
+        map_name = choose_map(data, map_name)
+        listed, big_alpha = map_tiles(data, map_name, None)
+        wanted = select_tiles(listed, ranges, map_name)
+        catalog = load_catalog(data=data, build=build or data.build)
+        models = ModelTable(data.read)
+        tiles = []
+        for col, row in wanted:
+            name = adt_game_path(map_name, col, row)
+            raw = data.read(name)
+            adt = AdtTile.from_bytes(raw, name, big_alpha=big_alpha)
+            res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants,
+                            models=models, big_alpha=big_alpha, adt_path=name, tile=adt, force=force)
+            tiles.append(TileInput(adt, Path(res.path)))
+            if on_tile:
+                on_tile(res)
+    except BaseException:
+        data.close()
+        raise
+    return ExportSource(map_name, tiles, data.read, data)
+
+
+def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
+    """The listed tiles inside any of ``ranges`` (((c0, c1), (r0, r1)) each); all when None.
+
+    A range that matches no listed tile is an error naming it."""
+    if not ranges:
+        return list(listed)
+    out = []
+    for (c0, c1), (r0, r1) in ranges:
+        got = [(c, r) for c, r in listed if c0 <= c <= c1 and r0 <= r <= r1]
+        if not got:
+            text = f"{c0},{r0}" if (c0, r0) == (c1, r1) else f"{c0}:{c1},{r0}:{r1}"
+            raise UsageError(f"map {map_name!r} has no tile in {text}")
+        out += [t for t in got if t not in out]
+    return out
