@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from wowgrass.cli.common import data_option, echo_json, json_option, placement_option
+from wowgrass.cli.common import data_option, echo_json, json_option, note, output_path, placement_option, plural
 
 from wowgrass.errors import UsageError
 
@@ -207,3 +207,47 @@ def info(file, as_json):
          f"{p.get('placement_version')}")
     consts = p.get("constants", {})
     echo("  constants: " + ", ".join(f"{k}={v}" for k, v in consts.items()))
+
+
+@bundle.command("export")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--csv", "fmt", flag_value="csv", help="Comma-separated rows with a header line (the default).")
+@click.option("--json", "fmt", flag_value="json", help="One JSON document: files, columns, count and rows.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write here (.csv or .json, which also picks the format) instead of stdout.")
+def export_rows(files, fmt, output):
+    """One row per grass instance of the bundles: model path, world position, yaw, scale, chunk, cell.
+
+    Columns: model, x, y, z (world yards: X north, Y west, Z up), yaw (degrees about Z), scale,
+    tile_col, tile_row, chunk (MCNK index) and cell (r*8+c in the chunk), like wow.export's
+    placement CSV. See docs/export.md.
+    """
+    write_rows(files, fmt, output)
+
+
+def write_rows(files, fmt, output) -> int:
+    """Rows of ``files`` (bundle paths) to ``output`` or stdout as ``fmt``; returns the row count."""
+    from wowgrass.bundle import read_bundle
+    from wowgrass.export.placements import bundle_rows, rows_csv, rows_json
+
+    if output is not None:
+        suffix = Path(output).suffix.lower()
+        if fmt is None and suffix in (".csv", ".json"):
+            fmt = suffix[1:]
+        out = output_path(output, (f".{fmt or 'csv'}",))
+    fmt = fmt or "csv"
+    tables = []
+    for f in files:
+        with read_bundle(f) as b:
+            tables.append(bundle_rows(b))
+    data = rows_csv(tables) if fmt == "csv" else rows_json(tables, [str(f) for f in files])
+    n = sum(len(t["x"]) for t in tables)
+    if output is None:
+        click.get_binary_stream("stdout").write(data)
+    else:
+        from wowgrass.fileio import write_atomic
+
+        write_atomic(out, data)
+        note(f"wrote {out} ({plural(n, 'row')}, {fmt.upper()})")
+    return n
+
