@@ -5,7 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from wowgrass.cli.common import data_option, echo_json, json_option, note, output_path, placement_option, plural
+from wowgrass.cli.common import (
+    constants_options,
+    data_option,
+    dbc_option,
+    echo_json,
+    json_option,
+    note,
+    output_path,
+    parse_tiles,
+    placement_option,
+    plural,
+    progress_bar,
+    tile_option,
+)
 
 from wowgrass.errors import UsageError
 
@@ -26,58 +39,82 @@ def _open(data_path, build):
     return open_data(data_path, build=build)
 
 
+def sample_tables_for(adt: Path):
+    """The sample world's Data folder when ``adt`` is one of its tiles, else an error naming what is
+    missing: a real ADT's grass needs its client's tables."""
+    from wowgrass.samples import MAP_NAME
+    from wowgrass.terrain import tile_from_name
+
+    name, _ = tile_from_name(adt)
+    if name.lower() != MAP_NAME.lower():
+        raise UsageError(f"{adt}: no ground-effect tables; give --data DIR (the client's Data folder) or --dbc DIR "
+                         "(a folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")
+    from wowgrass.bake import default_data
+
+    return default_data()[0]
+
+
 @click.command()
-@click.argument("adt", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("source", required=False, type=click.Path(exists=True), metavar="[ADT|DIR]")
 @data_option
-@click.option("--dbc", "dbc_dir", type=click.Path(exists=True, file_okay=False),
-              help="A folder holding GroundEffectTexture.dbc and GroundEffectDoodad.dbc (for a loose ADT).")
+@dbc_option
 @click.option("--build", type=click.Choice(BUILDS), default=None,
               help="Client build of the tables (default: detected).")
 @placement_option
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
-              help="Write the bundle here instead of the cache (loose ADT only).")
+              help="Write the bundle here instead of the cache (one ADT file only).")
 @click.option("--map", "map_name", metavar="NAME",
-              help="Map to bake (with --data; default: the sample world's map). For a loose ADT: the map name "
-                   "that seeds the placement (default: from the file name).")
-@click.option("--tiles", metavar="C0:C1,R0:R1", help="Inclusive column and row ranges, e.g. 30:33,40:45.")
+              help="Map to bake (default: the only map in --data, or the sample world's). For an ADT file: the "
+                   "map name mixed into the random streams (default: from the file name).")
+@tile_option
+@click.option("--tiles", "old_tiles", multiple=True, hidden=True)  # the old name of --tile's range form
 @click.option("--all", "all_tiles", is_flag=True, help="Every tile the map's WDT lists (the default).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Processes baking tiles in parallel.")
 @click.option("--big-alpha/--small-alpha", "big_alpha", default=None,
-              help="Force 8-bit or 4-bit alpha maps for a loose ADT (default: ask the WDT beside it or in --data).")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Extra seed mixed into every chunk's random stream.")
-@click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Override a placement constant, e.g. -C coverage_min=48 -C client_picks=64 "
-                   "-C road_patterns='*road*,*cobble*' (names in docs/bake.md).")
+              help="Force 8-bit or 4-bit alpha maps for an ADT file (default: ask the WDT beside it or in --data).")
+@constants_options
 @click.option("--force", is_flag=True, help="Bake again even when a valid bundle is cached.")
+@click.option("--export", "export_file", type=click.Path(dir_okay=False), metavar="FILE.csv|FILE.json",
+              help="Also write every baked instance as placement rows (as `bundle export` does).")
 @json_option
-def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_tiles, jobs, big_alpha, seed,
-         overrides, force, as_json):
+def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
+         seed, overrides, force, export_file, as_json):
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
-    wowgrass bake map.adt (--data DIR | --dbc DIR) [-o FILE]      one loose ADT
-    wowgrass bake --data DIR --map NAME [--tiles C0:C1,R0:R1]     many tiles, in parallel
-    wowgrass bake                                                 the built-in sample world
+    wowgrass bake map.adt (--data DIR | --dbc DIR) [-o FILE]    one ADT file
+    wowgrass bake --data DIR [--map NAME] [--tile C,R ...]      many tiles, in parallel
+    wowgrass bake DIR                                           a Data folder or a map folder
+    wowgrass bake                                               the built-in sample world
 
     A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt or stale bundle is
     rebuilt. See docs/bake.md.
     """
     constants = _constants(seed, overrides)
+    tiles = tuple(tiles) + tuple(old_tiles)
+    export_fmt = None
+    if export_file:
+        export_fmt = Path(export_file).suffix.lower().lstrip(".")
+        output_path(export_file, (".csv", ".json"), option="--export")
+    adt = None
+    if source is not None:
+        if Path(source).is_dir():
+            if data_path:
+                raise UsageError(f"give the folder {source} or --data, not both")
+            data_path = source
+        else:
+            adt = source
     if adt is not None:
         if tiles or all_tiles or jobs != 1:
-            raise UsageError("--tiles, --all and --jobs are for a map (--map), not for one ADT file")
+            raise UsageError("--tile, --all and --jobs are for a map (--data, --map), not for one ADT file")
         if data_path and dbc_dir:
             raise UsageError("give --data or --dbc, not both")
-        data = None
-        if data_path:
-            data = _open(data_path, build)
-        elif not dbc_dir:
-            from wowgrass.bake import default_data
-
-            sample, _ = default_data()
-            data = _open(sample, build)
+        if out:
+            output_path(out, (".wgb",))
+        if not data_path and not dbc_dir:
+            data_path = sample_tables_for(Path(adt))
+        data = _open(data_path, build) if data_path else None
         from wowgrass.bake import bake_file
 
         try:
@@ -86,6 +123,8 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
         finally:
             if data is not None:
                 data.close()
+        if export_file:
+            write_rows([res.path], export_fmt, export_file)
         if as_json:
             echo_json(res.to_dict())
         else:
@@ -99,17 +138,26 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
     if dbc_dir:
         raise UsageError("--dbc is for one ADT file; a map reads its tables from --data")
     if tiles and all_tiles:
-        raise UsageError("give --tiles or --all, not both")
-    from wowgrass.bake import bake_map, default_data, parse_tile_ranges
+        raise UsageError("give --tile or --all, not both")
+    from wowgrass.bake import bake_map, default_data
 
     if data_path is None:
         data_path, sample_map = default_data()
         map_name = map_name or sample_map
     if not map_name:
-        raise UsageError("give an ADT file, or --map NAME with --data DIR")
-    ranges = parse_tile_ranges(tiles) if tiles else None
-    results, failures = _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement,
-                                            constants, force, quiet=as_json)
+        from wowgrass.data import choose_map
+
+        with _open(data_path, build) as data:
+            map_name = choose_map(data, None)
+    results, failures = [], []
+    for ranges in parse_tiles(tiles) or [None]:
+        done, failed = _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement,
+                                           constants, force, quiet=as_json)
+        seen = {tuple(r.tile) for r in results}
+        results += [r for r in done if tuple(r.tile) not in seen]
+        failures += failed
+    if export_file and results:
+        write_rows([r.path for r in results], export_fmt, export_file)
     if as_json:
         echo_json({"map": map_name, "data": str(data_path), "tiles": [r.to_dict() for r in results],
                    "failures": [f.to_dict() for f in failures]})
@@ -117,53 +165,38 @@ def bake(adt, data_path, dbc_dir, build, placement, out, map_name, tiles, all_ti
         hits = sum(r.cache_hit for r in results)
         rebuilt = sum(r.rebuilt is not None for r in results)
         inst = sum(r.instances for r in results)
-        click.echo(f"{map_name}: {len(results)} tiles baked ({hits} cached, {rebuilt} rebuilt), "
-                   f"{inst:,} instances")
+        click.echo(f"{map_name}: {plural(len(results), 'tile')} baked ({hits} cached, {rebuilt} rebuilt), "
+                   f"{plural(inst, 'instance')}")
         missing = sorted({m for r in results for m in r.missing_models})
         if missing:
-            click.echo(f"  {len(missing)} models missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
+            click.echo(f"  {plural(len(missing), 'model')} missing from the data (the viewer names them; "
+                       "`view --placeholders` draws stand-ins): "
                        + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
         if results:
             click.echo(f"  bundles in {Path(results[0].path).parent}")
     if failures:
         lines = "; ".join(f"{f.tile[0]}_{f.tile[1]}: {f.error}" for f in failures[:3])
-        raise UsageError(f"{len(failures)} tile(s) failed: {lines}" + (" …" if len(failures) > 3 else ""))
+        raise UsageError(f"{plural(len(failures), 'tile')} failed: {lines}" + (" …" if len(failures) > 3 else ""))
     if not results:
-        raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {tiles}" if tiles else ""))
+        raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {', '.join(tiles)}" if tiles else ""))
 
 
 def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement, constants, force, quiet):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    with progress_bar("bake", "tiles", quiet=quiet) as bar:
+        def step(res):
+            bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 
-    progress = Progress(TextColumn("[bold]bake"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
-                        disable=quiet)
-    task = progress.add_task("", total=None)
-
-    def start(total):
-        progress.update(task, total=total)
-        if total:  # no bar (and no blank line it leaves) when there is nothing to bake
-            progress.start()
-
-    def step(res):
-        progress.update(task, advance=1, description=f"{res.tile[0]}_{res.tile[1]}")
-
-    try:
         return bake_map(data_path, map_name, ranges=ranges, jobs=jobs, build=build, placement=placement,
-                        constants=constants, force=force, progress=step, on_start=start)
-    finally:
-        if progress.live.is_started:  # stop() on a bar never started still prints a newline
-            progress.stop()
+                        constants=constants, force=force, progress=step, on_start=bar.total)
 
 
 def _echo_result(res):
     state = "cache hit" if res.cache_hit else ("rebuilt: " + res.rebuilt if res.rebuilt else "baked")
-    click.echo(f"{res.path}: {res.instances:,} instances, {res.models} models, tile {res.tile[0]},{res.tile[1]} "
+    click.echo(f"{res.path}: {plural(res.instances, 'instance')}, {plural(res.models, 'model')}, tile {res.tile[0]},{res.tile[1]} "
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
     if res.missing_models:
         names = res.missing_models
-        click.echo(f"  {len(names)} models missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
+        click.echo(f"  {plural(len(names), 'model')} missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
                    + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
 
 
@@ -243,7 +276,7 @@ def write_rows(files, fmt, output) -> int:
     data = rows_csv(tables) if fmt == "csv" else rows_json(tables, [str(f) for f in files])
     n = sum(len(t["x"]) for t in tables)
     if output is None:
-        click.get_binary_stream("stdout").write(data)
+        click.echo(data, nl=False)
     else:
         from wowgrass.fileio import write_atomic
 

@@ -131,6 +131,8 @@ class _Bar:
 
     def total(self, n: int | None) -> None:
         self.progress.update(self.task, total=n)
+        if n and not self.progress.live.is_started and not self.progress.disable:
+            self.progress.start()
 
     def advance(self, description: str = "", n: int = 1) -> None:
         self.progress.update(self.task, advance=n, description=str(description))

@@ -111,8 +111,9 @@ def source_options(f):
     f = click.option("--build", "build", default=None, metavar="BUILD",
                      help="Client build whose layout to use: 1.12, 2.4.3, 3.3.5 (or 1.10 for pre-1.11); "
                           "detected when omitted.")(f)
-    f = click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
-                     help="A client's Data folder (MPQ chain) or a folder of loose files.")(f)
+    f = click.option("--data", "--dbc", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
+                     help="A client's Data folder (MPQ chain), a folder of loose files, or a folder of .dbc "
+                          "tables (DBFilesClient itself or the folder holding it).")(f)
     f = click.option("--mpq", "mpq_path", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Read the table from this MPQ archive.")(f)
     f = click.argument("table", required=False, metavar="[TABLE]")(f)

@@ -253,8 +253,10 @@ def test_cli_bake_map_json(world, cache):
     js = json.loads(res.output)
     assert len(js["tiles"]) == 2 and js["failures"] == []
     c, r = world["tiles"][1]
-    res = run("bake", "--data", str(world["data"]), "--map", MAP_NAME, "--tiles", f"{c}:{c},{r}:{r}")
-    assert res.exit_code == 0 and "1 tiles baked (1 cached" in res.output
+    res = run("bake", "--data", str(world["data"]), "--map", MAP_NAME, "--tile", f"{c}:{c},{r}:{r}")
+    assert res.exit_code == 0 and "1 tile baked (1 cached" in res.output
+    res = run("bake", "--data", str(world["data"]), "--map", MAP_NAME, "--tiles", f"{c}:{c},{r}:{r}")  # old name
+    assert res.exit_code == 0 and "1 tile baked (1 cached" in res.output
 
 
 def test_cli_errors(world, tmp_path):
@@ -264,7 +266,7 @@ def test_cli_errors(world, tmp_path):
         (["bake", str(world["adt"]), "--dbc", str(tmp_path)], "GroundEffectTexture.dbc"),
         (["bundle", "info", str(bad)], "bundle header needs"),
         (["bake", str(world["adt"]), "--dbc", str(world["dbc"]), "--jobs", "2"], "--jobs"),
-        (["bake", "--data", str(world["data"]), "--map", MAP_NAME, "--tiles", "5-6"], "--tiles"),
+        (["bake", "--data", str(world["data"]), "--map", MAP_NAME, "--tile", "5-6"], "--tile"),
         (["bake", "--data", str(world["data"]), "--map", "Nope"], "Nope"),
     ]:
         res = run(*args)

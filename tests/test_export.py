@@ -227,3 +227,65 @@ def test_blender_imports_an_exported_tile(world, tmp_path):
         s["grass_instances"] + s["doodad_instances"])
     assert r["mesh_users"].get("terrain 31_32") == 1
     assert r["images"] >= 2
+
+
+# ----------------------------------------------------------------------------- placement rows
+
+
+def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, monkeypatch):
+    import csv
+
+    from wowgrass.bake import load_catalog
+    from wowgrass.data import open_data
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.placement import make_strategy
+    from wowgrass.terrain import adt_game_path
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    csv_out, json_out = tmp_path / "rows.csv", tmp_path / "rows.json"
+    res = run("bake", "--data", world, "--tile", "31,32", "--export", csv_out, "--json")
+    assert res.exit_code == 0, res.output
+    bundle = json.loads(res.stdout)["tiles"][0]["path"]
+    res = run("bundle", "export", bundle, "--json", "-o", json_out)
+    assert res.exit_code == 0, res.output
+    assert "rows, JSON" in res.stderr
+    doc = json.loads(json_out.read_text())
+    with open(csv_out, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == doc["columns"] == ["model", "x", "y", "z", "yaw", "scale", "tile_col", "tile_row", "chunk",
+                                          "cell"]
+    assert doc["files"] == [bundle] and doc["count"] == len(doc["rows"]) == len(rows) - 1
+    with read_bundle(bundle) as b:
+        assert doc["count"] == b.instance_count
+        pos = np.concatenate([unpack_instances(m.instances)[0] for m in b.models])
+        counts = b.cell_counts.reshape(-1).astype(np.int64)
+    got = np.array([r[1:4] for r in doc["rows"]], np.float32)
+    np.testing.assert_array_equal(got, pos)  # float32 positions round-trip exactly
+    np.testing.assert_array_equal(np.array([r[1:4] for r in rows[1:]], np.float32), pos)
+    # chunk and cell: per-cell counts as the bundle's, but for positions within float32 of a cell edge
+    flat = np.array([r[8] * 64 + r[9] for r in doc["rows"]])
+    hist = np.bincount(flat, minlength=256 * 64)
+    assert np.abs(hist - counts).sum() <= max(4, len(flat) // 2000)
+    # and the placement's own (chunk, cell) for the same instances, model by model
+    with open_data(world) as data:
+        name = adt_game_path(MAP_NAME, 31, 32)
+        tile = AdtTile.from_bytes(data.read(name), name, big_alpha=True)
+        inst = make_strategy("coverage").place(tile, load_catalog(data=data), map_name=MAP_NAME)
+    order = np.argsort(inst.model, kind="stable")
+    want = inst.chunk.astype(np.int64)[order] * 64 + inst.cell[order]
+    assert (want == flat).mean() > 0.999
+
+
+def test_bundle_export_formats_and_errors(world, tmp_path):
+    res = run("bake", "--data", world, "--tile", "32,32", "--json")
+    bundle = json.loads(res.stdout)["tiles"][0]["path"]
+    res = run("bundle", "export", bundle)  # CSV on stdout by default
+    assert res.exit_code == 0 and res.stdout.startswith("model,x,y,z,yaw,scale,tile_col,tile_row,chunk,cell\n")
+    for args, text in [
+        (["bundle", "export", bundle, "-o", tmp_path / "rows.txt"], ".csv"),
+        (["bundle", "export", bundle, "--json", "-o", tmp_path / "rows.csv"], ".json"),
+        (["bundle", "export", bundle, "-o", tmp_path / "nope" / "rows.csv"], "does not exist"),
+        (["bake", "--data", world, "--tile", "32,32", "--export", tmp_path / "rows.xml"], "--export"),
+    ]:
+        res = run(*args)
+        assert res.exit_code == 2 and text in res.stderr, (args, res.output)

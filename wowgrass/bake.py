@@ -29,7 +29,7 @@ import numpy as np
 
 from wowgrass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassError
-from wowgrass.paths import cache_dir, find_file
+from wowgrass.paths import cache_dir, find_table
 from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, used_effect_ids
 
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
@@ -68,10 +68,10 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
             raise UsageError(f"--dbc {folder}: not a folder")
         tables = []
         for name in (TEXTURE_TABLE, DOODAD_TABLE):
-            p = find_file(folder, name)
+            p = find_table(folder, name)
             if p is None:
-                raise UsageError(f"{folder} has no {name} (the bake needs GroundEffectTexture.dbc and "
-                                 "GroundEffectDoodad.dbc)")
+                raise UsageError(f"{folder} has no {name}, nor has its DBFilesClient folder (the bake needs "
+                                 "GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")
             tables.append(p)
         return GroundEffectCatalog.from_dbc_bytes(tables[0].read_bytes(), tables[1].read_bytes(), build,
                                                   texture_path=str(tables[0]), doodad_path=str(tables[1]))

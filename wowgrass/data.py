@@ -39,6 +39,10 @@ LOCALES = {
 _LOCALE_RE = re.compile(r"^[a-z]{2}[A-Z]{2}$")
 
 
+# <Map>_<col>_<row>.adt or <Map>.wdt (upper-case keys): the map a loose file belongs to
+_MAP_FILE = re.compile(r"^(.+?)(?:_\d{1,2}_\d{1,2}\.ADT|\.WDT)$")
+
+
 def _norm(path: str) -> str:
     """Key for case-insensitive game paths with either separator."""
     return path.replace("/", "\\").strip("\\").upper()
@@ -164,6 +168,9 @@ class GameData:
 
     # loose files ------------------------------------------------------------------------------
     def _loose_index(self) -> dict[str, Path]:
+        """Normalised game path -> file. A folder that *is* ``DBFilesClient`` (.dbc files at its top)
+        or a map folder (.adt/.wdt files at its top) also answers for the game paths those files
+        have in a client (``DBFilesClient\\X.dbc``, ``World\\Maps\\<folder>\\X.adt``)."""
         if self._loose is None:
             idx: dict[str, Path] = {}
             for dirpath, dirnames, filenames in os.walk(self.root):
@@ -171,8 +178,27 @@ class GameData:
                 rel = Path(dirpath).relative_to(self.root)
                 for f in sorted(filenames):
                     idx.setdefault(_norm(str(rel / f)), Path(dirpath) / f)
+            top = [k for k in idx if "\\" not in k]
+            if not any(k.startswith("DBFILESCLIENT\\") for k in idx):
+                for k in top:
+                    if k.endswith(".DBC"):
+                        idx["DBFILESCLIENT\\" + k] = idx[k]
+            if not any(k.startswith("WORLD\\") for k in idx):
+                for k in top:
+                    m = _MAP_FILE.match(k)
+                    if m:
+                        idx[f"WORLD\\MAPS\\{m.group(1)}\\{k}"] = idx[k]
             self._loose = idx
         return self._loose
+
+    def _loose_name(self, key: str, path: Path) -> str:
+        """The game path shown for a loose file (its alias when it answers for one)."""
+        rel = str(path.relative_to(self.root)).replace(os.sep, "\\")
+        if "\\" in key and "\\" not in rel:  # an alias: DBFilesClient\\ or World\\Maps\\<map>\\
+            m = _MAP_FILE.match(rel.upper())
+            head = "DBFilesClient" if key.startswith("DBFILESCLIENT\\") else f"World\\Maps\\{rel[:len(m.group(1))]}"
+            return f"{head}\\{rel}"
+        return rel
 
     # lookup -----------------------------------------------------------------------------------
     def locate(self, path: str) -> tuple[Path, MpqArchive | None] | None:
@@ -228,8 +254,8 @@ class GameData:
         pat = _norm(pattern) if pattern not in ("", "*") else "*"
         if not self.archives:
             idx = self._loose_index()
-            return sorted((str(p.relative_to(self.root)).replace(os.sep, "\\")
-                           for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)), key=str.lower)
+            return sorted((self._loose_name(k, p) for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)),
+                          key=str.lower)
         names: dict[str, str] = {}
         for arc in self._mpqs:
             for n in arc.names():

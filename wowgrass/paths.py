@@ -26,3 +26,12 @@ def find_file(folder, name: str) -> Path | None:
         if cand.name.lower() == low and cand.is_file():
             return cand
     return None
+
+
+def find_table(folder, name: str) -> Path | None:
+    """A .dbc table in ``folder`` or in its ``DBFilesClient`` subfolder (either may be given as --dbc)."""
+    found = find_file(folder, name)
+    if found is None:
+        sub = next((c for c in Path(folder).iterdir() if c.name.lower() == "dbfilesclient" and c.is_dir()), None)
+        found = find_file(sub, name) if sub is not None else None
+    return found
