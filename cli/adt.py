@@ -6,7 +6,17 @@ import functools
 
 import click
 
-from wowgrass.cli.common import data_option, echo_json, json_option
+from wowgrass.cli.common import (
+    constants_options,
+    data_option,
+    dbc_option,
+    echo_json,
+    json_option,
+    note,
+    output_path,
+    placement_option,
+    plural,
+)
 from wowgrass.errors import UsageError
 
 
@@ -32,6 +42,7 @@ def tile_source(func):
         col_row = parse_tile_arg(tile) if tile is not None else None
         loaded = load_tile(file, data=data_path, map_name=map_name, tile=col_row, wdt=wdt, big_alpha=big_alpha,
                            doodad_map_msb_first=doodad_map_msb_first)
+        loaded[2].update(data_dir=data_path, map=map_name, file=file)  # what --kind grass needs for its tables
         return func(loaded, **kw)
 
     return wrapper
@@ -87,17 +98,61 @@ def info(loaded, as_json):
 
 @adt.command()
 @tile_source
-@click.option("--kind", type=click.Choice(["height", "layers", "effects", "mask"]), default="height",
+@click.option("--kind", type=click.Choice(["height", "layers", "effects", "mask", "grass"]), default="height",
               show_default=True, help="height: shaded relief; layers: textures blended by alpha; "
-              "effects: effectId per cell; mask: noEffectDoodad cells and holes.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="PNG file to write.")
+              "effects: effectId per cell; mask: noEffectDoodad cells and holes; grass: a dot per placed "
+              "grass instance, coloured by model, over the relief (needs the tables: --data or --dbc).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The image to write; its suffix names the format (.png, .jpg, .webp, ...).")
 @click.option("--size", default=1024, show_default=True, type=click.IntRange(16, 8192), help="Image width and height.")
-def image(loaded, kind, output, size):
-    """Draw a tile as a PNG, north up and east to the right."""
-    from wowgrass.terrain import image_legend, write_tile_image
+@dbc_option
+@placement_option
+@constants_options
+@json_option
+def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_json):
+    """Draw a tile as an image, north up and east to the right."""
+    from wowgrass.fileio import image_format, write_image
+    from wowgrass.terrain import grass_image, image_legend, tile_image
 
     tile, _raw, source = loaded
-    path = write_tile_image(tile, output, kind, size)
-    click.echo(f"wrote {path} ({size}×{size}, {kind}) from {source['path']}", err=True)
-    for item in image_legend(tile, kind):  # what the colours mean
-        click.echo(f"  {item['rgb']}  {item['label']}  ({item['count']:,} {item['unit']})")
+    out = output_path(output)
+    image_format(out)
+    if kind == "grass":
+        rgb, legend = grass_image(tile, _place(tile, source, dbc_dir, placement, seed, overrides), size)
+    else:
+        if dbc_dir:
+            raise UsageError("--dbc is for --kind grass")
+        rgb, legend = tile_image(tile, kind, size), image_legend(tile, kind)
+    path = write_image(out, rgb)
+    if as_json:
+        echo_json({"file": str(path), "kind": kind, "size": [size, size], "source": source["path"], "legend": legend})
+        return
+    note(f"wrote {path} ({size}×{size}, {kind}) from {source['path']}")
+    for item in legend:  # what the colours mean
+        click.echo(f"  {item['rgb']}  {item['label']}  ({plural(item['count'], item['unit'].rstrip('s'))})")
+
+
+def _place(tile, source, dbc_dir, placement, seed, overrides):
+    """The tile's grass as the bake places it (tables from --data or --dbc)."""
+    from pathlib import Path
+
+    from wowgrass.bake import load_catalog
+    from wowgrass.data import open_data
+    from wowgrass.placement import PlacementConstants, make_strategy
+    from wowgrass.terrain import tile_from_name
+
+    data_dir = source.get("data_dir")
+    if data_dir and dbc_dir:
+        raise UsageError("give --data or --dbc, not both")
+    if not data_dir and not dbc_dir:
+        from wowgrass.cli.bake import sample_tables_for
+
+        data_dir = sample_tables_for(Path(source["file"]))
+    map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
+    if data_dir:
+        with open_data(data_dir) as data:
+            catalog = load_catalog(data=data)
+    else:
+        catalog = load_catalog(dbc_dir=dbc_dir)
+    constants = PlacementConstants(seed=seed).with_overrides(overrides)
+    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name)

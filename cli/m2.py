@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from wowgrass.cli.common import echo_json, json_option
-from wowgrass.errors import GameFileNotFound
+from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
+from wowgrass.errors import GameFileNotFound, UsageError
 
 data_opt = click.option(
     "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
@@ -100,25 +100,65 @@ def info(model, data_path, as_json):
         click.echo(f"  texture {i}: type {t.type}, flags 0x{t.flags:X}, {t.filename or '(replaceable, no file name)'}")
 
 
+FORMATS = {"gltf": (".glb",), "obj": (".obj",)}
+
+
 @m2.command()
 @click.argument("model")
 @data_opt
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The .obj file to write.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="The file to write: .glb (glTF binary) or .obj.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default=None,
+              help="gltf: one .glb with its textures inside; obj: .obj + .mtl + PNG textures "
+                   "(default: from the suffix of -o).")
 @click.option("--texture", "texture_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A BLP to use for batches whose texture has no file name (replaceable textures).")
-@click.option("--no-textures", is_flag=True, help="Write only the OBJ (no MTL, no PNG).")
-def export(model, data_path, output, texture_file, no_textures):
-    """Export view 0 of an M2 as Wavefront OBJ, with an MTL and its textures as PNG.
+@click.option("--no-textures", is_flag=True, help="Write the geometry only (no materials' images).")
+def export(model, data_path, output, fmt, texture_file, no_textures):
+    """Export view 0 of an M2 as glTF 2.0 binary (.glb) or Wavefront OBJ (with an MTL and PNGs).
 
-    Textures are looked up in --data, or next to the model file. OBJ is written Y-up
-    (WoW's Z-up model space is turned as most tools expect).
+    Textures are looked up in --data, or next to the model file. Both formats are written Y-up
+    (WoW's Z-up model space turned as most tools expect: glTF +X = model +X, +Y up).
     """
+    suffix = Path(output).suffix.lower()
+    if fmt is None:
+        fmt = next((k for k, v in FORMATS.items() if suffix in v), None)
+        if fmt is None:
+            raise UsageError(f"-o {output}: give a .glb or .obj file name, or --format gltf|obj")
+    out = output_path(output, FORMATS[fmt])
+    m, src = load_model(model, data_path, need_view=True)
+    if fmt == "gltf":
+        _export_gltf(m, src, out, texture_file, no_textures)
+    else:
+        _export_obj(m, src, out, texture_file, no_textures)
+
+
+def _export_gltf(m, src, out, texture_file, no_textures):
+    from wowgrass.export.gltf import GltfBuilder
+    from wowgrass.export.scene import ModelLibrary
+    from wowgrass.fileio import write_atomic
+
+    b = GltfBuilder()
+    lib = ModelLibrary(b, None if no_textures else src.read)
+    override = None
+    if texture_file and not no_textures:
+        from wowgrass.formats.blp import read_blp
+
+        override = b.texture(read_blp(Path(texture_file).read_bytes(), texture_file).mip(0), Path(texture_file).name)
+    part = lib.part(m, override)
+    b.node(part.name, mesh=b.mesh(part), extras={"model": m.path})
+    data = b.glb()
+    write_atomic(out, data)
+    textures = sum(t is not None for t in lib.textures.values()) + (override is not None)
+    note(f"wrote {out} ({plural(len(part.positions), 'vertex', 'vertices')}, "
+         f"{plural(sum(len(p.indices) for p in part.primitives) // 3, 'triangle')}, {plural(textures, 'texture')})")
+
+
+def _export_obj(m, src, out, texture_file, no_textures):
     from wowgrass.fileio import write_atomic
     from wowgrass.formats.blp import read_blp
 
-    m, src = load_model(model, data_path, need_view=True)
     rm = m.render_mesh()
-    out = Path(output)
     stem = out.stem
     mtl_lines, material_names, pngs = [], [], {}
     if not no_textures:
@@ -145,7 +185,7 @@ def export(model, data_path, output, texture_file, no_textures):
                         pngs[key] = png_name
                     png_name = pngs[key]
             except GameFileNotFound:
-                click.echo(f"warning: texture {tex} not found; batch {i} has no map", err=True)
+                note(f"warning: texture {tex} not found; batch {i} has no map")
             mtl_lines += [f"newmtl {name}", "Kd 1.0 1.0 1.0", "illum 1"]
             if png_name:
                 mtl_lines += [f"map_Kd {png_name}"]
@@ -155,8 +195,8 @@ def export(model, data_path, output, texture_file, no_textures):
     write_atomic(out, _obj_text(rm, f"{stem}.mtl" if mtl_lines else None, material_names).encode())
     if mtl_lines:
         write_atomic(out.with_suffix(".mtl"), "\n".join(mtl_lines).encode())
-    click.echo(f"wrote {out} ({len(rm.positions)} vertices, {len(rm.indices) // 3} triangles, "
-               f"{len(pngs)} texture(s))", err=True)
+    note(f"wrote {out} ({plural(len(rm.positions), 'vertex', 'vertices')}, "
+         f"{plural(len(rm.indices) // 3, 'triangle')}, {plural(len(pngs), 'texture')})")
 
 
 def _obj_text(rm, mtl_name, material_names) -> str:

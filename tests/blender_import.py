@@ -61,7 +61,7 @@ if png:
     span = max(hi[0] - lo[0], hi[1] - lo[1])
     cam.location = (cx - 0.55 * span, cy - 0.55 * span, hi[2] + 0.45 * span)
     cam.rotation_euler = (1.05, 0.0, -0.785)
-    cam_data.clip_end = span * 4
+    cam_data.clip_start, cam_data.clip_end = span * 0.001, span * 4
     bpy.ops.render.render(write_still=True)
 with open(out_json, "w") as f:
     json.dump(report, f, indent=1)

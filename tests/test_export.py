@@ -289,3 +289,82 @@ def test_bundle_export_formats_and_errors(world, tmp_path):
     ]:
         res = run(*args)
         assert res.exit_code == 2 and text in res.stderr, (args, res.output)
+
+
+# ----------------------------------------------------------------------------- single models, grass image
+
+
+def test_m2_export_gltf_and_obj(realdata, tmp_path):
+    from wowgrass.formats.m2 import M2Model
+
+    src = realdata / "m2" / "v264" / "Rabbit.m2"
+    out = tmp_path / "rabbit.glb"
+    res = run("m2", "export", src, "--texture", realdata / "m2" / "v264" / "RabbitSkin.blp", "-o", out)
+    assert res.exit_code == 0, res.output
+    assert "154 vertices, 107 triangles, 1 texture)" in res.stderr
+    doc = pygltflib.GLTF2().load(str(out))
+    assert len(doc.meshes) == 1 and len(doc.images) == 1 and len(doc.nodes) == 1
+    prim = doc.meshes[0].primitives
+    pos = accessor(doc, prim[0].attributes.POSITION)
+    m = M2Model.from_bytes(src.read_bytes(), str(src), read=lambda p: (src.parent / Path(p.replace("\\", "/")).name).read_bytes())
+    np.testing.assert_allclose(from_gltf(pos), m.render_mesh().positions, atol=1e-6)
+    assert sum(accessor(doc, p.indices).size for p in prim) == 321  # the skin's triangle indices
+    # the format follows the suffix, or --format says it; anything else is an error
+    res = run("m2", "export", src, "-o", tmp_path / "rabbit.obj")
+    assert res.exit_code == 0 and (tmp_path / "rabbit.obj").read_text().count("\nf ") == 107
+    for args, text in [(["-o", tmp_path / "r.fbx"], ".glb or .obj"),
+                       (["--format", "gltf", "-o", tmp_path / "r.obj"], ".glb"),
+                       (["-o", tmp_path / "missing" / "r.glb"], "does not exist")]:
+        res = run("m2", "export", src, *args)
+        assert res.exit_code == 2 and text in res.stderr, res.output
+
+
+def test_adt_image_grass_dots_follow_the_placement(world, tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "g.png"
+    res = run("adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "--kind", "grass", "--size",
+              256, "-o", out, "--json")
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["file"] == str(out) and js["kind"] == "grass"
+    img = np.asarray(Image.open(out).convert("RGB"))
+    assert img.shape == (256, 256, 3)
+    # every model of the legend shows as its colour; the dark relief itself is grey
+    colours = {tuple(int(item["rgb"][i:i + 2], 16) for i in (1, 3, 5)) for item in js["legend"]}
+    flat = img.reshape(-1, 3)
+    found = {c for c in colours if (flat == c).all(axis=1).any()}
+    assert found == colours and sum(i["count"] for i in js["legend"]) > 1000
+    grey = (flat.max(axis=1) - flat.min(axis=1)) < 4
+    assert 0.05 < grey.mean() < 0.95  # roads and bare ground stay visible between the dots
+    # a JPEG when the suffix says so; an unknown suffix is an error, not a PNG under another name
+    res = run("adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "-o", tmp_path / "h.jpg")
+    assert res.exit_code == 0 and Image.open(tmp_path / "h.jpg").format == "JPEG"
+    res = run("adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "-o", tmp_path / "h.xyz")
+    assert res.exit_code == 2 and "suffix" in res.stderr
+
+
+def test_adt_image_grass_of_a_real_tile_needs_tables(realdata, tmp_path):
+    adt = realdata / "adt" / "continent4229.adt"
+    res = run("adt", "image", adt, "--kind", "grass", "-o", tmp_path / "g.png")
+    assert res.exit_code == 2 and "--dbc" in res.stderr and "--data" in res.stderr
+    res = run("adt", "image", adt, "--kind", "grass", "--dbc", realdata / "dbc" / "3.3.5", "-o", tmp_path / "g.png",
+              "--json")
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["legend"]) == 16
+
+
+@pytest.mark.parametrize("args", [
+    ["export", "gltf", "-o", "{tmp}/x.glb", "--tile", "99,1"],
+    ["export", "gltf", "-o", "{tmp}/nope/x.glb"],
+    ["export", "gltf", "{tmp}/bad.adt", "--dbc", "{tmp}", "-o", "{tmp}/x.glb"],
+    ["bundle", "export", "{tmp}/bad.adt"],
+    ["m2", "export", "{tmp}/bad.adt", "-o", "{tmp}/x.glb"],
+    ["adt", "image", "{tmp}/bad.adt", "--kind", "grass", "-o", "{tmp}/x.png"],
+])
+def test_bad_input_exits_2_without_a_traceback(tmp_path, args):
+    (tmp_path / "bad.adt").write_bytes(b"REVM\x04\0\0\0\x12\0\0\0garbage")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "wowgrass", *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (argv, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr

@@ -25,3 +25,34 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
             pass
         raise
     return path
+
+
+#: image formats by file suffix (Pillow's names); anything else is an error, never a silent PNG
+IMAGE_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".bmp": "BMP", ".tga": "TGA", ".tif": "TIFF",
+                 ".tiff": "TIFF", ".webp": "WEBP"}
+
+
+def image_format(path) -> str:
+    """The Pillow format a file name's suffix asks for; UsageError for an unknown suffix."""
+    from wowgrass.errors import UsageError
+
+    fmt = IMAGE_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise UsageError(f"{path}: the image format follows the file's suffix; use one of "
+                         + ", ".join(sorted(IMAGE_FORMATS)))
+    return fmt
+
+
+def write_image(path, pixels) -> Path:
+    """An (h, w, 3|4) uint8 array (or a PIL image) written atomically in the format its suffix names."""
+    import io
+
+    from PIL import Image
+
+    fmt = image_format(path)
+    img = pixels if isinstance(pixels, Image.Image) else Image.fromarray(pixels)
+    if fmt in ("JPEG", "BMP") and img.mode == "RGBA":
+        img = img.convert("RGB")
+    buf = io.BytesIO()
+    img.save(buf, format=fmt)
+    return write_atomic(path, buf.getvalue())

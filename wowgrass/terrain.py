@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.errors import UsageError
-from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, UNIT_SIZE, AdtTile, McnkFlags
+from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.paths import find_file
@@ -335,18 +335,39 @@ def _grid_lines(img: np.ndarray) -> np.ndarray:
 
 
 def write_tile_image(t: AdtTile, path, kind: str = "height", size: int = 1024) -> Path:
-    """Draw the tile and write it as a PNG atomically."""
-    import io
+    """Draw the tile and write it atomically, in the image format the suffix names."""
+    from wowgrass.fileio import write_image
 
-    from PIL import Image
-
-    from wowgrass.fileio import write_atomic
-
-    rgb = tile_image(t, kind, size)
-    bio = io.BytesIO()
-    Image.fromarray(rgb, "RGB").save(bio, format="PNG")
-    return write_atomic(path, bio.getvalue())
+    return write_image(path, tile_image(t, kind, size))
 
 
-__all__ = ["IMAGE_KINDS", "adt_game_path", "image_legend", "load_tile", "parse_tile_arg", "tile_image",
+def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, list[dict]]:
+    """Where the grass was placed: one dot per instance, coloured by model, over the grey relief.
+
+    ``instances`` is a :class:`wowgrass.placement.Instances` of this tile. Returns the (size, size, 3)
+    picture and its legend (one entry per model, with its instance count)."""
+    if not 16 <= size <= 8192:
+        raise UsageError(f"image size {size} outside 16..8192")
+    _z, shade = _relief(t, size)
+    rgb = ((25 + 70 * shade)[..., None] * np.ones(3)).astype(np.float32)  # dark, so the dots stand out
+    names = np.array([str(m) for m in instances.models] or [""], dtype=object)
+    cols = _category_colour(np.array([zlib.crc32(n.lower().encode()) & 0x7FFFFFFF for n in names.tolist()]),
+                            seed=3).astype(np.float32)
+    pos = np.asarray(instances.pos, np.float64)
+    px = (ZEROPOINT - t.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE * size  # east
+    py = (ZEROPOINT - t.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE * size  # south
+    ix = np.clip(px.astype(np.int64), 0, size - 1)
+    iy = np.clip(py.astype(np.int64), 0, size - 1)
+    model = np.asarray(instances.model, np.int64)
+    dot = max(1, size // 512)  # dots stay visible on big pictures
+    for dy in range(dot):
+        for dx in range(dot):
+            rgb[np.minimum(iy + dy, size - 1), np.minimum(ix + dx, size - 1)] = cols[model]
+    counts = np.bincount(model, minlength=len(instances.models)) if len(model) else np.zeros(len(names), int)
+    legend = [{"label": names[i], "rgb": "#%02x%02x%02x" % tuple(int(v) for v in cols[i]), "count": int(n),
+               "unit": "instances"} for i, n in sorted(enumerate(counts.tolist()), key=lambda c: -c[1]) if n]
+    return np.clip(rgb, 0, 255).astype(np.uint8), legend
+
+
+__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "load_tile", "parse_tile_arg", "tile_image",
            "tile_summary", "write_tile_image"]
