@@ -73,6 +73,7 @@ def test_m2_info_with_data(tmp_path):
 def test_m2_export(tmp_path, use_data):
     d = grass_files(tmp_path / "data")
     out = tmp_path / "out" / "grass.obj"
+    out.parent.mkdir()  # -o into a folder that does not exist is an error
     if use_data:
         r = run("m2", "export", "--data", str(tmp_path / "data"), "World\\NoDXT\\Detail\\CliGrass.m2", "-o", str(out))
     else:
