@@ -1,15 +1,20 @@
-"""Render benchmark: resident instanced grass at 100k / 1M / 4M instances, and the sample zone.
+"""Render benchmark: resident grass from 100k to 45M instances, the sample zone, a streaming flight.
 
-Prints, per instance count:
-  * viewer  - the viewer's path: camera at eye height inside a field of 0.35 instances per square
-              unit (a bigger bundle is a bigger area, as a bigger zone is), per-chunk culling, one
-              indirect multi-draw. CPU ms to build and submit a frame (target < 1 ms, flat as the
-              resident count grows), GPU ms (timer query), wall ms per frame.
-  * layout  - every instance drawn, no culling (one instanced draw, the reference methodology of
-              docs/gpu.md): the bundle's 16-byte instances against the grass reference's 64-byte matrices on the
-              same instances; GPU and wall ms and the 64/16 ratio (target >= 2x on the H200).
-and the sample world's zone at the requested size (target < 4 ms a frame on the H200): the start
-view, the grass view, and the grass view walking forward (12 units/s at 60 fps).
+Prints, per resident instance count (camera at eye height in a field of 0.35 instances per square
+unit; a bigger count is a bigger area, as a bigger zone is):
+  * gpu     - GPU-driven culling (render/grass_gpu.py): a compute pass tests every resident chunk
+              group then its instances (distance, frustum, LOD rings) into a compacted buffer and
+              indirect commands; two-command multi-draw per model. Targets on the H200: CPU <= 0.1
+              ms a frame, flat from 100k to 45M; wall <= 1.5 ms at 45M; no cliff 4M -> 16M.
+  * cpu     - the per-chunk CPU culling path (the GL < 4.3 fallback, issue 8's viewer path).
+  * probes  - at --probe-count (16M by default): why the CPU path's GPU time jumped between 4M and
+              16M (docs/view.md): the same drawn set from one giant buffer with the drawn chunks in
+              the middle (large baseInstance), with them first (small baseInstance), from 1M-instance
+              buffers, and through the GPU path's compacted buffer.
+  * layout  - (--layout-counts) every instance drawn, no culling: 16-byte instances vs 64-byte mat4.
+Then the sample world's zone at the requested size (start view, grass view, walking), with PNGs
+(normal and --debug-rings colouring) in --png-dir, and with --flight a straight flight at 50
+units/s across a 6x6 sample world with a finish after every frame: median, p99, max frame time.
 
 Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
 waits for the GPU's last frame. ``wall`` = the time of N consecutive frames (one ``finish`` at the
@@ -17,7 +22,8 @@ end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' t
 ``cpu`` = the median time to build and submit a frame.
 
     python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
-    python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000 --json out.json
+    python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000,16000000,45000000 \
+        --frames 200 --flight --json out/render.json --png-dir out     # the H200 run (docs/gpu.md)
 
 Uses EGL offscreen (Mesa llvmpipe here; the NVIDIA driver on the lent H200, see docs/gpu.md).
 """
@@ -42,6 +48,7 @@ from wowgrass.render.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import Frame, FrameUniforms, draw_frame  # noqa: E402
 from wowgrass.render.gputimer import GpuTimer  # noqa: E402
 from wowgrass.render.grass import INSTANCE_DTYPE, GrassField  # noqa: E402
+from wowgrass.render.grass_gpu import GpuGrass  # noqa: E402
 from wowgrass.render.meshes import GpuMesh, crossed_quads  # noqa: E402
 from wowgrass.render.passes import ColourPass  # noqa: E402
 from wowgrass.render.programs import make_programs  # noqa: E402
@@ -51,8 +58,9 @@ DENSITY = 0.35  # instances per square unit (docs/gpu.md)
 CENTRE = (0.0, 0.0)  # the middle of the map
 
 
-def field_instances(n: int, seed: int = 0) -> np.ndarray:
-    """``n`` instances in a square around CENTRE at DENSITY, on a gently rolling ground."""
+def field_instances(n: int, seed: int = 0, near_first: bool = False) -> np.ndarray:
+    """``n`` instances in a square around CENTRE at DENSITY, on a gently rolling ground, in chunk
+    order (as a bundle has them); ``near_first``: chunks ordered by distance from CENTRE instead."""
     rng = np.random.default_rng(seed)
     half = math.sqrt(n / DENSITY) / 2
     inst = np.zeros(n, INSTANCE_DTYPE)
@@ -64,9 +72,14 @@ def field_instances(n: int, seed: int = 0) -> np.ndarray:
     inst["yaw"] = rng.integers(0, 65536, n).astype(np.uint16)
     inst["scale"] = np.round(rng.uniform(0.8, 1.2, n) * 4096).astype(np.uint16)
     # the placement emits instances chunk by chunk; so does a bundle
-    from wowgrass.render.grass import chunk_keys
+    from wowgrass.render.grass import chunk_bounds_xy, chunk_keys
 
-    return inst[np.argsort(chunk_keys(inst["pos"]), kind="stable")]
+    keys = chunk_keys(inst["pos"])
+    if near_first:
+        lo, hi = chunk_bounds_xy(keys)
+        d = np.hypot(*((lo + hi) / 2 - CENTRE).T)
+        return inst[np.lexsort((keys, np.round(d, 3)))]
+    return inst[np.argsort(keys, kind="stable")]
 
 
 def ground(x, y):
@@ -84,10 +97,16 @@ def clump(kind: str = "ref18"):
     return m
 
 
+_VIEWS: dict = {}  # one View per camera, kept across frames as the viewer keeps its views
+
+
 def frame(target, uniforms, field, cam, t, timer):
     t0 = time.perf_counter()
     timer.begin()
-    fr = Frame(time=t, views=[View(cam, (0, 0, *target.size))], wind=field.settings)
+    view = _VIEWS.get(id(cam))
+    if view is None or view.camera is not cam:
+        view = _VIEWS[id(cam)] = View(cam, (0, 0, *target.size))
+    fr = Frame(time=t, views=[view], wind=field.settings)
     counts = draw_frame(fr, [ColourPass(target)], [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
     timer.end()  # reads the query of two frames earlier: CPU and GPU overlap
@@ -99,13 +118,28 @@ def median(values):
     return statistics.median(v) if v else float("nan")
 
 
-def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, settings):
+def make_field(ctx, progs, mesh, inst, *, path, layout="16p", cull=True, settings=None, split=0):
+    """A grass source holding ``inst``: ``path`` "gpu" (GpuGrass) or "cpu" (GrassField, in
+    ``split``-instance batches when given, as tiles would be)."""
+    if path == "gpu":
+        field = GpuGrass(ctx, progs["16p"], settings)
+        field.add(mesh, inst)
+        field.flush_uploads()
+        return field
     field = GrassField(ctx, progs[layout], settings, layout=layout)
     field.cull = cull
-    field.add(mesh, inst, layout=layout)
+    for k, i0 in enumerate(range(0, len(inst), split or len(inst))):
+        field.add(mesh, inst[i0:i0 + (split or len(inst))], layout=layout, tile=k)
+    return field
+
+
+def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=True, frames, cam, settings,
+              split=0):
+    field = make_field(ctx, progs, mesh, inst, path=path, layout=layout, cull=cull, settings=settings, split=split)
     timer = GpuTimer(ctx)
     uniforms = FrameUniforms(ctx)
-    frame(target, uniforms, field, cam, 0.0, timer)  # warm-up
+    for _ in range(3):  # warm-up: shader compilation, first command writes
+        frame(target, uniforms, field, cam, 0.0, timer)
     timer.drain()
     ctx.finish()
     cpus = []
@@ -117,10 +151,18 @@ def run_field(ctx, target, progs, mesh, inst, *, layout, cull, frames, cam, sett
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
     gpus = [ms for f, ms in timer.drain() if f >= first]
+    out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
+           "submitted": counts.instances, "draw_calls": counts.draw_calls}
+    if path == "gpu":  # one more frame with the counters on, read back (not timed)
+        field.collect_stats = True
+        frame(target, uniforms, field, cam, 0.0, timer)
+        st = field.read_stats(View(cam, (0, 0, *target.size)))
+        out.update(st)
+        out["submitted"] = st["drawn"]
+        timer.drain()
     field.release()
     uniforms.release()
-    return {"cpu_ms": median(cpus), "gpu_ms": median(gpus), "wall_ms": wall, "submitted": counts.instances,
-            "draw_calls": counts.draw_calls}
+    return out
 
 
 def eye_camera(aspect):
@@ -187,9 +229,19 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
         r = results[name] = time_viewer(v, target, frames, walk)
         r["resident"] = scene.grass.total_instances
         r["camera"] = [round(float(c), 2) for c in cam.position]
+        v.toggles.stats = True  # one more frame with the GPU culling's counters read back (not timed)
+        st = v.render_frame(0.0)
+        v.toggles.stats = False
+        r.update(grass_drawn=st.grass_instances, grass_tested=st.grass_tested,
+                 grass_kept_per_ring=st.grass_kept_per_ring, grass_culling=st.grass_culling)
         if png_dir and not walk:
             v.render_frame(0.0)
             v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
+            rings = scene.grass.settings.rings
+            rings.debug = True
+            v.render_frame(0.0)
+            v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}_debug_rings.png")
+            rings.debug = False
         if profile and name == "grass_60_60":  # where a frame's CPU time goes (Python or GL calls)
             import cProfile
             import pstats
@@ -212,13 +264,69 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
     return results
 
 
+def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None):
+    """A straight flight over a ``tiles`` x ``tiles`` sample world at ``speed`` units/s (60 fps
+    steps), ``height`` above the ground, streaming tiles as the viewer does; a finish after every
+    frame so that a stall shows in its frame. Flown twice: first as the cache stands (bundles
+    baked on demand on a fresh machine), then again with every bundle cached."""
+    from wowgrass.data import open_data
+    from wowgrass.render.scene import Scene, tiles_centre
+    from wowgrass.render.source import GameSource
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    root = sample_data_path(tiles=(tiles, tiles), jobs=4)
+    data = open_data(root)
+    src = GameSource(data, MAP_NAME)
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    results = {}
+    cx, cy = tiles_centre(src.tiles)
+    span = frames * speed / 60.0
+    # along the world's diagonal through its centre: tile borders in X and Y both get crossed
+    start = np.array([cx - span / 2 / math.sqrt(2), cy - span / 2 / math.sqrt(2), 0.0])
+    step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
+    for run in ("first", "cached"):
+        scene = Scene(target.ctx, progs, src)
+        cam = Camera(position=start.copy())
+        cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
+        scene.update(cam.position, block=True)
+        v = Viewer(target, scene, cam, Toggles())
+        times, uploads = [], 0
+        for i in range(frames):
+            t0 = time.perf_counter()
+            uploads += scene.update(cam.position)
+            g = scene.ground_height(float(cam.position[0]), float(cam.position[1]))
+            if g is not None:
+                cam.position[2] = g + height
+            v.render_frame(i / 60.0)
+            target.ctx.finish()
+            times.append((time.perf_counter() - t0) * 1000.0)
+            cam.position = cam.position + step
+        med = statistics.median(times)
+        results[run] = {"median_ms": med, "p99_ms": float(np.percentile(times, 99)), "max_ms": max(times),
+                        "frames_over_4x_median": sum(t > 4 * med for t in times), "frames": frames,
+                        "tile_uploads": uploads, "resident_tiles_end": len(scene.tiles)}
+        if png_dir and run == "cached":
+            v.save_png(Path(png_dir) / f"flight_end_{size[0]}x{size[1]}.png")
+        scene.release()
+    target.release()
+    data.close()
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="640x360", help="frame size WxH (default 640x360; 1920x1080 on a GPU)")
     ap.add_argument("--counts", default="100000,1000000,4000000")
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--sample-frames", type=int, default=None, help="frames per sample-zone view (default: --frames)")
-    ap.add_argument("--layout-counts", default=None, help="counts for the no-culling layout runs (default: --counts)")
+    ap.add_argument("--layout-counts", default="", help="counts for the no-culling layout runs (default: none)")
+    ap.add_argument("--probe-count", type=int, default=None,
+                    help="resident count of the cliff probes (default: 16M when --counts has it, else none; 0: none)")
+    ap.add_argument("--flight", action="store_true", help="fly across a 6x6 sample world at 50 units/s")
+    ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
+    ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
     ap.add_argument("--variants", action="store_true",
@@ -228,34 +336,76 @@ def main(argv=None):
     ap.add_argument("--png-dir", help="write sample-zone frames here")
     a = ap.parse_args(argv)
     w, h = (int(v) for v in a.size.lower().split("x"))
+    if a.png_dir:
+        Path(a.png_dir).mkdir(parents=True, exist_ok=True)
     counts = [int(c) for c in a.counts.split(",") if c]
-    layout_counts = [int(c) for c in (a.layout_counts or a.counts).split(",") if c]
+    layout_counts = [int(c) for c in a.layout_counts.split(",") if c]
+    if a.probe_count is None:
+        a.probe_count = 16_000_000 if 16_000_000 in counts else 0
 
     target = create_offscreen_target((w, h), samples=0)
     ctx = target.ctx
     info = {"renderer": ctx.info["GL_RENDERER"], "version": ctx.info["GL_VERSION"], "size": [w, h],
-            "frames": a.frames}
-    print(f"renderer: {info['renderer']} | GL {info['version']} | {w}x{h} | {a.frames} frames per run")
+            "frames": a.frames, "max_ssbo_bytes": ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE")}
+    print(f"renderer: {info['renderer']} | GL {info['version']} | {w}x{h} | {a.frames} frames per run | "
+          f"max SSBO {info['max_ssbo_bytes']} bytes", flush=True)
     progs = {lay: make_programs(ctx, instance_layout=lay) for lay in ("16", "16p", "mat4")}
     mesh = GpuMesh(ctx, clump("ref18"))
-    out = {"info": info, "viewer": [], "layout": [], "sample": None}
+    out = {"info": info, "gpu": [], "cpu": [], "probes": [], "layout": [], "sample": None, "flight": None}
 
-    print("\nviewer path (eye height, 0.35 inst/unit^2, per-chunk culling, indirect multi-draw):")
-    print(f"{'resident':>10} {'submitted':>10} {'draws':>6} {'cpu ms':>8} {'gpu ms':>8} {'wall ms':>8}")
-    for n in counts:
-        inst = field_instances(n)
-        r = run_field(ctx, target, progs, mesh, inst, layout="16p", cull=True, frames=a.frames,
-                      cam=eye_camera(w / h), settings=GrassSettings())
-        r["resident"] = n
-        out["viewer"].append(r)
-        print(f"{n:>10,} {r['submitted']:>10,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['gpu_ms']:>8.3f} "
-              f"{r['wall_ms']:>8.2f}")
+    def save():  # after every section: a run cut short still leaves its figures
+        if a.json:
+            Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.json).write_text(json.dumps(out, indent=2))
+    settings = GrassSettings()
+    hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'gpu ms':>8} {'wall ms':>8}")
+
+    def row(n, r):
+        return (f"{n:>11,} {r['submitted']:>8,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['cpu_ms_max']:>8.3f} "
+                f"{r['gpu_ms']:>8.3f} {r['wall_ms']:>8.3f}")
+
+    for path, title in (("gpu", "GPU-driven culling (compute pass: groups, then instances, LOD rings; indirect)"),
+                        ("cpu", "CPU per-chunk culling (the fallback; issue 8's viewer path)")):
+        if path == "gpu" and ctx.version_code < 430:
+            print("\nno OpenGL 4.3 here: no GPU-driven culling")
+            continue
+        print(f"\n{title}, eye height, 0.35 inst/unit^2:")
+        print(hdr + ("  tested on the GPU / kept per ring" if path == "gpu" else ""))
+        for n in counts:
+            inst = field_instances(n)
+            r = run_field(ctx, target, progs, mesh, inst, path=path, frames=a.frames, cam=eye_camera(w / h),
+                          settings=settings)
+            r["resident"] = n
+            out[path].append(r)
+            extra = f"  {r['gpu_tested']:,} / {'/'.join(f'{k:,}' for k in r['kept_per_ring'])}" if path == "gpu" else ""
+            print(row(n, r) + extra, flush=True)
+            del inst
+            save()
+    if a.probe_count:
+        n = a.probe_count
+        print(f"\nthe 4M -> 16M cliff, probed at {n:,} resident (same camera, same drawn set):")
+        print(f"{'probe':>28} " + hdr)
+        probes = (("giant buffer, chunk order", "cpu", False, 0),
+                  ("giant buffer, near first", "cpu", True, 0),
+                  ("1M-instance buffers", "cpu", False, 1_000_000),
+                  ("GPU path (compacted)", "gpu", False, 0))
+        for name, path, near_first, split in probes:
+            if path == "gpu" and ctx.version_code < 430:
+                continue
+            inst = field_instances(n, near_first=near_first)
+            r = run_field(ctx, target, progs, mesh, inst, path=path, frames=a.frames, cam=eye_camera(w / h),
+                          settings=settings, split=split)
+            r.update(probe=name, resident=n)
+            out["probes"].append(r)
+            print(f"{name:>28} " + row(n, r), flush=True)
+            del inst
+            save()
 
     everything = GrassSettings(fade_start=1e9, draw_distance=2e9)
     # two views of the same instances: the whole field on screen from above (every clump lands
     # a few pixels; raster-bound, a cost both layouts share) and eye height (most clumps are
     # clipped after the vertex stage, so instance fetch and vertex work dominate)
-    for kind, view in (("ref18", "overview"), ("ref18", "eye"), ("indexed12", "overview")):
+    for kind, view in (("ref18", "overview"), ("ref18", "eye"), ("indexed12", "overview")) if layout_counts else ():
         m = mesh if kind == "ref18" else GpuMesh(ctx, clump(kind))
         print(f"\nno culling, every instance drawn (one instanced draw), clump {kind}, {view} camera: "
               "16-byte instances (one 4u4 attribute) vs the grass reference's 64-byte mat4")
@@ -307,6 +457,7 @@ def main(argv=None):
         sf = a.sample_frames or a.frames
         s = bench_sample((w, h), sf, a.png_dir, a.samples, parts=True, profile=a.profile)
         out["sample"] = s
+        save()
         # the first sample run after the big fields is sometimes slow to settle: time it again
         s2 = bench_sample((w, h), sf, None, a.samples)
         for k in s2:
@@ -321,10 +472,18 @@ def main(argv=None):
             rep = r["repeat"]
             print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
                   f"  (max cpu {r['cpu_ms_max']:.3f} gpu {fmt(r['gpu_ms_max'])})  draws {r['draw_calls']}  "
-                  f"instances {r['instances']:,} of {r['resident']:,} resident  triangles {r['triangles']:,}"
+                  f"grass drawn {r['grass_drawn']:,} ({r['grass_culling']}) of {r['resident']:,} resident  "
+                  f"triangles (non-grass) {r['triangles']:,}"
                   f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}")
-    if a.json:
-        Path(a.json).write_text(json.dumps(out, indent=2))
+    if a.flight:
+        print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "
+              f"MSAA {a.samples}x, finish after every frame:")
+        f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir)
+        for run, r in f.items():
+            print(f"  {run:<7} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
+                  f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
+                  f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']}")
+    save()
     return out
 
 

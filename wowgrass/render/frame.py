@@ -75,23 +75,27 @@ class FrameUniforms:
         self.buffer = None
         self._slots = 0
         self._last = None
+        self._data = None
 
-    def pack(self, frame: Frame, view) -> np.ndarray:
+    def pack(self, frame: Frame, view, out: np.ndarray | None = None) -> np.ndarray:
         """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout)."""
-        b = np.zeros(_FLOATS, np.float32)
-        cam = view.camera
+        b = np.zeros(_FLOATS, np.float32) if out is None else out
+        cam, wind, rings = view.camera, frame.wind, frame.wind.rings
+        px, py, pz = cam.position.tolist()
         b[_VIEW_PROJ:_VIEW_PROJ + 16] = view.view_proj().T.reshape(-1)
-        b[_CAMERA:_CAMERA + 4] = (*cam.position, frame.time)
+        b[_CAMERA:_CAMERA + 4] = (px, py, pz, frame.time)
         b[_SUN:_SUN + 3] = frame.sun_dir
         b[_SUN_COLOR:_SUN_COLOR + 3] = frame.sun_color
         b[_AMBIENT:_AMBIENT + 3] = frame.ambient
         b[_FOG_COLOR:_FOG_COLOR + 3] = frame.fog_color
         b[_FOG:_FOG + 4] = (*frame.fog, cam.near, cam.far)
-        g = frame.wind.params(cam.position[:2], frame.time, 0.0, 0.0)  # row i = GLSL column i
-        b[_GRASS:_GRASS + 12] = g[:3].reshape(-1)
-        b[_GRASS + 12] = g[3, 2]  # sway on
+        # sway.glsl's parameter columns 0-2 (GrassSettings.params) and the sway switch
+        dx, dy = wind.direction
+        n = (dx * dx + dy * dy) ** 0.5 or 1.0
+        b[_GRASS:_GRASS + 13] = (px, py, wind.fade_start, wind.draw_distance,
+                                 frame.time, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
+                                 wind.phase[0], wind.phase[1], dx / n, dy / n, 1.0 if wind.enabled else 0.0)
         b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
-        rings = frame.wind.rings
         b[_RINGS:_RINGS + 4] = (*rings.radii_padded(), rings.band)
         b[_RING_KEEP:_RING_KEEP + 4] = (*rings.keep_padded(), 1.0 if rings.debug else 0.0)
         return b
@@ -100,11 +104,12 @@ class FrameUniforms:
         """Give every view of ``frame`` its slot and write its block (skipped when nothing
         changed since the last frame)."""
         views = frame.all_views
-        data = np.zeros((len(views), self.stride // 4), np.float32)
+        if self._data is None or len(self._data) != len(views):
+            self._data = np.zeros((len(views), self.stride // 4), np.float32)
         for i, v in enumerate(views):
             v.slot = i
-            data[i, :_FLOATS] = self.pack(frame, v)
-        raw = data.tobytes()
+            self.pack(frame, v, self._data[i, :_FLOATS])
+        raw = self._data.tobytes()
         if raw == self._last:
             return
         if self.buffer is None or self._slots < len(views):

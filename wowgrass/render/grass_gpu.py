@@ -41,6 +41,10 @@ MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
+# glMemoryBarrier bits: compute results read by the next compute pass (SSBO), then as indirect
+# commands and instance attributes by the draws
+SSBO_BARRIER = 0x2000
+DRAW_BARRIER = 0x40 | 0x1  # GL_COMMAND_BARRIER_BIT | GL_VERTEX_ATTRIB_ARRAY_BARRIER_BIT
 
 
 class RangeAllocator:
@@ -173,6 +177,7 @@ class GpuGrass(Source):
         self._arena_draws: list = []
         self._cmd_per_view = 0
         self._visible_per_view = 0
+        self._uniform_values: dict = {}
 
     # -- residency --
     @property
@@ -342,26 +347,33 @@ class GpuGrass(Source):
         for i, b in enumerate((self.arena, self.group_table, self.model_table, self.commands, self.visible,
                                self.stats)):
             b.bind_to_storage_buffer(i)
-        cs = self._cull
+        cs, set_ = self._cull, self._set_uniform
         n_groups = self._groups.high
         rows = -(-n_groups // WORKGROUP_ROW)
-        cs["uGroupCount"].value = n_groups
-        cs["uRowGroups"].value = WORKGROUP_ROW
-        cs["uLiteRing"].value = self.settings.rings.lite_ring
-        cs["uCollectStats"].value = self.collect_stats
+        set_(cs, "uGroupCount", n_groups)
+        set_(cs, "uRowGroups", WORKGROUP_ROW)
+        set_(cs, "uLiteRing", self.settings.rings.lite_ring)
+        set_(cs, "uCollectStats", self.collect_stats)
         for view in views:
             frame.uniforms.bind(view)
-            cs["uCommandBase"].value = view.slot * self._cmd_per_view
-            cs["uVisibleBase"].value = view.slot * self._visible_per_view
-            cs["uStatsBase"].value = view.slot * STATS_SIZE
+            set_(cs, "uCommandBase", view.slot * self._cmd_per_view)
+            set_(cs, "uVisibleBase", view.slot * self._visible_per_view)
+            set_(cs, "uStatsBase", view.slot * STATS_SIZE)
             if n_groups:
                 cs.run(min(n_groups, WORKGROUP_ROW), rows)
-        ctx.memory_barrier()
+        ctx.memory_barrier(SSBO_BARRIER)
         fin = self._finalize
-        fin["uCommandCount"].value = self._cmd_per_view * self._n_views
-        fin["uCollectStats"].value = self.collect_stats
+        set_(fin, "uCommandCount", self._cmd_per_view * self._n_views)
+        set_(fin, "uCollectStats", self.collect_stats)
         fin.run(1)
-        ctx.memory_barrier()
+        ctx.memory_barrier(DRAW_BARRIER)
+
+    def _set_uniform(self, prog, name, value):
+        """Set a compute uniform only when it changed (most are the same frame after frame)."""
+        key = (prog.glo, name)
+        if self._uniform_values.get(key) != value:
+            self._uniform_values[key] = value
+            prog[name].value = value
 
     def draw(self, pass_, view) -> DrawCounts:
         if not self.models:
