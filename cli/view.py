@@ -69,6 +69,10 @@ def _size(text):
 @click.option("--no-doodads", is_flag=True, help="Start with doodads off (r_doodads 0; key O).")
 @click.option("--no-terrain", is_flag=True, help="Start with terrain off (r_terrain 0; key T).")
 @click.option("--stats", is_flag=True, help="Print frame statistics (r_stats 1; key F3).")
+@click.option("--mcsh", is_flag=True,
+              help="Darken the terrain where the ADT's baked MCSH shadow map is set (key M).")
+@click.option("--lod-colors", is_flag=True,
+              help="Colour the terrain by LOD level: red (full detail) to violet (2x2 per chunk) (key L).")
 @click.option("--placeholders", is_flag=True,
               help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
                    "clumps, so the placement still shows.")
@@ -84,7 +88,7 @@ def _size(text):
 @json_option
 def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, placeholders,
-         culling, rings, ring_radii, ring_keep, debug_rings, as_json):
+         culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
@@ -109,6 +113,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
+        mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
         grass_culling=culling, rings=ring_settings,
         log=lambda s: click.echo(s, err=True),

@@ -32,6 +32,8 @@ class ViewOptions:
     terrain: bool = True
     stats: bool = False
     placeholders: bool = False  # draw grass models missing from the data as stand-in clumps
+    mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
+    lod_colors: bool = False  # colour the terrain by LOD level
     window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
     quit_after: float | None = None  # window: close after this many seconds
     screenshot: str | None = None  # window: write the last frame shown (read from the window) here
@@ -131,7 +133,8 @@ def run_view(opts: ViewOptions) -> dict:
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
         scene.update(camera.position, block=True)
         load_s = _time.perf_counter() - t_load
-        toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats)
+        toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
+                          mcsh=opts.mcsh, lod_colors=opts.lod_colors)
         viewer = Viewer(target, scene, camera, toggles)
         result = {
             "map": src.map, "data": str(data.root), "tiles": [list(k) for k in scene.tiles],
@@ -162,7 +165,7 @@ def run_view(opts: ViewOptions) -> dict:
             say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
         if want_window:
             say("window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, G grass, "
-                "O doodads, T terrain, C culling, F3 stats, Esc quit")
+                "O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows, F3 stats, Esc quit")
             run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
                                     quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
             result.update(_window_result(run, viewer, target))

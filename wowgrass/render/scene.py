@@ -88,6 +88,7 @@ class ResidentTile:
     grass_instances: int = 0
     doodad_instances: int = 0
     missing: list = field(default_factory=list)
+    grass_xy: np.ndarray | None = None  # (<= 4096, 2) of the bundle's grass, drawn or not (start-up choices)
 
 
 class Scene:
@@ -193,7 +194,10 @@ class Scene:
             if mesh is not None and len(mats):
                 self.doodads.add(mesh, mats, tile=key)
                 n_dood += len(mats)
-        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing)
+        pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
+        pos = np.concatenate(pos) if pos else np.zeros((0, 2))
+        grass_xy = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)
+        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing, grass_xy)
         self.version += 1
 
     def _placeholder_mesh(self) -> GpuMesh:

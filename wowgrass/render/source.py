@@ -38,7 +38,7 @@ class GameSource:
                  dbc_dir=None):
         from wowgrass.bake import ModelTable, load_catalog
         from wowgrass.formats.wdt import WdtFile
-        from wowgrass.terrain import wdt_game_path
+        from wowgrass.terrain import adt_game_path, wdt_game_path
 
         self.data, self.map = data, map_name
         self.name = f"{map_name} ({data.root})"
@@ -51,6 +51,8 @@ class GameSource:
             wdt = WdtFile.from_bytes(data.read(wpath), wpath)
             listed = sorted(wdt.tiles())
             self.big_alpha = bool(wdt.big_alpha)
+            # a WDT may list tiles an extract lacks: keep those the data has
+            listed = [t for t in listed if data.exists(adt_game_path(map_name, *t))]
         else:  # a loose folder of ADTs without their WDT
             pat = f"world\\maps\\{map_name}\\{map_name}_*_*.adt".lower()
             listed = []

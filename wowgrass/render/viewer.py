@@ -64,6 +64,8 @@ class Toggles:
     terrain: bool = True  # r_terrain
     stats: bool = False  # r_stats
     cull: bool = True  # per-chunk culling of grass (off: one draw per model, shader-only cull)
+    lod_colors: bool = False  # terrain coloured by LOD level (key L, --lod-colors)
+    mcsh: bool = False  # terrain darkened by the ADT's baked MCSH shadow map (key M, --mcsh)
 
 
 class Viewer:
@@ -111,6 +113,7 @@ class Viewer:
         gpu_stats = hasattr(grass, "read_stats") and tg.stats and tg.grass
         if hasattr(grass, "collect_stats"):
             grass.collect_stats = gpu_stats
+        sc.terrain.lod.debug, sc.terrain.lod.mcsh = tg.lod_colors, tg.mcsh
         sources = [s for s in sc.sources if getattr(tg, s.name, True)]
         if self._timer is not None:
             self._timer.begin()
@@ -225,7 +228,8 @@ class WindowControls:
 
     W/A/S/D fly (never below 0.5 units above the ground), Q/E (or Space) down/up, Shift 6x speed, mouse drag (left or right button,
     cursor captured while held) looks around, the wheel scales the base speed; G ``r_grass``,
-    O ``r_doodads``, T ``r_terrain``, C per-chunk culling, F3 ``r_stats``; Esc quits. The handlers
+    O ``r_doodads``, T ``r_terrain``, C per-chunk culling, L terrain LOD colours, M MCSH shadows,
+    F3 ``r_stats``; Esc quits. The handlers
     are plain methods, so tests can call :meth:`on_key` without a window system sending events.
     """
 
@@ -241,7 +245,7 @@ class WindowControls:
         self._last_cursor = None
         g = glfw
         self.toggle_keys = {g.KEY_G: "grass", g.KEY_O: "doodads", g.KEY_T: "terrain", g.KEY_C: "cull",
-                            g.KEY_F3: "stats"}
+                            g.KEY_L: "lod_colors", g.KEY_M: "mcsh", g.KEY_F3: "stats"}
 
     def install(self):
         g, w = self.glfw, self.window
@@ -324,7 +328,8 @@ def write_png(path, rgb: np.ndarray) -> None:
 
 def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
     """``--camera``/``--target`` when given (a camera of two numbers X,Y stands at eye height above
-    the ground there); else above the centre of the data at eye height, looking towards the grass."""
+    the ground there); else :mod:`.firstframe`'s choice: at eye height where grass grows on a tile
+    the data has, looking along the ground across it."""
     if camera is not None and len(camera) == 3:
         cam = Camera(position=np.asarray(camera, np.float64))
         if target is not None:
@@ -332,10 +337,17 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
         return cam
     from .scene import tiles_centre
 
-    if camera is not None:  # X,Y only: at eye height above the ground there
-        x, y = float(camera[0]), float(camera[1])
-    else:
-        x, y = tiles_centre(source.tiles)
+    if camera is None:
+        from .firstframe import choose_start, start_tile
+
+        tile = start_tile(source)
+        scene.update((*tiles_centre([tile]), 0.0), block=True)
+        pos, yaw, pitch = choose_start(scene, tile, eye_height=eye_height)
+        cam = Camera(position=pos, yaw=yaw, pitch=pitch)
+        if target is not None:
+            cam.look_at(target)
+        return cam
+    x, y = float(camera[0]), float(camera[1])  # X,Y only: at eye height above the ground there
     scene.update((x, y, 0.0), block=True)
     z = scene.ground_height(x, y)
     z = (z if z is not None else 0.0) + eye_height

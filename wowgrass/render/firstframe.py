@@ -1,0 +1,111 @@
+"""Where ``wowgrass view`` starts without ``--camera``: at eye height where grass grows, looking
+along the ground across it.
+
+1. The start tile: the tile nearest the centre of the source's tiles (only tiles the data has:
+   a WDT may list tiles an extract lacks, and GameSource leaves those out).
+2. Candidate spots: the tile's grass instances (from its bundle, drawn or not: a real extract
+   often lacks the grass models), standing where the most grass is within 12 units; without any
+   grass, a grid of spots over the tile.
+3. For each spot and 16 headings: the grass in a 45-degree sector 6..90 units ahead (what the
+   view shows), times a penalty when the ground ahead rises above the eye line (a hillside: the
+   steepest elevation angle of the ground 4..60 units ahead, over the
+   heading and its two neighbours) and when the strip straight ahead
+   has much less grass than the sector (looking down a road or a bare track).
+4. The best spot and heading; the pitch follows the ground's slope ahead, 8 degrees below it.
+Everything runs once at start-up, vectorised over spots and headings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .constants import EYE_HEIGHT, TILE_SIZE
+
+HEADINGS = 16
+SECTOR = math.radians(22.5)  # half-width of the sector counted as "in view"
+AHEAD = (6.0, 90.0)  # grass counted this far ahead (world units)
+HILL_SAMPLES = np.array([4.0, 8.0, 14.0, 22.0, 32.0, 45.0, 60.0])
+MAX_RISE = math.tan(math.radians(6.0))  # ground ahead above this elevation angle: a hillside
+ROAD_STRIP = 3.0  # half-width of the strip straight ahead that a road would leave bare
+
+
+def start_tile(source) -> tuple[int, int]:
+    """The source's tile nearest the centre of its tiles (a source lists only the tiles its data
+    has: GameSource drops those a WDT lists but the extract lacks)."""
+    keys = np.array(source.tiles, np.float64).reshape(-1, 2)
+    d = np.hypot(*(keys - keys.mean(axis=0)).T)
+    return tuple(int(v) for v in keys[int(np.argmin(d))])
+
+
+def ground_heights(scene, x, y) -> np.ndarray:
+    """Terrain heights under points (x, y) (NaN where no resident tile covers them)."""
+    x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    out = np.full(x.shape, np.nan)
+    for t in scene.tiles.values():
+        if t.adt is None:
+            continue
+        ch = t.adt.chunk_index_at(x, y)
+        m = ch >= 0
+        if m.any():
+            out[m] = t.adt.heights_at(ch[m], x[m], y[m])
+    return out
+
+
+def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.ndarray, float, float]:
+    """(position (3,), yaw, pitch) of the first view on resident tile ``tile``."""
+    from .scene import tiles_centre
+
+    cx, cy = tiles_centre([tile])
+    res = scene.tiles.get(tuple(tile))
+    grass = getattr(res, "grass_xy", None)
+    grass = np.zeros((0, 2)) if grass is None else np.asarray(grass, np.float64)
+    grass = grass[:: max(1, len(grass) // 4000)]
+    inside = (np.abs(grass[:, 0] - cx) < TILE_SIZE / 2 - 20) & (np.abs(grass[:, 1] - cy) < TILE_SIZE / 2 - 20)
+    if inside.sum() >= 20:
+        pts = grass[inside]
+        # spots: a spread of grass positions, ranked by the grass around them
+        spots = pts[np.random.default_rng(0).choice(len(pts), min(len(pts), 160), replace=False)]
+        near = np.hypot(*(spots[:, None, :] - pts[None, :: max(1, len(pts) // 4000), :]).transpose(2, 0, 1))
+        around = (near < 12.0).sum(axis=1)
+        spots = spots[np.argsort(-around, kind="stable")[:40]]
+    else:
+        g = np.linspace(-TILE_SIZE / 2 + 40, TILE_SIZE / 2 - 40, 6)
+        spots = np.stack(np.meshgrid(cx + g, cy + g), -1).reshape(-1, 2)
+    ground = ground_heights(scene, spots[:, 0], spots[:, 1])
+    spots, ground = spots[np.isfinite(ground)], ground[np.isfinite(ground)]
+    if not len(spots):
+        z = ground_heights(scene, cx, cy)
+        return np.array([cx, cy, (0.0 if not np.isfinite(z) else float(z)) + eye_height]), math.radians(30.0), math.radians(-8.0)
+    eye = ground + eye_height
+    yaw = (np.arange(HEADINGS) + 0.5) * 2 * math.pi / HEADINGS
+    dirs = np.stack([np.cos(yaw), np.sin(yaw)], -1)  # yaw 0 = north (+X), positive towards west (+Y)
+    # hillside: the steepest elevation of the ground ahead, per spot and heading
+    sx = spots[:, None, None, 0] + dirs[None, :, None, 0] * HILL_SAMPLES[None, None, :]
+    sy = spots[:, None, None, 1] + dirs[None, :, None, 1] * HILL_SAMPLES[None, None, :]
+    h = ground_heights(scene, sx, sy)
+    rise = np.nanmax(np.where(np.isfinite(h), (h - eye[:, None, None]) / HILL_SAMPLES, -1.0), axis=2)
+    far = HILL_SAMPLES >= 14.0  # the ground's own slope ahead, from the ground under the eye
+    slope = np.nanmean(np.where(np.isfinite(h[..., far]), (h[..., far] - ground[:, None, None]) / HILL_SAMPLES[far], 0.0), axis=2)
+    if len(grass):
+        rel = grass[None, :, :] - spots[:, None, :]  # (spots, grass, 2)
+        dist = np.hypot(rel[..., 0], rel[..., 1])
+        along = rel @ dirs.T  # (spots, grass, headings)
+        across = np.abs(rel[..., 0, None] * dirs[None, None, :, 1] - rel[..., 1, None] * dirs[None, None, :, 0])
+        ahead = (dist[..., None] > AHEAD[0]) & (dist[..., None] < AHEAD[1])
+        sector = ahead & (along > dist[..., None] * math.cos(SECTOR))
+        strip = ahead & (along > 0) & (across < ROAD_STRIP) & (dist[..., None] < 45.0)
+        in_sector = sector.sum(axis=1).astype(np.float64)
+        in_strip = strip.sum(axis=1).astype(np.float64)
+        # the strip is about (2 * 3 * 39) / (pi/8 * (45^2 - 6^2)) = 0.30 of the sector's near area
+        road = np.clip(in_strip / np.maximum(0.3 * in_sector * (45.0 ** 2 - 36) / (90.0 ** 2 - 36), 1.0), 0.0, 1.0)
+        score = in_sector * (0.25 + 0.75 * road)
+    else:
+        score = np.ones((len(spots), HEADINGS))
+    # the view spans about three headings: a hillside beside the centre fills half the frame
+    rise = np.maximum(rise, np.maximum(np.roll(rise, 1, axis=1), np.roll(rise, -1, axis=1)))
+    score = score * np.where(rise > MAX_RISE, 0.05, 1.0) + 1e-3 * (MAX_RISE - np.minimum(rise, 1.0))
+    i, j = np.unravel_index(int(np.argmax(score)), score.shape)
+    pitch = math.atan(float(np.clip(slope[i, j], -0.35, 0.35))) - math.radians(8.0)
+    return np.array([spots[i, 0], spots[i, 1], eye[i]]), float(yaw[j] % (2 * math.pi)), pitch
