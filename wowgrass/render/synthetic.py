@@ -82,7 +82,7 @@ class SyntheticSource:
 
     def __init__(self, tiles=((32, 32),), density: float = 0.05, seed: int = 0, models: int = 2,
                  instances: dict | None = None, hole_chunk: int | None = None, quads: int = 3,
-                 mesh_factory=None):
+                 mesh_factory=None, relief: float = 6.0):
         self.tiles = [tuple(t) for t in tiles]
         self.density, self.seed, self.n_models = density, seed, models
         self._instances = instances  # {(col, row): {model: array}} overrides the random ones
@@ -90,12 +90,13 @@ class SyntheticSource:
         self.quads = quads
         self.mesh_factory = mesh_factory  # path -> MeshData, replaces the crossed quads
         self.missing_models: set[str] = set()
+        self.relief = relief  # height amplitude of the terrain (world units)
 
     def model_names(self):
         return [f"synthetic\\grass{k}.m2" for k in range(self.n_models)]
 
     def load_tile(self, col: int, row: int) -> dict:
-        tile = synthetic_tile(col, row, hole_chunk=self.hole_chunk)
+        tile = synthetic_tile(col, row, hole_chunk=self.hole_chunk, relief=self.relief)
         if self._instances is not None:
             grass = self._instances.get((col, row), {})
         else:

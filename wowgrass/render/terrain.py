@@ -316,6 +316,7 @@ class TerrainLod:
 
     bands: tuple = LOD_BANDS
     enabled: bool = True  # off: every chunk at level 0 and no morph
+    morph: bool = True  # off: levels switch without geomorphing (they pop; for comparison)
     debug: bool = False  # colour the terrain by level (key L, --debug-lod)
     mcsh: bool = False  # darken where the ADT's baked MCSH shadow map is set (--mcsh)
 
@@ -428,7 +429,8 @@ class TerrainSet(Source):
         prog = pass_.program(self.programs, "terrain")
         for name, value in (("uLodEye", self._lod_eye or tuple(view.camera.position)),
                             ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
-                            ("uLodDebug", float(self.lod.debug)), ("uMcsh", float(self.lod.mcsh))):
+                            ("uLodMorph", float(self.lod.morph)), ("uLodDebug", float(self.lod.debug)),
+                            ("uMcsh", float(self.lod.mcsh))):
             if name in prog:
                 prog[name].value = value
         if self.indirect:
