@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -150,23 +151,25 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         with _open(data_path, build) as data:
             map_name = choose_map(data, None)
     results, failures = [], []
+    t0 = time.perf_counter()
     for ranges in parse_tiles(tiles) or [None]:
         done, failed = _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement,
                                            constants, force, quiet=as_json)
         seen = {tuple(r.tile) for r in results}
         results += [r for r in done if tuple(r.tile) not in seen]
         failures += failed
+    seconds = time.perf_counter() - t0
     if export_file and results:
         write_rows([r.path for r in results], export_fmt, export_file)
     if as_json:
-        echo_json({"map": map_name, "data": str(data_path), "tiles": [r.to_dict() for r in results],
-                   "failures": [f.to_dict() for f in failures]})
+        echo_json({"map": map_name, "data": str(data_path), "seconds": round(seconds, 3),
+                   "tiles": [r.to_dict() for r in results], "failures": [f.to_dict() for f in failures]})
     else:
         hits = sum(r.cache_hit for r in results)
         rebuilt = sum(r.rebuilt is not None for r in results)
         inst = sum(r.instances for r in results)
         click.echo(f"{map_name}: {plural(len(results), 'tile')} baked ({hits} cached, {rebuilt} rebuilt), "
-                   f"{plural(inst, 'instance')}")
+                   f"{plural(inst, 'instance')}, {seconds:.1f} s ({len(results) / max(seconds, 1e-9):.1f} tiles/s)")
         missing = sorted({m for r in results for m in r.missing_models})
         if missing:
             click.echo(f"  {plural(len(missing), 'model')} missing from the data (the viewer names them; "
@@ -182,7 +185,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
 
 
 def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement, constants, force, quiet):
-    with progress_bar("bake", "tiles", quiet=quiet) as bar:
+    with progress_bar("bake", "tiles", quiet=quiet, rate=True) as bar:
         def step(res):
             bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 

@@ -140,14 +140,16 @@ class _Bar:
             self.progress.start()
 
 
-def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, bytes_: bool = False):
+def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, bytes_: bool = False,
+                 rate: bool = False):
     """A transient progress bar on stderr: ``label [bar] 3/12 tiles`` (a count alone while the total
-    is unknown; with ``bytes_`` sizes in kB/MB). Hidden with ``quiet`` or -q, and when stderr is
-    not a terminal (rich's default)."""
+    is unknown; with ``bytes_`` sizes in kB/MB; with ``rate`` the speed, ``2.5 tiles/s``, and an
+    ETA). Hidden with ``quiet`` or -q, and when stderr is not a terminal (rich's default)."""
     import contextlib
 
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
     from rich.text import Text
 
     class Count(ProgressColumn):
@@ -157,8 +159,13 @@ def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool
                 return Text(plural(done, unit.rstrip("s")) if unit.endswith("s") else f"{done:,} {unit}")
             return Text(f"{done:,}/{int(task.total):,} {unit}")
 
+    class Rate(ProgressColumn):
+        def render(self, task):
+            return Text(f"{task.speed:,.1f} {unit}/s" if task.speed else "")
+
     amount = DownloadColumn() if bytes_ else Count()
-    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), amount, TimeElapsedColumn(),
+    speed = (Rate(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()) if rate else (TimeElapsedColumn(),)
+    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), amount, *speed,
                         TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
                         disable=quiet or verbosity() < 0)
     task = progress.add_task("", total=total)

@@ -136,8 +136,15 @@ def die(*a, **k):
     os.kill(os.getpid(), signal.SIGKILL)
 if sys.argv[4] == "rename":
     fileio.os.replace = die          # killed after the bytes are written, before the rename
-else:
-    fileio.os.fsync = die            # killed in the middle of writing
+else:                                # killed in the middle of writing
+    real_fdopen = fileio.os.fdopen
+    class HalfWritten:
+        def __init__(self, f): self.f = f
+        def __enter__(self): return self
+        def __exit__(self, *exc): return False
+        def write(self, data):
+            self.f.write(data[:len(data) // 2]); self.f.flush(); die()
+    fileio.os.fdopen = lambda fd, mode: HalfWritten(real_fdopen(fd, mode))
 bake_file(sys.argv[2], dbc_dir=sys.argv[3])
 """
 

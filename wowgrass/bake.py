@@ -186,7 +186,7 @@ def bake_tile(
     t3 = time.perf_counter()
     # the bundle's model table: catalogue model index -> info (only models in use get instances)
     table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))
-    B.write_instances_bundle(path, inst, table, prov)
+    B.write_instances_bundle(path, inst, table, prov, durable=out is not None)  # the cache is checksummed
     t4 = time.perf_counter()
     if out is None:
         _prune(path)
@@ -312,10 +312,10 @@ def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], 
 _WORKER: dict = {}
 
 
-def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force):
+def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads):
     from wowgrass.data import open_data
 
-    data = open_data(data_root, build=build)
+    data = open_data(data_root, build=build, threads=threads)
     catalog = load_catalog(data=data, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
                    constants=constants, big_alpha=big_alpha, force=force)
@@ -330,17 +330,36 @@ class TileFailure:
         return {"tile": list(self.tile), "error": self.error}
 
 
-def _worker_bake(col: int, row: int) -> BakeResult | TileFailure:
+def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]:
+    """Bake a chunk of tiles with this process's data, catalogue and model table. The ADTs are
+    read through ``read_many``, so the next ones decompress (on spare cores) while one is placed."""
     from wowgrass.terrain import adt_game_path
 
     w = _WORKER
-    name = adt_game_path(w["map"], col, row)
-    try:
-        return bake_tile(w["data"].read(name), w["catalog"], map_name=w["map"], placement=w["placement"],
-                         constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
-                         force=w["force"])
-    except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
-        return TileFailure((col, row), str(exc))
+    names = [adt_game_path(w["map"], c, r) for c, r in tiles]
+    out: list[BakeResult | TileFailure] = []
+    reads = w["data"].read_many(names)
+    for (col, row), name in zip(tiles, names):
+        t0 = time.perf_counter()
+        raw = next(reads)[1]
+        read_s = time.perf_counter() - t0
+        try:
+            if isinstance(raw, WowgrassError):
+                raise raw
+            res = bake_tile(raw, w["catalog"], map_name=w["map"], placement=w["placement"],
+                            constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
+                            force=w["force"])
+            res.seconds["read"] = read_s
+            out.append(res)
+        except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
+            out.append(TileFailure((col, row), str(exc)))
+    return out
+
+
+def chunk_size(tiles: int, jobs: int) -> int:
+    """Tiles handed to a worker at once: enough to make the hand-over cheap, few enough that the
+    workers finish together (about 16 chunks per worker, at most 8 tiles each)."""
+    return max(1, min(8, tiles // (16 * max(jobs, 1))))
 
 
 def bake_map(
@@ -356,17 +375,21 @@ def bake_map(
     force: bool = False,
     progress: Callable[[BakeResult | TileFailure], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    chunk: int | None = None,
 ) -> tuple[list[BakeResult], list[TileFailure]]:
     """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
 
-    Each process opens the data source and loads the tables once. ``on_start`` gets the number of
-    tiles to bake before the first; ``progress`` is called in the parent after every tile.
-    Failures (a tile's ADT missing or corrupt) are returned, not raised.
+    Each process opens the data source and loads the tables once and is handed chunks of
+    ``chunk`` tiles (default :func:`chunk_size`); every bundle goes to the cache as soon as it is placed. ``on_start``
+    gets the number of tiles to bake before the first; ``progress`` is called in the parent
+    after every tile, as chunks come back. Failures (a tile's ADT missing or corrupt) are
+    returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
     from wowgrass.data import open_data
+    from wowgrass.formats.mpq import default_threads
 
     make_strategy(placement, constants)  # fail early on a bad name
-    with open_data(data_root, build=build) as data:
+    with open_data(data_root, build=build, threads=1) as data:
         listed, big_alpha = map_tiles(data, map_name, ranges)
         build = build or data.build
     folder = cache_dir() / "bundles" / map_name
@@ -375,27 +398,31 @@ def bake_map(
     todo = list(tiles) if tiles is not None else listed
     if on_start is not None:
         on_start(len(todo))
-    args = (str(data_root), build, map_name, placement, constants, big_alpha, force)
+    jobs = max(1, min(jobs, len(todo)))
+    threads = max(1, default_threads() // jobs)    # decompression threads per worker
+    args = (str(data_root), build, map_name, placement, constants, big_alpha, force, threads)
+    size = chunk or chunk_size(len(todo), jobs)
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     results: list[BakeResult] = []
     failures: list[TileFailure] = []
 
-    def record(res):
-        (failures if isinstance(res, TileFailure) else results).append(res)
-        if progress is not None:
-            progress(res)
+    def record(chunk_results):
+        for res in chunk_results:
+            (failures if isinstance(res, TileFailure) else results).append(res)
+            if progress is not None:
+                progress(res)
 
-    if jobs <= 1 or len(todo) <= 1:
+    if jobs == 1:
         _worker_init(*args)
         try:
-            for col, row in todo:
-                record(_worker_bake(col, row))
+            for chunk in chunks:
+                record(_worker_bake(chunk))
         finally:
             _WORKER.pop("data").close()
             _WORKER.clear()
     else:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
-            futures = [pool.submit(_worker_bake, c, r) for c, r in todo]
-            for fut in as_completed(futures):
+            for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
                 record(fut.result())
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
     return results, failures

@@ -271,7 +271,9 @@ def bundle_bytes(
     n = model_index.shape[0]
     counts = np.bincount(model_index, minlength=len(models)) if n else np.zeros(len(models), np.int64)
     used = np.nonzero(counts)[0]
-    order = np.argsort(model_index, kind="stable")
+    # a stable sort on 16-bit keys is a radix sort: the same order as on int64, in linear time
+    keys = model_index.astype(np.uint16) if len(models) <= 0x10000 else model_index
+    order = np.argsort(keys, kind="stable")
     packed = pack_instances(np.asarray(pos)[order], np.asarray(yaw)[order], np.asarray(scale)[order])
 
     strings = bytearray()
@@ -337,15 +339,17 @@ def bundle_bytes(
     return bytes(buf)
 
 
-def write_bundle(path, **kwargs) -> Path:
-    """:func:`bundle_bytes`, written atomically to ``path``."""
-    return write_atomic(path, bundle_bytes(**kwargs))
+def write_bundle(path, *, durable: bool = True, **kwargs) -> Path:
+    """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic)."""
+    return write_atomic(path, bundle_bytes(**kwargs), durable=durable)
 
 
-def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict) -> Path:
+def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,
+                           durable: bool = True) -> Path:
     """Write a :class:`wowgrass.placement.Instances` (its ``models`` indexes ``models``)."""
     return write_bundle(
         path,
+        durable=durable,
         model_index=instances.model,
         pos=instances.pos,
         yaw=instances.yaw,

@@ -7,16 +7,22 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
-    """Write ``data`` to ``path`` so readers see either the old file or the whole new one."""
+def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` so readers see either the old file or the whole new one.
+
+    ``durable`` flushes the data to disk before the rename. A cache entry that is checked on every
+    read (a bundle's checksum) can skip it: a power cut then leaves at worst a file that fails its
+    check and is rebuilt, and a bake of many tiles does not wait for the disk once per tile.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

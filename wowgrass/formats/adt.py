@@ -150,12 +150,16 @@ def decode_alpha_rle(buf, start: int, end: int, path: str | None = None) -> tupl
 
     Each run starts with a byte ``b``: ``n = b & 0x7F``; ``b & 0x80`` fills the next byte n times,
     otherwise the next n bytes are copied. Runs past 4096 are clamped, as the client does.
+    A map has a hundred runs or more: each is one slice of ``buf`` and the pieces are joined once.
     """
-    out = bytearray()
+    if not isinstance(buf, (bytes, bytearray)):
+        buf = bytes(buf)
+    parts = []
+    total = 0
     p = start
-    while len(out) < ALPHA_8BIT_SIZE:
+    while total < ALPHA_8BIT_SIZE:
         if p >= end:
-            raise TruncatedError(f"compressed alpha map ends after {len(out)} of 4096 bytes",
+            raise TruncatedError(f"compressed alpha map ends after {total} of 4096 bytes",
                                  path=path, offset=p)
         b = buf[p]
         n = b & 0x7F
@@ -163,15 +167,16 @@ def decode_alpha_rle(buf, start: int, end: int, path: str | None = None) -> tupl
         if b & 0x80:
             if p >= end:
                 raise TruncatedError("compressed alpha map: fill run without its value", path=path, offset=p)
-            out += bytes((buf[p],)) * n
+            parts.append(buf[p:p + 1] * n)
             p += 1
         else:
             if p + n > end:
                 raise TruncatedError(f"compressed alpha map: copy run of {n} bytes, {end - p} left",
                                      path=path, offset=p)
-            out += buf[p:p + n]
+            parts.append(buf[p:p + n])
             p += n
-    return np.frombuffer(bytes(out[:ALPHA_8BIT_SIZE]), np.uint8), p - start
+        total += n
+    return np.frombuffer(b"".join(parts)[:ALPHA_8BIT_SIZE], np.uint8), p - start
 
 
 def encode_alpha_rle(alpha: np.ndarray) -> bytes:
