@@ -1,0 +1,207 @@
+"""The inputs an outside fuzzer and real files found (issue 17): each must end in a clean
+FormatError with a byte offset, or be read the way the game reads it."""
+
+from __future__ import annotations
+
+import contextlib
+import lzma
+import os
+import resource
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from adt_build import generated_tile
+from wowgrass.cli.main import cli
+from wowgrass.errors import FormatError
+from wowgrass.formats import dbc as D
+from wowgrass.formats.adt import AdtTile, write_adt
+from wowgrass.formats.mpq import MpqArchive, write_mpq
+
+HEADER = struct.Struct("<4sIIII")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@contextlib.contextmanager
+def memory_limit(headroom=2**30):
+    """Lower the soft address-space limit for the block (a runaway allocation is a MemoryError)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        vm = int(f.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (vm + headroom, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _limit_memory(headroom=2**30):
+    def apply():
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm + headroom, vm + headroom))
+    return apply
+
+
+def run_limited(*args, timeout=120):
+    """``python -m wowgrass ARGS`` in a subprocess under a 1 GiB address-space headroom."""
+    out = subprocess.run([sys.executable, "-m", "wowgrass", *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout, preexec_fn=_limit_memory())
+    return out
+
+
+def assert_clean_process(out):
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
+    assert out.stderr.startswith("error:") and "Traceback" not in out.stderr, out.stderr[-2000:]
+
+
+def assert_clean(result):
+    """exit 2, one ``error:`` line, no traceback (CliRunner keeps escapes in ``exception``)."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "error:" in result.output and "Traceback" not in result.output
+
+
+# -------------------------------------------------------------------------------------------- DBC
+def test_dbc_records_without_fields_are_refused(tmp_path):
+    data = HEADER.pack(b"WDBC", 3, 0, 1, 1) + b"\x07\x08\x09" + b"\0"
+    with pytest.raises(FormatError) as err:
+        D.DbcFile.from_bytes(data, "x.dbc").ids()
+    assert err.value.offset is not None
+    p = tmp_path / "GroundEffectTexture.dbc"
+    p.write_bytes(data)
+    assert_clean(run("dbc", "show", p, "--id", "1"))
+
+
+@pytest.mark.parametrize("record_size", [9_230_592, 0x7FFFFFFF])
+def test_dbc_record_size_nothing_backs_is_refused(tmp_path, record_size):
+    """A huge declared record size with no records: no per-column work, no allocation."""
+    data = HEADER.pack(b"WDBC", 0, 1, record_size, 1) + b"\0"
+    assert len(data) == 21
+    with pytest.raises(FormatError) as err, memory_limit():
+        f = D.DbcFile.from_bytes(data, "x.dbc", strict=False)
+        f.column_names()
+        f.columns_flat()
+    assert err.value.offset == 12
+    p = tmp_path / "GroundEffectTexture.dbc"
+    p.write_bytes(data)
+    assert_clean_process(run_limited("dbc", "dump", p))
+
+
+# -------------------------------------------------------------------------------------------- ADT
+@pytest.mark.parametrize("where", ["position", "height"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_adt_non_finite_geometry_is_a_format_error(where, value):
+    tile = generated_tile(2)
+    if where == "position":
+        tile.positions[17, 0] = value
+    else:
+        tile.heights[17, 40] = value
+    data = write_adt(tile)
+    with pytest.raises(FormatError) as err:
+        AdtTile.from_bytes(data, "x.adt", big_alpha=True)
+    assert err.value.offset is not None and "MCNK 17" in str(err.value)
+
+
+def test_adt_info_on_infinite_position_is_clean(tmp_path):
+    tile = generated_tile(2)
+    tile.positions[0, 1] = np.inf
+    p = tmp_path / "Azeroth_31_47.adt"
+    p.write_bytes(write_adt(tile))
+    assert_clean(run("adt", "info", p))
+
+
+def test_adt_accessors_survive_huge_finite_positions():
+    tile = generated_tile(2)
+    tile.positions[:, :2] = 3.0e38
+    t = AdtTile.from_bytes(write_adt(tile), "x.adt", big_alpha=True)
+    t.col, t.row
+    idx = np.arange(256)
+    h = t.heights_at(idx, t.positions[:, 0], t.positions[:, 1])
+    assert h.shape == (256,)
+    t.chunk_index_at([0.0], [0.0])
+
+
+# -------------------------------------------------------------------------------------------- MPQ
+def _lzma_archive_with_dictionary(dict_size: int) -> bytes:
+    """An archive of one LZMA file whose sector header declares ``dict_size``."""
+    data = write_mpq({"big.bin": bytes(range(256)) * 16}, compression="lzma", single_unit=True)
+    props = lzma._encode_filter_properties({"id": lzma.FILTER_LZMA1, "dict_size": 1 << 16})
+    at = data.find(b"\x12\x00" + props)
+    assert at > 0
+    b = bytearray(data)
+    struct.pack_into("<I", b, at + 3, dict_size)
+    return bytes(b)
+
+
+def test_mpq_lzma_dictionary_larger_than_the_file_is_refused_without_allocating(tmp_path):
+    """Under a 1 GiB address-space limit a 4 GB dictionary must be a clean error, not MemoryError."""
+    p = tmp_path / "lzma.mpq"
+    p.write_bytes(_lzma_archive_with_dictionary(0xFFFFFFF0))
+    script = textwrap.dedent(f"""
+        import resource
+        from wowgrass.errors import FormatError
+        from wowgrass.formats.mpq import MpqArchive
+        a = MpqArchive.open({str(p)!r})
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 2**30, vm + 2**30))
+        try:
+            a.read("big.bin")
+        except FormatError as exc:
+            print("clean", exc.offset)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("clean ") and "None" not in out.stdout
+
+
+def test_mpq_listfile_names_without_exists_flag(tmp_path):
+    """A name the listfile gives whose block lacks EXISTS is not listed as a file; extract goes on."""
+    data = bytearray(write_mpq({"a.txt": b"alpha", "b.txt": b"beta", "c.txt": b"gamma"}))
+    a = MpqArchive.from_bytes(bytes(data))
+    e = a.lookup("b.txt")
+    # clear EXISTS in the (encrypted) block table through the writer's own key
+    from wowgrass.formats.mpq import KEY_BLOCK_TABLE, decrypt_words, encrypt_words
+
+    h = a.header
+    start = h.offset + h.block_table_pos
+    words = decrypt_words(np.frombuffer(bytes(data), "<u4", h.block_table_size * 4, start), KEY_BLOCK_TABLE)
+    words = words.copy()
+    words[e.block_index * 4 + 3] &= 0x7FFFFFFF
+    data[start:start + words.nbytes] = encrypt_words(words, KEY_BLOCK_TABLE).astype("<u4").tobytes()
+    a = MpqArchive.from_bytes(bytes(data))
+    assert "b.txt" not in a.names() and {"a.txt", "c.txt"} <= set(a.names())
+    p = tmp_path / "x.mpq"
+    p.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    r = run("mpq", "extract", p, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert (out / "a.txt").read_bytes() == b"alpha" and (out / "c.txt").read_bytes() == b"gamma"
+
+
+# ------------------------------------------------------------------------------ errors carry offsets
+def test_wdt_missing_chunk_says_where():
+    from wowgrass.formats.wdt import WdtFile, write_wdt
+
+    data = write_wdt(WdtFile())
+    cut = data[:data.find(b"NIAM")]   # MAIN is stored reversed on disk
+    with pytest.raises(FormatError) as err:
+        WdtFile.from_bytes(cut, "x.wdt")
+    assert err.value.offset is not None
+
+
+def test_adt_missing_chunk_says_where():
+    data = write_adt(generated_tile(2))
+    at = data.find(b"NICM")
+    broken = data[:at] + b"XXXX" + data[at + 4:]
+    with pytest.raises(FormatError) as err:
+        AdtTile.from_bytes(broken, "x.adt", big_alpha=True)
+    assert err.value.offset is not None
