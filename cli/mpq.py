@@ -222,7 +222,8 @@ def extract(args, out_dir, data_path, as_json):
     """Extract NAMES or GLOBS (default: every named file) from ARCHIVE or the --data chain into -o DIR.
 
     Paths keep their folders; '..' and absolute parts are dropped so nothing lands outside DIR.
-    Each file is written atomically.
+    Each file is written atomically. A file that cannot be read or written gets a warning and the
+    rest still come out; the exit status is then 2.
     """
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -244,13 +245,19 @@ def extract(args, out_dir, data_path, as_json):
             bar.advance(task, len(skipped))
             # decompression runs ahead on worker threads while files are written here
             for name, data in src.read_many(n for n in names if targets[n] is not None):
+                bar.advance(task)
                 if isinstance(data, WowgrassError):
                     failed.append({"name": name, "error": str(data)})
-                else:
+                    continue
+                # a name the file system refuses (too long, a file where a folder must go) is
+                # reported like a corrupt file, and the rest still come out
+                try:
                     write_atomic(targets[name], data)
-                    total += len(data)
-                    done.append({"name": name, "path": str(targets[name]), "size": len(data)})
-                bar.advance(task)
+                except OSError as exc:
+                    failed.append({"name": name, "error": exc.strerror or str(exc)})
+                    continue
+                total += len(data)
+                done.append({"name": name, "path": str(targets[name]), "size": len(data)})
     finally:
         src.close()
     if as_json:
@@ -262,7 +269,7 @@ def extract(args, out_dir, data_path, as_json):
             click.echo(f"warning: {f['name']} not extracted: {f['error']}", err=True)
         click.echo(f"extracted {len(done)} files ({total:,} bytes) to {out}", err=True)
     if failed:
-        raise UsageError(f"{len(failed)} of {len(names)} files could not be read (the others were extracted)")
+        raise UsageError(f"{len(failed)} of {len(names)} files could not be read or written (the others were extracted)")
 
 
 @mpq.command()

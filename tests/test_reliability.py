@@ -4,7 +4,6 @@ FormatError with a byte offset, or be read the way the game reads it."""
 from __future__ import annotations
 
 import contextlib
-import lzma
 import os
 import resource
 import struct
@@ -133,8 +132,7 @@ def test_adt_accessors_survive_huge_finite_positions():
 def _lzma_archive_with_dictionary(dict_size: int) -> bytes:
     """An archive of one LZMA file whose sector header declares ``dict_size``."""
     data = write_mpq({"big.bin": bytes(range(256)) * 16}, compression="lzma", single_unit=True)
-    props = lzma._encode_filter_properties({"id": lzma.FILTER_LZMA1, "dict_size": 1 << 16})
-    at = data.find(b"\x12\x00" + props)
+    at = data.find(b"\x12\x00\x5d")   # mask, filter byte, lc/lp/pb of the .lzma header
     assert at > 0
     b = bytearray(data)
     struct.pack_into("<I", b, at + 3, dict_size)
@@ -205,3 +203,40 @@ def test_adt_missing_chunk_says_where():
     with pytest.raises(FormatError) as err:
         AdtTile.from_bytes(broken, "x.adt", big_alpha=True)
     assert err.value.offset is not None
+
+
+# ------------------------------------------------------------------------------------ mpq extract
+def test_mpq_extract_skips_names_it_cannot_write_and_goes_on(tmp_path):
+    long_name = "d\\" + "x" * 300 + ".txt"
+    files = {"dup": b"file", "dup\\child.txt": b"child", long_name: b"long", "ok\\one.txt": b"one",
+             "..\\..\\escape.txt": b"evil", "C:\\abs.txt": b"abs", "\\\\server\\share\\x.txt": b"unc",
+             "z.txt": b"zed"}
+    p = tmp_path / "names.mpq"
+    p.write_bytes(write_mpq(files))
+    out = tmp_path / "deep" / "out"
+    r = run("mpq", "extract", p, "-o", out)
+    assert_clean(r)
+    warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 2, r.output          # the long name and one of dup / dup\child.txt
+    assert (out / "ok" / "one.txt").read_bytes() == b"one" and (out / "z.txt").read_bytes() == b"zed"
+    # traversal names are rebased under the target, never written outside it
+    assert (out / "escape.txt").read_bytes() == b"evil"
+    assert (out / "abs.txt").read_bytes() == b"abs"
+    assert (out / "server" / "share" / "x.txt").read_bytes() == b"unc"
+    outside = {q for q in tmp_path.rglob("*") if out not in q.parents and q != out}
+    assert outside == {p, tmp_path / "deep"}
+
+
+def test_mpq_extract_goes_on_past_a_corrupt_file(tmp_path):
+    data = bytearray(write_mpq({"a.txt": b"A" * 5000, "b.txt": b"B" * 5000, "c.txt": b"C" * 5000}))
+    e = MpqArchive.from_bytes(bytes(data)).lookup("b.txt")
+    start = e.file_pos + 4 * 3 + 2      # inside the first compressed sector
+    data[start:start + 16] = b"\xff" * 16
+    p = tmp_path / "x.mpq"
+    p.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    r = run("mpq", "extract", p, "-o", out)
+    assert_clean(r)
+    assert "warning:" in r.output and "b.txt" in r.output
+    assert (out / "a.txt").read_bytes() == b"A" * 5000 and (out / "c.txt").read_bytes() == b"C" * 5000
+    assert not (out / "b.txt").exists()

@@ -512,7 +512,7 @@ class _Reader:
             self.fail(f"ADT version {version}, expected {VERSION}", mver.offset)
         for tag in (b"MHDR", b"MCIN", b"MTEX"):
             if tag not in top:
-                self.fail(f"ADT has no {tag.decode()} chunk")
+                self.fail(f"ADT has no {tag.decode()} chunk", len(buf), TruncatedError)
         if len(mcnk) != 256:
             self.fail(f"expected 256 MCNK chunks, found {len(mcnk)}", len(buf), TruncatedError)
         mhdr = top[b"MHDR"]
@@ -680,6 +680,19 @@ class _Reader:
                 extra[i] = extra_i
 
         heights = self.gather(base + o["ofs_height"] + 8, MCVT_SIZE).view("<f4")
+        # Non-finite geometry is corrupt data (the client cannot place or draw it): refuse the tile
+        # here so every accessor can rely on finite numbers.
+        bad_pos = ~np.isfinite(hdr["position"]).all(axis=1)
+        bad_h = ~np.isfinite(heights).all(axis=1)
+        if bad_pos.any() or bad_h.any():
+            i = int(np.flatnonzero(bad_pos | bad_h)[0])
+            if bad_pos[i]:
+                k = int(np.flatnonzero(~np.isfinite(hdr["position"][i]))[0])
+                self.fail(f"MCNK {i}: position {'XYZ'[k]} is {float(hdr['position'][i, k])}",
+                          int(base[i]) + HEADER_SIZE + MCNK_HEADER_DTYPE.fields["position"][1] + 4 * k)
+            k = int(np.flatnonzero(~np.isfinite(heights[i]))[0])
+            self.fail(f"MCNK {i}: MCVT height {k} is {float(heights[i, k])}",
+                      int(base[i] + o["ofs_height"][i]) + 8 + 4 * k)
         normals = self.gather(base + o["ofs_normal"] + 8, MCNR_SIZE).view(np.int8).reshape(256, 145, 3)
 
         # MCLY: up to 4 records per chunk

@@ -43,6 +43,9 @@ BUILDS = {"1.10": "1.10.2.5302", "1.12": "1.12.1.5875", "2.4.3": "2.4.3.8606", "
 _BUILD_ALIASES = {"1.12.1": "1.12", "1.12.x": "1.12", "vanilla": "1.12", "2.4": "2.4.3", "tbc": "2.4.3",
                   "3.3.5a": "3.3.5", "wotlk": "3.3.5", "1.10.2": "1.10", "pre-1.11": "1.10"}
 
+#: bigger than any WDBC record of 1.x-3.x (the widest, Spell.dbc, is under 1 KB)
+MAX_RECORD_SIZE = 1 << 16
+
 GROUND_EFFECT_TEXTURE = "GroundEffectTexture"
 GROUND_EFFECT_DOODAD = "GroundEffectDoodad"
 
@@ -194,8 +197,15 @@ class DbcFile:
                                        path=path, offset=0)
             raise FormatError(f"not a DBC file: magic {magic!r}, expected {MAGIC!r}", path=path, offset=0)
         warnings: list[str] = []
+        # Every count and size is checked before anything is built from it: column lists come from
+        # the field count and record size even when no record backs them.
+        if rs > MAX_RECORD_SIZE:
+            raise FormatError(f"record size {rs} is implausible (WDBC records are at most {MAX_RECORD_SIZE} B)",
+                              path=path, offset=12)
         if n and rs == 0:
             raise FormatError(f"{n} records of size 0", path=path, offset=12)
+        if n and f == 0:
+            raise FormatError(f"{n} records of {rs} bytes but 0 fields", path=path, offset=8)
         if f * 4 > rs and n:
             raise FormatError(f"{f} fields need {f * 4} bytes per record, header says record size {rs}",
                               path=path, offset=8)

@@ -312,6 +312,10 @@ def encrypt_bytes(data, key: int) -> bytes:
 
 # --- codecs ------------------------------------------------------------------------------------
 
+#: decoder state beside the dictionary (literal coder tables for the largest lc+lp, range coder)
+_LZMA_MEM_SLACK = 16 << 20
+
+
 def _bounded(decomp, data, limit: int) -> bytes:
     out = decomp.decompress(data, limit + 1)
     return out
@@ -330,7 +334,10 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
             if len(payload) < 14 or payload[0] != 0:
                 raise FormatError(f"LZMA sector: filter byte {payload[0] if len(payload) else None} "
                                   f"(expected 0) or short header", path=path, offset=offset)
-            out = _bounded(lzma.LZMADecompressor(format=lzma.FORMAT_ALONE), payload[1:], expected)
+            # The header declares the dictionary size and liblzma reserves it up front; a sector
+            # never needs more than its own size, so cap the decoder's memory by that.
+            memlimit = expected + _LZMA_MEM_SLACK
+            out = _bounded(lzma.LZMADecompressor(format=lzma.FORMAT_ALONE, memlimit=memlimit), payload[1:], expected)
         else:
             unsupported = mask & ~_SUPPORTED_BITS
             if unsupported or mask == 0:
@@ -806,7 +813,8 @@ class MpqArchive:
         out = []
         names = self._names_by_hash()
         for e in self.entries():
-            if e.name is None or e.is_delete_marker:
+            # a slot whose block lacks EXISTS holds no file (a deleted one): not listed
+            if e.name is None or e.is_delete_marker or not e.flags & _EXISTS:
                 continue
             key = (e.hash_a, e.hash_b)
             if key in seen:

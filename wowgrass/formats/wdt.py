@@ -82,7 +82,7 @@ class WdtFile:
                 extra.append((ch.tag, bytes(ch.payload)))
         for tag in (b"MVER", b"MPHD", b"MAIN"):
             if tag not in chunks:
-                raise FormatError(f"WDT has no {tag.decode()} chunk", path=path)
+                raise TruncatedError(f"WDT has no {tag.decode()} chunk", path=path, offset=len(data))
         mver = chunks[b"MVER"]
         if mver.size < 4:
             raise TruncatedError("MVER: expected 4 bytes", path=path, offset=mver.offset)
