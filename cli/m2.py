@@ -10,6 +10,7 @@ import numpy as np
 
 from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
 from wowgrass.errors import GameFileNotFound, UsageError
+from wowgrass.formats.m2 import BlendMode
 
 data_opt = click.option(
     "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
@@ -159,10 +160,11 @@ def _export_obj(m, src, out, texture_file, no_textures):
     from wowgrass.formats.blp import read_blp
 
     rm = m.render_mesh()
+    faces = _face_batches(rm.batches)
     stem = out.stem
     mtl_lines, material_names, pngs = [], [], {}
     if not no_textures:
-        for i, b in enumerate(rm.batches):
+        for i, b in faces:
             name = f"batch{i}"
             material_names.append(name)
             png_name = None
@@ -192,14 +194,26 @@ def _export_obj(m, src, out, texture_file, no_textures):
                 if b.blend_mode != 0:
                     mtl_lines += [f"map_d {png_name}"]
             mtl_lines.append("")
-    write_atomic(out, _obj_text(rm, f"{stem}.mtl" if mtl_lines else None, material_names).encode())
+    write_atomic(out, _obj_text(rm, faces, f"{stem}.mtl" if mtl_lines else None, material_names).encode())
     if mtl_lines:
         write_atomic(out.with_suffix(".mtl"), "\n".join(mtl_lines).encode())
     note(f"wrote {out} ({plural(len(rm.positions), 'vertex', 'vertices')}, "
          f"{plural(len(rm.indices) // 3, 'triangle')}, {plural(len(pngs), 'texture')})")
 
 
-def _obj_text(rm, mtl_name, material_names) -> str:
+def _face_batches(batches) -> list[tuple[int, object]]:
+    """One ``(batch index, batch)`` per submesh: its first batch that writes depth (opaque or
+    alpha-keyed), else its first. Further batches of a submesh (reflection, additive glow) draw the
+    same triangles again; exporting them too doubles every face (what wow.export avoids too)."""
+    chosen: dict[tuple[int, int], tuple[int, object]] = {}
+    for i, b in enumerate(batches):
+        key = (b.index_start, b.index_count)
+        if key not in chosen or (chosen[key][1].blend_mode > BlendMode.ALPHA_KEY >= b.blend_mode):
+            chosen[key] = (i, b)
+    return sorted(chosen.values(), key=lambda ib: ib[0])
+
+
+def _obj_text(rm, faces, mtl_name, material_names) -> str:
     f = io.StringIO()
     f.write("# exported by wowgrass m2 export (Y up)\n")
     if mtl_name:
@@ -210,10 +224,10 @@ def _obj_text(rm, mtl_name, material_names) -> str:
     np.savetxt(f, np.stack([uv[:, 0], 1.0 - uv[:, 1]], 1), fmt="vt %.6f %.6f")
     nrm = rm.normals
     np.savetxt(f, np.stack([nrm[:, 0], nrm[:, 2], -nrm[:, 1]], 1), fmt="vn %.6f %.6f %.6f")
-    for i, b in enumerate(rm.batches):
+    for k, (i, b) in enumerate(faces):
         f.write(f"g batch{i}\n")
         if material_names:
-            f.write(f"usemtl {material_names[i]}\n")
+            f.write(f"usemtl {material_names[k]}\n")
         tri = rm.indices[b.index_start:b.index_start + b.index_count].astype(np.int64).reshape(-1, 3) + 1
         if len(tri):
             np.savetxt(f, np.repeat(tri, 3, axis=1), fmt="f %d/%d/%d %d/%d/%d %d/%d/%d")

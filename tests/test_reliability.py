@@ -240,3 +240,117 @@ def test_mpq_extract_goes_on_past_a_corrupt_file(tmp_path):
     assert "warning:" in r.output and "b.txt" in r.output
     assert (out / "a.txt").read_bytes() == b"A" * 5000 and (out / "c.txt").read_bytes() == b"C" * 5000
     assert not (out / "b.txt").exists()
+
+
+# -------------------------------------------------------------------------------------------- BLP
+@pytest.mark.parametrize("depth", [2, 136, 255])
+def test_blp2_uncompressed_accepts_any_alpha_depth(depth):
+    """Compression 3 (BGRA) carries its alpha in every pixel: the client ignores the depth byte."""
+    from wowgrass.formats.blp import read_blp, write_blp
+
+    rgba = np.random.default_rng(1).integers(0, 256, (8, 16, 4), dtype=np.uint8)
+    data = bytearray(write_blp(rgba, "raw", mipmaps=False))
+    data[9] = depth
+    img = read_blp(bytes(data), "x.blp")
+    assert np.array_equal(img.mip(0), rgba)
+
+
+@pytest.mark.parametrize("encoding", ["palette", "dxt1"])
+def test_blp2_other_encodings_still_refuse_unknown_alpha_depths(encoding):
+    from wowgrass.errors import UnsupportedError
+    from wowgrass.formats.blp import read_blp, write_blp
+
+    data = bytearray(write_blp(np.zeros((8, 8, 4), np.uint8), encoding, mipmaps=False))
+    data[9] = 136
+    with pytest.raises(UnsupportedError) as err:
+        read_blp(bytes(data), "x.blp")
+    assert err.value.offset == 9
+
+
+# --------------------------------------------------------------------------------------- OBJ export
+def _two_batch_model(tmp_path, first_blend, second_blend):
+    """A v264 model of 2 submeshes; submesh 0 has two batches (e.g. base + additive reflection)."""
+    from wowgrass.formats.m2 import BATCH_DTYPE, MATERIAL_DTYPE, SUBMESH_DTYPE, M2Texture, make_vertices, write_m2
+
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [2, 0, 0], [2, 1, 0]], np.float32)
+    tris = np.array([0, 1, 2, 1, 3, 2, 1, 4, 3, 4, 5, 3], np.uint16)
+    sub = np.zeros(2, SUBMESH_DTYPE)
+    sub["index_start"], sub["index_count"] = (0, 6), (6, 6)
+    sub["vertex_count"] = 6
+    mats = np.array([(0, first_blend), (0, second_blend), (0, 0)], MATERIAL_DTYPE)
+    bat = np.zeros(3, BATCH_DTYPE)
+    bat["submesh"] = (0, 0, 1)
+    bat["material"] = (0, 1, 2)
+    bat["texture_count"] = 1
+    m2, skin = write_m2(make_vertices(pos), tris, name="Two", textures=[M2Texture(0, 0, "a.blp")],
+                        materials=mats, submeshes=sub, batches=bat, texture_lookup=np.zeros(1, "<u2"))
+    p = tmp_path / "Two.m2"
+    p.write_bytes(m2)
+    (tmp_path / "Two00.skin").write_bytes(skin)
+    return p
+
+
+@pytest.mark.parametrize("blends,material", [((1, 4), "batch0"), ((4, 0), "batch1")])
+def test_obj_export_writes_each_triangle_once_with_the_first_opaque_batch(tmp_path, blends, material):
+    p = _two_batch_model(tmp_path, *blends)
+    out = tmp_path / "two.obj"
+    r = run("m2", "export", p, "-o", out, "--no-textures")
+    assert r.exit_code == 0, r.output
+    lines = out.read_text().splitlines()
+    faces = [line for line in lines if line.startswith("f ")]
+    assert len(faces) == 4
+    r = run("m2", "export", p, "-o", out)     # with an MTL: the submesh's faces use the chosen batch
+    text = out.read_text()
+    assert len([line for line in text.splitlines() if line.startswith("f ")]) == 4
+    first_group = text.split("usemtl ", 1)[1].split("\n", 1)[0]
+    assert first_group == material
+
+
+# ----------------------------------------------------------------------------------- bundle provenance
+def _bundle_with_provenance(tmp_path, text: str):
+    """A valid, checksummed bundle whose provenance bytes are ``text`` (padded with spaces)."""
+    from wowgrass import bundle as B
+
+    data = bytearray(B.bundle_bytes(model_index=np.zeros(2, np.int64), pos=np.zeros((2, 3)), yaw=np.zeros(2),
+                                    scale=np.ones(2), models=[B.ModelInfo("a.m2", True)],
+                                    provenance={"pad": "x" * 400}, tile=(1, 2)))
+    h = B.read_header(bytes(data))
+    raw = text.encode("utf-8")
+    assert len(raw) <= h["provenance_size"]
+    start = h["provenance_offset"]
+    data[start:start + h["provenance_size"]] = raw + b" " * (h["provenance_size"] - len(raw))
+    struct.pack_into("<I", data, B.CHECKSUM_OFFSET, B._checksum(data))
+    p = tmp_path / "x.bundle"
+    p.write_bytes(bytes(data))
+    return p
+
+
+@pytest.mark.parametrize("text", [
+    "[1, 2, 3]",
+    '{"constants": 5}',
+    '{"tile": "32_32"}',
+    '{"adt_sha256": 12}',
+    '{"effect_ids": [1, "two"]}',
+    '{"models": [3]}',
+    '{"map": "\\ud800"}',
+    '{"constants": {"k": "\\udfff"}}',
+    "[" * 200 + "]" * 200,
+])
+def test_bundle_provenance_of_the_wrong_shape_is_a_format_error(tmp_path, text):
+    from wowgrass.bundle import read_bundle
+
+    p = _bundle_with_provenance(tmp_path, text)
+    with pytest.raises(FormatError) as err:
+        read_bundle(p)
+    assert err.value.offset is not None
+    assert_clean(run("bundle", "info", p))
+
+
+def test_bundle_provenance_of_the_right_shape_reads(tmp_path):
+    from wowgrass.bundle import read_bundle
+
+    p = _bundle_with_provenance(tmp_path, '{"map": "Azeroth", "tile": [1, 2], "constants": {"a": 1.5}, "x": null}')
+    with read_bundle(p) as b:
+        assert b.provenance["map"] == "Azeroth"
+    r = run("bundle", "info", p)
+    assert r.exit_code == 0, r.output

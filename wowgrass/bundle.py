@@ -362,6 +362,61 @@ def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provena
 
 
 # ----------------------------------------------------------------------------- reading
+_INT, _STR, _BOOL = "int", "str", "bool"
+#: the type of each provenance field bake writes (all optional; other keys may hold any JSON)
+PROVENANCE_FIELDS = {
+    "format": _STR, "format_version": _INT, "placement_version": _INT, "map": _STR, "tile": (_INT, _INT),
+    "build": _STR, "big_alpha": _BOOL, "adt_sha256": _STR, "dbc_rows_sha256": _STR, "effect_ids": [_INT],
+    "placement": _STR, "constants": {}, "models": [{}],
+}
+_MAX_DEPTH = 16
+
+
+def _shape_problem(value, shape, where: str) -> str | None:
+    ok = {_INT: lambda v: isinstance(v, int) and not isinstance(v, bool), _STR: lambda v: isinstance(v, str),
+          _BOOL: lambda v: isinstance(v, bool)}
+    if isinstance(shape, str):
+        return None if ok[shape](value) else f"{where} should be {'an' if shape == _INT else 'a'} {shape}, " \
+                                             f"not {type(value).__name__}"
+    if isinstance(shape, tuple):
+        if not isinstance(value, list) or len(value) != len(shape):
+            return f"{where} should be a list of {len(shape)}"
+        return next((p for i, (v, s) in enumerate(zip(value, shape)) if (p := _shape_problem(v, s, f"{where}[{i}]"))),
+                    None)
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} should be a list, not {type(value).__name__}"
+        return next((p for i, v in enumerate(value) if (p := _shape_problem(v, shape[0], f"{where}[{i}]"))), None)
+    return None if isinstance(value, dict) else f"{where} should be a table, not {type(value).__name__}"
+
+
+def _json_problem(value, where: str, depth: int = 0) -> str | None:
+    """Strings that cannot be printed (lone surrogates) or nesting past :data:`_MAX_DEPTH`."""
+    if depth > _MAX_DEPTH:
+        return f"{where} nests deeper than {_MAX_DEPTH} levels"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where} holds a lone surrogate (not text)"
+    elif isinstance(value, list):
+        return next((p for i, v in enumerate(value) if (p := _json_problem(v, f"{where}[{i}]", depth + 1))), None)
+    elif isinstance(value, dict):
+        return next((p for k, v in value.items()
+                     if (p := _json_problem(k, where, depth + 1) or _json_problem(v, f"{where}.{k}", depth + 1))), None)
+    return None
+
+
+def provenance_problem(prov) -> str | None:
+    """What is wrong with a decoded provenance (None when it has the shape bake writes)."""
+    if not isinstance(prov, dict):
+        return f"should be a table, not {type(prov).__name__}"
+    problem = _json_problem(prov, "provenance")
+    if problem:
+        return problem
+    return next((p for k, shape in PROVENANCE_FIELDS.items() if k in prov and (p := _shape_problem(prov[k], shape, k))),
+                None)
+
 
 
 def _checksum(buf) -> int:
@@ -440,8 +495,11 @@ def _parse(buf, spath, path, expect_key, verify) -> Bundle:
     strings = bytes(buf[h["strings_offset"] : h["strings_offset"] + h["strings_size"]])
     try:
         prov = json.loads(bytes(buf[h["provenance_offset"] : h["provenance_offset"] + h["provenance_size"]]))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise FormatError(f"provenance is not JSON: {exc}", path=spath, offset=h["provenance_offset"]) from None
+    problem = provenance_problem(prov)
+    if problem:
+        raise FormatError(f"provenance: {problem}", path=spath, offset=h["provenance_offset"])
     cells = np.frombuffer(buf, "<u2", count=CELLS, offset=h["cells_offset"]).reshape(256, 8, 8).copy()
     models = []
     total = 0

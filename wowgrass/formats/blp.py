@@ -286,8 +286,13 @@ def read_blp(data, path: str | None = None) -> BlpImage:
                                    path=path, offset=4)
     else:
         raise FormatError(f"not a BLP: magic {magic!r}", path=path, offset=0)
-    if alpha_depth not in (0, 1, 4, 8):
-        raise UnsupportedError(f"BLP alpha depth {alpha_depth} (known: 0, 1, 4, 8)", path=path, offset=9)
+    if alpha_depth not in (0, 1, 4, 8) and encoding == "raw":
+        # BGRA pixels carry their own alpha; the client only asks "any alpha?" of the byte, and
+        # files in the wild hold values like 136
+        alpha_depth = 8
+    elif alpha_depth not in (0, 1, 4, 8):
+        raise UnsupportedError(f"BLP alpha depth {alpha_depth} (known: 0, 1, 4, 8)", path=path,
+                               offset=9 if version == 2 else 8)
     if not (0 < w <= MAX_SIZE and 0 < h <= MAX_SIZE):
         raise FormatError(f"BLP size {w}×{h} outside 1..{MAX_SIZE}", path=path, offset=table_at - 8)
     table = unpack_from(MIP_TABLE.format, data, table_at, "BLP mip table", path)
