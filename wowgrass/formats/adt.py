@@ -394,8 +394,9 @@ class AdtTile:
         """MCNK index holding each world point (x, y), −1 outside this tile."""
         x = np.asarray(x, np.float64)
         y = np.asarray(y, np.float64)
-        iy = np.floor((self.positions[0, 0] - x) / CHUNK_SIZE).astype(np.int64)
-        ix = np.floor((self.positions[0, 1] - y) / CHUNK_SIZE).astype(np.int64)
+        # clipped before the cast: a far-away (or garbage) point must not overflow int64
+        iy = np.clip(np.floor((self.positions[0, 0] - x) / CHUNK_SIZE), -1, 16).astype(np.int64)
+        ix = np.clip(np.floor((self.positions[0, 1] - y) / CHUNK_SIZE), -1, 16).astype(np.int64)
         inside = (ix >= 0) & (ix < 16) & (iy >= 0) & (iy < 16)
         lookup = np.empty(256, np.int64)
         lookup[self.index_xy[:, 1].astype(np.int64) * 16 + self.index_xy[:, 0]] = np.arange(256)
