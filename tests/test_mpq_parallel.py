@@ -164,3 +164,8 @@ def test_extract_reports_the_corrupt_file_and_writes_the_others(tmp_path):
     j = json.loads(r.stdout)
     assert [f["name"] for f in j["failed"]] == ["World\\Maps\\Test\\Test_30_30.adt"]
     assert len(j["files"]) == len(FILES)       # 25 good files + (listfile)
+
+
+@pytest.mark.parametrize("opts", CODECS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "zlib")
+def test_writer_threads_give_the_same_archive(opts):
+    assert write_mpq(FILES, threads=3, **opts) == write_mpq(FILES, threads=1, **opts)
