@@ -169,3 +169,13 @@ def test_extract_reports_the_corrupt_file_and_writes_the_others(tmp_path):
 @pytest.mark.parametrize("opts", CODECS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "zlib")
 def test_writer_threads_give_the_same_archive(opts):
     assert write_mpq(FILES, threads=3, **opts) == write_mpq(FILES, threads=1, **opts)
+
+
+def test_released_threads_come_back_when_needed():
+    import threading
+
+    a = MpqArchive.from_bytes(write_mpq(FILES))
+    parallel(a, a.names())
+    mpq.release_threads()
+    assert not any(t.name.startswith("wowgrass-mpq") for t in threading.enumerate())
+    assert parallel(a, ["World\\Maps\\Test\\Test_30_30.adt"]) == {"World\\Maps\\Test\\Test_30_30.adt": LOWENT}

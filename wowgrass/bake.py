@@ -386,7 +386,7 @@ def bake_map(
     returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
     from wowgrass.data import open_data
-    from wowgrass.formats.mpq import default_threads
+    from wowgrass.formats.mpq import default_threads, release_threads
 
     make_strategy(placement, constants)  # fail early on a bad name
     with open_data(data_root, build=build, threads=1) as data:
@@ -421,6 +421,7 @@ def bake_map(
             _WORKER.pop("data").close()
             _WORKER.clear()
     else:
+        release_threads()
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
             for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
                 record(fut.result())

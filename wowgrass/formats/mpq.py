@@ -431,6 +431,17 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
+def release_threads() -> None:
+    """Stop the idle decompression threads (they start again when next needed). Call it before
+    forking worker processes: a fork copies no threads, and forking a threaded process is what
+    Python 3.12 warns about."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.shutdown(wait=True)
+
+
 def _run_task(pieces) -> list:
     """Decode a task's pieces in order; a piece's WowgrassError is its result (the file fails, the
     rest of the task goes on)."""

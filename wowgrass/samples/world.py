@@ -31,7 +31,7 @@ from wowgrass.formats.adt import (
 )
 from wowgrass.formats.blp import write_blp
 from wowgrass.formats.m2 import M2Texture, make_vertices, write_m2
-from wowgrass.formats.mpq import write_mpq
+from wowgrass.formats.mpq import release_threads, write_mpq
 from wowgrass.formats.wdt import MphdFlags, WdtFile, write_wdt
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
@@ -286,6 +286,8 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
     files += [(p, b, True) for p, b in final_tex.items() if base_tex.get(p) != b]
     tick("textures")
     make = functools.partial(_tile_row, build, (cols, rows), seed)
+    if jobs > 1:
+        release_threads()
     with ProcessPoolExecutor(min(jobs, rows)) if jobs > 1 and rows > 1 else contextlib.nullcontext() as pool:
         for tile_row in (pool or builtins).map(make, range(rows)):
             for c, r, data in tile_row:
