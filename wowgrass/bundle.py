@@ -335,7 +335,7 @@ def bundle_bytes(
         "checksum": 0,
     }
     _HEADER.pack_into(buf, 0, *(header[name] for name, _ in HEADER_SPEC))
-    struct.pack_into("<I", buf, CHECKSUM_OFFSET, _checksum(buf))
+    struct.pack_into("<I", buf, CHECKSUM_OFFSET, file_checksum(buf))
     return bytes(buf)
 
 
@@ -419,7 +419,8 @@ def provenance_problem(prov) -> str | None:
 
 
 
-def _checksum(buf) -> int:
+def file_checksum(buf) -> int:
+    """CRC-32 of a file whose last 4 header bytes (offset 124) hold the checksum (bundles, grid files)."""
     view = memoryview(buf)
     crc = zlib.crc32(view[:CHECKSUM_OFFSET])
     return zlib.crc32(view[HEADER_SIZE:], crc) & 0xFFFFFFFF
@@ -472,7 +473,7 @@ def _parse(buf, spath, path, expect_key, verify) -> Bundle:
         raise cls(f"bundle says {h['file_size']} bytes, file has {len(buf)}", path=spath, offset=len(buf))
     if verify:
         stored = h["checksum"]
-        actual = _checksum(buf)
+        actual = file_checksum(buf)
         if stored != actual:
             raise ChecksumError(f"checksum {actual:08x} does not match stored {stored:08x}", path=spath,
                                 offset=CHECKSUM_OFFSET)

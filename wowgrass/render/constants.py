@@ -23,6 +23,17 @@ FADE_START_DISTANCE = 160.0  # world units: grass starts to fade out here
 DRAW_DISTANCE = 220.0  # world units: grass is not drawn beyond this
 SWAY_DIRECTION = (1.0, 0.35)  # the grass reference's diagonal sway (x, 0.35 x), normalised in GrassSettings
 
+# Wind options (sway.glsl; `view --wind gust`): the gust band and its travel.
+GUST_DIRECTION = (1.0, 0.35)  # world XY the gust travels and pushes along (normalised in the shader)
+GUST_SPEED = 9.0  # world units / s
+GUST_WIDTH = 7.0  # half width of the raised-cosine band, world units
+GUST_SPACING = 60.0  # distance between successive bands
+GUST_BEND = 4.0  # world units the front is displaced by its sine ...
+GUST_BEND_FREQ = 0.07  # ... of this many rad / unit across the wind
+GUST_STRENGTH = 2.5  # peak push as a multiple of the classic amplitude
+WIND_MODES = ("classic", "two-axis", "gust")  # WOW_GRASS_WIND 0, 1, 2
+WIND_FALLOFFS = ("smoothstep", "quadratic")  # WOW_GRASS_WIND_FALLOFF 0, 1
+
 EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the grass reference's size oracle)
 
 # The defines every shader sees; values are Python numbers formatted as GLSL floats.
@@ -34,6 +45,14 @@ SHADER_DEFINES = {
     "WOW_GRASS_WIND_ROOT_FRACTION": ROOT_FRACTION,
     "WOW_GRASS_FADE_START_DISTANCE": FADE_START_DISTANCE,
     "WOW_GRASS_DRAW_DISTANCE": DRAW_DISTANCE,
+    "WOW_GRASS_GUST_DIR_X": GUST_DIRECTION[0],
+    "WOW_GRASS_GUST_DIR_Y": GUST_DIRECTION[1],
+    "WOW_GRASS_GUST_SPEED": GUST_SPEED,
+    "WOW_GRASS_GUST_WIDTH": GUST_WIDTH,
+    "WOW_GRASS_GUST_SPACING": GUST_SPACING,
+    "WOW_GRASS_GUST_BEND": GUST_BEND,
+    "WOW_GRASS_GUST_BEND_FREQ": GUST_BEND_FREQ,
+    "WOW_GRASS_GUST_STRENGTH": GUST_STRENGTH,
 }
 
 
@@ -76,6 +95,11 @@ class RingSettings:
     def keep_padded(self) -> tuple:
         k = self.keep if self.enabled else ()
         return tuple(k) + ((k[-1] if k else 1.0),) * (RING_SLOTS - len(k))
+
+
+def wind_defines(wind: str = "classic", falloff: str = "smoothstep") -> dict:
+    """The ``#define``s selecting a wind option (both grass paths, every pass)."""
+    return {"WOW_GRASS_WIND": WIND_MODES.index(wind), "WOW_GRASS_WIND_FALLOFF": WIND_FALLOFFS.index(falloff)}
 
 
 @dataclass

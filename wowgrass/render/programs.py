@@ -25,7 +25,7 @@ from importlib import resources
 
 from wowgrass.errors import WowgrassError
 
-from .constants import SHADER_DEFINES
+from .constants import SHADER_DEFINES, wind_defines
 
 DEFAULT_INSTANCE_LAYOUT = "16p"  # see make_programs; measured in benchmarks/bench_render.py --variants
 
@@ -35,11 +35,13 @@ MANIFEST = {
     "grass": "grass.glsl",
     "doodad": "doodad.glsl",
     "grass_cull": "grass_cull.glsl",  # compute (GL 4.3): GPU-driven grass culling
+    "grass_grid": "grass.glsl",  # with GRASS_GRID (render/grid.py's GRID_DEFINES): the camera-grid path
 }
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference
 # (0.5; alpha to coverage sharpens around it), terrain texture repeats per chunk
-LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0}
+LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
+                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")
@@ -170,17 +172,26 @@ class VaoCache:
 
 
 def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = DEFAULT_INSTANCE_LAYOUT,
-                  cache: dict | None = None) -> ProgramSet:
-    """The renderer's programs: ``terrain``, ``grass`` and ``doodad`` (a :class:`ProgramSet`).
+                  cache: dict | None = None, grass_path: str = "instanced", wind: str = "classic",
+                  wind_falloff: str = "smoothstep") -> ProgramSet:
+    """The renderer's programs: ``terrain``, ``grass`` and ``doodad`` (a :class:`ProgramSet`), and
+    ``grass_grid`` (grass.glsl's camera-grid variant) with ``grass_path="grid"``.
 
     ``instance_layout``: ``"16p"`` (the default: the bundle's 16 bytes as one ``4u4`` attribute,
     1.3x faster on the H200 than two), ``"16"`` (the same bytes as ``3f 2u2``) or ``"mat4"`` (the
-    grass reference's 64-byte matrices, for comparison).
+    grass reference's 64-byte matrices, for comparison). ``wind``/``wind_falloff``: the sway.glsl
+    options (constants.WIND_MODES, WIND_FALLOFFS) both grass paths are built with.
     """
+    windd = wind_defines(wind, wind_falloff)
     grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
-                     "INSTANCE_PACKED": instance_layout == "16p"}
+                     "INSTANCE_PACKED": instance_layout == "16p", **windd}
     from .constants import UNIT_SIZE, ZEROPOINT
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
-    return ProgramSet(ctx, {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}, cache)
+    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}
+    if grass_path == "grid":
+        from .grid import GRID_DEFINES
+
+        defines["grass_grid"] = {"GRASS_A2C": alpha_to_coverage, **GRID_DEFINES, **windd}
+    return ProgramSet(ctx, defines, cache)

@@ -16,6 +16,13 @@
 #if defined VERTEX_SHADER
 #include "sway.glsl"
 #include "rings.glsl"
+#endif
+
+#if defined VERTEX_SHADER && defined GRASS_GRID
+// the camera-grid path (view --grass grid): its own vertex stage
+#include "grass_grid.glsl"
+
+#elif defined VERTEX_SHADER
 
 uniform vec2 uModelZ;         // the model's mesh z min and max (sway height fraction)
 
@@ -59,13 +66,18 @@ void main() {
     vec2 in_uv = unpackHalf2x16(in_mesh.w);
     float height = grassHeightFraction(in_position.z, uGrassParams);
     vec3 p = in_position;
-    p.xy += grassSwayOffset(height, instanceXY, uGrassParams);
 #if defined INSTANCE_MAT4
-    vec3 world = (i_instance * vec4(p, 1.0)).xyz;
+    vec2 yawCS = normalize(i_instance[0].xy);
 #else
     float yaw = float(i_yaw_scale.x) * (6.28318530718 / 65536.0);
     float scale = float(i_yaw_scale.y) * (1.0 / 4096.0);
     float c = cos(yaw), s = sin(yaw);
+    vec2 yawCS = vec2(c, s);
+#endif
+    p.xy += grassSwayOffset(height, instanceXY, uGrassParams, grassWindInModel(yawCS));
+#if defined INSTANCE_MAT4
+    vec3 world = (i_instance * vec4(p, 1.0)).xyz;
+#else
     vec3 world = i_pos + vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z) * scale;
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
