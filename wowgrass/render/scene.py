@@ -95,16 +95,22 @@ class Scene:
     def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
-                 placeholders: bool = False, grass_culling: str = "auto"):
+                 placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced"):
         self.ctx, self.programs, self.source = ctx, programs, source
+        self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
         # grass models the data lacks drawn as a stand-in clump (still reported as missing)
         self.placeholders = placeholders
         self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
         self.max_uploads = max_uploads
-        self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
-                                layout=instance_layout)
+        if grass_path == "grid":
+            from .grid import GridGrass
+
+            self.grass = GridGrass(ctx, programs, grass_settings)
+        else:
+            self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
+                                    layout=instance_layout)
         self.doodads = DoodadSet(ctx, programs)
         self.terrain = TerrainSet(ctx, programs, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
@@ -146,6 +152,10 @@ class Scene:
         payload["terrain"] = build_terrain_arrays(adt, payload.get("textures")) if adt is not None else None
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
+        if self.grass_path == "grid" and "grid" not in payload and adt is not None:
+            from wowgrass.grid import build_grid_tile  # sources without a cache (synthetic ones)
+
+            payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
         return payload
 
     def _prepare_into_done(self, key):
@@ -182,13 +192,18 @@ class Scene:
             self.terrain.add(key, terrain)
             self.missing_textures.update(payload["terrain"].missing_textures)
         n_grass = n_dood = 0
+        grass_meshes = {}
         for name, inst in payload.get("grass", {}).items():
             mesh = self.meshes.get(name)
             if mesh is None and self.placeholders:
                 mesh = self._placeholder_mesh()
             if mesh is not None and len(inst):
-                self.grass.add(mesh, inst, tile=key)
+                grass_meshes[name] = mesh
                 n_grass += len(inst)
+                if self.grass_path != "grid":
+                    self.grass.add(mesh, inst, tile=key)
+        if self.grass_path == "grid" and payload.get("grid") is not None:
+            self.grass.add_tile(key, payload["grid"], grass_meshes)
         for name, mats in payload.get("doodads", {}).items():
             mesh = self.meshes.get(name)
             if mesh is not None and len(mats):

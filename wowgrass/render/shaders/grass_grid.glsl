@@ -6,10 +6,10 @@
 // slot's world cell, the height atlas where the ground is (wowgrass/grid.py, docs/grid.md).
 // With GRID_CAPTURE defined, each instance also writes its blade root and cell for transform
 // feedback (tests read the grid back).
+// Frame values (matrices, time, wind, camera) come from frame.glsl's block, as for the instanced path.
 #include "sway.glsl"
 
-uniform mat4 uViewProj;
-uniform mat4 uGrassParams;              // sway.glsl's columns; [1].z = 0.22, [2].zw = (1, 0.35)
+uniform vec2 uModelZ;                   // the model's mesh z min and max (sway height fraction)
 uniform usampler2DArray uGridControl;   // per tile (layer): (A, B) texels, 4 x (model | count << 16)
 uniform sampler2DArray uGridHeights;    // per tile (layer): 257 x 257 absolute heights
 uniform isampler2D uGridTiles;          // 64 x 64 tiles: (layer or -1, first slot i, first slot j, 0)
@@ -87,6 +87,10 @@ void gridDrop() {
 }
 
 void main() {
+    // the frame's grass parameters with the reference's grid sway: 0.22 units along (1, 0.35)
+    mat4 uGrassParams = grassParams(uModelZ);
+    uGrassParams[1].z = GRID_WIND_AMPLITUDE;
+    uGrassParams[2].zw = vec2(GRID_SWAY_X, GRID_SWAY_Y);
     const int SLOTS = GRID_SIDE * GRID_SIDE;
     int slot = gl_InstanceID % SLOTS;
     int layer = gl_InstanceID / SLOTS;
