@@ -7,6 +7,7 @@ import re
 import click
 
 from wowgrass.errors import UsageError
+from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES
 
 from .common import data_option, echo_json, json_option, placement_option
 
@@ -73,6 +74,14 @@ def _size(text):
               help="Darken the terrain where the ADT's baked MCSH shadow map is set (key M).")
 @click.option("--lod-colors", is_flag=True,
               help="Colour the terrain by LOD level: red (full detail) to violet (2x2 per chunk) (key L).")
+@click.option("--grass", "grass_path", type=click.Choice(["instanced", "grid"]), default="instanced", show_default=True,
+              help="Grass path: 'instanced' draws the baked bundles; 'grid' the camera-centred grid of 181x181 "
+                   "slots 2.5 units apart over per-tile control textures (the same counts per cell and model).")
+@click.option("--wind", type=click.Choice(list(WIND_MODES)), default="classic", show_default=True,
+              help="Wind sway of both grass paths: 'classic' (one sine, the grass reference), 'two-axis' "
+                   "(independent X/Y sines at 1.3 and 0.9 rad/s) or 'gust' (a travelling raised-cosine gust band).")
+@click.option("--wind-falloff", type=click.Choice(list(WIND_FALLOFFS)), default="smoothstep", show_default=True,
+              help="How sway grows with blade height: smoothstep from the root fraction, or quadratic.")
 @click.option("--placeholders", is_flag=True,
               help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
                    "clumps, so the placement still shows.")
@@ -87,8 +96,8 @@ def _size(text):
 @click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red).")
 @json_option
 def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, time_, size, samples, output,
-         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, placeholders,
-         culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, as_json):
+         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, wind,
+         wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
@@ -112,6 +121,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         data=data_path, map_name=map_name, tile=parse_tile_arg(tile) if tile else None, dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
+        grass_path=grass_path, wind=wind, wind_falloff=wind_falloff,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
         mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,

@@ -34,6 +34,9 @@ class ViewOptions:
     placeholders: bool = False  # draw grass models missing from the data as stand-in clumps
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
     lod_colors: bool = False  # colour the terrain by LOD level
+    grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid)
+    wind: str = "classic"  # sway.glsl's wind option (constants.WIND_MODES), both grass paths
+    wind_falloff: str = "smoothstep"  # constants.WIND_FALLOFFS
     window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
     quit_after: float | None = None  # window: close after this many seconds
     screenshot: str | None = None  # window: write the last frame shown (read from the window) here
@@ -61,7 +64,7 @@ def open_source(opts: ViewOptions):
     try:
         map_name = choose_map(data, map_name)
         src = GameSource(data, map_name, tiles=[opts.tile] if opts.tile else None, placement=opts.placement,
-                         build=opts.build, dbc_dir=opts.dbc)
+                         build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path)
     except BaseException:
         data.close()
         raise
@@ -122,12 +125,13 @@ def run_view(opts: ViewOptions) -> dict:
                 say(f"no window ({exc}); rendering offscreen to {output}")
         if target is None:
             target = create_offscreen_target(opts.size, opts.samples)
-        progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+        progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
+                              wind=opts.wind, wind_falloff=opts.wind_falloff)
         from .constants import GrassSettings, RingSettings
 
         grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
         scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
-                      grass_culling=opts.grass_culling)
+                      grass_culling=opts.grass_culling, grass_path=opts.grass_path)
         say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
@@ -152,6 +156,8 @@ def run_view(opts: ViewOptions) -> dict:
             "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
             "load_seconds": load_s,
             "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "path": b.path} for b in src.bakes],
+            "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
+            "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
         }
         if scene.missing_grass_models:
             how = "drawn as straw-coloured stand-ins" if opts.placeholders else "not drawn (--placeholders shows them)"

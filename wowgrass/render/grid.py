@@ -66,6 +66,7 @@ class GridGrass(Source):
         self._draw_key = None
         self._draws: list[tuple[int, int]] = []
         self._capture = None
+        self._samples: dict = {}
 
     # -- residency --
     def _grow(self, capacity: int):
@@ -97,8 +98,9 @@ class GridGrass(Source):
             self.models.append(path)
         return idx
 
-    def add_tile(self, key, tile: GridTile, meshes: dict):
-        """Make ``tile`` resident; ``meshes``: model path -> GpuMesh (None: missing, not drawn)."""
+    def add_tile(self, key, tile: GridTile, meshes: dict, sample_xy=None):
+        """Make ``tile`` resident; ``meshes``: model path -> GpuMesh (None: missing, not drawn);
+        ``sample_xy``: a few grass positions of the tile (:meth:`sample_xy`)."""
         if key in self.tiles:
             self.remove_tile(key)
         used = {layer for layer, _, _ in self.tiles.values()}
@@ -117,6 +119,7 @@ class GridGrass(Source):
                 self._vaos[idx] = VaoCache(lambda prog, m=mesh: self.ctx.vertex_array(
                     prog, [(m.grass_vbo, m.grass_format, "in_mesh")], index_buffer=m.ibo, index_element_size=4))
         self.tiles[key] = (layer, glob, layers)
+        self._samples[key] = np.zeros((0, 2)) if sample_xy is None else np.asarray(sample_xy, np.float64)
         self._upload(layer, glob)
         self._set_table(tile.col, tile.row, (layer, tile.slot_i0, tile.slot_j0, 0))
 
@@ -127,6 +130,7 @@ class GridGrass(Source):
 
     def remove_tile(self, key):
         entry = self.tiles.pop(key, None)
+        self._samples.pop(key, None)
         if entry is not None:
             self._set_table(entry[1].col, entry[1].row, (-1, -1, -1, -1))
 
@@ -142,6 +146,12 @@ class GridGrass(Source):
     def total_instances(self) -> int:
         """Blades the resident control textures hold (what the grid draws where it stands)."""
         return sum(int(t.counts.sum()) for _, t, _ in self.tiles.values())
+
+    def sample_xy(self) -> np.ndarray:
+        """(n, 2) world XY of a sample of the resident grass (start-up heuristics; the same
+        sample as the instanced path's, taken from the bundles when tiles were added)."""
+        pts = [p for p in self._samples.values() if len(p)]
+        return np.concatenate(pts) if pts else np.zeros((0, 2))
 
     # -- drawing --
     def draws(self, camera_xy) -> list[tuple[int, int]]:

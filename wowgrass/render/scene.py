@@ -192,18 +192,20 @@ class Scene:
             self.terrain.add(key, terrain)
             self.missing_textures.update(payload["terrain"].missing_textures)
         n_grass = n_dood = 0
-        grass_meshes = {}
+        grass_meshes, samples = {}, []
         for name, inst in payload.get("grass", {}).items():
             mesh = self.meshes.get(name)
             if mesh is None and self.placeholders:
                 mesh = self._placeholder_mesh()
             if mesh is not None and len(inst):
-                grass_meshes[name] = mesh
                 n_grass += len(inst)
-                if self.grass_path != "grid":
+                if self.grass_path == "grid":  # the instanced path's start-up sample (GrassBatch.sample_xy)
+                    grass_meshes[name] = mesh
+                    samples.append(np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
+                else:
                     self.grass.add(mesh, inst, tile=key)
         if self.grass_path == "grid" and payload.get("grid") is not None:
-            self.grass.add_tile(key, payload["grid"], grass_meshes)
+            self.grass.add_tile(key, payload["grid"], grass_meshes, np.concatenate(samples) if samples else None)
         for name, mats in payload.get("doodads", {}).items():
             mesh = self.meshes.get(name)
             if mesh is not None and len(mats):

@@ -35,7 +35,7 @@ def m2_name(path: str) -> str:
 
 class GameSource:
     def __init__(self, data, map_name: str, *, tiles=None, placement: str = "coverage", build: str | None = None,
-                 dbc_dir=None):
+                 dbc_dir=None, grass_path: str = "instanced"):
         from wowgrass.bake import ModelTable, load_catalog
         from wowgrass.formats.wdt import WdtFile
         from wowgrass.terrain import adt_game_path, wdt_game_path
@@ -73,6 +73,8 @@ class GameSource:
             listed = sorted(want)
         self.tiles = listed
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
+        self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid)
+        self.grids: list = []  # (tile, control file, cache hit) per loaded tile, grid path only
 
     def _read(self, path: str) -> bytes:
         with self._lock:
@@ -120,7 +122,13 @@ class GameSource:
             mats = mddf_matrices(adt.mddf[ok])
             for k in np.unique(ids[ok]).tolist():
                 doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
-        return {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
+        payload = {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
+        if self.grass_path == "grid":
+            from wowgrass.grid import grid_path_for, load_grid_tile
+
+            payload["grid"], hit = load_grid_tile(adt, grass, bundle_path=res.path, bundle_key=res.key)
+            self.grids.append(((col, row), str(grid_path_for(res.path)), hit))
+        return payload
 
     def load_model(self, path: str) -> MeshData | None:
         from wowgrass.formats.m2 import M2Model

@@ -361,10 +361,10 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
 
 def grassiest_heading(scene, x: float, y: float, radius: float = 60.0, bins: int = 16) -> float:
     """Yaw (radians) towards the most resident grass within ``radius`` of (x, y); 30 deg if none."""
-    pts = [b.sample_xy for b in scene.grass.batches if len(b.sample_xy)]
-    if not pts:
+    pts = scene.grass.sample_xy()
+    if not len(pts):
         return math.radians(30.0)
-    p = np.concatenate(pts) - (x, y)
+    p = pts - (x, y)
     d = np.hypot(p[:, 0], p[:, 1])
     p = p[(d > 3.0) & (d < radius)]
     if not len(p):
