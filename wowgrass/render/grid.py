@@ -204,7 +204,7 @@ class GridGrass(Source):
         """Run the grid's vertex stage for one model by transform feedback, one vertex per slot and layer.
 
         ``camera``: a :class:`~wowgrass.render.camera.Camera` (the grid centres on it); ``vertex``:
-        "root" (at the model's lowest z) or "tip" (its highest). Returns the live blades: ``root``
+        "root" (at the model's lowest z), "tip" (its highest) or a model-space (x, y, z). Returns the live blades: ``root``
         (n, 3) world, ``cell`` (n, 2) lattice cell, ``blade`` (n,) index in its slot, ``vertex``
         (n, 3) the chosen vertex in the world, wind applied."""
         import moderngl
@@ -232,8 +232,9 @@ class GridGrass(Source):
         if layers == 0:
             return {"root": np.zeros((0, 3)), "cell": np.zeros((0, 2), np.int64), "blade": np.zeros(0, np.int64),
                     "vertex": np.zeros((0, 3))}
+        point = {"root": (0.0, 0.0, mesh.z_min), "tip": (0.0, 0.0, mesh.z_max)}.get(vertex, vertex)
         one = np.zeros(4, np.uint32)
-        one[:3] = np.array([0.0, 0.0, mesh.z_min if vertex == "root" else mesh.z_max], np.float32).view(np.uint32)
+        one[:3] = np.array(point, np.float32).view(np.uint32)
         vbo = self.ctx.buffer(one.tobytes())
         vao = self.ctx.vertex_array(prog, [(vbo, "4u4", "in_mesh")])
         n = layers * SLOTS

@@ -50,14 +50,17 @@ float gridAtlas(int layer, int row, int col) {
     return texelFetch(uGridHeights, ivec3(col, row, layer), 0).r;
 }
 
-// Terrain height at world XY on the cell's 4-triangle fan (wowgrass.grid.fan_heights); ok false
-// where no tile is resident.
-float gridTerrainHeight(vec2 xy, out bool ok) {
+// Terrain height at world XY on the cell's 4-triangle fan (wowgrass.grid.fan_heights). A blade may
+// stand up to 0.9 units outside its owner's ADT cell: past the edge of the resident world its
+// owner's tile (ownerRC: a global ADT cell of it) is extended from its edge cell instead.
+float gridTerrainHeight(vec2 xy, ivec2 ownerRC) {
     vec2 g = gridCellCoords(xy);
     ivec2 rc = ivec2(floor(g));
     ivec4 tile = gridTileOf(rc);
-    ok = tile.x >= 0;
-    if (!ok) return 0.0;
+    if (tile.x < 0) {
+        rc = ownerRC;
+        tile = gridTileOf(rc);
+    }
     vec2 l = g - vec2((rc >> 7) << 7);
     ivec2 c = clamp(ivec2(floor(l)), ivec2(0), ivec2(127));
     vec2 f = clamp(l - vec2(c), 0.0, 1.0) - 0.5;   // (dv south, du east)
@@ -99,7 +102,8 @@ void main() {
     vec2 cell = floor(uGrassParams[0].xy / GRID_SPACING) + vec2(gx, gy);
 
     // the ADT cell holding the anchor owns the lattice cell; its tile's control texel says what grows
-    ivec4 tile = gridTileOf(ivec2(floor(gridCellCoords((cell + GRID_ANCHOR) * GRID_SPACING))));
+    ivec2 ownerRC = ivec2(floor(gridCellCoords((cell + GRID_ANCHOR) * GRID_SPACING)));
+    ivec4 tile = gridTileOf(ownerRC);
     if (tile.x < 0) { gridDrop(); return; }
     ivec2 local = ivec2(cell) - tile.yz;
     uvec4 ctl = texelFetch(uGridControl, ivec3(local.y, local.x, tile.x), 0);
@@ -117,9 +121,8 @@ void main() {
     vec2 jitter = vec2(GrassHash(p), GrassHash(p + vec2(61.7, 23.3)));
     vec2 worldXY = (cell + jitter * GRID_JITTER) * GRID_SPACING;
     float d = distance(worldXY, uGrassParams[0].xy);
-    bool ok;
-    float ground = gridTerrainHeight(worldXY, ok);
-    if (d >= uGrassParams[0].w || !ok) { gridDrop(); return; }
+    if (d >= uGrassParams[0].w) { gridDrop(); return; }
+    float ground = gridTerrainHeight(worldXY, ownerRC);
     float seed  = GrassHash(p + vec2(41.41, 17.17));   // yaw
     float phase = GrassHash(p + vec2(3.71, 53.9));     // independent animation phase
 

@@ -1,0 +1,160 @@
+"""The camera-grid path's per-tile data (wowgrass.grid): lattice ownership, control texture, height
+atlas and their cache file. Pure numpy; the GL side is tests/test_grid_render.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
+from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.grid import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile, cells_of_points,
+                           chunk_of_cells, digest, fan_heights, grid_path_for, load_grid_tile, owner_cells,
+                           read_grid_tile, tile_slots, write_grid_tile)
+from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin
+
+COL, ROW = 31, 33
+
+
+@pytest.fixture(scope="module")
+def tile_and_grass():
+    adt = synthetic_tile(COL, ROW, hole_chunk=37)
+    x0, y0 = tile_origin(COL, ROW)
+    inst = random_instances(40000, (x0 - TILE_SIZE, y0 - TILE_SIZE), (x0, y0), tile=adt, seed=5)
+    # leave the hole chunk and the dirt half of every chunk bare, as the placement would
+    gr, gc = cells_of_points(inst["pos"][:, 0], inst["pos"][:, 1])
+    keep = (chunk_of_cells(gr, gc) != 37) & (gc % 8 < 4)
+    inst = inst[keep]
+    grass = {"a.m2": inst[0::3], "b.m2": inst[1::3], "c.m2": inst[2::3]}
+    return adt, grass
+
+
+def bundle_chunk_counts(grass, models):
+    out = np.zeros((256, len(models)), np.int64)
+    for k, m in enumerate(models):
+        p = grass[m]["pos"]
+        out[:, k] = np.bincount(chunk_of_cells(*cells_of_points(p[:, 0], p[:, 1])), minlength=256)
+    return out
+
+
+def test_tiles_partition_the_lattice_and_own_their_cells():
+    seen_i, seen_j = [], []
+    for col, row in [(0, 0), (31, 32), (32, 31), (63, 63), (5, 40)]:
+        i0, i1, j0, j1 = tile_slots(col, row)
+        assert 213 <= i1 - i0 <= CONTROL_SIDE and 213 <= j1 - j0 <= CONTROL_SIDE
+        ii, jj = np.meshgrid(np.arange(i0, i1), np.arange(j0, j1), indexing="ij")
+        gr, gc = owner_cells(ii, jj)
+        assert (gr // 128 == row).all() and (gc // 128 == col).all()
+        # the neighbouring tiles start where this one ends: no lattice cell is owned twice or never
+        assert tile_slots(col, row + 1)[1] == i0 if row < 63 else True
+        assert tile_slots(col + 1, row)[3] == j0 if col < 63 else True
+        seen_i.append(i1 - i0)
+        seen_j.append(j1 - j0)
+    assert set(seen_i) | set(seen_j) <= {213, 214}
+
+
+def test_anchors_keep_clear_of_adt_cell_edges_over_the_whole_map():
+    # the shader decides the owner in float32: anchors must never sit near an ADT cell edge
+    i = np.arange(-int(ZEROPOINT / SLOT_SPACING) - 2, int(ZEROPOINT / SLOT_SPACING) + 2)
+    a = (ZEROPOINT - (i + ANCHOR) * SLOT_SPACING) / UNIT_SIZE
+    margin = np.abs(a - np.round(a)).min() * UNIT_SIZE
+    assert margin > 0.06  # units; float32 error near 17,066 units is ~0.002
+
+
+def test_control_counts_equal_the_bundle_per_chunk_and_model(tile_and_grass):
+    adt, grass = tile_and_grass
+    g = build_grid_tile(adt, grass)
+    assert g.models == list(grass)
+    want = bundle_chunk_counts(grass, g.models)
+    assert (g.chunk_model_counts() == want).all()
+    assert (g.model_totals() == [len(v) for v in grass.values()]).all()
+    assert want[37].sum() == 0  # the hole chunk
+    # every ADT cell owns 1..4 lattice cells and the blades are spread evenly over them
+    a, b = g.control.shape[:2]
+    ii, jj = np.meshgrid(g.slot_i0 + np.arange(a), g.slot_j0 + np.arange(b), indexing="ij")
+    gr, gc = owner_cells(ii, jj)
+    owner = ((gr % 128) * 128 + gc % 128).reshape(-1)
+    owned = np.bincount(owner, minlength=128 * 128)
+    assert owned.min() >= 1 and owned.max() <= 4
+    per_slot = g.counts.sum(axis=2).reshape(-1)
+    lo = np.full(128 * 128, 1 << 30)
+    hi = np.zeros(128 * 128, np.int64)
+    np.minimum.at(lo, owner, per_slot)
+    np.maximum.at(hi, owner, per_slot)
+    assert (hi - lo <= 1).all()
+
+
+def test_slots_of_bare_cells_are_empty(tile_and_grass):
+    adt, grass = tile_and_grass
+    g = build_grid_tile(adt, grass)
+    a, b = g.control.shape[:2]
+    ii, jj = np.meshgrid(g.slot_i0 + np.arange(a), g.slot_j0 + np.arange(b), indexing="ij")
+    gr, gc = owner_cells(ii, jj)
+    bare = (gc % 8 >= 4) | (chunk_of_cells(gr, gc) == 37)
+    assert g.counts[bare].sum() == 0
+    assert g.counts[~bare].sum() == sum(len(v) for v in grass.values())
+
+
+def test_more_than_four_models_in_one_cell_is_refused():
+    adt = synthetic_tile(COL, ROW)
+    x0, y0 = tile_origin(COL, ROW)
+    one = random_instances(1, (x0 - 1.0, y0 - 1.0), (x0 - 0.5, y0 - 0.5), tile=adt)
+    with pytest.raises(ValueError, match="more than 4 models"):
+        build_grid_tile(adt, {f"m{k}.m2": one for k in range(5)})
+
+
+def test_height_atlas_is_the_terrain_fan(tile_and_grass):
+    adt, _ = tile_and_grass
+    g = build_grid_tile(adt, {})
+    x0, y0 = tile_origin(COL, ROW)
+    rng = np.random.default_rng(1)
+    x = x0 - rng.uniform(0, TILE_SIZE, 5000)
+    y = y0 - rng.uniform(0, TILE_SIZE, 5000)
+    want = adt.heights_at(adt.chunk_index_at(x, y), x, y)
+    assert np.abs(fan_heights(g.heights, COL, ROW, x, y) - want).max() < 1e-3
+
+
+def test_cache_file_round_trip_and_damage(tile_and_grass, tmp_path):
+    adt, grass = tile_and_grass
+    g = build_grid_tile(adt, grass, provenance={"bundle_key": "ab" * 32})
+    p = write_grid_tile(tmp_path / "t.wgc", g)
+    back = read_grid_tile(p, expect_key=g.key)
+    assert digest(back) == digest(g) and back.models == g.models and back.provenance == g.provenance
+    raw = p.read_bytes()
+    with pytest.raises(StaleBundleError):
+        read_grid_tile(p, expect_key="00" * 32)
+    bad = bytearray(raw)
+    bad[len(raw) // 2] ^= 0x40
+    p.write_bytes(bytes(bad))
+    with pytest.raises(ChecksumError):
+        read_grid_tile(p)
+    p.write_bytes(raw[:-100])
+    with pytest.raises(TruncatedError):
+        read_grid_tile(p)
+    p.write_bytes(b"WGBN" + raw[4:])
+    with pytest.raises(FormatError, match="not a wowgrass grid file"):
+        read_grid_tile(p)
+    newer = bytearray(raw)
+    newer[4:6] = (GRID_VERSION + 1).to_bytes(2, "little")
+    p.write_bytes(bytes(newer))
+    with pytest.raises(StaleBundleError):
+        read_grid_tile(p)
+
+
+def test_load_grid_tile_caches_beside_the_bundle_and_rebuilds_damage(tile_and_grass, tmp_path):
+    adt, grass = tile_and_grass
+    bundle = tmp_path / "Map_31_33.coverage.0123456789abcdef.wgb"
+    first, hit = load_grid_tile(adt, grass, bundle_path=bundle, bundle_key="cd" * 32)
+    path = grid_path_for(bundle)
+    assert not hit and path.exists() and path.name == "Map_31_33.coverage.0123456789abcdef.wgc"
+    again, hit = load_grid_tile(adt, grass, bundle_path=bundle, bundle_key="cd" * 32)
+    assert hit and digest(again) == digest(first)
+    raw = bytearray(path.read_bytes())
+    raw[200] ^= 1
+    path.write_bytes(bytes(raw))
+    fixed, hit = load_grid_tile(adt, grass, bundle_path=bundle, bundle_key="cd" * 32)
+    assert not hit and digest(fixed) == digest(first)
+    # a new bundle key (the bundle was re-baked) builds a new file and drops the old one
+    newer = tmp_path / "Map_31_33.coverage.fedcba9876543210.wgb"
+    _, hit = load_grid_tile(adt, grass, bundle_path=newer, bundle_key="ef" * 32)
+    assert not hit and grid_path_for(newer).exists() and not path.exists()
