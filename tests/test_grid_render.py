@@ -35,14 +35,18 @@ def camera(x, y, z=30.0):
     return Camera(position=np.array([x, y, z], np.float64))
 
 
-def make_grid(ctx, tiles, *, wind="classic", falloff="smoothstep", mesh_height=0.6):
+def make_grid(ctx, tiles, *, wind="classic", falloff="smoothstep", mesh_height=0.6, rings=False):
     """A GridGrass with ``tiles`` [(key, GridTile)] resident, one crossed-quad mesh per model."""
     from wowgrass.render.grid import GridGrass
     from wowgrass.render.meshes import GpuMesh, crossed_quads
     from wowgrass.render.programs import make_programs
 
+    from wowgrass.render.constants import GrassSettings, RingSettings
+
     progs = make_programs(ctx, grass_path="grid", wind=wind, wind_falloff=falloff)
-    grid = GridGrass(ctx, progs, capacity=2)  # small: adding more tiles must grow it
+    # LOD rings off: the counts compared with the bundle are before any thinning with distance
+    settings = GrassSettings(rings=RingSettings(enabled=rings))
+    grid = GridGrass(ctx, progs, settings, capacity=2)  # small: adding more tiles must grow it
     meshes = {}
     for key, tile in tiles:
         for m in tile.models:
@@ -164,6 +168,22 @@ def test_blades_stand_on_the_terrain_and_inside_the_jitter_square(ctx):
     assert np.abs(fan_heights(tile.heights, 32, 32, r[:, 0], r[:, 1]) - r[:, 2]).max() < 0.01
     frac = r[:, :2] / 2.5 - cap["cell"]
     assert frac.min() >= -1e-3 and frac.max() <= 0.72 + 1e-3
+
+
+def test_lod_rings_thin_the_grid_with_distance(ctx):
+    adt, grass = synthetic(32, 32, n=30000, models=1)
+    tile = build_grid_tile(adt, grass)
+    x0, y0 = tile_origin(32, 32)
+    cam = camera(x0 - 266.0, y0 - 266.0)
+    full = make_grid(ctx, [((32, 32), tile)]).capture(cam, 0.0, tile.models[0])
+    thin = make_grid(ctx, [((32, 32), tile)], rings=True).capture(cam, 0.0, tile.models[0])
+    d_full = np.hypot(*(full["root"][:, :2] - cam.position[:2]).T)
+    d_thin = np.hypot(*(thin["root"][:, :2] - cam.position[:2]).T)
+    near = (d_full < 60).sum(), (d_thin < 60).sum()
+    far = (d_full > 180).sum(), (d_thin > 180).sum()
+    assert near[0] == near[1]  # ring 0 keeps everything
+    assert 0.1 < far[1] / far[0] < 0.3  # the outer ring keeps 0.2
+    assert set(keyed(thin)) <= set(keyed(full))
 
 
 # ----------------------------------------------------------------------------- control texture

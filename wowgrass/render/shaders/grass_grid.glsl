@@ -16,7 +16,7 @@ uniform isampler2D uGridTiles;          // 64 x 64 tiles: (layer or -1, first sl
 uniform uint uGridModel;                // the model this draw is for (index in the grid's model table)
 
 in uvec4 in_mesh;                       // the model's vertex: xyz float bits, uv as half2
-out vec4 v_data;                        // uv, fade, height fraction (grass.glsl's fragment stage)
+out vec4 v_data;                        // uv, ring * 2 + fade, height fraction (grass.glsl's fragment stage)
 #if defined GRID_CAPTURE
 out vec4 t_root;                        // blade root (world xyz) and 1, or 0s for a dropped slot
 out vec4 t_cell;                        // lattice cell (i, j), blade index in the slot, model
@@ -121,7 +121,9 @@ void main() {
     vec2 jitter = vec2(GrassHash(p), GrassHash(p + vec2(61.7, 23.3)));
     vec2 worldXY = (cell + jitter * GRID_JITTER) * GRID_SPACING;
     float d = distance(worldXY, uGrassParams[0].xy);
-    if (d >= uGrassParams[0].w) { gridDrop(); return; }
+    // the LOD rings thin the grid as they thin the instanced path (hash of the cell and blade)
+    float ringFade = grassRingFade(d, grassInstanceHash(uvec3(ivec3(ivec2(cell), int(g)))));
+    if (d >= uGrassParams[0].w || ringFade <= 0.0) { gridDrop(); return; }
     float ground = gridTerrainHeight(worldXY, ownerRC);
     float seed  = GrassHash(p + vec2(41.41, 17.17));   // yaw
     float phase = GrassHash(p + vec2(3.71, 53.9));     // independent animation phase
@@ -138,7 +140,8 @@ void main() {
                           normalize(vec2(WOW_GRASS_GUST_DIR_X, WOW_GRASS_GUST_DIR_Y)));
     vec3 world = vec3(worldXY + turned + wind, ground + in_position.z);
     gl_Position = uViewProj * vec4(world, 1.0);
-    v_data = vec4(unpackHalf2x16(in_mesh.w), grassFadeAt(d, uGrassParams), height);
+    v_data = vec4(unpackHalf2x16(in_mesh.w), float(grassRing(d)) * 2.0 + grassFadeAt(d, uGrassParams) * ringFade,
+                  height);
 #if defined GRID_CAPTURE
     t_root = vec4(worldXY, ground, 1.0);
     t_cell = vec4(cell, g, float(uGridModel));
