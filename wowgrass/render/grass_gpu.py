@@ -184,6 +184,11 @@ class GpuGrass(Source):
     def total_instances(self) -> int:
         return sum(b.count for b in self.batches)
 
+    def sample_xy(self) -> np.ndarray:
+        """(n, 2) world XY of a sample of the resident instances (start-up heuristics)."""
+        pts = [b.sample_xy for b in self.batches if len(b.sample_xy)]
+        return np.concatenate(pts) if pts else np.zeros((0, 2))
+
     @property
     def pending_uploads(self) -> int:
         return len(self._queue)
