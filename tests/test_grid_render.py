@@ -413,16 +413,20 @@ def test_quadratic_falloff_is_the_height_fraction_squared(ctx):
 # ----------------------------------------------------------------------------- the command
 
 
-def test_view_grass_grid_renders_like_the_instanced_path_and_caches_its_control(tmp_path):
+def test_view_grass_grid_renders_like_the_instanced_path_and_caches_its_control(tmp_path, monkeypatch):
     import json
 
     from click.testing import CliRunner
     from PIL import Image
 
     from wowgrass.cli.main import cli
+    from wowgrass.samples import sample_data_path
+
+    data = str(sample_data_path())
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))  # bundles and control files of its own
 
     def view(*args):
-        r = CliRunner().invoke(cli, ["view", "--size", "200x120", "--samples", "0", "--camera", "120,80,68",
+        r = CliRunner().invoke(cli, ["view", "--data", data, "--size", "200x120", "--samples", "0", "--camera", "120,80,68",
                                      "--target", "150,120,62", "--json", *args])
         assert r.exit_code == 0, r.output
         return json.loads(r.stdout)
