@@ -151,13 +151,27 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
     gpus = [ms for f, ms in timer.drain() if f >= first]
+    # the same frames again with a finish after each: a frame's latency, and whether the pipelined
+    # wall time above hides one-off stalls (a mean) that the GPU medians do not show
+    fin = []
+    for i in range(min(frames, 50)):
+        t1 = time.perf_counter()
+        frame(target, uniforms, field, cam, i / 60.0, timer)
+        ctx.finish()
+        fin.append((time.perf_counter() - t1) * 1000)
+    timer.drain()
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
+           "gpu_ms_mean": statistics.fmean(gpus) if gpus else None, "gpu_ms_max": max(gpus) if gpus else None,
+           "gpu_timeline_ms": [round(g, 4) for g in gpus], "finish_ms_median": median(fin), "finish_ms_max": max(fin),
            "submitted": counts.instances, "draw_calls": counts.draw_calls}
     if path == "gpu":  # one more frame with the counters on, read back (not timed)
         field.collect_stats = True
         frame(target, uniforms, field, cam, 0.0, timer)
-        st = field.read_stats(View(cam, (0, 0, *target.size)))
+        view = View(cam, (0, 0, *target.size))
+        st = field.read_stats(view)
         out.update(st)
+        if len(inst) <= 4_000_000:  # the visible set against the numpy reference (reads the arena back)
+            out["check"] = field.check_against_reference(view)
         out["submitted"] = st["drawn"]
         timer.drain()
     field.release()
@@ -234,6 +248,9 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
         v.toggles.stats = False
         r.update(grass_drawn=st.grass_instances, grass_tested=st.grass_tested,
                  grass_kept_per_ring=st.grass_kept_per_ring, grass_culling=st.grass_culling)
+        if hasattr(scene.grass, "check_against_reference"):
+            scene.grass.collect_stats = False
+            r["check"] = scene.grass.check_against_reference(v.views[0])
         if png_dir and not walk:
             v.render_frame(0.0)
             v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
@@ -358,11 +375,13 @@ def main(argv=None):
             Path(a.json).parent.mkdir(parents=True, exist_ok=True)
             Path(a.json).write_text(json.dumps(out, indent=2))
     settings = GrassSettings()
-    hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'gpu ms':>8} {'wall ms':>8}")
+    hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'gpu ms':>8} {'gpu mean':>8} "
+           f"{'gpu max':>8} {'wall ms':>8} {'finish':>8}")
 
     def row(n, r):
         return (f"{n:>11,} {r['submitted']:>8,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['cpu_ms_max']:>8.3f} "
-                f"{r['gpu_ms']:>8.3f} {r['wall_ms']:>8.3f}")
+                f"{r['gpu_ms']:>8.3f} {r['gpu_ms_mean']:>8.3f} {r['gpu_ms_max']:>8.3f} {r['wall_ms']:>8.3f} "
+                f"{r['finish_ms_median']:>8.3f}")
 
     for path, title in (("gpu", "GPU-driven culling (compute pass: groups, then instances, LOD rings; indirect)"),
                         ("cpu", "CPU per-chunk culling (the fallback; issue 8's viewer path)")):
@@ -377,7 +396,9 @@ def main(argv=None):
                           settings=settings)
             r["resident"] = n
             out[path].append(r)
-            extra = f"  {r['gpu_tested']:,} / {'/'.join(f'{k:,}' for k in r['kept_per_ring'])}" if path == "gpu" else ""
+            extra = (f"  {r['gpu_tested']:,} / {'/'.join(f'{k:,}' for k in r['kept_per_ring'])}"
+                     + (f"  vs reference: {r['check']['missing']} missing, {r['check']['extra']} extra"
+                        if "check" in r else "")) if path == "gpu" else ""
             print(row(n, r) + extra, flush=True)
             del inst
             save()
@@ -474,7 +495,9 @@ def main(argv=None):
                   f"  (max cpu {r['cpu_ms_max']:.3f} gpu {fmt(r['gpu_ms_max'])})  draws {r['draw_calls']}  "
                   f"grass drawn {r['grass_drawn']:,} ({r['grass_culling']}) of {r['resident']:,} resident  "
                   f"triangles (non-grass) {r['triangles']:,}"
-                  f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}")
+                  + f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}"
+                  + (f"  | vs reference: {r['check']['missing']} missing, {r['check']['extra']} extra of "
+                     f"{r['check']['reference']:,}" if "check" in r else ""))
     if a.flight:
         print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "
               f"MSAA {a.samples}x, finish after every frame:")

@@ -6,8 +6,8 @@ Resident data (written when tiles arrive, never per frame):
   * the *group table*: one 48-byte record per chunk group (a batch's instances in one chunk,
     consecutive in the arena): box, first instance, count, model. Free slots have count 0;
   * the *model table*: per model its bounding sphere and its regions of the compacted buffer.
-Per frame, per view: the command template is copied over the view's DrawElementsIndirect commands
-(GPU side: counts back to 0), ``shaders/grass_cull.glsl`` runs one work group per group slot (the
+Per frame: a reset pass zeroes the instance counts of every view's DrawElementsIndirect commands,
+then per view ``shaders/grass_cull.glsl`` runs one work group per group slot (the
 slot count changes only with residency, so the dispatch costs the CPU the same for 100k or 45M
 instances) and appends survivors to the view's compacted buffer, a one-group pass clamps the
 counts to the regions' capacities, and ``draw`` issues one ``glMultiDrawElementsIndirect`` of two
@@ -41,10 +41,10 @@ MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
-# glMemoryBarrier bits: compute results read by the next compute pass (SSBO), then as indirect
-# commands and instance attributes by the draws
+# glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
+# also as indirect commands and instance attributes by the draws, and by buffer reads (statistics)
 SSBO_BARRIER = 0x2000
-DRAW_BARRIER = 0x40 | 0x1  # GL_COMMAND_BARRIER_BIT | GL_VERTEX_ATTRIB_ARRAY_BARRIER_BIT
+DRAW_BARRIER = 0x2000 | 0x200 | 0x40 | 0x1  # SSBO | BUFFER_UPDATE | COMMAND | VERTEX_ATTRIB_ARRAY
 
 
 class RangeAllocator:
@@ -152,6 +152,7 @@ class GpuGrass(Source):
         defines = {"STATS_SIZE": STATS_SIZE}
         self._cull = programs.variant("grass_cull", defines)
         self._finalize = programs.variant("grass_cull", {**defines, "FINALIZE": True})
+        self._reset = programs.variant("grass_cull", {**defines, "RESET": True})
         self.cull = True
         self.collect_stats = False  # statistics atomics in the compute pass (--stats, --json, tests)
         self.batches: list[GpuBatch] = []
@@ -170,7 +171,7 @@ class GpuGrass(Source):
         self._n_views = 0
         self._layout_dirty = True
         self._arena_dirty = True
-        self.model_table = self.commands = self.template = self.visible = self.stats = self._zero = None
+        self.model_table = self.commands = self.visible = self.stats = None
         self._vaos: list[VaoCache] = []
         self._arena_vaos: list[VaoCache] = []
         self._arena_cmds = None
@@ -306,14 +307,12 @@ class GpuGrass(Source):
         cmds["count"][:, :, 1] = [m.lite_index_count for m in self.models]
         views = np.arange(self._n_views)[:, None, None] * per_view
         cmds["base_instance"] = views + np.stack([region[:, 0], region[:, 2]], axis=1)[None]
-        for b in (self.model_table, self.template, self.commands, self.stats, self._zero):
+        for b in (self.model_table, self.commands, self.stats):
             if b is not None:
                 b.release()
         self.model_table = self.ctx.buffer(models.tobytes())
-        self.template = self.ctx.buffer(cmds.tobytes())
-        self.commands = self.ctx.buffer(cmds.tobytes())
+        self.commands = self.ctx.buffer(cmds.tobytes())  # instance counts are reset every frame (RESET)
         self.stats = self.ctx.buffer(bytes(self._n_views * STATS_SIZE * 4))
-        self._zero = self.ctx.buffer(bytes(self._n_views * STATS_SIZE * 4))
         need = per_view * self._n_views * 16
         if self.visible is None or self.visible.size < need:
             if self.visible is not None:
@@ -345,14 +344,21 @@ class GpuGrass(Source):
         views = frame.all_views
         if self._layout_dirty or len(views) > self._n_views:
             self._relayout(len(views))
-        ctx = self.ctx
-        ctx.copy_buffer(self.commands, self.template)  # instance counts back to 0, on the GPU
-        if self.collect_stats:
-            ctx.copy_buffer(self.stats, self._zero)
+        ctx, set_ = self.ctx, self._set_uniform
         for i, b in enumerate((self.arena, self.group_table, self.model_table, self.commands, self.visible,
                                self.stats)):
             b.bind_to_storage_buffer(i)
-        cs, set_ = self._cull, self._set_uniform
+        n_cmds, n_stats = self._cmd_per_view * self._n_views, STATS_SIZE * self._n_views
+        # the last frame's draws and reads are ordered before this frame's writes, then the counts
+        # (and statistics) go back to 0
+        ctx.memory_barrier(DRAW_BARRIER)
+        reset = self._reset
+        set_(reset, "uCommandCount", n_cmds)
+        set_(reset, "uStatsCount", n_stats)
+        set_(reset, "uCollectStats", self.collect_stats)
+        reset.run(-(-max(n_cmds, n_stats) // 64))
+        ctx.memory_barrier(SSBO_BARRIER)
+        cs = self._cull
         n_groups = self._groups.high
         rows = -(-n_groups // WORKGROUP_ROW)
         set_(cs, "uGroupCount", n_groups)
@@ -368,7 +374,7 @@ class GpuGrass(Source):
                 cs.run(min(n_groups, WORKGROUP_ROW), rows)
         ctx.memory_barrier(SSBO_BARRIER)
         fin = self._finalize
-        set_(fin, "uCommandCount", self._cmd_per_view * self._n_views)
+        set_(fin, "uCommandCount", n_cmds)
         set_(fin, "uCollectStats", self.collect_stats)
         fin.run(1)
         ctx.memory_barrier(DRAW_BARRIER)
@@ -454,14 +460,41 @@ class GpuGrass(Source):
             out[(c // 2, c % 2)] = np.frombuffer(raw, INSTANCE_DTYPE).copy()
         return out
 
+    def read_resident(self, model: int) -> np.ndarray:
+        """Every uploaded instance of ``model``, read back from the arena (tests, validation)."""
+        parts = [np.frombuffer(self.arena.read(b.count * 16, offset=b.start * 16), INSTANCE_DTYPE)
+                 for b in self.batches if b.model == model and b.ready]
+        return np.concatenate(parts) if parts else np.zeros(0, INSTANCE_DTYPE)
+
+    def check_against_reference(self, view) -> dict:
+        """Compare the last frame's visible set of ``view`` with the numpy reference
+        (:func:`wowgrass.render.rings.reference_cull`): instances missing and extra per (model, lod)."""
+        from .rings import reference_cull
+
+        got = self.read_visible(view)
+        out = {"missing": 0, "extra": 0, "reference": 0}
+        void = np.dtype((np.void, 16))
+        for m, mesh in enumerate(self.models):
+            inst = self.read_resident(m)
+            keep, lod = reference_cull(inst, camera_xy=view.camera.position[:2], planes=view.planes(),
+                                       draw_distance=self.settings.draw_distance, bound_z=mesh.bound_z,
+                                       bound_radius=mesh.bound_radius, rings=self.settings.rings)
+            for lv in (0, 1):
+                want = set(np.ascontiguousarray(inst[keep & (lod == lv)]).view(void).tolist())
+                have = set(np.ascontiguousarray(got[(m, lv)]).view(void).tolist())
+                out["missing"] += len(want - have)
+                out["extra"] += len(have - want)
+                out["reference"] += len(want)
+        return out
+
     def release(self):
         for c in self._vaos + self._arena_vaos:
             c.release()
-        for b in (self.arena, self.group_table, self.model_table, self.template, self.commands, self.visible,
-                  self.stats, self._zero, self._arena_cmds):
+        for b in (self.arena, self.group_table, self.model_table, self.commands, self.visible, self.stats,
+                  self._arena_cmds):
             if b is not None:
                 b.release()
-        self.arena = self.group_table = self.model_table = self.template = self.commands = None
-        self.visible = self.stats = self._zero = self._arena_cmds = None
+        self.arena = self.group_table = self.model_table = self.commands = None
+        self.visible = self.stats = self._arena_cmds = None
         self.batches, self.models = [], []
         self._queue.clear()

@@ -5,8 +5,10 @@
 // bounding sphere against the frustum, the LOD rings' keep hash). Survivors are appended to the
 // view's compacted buffer in the region of their model and LOD mesh (outer rings: the lighter
 // mesh), and the instance counts of that view's DrawElementsIndirect commands grow by atomics,
-// one per work group and command. With FINALIZE defined, the program instead clamps the counts
-// to the regions' capacities and totals the statistics.
+// one per work group and command. With RESET defined, the program zeroes the instance counts
+// (and the statistics) before; with FINALIZE, it clamps the counts to the regions' capacities and
+// totals the statistics after. All three are shader passes ordered by memory barriers: a buffer
+// copy for the reset would not be ordered against the atomics around it.
 
 #include "frame.glsl"
 #include "rings.glsl"
@@ -36,11 +38,18 @@ uniform uint uRowGroups;     // work groups per row of the 2D dispatch
 uniform uint uCommandBase;   // this view's first command
 uniform uint uVisibleBase;   // this view's first compacted instance
 uniform uint uStatsBase;     // this view's statistics
-uniform uint uCommandCount;  // FINALIZE: commands of all views
+uniform uint uCommandCount;  // RESET, FINALIZE: commands of all views
+uniform uint uStatsCount;    // RESET: statistics of all views (uints)
 uniform int uLiteRing;       // rings from this one on draw the lighter mesh
 uniform bool uCollectStats;
 
-#if defined FINALIZE
+#if defined RESET
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < uCommandCount) commands[i * 5u + 1u] = 0u;
+    if (uCollectStats && i < uStatsCount) stats[i] = 0u;
+}
+#elif defined FINALIZE
 void main() {
     for (uint c = gl_LocalInvocationIndex; c < uCommandCount; c += 64u) {
         uint m = (c % (2u * uint(models.length()))) / 2u, lod = c & 1u;
