@@ -380,10 +380,10 @@ def bake_map(
     """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
 
     Each process opens the data source and loads the tables once and is handed chunks of
-    ``chunk`` tiles (default :func:`chunk_size`); every bundle goes to the cache as soon as it is placed. ``on_start``
-    gets the number of tiles to bake before the first; ``progress`` is called in the parent
-    after every tile, as chunks come back. Failures (a tile's ADT missing or corrupt) are
-    returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
+    ``chunk`` tiles (default :func:`chunk_size`); every bundle goes to the cache as soon as it
+    is placed. ``on_start`` gets the number of tiles to bake before the first; ``progress`` is
+    called in the parent after every tile, as chunks come back. Failures (a tile's ADT missing
+    or corrupt) are returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
     from wowgrass.data import open_data
     from wowgrass.formats.mpq import default_threads, release_threads

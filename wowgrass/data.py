@@ -21,9 +21,8 @@ import fnmatch
 import functools
 import os
 import re
-from pathlib import Path
-
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
 from wowgrass.formats.mpq import CHUNK_BYTES, MpqArchive, decode_files, default_threads
