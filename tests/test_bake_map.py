@@ -75,5 +75,5 @@ def test_bad_tiles_fail_alone_inside_a_chunk(world, tmp_path, monkeypatch):
 
 
 def test_chunk_size_keeps_workers_busy_to_the_end():
-    assert chunk_size(676, 2) == 8 and chunk_size(16, 2) == 1 and chunk_size(1, 8) == 1
-    assert chunk_size(100, 1) == 6
+    assert chunk_size(676, 2) == 4 and chunk_size(16, 2) == 1 and chunk_size(1, 8) == 1
+    assert chunk_size(100, 1) == 3

@@ -357,9 +357,10 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
 
 
 def chunk_size(tiles: int, jobs: int) -> int:
-    """Tiles handed to a worker at once: enough to make the hand-over cheap, few enough that the
-    workers finish together (about 16 chunks per worker, at most 8 tiles each)."""
-    return max(1, min(8, tiles // (16 * max(jobs, 1))))
+    """Tiles handed to a worker at once: enough to make the hand-over cheap (a chunk costs a
+    pickle of its results, well under a tile's time), few enough that the workers finish
+    together (about 32 chunks per worker, at most 4 tiles each)."""
+    return max(1, min(4, tiles // (32 * max(jobs, 1))))
 
 
 def bake_map(
