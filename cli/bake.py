@@ -126,6 +126,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
                 data.close()
         if export_file:
             write_rows([res.path], export_fmt, export_file)
+        warn_unknown_effects([res])
         if as_json:
             echo_json(res.to_dict())
         else:
@@ -159,6 +160,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         results += [r for r in done if tuple(r.tile) not in seen]
         failures += failed
     seconds = time.perf_counter() - t0
+    warn_unknown_effects(results)
     if export_file and results:
         write_rows([r.path for r in results], export_fmt, export_file)
     if as_json:
@@ -182,6 +184,16 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError(f"{plural(len(failures), 'tile')} failed: {lines}" + (" …" if len(failures) > 3 else ""))
     if not results:
         raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {', '.join(tiles)}" if tiles else ""))
+
+
+def warn_unknown_effects(results) -> None:
+    """One line for every effect id the tiles use that the tables lack (their cells get no grass)."""
+    ids = sorted({i for r in results for i in r.unknown_effects.get("ids", [])})
+    if ids:
+        cells = sum(r.unknown_effects.get("cells", 0) for r in results)
+        shown = ", ".join(map(str, ids[:12])) + (" …" if len(ids) > 12 else "")
+        note(f"warning: {plural(len(ids), 'effect id')} not in the tables ({shown}) in {plural(cells, 'cell')}: "
+             "no grass there (are the tables from the tiles' client build?)")
 
 
 def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement, constants, force, quiet):

@@ -191,6 +191,10 @@ def verbosity() -> int:
     return _VERBOSITY["level"]
 
 
+def reset_verbosity() -> None:
+    _set_level(0)
+
+
 def _set_quiet(ctx, param, value):
     if value:
         _set_level(-1)

@@ -22,6 +22,9 @@ COMMANDS = {
     "bundle": ("wowgrass.cli.bake:bundle", "Inspect baked instance bundles."),
     "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
     "export": ("wowgrass.cli.export:export", "Export tiles to glTF (Blender, engines)."),
+    "maps": ("wowgrass.cli.system:maps", "List the maps of a data source and their tiles."),
+    "cache": ("wowgrass.cli.system:cache", "Show or empty the cache (sample worlds, bundles)."),
+    "doctor": ("wowgrass.cli.system:doctor", "Check Python, OpenGL (EGL, window), data, cache, StormLib."),
 }
 
 
@@ -97,6 +100,9 @@ def cli():
     Every command that reads game data takes --data PATH: a client's Data folder (MPQ chain)
     or a folder of loose extracted files. With no --data, wowgrass uses its built-in sample world.
     """
+    from wowgrass.cli.common import reset_verbosity
+
+    reset_verbosity()  # -q / -v given to this command line only (tests run many in one process)
 
 
 def main(argv=None):

@@ -335,7 +335,14 @@ def test_constant_overrides():
     assert PlacementConstants().coverage_min == 32  # frozen defaults untouched
     with pytest.raises(UsageError, match="NAME=VALUE"):
         PlacementConstants().with_overrides(["nope=1"])
-    with pytest.raises(UsageError, match="not a int"):
+    with pytest.raises(UsageError, match="not an int"):
         PlacementConstants().with_overrides(["coverage_min=lots"])
-    with pytest.raises(UsageError, match="client_picks must be"):
+    with pytest.raises(UsageError, match="client_picks=-1 is outside 0 .. 1048575"):
         PlacementConstants(client_picks=-1)
+    # every number has a valid range: values outside it are errors, not odd bakes
+    for bad in ("coverage_min=256", "road_coverage_min=-1", "coverage_scale=0", "coverage_scale=16",
+                "client_min_normal_z=1.5", "client_scale_jitter_335=1", "max_placements_per_sample=1048576"):
+        name = bad.split("=")[0]
+        with pytest.raises(UsageError, match=f"{name}=.* is outside"):
+            PlacementConstants().with_overrides([bad])
+    assert PlacementConstants().with_overrides(["coverage_min=255", "road_coverage_min=256"]).coverage_min == 255

@@ -30,7 +30,7 @@ import numpy as np
 from wowgrass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, used_effect_ids
+from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
 
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
 DOODAD_TABLE = "GroundEffectDoodad.dbc"
@@ -48,6 +48,7 @@ class BakeResult:
     cache_hit: bool
     rebuilt: str | None = None  # why an existing bundle was not used (corrupt, truncated, stale)
     seconds: dict = field(default_factory=dict)
+    unknown_effects: dict = field(default_factory=dict)  # {"ids": [...], "cells": n}: ids the tables lack
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -162,6 +163,8 @@ def bake_tile(
     t1 = time.perf_counter()
     strategy = make_strategy(placement, constants)
     effect_ids = used_effect_ids(tile, catalog)
+    unknown_ids, unknown_cells = unknown_effect_ids(tile, catalog)
+    unknown = {"ids": unknown_ids.tolist(), "cells": unknown_cells} if unknown_ids.size else {}
     rows = catalog.lookup(effect_ids)
     used_models = np.unique(np.asarray(catalog.slot_model)[rows[rows >= 0]])
     used_models = used_models[used_models >= 0]
@@ -178,6 +181,7 @@ def bake_tile(
                 result = BakeResult(map_name, (col, row), str(path), key, old.instance_count, len(old.models),
                                     [m.path for m in old.models if not m.info.present], True)
             result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
+            result.unknown_effects = unknown
             return result
         except FormatError as exc:  # truncated, corrupt or stale: never drawn, rebuilt below
             rebuilt = f"{type(exc).__name__}: {exc.reason}"
@@ -195,7 +199,7 @@ def bake_tile(
     return BakeResult(
         map_name, (col, row), str(path), key, len(inst), int(present.size),
         [table[m].path for m in present.tolist() if not table[m].present], False, rebuilt,
-        {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": t4 - t0},
+        {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": t4 - t0}, unknown,
     )
 
 

@@ -7,6 +7,20 @@ import tempfile
 from pathlib import Path
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask can only swap it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` so readers see either the old file or the whole new one.
 
@@ -18,6 +32,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             if durable:
@@ -62,3 +77,11 @@ def write_image(path, pixels) -> Path:
     buf = io.BytesIO()
     img.save(buf, format=fmt)
     return write_atomic(path, buf.getvalue())
+
+
+def temp_dir(prefix: str, parent) -> Path:
+    """A new private-named folder in ``parent`` with the umask's permissions (mkdtemp makes 0700,
+    which would stick to a folder later renamed into place)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, 0o777 & ~current_umask())
+    return path

@@ -77,6 +77,25 @@ _TWO_PI = 2.0 * math.pi
 CONSTANT_ALIASES = {"seed_scale": "coverage_scale"}
 
 
+# valid values of each number (inclusive) and why; bundles store scale * 4096 in 16 bits
+_SCALE_MAX = 65535 / 4096
+CONSTANT_RANGES = {
+    "coverage_min": (0, 255, "alpha is 0 .. 255"),
+    "road_coverage_min": (0, 256, "alpha is 0 .. 255; 256 never counts a road"),
+    "dbc_density_max": (0, 1 << 20, "a doodad count"),
+    # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
+    "max_placements_per_sample": (0, (1 << 20) - 1, "clumps per cell"),
+    "coverage_scale": (1 / 4096, _SCALE_MAX, "bundles store scale in 1/4096 steps below 16"),
+    "client_picks": (0, (1 << 20) - 1, "cell picks per chunk"),
+    "client_zero_density": (0, (1 << 20) - 1, "doodads per pick"),
+    "client_density_max": (0, (1 << 20) - 1, "doodads per pick"),
+    "client_min_normal_z": (-1.0, 1.0, "the z of a unit normal"),
+    "client_scale_jitter_112": (0.0, 0.99, "scale 1 + r * jitter must stay above 0"),
+    "client_scale_jitter_335": (0.0, 0.99, "scale 1 + r * jitter must stay above 0"),
+    "seed": (-(1 << 63), (1 << 63) - 1, "a 64-bit integer"),
+}
+
+
 @dataclass(frozen=True)
 class PlacementConstants:
     """Every tunable number of both strategies; the defaults are the grass reference's constants table.
@@ -107,10 +126,10 @@ class PlacementConstants:
         return d
 
     def __post_init__(self):
-        # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
-        for name in ("max_placements_per_sample", "client_density_max", "client_zero_density", "client_picks"):
-            if not 0 <= getattr(self, name) < 1 << 20:
-                raise UsageError(f"placement constant {name} must be 0 .. {(1 << 20) - 1}")
+        for name, (lo, hi, why) in CONSTANT_RANGES.items():
+            v = getattr(self, name)
+            if not lo <= v <= hi:
+                raise UsageError(f"placement constant {name}={v} is outside {lo} .. {hi} ({why})")
 
     def with_overrides(self, pairs) -> PlacementConstants:
         """Apply ``"name=value"`` strings (``road_patterns`` takes a comma-separated list)."""
@@ -132,7 +151,7 @@ class PlacementConstants:
                 else:
                     value = float(text)
             except ValueError:
-                raise UsageError(f"bad constant {pair!r}: {text!r} is not a {kind}") from None
+                raise UsageError(f"bad constant {pair!r}: {text!r} is not {'an int' if kind == 'int' else 'a number'}") from None
             changes[name] = value
         return dataclasses.replace(self, **changes)
 
@@ -399,6 +418,15 @@ def used_effect_ids(tile, catalog) -> np.ndarray:
     rows = resolve_effects(tile, catalog)
     eff = np.asarray(tile.layer_effect).astype(np.uint32)
     return np.unique(eff[rows >= 0])
+
+
+def unknown_effect_ids(tile, catalog) -> tuple[np.ndarray, int]:
+    """Effect ids the tile's layers use that the catalogue lacks (sorted), and how many cells lie in
+    chunks with such a layer: the grass the tables cannot describe (placement treats them as none)."""
+    eff = np.asarray(tile.layer_effect).astype(np.uint32)
+    rows = np.asarray(catalog.lookup(eff.reshape(-1))).astype(np.int64).reshape(256, 4)
+    unknown = (rows < 0) & layer_exists(tile) & ~np.isin(eff, np.array(NO_EFFECT_IDS, dtype=np.uint32))
+    return np.unique(eff[unknown]), int(unknown.any(axis=1).sum()) * CELLS
 
 
 def slot_probabilities(catalog, rows: np.ndarray) -> np.ndarray:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from wowgrass.errors import UsageError
-from wowgrass.fileio import write_atomic
+from wowgrass.fileio import temp_dir, write_atomic
 from wowgrass.formats.adt import (
     ALPHA_4BIT, ALPHA_8BIT, ALPHA_COMPRESSED, MCNK_HEADER_DTYPE, MDDF_DTYPE, AdtTile, McnkFlags, write_adt,
 )
@@ -333,7 +332,7 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = out / "Data"
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-sample-", dir=out))
+    tmp = temp_dir(f".tmp-{os.getpid()}-sample-", out)
     try:
         build_sample_world(tmp, build, tiles, seed, progress=progress, jobs=jobs)
         if data.exists():
@@ -390,7 +389,7 @@ def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: b
     parent = final.parent
     parent.mkdir(parents=True, exist_ok=True)
     _sweep_stale(parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{final.name}-", dir=parent))
+    tmp = temp_dir(f".tmp-{os.getpid()}-{final.name}-", parent)
     try:
         build_sample_world(tmp, build, tiles, seed, progress, jobs=jobs)
         if final.exists():

@@ -1,0 +1,282 @@
+"""``wowgrass maps``, ``wowgrass cache ls|clean`` and ``wowgrass doctor``: what is there, and what works."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from wowgrass.cli.common import data_option, echo_json, json_option, note, plural
+
+
+def _tile_lines(tiles, indent: str) -> str:
+    """Tiles as ``c,r`` sixteen to a line, so no tile is ever broken across lines."""
+    words = [f"{c},{r}" for c, r in tiles]
+    return "\n".join(indent + " ".join(words[i:i + 16]) for i in range(0, len(words), 16))
+
+
+def _span(tiles) -> str:
+    if not tiles:
+        return ""
+    cols = [c for c, _ in tiles]
+    rows = [r for _, r in tiles]
+    return f"columns {min(cols)}..{max(cols)}, rows {min(rows)}..{max(rows)}"
+
+
+@click.command()
+@click.argument("wdt", required=False, type=click.Path(exists=True, dir_okay=False))
+@data_option
+@click.option("--tiles", "list_tiles", is_flag=True, help="Also list every tile (column,row).")
+@json_option
+def maps(wdt, data_path, list_tiles, as_json):
+    """List the maps of a data source and their tiles (or the tiles of one WDT file).
+
+    For each map: whether it has a WDT, the tiles its WDT lists and the ADT files present. With
+    no --data, the sample world's.
+    """
+    from wowgrass.formats.wdt import WdtFile
+
+    if wdt is not None:
+        w = WdtFile.from_bytes(Path(wdt).read_bytes(), wdt)
+        tiles = sorted(w.tiles(), key=lambda t: (t[1], t[0]))
+        if as_json:
+            echo_json({"file": str(wdt), "tile_count": len(tiles), "tiles": [list(t) for t in tiles],
+                       "big_alpha": bool(w.big_alpha)})
+            return
+        click.echo(f"{wdt}: {plural(len(tiles), 'tile')}" + (f" ({_span(tiles)})" if tiles else "")
+                   + f", {'8-bit' if w.big_alpha else '4-bit'} alpha maps")
+        if list_tiles:
+            click.echo(_tile_lines(tiles, "  "))
+        return
+
+    from wowgrass.data import list_maps, open_data
+    from wowgrass.terrain import wdt_game_path
+
+    if data_path is None:
+        from wowgrass.bake import default_data
+
+        data_path = default_data()[0]
+    out = []
+    with open_data(data_path) as data:
+        for name, found in list_maps(data).items():
+            listed = []
+            if found["wdt"]:
+                w = WdtFile.from_bytes(data.read(wdt_game_path(name)), wdt_game_path(name))
+                listed = sorted(w.tiles(), key=lambda t: (t[1], t[0]))
+            adts = sorted(set(found["adts"]), key=lambda t: (t[1], t[0]))
+            out.append({"map": name, "wdt": found["wdt"], "wdt_tile_count": len(listed),
+                        "wdt_tiles": [list(t) for t in listed], "adt_count": len(adts),
+                        "adt_tiles": [list(t) for t in adts]})
+    if as_json:
+        echo_json({"data": str(data_path), "map_count": len(out), "maps": out})
+        return
+    click.echo(f"{data_path}: {plural(len(out), 'map')}")
+    for m in out:
+        wdt_text = (f"WDT lists {plural(m['wdt_tile_count'], 'tile')}"
+                    + (f" ({_span(m['wdt_tiles'])})" if m["wdt_tiles"] else "")) if m["wdt"] else "no WDT"
+        adt_text = f"{plural(m['adt_count'], 'ADT file')} listed" if m["adt_count"] or not m["wdt"] else (
+            "ADT files not in the listing")
+        click.echo(f"  {m['map']}: {wdt_text}; {adt_text}")
+        if list_tiles:
+            tiles = m["wdt_tiles"] or m["adt_tiles"]
+            click.echo(_tile_lines(tiles, "    "))
+
+
+# ----------------------------------------------------------------------------- cache
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def cache_entries() -> list[dict]:
+    """What the cache holds: one entry per sample world and per map's bundle folder."""
+    from wowgrass.paths import cache_dir
+
+    root = cache_dir()
+    out = []
+    for kind, sub in (("sample", "sample"), ("bundles", "bundles")):
+        folder = root / sub
+        if not folder.is_dir():
+            continue
+        for entry in sorted(p for p in folder.iterdir() if not p.name.startswith(".")):
+            files = [p for p in entry.rglob("*") if p.is_file()] if entry.is_dir() else [entry]
+            out.append({"kind": kind, "name": entry.name, "path": str(entry), "file_count": len(files),
+                        "bytes": sum(p.stat().st_size for p in files)})
+    return out
+
+
+@click.group()
+def cache():
+    """Show or empty wowgrass's cache (sample worlds, baked bundles)."""
+
+
+@cache.command("ls")
+@json_option
+def cache_ls(as_json):
+    """List the cache: each sample world and each map's bundles, with their sizes."""
+    from wowgrass.paths import cache_dir
+
+    entries = cache_entries()
+    total = sum(e["bytes"] for e in entries)
+    if as_json:
+        echo_json({"cache": str(cache_dir()), "bytes": total, "entries": entries})
+        return
+    click.echo(f"{cache_dir()}: {_mb(total)}")
+    if not entries:
+        click.echo("  (empty)")
+    for e in entries:
+        what = "sample world" if e["kind"] == "sample" else "bundles of map"
+        click.echo(f"  {what} {e['name']}: {plural(e['file_count'], 'file')}, {_mb(e['bytes'])}")
+
+
+@cache.command("clean")
+@click.option("--bundles", "which", flag_value="bundles", help="Only baked bundles.")
+@click.option("--samples", "which", flag_value="sample", help="Only sample worlds.")
+@click.option("--map", "map_name", metavar="NAME", help="Only this map's bundles.")
+@click.option("-n", "--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+@json_option
+def cache_clean(which, map_name, dry_run, as_json):
+    """Delete cached sample worlds and bundles (all of them by default); they are rebuilt on demand."""
+    entries = cache_entries()
+    if map_name:
+        which = "bundles"
+        entries = [e for e in entries if e["kind"] == "bundles" and e["name"].lower() == map_name.lower()]
+    elif which:
+        entries = [e for e in entries if e["kind"] == which]
+    for e in entries:
+        if not dry_run:
+            p = Path(e["path"])
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    freed = sum(e["bytes"] for e in entries)
+    if as_json:
+        echo_json({"deleted": [e["path"] for e in entries], "deleted_count": len(entries), "bytes": freed,
+                   "dry_run": dry_run})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"{verb} {plural(len(entries), 'cache entry', 'cache entries')} ({_mb(freed)})")
+
+
+# ----------------------------------------------------------------------------- doctor
+
+def _check(name, fn):
+    try:
+        ok, detail, fix = fn()
+    except Exception as exc:  # a check must report, never crash the report
+        ok, detail, fix = False, f"{type(exc).__name__}: {exc}", "run with -v and report this"
+    return {"check": name, "ok": bool(ok), "detail": detail, "fix": None if ok else fix}
+
+
+def _python():
+    v = sys.version_info
+    ok = v >= (3, 10)
+    return ok, f"Python {v.major}.{v.minor}.{v.micro} ({sys.executable})", "install Python 3.10 or newer"
+
+
+def _egl():
+    from wowgrass.render.context import create_offscreen_context
+
+    ctx = create_offscreen_context()
+    try:
+        info = ctx.info
+        return True, f"EGL: {info.get('GL_RENDERER')}, OpenGL {ctx.version_code // 100}.{ctx.version_code % 100 // 10}", ""
+    finally:
+        ctx.release()
+
+
+def _window():
+    from wowgrass.render.context import has_display
+
+    if not has_display():
+        return False, "no display (DISPLAY and WAYLAND_DISPLAY unset)", (
+            "windows need X11 or Wayland; use `view -o frame.png` offscreen, or run under xvfb-run")
+    from wowgrass.render.context import WindowTarget
+
+    win = WindowTarget((64, 64), samples=0, visible=False)
+    try:
+        return True, f"window on {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')}: " \
+                     f"{win.ctx.info.get('GL_RENDERER')}", ""
+    finally:
+        win.release()
+
+
+def _data(data_path):
+    def check():
+        from wowgrass.data import list_maps, open_data
+        from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH
+
+        if data_path is None:
+            from wowgrass.samples import sample_root
+
+            built = (sample_root() / "Data").is_dir()
+            return True, "no --data: the built-in sample world (" + (
+                "built" if built else "built on first use, a few seconds") + ")", ""
+        with open_data(data_path) as data:
+            tables = [p for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
+            n_maps = len(list_maps(data))
+            what = f"{len(data.archives)} archives, build {data.build or 'unknown'}" if data.archives else "loose files"
+            detail = f"{data.root}: {what}, {plural(n_maps, 'map')}"
+            if tables:
+                return False, detail + "; missing " + ", ".join(tables), (
+                    "bake needs both ground-effect tables: point --data at the client's Data folder, or give --dbc")
+            return True, detail + ", ground-effect tables present", ""
+    return check
+
+
+def _cache():
+    from wowgrass.paths import cache_dir
+
+    root = cache_dir()
+    probe = root / f".doctor-{os.getpid()}"
+    probe.write_bytes(b"ok")
+    probe.unlink()
+    total = sum(e["bytes"] for e in cache_entries())
+    return True, f"{root}: writable, {_mb(total)} (`wowgrass cache ls`)", ""
+
+
+def _storm():
+    import ctypes.util
+
+    name = ctypes.util.find_library("storm")
+    if name is None:
+        try:
+            ctypes.CDLL("libstorm.so.9")
+            name = "libstorm.so.9"
+        except OSError:
+            return False, "StormLib not found", ("only the cross-check tests need it: Debian `apt-get install "
+                                                 "libstorm9` (or skip; wowgrass reads MPQs itself)")
+    return True, f"StormLib {name} (for cross-checks)", ""
+
+
+@click.command()
+@data_option
+@json_option
+def doctor(data_path, as_json):
+    """Check what wowgrass needs: Python, OpenGL through EGL and through a window, the data source,
+    the cache and StormLib. One line each, OK or problem, and what to do about a problem.
+
+    Exits 1 when a check fails (a window without a display and a missing StormLib count, too).
+    """
+    checks = [_check("python", _python), _check("gl-egl", _egl), _check("gl-window", _window),
+              _check("data", _data(data_path)), _check("cache", _cache), _check("stormlib", _storm)]
+    if as_json:
+        echo_json({"ok": all(c["ok"] for c in checks), "checks": checks})
+    else:
+        width = max(len(c["check"]) for c in checks)
+        for c in checks:
+            click.echo(f"{'OK     ' if c['ok'] else 'problem'}  {c['check']:<{width}}  {c['detail']}")
+            if not c["ok"]:
+                click.echo(f"         {'':<{width}}  -> {c['fix']}")
+        bad = [c for c in checks if not c["ok"]]
+        if bad:
+            note(f"{plural(len(bad), 'problem')} found")
+    if not all(c["ok"] for c in checks):
+        sys.exit(1)

@@ -1,0 +1,203 @@
+"""The command line behaves the same everywhere: inputs, tiles, tables folders, output files,
+-q/-v, --version, maps/cache/doctor, messages. CliRunner for the details, a subprocess per
+command for exit status 2 without a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from wowgrass.cli.main import cli
+
+from wowgrass.fileio import write_atomic
+from wowgrass.samples import MAP_NAME, build_sample_world
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return build_sample_world(tmp_path_factory.mktemp("cli-world") / "w", "3.3.5", (2, 1), seed=0)
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def sub(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "wowgrass", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_honour_the_umask(tmp_path, mask, mode):
+    old = os.umask(mask)
+    try:
+        p = write_atomic(tmp_path / "f.bin", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(p.stat().st_mode) == mode
+
+
+def test_cli_output_honours_the_umask_and_refuses_missing_folders(world, tmp_path):
+    old = os.umask(0o022)
+    try:
+        res = run("adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "-o", tmp_path / "h.png")
+    finally:
+        os.umask(old)
+    assert res.exit_code == 0, res.output
+    assert stat.S_IMODE((tmp_path / "h.png").stat().st_mode) == 0o644
+    res = run("adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "-o", tmp_path / "no" / "h.png")
+    assert res.exit_code == 2 and "does not exist" in res.stderr and not (tmp_path / "no").exists()
+
+
+# ----------------------------------------------------------------------------- verbosity, version
+
+
+def test_version_and_quiet_verbose_on_every_command():
+    from wowgrass import __version__
+
+    res = run("--version")
+    assert res.exit_code == 0 and __version__ in res.output
+    from wowgrass.cli.main import COMMANDS
+
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        cmd = cli.get_command(ctx, name)
+        leaves = list(getattr(cmd, "commands", {}).values()) or [cmd]
+        for leaf in leaves:
+            opts = {o for p in leaf.params for o in getattr(p, "opts", [])}
+            assert {"-q", "--quiet", "-v", "--verbose"} <= opts, (name, leaf.name)
+
+
+def test_quiet_silences_notes(world, tmp_path):
+    res = run("bake", "--data", world, "--tile", "31,32", "--placement", "seed", "-q")
+    assert res.exit_code == 0 and "note:" not in res.stderr
+    res = run("bake", "--data", world, "--tile", "31,32", "--placement", "seed")
+    assert "note: --placement seed is now called --placement coverage" in res.stderr
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def test_tables_folder_or_its_parent(world, tmp_path, realdata):
+    # --dbc: the folder with the tables, or the folder holding DBFilesClient
+    parent = tmp_path / "client"
+    shutil.copytree(realdata / "dbc" / "3.3.5", parent / "DBFilesClient")
+    adt = realdata / "adt" / "continent4229.adt"
+    for folder in (parent, parent / "DBFilesClient"):
+        res = run("bake", adt, "--dbc", folder, "-o", tmp_path / "c.wgb", "--json")
+        assert res.exit_code == 0, res.output
+    # --data on a DBFilesClient folder itself: the tables answer for DBFilesClient\X.dbc
+    res = run("dbc", "show", "--data", parent / "DBFilesClient", "GroundEffectTexture", "--id", 453, "--json")
+    assert res.exit_code == 0, res.output
+    res = run("dbc", "show", "--dbc", parent, "GroundEffectTexture", "--id", 453, "--json")
+    assert res.exit_code == 0, res.output
+
+
+def test_real_adt_without_tables_is_an_error(realdata, tmp_path):
+    res = run("bake", realdata / "adt" / "continent4229.adt", "-o", tmp_path / "x.wgb")
+    assert res.exit_code == 2 and "--data" in res.stderr and "--dbc" in res.stderr
+    assert "GroundEffectTexture.dbc" in res.stderr and not (tmp_path / "x.wgb").exists()
+
+
+def test_unknown_effect_ids_are_one_warning_line(realdata, tmp_path):
+    # 1.12 tables lack the WotLK tile's 40xxx effects
+    res = run("bake", realdata / "adt" / "continent4229.adt", "--dbc", realdata / "dbc" / "1.12", "-o",
+              tmp_path / "x.wgb", "--json")
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and "not in the tables" in lines[0] and "40199" in lines[0] and "cells" in lines[0]
+    assert 40199 in json.loads(res.stdout)["unknown_effects"]["ids"]
+
+
+def test_constants_outside_their_range_are_errors(world, tmp_path):
+    for bad in ("coverage_min=999", "client_min_normal_z=3", "coverage_scale=-1"):
+        res = run("bake", "--data", world, "--tile", "31,32", "-C", bad)
+        assert res.exit_code == 2 and "is outside" in res.stderr, res.output
+
+
+def test_one_tile_syntax_and_the_only_map(world, tmp_path):
+    res = run("bake", world, "--tile", "31,32", "--tile", "32:32,32", "--json")  # a Data folder as argument
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["map"] == MAP_NAME and sorted(t["tile"] for t in js["tiles"]) == [[31, 32], [32, 32]]
+    for bad in ("31", "31,32,33", "a,b", "64,1", "32:31,32"):
+        res = run("bake", "--data", world, "--tile", bad)
+        assert res.exit_code == 2 and "--tile" in res.stderr, (bad, res.output)
+
+
+# ----------------------------------------------------------------------------- maps, cache, doctor
+
+
+def test_maps(world, realdata):
+    res = run("maps", "--data", world, "--json")
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["map_count"] == 1 and js["maps"][0]["map"] == MAP_NAME
+    assert js["maps"][0]["wdt_tiles"] == [[31, 32], [32, 32]] and js["maps"][0]["wdt_tile_count"] == 2
+    res = run("maps", "--data", realdata / "adt")
+    assert "Azeroth: no WDT; 1 ADT file listed" in res.output
+    assert "continent: WDT lists 687 tiles" in res.output
+    res = run("maps", realdata / "adt" / "continent.wdt", "--json")
+    assert json.loads(res.stdout)["tile_count"] == 687
+    text = run("maps", realdata / "adt" / "continent.wdt", "--tiles").output
+    assert all(len(line.split()) <= 16 and line == line.rstrip() for line in text.splitlines())
+
+
+def test_cache_ls_and_clean(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    assert run("bake", "--data", world, "--tile", "31,32").exit_code == 0
+    js = json.loads(run("cache", "ls", "--json").stdout)
+    assert [e["name"] for e in js["entries"] if e["kind"] == "bundles"] == [MAP_NAME]
+    assert js["bytes"] > 0 and js["cache"] == str(tmp_path / "cache")
+    res = run("cache", "clean", "--bundles", "--dry-run")
+    assert res.exit_code == 0 and "would delete 1 cache entry" in res.output
+    assert any((tmp_path / "cache" / "bundles").rglob("*.wgb"))
+    res = run("cache", "clean", "--map", MAP_NAME)
+    assert res.exit_code == 0 and "deleted 1 cache entry" in res.output
+    assert not any((tmp_path / "cache" / "bundles").rglob("*.wgb"))
+
+
+def test_doctor_reports_each_check(world, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = sub("doctor", "--data", world, "--json", env=env)
+    js = json.loads(proc.stdout)
+    checks = {c["check"]: c for c in js["checks"]}
+    assert set(checks) == {"python", "gl-egl", "gl-window", "data", "cache", "stormlib"}
+    assert checks["python"]["ok"] and checks["cache"]["ok"] and checks["data"]["ok"]
+    assert not checks["gl-window"]["ok"] and "xvfb-run" in checks["gl-window"]["fix"]
+    assert proc.returncode == 1 and not js["ok"]
+    text = sub("doctor", "--data", world, env=env).stdout
+    assert "problem  gl-window" in text and "OK       python" in text
+    # a data folder without the tables is a problem with what to do
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    js = json.loads(sub("doctor", "--data", empty, "--json", env=env).stdout)
+    data = next(c for c in js["checks"] if c["check"] == "data")
+    assert not data["ok"] and "GroundEffectTexture.dbc" in data["detail"]
+
+
+@pytest.mark.parametrize("args", [
+    ["maps", "--data", "{tmp}/missing"],
+    ["maps", "{tmp}/bad.wdt"],
+    ["cache", "clean", "--map"],
+    ["bake", "--data", "{world}", "--tile", "1,2"],
+    ["bake", "--data", "{world}", "-C", "coverage_min=-5"],
+    ["bake", "{tmp}/bad.wdt", "--dbc", "{tmp}"],
+])
+def test_bad_input_exits_2_without_a_traceback(world, tmp_path, args):
+    (tmp_path / "bad.wdt").write_bytes(b"REVM\x04\0\0\0\x12\0\0")
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{world}", str(world)) for a in args]
+    proc = sub(*argv)
+    assert proc.returncode == 2, (argv, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "rror" in proc.stderr, proc.stderr
