@@ -165,9 +165,10 @@ def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool
 
     amount = DownloadColumn() if bytes_ else Count()
     speed = (Rate(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()) if rate else (TimeElapsedColumn(),)
+    console = Console(stderr=True)
     progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), amount, *speed,
-                        TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
-                        disable=quiet or verbosity() < 0)
+                        TextColumn("{task.description}"), console=console, transient=True,
+                        disable=quiet or verbosity() < 0 or not console.is_terminal)
     task = progress.add_task("", total=total)
 
     @contextlib.contextmanager

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import data_option, echo_json, json_option
+from wowgrass.cli.common import data_option, echo_json, json_option, note, plural, progress_bar
 from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
 
 _GLOB = re.compile(r"[*?\[]")
@@ -18,7 +18,7 @@ _GLOB = re.compile(r"[*?\[]")
 class _Source:
     """One archive or a mounted Data folder, behind the few calls the commands need."""
 
-    def __init__(self, archive: str | None, data_path: str | None):
+    def __init__(self, archive: str | None, data_path: str | None, listfiles=(), locale: str | None = None):
         if archive and data_path:
             raise UsageError("give an ARCHIVE or --data DIR, not both")
         if not archive and not data_path:
@@ -26,15 +26,24 @@ class _Source:
         if archive and Path(archive).is_dir():
             data_path, archive = archive, None
         self.label = archive or data_path
+        from wowgrass.data import LOCALES
+
+        if locale is not None and locale not in LOCALES:
+            raise UsageError(f"--locale {locale}: not a client locale ({', '.join(LOCALES)})")
+        self.lcid = LOCALES.get(locale) if locale else None
+        extra = _listfile_names(listfiles)
         if data_path:
             from wowgrass.data import open_data
 
-            self.data = open_data(data_path)
+            self.data = open_data(data_path, locale=locale)
             self.mpq = None
+            for p in self.data.archives:
+                self.data.archive(p).add_names(extra)
         else:
             from wowgrass.formats.mpq import MpqArchive
 
             self.mpq = MpqArchive.open(archive)
+            self.mpq.add_names(extra)
             self.data = None
 
     def close(self):
@@ -44,11 +53,11 @@ class _Source:
         return self.mpq.names() if self.mpq else self.data.list()
 
     def read(self, name: str) -> bytes:
-        return (self.mpq or self.data).read(name)
+        return self.mpq.read(name, self.lcid) if self.mpq else self.data.read(name)
 
     def read_many(self, names):
         """(name, bytes or error) in order, decompressed in parallel."""
-        return (self.mpq or self.data).read_many(names)
+        return self.mpq.read_many(names, self.lcid) if self.mpq else self.data.read_many(names)
 
     def rows(self, patterns=()) -> list[dict]:
         pats = [p.replace("/", "\\").upper() for p in patterns]
@@ -77,6 +86,11 @@ class _Source:
                 row = _row(arc.lookup(name, self.data._lcid))
                 row["archive"] = str(where.relative_to(self.data.root))
                 out.append(row)
+        if not pats:  # what no listfile names, archive by archive, as `mpq ls ARCHIVE` shows it
+            for p in self.data.archives:
+                for e in sorted(self.data.archive(p).entries(), key=lambda e: e.block_index):
+                    if e.name is None and not e.is_delete_marker:
+                        out.append(dict(_row(e), archive=str(p.relative_to(self.data.root))))
         return out
 
     def select(self, patterns) -> list[str]:
@@ -92,10 +106,29 @@ class _Source:
                     if fnmatch.fnmatchcase(n.replace("/", "\\").upper(), pat):
                         chosen.setdefault(n.upper(), n)
             else:
-                if not (self.mpq or self.data).exists(p):
+                if not (self.mpq.exists(p, self.lcid) if self.mpq else self.data.exists(p)):
                     raise GameFileNotFound(f"{self.label}: no file {p!r}")
                 chosen.setdefault(p.replace("/", "\\").upper(), p)
         return list(chosen.values())
+
+
+def _listfile_names(paths) -> list[str]:
+    names = []
+    for path in paths:
+        text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+        names += [n.strip() for n in text.replace("\r", "\n").replace(";", "\n").split("\n") if n.strip()]
+    return names
+
+
+def source_options(f):
+    """--data, --listfile and --locale, shared by ls, extract and cat."""
+    f = click.option("--locale", metavar="NAME", default=None,
+                     help="Client locale to read (enUS, deDE, ...): files stored per locale take that "
+                          "version; with --data, the locale folder to mount (default: detected).")(f)
+    f = click.option("-L", "--listfile", "listfiles", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     help="A listfile (one name a line) naming files the archives' own (listfile) lacks, like "
+                          "smpq -L; repeatable.")(f)
+    return data_option(f)
 
 
 def _row(e) -> dict:
@@ -145,7 +178,7 @@ def info(archive, data_path, as_json):
         return
     if src.mpq:
         for k, v in obj.items():
-            click.echo(f"{k:20} {v}")
+            click.echo(f"{k:20} {_text(v)}")
         return
     click.echo(f"root      {obj['root']}")
     click.echo(f"kind      {obj['kind']}")
@@ -154,7 +187,16 @@ def info(archive, data_path, as_json):
     if obj["archives"]:
         click.echo("archives (lowest priority first; later ones override earlier ones):")
         for a in obj["archives"]:
-            click.echo(f"  {a['priority']:2}  {a['path']:40} v{a['format_version'] + 1}  {a['files']:6} files")
+            click.echo(f"  {a['priority']:2}  {a['path']:40} v{a['format_version'] + 1}  {plural(a['files'], 'file'):>12}")
+
+
+def _text(v) -> str:
+    """A value as people read it: yes/no, '-' for nothing (never Python's True/None)."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
 
 
 def _archive_info(a) -> dict:
@@ -174,29 +216,42 @@ def _archive_info(a) -> dict:
     }
 
 
+LS_COLUMNS = ("size", "packed", "locale", "flags", "name", "archive")
+
+
 @mpq.command("ls")
 @click.argument("args", nargs=-1, metavar="[ARCHIVE] [GLOBS...]")
-@data_option
+@source_options
 @json_option
-def ls(args, data_path, as_json):
-    """List the files of ARCHIVE (or of the whole --data chain): name, size, packed size, flags, locale.
+def ls(args, data_path, listfiles, locale, as_json):
+    """List the files of ARCHIVE (or of the whole --data chain).
 
-    Entries no (listfile) names are shown as <unnamed #block>; GLOBS filter by name ('*', '?').
+    \b
+    Columns, in order: size (bytes), packed (bytes stored), locale (hex LCID, 0000 = neutral),
+    flags, name, and with --data the archive that provides the file.
+
+    Entries no listfile names are shown as <unnamed #block> (give names with -L FILE); GLOBS
+    filter by name ('*', '?').
     """
     archive, patterns = _split(args, data_path)
-    src = _Source(archive, data_path)
+    src = _Source(archive, data_path, listfiles, locale)
     try:
         rows = src.rows(patterns)
     finally:
         src.close()
+    if locale and src.mpq:
+        lcid = src.lcid
+        rows = [r for r in rows if r["locale"] in (0, lcid)]
     if as_json:
         echo_json(rows)
         return
+    head = f"{'size':>10} {'packed':>10}  {'locale':6}  {'flags':32} name" + ("  [archive]" if data_path else "")
+    click.echo(head)
     for r in rows:
         name = r["name"] if r["name"] is not None else f"<unnamed #{r['block']}>"
         extra = f"  [{r['archive']}]" if "archive" in r else ""
         flags = "|".join(n.lower() for n in r["flag_names"] if n != "EXISTS") or "-"
-        click.echo(f"{r['size']:>10} {r['packed_size']:>10}  {r['locale']:04x}  {flags:32} {name}{extra}")
+        click.echo(f"{r['size']:>10} {r['packed_size']:>10}  {r['locale']:04x}    {flags:32} {name}{extra}".rstrip())
 
 
 def _split(args, data_path, *, need_name=False):
@@ -216,36 +271,36 @@ def _split(args, data_path, *, need_name=False):
 @click.argument("args", nargs=-1, metavar="[ARCHIVE] [NAMES|GLOBS...]")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to extract into (created if missing).")
-@data_option
+@click.option("-f", "--force", is_flag=True, help="Overwrite files that already exist under -o DIR.")
+@source_options
 @json_option
-def extract(args, out_dir, data_path, as_json):
+def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
     """Extract NAMES or GLOBS (default: every named file) from ARCHIVE or the --data chain into -o DIR.
 
     Paths keep their folders; '..' and absolute parts are dropped so nothing lands outside DIR.
     Each file is written atomically. A file that cannot be read or written gets a warning and the
-    rest still come out; the exit status is then 2.
+    rest still come out; the exit status is then 2. Files already there are kept (and counted)
+    unless --force.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
     from wowgrass.fileio import write_atomic
 
     archive, patterns = _split(args, data_path)
     out = Path(out_dir)
-    src = _Source(archive, data_path)
-    done, skipped, failed, total = [], [], [], 0
+    src = _Source(archive, data_path, listfiles, locale)
+    done, skipped, failed, existing, total = [], [], [], [], 0
     try:
         names = src.select(patterns)
         targets = {n: safe_target(out, n) for n in names}
         skipped = [n for n, t in targets.items() if t is None]
-        console = Console(stderr=True)
-        with Progress(TextColumn("[bold]extract"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      DownloadColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
-            task = bar.add_task("extract", total=len(names))
-            bar.advance(task, len(skipped))
+        if not force:
+            existing = [n for n, t in targets.items() if t is not None and t.exists()]
+            for n in existing:
+                targets[n] = None
+        with progress_bar("extract", "files", total=len(names), quiet=as_json) as bar:
+            bar.advance("", len(skipped) + len(existing))
             # decompression runs ahead on worker threads while files are written here
             for name, data in src.read_many(n for n in names if targets[n] is not None):
-                bar.advance(task)
+                bar.advance(f"{total / 1e6:,.1f} MB")
                 if isinstance(data, WowgrassError):
                     failed.append({"name": name, "error": str(data)})
                     continue
@@ -261,26 +316,30 @@ def extract(args, out_dir, data_path, as_json):
     finally:
         src.close()
     if as_json:
-        echo_json({"output": str(out), "files": done, "skipped": skipped, "failed": failed, "bytes": total})
+        echo_json({"output": str(out), "files": done, "skipped": skipped, "existing": existing, "failed": failed,
+                   "bytes": total})
     else:
         for s in skipped:
-            click.echo(f"warning: skipped {s!r} (no safe path under {out})", err=True)
+            note(f"warning: skipped {s!r} (no safe path under {out})")
         for f in failed:
-            click.echo(f"warning: {f['name']} not extracted: {f['error']}", err=True)
-        click.echo(f"extracted {len(done)} files ({total:,} bytes) to {out}", err=True)
+            note(f"warning: {f['name']} not extracted: {f['error']}")
+        if existing:
+            note(f"note: {plural(len(existing), 'file')} already in {out} kept (--force overwrites)")
+        note(f"extracted {plural(len(done), 'file')} ({plural(total, 'byte')}) to {out}")
     if failed:
-        raise UsageError(f"{len(failed)} of {len(names)} files could not be read or written (the others were extracted)")
+        raise UsageError(f"{len(failed)} of {plural(len(names), 'file')} could not be read or written "
+                         "(the others were extracted)")
 
 
 @mpq.command()
 @click.argument("args", nargs=-1, required=True, metavar="[ARCHIVE] NAME")
-@data_option
-def cat(args, data_path):
+@source_options
+def cat(args, data_path, listfiles, locale):
     """Write the raw bytes of NAME from ARCHIVE (or the --data chain) to stdout."""
     archive, names = _split(args, data_path, need_name=True)
     if len(names) != 1:
         raise UsageError(f"cat takes one NAME, got {len(names)}")
-    src = _Source(archive, data_path)
+    src = _Source(archive, data_path, listfiles, locale)
     try:
         data = src.read(names[0])
     finally:

@@ -201,3 +201,81 @@ def test_bad_input_exits_2_without_a_traceback(world, tmp_path, args):
     proc = sub(*argv)
     assert proc.returncode == 2, (argv, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "rror" in proc.stderr, proc.stderr
+
+
+# ----------------------------------------------------------------------------- mpq
+
+
+@pytest.fixture
+def chain(tmp_path):
+    from wowgrass.formats.mpq import write_mpq_file
+
+    d = tmp_path / "Data"
+    d.mkdir()
+    write_mpq_file(d / "common.MPQ", {"a.txt": b"1", "dir\\b.txt": b"22"}, listfile=False)
+    write_mpq_file(d / "patch.MPQ", {"c.txt": b"333"})
+    listfile = tmp_path / "names.txt"
+    listfile.write_text("a.txt\r\ndir\\b.txt\n")
+    return d, listfile
+
+
+def test_mpq_ls_shows_unnamed_entries_with_data_and_takes_a_listfile(chain):
+    d, listfile = chain
+    text = run("mpq", "ls", "--data", d).output.splitlines()
+    assert text[0].split() == ["size", "packed", "locale", "flags", "name", "[archive]"]
+    assert sum("<unnamed #" in line and "[common.MPQ]" in line for line in text) == 2
+    assert any(line.endswith("c.txt  [patch.MPQ]") for line in text)
+    text = run("mpq", "ls", "--data", d, "-L", listfile).output
+    assert "<unnamed" not in text and "dir\\b.txt" in text
+    js = json.loads(run("mpq", "ls", d / "common.MPQ", "--listfile", listfile, "--json").stdout)
+    assert sorted(r["name"] for r in js) == ["a.txt", "dir\\b.txt"]
+    # the help names the columns in the order they are printed
+    help_text = " ".join(run("mpq", "ls", "--help").output.split())
+    order = [help_text.index(c) for c in ("size (bytes)", "packed (bytes", "locale (hex", "flags, name")]
+    assert order == sorted(order)
+    assert all(line == line.rstrip() for line in run("mpq", "ls", "--data", d).output.splitlines())
+
+
+def test_mpq_locale(tmp_path):
+    from wowgrass.formats.mpq import write_mpq_file
+
+    arc = write_mpq_file(tmp_path / "loc.mpq", [("t.txt", b"neutral", {}), ("t.txt", b"deutsch", {"locale": 0x407})])
+    assert run("mpq", "cat", arc, "t.txt").stdout == "neutral"
+    assert run("mpq", "cat", arc, "t.txt", "--locale", "deDE").stdout == "deutsch"
+    res = run("mpq", "cat", arc, "t.txt", "--locale", "xxYY")
+    assert res.exit_code == 2 and "not a client locale" in res.stderr
+
+
+def test_mpq_extract_keeps_existing_files_without_force(chain, tmp_path):
+    d, listfile = chain
+    out = tmp_path / "out"
+    res = run("mpq", "extract", "--data", d, "-L", listfile, "-o", out)
+    assert res.exit_code == 0, res.output
+    assert (out / "dir" / "b.txt").read_bytes() == b"22" and res.stderr.startswith("extracted 4 files")
+    (out / "c.txt").write_bytes(b"mine")
+    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt")
+    assert res.exit_code == 0 and (out / "c.txt").read_bytes() == b"mine"
+    assert "1 file already in" in res.stderr and "--force" in res.stderr
+    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt", "--force")
+    assert res.exit_code == 0 and (out / "c.txt").read_bytes() == b"333" and "extracted 1 file " in res.stderr
+
+
+def test_mpq_info_speaks_plainly(realdata):
+    text = run("mpq", "info", realdata / "mpq" / "vanilla-standard.mpq").output
+    assert "None" not in text and "True" not in text and "False" not in text
+    assert "listfile             yes" in text
+
+
+@pytest.mark.parametrize("args", [
+    ["mpq", "ls", "{tmp}/nope.mpq"],
+    ["mpq", "ls", "{tmp}/bad.wdt"],
+    ["mpq", "extract", "{tmp}/bad.wdt", "-o", "{tmp}/o"],
+    ["mpq", "cat", "--data", "{tmp}", "x", "--locale", "zz"],
+    ["mpq", "ls", "--data", "{tmp}", "-L", "{tmp}/missing.txt"],
+])
+def test_mpq_bad_input_exits_2_without_a_traceback(tmp_path, args):
+    (tmp_path / "bad.wdt").write_bytes(b"MPQ\x1a" + b"\0" * 40)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = sub(*argv)
+    assert proc.returncode == 2, (argv, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "rror" in proc.stderr, proc.stderr

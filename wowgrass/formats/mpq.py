@@ -800,6 +800,11 @@ class MpqArchive:
             self._listfile = names
         return self._listfile
 
+    def add_names(self, names) -> None:
+        """Names from an outside listfile (like smpq's -L), for archives whose (listfile) lacks them."""
+        self._listfile = self._listfile_names() + [n.strip() for n in names if n.strip()]
+        self._name_map = None
+
     def _names_by_hash(self) -> dict[tuple[int, int], str]:
         if self._name_map is None:
             m: dict[tuple[int, int], str] = {}
