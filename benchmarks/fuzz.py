@@ -379,7 +379,7 @@ def _bundle_fix(parts: list[bytes], rng: random.Random) -> None:
 
     if rng.random() < 0.75 and len(parts[0]) >= bundle.HEADER_SIZE:
         b = bytearray(parts[0])
-        struct.pack_into("<I", b, bundle.CHECKSUM_OFFSET, bundle._checksum(b))
+        struct.pack_into("<I", b, bundle.CHECKSUM_OFFSET, bundle.file_checksum(b))
         parts[0] = bytes(b)
 
 

@@ -319,7 +319,7 @@ def _bundle_with_provenance(tmp_path, text: str):
     assert len(raw) <= h["provenance_size"]
     start = h["provenance_offset"]
     data[start:start + h["provenance_size"]] = raw + b" " * (h["provenance_size"] - len(raw))
-    struct.pack_into("<I", data, B.CHECKSUM_OFFSET, B._checksum(data))
+    struct.pack_into("<I", data, B.CHECKSUM_OFFSET, B.file_checksum(data))
     p = tmp_path / "x.bundle"
     p.write_bytes(bytes(data))
     return p

@@ -1,0 +1,219 @@
+"""Grass paths benchmark: the camera-grid path (``view --grass grid``) against the instanced path.
+
+Prints and writes (``--out DIR``: ``grid.json`` and PNG frames):
+  * resident - per resident set (the instanced benchmark's field of 0.35 instances per square unit,
+               100k .. 45M instances; the grid holds the same area as control tiles): CPU ms, GPU ms
+               and wall ms a frame at eye height in the middle, for the GPU-driven instanced path
+               and for the grid. Targets on the H200: the grid's CPU under 0.1 ms a frame and its
+               cost flat however much is resident (it draws the grid, not the resident set).
+  * sample   - the sample world's zone on both paths from the same cameras (start view and the
+               grass view at 60,60), frames side by side (``sample_<view>_paths.png``).
+  * wind     - each wind option (classic, two-axis, gust; gust also with the quadratic falloff) on
+               both paths, a short sequence (t = 0 .. 1.75 s) as one contact sheet per option and path
+               (``wind_<option>_<path>.png``: rows are paths' frames in time order).
+
+    python benchmarks/bench_grid.py --out /tmp/grid                 # llvmpipe-friendly defaults
+    python benchmarks/bench_grid.py --out $OUT --size 1920x1080 --counts 100000,1000000,4000000,16000000,45000000 \\
+        --frames 200                                                 # the H200 run (docs/gpu.md)
+
+Frame timing is bench_render's (pipelined timer queries, wall = N frames / N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_render import DENSITY, clump, eye_camera, field_instances, frame, make_field, median, time_viewer  # noqa: E402
+
+from wowgrass.grid import GridTile, build_grid_tile, tile_slots  # noqa: E402
+from wowgrass.render.constants import TILE_SIZE, ZEROPOINT, GrassSettings  # noqa: E402
+from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.frame import FrameUniforms  # noqa: E402
+from wowgrass.render.gputimer import GpuTimer  # noqa: E402
+from wowgrass.render.grid import GridGrass  # noqa: E402
+from wowgrass.render.meshes import GpuMesh  # noqa: E402
+from wowgrass.render.programs import make_programs  # noqa: E402
+from wowgrass.render.synthetic import synthetic_tile, tile_origin  # noqa: E402
+from wowgrass.render.viewer import write_png  # noqa: E402
+
+WIND_RUNS = (("classic", "smoothstep"), ("two-axis", "smoothstep"), ("gust", "smoothstep"), ("gust", "quadratic"))
+SEQUENCE = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)
+
+
+def field_tiles(n: int) -> list[tuple[int, int]]:
+    """The tiles the instanced benchmark's field of ``n`` instances covers (it is centred on the map)."""
+    half = math.sqrt(n / DENSITY) / 2
+    lo, hi = int(math.floor((ZEROPOINT - half) / TILE_SIZE)), int(math.floor((ZEROPOINT + half) / TILE_SIZE))
+    return [(c, r) for c in range(lo, hi + 1) for r in range(lo, hi + 1)]
+
+
+def grid_field(ctx, progs, mesh, n: int, settings):
+    """A GridGrass holding the area of the ``n``-instance field: one control tile built from the
+    field's density, copied to every tile (the grid's cost does not depend on what the tiles hold)."""
+    tiles = field_tiles(n)
+    c0, r0 = tiles[0]
+    adt = synthetic_tile(c0, r0, relief=2.0)
+    x0, y0 = tile_origin(c0, r0)
+    k = int(DENSITY * TILE_SIZE * TILE_SIZE)
+    rng = np.random.default_rng(0)
+    from wowgrass.bundle import pack_instances
+
+    pos = np.column_stack([x0 - rng.uniform(0, TILE_SIZE, k), y0 - rng.uniform(0, TILE_SIZE, k), np.zeros(k)])
+    template = build_grid_tile(adt, {"bench\\clump.m2": pack_instances(pos, 0.0, 1.0)})
+    grid = GridGrass(ctx, progs, settings, capacity=len(tiles))
+    meshes = {"bench\\clump.m2": mesh}
+    t0 = time.perf_counter()
+    for c, r in tiles:
+        i0, i1, j0, j1 = tile_slots(c, r)
+        control = np.zeros((i1 - i0, j1 - j0, 4), np.uint32)  # 213 or 214 cells a side
+        a, b = min(i1 - i0, template.control.shape[0]), min(j1 - j0, template.control.shape[1])
+        control[:a, :b] = template.control[:a, :b]
+        grid.add_tile((c, r), GridTile(c, r, i0, j0, control, template.heights, template.models), meshes)
+    return grid, len(tiles), time.perf_counter() - t0
+
+
+def time_source(ctx, target, source, cam, frames):
+    timer, uniforms = GpuTimer(ctx), FrameUniforms(ctx)
+    for _ in range(3):
+        frame(target, uniforms, source, cam, 0.0, timer)
+    timer.drain()
+    ctx.finish()
+    first, cpus = timer.frame, []
+    t0 = time.perf_counter()
+    for i in range(frames):
+        c, counts = frame(target, uniforms, source, cam, i / 60.0, timer)
+        cpus.append(c)
+    ctx.finish()
+    wall = (time.perf_counter() - t0) * 1000 / frames
+    gpus = [ms for f, ms in timer.drain() if f >= first]
+    uniforms.release()
+    return {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
+            "submitted": counts.instances, "draw_calls": counts.draw_calls}
+
+
+def bench_resident(size, counts, frames):
+    target = create_offscreen_target(size, 0)
+    ctx = target.ctx
+    progs = make_programs(ctx, grass_path="grid")
+    progs_16p = {"16p": progs}
+    mesh = GpuMesh(ctx, clump("indexed12"))
+    settings = GrassSettings()
+    cam = eye_camera(size[0] / size[1])
+    out = []
+    for n in counts:
+        row = {"instances": n}
+        inst = field_instances(n)
+        field = make_field(ctx, progs_16p, mesh, inst, path="gpu", settings=settings)
+        row["instanced"] = time_source(ctx, target, field, cam, frames)
+        field.release()
+        del inst
+        grid, tiles, secs = grid_field(ctx, progs, mesh, n, settings)
+        row["grid"] = time_source(ctx, target, grid, cam, frames)
+        row["grid"].update(tiles=tiles, upload_s=secs, blades=grid.total_instances)
+        grid.release()
+        out.append(row)
+        i, g = row["instanced"], row["grid"]
+        print(f"{n:>11,d} resident  instanced cpu {i['cpu_ms']:.3f} gpu {i['gpu_ms']:.3f} wall {i['wall_ms']:.3f}"
+              f"  | grid ({tiles} tiles) cpu {g['cpu_ms']:.3f} gpu {g['gpu_ms']:.3f} wall {g['wall_ms']:.3f} ms",
+              flush=True)
+    mesh.release()
+    target.release()
+    return out
+
+
+def side_by_side(images, path):
+    w, h = images[0].shape[1], images[0].shape[0]
+    sheet = np.full((h, len(images) * (w + 4) - 4, 3), 255, np.uint8)
+    for k, img in enumerate(images):
+        sheet[:, k * (w + 4): k * (w + 4) + w] = img[..., :3]
+    write_png(path, sheet)
+
+
+def bench_sample(size, frames, samples, out_dir):
+    """Both paths on the sample world from the same cameras; wind sequences of each option."""
+    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.scene import Scene
+    from wowgrass.render.viewer import Toggles, Viewer, default_camera
+
+    results, shots = {}, {}
+    cams = {}
+    for path in ("instanced", "grid"):
+        for wind, falloff in (("classic", "smoothstep"),) + (WIND_RUNS[1:] if out_dir else ()):
+            data, src = open_source(ViewOptions(size=size, grass_path=path))
+            target = create_offscreen_target(size, samples)
+            progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=path, wind=wind,
+                                  wind_falloff=falloff)
+            scene = Scene(target.ctx, progs, src, grass_path=path)
+            for view_name, cam_xy in (("start", None), ("grass_60_60", (60.0, 60.0))):
+                key = view_name
+                cam = default_camera(scene, src, camera=cam_xy)
+                if key in cams:  # the same camera on both paths
+                    cam.position, cam.yaw, cam.pitch = cams[key]
+                cams.setdefault(key, (cam.position.copy(), cam.yaw, cam.pitch))
+                scene.update(cam.position, block=True)
+                v = Viewer(target, scene, cam, Toggles())
+                if wind == "classic":
+                    r = results[f"{path}_{view_name}"] = time_viewer(v, target, frames)
+                    r["resident"] = scene.grass.total_instances
+                    v.render_frame(0.0)
+                    shots[(view_name, path)] = v.read_rgba()
+                if out_dir and view_name == "grass_60_60":
+                    seq = []
+                    for t in SEQUENCE:
+                        v.render_frame(t)
+                        seq.append(v.read_rgba())
+                    side_by_side(seq[:4], Path(out_dir) / f"wind_{wind}_{falloff}_{path}_a.png")
+                    side_by_side(seq[4:], Path(out_dir) / f"wind_{wind}_{falloff}_{path}_b.png")
+            scene.release()
+            target.release()
+            data.close()
+        for view_name in ("start", "grass_60_60"):
+            r = results[f"{path}_{view_name}"]
+            print(f"sample {view_name:<12} {path:<9} cpu {r['cpu_ms']:.3f} gpu {r['gpu_ms'] or float('nan'):.3f} "
+                  f"wall {r['wall_ms']:.3f} ms  draws {r['draw_calls']}  resident {r['resident']:,}", flush=True)
+    if out_dir:
+        for view_name in ("start", "grass_60_60"):
+            side_by_side([shots[(view_name, "instanced")], shots[(view_name, "grid")]],
+                         Path(out_dir) / f"sample_{view_name}_paths.png")
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="folder for grid.json and the PNG frames")
+    ap.add_argument("--size", default="480x270", help="frame size WxH (default 480x270; 1920x1080 on a GPU)")
+    ap.add_argument("--counts", default="100000,1000000", help="resident instance counts of the field")
+    ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-world frames")
+    ap.add_argument("--no-sample", action="store_true", help="skip the sample world (frames and wind sequences)")
+    a = ap.parse_args(argv)
+    size = tuple(int(v) for v in a.size.lower().split("x"))
+    out_dir = Path(a.out) if a.out else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    res = {"size": list(size), "frames": a.frames}
+    res["resident"] = bench_resident(size, [int(c) for c in a.counts.split(",") if c], a.frames)
+    if not a.no_sample:
+        res["sample"] = bench_sample(size, a.frames, a.samples, out_dir)
+    grid_cpu = [r["grid"]["cpu_ms"] for r in res["resident"]]
+    grid_gpu = [r["grid"]["gpu_ms"] for r in res["resident"]]
+    res["summary"] = {"grid_cpu_ms_max": max(grid_cpu), "grid_gpu_ms_spread": max(grid_gpu) / max(min(grid_gpu), 1e-9)}
+    print(f"grid: CPU <= {max(grid_cpu):.3f} ms a frame (target < 0.1 on the H200); GPU max/min over resident "
+          f"sets {res['summary']['grid_gpu_ms_spread']:.2f}x (flat is 1.0)")
+    if out_dir:
+        (out_dir / "grid.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+if __name__ == "__main__":
+    main()
