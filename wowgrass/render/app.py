@@ -127,15 +127,15 @@ def run_view(opts: ViewOptions) -> dict:
             target = create_offscreen_target(opts.size, opts.samples)
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
                               wind=opts.wind, wind_falloff=opts.wind_falloff)
-        from .constants import GrassSettings, RingSettings
+        from .constants import TERRAIN_REACH, GrassSettings, RingSettings
 
         grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
         scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
-                      grass_culling=opts.grass_culling, grass_path=opts.grass_path)
+                      grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH)
         say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
-        scene.update(camera.position, block=True)
+        scene.update(camera.position, block=True, block_far=not want_window)  # offscreen: the whole far view
         load_s = _time.perf_counter() - t_load
         toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
                           mcsh=opts.mcsh, lod_colors=opts.lod_colors)

@@ -34,6 +34,12 @@ GUST_STRENGTH = 2.5  # peak push as a multiple of the classic amplitude
 WIND_MODES = ("classic", "two-axis", "gust")  # WOW_GRASS_WIND 0, 1, 2
 WIND_FALLOFFS = ("smoothstep", "quadratic")  # WOW_GRASS_WIND_FALLOFF 0, 1
 
+# The far view: fog from FOG_START to VIEW_DISTANCE at the ground, opening up with the height above
+# it (fog end + 4x the height, up to TERRAIN_REACH, how far terrain-only tiles are loaded).
+FOG_START = 700.0
+VIEW_DISTANCE = 2400.0
+TERRAIN_REACH = 3200.0
+
 EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the grass reference's size oracle)
 
 # The defines every shader sees; values are Python numbers formatted as GLSL floats.

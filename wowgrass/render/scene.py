@@ -6,12 +6,16 @@ A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
     source.load_tile(col, row)     -> {"adt": AdtTile, "textures": {name: RGBA}, "grass": {model: instances},
                                        "doodads": {model: (n, 16) matrices}, "missing": [names]}
     source.load_model(path)        -> MeshData | None (None: the data source lacks it)
+    source.load_terrain(col, row)  -> {"adt": ..., "textures": ...} (optional: far tiles, no bake)
 
 :class:`Scene` asks a background worker thread for every tile within ``reach`` of the camera
 (loading it, baking its bundle on demand or reading the cached one, decoding its textures and
 models), uploads finished payloads on the GL thread (``max_uploads`` per frame, so flying stays
-smooth), and releases tiles that fall beyond ``reach + hysteresis``. GL objects are only touched on
-the thread that calls :meth:`Scene.update`.
+smooth), and releases tiles that fall beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
+within ``terrain_reach`` (the far view) are loaded as terrain alone (no bake, no models) and
+completed when they come within ``reach``; a complete tile that falls back beyond
+``reach + hysteresis`` keeps only its terrain. GL objects are only touched on the thread that
+calls :meth:`Scene.update`.
 """
 
 from __future__ import annotations
@@ -89,13 +93,15 @@ class ResidentTile:
     doodad_instances: int = 0
     missing: list = field(default_factory=list)
     grass_xy: np.ndarray | None = None  # (<= 4096, 2) of the bundle's grass, drawn or not (start-up choices)
+    full: bool = True  # False: terrain only (a far tile)
 
 
 class Scene:
     def __init__(self, ctx, programs: dict, source, *, grass_settings=None, reach: float = 800.0,
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
-                 placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced"):
+                 placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
+                 terrain_reach: float | None = None):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
@@ -103,6 +109,7 @@ class Scene:
         self.placeholders = placeholders
         self._placeholder: GpuMesh | None = None
         self.reach, self.hysteresis = reach, hysteresis
+        self.terrain_reach = max(terrain_reach or reach, reach)  # far tiles: terrain alone
         self.max_uploads = max_uploads
         if grass_path == "grid":
             from .grid import GridGrass
@@ -122,7 +129,7 @@ class Scene:
         self.missing_doodad_models: set[str] = set()  # MDDF models absent from the data
         self.missing_textures: set[str] = set()
         self.errors: dict[tuple[int, int], str] = {}
-        self._pending: set[tuple[int, int]] = set()
+        self._pending: dict[tuple[int, int], bool] = {}  # requested tiles -> complete (not terrain alone)
         self._requests: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._threaded = threaded
@@ -145,29 +152,35 @@ class Scene:
             self._mesh_data[path] = data
         return data
 
-    def prepare(self, key) -> dict:
-        """Everything for tile ``key`` that can be done off the GL thread."""
-        payload = self.source.load_tile(*key)
+    def prepare(self, key, full: bool = True) -> dict:
+        """Everything for tile ``key`` that can be done off the GL thread (``full`` False: its
+        terrain alone, where the source can load that by itself)."""
+        load_terrain = getattr(self.source, "load_terrain", None)
+        if full or load_terrain is None:
+            payload = self.source.load_tile(*key)
+            payload["full"] = True
+        else:
+            payload = {**load_terrain(*key), "full": False}
         adt = payload["adt"]
         payload["terrain"] = build_terrain_arrays(adt, payload.get("textures")) if adt is not None else None
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
-        if self.grass_path == "grid" and "grid" not in payload and adt is not None:
+        if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
             from wowgrass.grid import build_grid_tile  # sources without a cache (synthetic ones)
 
             payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
         return payload
 
-    def _prepare_into_done(self, key):
+    def _prepare_into_done(self, key, full: bool = True):
         try:
-            self._done.put((key, self.prepare(key), None))
+            self._done.put((key, self.prepare(key, full), None))
         except Exception as exc:  # reported, the tile stays out
             log.exception("tile %s failed", key)
             self._done.put((key, None, exc))
 
     def _work(self):
-        while (key := self._requests.get()) is not None:
-            self._prepare_into_done(key)
+        while (req := self._requests.get()) is not None:
+            self._prepare_into_done(*req)
 
     # -- GL side --
     @property
@@ -214,7 +227,8 @@ class Scene:
         pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
         pos = np.concatenate(pos) if pos else np.zeros((0, 2))
         grass_xy = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)
-        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing, grass_xy)
+        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing, grass_xy,
+                                       payload.get("full", True))
         self.version += 1
 
     def _placeholder_mesh(self) -> GpuMesh:
@@ -234,40 +248,62 @@ class Scene:
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)
 
-    def wanted(self, x: float, y: float) -> list[tuple[int, int]]:
-        """The source's tiles within ``reach`` of (x, y), nearest first (one numpy pass a frame)."""
+    def _drop_models(self, key):
+        """A complete tile that moved out of reach keeps its terrain (far view) only."""
+        t = self.tiles[key]
+        self.grass.remove_tile(key)
+        self.doodads.remove_tile(key)
+        t.full, t.grass_instances, t.doodad_instances = False, 0, 0
+        self.version += 1
+
+    def wanted(self, x: float, y: float, reach: float | None = None) -> list[tuple[int, int]]:
+        """The source's tiles within ``reach`` (default: the scene's) of (x, y), nearest first
+        (one numpy pass a frame)."""
         d = tile_distances(self._source_keys, x, y)
-        near = np.flatnonzero(d <= self.reach)
+        near = np.flatnonzero(d <= (self.reach if reach is None else reach))
         return [self.source.tiles[i] for i in near[np.argsort(d[near], kind="stable")]]
 
-    def update(self, camera_pos, *, block: bool = False) -> int:
-        """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done."""
+    def update(self, camera_pos, *, block: bool = False, block_far: bool = False) -> int:
+        """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done.
+        ``block``: wait for the complete tiles in reach; ``block_far``: for the far ones too."""
         x, y = float(camera_pos[0]), float(camera_pos[1])
         want = self.wanted(x, y)
-        for key in want:
-            if key not in self.tiles and key not in self._pending and key not in self.errors:
-                self._pending.add(key)
+        near = set(want)
+        far = self.wanted(x, y, self.terrain_reach) if self.terrain_reach > self.reach else want
+        for key in far:
+            full = key in near
+            have = self.tiles.get(key)
+            if (have is None or (full and not have.full)) and key not in self._pending and key not in self.errors:
+                self._pending[key] = full
                 if self._threaded:
-                    self._requests.put(key)
+                    self._requests.put((key, full))
                 else:
-                    self._prepare_into_done(key)
+                    self._prepare_into_done(key, full)
         for key in list(self.tiles):
-            if tile_distance(*key, x, y) > self.reach + self.hysteresis:
+            d = tile_distance(*key, x, y)
+            if d > self.terrain_reach + self.hysteresis:
                 self._unload(key)
+            elif self.tiles[key].full and d > self.reach + self.hysteresis:
+                self._drop_models(key)
         uploads = 0
-        while self._pending and (block or uploads < self.max_uploads):
+        # blocking waits for the complete tiles; far tiles (terrain alone) keep streaming in
+        while self._pending:
+            wait = block and (block_far or any(self._pending.values()))
+            if uploads >= self.max_uploads and not wait:
+                break
             try:
-                key, payload, err = self._done.get(block=block, timeout=None if block else 0)
+                key, payload, err = self._done.get(block=wait, timeout=None if wait else 0)
             except queue.Empty:
                 break
-            self._pending.discard(key)
+            self._pending.pop(key, None)
             if err is not None:
                 self.errors[key] = f"{type(err).__name__}: {err}"
                 if block and isinstance(err, Exception) and len(want) == 1:
                     raise err
                 continue
-            if tile_distance(*key, x, y) > self.reach + self.hysteresis:
+            if tile_distance(*key, x, y) > (self.reach if payload["full"] else self.terrain_reach) + self.hysteresis:
                 continue
+            self._unload(key)  # a far tile's terrain, replaced by the complete tile
             self._upload(key, payload)
             uploads += 1
         if block and hasattr(self.grass, "flush_uploads"):  # blocking means everything in place now

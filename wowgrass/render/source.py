@@ -89,15 +89,32 @@ class GameSource:
             log.info("texture %s: %s", path, exc)
             return None
 
-    def load_tile(self, col: int, row: int) -> dict:
-        from wowgrass.bake import bake_tile
-        from wowgrass.bundle import read_bundle
+    def _adt(self, col: int, row: int):
         from wowgrass.formats.adt import AdtTile
         from wowgrass.terrain import adt_game_path
 
         name = adt_game_path(self.map, col, row)
         raw = self._read(name)
-        adt = AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)  # once: bake and terrain share it
+        return name, raw, AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)
+
+    def _textures(self, adt) -> dict:
+        textures = {}
+        for t in adt.textures:
+            rgba = self._texture(t)
+            if rgba is not None:
+                textures[t] = rgba
+        return textures
+
+    def load_terrain(self, col: int, row: int) -> dict:
+        """The tile's terrain alone (ADT and MTEX textures): far tiles, drawn without grass or doodads."""
+        adt = self._adt(col, row)[2]
+        return {"adt": adt, "textures": self._textures(adt)}
+
+    def load_tile(self, col: int, row: int) -> dict:
+        from wowgrass.bake import bake_tile
+        from wowgrass.bundle import read_bundle
+
+        name, raw, adt = self._adt(col, row)  # parsed once: bake and terrain share it
         with self._lock:
             res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement,
                             models=self.model_table, big_alpha=self.big_alpha, adt_path=name, tile=adt)
@@ -110,11 +127,7 @@ class GameSource:
                 if not m.info.present:  # named as missing; the scene may draw a stand-in
                     missing.append(m.path)
                 grass[m.path] = np.array(m.instances)  # copy: the map closes with the bundle
-        textures = {}
-        for t in adt.textures:
-            rgba = self._texture(t)
-            if rgba is not None:
-                textures[t] = rgba
+        textures = self._textures(adt)
         doodads = {}
         if len(adt.mddf) and adt.models:
             ids = adt.mddf["name_id"].astype(np.int64)

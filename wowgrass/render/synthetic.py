@@ -108,6 +108,10 @@ class SyntheticSource:
             grass = {names[k]: inst[k::len(names)] for k in range(len(names))}
         return {"adt": tile, "textures": synthetic_textures(), "grass": grass, "doodads": {}}
 
+    def load_terrain(self, col: int, row: int) -> dict:
+        return {"adt": synthetic_tile(col, row, hole_chunk=self.hole_chunk, relief=self.relief),
+                "textures": synthetic_textures()}
+
     def load_model(self, path: str) -> MeshData | None:
         if self.mesh_factory is not None:
             return self.mesh_factory(path)

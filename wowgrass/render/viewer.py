@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .camera import Camera
-from .constants import EYE_HEIGHT
+from .constants import EYE_HEIGHT, FOG_START, VIEW_DISTANCE
 from .frame import SKY, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: the clear colour, for callers
 from .gputimer import GpuTimer
 from .passes import ColourPass
@@ -73,7 +73,7 @@ class Viewer:
     filling the target), the scene's sources that the toggles leave on."""
 
     def __init__(self, target, scene, camera: Camera, toggles: Toggles | None = None, *,
-                 fog=(260.0, 900.0), time_query: bool = True):
+                 fog=(FOG_START, VIEW_DISTANCE), time_query: bool = True):
         self.target, self.scene, self.camera = target, scene, camera
         self.ctx = target.ctx
         self.toggles = toggles or Toggles()
@@ -98,13 +98,15 @@ class Viewer:
         t0 = _time.perf_counter()
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame)
         px, py, pz = (float(v) for v in cam.position)
-        # fog and far plane open up with height above the ground (fly-overs stay readable)
+        # fog and far plane open up with height above the ground (a flight sees to the horizon),
+        # never past the far tiles the scene loads
         key = (px, py, sc.version)
         if self._ground[0] != key:
             self._ground = (key, sc.ground_height(px, py))
         ground = self._ground[1]
         above = max(pz - ground, 0.0) if ground is not None else 0.0
-        fog = (self.fog[0] + above, self.fog[1] + 1.5 * above)
+        end = min(self.fog[1] + 4.0 * above, max(sc.terrain_reach, self.fog[1]))
+        fog = (min(self.fog[0] + above, 0.5 * end), end)
         cam.far = max(fog[1] * 1.1, 500.0)
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame)
         self._frame += 1
