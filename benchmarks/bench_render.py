@@ -332,6 +332,95 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     return results
 
 
+class TerrainOnly:
+    """A tile source serving only terrain (no bake, no models): terrain figures alone."""
+
+    def __init__(self, src):
+        self.src, self.tiles = src, src.tiles
+
+    def load_tile(self, col, row):
+        return {**self.src.load_terrain(col, row), "grass": {}, "doodads": {}}
+
+    def load_model(self, path):
+        return None
+
+
+def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
+    """Terrain LOD over a ``tiles`` x ``tiles`` sample world, terrain alone: three views (the far
+    view from a corner 260 units up, eye height in the middle, a flight 500 up), LOD on and off
+    (GPU ms, triangles the compute pass chose), and the CPU per frame as the resident set grows
+    (1, 9, then all tiles): the compute pass does no per-chunk CPU work; what remains per tile
+    is one bind-and-multi-draw. PNGs of the far view, normal and in the LOD debug colours."""
+    from wowgrass.data import open_data
+    from wowgrass.render.constants import TERRAIN_REACH
+    from wowgrass.render.scene import Scene, tiles_centre
+    from wowgrass.render.source import GameSource
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    root = sample_data_path(tiles=(tiles, tiles), jobs=4)
+    data = open_data(root)
+    src = TerrainOnly(GameSource(data, MAP_NAME))
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    cx, cy = tiles_centre(src.tiles)
+    corner = (cx - (tiles / 2 - 0.4) * 533.333, cy + (tiles / 2 - 0.4) * 533.333)
+    results = {}
+    scene = Scene(target.ctx, progs, src, reach=TERRAIN_REACH * 2, threaded=False)
+    scene.update((cx, cy, 0.0), block=True)
+    ts = scene.terrain
+
+    def drawn_triangles(v):
+        return int(ts.read_commands(v.views[0])["count"].sum()) // 3 if ts.indirect else None
+
+    for name, (x, y, up, target_xyz) in {
+            "far_corner_260": (corner[0], corner[1], 260.0, (cx, cy, 0.0)),
+            "eye_middle": (cx + 40.0, cy - 30.0, 1.7, None),
+            "flight_500": (cx - 600.0, cy + 200.0, 500.0, (cx + 400.0, cy - 100.0, 0.0))}.items():
+        g = scene.ground_height(x, y) or 0.0
+        cam = Camera(position=np.array([x, y, g + up]))
+        if target_xyz is None:
+            cam.yaw, cam.pitch = math.radians(30.0), math.radians(-6.0)
+        else:
+            cam.look_at(target_xyz)
+        v = Viewer(target, scene, cam, Toggles(grass=False, doodads=False))
+        for lod in (True, False):
+            ts.lod.enabled = lod
+            r = time_viewer(v, target, frames)
+            v.render_frame(0.0)
+            r["triangles"] = drawn_triangles(v)
+            r["resident_tiles"] = len(scene.tiles)
+            results[f"{name}_lod_{'on' if lod else 'off'}"] = r
+        ts.lod.enabled = True
+        if png_dir and name == "far_corner_260":
+            v.render_frame(0.0)
+            v.save_png(Path(png_dir) / f"terrain_far_{tiles}x{tiles}_{size[0]}x{size[1]}.png")
+            v.toggles.lod_colors = True
+            v.render_frame(0.0)
+            v.save_png(Path(png_dir) / f"terrain_far_{tiles}x{tiles}_{size[0]}x{size[1]}_lod_colors.png")
+            v.toggles.lod_colors = False
+    scene.release()
+    for n in (1, 3):  # the CPU per frame with 1 and 9 resident tiles (all tiles: the views above)
+        keys = [t for t in src.tiles if abs(t[0] - src.tiles[0][0] - tiles // 2) < n / 2 + 0.5
+                and abs(t[1] - src.tiles[0][1] - tiles // 2) < n / 2 + 0.5][: n * n]
+        sub = TerrainOnly(GameSource(data, MAP_NAME, tiles=keys))
+        scene = Scene(target.ctx, progs, sub, reach=TERRAIN_REACH * 2, threaded=False)
+        scx, scy = tiles_centre(keys)
+        scene.update((scx, scy, 0.0), block=True)
+        cam = Camera(position=np.array([scx, scy, (scene.ground_height(scx, scy) or 0.0) + 1.7]))
+        cam.yaw, cam.pitch = math.radians(30.0), math.radians(-6.0)
+        v = Viewer(target, scene, cam, Toggles(grass=False, doodads=False))
+        r = time_viewer(v, target, frames)
+        v.render_frame(0.0)
+        r["triangles"] = int(scene.terrain.read_commands(v.views[0])["count"].sum()) // 3 if scene.terrain.indirect else None
+        r["resident_tiles"] = len(scene.tiles)
+        results[f"eye_{n * n}_tiles"] = r
+        scene.release()
+    target.release()
+    data.close()
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="640x360", help="frame size WxH (default 640x360; 1920x1080 on a GPU)")
@@ -345,6 +434,9 @@ def main(argv=None):
     ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
     ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
+    ap.add_argument("--terrain", action="store_true",
+                    help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
+    ap.add_argument("--terrain-tiles", type=int, default=6, help="sample world size of --terrain (NxN tiles)")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
     ap.add_argument("--variants", action="store_true",
                     help="also time instance-attribute variants and sample-zone settings (MSAA, anisotropy)")
@@ -506,6 +598,15 @@ def main(argv=None):
             print(f"  {run:<7} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
                   f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']}")
+    if a.terrain:
+        print(f"\nterrain LOD over a {a.terrain_tiles}x{a.terrain_tiles} sample world (terrain alone), {w}x{h}, "
+              f"MSAA {a.samples}x:")
+        tr = out["terrain"] = bench_terrain((w, h), a.samples, a.terrain_tiles, a.frames, png_dir=a.png_dir)
+        for name, r in tr.items():
+            tris = f"{r['triangles']:,}" if r.get("triangles") is not None else "n/a"
+            gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
+            print(f"  {name:<22} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms  "
+                  f"triangles {tris}  tiles {r['resident_tiles']}  draws {r['draw_calls']}")
     save()
     return out
 
