@@ -67,6 +67,7 @@ class GridGrass(Source):
         self._draws: list[tuple[int, int]] = []
         self._capture = None
         self._samples: dict = {}
+        self._handles: dict = {}
 
     # -- residency --
     def _grow(self, capacity: int):
@@ -183,14 +184,18 @@ class GridGrass(Source):
         if not draws:
             return out
         prog = pass_.program(self.programs, self.program_name)
+        handles = self._handles.get(prog.glo)
+        if handles is None:  # uniform lookups once per program variant, not per draw
+            handles = self._handles[prog.glo] = (prog["uModelZ"], prog["uGridModel"])
+        u_z, u_model = handles
         self._bind()
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
             self.ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
         for m, layers in draws:
             mesh = self.meshes[m]
-            prog["uModelZ"].value = (mesh.z_min, mesh.z_max)
-            prog["uGridModel"].value = m
+            u_z.value = (mesh.z_min, mesh.z_max)
+            u_model.value = m
             mesh.texture.use(location=0)
             n = layers * SLOTS
             self._vaos[m](prog).render(instances=n)
