@@ -9,8 +9,8 @@ import pytest
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.grid import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile, cells_of_points,
-                           chunk_of_cells, digest, fan_heights, grid_path_for, load_grid_tile, owner_cells,
-                           read_grid_tile, tile_slots, write_grid_tile)
+                           chunk_of_cells, digest, fan_heights, grid_path_for, instance_cells, load_grid_tile,
+                           owner_cells, read_grid_tile, tile_slots, write_grid_tile)
 from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin
 
 COL, ROW = 31, 33
@@ -31,9 +31,8 @@ def tile_and_grass():
 
 def bundle_chunk_counts(grass, models):
     out = np.zeros((256, len(models)), np.int64)
-    for k, m in enumerate(models):
-        p = grass[m]["pos"]
-        out[:, k] = np.bincount(chunk_of_cells(*cells_of_points(p[:, 0], p[:, 1])), minlength=256)
+    for k, cell in enumerate(instance_cells(COL, ROW, grass, models)):
+        out[:, k] = np.bincount(chunk_of_cells(cell // 128, cell % 128), minlength=256)
     return out
 
 
@@ -64,7 +63,7 @@ def test_anchors_keep_clear_of_adt_cell_edges_over_the_whole_map():
 def test_control_counts_equal_the_bundle_per_chunk_and_model(tile_and_grass):
     adt, grass = tile_and_grass
     g = build_grid_tile(adt, grass)
-    assert g.models == list(grass)
+    assert g.models == list(grass) and g.dropped == 0
     want = bundle_chunk_counts(grass, g.models)
     assert (g.chunk_model_counts() == want).all()
     assert (g.model_totals() == [len(v) for v in grass.values()]).all()
@@ -95,12 +94,32 @@ def test_slots_of_bare_cells_are_empty(tile_and_grass):
     assert g.counts[~bare].sum() == sum(len(v) for v in grass.values())
 
 
-def test_more_than_four_models_in_one_cell_is_refused():
+def test_a_cell_keeps_its_four_biggest_models_and_counts_the_rest_dropped():
     adt = synthetic_tile(COL, ROW)
     x0, y0 = tile_origin(COL, ROW)
-    one = random_instances(1, (x0 - 1.0, y0 - 1.0), (x0 - 0.5, y0 - 0.5), tile=adt)
-    with pytest.raises(ValueError, match="more than 4 models"):
-        build_grid_tile(adt, {f"m{k}.m2": one for k in range(5)})
+    one = random_instances(6, (x0 - 1.0, y0 - 1.0), (x0 - 0.5, y0 - 0.5), tile=adt)
+    grass = {f"m{k}.m2": one[: 6 - k] for k in range(5)}  # 6, 5, 4, 3, 2 instances in one cell
+    g = build_grid_tile(adt, grass)
+    assert g.dropped == 2 and list(g.model_totals()) == [6, 5, 4, 3, 0]
+
+
+def test_an_instance_rounded_over_a_cell_edge_counts_where_it_was_placed():
+    adt = synthetic_tile(COL, ROW)
+    x0, y0 = tile_origin(COL, ROW)
+    edge = x0 - 10 * UNIT_SIZE  # the edge between cell rows 9 and 10
+    pos = np.array([[edge - 1.0, y0 - 1.0, 0.0],    # row 10
+                    [edge - 2.0, y0 - 1.5, 0.0],    # row 10
+                    [edge - 0.004, y0 - 1.2, 0.0],  # row 10 by 0.004 units
+                    [edge + 0.004, y0 - 1.2, 0.0],  # row 9 by 0.004 units
+                    [edge + 1.0, y0 - 1.0, 0.0],    # row 9
+                    [edge + 2.0, y0 - 1.0, 0.0]])   # row 9
+    from wowgrass.bundle import pack_instances
+
+    grass = {"a.m2": pack_instances(pos[[0, 1, 3, 4]], 0.0, 1.0), "b.m2": pack_instances(pos[[2, 5]], 0.0, 1.0)}
+    a, b = instance_cells(COL, ROW, grass, ["a.m2", "b.m2"])
+    assert list(a // 128) == [10, 10, 9, 9]  # a's near-edge instance has company of its model: stays
+    assert list(b // 128) == [9, 9]          # b's is alone in row 10 and b grows in row 9: moves
+    assert build_grid_tile(adt, grass).dropped == 0
 
 
 def test_height_atlas_is_the_terrain_fan(tile_and_grass):

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gl
 
 from wowgrass.formats.adt import TILE_SIZE  # noqa: E402
 from wowgrass.grid import (build_grid_tile, cells_of_points, chunk_of_cells, fan_heights,  # noqa: E402
-                           owner_cells)
+                           instance_cells, owner_cells)
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES  # noqa: E402
 from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin  # noqa: E402
 
@@ -87,12 +87,11 @@ def capture_tile(grid, tile, model, **kw):
     return keys[:, :2], np.array(list(seen.values()))
 
 
-def bundle_counts(grass, models):
-    """(256, models) bundle instances per chunk (the chunk holding each instance) and model."""
-    out = np.zeros((256, len(models)), np.int64)
-    for k, m in enumerate(models):
-        p = grass[m]["pos"]
-        out[:, k] = np.bincount(chunk_of_cells(*cells_of_points(p[:, 0], p[:, 1])), minlength=256)
+def bundle_counts(tile, grass):
+    """(256, models) bundle instances per chunk (of the cell each instance counts for) and model."""
+    out = np.zeros((256, len(tile.models)), np.int64)
+    for k, cell in enumerate(instance_cells(tile.col, tile.row, grass, tile.models)):
+        out[:, k] = np.bincount(chunk_of_cells(cell // 128, cell % 128), minlength=256)
     return out
 
 
@@ -126,7 +125,8 @@ def grid_counts(grid, tile):
 
 
 def assert_counts_match(grid, tile, grass, label):
-    want = bundle_counts(grass, tile.models)
+    assert tile.dropped == 0
+    want = bundle_counts(tile, grass)
     by_anchor, by_root = grid_counts(grid, tile)
     # the rule: a blade counts for the chunk of its slot anchor, an instance for the chunk it lies in
     rel = np.abs(by_anchor - want) / np.maximum(want, 1)

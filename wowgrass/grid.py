@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ CONTROL_SIDE = 214  # lattice cells per tile and axis: ceil(533.33 / 2.5) = 214 
 ATLAS_SIDE = 257  # 2 * 128 + 1 height texels per tile and axis
 CELLS_PER_TILE = 128  # ADT cells per tile and axis
 MAX_CHANNELS = 4  # (model, count) pairs per lattice cell
-GRID_VERSION = 1  # bump when the encoding changes: part of every control file's key
+GRID_VERSION = 2  # bump when the encoding changes: part of every control file's key
 
 MAGIC = b"WGGC"
 SUFFIX = ".wgc"
@@ -92,6 +93,8 @@ _HEADER = struct.Struct("<" + "".join(code for _, code in HEADER_SPEC))
 HEADER_SIZE = 128
 assert _HEADER.size == HEADER_SIZE
 KEY_OFFSET = 60
+
+log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- lattice geometry
@@ -128,6 +131,34 @@ def cells_of_points(x, y) -> tuple[np.ndarray, np.ndarray]:
             np.floor((ZEROPOINT - np.asarray(y, np.float64)) / UNIT_SIZE).astype(np.int64))
 
 
+EDGE_EPS = 0.01  # units: float32 rounding of a placed position (<= 0.002 near 17,066) can cross a cell edge
+
+
+def instance_cells(col: int, row: int, grass: dict, models) -> list[np.ndarray]:
+    """Per model of ``models``, the tile-local ADT cell (``r * 128 + c``, -1 outside the tile) each
+    instance counts for: the cell holding its position, except that an instance within
+    :data:`EDGE_EPS` of an edge, alone of its model in its cell, counts for the neighbour across that
+    edge when the neighbour grows its model (the placement put it there; rounding its position to
+    float32 moved it over the edge)."""
+    eps = EDGE_EPS / UNIT_SIZE
+    out = []
+    for m in models:
+        pos = np.asarray(grass[m]["pos"], np.float64).reshape(-1, 3)
+        fr = (ZEROPOINT - pos[:, 0]) / UNIT_SIZE - row * CELLS_PER_TILE
+        fc = (ZEROPOINT - pos[:, 1]) / UNIT_SIZE - col * CELLS_PER_TILE
+        r, c = np.floor(fr).astype(np.int64), np.floor(fc).astype(np.int64)
+        inside = (r >= 0) & (r < CELLS_PER_TILE) & (c >= 0) & (c < CELLS_PER_TILE)
+        ar = np.clip(np.where(fr - r < eps, r - 1, np.where(fr - r > 1 - eps, r + 1, r)), 0, CELLS_PER_TILE - 1)
+        ac = np.clip(np.where(fc - c < eps, c - 1, np.where(fc - c > 1 - eps, c + 1, c)), 0, CELLS_PER_TILE - 1)
+        cell = np.where(inside, r * CELLS_PER_TILE + c, -1)
+        alt = np.where(inside, ar * CELLS_PER_TILE + ac, -1)
+        n = np.bincount(cell[inside], minlength=CELLS_PER_TILE * CELLS_PER_TILE)
+        move = inside & (alt != cell)
+        move[move] = (n[cell[move]] == 1) & (n[alt[move]] >= 1)
+        out.append(np.where(move, alt, cell))
+    return out
+
+
 def chunk_of_cells(gr, gc) -> np.ndarray:
     """MCNK index (IndexY * 16 + IndexX) inside its tile of global ADT cells."""
     return ((np.asarray(gr) % CELLS_PER_TILE) // 8) * 16 + (np.asarray(gc) % CELLS_PER_TILE) // 8
@@ -149,6 +180,7 @@ class GridTile:
     models: list[str]
     provenance: dict = field(default_factory=dict)
     key: str = ""
+    dropped: int = 0  # instances of a fifth (or later) model in one ADT cell, left out (build only)
 
     @property
     def counts(self) -> np.ndarray:
@@ -222,8 +254,9 @@ def build_grid_tile(adt, grass: dict, *, provenance: dict | None = None) -> Grid
     """The control texture and height atlas of ``adt`` from its bundle's instances.
 
     ``grass``: model path -> INSTANCE_DTYPE array (what the instanced path draws). Each instance
-    counts for the ADT cell holding its position; that cell's count of each model is dealt
-    round-robin over the lattice cells the cell owns.
+    counts for its ADT cell (:func:`instance_cells`); a cell's count of each model is dealt
+    round-robin over the lattice cells the cell owns. A cell keeps its four models with the most
+    instances (one ground-effect row has four); any others are counted in ``dropped``.
     """
     col, row = int(adt.col), int(adt.row)
     models = [m for m, inst in grass.items() if len(inst)]
@@ -231,33 +264,30 @@ def build_grid_tile(adt, grass: dict, *, provenance: dict | None = None) -> Grid
         raise ValueError(f"{len(models)} models: the control texture indexes at most 65535")
     i0, i1, j0, j1 = tile_slots(col, row)
     a, b = i1 - i0, j1 - j0
-    # per global-in-tile ADT cell (r * 128 + c) and model: instance counts
+    # per tile-local ADT cell (r * 128 + c) and model: instance counts
     n_cells = CELLS_PER_TILE * CELLS_PER_TILE
     keys, counts = [], []
-    for k, m in enumerate(models):
-        pos = np.asarray(grass[m]["pos"])
-        gr, gc = cells_of_points(pos[:, 0], pos[:, 1])
-        lr, lc = gr - row * CELLS_PER_TILE, gc - col * CELLS_PER_TILE
-        ok = (lr >= 0) & (lr < CELLS_PER_TILE) & (lc >= 0) & (lc < CELLS_PER_TILE)
-        cell = np.clip(lr, 0, 127) * CELLS_PER_TILE + np.clip(lc, 0, 127)
-        per = np.bincount(cell[ok], minlength=n_cells)
+    for k, cell in enumerate(instance_cells(col, row, grass, models)):
+        per = np.bincount(cell[cell >= 0], minlength=n_cells)
         nz = np.flatnonzero(per)
-        keys.append(nz * len(models) + k if len(models) else nz)
+        keys.append(nz * len(models) + k)
         counts.append(per[nz])
     cell_model = np.zeros((n_cells, MAX_CHANNELS), np.int64)
     cell_count = np.zeros((n_cells, MAX_CHANNELS), np.int64)
+    dropped = 0
     if keys:
         key = np.concatenate(keys)
         cnt = np.concatenate(counts)
-        order = np.argsort(key, kind="stable")  # by cell, then model
+        order = np.lexsort((-cnt, key // len(models)))  # by cell, most blades first
         key, cnt = key[order], cnt[order]
         cell, model = key // len(models), key % len(models)
         starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
         rank = np.arange(len(cell)) - np.repeat(starts, np.diff(np.r_[starts, len(cell)]))
-        if rank.max(initial=0) >= MAX_CHANNELS:
-            raise ValueError(f"tile {col},{row}: an ADT cell grows more than {MAX_CHANNELS} models")
-        cell_model[cell, rank] = model
-        cell_count[cell, rank] = cnt
+        # a cell grows one ground-effect row: four models at most (a fifth would be a stray)
+        over = rank >= MAX_CHANNELS
+        dropped = int(cnt[over].sum())
+        cell_model[cell[~over], rank[~over]] = model[~over]
+        cell_count[cell[~over], rank[~over]] = cnt[~over]
     # owners of the tile's lattice cells, and each one's rank among its owner's lattice cells
     ii = np.arange(i0, i1)[:, None].repeat(b, axis=1)
     jj = np.arange(j0, j1)[None, :].repeat(a, axis=0)
@@ -281,7 +311,7 @@ def build_grid_tile(adt, grass: dict, *, provenance: dict | None = None) -> Grid
     slot_count = below(start + cnt) - below(start)
     control = (cell_model[owner] & 0xFFFF) | (slot_count << 16)
     control = np.where(slot_count > 0, control, 0).astype("<u4").reshape(a, b, MAX_CHANNELS)
-    tile = GridTile(col, row, i0, j0, control, height_atlas(adt), models, dict(provenance or {}))
+    tile = GridTile(col, row, i0, j0, control, height_atlas(adt), models, dict(provenance or {}), dropped=dropped)
     tile.key = grid_key(tile.provenance)
     return tile
 
@@ -397,6 +427,9 @@ def load_grid_tile(adt, grass: dict, *, bundle_path, bundle_key: str) -> tuple[G
         except FormatError:
             pass
     tile = build_grid_tile(adt, grass, provenance=prov)
+    if tile.dropped:
+        log.warning("tile %d,%d: %d grass instances of a fifth model in an ADT cell are not on the grid",
+                    tile.col, tile.row, tile.dropped)
     write_grid_tile(path, tile)
     stem = path.name.rsplit(".", 2)[0]  # <map>_<col>_<row>.<strategy>: drop other keys' files
     for other in path.parent.glob(f"{stem}.*{SUFFIX}"):

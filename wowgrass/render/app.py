@@ -146,7 +146,8 @@ def run_view(opts: ViewOptions) -> dict:
             "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
             "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
             "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
-            "grass_culling": "gpu" if hasattr(scene.grass, "read_stats") else "cpu",
+            "grass_culling": ("grid" if opts.grass_path == "grid"  # the grid is its own cull
+                              else "gpu" if hasattr(scene.grass, "read_stats") else "cpu"),
             "rings": {"enabled": grass_settings.rings.enabled, "radii": list(grass_settings.rings.radii),
                       "keep": list(grass_settings.rings.keep), "band": grass_settings.rings.band,
                       "debug": grass_settings.rings.debug},
