@@ -77,3 +77,17 @@ def test_bad_tiles_fail_alone_inside_a_chunk(world, tmp_path, monkeypatch):
 def test_chunk_size_keeps_workers_busy_to_the_end():
     assert chunk_size(676, 2) == 4 and chunk_size(16, 2) == 1 and chunk_size(1, 8) == 1
     assert chunk_size(100, 1) == 3
+
+
+def test_map_bake_replaces_older_bundles_of_each_tile(world, tmp_path, monkeypatch):
+    from wowgrass.placement import PlacementConstants
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "c"))
+    first, _ = bake_map(world["data"], MAP_NAME, jobs=2, chunk=2)
+    client, _ = bake_map(world["data"], MAP_NAME, jobs=1, placement="client")
+    second, _ = bake_map(world["data"], MAP_NAME, jobs=2, chunk=2, constants=PlacementConstants(coverage_min=40))
+    folder = tmp_path / "c" / "bundles" / MAP_NAME
+    kept = sorted(p.name for p in folder.glob("*.wgb"))
+    # each tile: the new coverage bundle replaced the old one; the client bundle of the same tile stays
+    assert kept == sorted(Path(r.path).name for r in second + client)
+    assert not {r.path for r in first} & {r.path for r in second}

@@ -148,11 +148,13 @@ def bake_tile(
     out: str | os.PathLike | None = None,
     force: bool = False,
     tile=None,
+    folder: BundleFolder | None = None,
 ) -> BakeResult:
     """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept.
 
     ``tile``: the :class:`AdtTile` of ``adt_bytes`` when the caller has parsed it already (the
-    viewer needs it too); the provenance still hashes ``adt_bytes``.
+    viewer needs it too); the provenance still hashes ``adt_bytes``. ``folder``: the cache
+    folder's listing, when many tiles are baked (see :class:`BundleFolder`).
     """
     from wowgrass.formats.adt import AdtTile
 
@@ -193,7 +195,7 @@ def bake_tile(
     B.write_instances_bundle(path, inst, table, prov, durable=out is not None)  # the cache is checksummed
     t4 = time.perf_counter()
     if out is None:
-        _prune(path)
+        folder.prune(path) if folder is not None else _prune(path)
     counts = inst.model_counts()
     present = np.nonzero(counts)[0]
     return BakeResult(
@@ -233,15 +235,36 @@ def sweep_temporaries(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> i
     return removed
 
 
-def _prune(path: Path) -> None:
-    """Remove older bundles of the same tile and strategy (other keys) beside ``path``."""
-    stem = path.name.rsplit(".", 2)[0]  # <map>_<col>_<row>.<strategy>
-    for other in path.parent.glob(f"{stem}.*{B.SUFFIX}"):
-        if other != path and other.name.count(".") == path.name.count("."):
+def _bundle_stem(name: str) -> str:
+    return name.rsplit(".", 2)[0]  # <map>_<col>_<row>.<strategy>
+
+
+def _prune(path: Path, existing: list[Path] | None = None) -> None:
+    """Remove older bundles of the same tile and strategy (other keys) beside ``path``: those of
+    ``existing`` (a folder listing taken earlier), else those found by scanning the folder."""
+    stem = _bundle_stem(path.name)
+    if existing is None:
+        existing = path.parent.glob(f"{stem}.*{B.SUFFIX}")
+    for other in existing:
+        if other != path and other.name.count(".") == path.name.count(".") and _bundle_stem(other.name) == stem:
             try:
                 other.unlink()
             except OSError:
                 pass
+
+
+class BundleFolder:
+    """A map's bundle folder, listed once: a whole-map bake prunes each tile's older bundles from
+    this listing instead of scanning a folder of hundreds of bundles once per tile."""
+
+    def __init__(self, folder: Path):
+        self.by_stem: dict[str, list[Path]] = {}
+        if folder.is_dir():
+            for p in folder.glob(f"*{B.SUFFIX}"):
+                self.by_stem.setdefault(_bundle_stem(p.name), []).append(p)
+
+    def prune(self, path: Path) -> None:
+        _prune(path, self.by_stem.get(_bundle_stem(path.name), []))
 
 
 def bake_file(
@@ -322,7 +345,8 @@ def _worker_init(data_root, build, map_name, placement, constants, big_alpha, fo
     data = open_data(data_root, build=build, threads=threads)
     catalog = load_catalog(data=data, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
-                   constants=constants, big_alpha=big_alpha, force=force)
+                   constants=constants, big_alpha=big_alpha, force=force,
+                   folder=BundleFolder(cache_dir() / "bundles" / map_name))
 
 
 @dataclass
@@ -352,7 +376,7 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
                 raise raw
             res = bake_tile(raw, w["catalog"], map_name=w["map"], placement=w["placement"],
                             constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
-                            force=w["force"])
+                            force=w["force"], folder=w["folder"])
             res.seconds["read"] = read_s
             out.append(res)
         except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
