@@ -196,13 +196,11 @@ def bake_tile(
     t4 = time.perf_counter()
     if out is None:
         folder.prune(path) if folder is not None else _prune(path)
-    counts = inst.model_counts()
-    present = np.nonzero(counts)[0]
-    return BakeResult(
-        map_name, (col, row), str(path), key, len(inst), int(present.size),
-        [table[m].path for m in present.tolist() if not table[m].present], False, rebuilt,
-        {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": t4 - t0}, unknown,
-    )
+    present = np.nonzero(inst.model_counts())[0]
+    missing = [table[m].path for m in present.tolist() if not table[m].present]
+    return BakeResult(map_name, (col, row), str(path), key, len(inst), int(present.size), missing, False, rebuilt,
+                      {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": time.perf_counter() - t0},
+                      unknown)
 
 
 class _ModelInfos:
