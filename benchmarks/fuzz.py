@@ -95,12 +95,22 @@ def _inflate(b: bytearray, rng: random.Random) -> None:
     struct.pack_into("<I", b, off, v & 0xFFFFFFFF)
 
 
+_HOT: list[int] = []   # structure starts of the input being mutated (see Target.hot)
+
+
 def _int_offset(b: bytearray, rng: random.Random, size: int) -> int | None:
     if len(b) < size:
         return None
-    # headers hold most sizes and offsets: bias towards the first bytes, stay 4-aligned most times
+    # headers hold most sizes and offsets: bias towards the first bytes and the starts of inner
+    # structures (chunk headers), stay 4-aligned most times
     hi = len(b) - size
-    off = rng.randint(0, min(hi, 512)) if rng.random() < 0.6 else rng.randint(0, hi)
+    pick = rng.random()
+    if pick < 0.4:
+        off = rng.randint(0, min(hi, 512))
+    elif pick < 0.75 and _HOT:
+        off = min(hi, rng.choice(_HOT) + rng.randint(0, 160))
+    else:
+        off = rng.randint(0, hi)
     if rng.random() < 0.8:
         off -= off % size
     return off
@@ -159,8 +169,9 @@ MUTATIONS: tuple[tuple[str, Callable, float], ...] = (
 _MUT_WEIGHTS = [w for _, _, w in MUTATIONS]
 
 
-def mutate(data: bytes, rng: random.Random) -> tuple[bytes, list[str]]:
+def mutate(data: bytes, rng: random.Random, hot=()) -> tuple[bytes, list[str]]:
     b = bytearray(data)
+    _HOT[:] = hot
     kinds = []
     for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
         name, fn, _ = rng.choices(MUTATIONS, weights=_MUT_WEIGHTS)[0]
@@ -182,11 +193,26 @@ class Target:
     parse: Callable[[tuple[bytes, ...], Path], None] | None   # None: the CLI (see _cli_case)
     fix_up: Callable[[list[bytes], random.Random], None] | None = None
     _cache: list = field(default_factory=list, repr=False)
+    _hot: dict = field(default_factory=dict, repr=False)
 
     def inputs(self):
         if not self._cache:
             self._cache.extend(self.bases())
         return self._cache
+
+    def hot(self, data: bytes) -> list[int]:
+        """Offsets of the IFF chunk headers in ``data`` (ADT/WDT; other formats find few)."""
+        key = hashlib.sha1(data).digest()
+        if key not in self._hot:
+            self._hot[key] = _chunk_starts(data)
+        return self._hot[key]
+
+
+def _chunk_starts(data: bytes) -> list[int]:
+    """Every offset where a little-endian IFF chunk (``REVM``, ``KNCM``, ``TVCM``...) starts."""
+    import re
+
+    return [m.start() for m in re.finditer(rb"[A-Z0-9]{3}M", data)][:20000]
 
 
 def _sample(build: str) -> dict[str, bytes]:
@@ -501,7 +527,7 @@ def make_case(fmt: str, seed: int, index: int) -> tuple[str, tuple[bytes, ...], 
     label, parts = rng.choice(target.inputs())
     parts = list(parts)
     which = rng.randrange(len(parts))
-    parts[which], kinds = mutate(parts[which], rng)
+    parts[which], kinds = mutate(parts[which], rng, target.hot(parts[which]))
     fix = target.fix_up or (TARGETS[label.split(":")[0]].fix_up if fmt == "cli" else None)
     if fix:
         fix(parts, rng)
@@ -628,7 +654,8 @@ def fuzz_format(fmt: str, seed: int, cases: int, *, jobs: int = 1, start: int = 
     stats = Stats()
     pending = [list(range(s, min(s + batch, start + cases))) for s in range(start, start + cases, batch)]
     pending.reverse()
-    tmp = tempfile.mkdtemp(prefix=f"wowgrass-fuzz-{fmt}-")
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None   # case files: memory, not disk
+    tmp = tempfile.mkdtemp(prefix=f"wowgrass-fuzz-{fmt}-", dir=shm)
     workers: dict = {}   # conn -> [process, remaining indices, last reply time]
     serial = 0
     t0 = time.monotonic()

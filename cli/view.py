@@ -55,7 +55,9 @@ def _size(text):
 @click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
 @click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
 @click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
-@click.option("--samples", type=int, default=4, show_default=True, help="Multisampling (0 = off; alpha to coverage when on).")
+@click.option("--samples", type=int, default=None,
+              help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
+                   "(default: 4, or the most the GPU has).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Render offscreen and write this PNG.")
 @click.option("--frames", type=int,
               help="Render N frames offscreen and print the frame statistics (with --window: close the window after N frames).")
@@ -110,6 +112,8 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
 
     if frames is not None and frames < 1:
         raise UsageError("--frames must be at least 1")
+    if samples is not None and (samples < 0 or samples > 1 and samples & (samples - 1)):
+        raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
     from wowgrass.render.constants import RingSettings
 
     try:
@@ -120,7 +124,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
     opts = ViewOptions(
         data=data_path, map_name=map_name, tile=parse_tile_arg(tile) if tile else None, dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
-        time=time_, size=_size(size), samples=max(samples, 0), output=output, frames=frames,
+        time=time_, size=_size(size), samples=samples, output=output, frames=frames,
         grass_path=grass_path, wind=wind, wind_falloff=wind_falloff,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
         mcsh=mcsh, lod_colors=lod_colors,
@@ -129,6 +133,13 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
         log=lambda s: click.echo(s, err=True),
     )
     result = run_view(opts)
+    _print_result(result, as_json, stats, frames, quit_after)
+    failed = result.get("tile_errors") or {}
+    if failed:   # each was named on its own line as it failed
+        raise UsageError(f"{len(failed)} tile(s) could not be loaded; the frame shows the others")
+
+
+def _print_result(result, as_json, stats, frames, quit_after):
     if as_json:
         echo_json(result)
         return

@@ -354,3 +354,18 @@ def test_bundle_provenance_of_the_right_shape_reads(tmp_path):
         assert b.provenance["map"] == "Azeroth"
     r = run("bundle", "info", p)
     assert r.exit_code == 0, r.output
+
+
+def test_m2_batch_errors_say_where():
+    from wowgrass.formats.m2 import BATCH_DTYPE, M2Model
+    from wowgrass.samples import world
+
+    files = world.model_files("3.3.5")
+    path = next(p for p in files if p.endswith("ElwGra01.m2"))
+    skin = bytearray(files[path[:-3] + "00.skin"])
+    good = M2Model.from_bytes(files[path], path, skin=bytes(skin))
+    at = good.view.batches_at + BATCH_DTYPE.fields["submesh"][1]
+    struct.pack_into("<H", skin, at, 77)
+    with pytest.raises(FormatError) as err:
+        M2Model.from_bytes(files[path], path, skin=bytes(skin))
+    assert err.value.offset == at and "submesh 77" in str(err.value)

@@ -238,7 +238,7 @@ class Bundle:
                 "min": int(filled.min()) if filled.size else 0,
                 "mean": float(filled.mean()) if filled.size else 0.0,
                 "max": int(filled.max()) if filled.size else 0,
-                "histogram": {str(i): int(c) for i, c in enumerate(hist) if c},
+                "histogram": {str(i): int(hist[i]) for i in np.flatnonzero(hist).tolist()},
             },
             "bytes_per_instance": INSTANCE_DTYPE.itemsize,
             "file_size": self.file_size,

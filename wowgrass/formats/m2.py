@@ -232,6 +232,8 @@ class SkinProfile:
     submeshes: np.ndarray
     batches: np.ndarray
     bone_count_max: int = 0
+    submeshes_at: int = 0        # file offsets of the two tables, for error messages
+    batches_at: int = 0
 
 
 class RenderBatch(NamedTuple):
@@ -363,21 +365,25 @@ class M2Model:
     def _check_batches(self, where):
         v = self.view
         for i, b in enumerate(v.batches):
+            at = v.batches_at + i * BATCH_DTYPE.itemsize
+
+            def fail(reason, field):
+                raise FormatError(f"batch {i}: {reason}", path=where, offset=at + BATCH_DTYPE.fields[field][1])
+
             if b["submesh"] >= len(v.submeshes):
-                raise FormatError(f"batch {i}: submesh {b['submesh']} of {len(v.submeshes)}", path=where)
+                fail(f"submesh {b['submesh']} of {len(v.submeshes)}", "submesh")
             if len(self.materials) and b["material"] >= len(self.materials):
-                raise FormatError(f"batch {i}: material {b['material']} of {len(self.materials)}", path=where)
+                fail(f"material {b['material']} of {len(self.materials)}", "material")
             if b["texture_count"] and b["texture_combo"] >= len(self.texture_lookup):
-                raise FormatError(f"batch {i}: texture lookup {b['texture_combo']} of {len(self.texture_lookup)}",
-                                  path=where)
+                fail(f"texture lookup {b['texture_combo']} of {len(self.texture_lookup)}", "texture_combo")
             if b["texture_count"] and self.texture_lookup[b["texture_combo"]] >= len(self.textures):
-                raise FormatError(f"batch {i}: texture {self.texture_lookup[b['texture_combo']]} "
-                                  f"of {len(self.textures)}", path=where)
+                fail(f"texture {self.texture_lookup[b['texture_combo']]} of {len(self.textures)}", "texture_combo")
         for i, s in enumerate(v.submeshes):
             start = int(s["index_start"]) + (int(s["level"]) << 16)
             if start + int(s["index_count"]) > len(v.triangles):
-                raise FormatError(f"submesh {i}: triangles {start}+{s['index_count']} pass "
-                                  f"{len(v.triangles)}", path=where)
+                raise FormatError(f"submesh {i}: triangles {start}+{s['index_count']} pass {len(v.triangles)}",
+                                  path=where, offset=v.submeshes_at + i * v.submeshes.dtype.itemsize
+                                  + v.submeshes.dtype.fields["index_start"][1])
 
     # -- derived --
     @property
@@ -499,7 +505,8 @@ def _read_profile(buf, offset, spec, submesh_dtype, n_vertices, path) -> SkinPro
     if len(indices) and int(indices.max()) >= n_vertices:
         raise FormatError(f"skin indices: vertex {int(indices.max())} out of range "
                           f"(model has {n_vertices} vertices)", path=path, offset=p["indices"][1])
-    return SkinProfile(indices, triangles, properties, submeshes, batches, p["bone_count_max"])
+    return SkinProfile(indices, triangles, properties, submeshes, batches, p["bone_count_max"],
+                       p["submeshes"][1], p["batches"][1])
 
 
 # -- writing -------------------------------------------------------------------------------------

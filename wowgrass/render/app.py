@@ -24,7 +24,7 @@ class ViewOptions:
     target: tuple | None = None
     time: float = 0.0
     size: tuple[int, int] = (1280, 720)
-    samples: int = 4
+    samples: int | None = None  # None: 4, or the most the context has; a number must be supported
     output: str | None = None
     frames: int | None = None
     grass: bool = True
@@ -108,6 +108,7 @@ def run_view(opts: ViewOptions) -> dict:
     if w < 16 or h < 16 or w > 16384 or h > 16384:
         raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
 
+    samples = 4 if opts.samples is None else opts.samples
     data, src = open_source(opts)
     t_load = _time.perf_counter()
     try:
@@ -116,7 +117,7 @@ def run_view(opts: ViewOptions) -> dict:
             from .context import GLUnavailableError, WindowTarget
 
             try:
-                target = WindowTarget(opts.size, opts.samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
+                target = WindowTarget(opts.size, samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
             except GLUnavailableError as exc:
                 if opts.window or window_only:
                     raise
@@ -124,7 +125,9 @@ def run_view(opts: ViewOptions) -> dict:
                 want_window, offscreen_only, output = False, True, "view.png"
                 say(f"no window ({exc}); rendering offscreen to {output}")
         if target is None:
-            target = create_offscreen_target(opts.size, opts.samples)
+            target = create_offscreen_target(opts.size, samples)
+        if opts.samples is not None and target.samples != (opts.samples if opts.samples > 1 else 0):
+            raise UsageError(f"--samples {opts.samples}: this OpenGL context supports at most {target.max_samples}")
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
                               wind=opts.wind, wind_falloff=opts.wind_falloff)
         from .constants import TERRAIN_REACH, GrassSettings, RingSettings

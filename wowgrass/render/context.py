@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from wowgrass.errors import WowgrassError
+from wowgrass.errors import UsageError, WowgrassError
 
 
 class GLUnavailableError(WowgrassError):
@@ -51,9 +51,19 @@ class RenderTarget:
         self.ctx = ctx
         self.size = (int(size[0]), int(size[1]))
         self.owns_ctx = owns_ctx
-        max_samples = int(ctx.info.get("GL_MAX_SAMPLES", 0) or 0)
-        self.samples = int(min(samples, max_samples)) if samples > 1 else 0
-        self._make_fbos()
+        if samples < 0 or samples & (samples - 1) and samples > 1:
+            raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
+        self.max_samples = int(ctx.info.get("GL_MAX_SAMPLES", 0) or 0)
+        self.samples = int(min(samples, self.max_samples)) if samples > 1 else 0
+        import moderngl
+
+        try:
+            self._make_fbos()
+        except moderngl.Error as exc:   # within the GL limits and still refused (memory)
+            if owns_ctx:
+                ctx.release()
+            raise UsageError(f"--size {self.size[0]}x{self.size[1]} with --samples {self.samples}: this OpenGL "
+                             f"context cannot make the framebuffer ({exc}); try a smaller size") from None
 
     def _make_fbos(self):
         ctx, size = self.ctx, self.size

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wowgrass.errors import WowgrassError
+
 from .constants import TILE_SIZE, ZEROPOINT
 from .doodads import DoodadSet
 from .grass import GrassField
@@ -174,7 +176,9 @@ class Scene:
     def _prepare_into_done(self, key, full: bool = True):
         try:
             self._done.put((key, self.prepare(key, full), None))
-        except Exception as exc:  # reported, the tile stays out
+        except WowgrassError as exc:  # bad data: reported once on the GL side, the tile stays out
+            self._done.put((key, None, exc))
+        except Exception as exc:  # a bug: its traceback is worth seeing
             log.exception("tile %s failed", key)
             self._done.put((key, None, exc))
 
@@ -300,6 +304,8 @@ class Scene:
                 self.errors[key] = f"{type(err).__name__}: {err}"
                 if block and isinstance(err, Exception) and len(want) == 1:
                     raise err
+                if isinstance(err, WowgrassError):
+                    log.warning("tile %d_%d not loaded: %s", key[0], key[1], err)
                 continue
             if tile_distance(*key, x, y) > (self.reach if payload["full"] else self.terrain_reach) + self.hysteresis:
                 continue
