@@ -456,3 +456,30 @@ def test_first_frame_does_not_look_down_a_road(ctx):
     assert ahead > 15
     assert abs(v.scene.ground_height(*pos[:2]) + 1.7 - pos[2]) < 1e-3
     v.scene.release()
+
+
+def test_view_lod_colors_and_stats_from_the_command_line(tmp_path):
+    """--lod-colors tints the terrain by level (near red, far violet); --stats reads back the
+    chunks the compute pass put at each level."""
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from wowgrass.cli.main import cli
+
+    args = ["view", "--camera", "60,60", "--size", "160x90", "--samples", "0",
+            "--no-grass", "--no-doodads", "--json"]
+    frames = {}
+    for name, extra in (("plain", []), ("lod", ["--lod-colors", "--stats"])):
+        out = tmp_path / f"{name}.png"
+        r = CliRunner().invoke(cli, [*args, *extra, "--output", str(out)])
+        assert r.exit_code == 0, r.output
+        frames[name] = (json.loads(r.stdout), np.asarray(Image.open(out))[..., :3].astype(int))
+    res, img = frames["lod"]
+    per_level = res["frame"]["terrain_chunks_per_level"]
+    if per_level is None:
+        pytest.skip("no OpenGL 4.3 (no compute pass): no LOD levels to colour")
+    assert sum(1 for n in per_level if n) >= 3 and res["frame"]["triangles"] > 0
+    changed = np.abs(img - frames["plain"][1]).sum(-1) > 40
+    assert changed[45:].mean() > 0.5  # the ground is tinted
+    bottom = img[80:].reshape(-1, 3).mean(axis=0)
+    assert bottom[0] > bottom[2]  # near: red-ish (level 0/1), not blue

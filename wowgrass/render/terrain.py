@@ -422,6 +422,14 @@ class TerrainSet(Source):
         buf = self._commands[view.slot]
         return np.frombuffer(buf.read(size=self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
+    def read_stats(self, view) -> dict:
+        """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
+        statistics only)."""
+        cmds = self.read_commands(view)
+        drawn = cmds["count"] > 0
+        return {"triangles": int(cmds["count"].sum()) // 3,
+                "chunks_per_level": np.bincount(cmds["base_instance"][drawn], minlength=LEVELS).tolist()}
+
     def draw(self, pass_, view) -> DrawCounts:
         """Every resident tile: 256 indirect commands (GL 4.3) or the whole tile at level 0."""
         if not self.tiles:

@@ -40,6 +40,8 @@ class FrameStats:
     grass_tested: int | None = None
     grass_kept_per_ring: list | None = None
     grass_culling: str = "cpu"
+    # terrain LOD (read back only when statistics are on): chunks drawn at levels 0..4
+    terrain_chunks_per_level: list | None = None
 
     def line(self) -> str:
         gpu = f"{self.gpu_ms:7.3f}" if self.gpu_ms == self.gpu_ms else "    n/a"
@@ -48,6 +50,8 @@ class FrameStats:
         if self.grass_tested is not None:
             line += (f"  grass: gpu-tested {self.grass_tested:,d} kept per ring "
                      + "/".join(f"{k:,d}" for k in self.grass_kept_per_ring) + f" drawn {self.grass_instances:,d}")
+        if self.terrain_chunks_per_level is not None:
+            line += "  terrain chunks per level " + "/".join(f"{k:,d}" for k in self.terrain_chunks_per_level)
         return line
 
     def as_dict(self) -> dict:
@@ -133,6 +137,10 @@ class Viewer:
             st.grass_instances = sum(x["drawn"] for x in g)
             st.instances += st.grass_instances
             st.triangles += sum(x["drawn_triangles"] for x in g)
+        if tg.stats and tg.terrain and sc.terrain.indirect and sc.terrain.tiles:  # the same for the terrain
+            t = [sc.terrain.read_stats(v) for v in frame.views]
+            st.terrain_chunks_per_level = [sum(x["chunks_per_level"][k] for x in t) for k in range(5)]
+            st.triangles += sum(x["triangles"] for x in t)
         st.gpu_ms = float("nan")
         if self._timer is not None:
             done = self._timer.end()  # frames >= 2 behind: normally finished, no wait
