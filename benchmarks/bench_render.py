@@ -349,8 +349,9 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     """Terrain LOD over a ``tiles`` x ``tiles`` sample world, terrain alone: three views (the far
     view from a corner 260 units up, eye height in the middle, a flight 500 up), LOD on and off
     (GPU ms, triangles the compute pass chose), and the CPU per frame as the resident set grows
-    (1, 9, then all tiles): the compute pass does no per-chunk CPU work; what remains per tile
-    is one bind-and-multi-draw. PNGs of the far view, normal and in the LOD debug colours."""
+    (1, 9, then all tiles): one dispatch and one multi-draw whatever the number of tiles (the
+    CPU figure on llvmpipe includes its software vertex work). PNGs of the far view, normal and in
+    the LOD debug colours."""
     from wowgrass.data import open_data
     from wowgrass.render.constants import TERRAIN_REACH
     from wowgrass.render.scene import Scene, tiles_centre

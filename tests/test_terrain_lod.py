@@ -258,8 +258,8 @@ def test_camera_sweep_shows_no_background_under_the_terrain(ctx, world):
 def test_compute_pass_picks_the_levels_and_chunks_of_the_cpu_reference(ctx):
     v = terrain_viewer(ctx, SyntheticSource(tiles=[(32, 32), (33, 32), (32, 33), (33, 33)], relief=30.0))
     ts = v.scene.terrain
-    lo = np.zeros((ts._slots * 256, 3))
-    hi = np.zeros((ts._slots * 256, 3))
+    lo = np.zeros((ts.arena.slots * 256, 3))
+    hi = np.zeros((ts.arena.slots * 256, 3))
     for t in ts.tiles.values():
         lo[t.slot * 256:(t.slot + 1) * 256], hi[t.slot * 256:(t.slot + 1) * 256] = t.chunk_lo, t.chunk_hi
     from wowgrass.render.constants import ZEROPOINT, TILE_SIZE
@@ -483,3 +483,57 @@ def test_view_lod_colors_and_stats_from_the_command_line(tmp_path):
     assert changed[45:].mean() > 0.5  # the ground is tinted
     bottom = img[80:].reshape(-1, 3).mean(axis=0)
     assert bottom[0] > bottom[2]  # near: red-ish (level 0/1), not blue
+
+
+def test_the_arena_grows_and_reuses_slots_without_changing_the_picture(ctx):
+    """Nine tiles (the arena starts with room for four; 18 layer names, room for 16): grown by GPU
+    copies, then two tiles removed and added again into reused slots: the same frame as an arena
+    that had the room from the start."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.frame import Frame, FrameUniforms, draw_frame
+    from wowgrass.render.passes import ColourPass
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import tiles_centre
+    from wowgrass.render.views import View
+
+    keys = [(c, r) for c in range(31, 34) for r in range(31, 34)]
+    arrays = {}
+    for k in keys:
+        a = T.build_terrain_arrays(synthetic_tile(*k, relief=20.0))
+        a.layer_names = [f"{n}#{k}" for n in a.layer_names]  # distinct names: the layer array grows too
+        a.layers[1, ..., 0] = (k[0] * 40 + k[1] * 17) % 256  # and distinct pictures
+        arrays[k] = a
+    tg = create_offscreen_target((192, 108), samples=0, ctx=ctx)
+    progs = make_programs(ctx)
+    cx, cy = tiles_centre(keys)
+    cam = Camera(position=np.array([cx - 500.0, cy + 300.0, 250.0]))
+    cam.look_at((cx, cy, 0.0))
+    cam.far = 3000.0
+    uniforms = FrameUniforms(ctx)
+
+    def frame(ts):
+        draw_frame(Frame(views=[View(cam, (0, 0, 192, 108))]), [ColourPass(tg)], [ts], uniforms)
+        return tg.read_rgba()
+
+    roomy = T.TerrainSet(ctx, progs)
+    roomy.arena._grow(16)
+    roomy.arena._grow_layers(32)
+    for k in keys:
+        roomy.add(k, arrays[k])
+    want = frame(roomy)
+    roomy.release()
+    grown = T.TerrainSet(ctx, progs)
+    for k in keys:
+        grown.add(k, arrays[k])
+    assert grown.arena.capacity == 16 and grown.arena._layer_capacity == 32
+    assert np.array_equal(frame(grown), want)
+    for k in keys[2:4]:
+        grown.remove(k)
+    for k in keys[2:4]:
+        grown.add(k, arrays[k])
+    assert grown.arena.slots == 9
+    assert np.array_equal(frame(grown), want)
+    assert (np.abs(want[..., :3].astype(int) - np.array([158, 189, 219])).sum(-1) > 30).mean() > 0.3
+    grown.release()
+    uniforms.release()

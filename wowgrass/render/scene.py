@@ -205,8 +205,7 @@ class Scene:
                     self.missing_doodad_models.add(name)
         terrain = None
         if payload["terrain"] is not None:
-            terrain = TerrainTile(self.ctx, payload["terrain"])
-            self.terrain.add(key, terrain)
+            terrain = self.terrain.add(key, payload["terrain"])
             self.missing_textures.update(payload["terrain"].missing_textures)
         n_grass = n_dood = 0
         grass_meshes, samples = {}, []

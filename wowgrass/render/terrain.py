@@ -1,13 +1,15 @@
-"""Terrain: ADT arrays -> one GPU mesh per tile with five LOD index sets, its MTEX layers and MCAL alpha maps.
+"""Terrain: ADT arrays -> a tile's mesh with five LOD index sets, its MTEX layers and MCAL alpha maps.
 
 CPU part (:func:`build_terrain_arrays`, thread-safe, pure numpy) and GPU part
-(:class:`TerrainTile`, main thread). Each MCNK contributes its 145 MCVT vertices (9x9 outer +
-8x8 inner, interleaved rows) with MCNR normals. Level 0 draws each of its 8x8 cells as the
-4-triangle fan around the inner vertex (formats.md 1.4); levels 1-4 draw the outer vertices as
-grids of 9x9, 5x5, 3x3 and 2x2 (two triangles a cell, the north-west/south-east diagonal).
-Texture layers are one ``sampler2DArray`` per tile (one slice per MTEX name, resized to a common
-size); alpha maps are a second array with one RGBA slice per chunk (R, G, B = layers 1..3,
-A = the MCSH shadow bit, drawn with ``--mcsh``). Builds: any ADT v18 (1.12, 2.4.3, 3.3.5).
+(:class:`TerrainSet` over a :class:`TerrainArena` shared by all resident tiles, main thread).
+Each MCNK contributes its 145 MCVT vertices (9x9 outer + 8x8 inner, interleaved rows) with MCNR
+normals. Level 0 draws each of its 8x8 cells as the 4-triangle fan around the inner vertex
+(formats.md 1.4); levels 1-4 draw the outer vertices as grids of 9x9, 5x5, 3x3 and 2x2 (two
+triangles a cell, the north-west/south-east diagonal). Texture layers are one ``sampler2DArray``
+(one slice per MTEX name, resized to a common size, shared by the tiles that use it); alpha maps
+a second one, a 1024x1024 atlas slice per tile of its 16x16 chunks' 64x64 maps (R, G, B =
+layers 1..3, A = the MCSH shadow bit, drawn with ``--mcsh``). Builds: any ADT v18 (1.12, 2.4.3,
+3.3.5).
 
 Cracks and geomorphing (docs/view.md, "Terrain LOD"):
 
@@ -27,10 +29,12 @@ Cracks and geomorphing (docs/view.md, "Terrain LOD"):
 LOD choice: a compute pass (``shaders/terrain_lod.glsl``) reads every resident chunk's box and
 per-level index ranges, tests the frustum and the view distance, picks the level from the
 distance to the box and writes that chunk's ``DrawElementsIndirectCommand`` (count 0 when
-culled); each tile is one ``glMultiDrawElementsIndirect`` over its 256 commands. Nothing is read
-back and no per-chunk work is done on the CPU; a compute pass rather than a vertex-shader decision
-because the triangles saved are the point (a vertex shader can only collapse vertices, not drop
-them). GL < 4.3: whole tiles at level 0, morphed the same way by distance (same picture).
+culled); one ``glMultiDrawElementsIndirect`` draws every resident chunk. Nothing is read back
+and the CPU's work per frame does not grow with the resident tiles. A compute pass rather than a
+vertex-shader decision because the triangles saved are the point (a vertex shader can only
+collapse vertices, not drop them). GL < 4.3: each tile's level 0, morphed by the same distances
+(a vertex collapses onto its neighbour's unmorphed position, so far away, where two levels'
+vertices have both collapsed, the fans keep thin slivers the levels do not have).
 """
 
 from __future__ import annotations
@@ -133,6 +137,7 @@ class TerrainArrays:
     alpha: np.ndarray  # (256, 64, 64, 4) u1
     layers: np.ndarray  # (L, LAYER_SIZE, LAYER_SIZE, 4) u1, one per MTEX name (placeholders included)
     missing_textures: list[str] = field(default_factory=list)
+    layer_names: list[str] = field(default_factory=list)  # the MTEX name of each of ``layers``
     lod_first: np.ndarray = None  # (256, LEVELS) first index of each chunk's triangles per level
     lod_count: np.ndarray = None  # (256, LEVELS) indices per chunk and level (0 where all holes)
     chunk_lo: np.ndarray = None  # (256, 3) chunk bounding boxes
@@ -249,8 +254,8 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
             missing.append(name)
             rgba = placeholder_texture(name)
         layers.append(resize_rgba(rgba))
-    return TerrainArrays(v.reshape(-1), indices, alpha, np.stack(layers), missing, first, count,
-                         v["pos"].min(axis=1), v["pos"].max(axis=1))
+    return TerrainArrays(v.reshape(-1), indices, alpha, np.stack(layers), missing, list(tile.textures or ["<none>"]),
+                         first, count, v["pos"].min(axis=1), v["pos"].max(axis=1))
 
 
 def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float = LOD_Z_SCALE,
@@ -271,43 +276,168 @@ def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float 
     return vis, np.searchsorted(np.asarray(bands, np.float64), d, side="right")
 
 
-class TerrainTile:
-    """A tile's terrain on the GPU: VBO, IBO (five levels, holes cut), layer and alpha texture arrays."""
+SLOT_VERTICES = 256 * 145
+SLOT_INDICES = 256 * sum(int(np.prod(c.shape)) for c in LEVEL_CELLS)  # all levels, no holes: the most a tile uses
+ATLAS = 1024  # a tile's alpha maps as one 1024x1024 slice: 16x16 chunks of 64x64
 
-    def __init__(self, ctx, arrays: TerrainArrays):
+
+@dataclass
+class TerrainTile:
+    """A resident tile's place in the arena: its slot, level ranges (absolute), boxes, layer names."""
+
+    slot: int
+    lod_first: np.ndarray  # (256, LEVELS) first index in the arena's index buffer
+    lod_count: np.ndarray  # (256, LEVELS)
+    chunk_lo: np.ndarray
+    chunk_hi: np.ndarray
+    layer_names: list
+    triangles: int  # at level 0
+
+
+class TerrainArena:
+    """Every resident tile's terrain in shared GPU storage, so that one draw covers them all: a
+    vertex buffer and an index buffer of fixed-size slots (a tile's 256 x 145 vertices; its five
+    levels' indices, absolute), one RGBA texture array of alpha atlases (a 1024x1024 slice per
+    slot) and one texture array of MTEX layers shared by name (reference-counted slices). Grows by
+    doubling: buffers by a GPU copy, textures by a compute copy (GL 4.3) or from CPU copies kept
+    for that on older GL."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.capacity = 0  # slots
+        self.vbo = self.ibo = self.alpha = self.layers = None
+        self._free: list[int] = []
+        self._used = 0  # slots handed out so far (free ones are reused first)
+        self._names: dict[str, list] = {}  # MTEX name -> [slice, references]
+        self._free_layers: list[int] = []
+        self._layer_capacity = 0
+        self._layer_used = 0
+        self._copy = None
+        self._gpu_copy = ctx.version_code >= 430  # else textures grow from CPU copies
+        self._cpu_alpha: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
+        self._cpu_layers: dict[int, bytes] = {}
+        self.vao = VaoCache(self._make_vao)
+
+    def _make_vao(self, prog):
+        return self.ctx.vertex_array(prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo,
+                                     index_element_size=4, skip_errors=True)
+
+    @property
+    def slots(self) -> int:
+        return self._used
+
+    def add(self, arrays: TerrainArrays) -> TerrainTile:
+        slot = self._free.pop() if self._free else self._used
+        self._used = max(self._used, slot + 1)
+        if slot >= self.capacity:
+            self._grow(max(4, 2 * self.capacity))
+        names = list(arrays.layer_names)
+        new = [n for n in names if n not in self._names]
+        slices = np.array([self._layer(n, arrays.layers[i]) for i, n in enumerate(names)], np.float32)
+        if new:
+            self.layers.build_mipmaps()
+        v = arrays.vertices.copy()
+        v["chunk"] += slot * 256
+        lay = v["layers"].astype(np.int64)
+        v["layers"] = np.where(lay >= 0, slices[np.clip(lay, 0, len(slices) - 1)], -1.0)
+        self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
+        self.ibo.write((arrays.indices + np.uint32(slot * SLOT_VERTICES)).tobytes(), offset=slot * SLOT_INDICES * 4)
+        atlas = arrays.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4).reshape(ATLAS, ATLAS, 4).tobytes()
+        self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
+        if not self._gpu_copy:
+            self._cpu_alpha[slot] = atlas
+        return TerrainTile(slot, arrays.lod_first + slot * SLOT_INDICES, arrays.lod_count, arrays.chunk_lo,
+                           arrays.chunk_hi, names, arrays.triangles)
+
+    def remove(self, tile: TerrainTile):
+        self._free.append(tile.slot)
+        self._cpu_alpha.pop(tile.slot, None)
+        for n in tile.layer_names:
+            ref = self._names[n]
+            ref[1] -= 1
+            if ref[1] == 0:
+                del self._names[n]
+                self._free_layers.append(ref[0])
+                self._cpu_layers.pop(ref[0], None)
+
+    def _layer(self, name: str, rgba: np.ndarray) -> int:
+        ref = self._names.get(name)
+        if ref is None:
+            i = self._free_layers.pop() if self._free_layers else self._layer_used
+            self._layer_used = max(self._layer_used, i + 1)
+            if i >= self._layer_capacity:
+                self._grow_layers(max(16, 2 * self._layer_capacity))
+            data = np.ascontiguousarray(rgba, np.uint8).tobytes()
+            self.layers.write(data, viewport=(0, 0, i, LAYER_SIZE, LAYER_SIZE, 1))
+            if not self._gpu_copy:
+                self._cpu_layers[i] = data
+            ref = self._names[name] = [i, 0]
+        ref[1] += 1
+        return ref[0]
+
+    def _grow(self, capacity: int):
         import moderngl
 
-        self.triangles = arrays.triangles
-        self.lod_first, self.lod_count = arrays.lod_first, arrays.lod_count
-        self.chunk_lo, self.chunk_hi = arrays.chunk_lo, arrays.chunk_hi
-        self.slot = -1  # its 256 commands' place in the set's buffers
-        self.vbo = ctx.buffer(arrays.vertices.tobytes())
-        self.ibo = ctx.buffer(arrays.indices.tobytes())
-        self.vao = VaoCache(lambda prog: ctx.vertex_array(
-            prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo, index_element_size=4,
-            skip_errors=True))
-        n_layers = len(arrays.layers)
-        self.layers = ctx.texture_array((LAYER_SIZE, LAYER_SIZE, n_layers), 4, arrays.layers.tobytes())
-        self.layers.build_mipmaps()
-        self.layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
-        if "llvmpipe" not in ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
-            self.layers.anisotropy = ANISOTROPY
-        self.alpha = ctx.texture_array((64, 64, 256), 4, arrays.alpha.tobytes())
-        self.alpha.repeat_x = self.alpha.repeat_y = False
-        self.alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        ctx = self.ctx
+        vbo = ctx.buffer(reserve=capacity * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
+        ibo = ctx.buffer(reserve=capacity * SLOT_INDICES * 4)
+        alpha = ctx.texture_array((ATLAS, ATLAS, capacity), 4)
+        alpha.repeat_x = alpha.repeat_y = False
+        alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        if self.capacity:
+            ctx.copy_buffer(vbo, self.vbo)
+            ctx.copy_buffer(ibo, self.ibo)
+            self._copy_texture(alpha, self.alpha, self._cpu_alpha, ATLAS)
+            for obj in (self.vbo, self.ibo, self.alpha):
+                obj.release()
+            self.vao.release()
+        self.vbo, self.ibo, self.alpha, self.capacity = vbo, ibo, alpha, capacity
 
-    def render(self, program, commands=None, first: int = 0, count: int = 0):
-        """Draw the whole tile at level 0, or ``count`` indirect commands from ``commands``."""
-        self.layers.use(location=0)
-        self.alpha.use(location=1)
-        if commands is None:
-            self.vao(program).render(vertices=int(self.lod_count[:, 0].sum()))
-        else:
-            self.vao(program).render_indirect(commands, count=count, first=first)
+    def _grow_layers(self, capacity: int):
+        import moderngl
+
+        layers = self.ctx.texture_array((LAYER_SIZE, LAYER_SIZE, capacity), 4)
+        layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        if "llvmpipe" not in self.ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
+            layers.anisotropy = ANISOTROPY
+        if self._layer_capacity:
+            self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE)
+            layers.build_mipmaps()
+            self.layers.release()
+        self.layers, self._layer_capacity = layers, capacity
+
+    def _copy_texture(self, dst, src, cpu: dict, size: int):
+        """Level 0 of every layer of ``src`` into ``dst`` (a compute copy; on GL < 4.3 from ``cpu``)."""
+        if not self._gpu_copy:
+            for i, data in cpu.items():
+                dst.write(data, viewport=(0, 0, i, size, size, 1))
+            return
+        if self._copy is None:
+            self._copy = self.ctx.compute_shader(_COPY_SHADER)
+        src.bind_to_image(1, read=True, write=False)
+        dst.bind_to_image(0, read=False, write=True)
+        self._copy.run(group_x=size // 8, group_y=size // 8, group_z=src.layers)
+        self.ctx.memory_barrier()
 
     def release(self):
-        for obj in (self.vao, self.vbo, self.ibo, self.layers, self.alpha):
-            obj.release()
+        self.vao.release()
+        for obj in (self.vbo, self.ibo, self.alpha, self.layers):
+            if obj is not None:
+                obj.release()
+        self.vbo = self.ibo = self.alpha = self.layers = None
+        if self._copy is not None:
+            self._copy.release()
+
+
+_COPY_SHADER = """#version 430
+layout(local_size_x = 8, local_size_y = 8) in;
+layout(rgba8, binding = 0) writeonly uniform image2DArray dst;
+layout(rgba8, binding = 1) readonly uniform image2DArray src;
+void main() {
+    ivec3 p = ivec3(gl_GlobalInvocationID);
+    imageStore(dst, p, imageLoad(src, p));
+}
+"""
 
 
 @dataclass
@@ -325,12 +455,13 @@ class TerrainLod:
 
 
 class TerrainSet(Source):
-    """Resident terrain tiles. GL 4.3: each frame one compute dispatch over every resident chunk
-    (frustum, view distance, LOD level -> one indirect command per chunk and view) and one
-    ``glMultiDrawElementsIndirect`` of 256 commands per tile; the CPU does no per-chunk work and
-    reads nothing back. The per-chunk inputs (boxes, index ranges per level) are uploaded when the
-    resident set changes. Older GL: whole tiles at level 0 (the vertex shader's morph still makes
-    far terrain look as coarse as the levels would)."""
+    """Resident terrain tiles in a :class:`TerrainArena`. GL 4.3: each frame one compute dispatch
+    over every resident chunk (frustum, view distance, LOD level -> one indirect command per chunk
+    and view) and one ``glMultiDrawElementsIndirect`` over all of them: the CPU's work per frame
+    does not depend on how many tiles are resident, and it reads nothing back. The per-chunk
+    inputs (boxes, index ranges per level) are uploaded when the resident set changes. Older GL:
+    each tile's level 0 drawn whole (the vertex shader's morph still makes far terrain look as
+    coarse as the levels would)."""
 
     name = "terrain"
 
@@ -338,35 +469,30 @@ class TerrainSet(Source):
         self.ctx, self.programs = ctx, programs
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.lod = lod or TerrainLod()
+        self.arena = TerrainArena(ctx)
         self.tiles: dict = {}
-        self._free: list[int] = []
-        self._slots = 0  # slots handed out (the dispatch covers slots * 256 chunks)
-        self._capacity = 0
+        self._capacity = 0  # slots the chunk and command buffers hold
         self._dirty = True
         self._chunks = self._ranges = None
         self._commands: dict[int, object] = {}  # view slot -> command buffer
         self._lod_eye = None
         self._cull = None
 
-    def add(self, key, tile: TerrainTile):
-        tile.slot = self._free.pop() if self._free else self._next_slot()
-        self.tiles[key] = tile
+    def add(self, key, arrays: TerrainArrays) -> TerrainTile:
+        """Upload a tile's :class:`TerrainArrays` into the arena."""
+        tile = self.tiles[key] = self.arena.add(arrays)
         self._dirty = True
-
-    def _next_slot(self) -> int:
-        self._slots += 1
-        return self._slots - 1
+        return tile
 
     def remove(self, key):
         t = self.tiles.pop(key, None)
         if t is not None:
-            self._free.append(t.slot)
-            t.release()
+            self.arena.remove(t)
             self._dirty = True
 
     def _upload(self):
         """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
-        n = max(self._slots, 1)
+        n = max(self.arena.slots, 1)
         boxes = np.zeros((n, 256, 8), np.float32)
         ranges = np.zeros((n, 256, 2 * LEVELS), np.uint32)
         for t in self.tiles.values():
@@ -403,7 +529,7 @@ class TerrainSet(Source):
         if self._cull is None:
             self._cull = load_program(self.ctx, "terrain_lod.glsl")
         cs = self._cull
-        cs["uChunks"].value = self._slots * 256
+        cs["uChunks"].value = self.arena.slots * 256
         cs["uLodEye"].value = self._lod_eye
         cs["uLodBands"].value = self.lod.shader_bands()
         cs["uLodZScale"].value = LOD_Z_SCALE
@@ -414,13 +540,14 @@ class TerrainSet(Source):
             cs["uFar"].value = float(view.camera.far)
             cs["uPlanes"].write(np.asarray(view.planes(), np.float32).tobytes())
             self._commands_of(view).bind_to_storage_buffer(2)
-            cs.run(group_x=(self._slots * 256 + 63) // 64)
+            cs.run(group_x=(self.arena.slots * 256 + 63) // 64)
         self.ctx.memory_barrier()
 
     def read_commands(self, view) -> np.ndarray:
-        """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics)."""
+        """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
+        slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
         buf = self._commands[view.slot]
-        return np.frombuffer(buf.read(size=self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
+        return np.frombuffer(buf.read(size=self.arena.slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
@@ -431,7 +558,7 @@ class TerrainSet(Source):
                 "chunks_per_level": np.bincount(cmds["base_instance"][drawn], minlength=LEVELS).tolist()}
 
     def draw(self, pass_, view) -> DrawCounts:
-        """Every resident tile: 256 indirect commands (GL 4.3) or the whole tile at level 0."""
+        """All resident chunks in one indirect multi-draw (GL 4.3), or each tile's level 0."""
         if not self.tiles:
             return DrawCounts()
         prog = pass_.program(self.programs, "terrain")
@@ -441,26 +568,29 @@ class TerrainSet(Source):
                             ("uMcsh", float(self.lod.mcsh))):
             if name in prog:
                 prog[name].value = value
+        arena = self.arena
+        arena.layers.use(location=0)
+        arena.alpha.use(location=1)
+        vao = arena.vao(prog)
         if self.indirect:
-            if self._dirty:  # a tile arrived after prepare: draw it from the next frame on
+            if self._dirty:  # a tile arrived after prepare: drawn from the next frame on
                 return DrawCounts()
-            buf = self._commands[view.slot]
-            for t in self.tiles.values():
-                t.render(prog, buf, t.slot * 256, 256)
-            # triangles are counted on the GPU only (read_commands); the CPU reads nothing back
-            return DrawCounts(len(self.tiles), 0, 0)
+            vao.render_indirect(self._commands[view.slot], count=arena.slots * 256)
+            # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
+            return DrawCounts(1, 0, 0)
         for t in self.tiles.values():
-            t.render(prog)
+            vao.render(first=t.slot * SLOT_INDICES, vertices=int(t.lod_count[:, 0].sum()))
         return DrawCounts(len(self.tiles), 0, sum(t.triangles for t in self.tiles.values()))
 
     def release(self):
-        for t in self.tiles.values():
-            t.release()
         self.tiles.clear()
+        self.arena.release()
         for b in (self._chunks, self._ranges, *self._commands.values()):
             if b is not None:
                 b.release()
         self._commands.clear()
         self._chunks = self._ranges = None
-        self._capacity = self._slots = 0
-        self._free.clear()
+        self._capacity = 0
+        if self._cull is not None:
+            self._cull.release()
+            self._cull = None

@@ -4,9 +4,10 @@
 #endif
 // Terrain chunks: MCVT heights (level 0: the 4-triangle cell fans; levels 1-4: grids of the outer
 // vertices; holes left out of the index buffers), MCNR normals, up to four MTEX layers per chunk
-// blended by the decoded MCAL alpha maps. Layer textures are one sampler2DArray per tile (one
-// slice per MTEX name); the alpha maps are a second array with one RGBA slice per chunk (R, G, B =
-// alpha of layers 1, 2, 3; A = the MCSH shadow bit). Geomorphing: see wowgrass/render/terrain.py.
+// blended by the decoded MCAL alpha maps. Every resident tile shares two texture arrays
+// (render/terrain.py's TerrainArena): MTEX layers, one slice per name; alpha atlases, one
+// 1024x1024 slice per tile of 16x16 chunk maps (R, G, B = alpha of layers 1, 2, 3; A = the MCSH
+// shadow bit). Geomorphing: see wowgrass/render/terrain.py.
 
 #include "frame.glsl"
 
@@ -21,7 +22,7 @@ uniform float uLodMorph;  // 0: no geomorphing (levels pop; for comparison)
 in vec3 in_position;    // .z: height (x, y come from in_grid)
 in vec3 in_normal;
 in vec2 in_uv;          // 0..1 across the chunk (the alpha map's space)
-in float in_chunk;      // alpha map slice
+in float in_chunk;      // the chunk's place in the alpha atlases: slot * 256 + MCNK index
 in vec4 in_layers;      // texture array slice per layer, -1 where the layer does not exist
 in vec2 in_grid;        // (column, row) on the map-wide half-cell grid: whole numbers
 in vec4 in_morph;       // the collapse target's normal (xyz) and height (w)
@@ -92,7 +93,12 @@ vec3 layer(float slice, vec2 uv) {
 void main() {
     vec2 tuv = v_uv * uTexRepeat;
     // sample the 64x64 alpha map at texel centres: texel i covers [i/64, (i+1)/64)
-    vec4 alpha = texture(uAlpha, vec3(v_uv * (63.0 / 64.0) + 0.5 / 64.0, v_chunk));
+    // the chunk's 64x64 block of its tile's 1024x1024 atlas (16x16 chunks), sampled at texel
+    // centres: texel i covers [i/64, (i+1)/64) of the chunk, and no filtering reaches a neighbour
+    float slot = floor(v_chunk / 256.0);
+    float c = v_chunk - slot * 256.0;
+    vec2 block = vec2(c - 16.0 * floor(c / 16.0), floor(c / 16.0)) * 64.0;
+    vec4 alpha = texture(uAlpha, vec3((block + 0.5 + v_uv * 63.0) / 1024.0, slot));
     vec3 albedo = v_layers.x >= 0.0 ? layer(v_layers.x, tuv) : vec3(0.45, 0.42, 0.35);
     if (v_layers.y >= 0.0) albedo = mix(albedo, layer(v_layers.y, tuv), alpha.r);
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
