@@ -11,7 +11,7 @@ from typing import Callable
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option
+from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
 from wowgrass.errors import GameFileNotFound, UsageError
 
 SOURCE_HELP = """
@@ -210,9 +210,9 @@ def _print_info(r: dict) -> None:
             sm.add_row("rows with doodads", f"{w['rows']:,}: min {w['min']}, median {w['median']:g}, max {w['max']}")
         sm.add_row("rows with no doodads", f"{d['no_doodads']:,}")
         sm.add_row(f"density > {d['over_density_cap']['cap']}",
-                   f"{d['over_density_cap']['rows']:,} rows clipped by the coverage placement's density cap")
+                   f"{plural(d['over_density_cap']['rows'], 'row')} clipped by the coverage placement's density cap")
         sm.add_row(f"density > {d['over_clump_cap']['cap']}",
-                   f"{d['over_clump_cap']['rows']:,} rows clipped by the coverage placement's clump cap at full coverage")
+                   f"{plural(d['over_clump_cap']['rows'], 'row')} clipped by the coverage placement's clump cap at full coverage")
         con.print(sm)
     dd = r.get("doodads")
     if dd:
@@ -222,7 +222,7 @@ def _print_info(r: dict) -> None:
         sm.add_row("distinct paths", f"{dd['distinct_paths']:,} ({dd['distinct_models']:,} models)")
         sm.add_row("extensions", ", ".join(f".{k or '(none)'} {v}" for k, v in dd["extensions"].items()))
         for k, v in dd.get("flags", {}).items():
-            sm.add_row(f"flag {k}", f"{v:,} rows")
+            sm.add_row(f"flag {k}", plural(v, 'row'))
         con.print(sm)
     for w in r["warnings"]:
         con.print(f"[yellow]warning:[/yellow] {w}")
@@ -295,12 +295,15 @@ def show(source, table, mpq_path, data_path, build, lenient, record_id, as_json)
     from rich.table import Table
 
     con = Console(file=sys.stdout, highlight=False)
-    t = Table(title=f"{r['file']} ID {record_id} ({r['table'] or 'unknown table'} {r['build'] or ''})".rstrip(),
-              title_justify="left")
+    # the title on its own line: a table title would wrap a long path mid-word
+    con.print(f"{r['file']} ID {record_id} ({r['table'] or 'unknown table'} {r['build'] or ''})".rstrip(),
+              soft_wrap=True)
+    t = Table()
     t.add_column("column")
     t.add_column("value")
-    for k, v in r["row"].items():
-        t.add_row(k, ", ".join(map(str, v)) if isinstance(v, list) else str(v))
+    for k, v in r["row"].items():  # arrays one element a row, named as `dbc dump` names its columns
+        for name, value in ([(f"{k}[{i}]", x) for i, x in enumerate(v)] if isinstance(v, list) else [(k, v)]):
+            t.add_row(name, str(value))
     if "model" in r:
         t.add_row("model", r["model"])
     if r.get("models") is not None:
@@ -340,6 +343,6 @@ def dump(source, table, mpq_path, data_path, build, lenient, fmt, output):
         from wowgrass.fileio import write_atomic
 
         write_atomic(output, text.encode("utf-8"))
-        click.echo(f"wrote {f.record_count:,} rows to {output}", err=True)
+        note(f"wrote {plural(f.record_count, 'row')} to {output}")
     else:
         click.echo(text, nl=False)

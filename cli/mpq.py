@@ -169,7 +169,7 @@ def info(archive, data_path, as_json):
         else:
             d = src.data
             obj = {"root": str(d.root), "kind": d.kind, "build": d.build, "locale": d.locale,
-                   "archives": [dict(_archive_info(d.archive(p)), path=str(p.relative_to(d.root)),
+                   "archives": [dict(_archive_info(d.archive(p)), file=str(p.relative_to(d.root)),
                                      priority=i) for i, p in enumerate(d.archives)]}
     finally:
         src.close()
@@ -187,7 +187,7 @@ def info(archive, data_path, as_json):
     if obj["archives"]:
         click.echo("archives (lowest priority first; later ones override earlier ones):")
         for a in obj["archives"]:
-            click.echo(f"  {a['priority']:2}  {a['path']:40} v{a['format_version'] + 1}  {plural(a['files'], 'file'):>12}")
+            click.echo(f"  {a['priority']:2}  {a['file']:40} v{a['format_version'] + 1}  {plural(a['file_count'], 'file'):>12}")
 
 
 def _text(v) -> str:
@@ -203,15 +203,15 @@ def _archive_info(a) -> dict:
     h = a.header
     entries = a.entries()
     return {
-        "path": a.path, "header_offset": h.offset, "user_data_offset": h.user_data_offset,
+        "file": a.path, "header_offset": h.offset, "user_data_offset": h.user_data_offset,
         "user_data_size": h.user_data_size, "format_version": h.format_version, "header_size": h.header_size,
         "archive_size": h.archive_size, "sector_size": h.sector_size,
         "hash_table_pos": h.hash_table_pos, "hash_table_size": h.hash_table_size,
         "block_table_pos": h.block_table_pos, "block_table_size": h.block_table_size,
         "hi_block_table_pos": h.hi_block_table_pos,
-        "files": sum(1 for e in entries if not e.is_delete_marker),
-        "delete_markers": sum(1 for e in entries if e.is_delete_marker),
-        "named": sum(1 for e in entries if e.name is not None),
+        "file_count": sum(1 for e in entries if not e.is_delete_marker),
+        "delete_marker_count": sum(1 for e in entries if e.is_delete_marker),
+        "named_count": sum(1 for e in entries if e.name is not None),
         "listfile": a.exists("(listfile)"),
     }
 

@@ -9,7 +9,7 @@ import click
 from wowgrass.errors import UsageError
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES
 
-from .common import data_option, echo_json, json_option, placement_option
+from .common import data_option, dbc_option, echo_json, json_option, output_path, parse_tiles, placement_option, tile_option
 
 
 def _vec(text, name, sizes=(3,)):
@@ -43,15 +43,14 @@ def _size(text):
 @click.command()
 @data_option
 @click.option("--map", "map_name", metavar="NAME", help="Map to show (default: the only map in --data; the sample world's).")
-@click.option("--tile", metavar="C,R", help="Show only this tile (column,row); default: stream the whole map.")
-@click.option("--dbc", "dbc_dir", type=click.Path(exists=True, file_okay=False),
-              help="Folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc (when --data lacks them).")
+@tile_option
+@dbc_option
 @click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
               help="Client build of the data (default: detected).")
 @placement_option
 @click.option("--camera", metavar="X,Y[,Z]",
               help="Camera position in world units; X,Y alone stands at eye height on the ground "
-                   "(default: above the centre of the data at eye height).")
+                   "(default: at eye height where grass grows on the tile nearest the centre of the data).")
 @click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
 @click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
 @click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
@@ -97,7 +96,7 @@ def _size(text):
               help="Fraction of the grass each ring keeps (0..1, not increasing outwards; one per radius).")
 @click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red).")
 @json_option
-def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, time_, size, samples, output,
+def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
@@ -108,12 +107,14 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
     --quit-after S) --screenshot PNG. With no --data it shows the built-in sample world.
     """
     from wowgrass.render.app import ViewOptions, run_view
-    from wowgrass.terrain import parse_tile_arg
 
     if frames is not None and frames < 1:
         raise UsageError("--frames must be at least 1")
     if samples is not None and (samples < 0 or samples > 1 and samples & (samples - 1)):
         raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
+    for path, option in ((output, "-o/--output"), (screenshot, "--screenshot")):
+        if path is not None:
+            output_path(path, (".png",), option=option)
     from wowgrass.render.constants import RingSettings
 
     try:
@@ -122,7 +123,7 @@ def view(data_path, map_name, tile, dbc_dir, build, placement, camera, target, t
     except ValueError as exc:
         raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
     opts = ViewOptions(
-        data=data_path, map_name=map_name, tile=parse_tile_arg(tile) if tile else None, dbc=dbc_dir,
+        data=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=samples, output=output, frames=frames,
         grass_path=grass_path, wind=wind, wind_falloff=wind_falloff,
@@ -143,8 +144,8 @@ def _print_result(result, as_json, stats, frames, quit_after):
     if as_json:
         echo_json(result)
         return
-    if "output" in result:
-        click.echo(f"wrote {result['output']} ({result['size'][0]}x{result['size'][1]}, {result['renderer']})")
+    if "file" in result:
+        click.echo(f"wrote {result['file']} ({result['size'][0]}x{result['size'][1]}, {result['renderer']})")
     if "screenshot" in result:
         click.echo(f"wrote {result['screenshot']} ({result['size'][0]}x{result['size'][1]}, window, {result['renderer']})")
     if result.get("window"):
@@ -159,3 +160,5 @@ def _print_result(result, as_json, stats, frames, quit_after):
                    + (f"{gpu['median']:.3f}" if gpu else "n/a")
                    + f"  wall ms/frame {result['wall_ms_per_frame']:.3f}  "
                    f"resident grass instances {result['resident_grass_instances']:,}")
+        click.echo("  cpu: CPU time to record and submit a frame; gpu: the GPU's own time for a frame (timer "
+                   "queries, read 2 frames late); wall: elapsed time per frame, waiting for the GPU included")

@@ -13,6 +13,7 @@ if not hasattr(numpy, "bool"):  # Debian's Blender 3.4 importer uses numpy.bool,
 argv = sys.argv[sys.argv.index("--") + 1:]
 glb, out_json = argv[0], argv[1]
 png = argv[2] if len(argv) > 2 else None
+view = argv[3] if len(argv) > 3 else "overview"  # or "ground": a low view across the middle of the scene
 
 bpy.ops.wm.read_factory_settings(use_empty=True)
 bpy.ops.import_scene.gltf(filepath=glb)
@@ -59,8 +60,19 @@ if png:
     lo, hi = report["bounds"]
     cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
     span = max(hi[0] - lo[0], hi[1] - lo[1])
-    cam.location = (cx - 0.55 * span, cy - 0.55 * span, hi[2] + 0.45 * span)
-    cam.rotation_euler = (1.05, 0.0, -0.785)
+    if view == "ground":
+        import math
+
+        ground = [o for o in meshes if o.data.name.startswith("terrain")]
+        z0 = sum((o.matrix_world @ mathutils.Vector(c)).z for o in ground for c in o.bound_box) / max(8 * len(ground), 1)
+        cam.location = (cx - 0.12 * span, cy - 0.12 * span, z0 + 0.03 * span)
+        cam.rotation_euler = (math.radians(80), 0.0, math.radians(-45))
+        cam_data.lens = 35
+        scene.world = bpy.data.worlds.new("sky")
+        scene.world.color = (0.45, 0.6, 0.8)
+    else:
+        cam.location = (cx - 0.55 * span, cy - 0.55 * span, hi[2] + 0.45 * span)
+        cam.rotation_euler = (1.05, 0.0, -0.785)
     cam_data.clip_start, cam_data.clip_end = span * 0.001, span * 4
     bpy.ops.render.render(write_still=True)
 with open(out_json, "w") as f:

@@ -222,12 +222,12 @@ def test_cli_bake_loose_adt_and_info(world, cache, tmp_path):
     assert "instances" in res.output and out.is_file()
     res = run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(out), "--json")
     info = json.loads(res.output)
-    assert info["cache_hit"] is True and info["path"] == str(out)
+    assert info["cache_hit"] is True and info["file"] == str(out)
     # a changed constant is a different bundle (not a cache hit), with fewer clumps per cell
     fewer = json.loads(run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(tmp_path / "f.wgb"),
                            "-C", "max_placements_per_sample=2", "--json").output)
     assert fewer["key"] != info["key"] and 0 < fewer["instances"] < info["instances"]
-    with B.read_bundle(fewer["path"]) as b:
+    with B.read_bundle(fewer["file"]) as b:
         assert b.cell_counts.max() == 2 and b.provenance["constants"]["max_placements_per_sample"] == 2
     res = run("bundle", "info", str(out))
     assert res.exit_code == 0
@@ -247,7 +247,7 @@ def test_cli_placement_names_and_the_old_alias(world, cache, tmp_path):
               "--placement", "seed", "-C", "seed_scale=2", "--json")
     assert res.exit_code == 0, res.output + res.stderr
     assert "--placement coverage" in res.stderr
-    with B.read_bundle(json.loads(res.stdout)["path"]) as b:
+    with B.read_bundle(json.loads(res.stdout)["file"]) as b:
         assert b.provenance["placement"] == "coverage" and b.provenance["constants"]["coverage_scale"] == 2.0
         assert "seed_scale" not in b.provenance["constants"]
     res = run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "--placement", "nope")
@@ -288,7 +288,7 @@ def test_cli_without_data_uses_the_sample_world(cache):
     js = json.loads(res.output)
     assert js["map"] == MAP_NAME and len(js["tiles"]) >= 1 and js["failures"] == []
     assert all(t["missing_models"] == [] for t in js["tiles"])
-    assert all(Path(t["path"]).is_relative_to(cache) for t in js["tiles"])
+    assert all(Path(t["file"]).is_relative_to(cache) for t in js["tiles"])
 
 
 def test_stale_temporaries_are_swept(world, cache):
@@ -310,5 +310,5 @@ def test_cli_loose_adt_without_data_uses_the_sample_tables(world, cache):
     assert res.exit_code == 0, res.output + res.stderr
     js = json.loads(res.output)
     assert js["instances"] > 0 and js["missing_models"] == []  # tables and models from the sample world
-    with B.read_bundle(js["path"]) as b:
+    with B.read_bundle(js["file"]) as b:
         assert b.provenance["build"] == "3.3.5" and b.provenance["map"] == MAP_NAME

@@ -245,7 +245,7 @@ def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, 
     csv_out, json_out = tmp_path / "rows.csv", tmp_path / "rows.json"
     res = run("bake", "--data", world, "--tile", "31,32", "--export", csv_out, "--json")
     assert res.exit_code == 0, res.output
-    bundle = json.loads(res.stdout)["tiles"][0]["path"]
+    bundle = json.loads(res.stdout)["tiles"][0]["file"]
     res = run("bundle", "export", bundle, "--json", "-o", json_out)
     assert res.exit_code == 0, res.output
     assert "rows, JSON" in res.stderr
@@ -278,7 +278,7 @@ def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, 
 
 def test_bundle_export_formats_and_errors(world, tmp_path):
     res = run("bake", "--data", world, "--tile", "32,32", "--json")
-    bundle = json.loads(res.stdout)["tiles"][0]["path"]
+    bundle = json.loads(res.stdout)["tiles"][0]["file"]
     res = run("bundle", "export", bundle)  # CSV on stdout by default
     assert res.exit_code == 0 and res.stdout.startswith("model,x,y,z,yaw,scale,tile_col,tile_row,chunk,cell\n")
     for args, text in [

@@ -48,7 +48,7 @@ def test_info(archive):
     assert r.exit_code == 0
     assert "format_version       1" in r.output and "sector_size          4096" in r.output
     j = json.loads(run("info", archive, "--json").stdout)
-    assert j["files"] == 4 and j["header_offset"] == 0 and j["user_data_offset"] is None
+    assert j["file_count"] == 4 and j["header_offset"] == 0 and j["user_data_offset"] is None
     assert j["hash_table_size"] == 16 and j["block_table_size"] == 4 and j["listfile"] is True
 
 
@@ -58,7 +58,7 @@ def test_info_data_lists_archives_in_order(data_dir):
     assert r.output.index("common.MPQ") < r.output.index("lichking.MPQ") < r.output.index("patch.MPQ")
     j = json.loads(run("info", "--data", data_dir, "--json").stdout)
     assert j["build"] == "3.3.5"
-    assert [a["path"] for a in j["archives"]] == ["common.MPQ", "lichking.MPQ", "patch.MPQ"]
+    assert [a["file"] for a in j["archives"]] == ["common.MPQ", "lichking.MPQ", "patch.MPQ"]
     assert j["archives"][2]["delete_markers"] == 1
 
 

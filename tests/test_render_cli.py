@@ -49,7 +49,7 @@ def test_view_sample_world_offscreen_png_and_json(tmp_path):
                                  "--frames", "2", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
-    assert res["output"] == str(out.resolve()) and out.exists()
+    assert res["file"] == str(out.resolve()) and out.exists()
     assert res["frames"] == 2 and res["frame"]["grass_instances"] > 0
     assert res["frame"]["draw_calls"] >= 2 and res["resident_grass_instances"] > 100_000
     assert res["missing_models"] == []

@@ -51,8 +51,11 @@ class BakeResult:
     unknown_effects: dict = field(default_factory=dict)  # {"ids": [...], "cells": n}: ids the tables lack
 
     def to_dict(self) -> dict:
+        """JSON shape: ``file`` is the bundle; ``model_count`` a number (``missing_models`` a list)."""
         d = asdict(self)
         d["tile"] = list(self.tile)
+        d["file"] = d.pop("path")
+        d["model_count"] = d.pop("models")
         return d
 
 

@@ -43,6 +43,22 @@ def parse_tile_arg(text: str) -> tuple[int, int]:
     return col, row
 
 
+def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
+    """The listed tiles inside any of ``ranges`` (((c0, c1), (r0, r1)) each, or a plain (col, row));
+    all when None. A range that matches no listed tile is an error naming it."""
+    if not ranges:
+        return list(listed)
+    out = []
+    for rng in ranges:
+        (c0, c1), (r0, r1) = ((rng[0], rng[0]), (rng[1], rng[1])) if isinstance(rng[0], int) else rng
+        got = [(c, r) for c, r in listed if c0 <= c <= c1 and r0 <= r <= r1]
+        if not got:
+            text = f"{c0},{r0}" if (c0, r0) == (c1, r1) else f"{c0}:{c1},{r0}:{r1}"
+            raise UsageError(f"map {map_name!r} has no tile in {text}")
+        out += [t for t in got if t not in out]
+    return out
+
+
 def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
     """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None)."""
     m = _TILE_NAME.match(path.name)
@@ -369,5 +385,5 @@ def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, li
     return np.clip(rgb, 0, 255).astype(np.uint8), legend
 
 
-__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "load_tile", "parse_tile_arg", "tile_image",
+__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "load_tile", "parse_tile_arg", "select_tiles", "tile_image",
            "tile_summary", "write_tile_image"]

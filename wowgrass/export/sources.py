@@ -33,7 +33,7 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
     from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles
     from wowgrass.data import choose_map, open_data
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.terrain import adt_game_path, load_tile, tile_from_name
+    from wowgrass.terrain import adt_game_path, load_tile, select_tiles, tile_from_name
 
     if adt_files:
         if ranges:
@@ -76,19 +76,3 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
         data.close()
         raise
     return ExportSource(map_name, tiles, data.read, data)
-
-
-def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
-    """The listed tiles inside any of ``ranges`` (((c0, c1), (r0, r1)) each); all when None.
-
-    A range that matches no listed tile is an error naming it."""
-    if not ranges:
-        return list(listed)
-    out = []
-    for (c0, c1), (r0, r1) in ranges:
-        got = [(c, r) for c, r in listed if c0 <= c <= c1 and r0 <= r <= r1]
-        if not got:
-            text = f"{c0},{r0}" if (c0, r0) == (c1, r1) else f"{c0}:{c1},{r0}:{r1}"
-            raise UsageError(f"map {map_name!r} has no tile in {text}")
-        out += [t for t in got if t not in out]
-    return out

@@ -16,7 +16,7 @@ from wowgrass.errors import UsageError
 class ViewOptions:
     data: str | None = None  # None: the built-in sample world
     map_name: str | None = None
-    tile: tuple[int, int] | None = None
+    tiles: list | None = None  # --tile selections: (col, row) or ((c0, c1), (r0, r1)); None: all
     dbc: str | None = None
     build: str | None = None
     placement: str = "coverage"
@@ -63,7 +63,7 @@ def open_source(opts: ViewOptions):
         map_name = opts.map_name
     try:
         map_name = choose_map(data, map_name)
-        src = GameSource(data, map_name, tiles=[opts.tile] if opts.tile else None, placement=opts.placement,
+        src = GameSource(data, map_name, tiles=opts.tiles, placement=opts.placement,
                          build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path)
     except BaseException:
         data.close()
@@ -104,6 +104,7 @@ def run_view(opts: ViewOptions) -> dict:
     output = opts.output
     if not want_window and output is None and opts.frames is None:
         output = "view.png"  # headless and nothing asked: one offscreen frame
+        say(f"no display: rendering one frame offscreen to {Path(output).resolve()} (-o FILE.png chooses the file)")
     w, h = opts.size
     if w < 16 or h < 16 or w > 16384 or h > 16384:
         raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
@@ -159,7 +160,7 @@ def run_view(opts: ViewOptions) -> dict:
             "missing_textures": sorted(scene.missing_textures),
             "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
             "load_seconds": load_s,
-            "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "path": b.path} for b in src.bakes],
+            "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
             "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
             "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
         }
@@ -206,7 +207,7 @@ def run_view(opts: ViewOptions) -> dict:
         result["stats_line"] = last.line()
         if output is not None:
             viewer.save_png(output)
-            result["output"] = str(Path(output).resolve())
+            result["file"] = str(Path(output).resolve())
         return result
     finally:
         try:

@@ -64,13 +64,10 @@ class GameSource:
             self.big_alpha = False
         if not listed:
             raise UsageError(f"map {map_name!r} has no tiles in {data.root}")
-        if tiles is not None:
-            want = {tuple(t) for t in tiles}
-            missing = want - set(listed)
-            if missing:
-                raise UsageError(f"map {map_name!r} has no tile {', '.join(f'{c},{r}' for c, r in sorted(missing))}"
-                                 f" in {data.root}")
-            listed = sorted(want)
+        if tiles is not None:  # (col, row) pairs or ((c0, c1), (r0, r1)) ranges, as --tile gives them
+            from wowgrass.terrain import select_tiles
+
+            listed = sorted(select_tiles(listed, tiles, map_name))
         self.tiles = listed
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
         self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid)
