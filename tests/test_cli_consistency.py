@@ -279,3 +279,56 @@ def test_mpq_bad_input_exits_2_without_a_traceback(tmp_path, args):
     proc = sub(*argv)
     assert proc.returncode == 2, (argv, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "rror" in proc.stderr, proc.stderr
+
+
+# ----------------------------------------------------------------------------- view, dbc, json keys, completion
+
+
+def test_view_outputs_and_tiles_are_checked_before_rendering(world, tmp_path):
+    for args, text in [(["-o", tmp_path / "f.jpg"], ".png"), (["-o", tmp_path / "no" / "f.png"], "does not exist"),
+                       (["--screenshot", tmp_path / "no" / "s.png"], "does not exist"),
+                       (["--tile", "1:2,1:2", "-o", tmp_path / "f.png"], "has no tile in 1:2,1:2")]:
+        res = run("view", "--data", world, *args)
+        assert res.exit_code == 2 and text in res.stderr, (args, res.output)
+
+
+def test_plain_view_without_a_display_says_where_the_frame_went(world, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = sub("view", "--data", world, "--tile", "31:32,32", "--size", "96x64", "--samples", "0", env=env,
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"no display: rendering one frame offscreen to {tmp_path / 'view.png'}" in proc.stderr
+    assert (tmp_path / "view.png").is_file() and f"wrote {tmp_path / 'view.png'}" in proc.stdout
+
+
+def test_dbc_show_prints_arrays_as_dump_names_them(realdata):
+    table = realdata / "dbc" / "3.3.5" / "GroundEffectTexture.dbc"
+    text = run("dbc", "show", table, "--id", 453).output
+    assert str(table) in text  # the path on one line, never broken mid-word
+    dump_columns = run("dbc", "dump", table).output.splitlines()[0].split(",")
+    shown = [line.split("│")[1].strip() for line in text.splitlines() if line.count("│") == 3]
+    assert [c for c in shown if "[" in c and not c.startswith("model")] == [c for c in dump_columns if "[" in c]
+    assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_json_names_files_and_counts_the_same_way(world, tmp_path):
+    from wowgrass.formats.mpq import write_mpq_file
+
+    res = json.loads(run("bake", "--data", world, "--tile", "31,32", "--json").stdout)
+    tile = res["tiles"][0]
+    assert Path(tile["file"]).is_file() and isinstance(tile["model_count"], int) and "path" not in tile
+    arc = write_mpq_file(tmp_path / "a.mpq", {"x.txt": b"1"})
+    info = json.loads(run("mpq", "info", arc, "--json").stdout)
+    assert info["file"] == str(arc) and info["file_count"] == 2  # x.txt and (listfile)
+    out = json.loads(run("mpq", "extract", arc, "-o", tmp_path / "o", "--json").stdout)
+    assert isinstance(out["files"], list)  # a plural name is a list
+
+
+def test_shell_completion_knows_commands_and_choices():
+    env = dict(os.environ, _WOWGRASS_COMPLETE="bash_complete", COMP_WORDS="wowgrass bake --placement ",
+               COMP_CWORD="3")
+    proc = subprocess.run([sys.executable, "-m", "wowgrass"], env=env, capture_output=True, text=True, timeout=60)
+    assert "plain,coverage" in proc.stdout and "plain,client" in proc.stdout and "seed" not in proc.stdout
+    env.update(COMP_WORDS="wowgrass ex", COMP_CWORD="1")
+    proc = subprocess.run([sys.executable, "-m", "wowgrass"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "plain,export"

@@ -59,7 +59,7 @@ def test_info_data_lists_archives_in_order(data_dir):
     j = json.loads(run("info", "--data", data_dir, "--json").stdout)
     assert j["build"] == "3.3.5"
     assert [a["file"] for a in j["archives"]] == ["common.MPQ", "lichking.MPQ", "patch.MPQ"]
-    assert j["archives"][2]["delete_markers"] == 1
+    assert j["archives"][2]["delete_marker_count"] == 1
 
 
 def test_ls(archive):

@@ -53,8 +53,8 @@ def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
         (c0, c1), (r0, r1) = ((rng[0], rng[0]), (rng[1], rng[1])) if isinstance(rng[0], int) else rng
         got = [(c, r) for c, r in listed if c0 <= c <= c1 and r0 <= r <= r1]
         if not got:
-            text = f"{c0},{r0}" if (c0, r0) == (c1, r1) else f"{c0}:{c1},{r0}:{r1}"
-            raise UsageError(f"map {map_name!r} has no tile in {text}")
+            text = f"tile {c0},{r0}" if (c0, r0) == (c1, r1) else f"tile in {c0}:{c1},{r0}:{r1}"
+            raise UsageError(f"map {map_name!r} has no {text} (`wowgrass maps --tiles` lists them)")
         out += [t for t in got if t not in out]
     return out
 
