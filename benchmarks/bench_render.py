@@ -438,6 +438,9 @@ def main(argv=None):
     ap.add_argument("--terrain", action="store_true",
                     help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
     ap.add_argument("--terrain-tiles", type=int, default=6, help="sample world size of --terrain (NxN tiles)")
+    ap.add_argument("--grid", action="store_true",
+                    help="also the camera-grid grass path against the instanced one (bench_grid.py: the --counts "
+                         "fields and the sample zone; frames and wind sequences into --png-dir)")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample-world zone")
     ap.add_argument("--variants", action="store_true",
                     help="also time instance-attribute variants and sample-zone settings (MSAA, anisotropy)")
@@ -608,6 +611,13 @@ def main(argv=None):
             gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
             print(f"  {name:<22} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms  "
                   f"triangles {tris}  tiles {r['resident_tiles']}  draws {r['draw_calls']}")
+    if a.grid:
+        import bench_grid
+
+        print(f"\ngrass paths: camera grid vs instanced, {w}x{h} (bench_grid.py):")
+        out["grid"] = bench_grid.main(["--size", a.size, "--counts", a.counts, "--frames", str(a.frames),
+                                       "--samples", str(a.samples)] + (["--out", a.png_dir] if a.png_dir else [])
+                                      + (["--no-sample"] if a.no_sample else []))
     save()
     return out
 

@@ -100,6 +100,11 @@ void main() {
     int gx = slot % GRID_SIDE - GRID_HALF;
     int gy = slot / GRID_SIDE - GRID_HALF;
     vec2 cell = floor(uGrassParams[0].xy / GRID_SPACING) + vec2(gx, gy);
+    // the grid's corners lie beyond the draw distance: drop them before any texture fetch
+    if (distance((cell + 0.5) * GRID_SPACING, uGrassParams[0].xy) >= uGrassParams[0].w + GRID_SPACING) {
+        gridDrop();
+        return;
+    }
 
     // the ADT cell holding the anchor owns the lattice cell; its tile's control texel says what grows
     ivec2 ownerRC = ivec2(floor(gridCellCoords((cell + GRID_ANCHOR) * GRID_SPACING)));
