@@ -345,6 +345,11 @@ class TerrainOnly:
         return None
 
 
+def terrain_triangles(scene, v):
+    """Triangles the terrain's compute pass chose for the viewer's last frame (None without it)."""
+    return scene.terrain.read_stats(v.views[0])["triangles"] if scene.terrain.indirect else None
+
+
 def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     """Terrain LOD over a ``tiles`` x ``tiles`` sample world, terrain alone: three views (the far
     view from a corner 260 units up, eye height in the middle, a flight 500 up), LOD on and off
@@ -353,7 +358,7 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     CPU figure on llvmpipe includes its software vertex work). PNGs of the far view, normal and in
     the LOD debug colours."""
     from wowgrass.data import open_data
-    from wowgrass.render.constants import TERRAIN_REACH
+    from wowgrass.render.constants import TERRAIN_REACH, TILE_SIZE
     from wowgrass.render.scene import Scene, tiles_centre
     from wowgrass.render.source import GameSource
     from wowgrass.render.viewer import Toggles, Viewer
@@ -365,15 +370,11 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     target = create_offscreen_target(size, samples)
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
     cx, cy = tiles_centre(src.tiles)
-    corner = (cx - (tiles / 2 - 0.4) * 533.333, cy + (tiles / 2 - 0.4) * 533.333)
+    corner = (cx - (tiles / 2 - 0.4) * TILE_SIZE, cy + (tiles / 2 - 0.4) * TILE_SIZE)
     results = {}
     scene = Scene(target.ctx, progs, src, reach=TERRAIN_REACH * 2, threaded=False)
     scene.update((cx, cy, 0.0), block=True)
     ts = scene.terrain
-
-    def drawn_triangles(v):
-        return int(ts.read_commands(v.views[0])["count"].sum()) // 3 if ts.indirect else None
-
     for name, (x, y, up, target_xyz) in {
             "far_corner_260": (corner[0], corner[1], 260.0, (cx, cy, 0.0)),
             "eye_middle": (cx + 40.0, cy - 30.0, 1.7, None),
@@ -389,7 +390,7 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
             ts.lod.enabled = lod
             r = time_viewer(v, target, frames)
             v.render_frame(0.0)
-            r["triangles"] = drawn_triangles(v)
+            r["triangles"] = terrain_triangles(scene, v)
             r["resident_tiles"] = len(scene.tiles)
             results[f"{name}_lod_{'on' if lod else 'off'}"] = r
         ts.lod.enabled = True
@@ -413,9 +414,9 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
         v = Viewer(target, scene, cam, Toggles(grass=False, doodads=False))
         r = time_viewer(v, target, frames)
         v.render_frame(0.0)
-        r["triangles"] = int(scene.terrain.read_commands(v.views[0])["count"].sum()) // 3 if scene.terrain.indirect else None
+        r["triangles"] = terrain_triangles(scene, v)
         r["resident_tiles"] = len(scene.tiles)
-        results[f"eye_{n * n}_tiles"] = r
+        results[f"eye_{len(keys)}_tiles"] = r
         scene.release()
     target.release()
     data.close()

@@ -54,6 +54,7 @@ ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, wher
 # on the H200 at 1920x1080 8x cost ~1 ms a frame over 1x (benchmarks/bench_render.py --variants)
 VERTEX_FORMAT = "3f 3f 2f 1f 4f 2f 4f 1f"
 VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers", "in_grid", "in_morph", "in_level")
+# pos: X, Y for the CPU's boxes (the shader computes them from grid), Z the height
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),
                          ("chunk", "<f4"), ("layers", "<f4", 4), ("grid", "<f4", 2),
                          ("morph", "<f4", 4), ("level", "<f4")])

@@ -46,7 +46,8 @@ void main() {
     // a hair early (0.05 units), so the chunk box test of terrain_lod.glsl never switches to the
     // coarser level while a vertex of the finer one is a rounding error short of collapsed
     float k = 0.0;
-    if (level < 4 && uLodMorph > 0.5) k = morph_factor(length(d) + 0.05, level == 0 ? 0.0 : uLodBands[level - 1], uLodBands[level]);
+    if (level < 4 && uLodMorph > 0.5)
+        k = morph_factor(length(d) + 0.05, level == 0 ? 0.0 : uLodBands[level - 1], uLodBands[level]);
     vec2 g = level < 4 ? morph_grid(in_grid, exp2(float(level)), k) : in_grid;
     bool done = k >= 1.0;  // exactly the target's values, not mix()'s rounding of them
     float h = done ? in_morph.w : mix(in_position.z, in_morph.w, k);
