@@ -16,7 +16,8 @@ Then the sample world's zone at the requested size (start view, grass view, walk
 (normal and --debug-rings colouring) in --png-dir, and with --flight a straight flight at 50
 units/s across a 6x6 sample world with a finish after every frame: median, p99, max frame time.
 
-Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
+Each run starts with 10 untimed frames (their GPU times are kept as ``startup_gpu_ms``: a big
+buffer's first frames can be slow). Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
 waits for the GPU's last frame. ``wall`` = the time of N consecutive frames (one ``finish`` at the
 end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' timer queries;
 ``cpu`` = the median time to build and submit a frame.
@@ -138,9 +139,9 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     field = make_field(ctx, progs, mesh, inst, path=path, layout=layout, cull=cull, settings=settings, split=split)
     timer = GpuTimer(ctx)
     uniforms = FrameUniforms(ctx)
-    for _ in range(3):  # warm-up: shader compilation, first command writes
+    for _ in range(10):  # warm-up: shader compilation, first command writes, buffer placement
         frame(target, uniforms, field, cam, 0.0, timer)
-    timer.drain()
+    startup = [round(ms, 4) for _, ms in timer.drain()]  # the first frames' GPU times, kept apart
     ctx.finish()
     cpus = []
     first = timer.frame
@@ -162,7 +163,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     timer.drain()
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
            "gpu_ms_mean": statistics.fmean(gpus) if gpus else None, "gpu_ms_max": max(gpus) if gpus else None,
-           "gpu_timeline_ms": [round(g, 4) for g in gpus], "finish_ms_median": median(fin), "finish_ms_max": max(fin),
+           "gpu_timeline_ms": [round(g, 4) for g in gpus], "startup_gpu_ms": startup, "finish_ms_median": median(fin), "finish_ms_max": max(fin),
            "submitted": counts.instances, "draw_calls": counts.draw_calls}
     if path == "gpu":  # one more frame with the counters on, read back (not timed)
         field.collect_stats = True
@@ -323,7 +324,9 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
         med = statistics.median(times)
         results[run] = {"median_ms": med, "p99_ms": float(np.percentile(times, 99)), "max_ms": max(times),
                         "frames_over_4x_median": sum(t > 4 * med for t in times), "frames": frames,
-                        "tile_uploads": uploads, "resident_tiles_end": len(scene.tiles)}
+                        "tile_uploads": uploads, "resident_tiles_end": len(scene.tiles),
+                        "tile_errors": {f"{c},{r}": e for (c, r), e in list(scene.errors.items())[:5]},
+                        "tile_error_count": len(scene.errors)}
         if png_dir and run == "cached":
             v.save_png(Path(png_dir) / f"flight_end_{size[0]}x{size[1]}.png")
         scene.release()
@@ -602,7 +605,9 @@ def main(argv=None):
         for run, r in f.items():
             print(f"  {run:<7} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
-                  f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']}")
+                  f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']}  "
+                  f"tiles resident at the end {r['resident_tiles_end']}, failed {r['tile_error_count']}"
+                  + (f" (first: {next(iter(r['tile_errors'].values()))})" if r["tile_errors"] else ""))
     if a.terrain:
         print(f"\nterrain LOD over a {a.terrain_tiles}x{a.terrain_tiles} sample world (terrain alone), {w}x{h}, "
               f"MSAA {a.samples}x:")

@@ -42,9 +42,12 @@ REUSE_DELAY = 4  # frames before a released range is handed out again (frames in
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 # glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
-# also as indirect commands and instance attributes by the draws, and by buffer reads (statistics)
+# also as indirect commands and instance attributes by the draws. Buffer reads of shader results
+# (statistics, tests) add BUFFER_UPDATE only when they happen: on the H200 that bit in every frame
+# cost the multisampled sample zone about 2 ms of GPU time.
 SSBO_BARRIER = 0x2000
-DRAW_BARRIER = 0x2000 | 0x200 | 0x40 | 0x1  # SSBO | BUFFER_UPDATE | COMMAND | VERTEX_ATTRIB_ARRAY
+DRAW_BARRIER = 0x2000 | 0x40 | 0x1  # SSBO | COMMAND | VERTEX_ATTRIB_ARRAY
+READ_BARRIER = 0x200  # GL_BUFFER_UPDATE_BARRIER_BIT
 
 
 class RangeAllocator:
@@ -225,7 +228,8 @@ class GpuGrass(Source):
                 keep.append(b)
                 continue
             if b.ready:
-                self.group_table.write(bytes(len(b.groups) * GROUP_DTYPE.itemsize), offset=b.group_start * GROUP_DTYPE.itemsize)
+                self._write(self.group_table, bytes(len(b.groups) * GROUP_DTYPE.itemsize),
+                            b.group_start * GROUP_DTYPE.itemsize)
                 self._resident[b.model] -= b.count
                 self._arena_dirty = True
             else:
@@ -242,13 +246,13 @@ class GpuGrass(Source):
         while self._queue and done < budget:
             b = self._queue[0]
             n = min(len(b.data) - b.uploaded, budget - done)
-            self.arena.write(b.data[b.uploaded:b.uploaded + n], offset=b.start * 16 + b.uploaded)
+            self._write(self.arena, b.data[b.uploaded:b.uploaded + n], b.start * 16 + b.uploaded)
             b.uploaded += n
             done += n
             if b.uploaded == len(b.data):
                 self._queue.popleft()
                 b.data = None
-                self.group_table.write(b.groups.tobytes(), offset=b.group_start * GROUP_DTYPE.itemsize)
+                self._write(self.group_table, b.groups.tobytes(), b.group_start * GROUP_DTYPE.itemsize)
                 self._resident[b.model] += b.count
                 cap = min(int(self._resident[b.model]), self.max_visible)
                 if cap > self._caps[b.model]:  # capacities only grow (power of two): few relayouts
@@ -256,6 +260,15 @@ class GpuGrass(Source):
                     self._layout_dirty = True
                 self._arena_dirty = True
         return done
+
+    def _write(self, buffer, data: bytes, offset: int):
+        """Write ``data`` into ``buffer`` at ``offset`` through a fresh staging buffer and a GPU
+        copy, not ``glBufferSubData``: on the H200 a direct write could land before an earlier
+        GPU copy into the same buffer (the one that grows it), which then overwrote the new data
+        (groups of the first tiles read as empty, their grass missing). Copies stay in order."""
+        staging = self.ctx.buffer(data)
+        self.ctx.copy_buffer(buffer, staging, size=len(data), write_offset=offset)
+        staging.release()
 
     def flush_uploads(self):
         """Upload everything queued now (start-up, tests)."""
@@ -282,7 +295,7 @@ class GpuGrass(Source):
         (free group slots must read as empty)."""
         new = self.ctx.buffer(bytes(capacity * item)) if zero else self.ctx.buffer(reserve=capacity * item)
         if old is not None:
-            self.ctx.copy_buffer(new, old)
+            self.ctx.copy_buffer(new, old, size=old.size)
             old.release()
         ranges.grow(capacity)
         return new
@@ -349,9 +362,8 @@ class GpuGrass(Source):
                                self.stats)):
             b.bind_to_storage_buffer(i)
         n_cmds, n_stats = self._cmd_per_view * self._n_views, STATS_SIZE * self._n_views
-        # the last frame's draws and reads are ordered before this frame's writes, then the counts
-        # (and statistics) go back to 0
-        ctx.memory_barrier(DRAW_BARRIER)
+        # the counts (and statistics) back to 0; the last frame's closing barrier (SSBO bit
+        # included) already orders its shader writes before these
         reset = self._reset
         set_(reset, "uCommandCount", n_cmds)
         set_(reset, "uStatsCount", n_stats)
@@ -445,12 +457,14 @@ class GpuGrass(Source):
         if self.stats is None or view.slot >= self._n_views or not self.cull:
             s = np.zeros(STATS_SIZE, np.uint32)
         else:
+            self.ctx.memory_barrier(READ_BARRIER)
             s = np.frombuffer(self.stats.read(STATS_SIZE * 4, offset=view.slot * STATS_SIZE * 4), np.uint32)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
                 "drawn": int(s[6]), "drawn_triangles": int(s[7]), "overflow": int(s[8])}
 
     def read_visible(self, view) -> dict:
         """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
+        self.ctx.memory_barrier(READ_BARRIER)
         cmds = np.frombuffer(self.commands.read(self._cmd_per_view * CMD_DTYPE.itemsize,
                                                 offset=view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
         out = {}
