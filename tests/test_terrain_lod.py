@@ -352,15 +352,38 @@ def test_a_chunk_crossing_an_lod_band_changes_almost_no_pixels(ctx):
 
 
 # --- MCSH ------------------------------------------------------------------------------------
+def _ground_under_pixels(v, size) -> np.ndarray:
+    """(h, w, 3) where each pixel's ray meets the terrain (bisection against the ground heights)."""
+    from wowgrass.render.firstframe import ground_heights
+
+    w, h = size
+    inv = np.linalg.inv(v.views[0].view_proj())
+    ys, xs = np.mgrid[0:h, 0:w]
+    ndc = np.stack([(xs + 0.5) / w * 2 - 1, 1 - (ys + 0.5) / h * 2, np.ones((h, w)), np.ones((h, w))], -1)
+    far = ndc @ inv.T
+    eye = v.camera.position
+    d = far[..., :3] / far[..., 3:] - eye
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    lo, hi = np.zeros((h, w)), np.full((h, w), 300.0)
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        p = eye + d * mid[..., None]
+        above = p[..., 2] > ground_heights(v.scene, p[..., 0], p[..., 1])
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return eye + d * lo[..., None]
+
+
 @pytest.mark.realdata
 def test_mcsh_darkens_the_terrain_where_the_baked_shadow_is_set(ctx, tmp_path, realdata):
+    from wowgrass.formats.adt import CHUNK_SIZE
+
     tile = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes(), "continent4229.adt")
-    c = int(np.argmax(tile.shadow.reshape(256, -1).sum(axis=1)))
+    c = int(np.argmin(np.abs(tile.shadow.reshape(256, -1).mean(axis=1) - 0.5)))  # half in shadow
     root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29)
     data, src = _game_source(root, "continent")
     v = terrain_viewer(ctx, src)
-    # straight down over that chunk: the frame is the chunk's 64x64 shadow map, more or less
-    x, y = tile.positions[c, 0] - 16.67, tile.positions[c, 1] - 16.67
+    # straight down over that chunk
+    x, y = tile.positions[c, 0] - CHUNK_SIZE / 2, tile.positions[c, 1] - CHUNK_SIZE / 2
     v.camera.position = np.array([x, y, v.scene.ground_height(x, y) + 60.0])
     v.camera.yaw, v.camera.pitch = 0.0, -math.pi / 2 + 1e-3
     frames = []
@@ -368,10 +391,17 @@ def test_mcsh_darkens_the_terrain_where_the_baked_shadow_is_set(ctx, tmp_path, r
         v.toggles.mcsh = mcsh
         v.render_frame(0.0)
         frames.append(v.read_rgba()[..., :3].astype(int))
+    # the MCSH bit under every pixel, from the file
+    p = _ground_under_pixels(v, (256, 144))
+    ch = tile.chunk_index_at(p[..., 0], p[..., 1])
+    r = np.clip(((tile.positions[ch, 0] - p[..., 0]) / CHUNK_SIZE * 64).astype(int), 0, 63)
+    col = np.clip(((tile.positions[ch, 1] - p[..., 1]) / CHUNK_SIZE * 64).astype(int), 0, 63)
+    shadow = tile.shadow[ch, r, col] & (ch >= 0)
     v.scene.release()
     data.close()
     darker = (frames[0] - frames[1]).sum(-1) > 20
-    assert 0.05 < darker.mean() < 0.95  # where the bit is set, not everywhere
+    assert 0.15 < shadow.mean() < 0.85 and 0.15 < darker.mean() < 0.85
+    assert (darker == shadow).mean() > 0.9  # darker where the bit is set, and only there
     assert (frames[1] <= frames[0]).all()  # only ever darker
 
 
