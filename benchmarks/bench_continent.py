@@ -147,7 +147,7 @@ def main(argv=None) -> int:
             # the same work on `jobs` idle cores takes the parent's CPU plus the workers' shared out
             c1, cn = by_jobs[1]["cpu_s"], by_jobs[jobs]["cpu_s"]
             one = c1["parent"] + c1["workers"]
-            est = summary[f"cpu_speedup_bound_jobs{jobs}"] = one / (cn["parent"] + cn["workers"] / jobs)
+            est = summary[f"cpu_speedup_estimate_jobs{jobs}"] = one / (cn["parent"] + cn["workers"] / jobs)
             print(f"    by CPU time: --jobs 1 {one:.1f} s, --jobs {jobs} {cn['parent'] + cn['workers']:.1f} s in all; "
                   f"on {jobs} idle cores about {est:.2f}x (a rough estimate: CPU time grows under contention too)")
     if args.out:
