@@ -14,6 +14,7 @@ from wowgrass.cli.common import (
     json_option,
     note,
     output_path,
+    placement_constants,
     placement_option,
     plural,
 )
@@ -138,7 +139,7 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
 
     from wowgrass.bake import load_catalog
     from wowgrass.data import open_data
-    from wowgrass.placement import PlacementConstants, make_strategy
+    from wowgrass.placement import make_strategy
     from wowgrass.terrain import tile_from_name
 
     data_dir = source.get("data_dir")
@@ -154,5 +155,5 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
             catalog = load_catalog(data=data)
     else:
         catalog = load_catalog(dbc_dir=dbc_dir)
-    constants = PlacementConstants(seed=seed).with_overrides(overrides)
+    constants = placement_constants(seed, overrides)
     return make_strategy(placement, constants).place(tile, catalog, map_name=map_name)

@@ -15,6 +15,7 @@ from wowgrass.cli.common import (
     note,
     output_path,
     parse_tiles,
+    placement_constants,
     placement_option,
     plural,
     progress_bar,
@@ -24,14 +25,6 @@ from wowgrass.cli.common import (
 from wowgrass.errors import UsageError
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
-
-
-def _constants(seed, overrides):
-    from wowgrass.placement import PlacementConstants
-
-    if not seed and not overrides:
-        return None
-    return PlacementConstants(seed=seed).with_overrides(overrides)
 
 
 def _open(data_path, build):
@@ -92,7 +85,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt or stale bundle is
     rebuilt. See docs/bake.md.
     """
-    constants = _constants(seed, overrides)
+    constants = placement_constants(seed, overrides)
     tiles = tuple(tiles) + tuple(old_tiles)
     export_fmt = None
     if export_file:

@@ -105,6 +105,15 @@ def constants_options(f):
     return f
 
 
+def placement_constants(seed: int, overrides):
+    """The :class:`~wowgrass.placement.PlacementConstants` that ``--seed`` and ``-C`` ask for (None: defaults)."""
+    if not seed and not overrides:
+        return None
+    from wowgrass.placement import PlacementConstants
+
+    return PlacementConstants(seed=seed).with_overrides(overrides)
+
+
 def plural(n: int, one: str, many: str | None = None) -> str:
     """``1 row``, ``2 rows``, ``1,024 meshes`` (with ``many``)."""
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
@@ -134,10 +143,24 @@ class _Bar:
         if n and not self.progress.live.is_started and not self.progress.disable:
             self.progress.start()
 
+    def set(self, done: int, total: int | None, description: str = "") -> None:
+        """Absolute progress (for callbacks that report ``done`` of ``total``)."""
+        self.progress.update(self.task, completed=done, total=total, description=str(description))
+        if total and not self.progress.live.is_started and not self.progress.disable:
+            self.progress.start()
+
     def advance(self, description: str = "", n: int = 1) -> None:
         self.progress.update(self.task, advance=n, description=str(description))
         if not self.progress.live.is_started and not self.progress.disable:
             self.progress.start()
+
+
+def count_text(done, total, unit: str) -> str:
+    """``3/12 tiles`` with a total, ``3 tiles`` (``1 tile``) without one: never ``3/None``."""
+    done = int(done)
+    if total is None:
+        return plural(done, unit[:-1]) if unit.endswith("s") else f"{done:,} {unit}"
+    return f"{done:,}/{int(total):,} {unit}"
 
 
 def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, bytes_: bool = False,
@@ -154,10 +177,7 @@ def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool
 
     class Count(ProgressColumn):
         def render(self, task):
-            done = int(task.completed)
-            if task.total is None:
-                return Text(plural(done, unit.rstrip("s")) if unit.endswith("s") else f"{done:,} {unit}")
-            return Text(f"{done:,}/{int(task.total):,} {unit}")
+            return Text(count_text(task.completed, task.total, unit))
 
     class Rate(ProgressColumn):
         def render(self, task):

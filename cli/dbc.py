@@ -11,7 +11,7 @@ from typing import Callable
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
+from wowgrass.cli.common import echo_json, json_option, note, plural
 from wowgrass.errors import GameFileNotFound, UsageError
 
 SOURCE_HELP = """
@@ -189,8 +189,8 @@ def _print_info(r: dict) -> None:
     else:
         t.add_row("schema", f"unknown ({s['table'] or 'unnamed table'})")
     t.add_row("detected", s["reason"])
-    for note in s["notes"]:
-        t.add_row("note", note)
+    for text in s["notes"]:
+        t.add_row("note", text)
     con.print(t)
     d = r.get("density")
     if d:

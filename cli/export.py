@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from wowgrass.cli.common import (
@@ -14,12 +12,12 @@ from wowgrass.cli.common import (
     json_option,
     output_path,
     parse_tiles,
+    placement_constants,
     placement_option,
     plural,
     progress_bar,
     tile_option,
 )
-from wowgrass.errors import UsageError
 
 
 @click.group()
@@ -69,10 +67,8 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     from wowgrass.export.scene import export_scene
     from wowgrass.export.sources import open_tiles
     from wowgrass.fileio import write_atomic
-    from wowgrass.placement import PlacementConstants
-
     out = output_path(output, (".glb",))
-    constants = PlacementConstants(seed=seed).with_overrides(overrides) if (seed or overrides) else None
+    constants = placement_constants(seed, overrides)
     with progress_bar("bake", "tiles", quiet=as_json) as bar:
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,
                          ranges=parse_tiles(tiles), build=build, placement=placement, constants=constants,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option
+from wowgrass.cli.common import echo_json, json_option, progress_bar
 
 BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
 
@@ -40,21 +40,6 @@ def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | Non
             "seconds": None if seconds is None else round(seconds, 3)}
 
 
-def _progress_bar(enabled: bool):
-    """A rich progress bar on stderr, and the callback that drives it."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled, transient=False)
-    task = prog.add_task("sample world", total=None)
-
-    def update(what, done, total):
-        prog.update(task, description=f"sample world: {what}", completed=done, total=total)
-
-    return prog, update
-
-
 @sample.command("build")
 @click.option("-o", "--output", "output", type=click.Path(file_okay=False), default=None,
               help="Write DIR/Data (and DIR/sample.json) here instead of the cache.")
@@ -79,8 +64,10 @@ def build_cmd(output, build, tiles, seed, force, jobs, as_json):
         built = True
     t0 = time.perf_counter()
     if built:
-        prog, update = _progress_bar(not as_json)
-        with prog:
+        with progress_bar("sample world", "steps", quiet=as_json) as bar:
+            def update(what, done, total):
+                bar.set(done, total, what)
+
             if output is None:
                 data = sample_data_path(build, cols_rows, seed, force=force, progress=update, jobs=jobs)
             else:

@@ -332,3 +332,11 @@ def test_shell_completion_knows_commands_and_choices():
     env.update(COMP_WORDS="wowgrass ex", COMP_CWORD="1")
     proc = subprocess.run([sys.executable, "-m", "wowgrass"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "plain,export"
+
+
+def test_progress_counts_have_units_and_no_missing_totals():
+    from wowgrass.cli.common import count_text
+
+    assert count_text(3, 12, "tiles") == "3/12 tiles"
+    assert count_text(1, None, "tiles") == "1 tile" and count_text(0, None, "files") == "0 files"
+    assert count_text(2500, 5000, "files") == "2,500/5,000 files"

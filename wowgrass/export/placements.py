@@ -15,7 +15,7 @@ import json
 import numpy as np
 
 from wowgrass.bundle import unpack_instances
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
 
 COLUMNS = ("model", "x", "y", "z", "yaw", "scale", "tile_col", "tile_row", "chunk", "cell")
 
