@@ -67,6 +67,31 @@ def parse_tiles(values) -> list | None:
     return [parse_tile_ranges(v) for v in values]
 
 
+def text_console():
+    """A rich Console on stdout whose lines lose their trailing spaces (tables pad every cell)."""
+    import io
+
+    from rich.console import Console
+
+    class _Stripped(io.TextIOBase):
+        def __init__(self):
+            self._pending = ""
+
+        def write(self, s):
+            self._pending += s
+            *done, self._pending = self._pending.split("\n")
+            for line in done:
+                click.echo(line.rstrip())
+            return len(s)
+
+        def flush(self):
+            if self._pending:
+                click.echo(self._pending.rstrip(), nl=False)
+                self._pending = ""
+
+    return Console(file=_Stripped(), highlight=False)
+
+
 def echo_json(obj) -> None:
     """Write ``obj`` as indented JSON to stdout (numpy scalars and arrays converted)."""
     import numpy as np

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note, plural
+from wowgrass.cli.common import echo_json, json_option, note, plural, text_console
 from wowgrass.errors import GameFileNotFound, UsageError
 
 SOURCE_HELP = """
@@ -166,10 +165,9 @@ def info_report(src: Source, build=None, lenient=False) -> dict:
 
 
 def _print_info(r: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(file=sys.stdout, highlight=False)
+    con = text_console()
     h = r["header"]
     s = r["schema"]
     con.print(f"[bold]{r['file']}[/bold]  ({r['source']}, {r['size']:,} bytes)", soft_wrap=True)
@@ -291,10 +289,9 @@ def show(source, table, mpq_path, data_path, build, lenient, record_id, as_json)
     if as_json:
         echo_json(r)
         return
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(file=sys.stdout, highlight=False)
+    con = text_console()
     # the title on its own line: a table title would wrap a long path mid-word
     con.print(f"{r['file']} ID {record_id} ({r['table'] or 'unknown table'} {r['build'] or ''})".rstrip(),
               soft_wrap=True)

@@ -340,3 +340,16 @@ def test_progress_counts_have_units_and_no_missing_totals():
     assert count_text(3, 12, "tiles") == "3/12 tiles"
     assert count_text(1, None, "tiles") == "1 tile" and count_text(0, None, "files") == "0 files"
     assert count_text(2500, 5000, "files") == "2,500/5,000 files"
+
+
+def test_text_output_has_no_trailing_spaces(world, realdata):
+    r = realdata
+    for args in (["dbc", "info", r / "dbc" / "3.3.5" / "GroundEffectTexture.dbc"],
+                 ["dbc", "show", r / "dbc" / "1.12" / "GroundEffectTexture.dbc", "--id", 453],
+                 ["adt", "info", r / "adt" / "continent4229.adt"],
+                 ["m2", "info", r / "m2" / "v264" / "Rabbit.m2"],
+                 ["mpq", "ls", "--data", world], ["mpq", "info", "--data", world], ["maps", "--data", world]):
+        res = run(*args)
+        assert res.exit_code == 0, (args, res.output)
+        bad = [line for line in res.stdout.splitlines() if line != line.rstrip()]
+        assert not bad, (args, bad[:3])
