@@ -8,12 +8,19 @@ import pytest
 
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from wowgrass.grid import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile, cells_of_points,
-                           chunk_of_cells, digest, fan_heights, grid_path_for, instance_cells, load_grid_tile,
+from wowgrass.grid import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
+                           chunk_of_cells, fan_heights, grid_path_for, instance_cells, load_grid_tile,
                            owner_cells, read_grid_tile, tile_slots, write_grid_tile)
 from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin
 
 COL, ROW = 31, 33
+
+
+def digest(tile) -> str:
+    """sha256 of a GridTile's control and heights."""
+    import hashlib
+
+    return hashlib.sha256(tile.control.tobytes() + tile.heights.tobytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +29,8 @@ def tile_and_grass():
     x0, y0 = tile_origin(COL, ROW)
     inst = random_instances(40000, (x0 - TILE_SIZE, y0 - TILE_SIZE), (x0, y0), tile=adt, seed=5)
     # leave the hole chunk and the dirt half of every chunk bare, as the placement would
-    gr, gc = cells_of_points(inst["pos"][:, 0], inst["pos"][:, 1])
-    keep = (chunk_of_cells(gr, gc) != 37) & (gc % 8 < 4)
+    cell = instance_cells(COL, ROW, {"all": inst}, ["all"])[0]
+    keep = (chunk_of_cells(cell // 128, cell % 128) != 37) & (cell % 8 < 4)
     inst = inst[keep]
     grass = {"a.m2": inst[0::3], "b.m2": inst[1::3], "c.m2": inst[2::3]}
     return adt, grass

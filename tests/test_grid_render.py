@@ -9,8 +9,7 @@ import pytest
 pytestmark = pytest.mark.gl
 
 from wowgrass.formats.adt import TILE_SIZE  # noqa: E402
-from wowgrass.grid import (build_grid_tile, cells_of_points, chunk_of_cells, fan_heights,  # noqa: E402
-                           instance_cells, owner_cells)
+from wowgrass.grid import build_grid_tile, chunk_of_cells, fan_heights, instance_cells, owner_cells  # noqa: E402
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES  # noqa: E402
 from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin  # noqa: E402
 
@@ -111,28 +110,24 @@ def test_blades_stand_within_the_jitter_reach_of_their_adt_cell(ctx):
 
 
 def grid_counts(grid, tile):
-    """(256, models) grid blades per chunk and model, read back from the GPU: by the chunk holding
-    each blade's slot anchor (the rule that makes the paths comparable) and by the blade's root."""
-    by_anchor = np.zeros((256, len(tile.models)), np.int64)
-    by_root = np.zeros_like(by_anchor)
+    """(256, models) grid blades per chunk and model, read back from the GPU, each counted for the
+    chunk holding its slot's anchor (the rule that makes the paths comparable)."""
+    out = np.zeros((256, len(tile.models)), np.int64)
     for k, m in enumerate(tile.models):
-        cells, roots = capture_tile(grid, tile, m)
-        by_anchor[:, k] = np.bincount(chunk_of_cells(*owner_cells(cells[:, 0], cells[:, 1])), minlength=256)
-        gr, gc = cells_of_points(roots[:, 0], roots[:, 1])
-        inside = (gr // 128 == tile.row) & (gc // 128 == tile.col)
-        by_root[:, k] = np.bincount(chunk_of_cells(gr[inside], gc[inside]), minlength=256)
-    return by_anchor, by_root
+        cells, _ = capture_tile(grid, tile, m)
+        out[:, k] = np.bincount(chunk_of_cells(*owner_cells(cells[:, 0], cells[:, 1])), minlength=256)
+    return out
 
 
 def assert_counts_match(grid, tile, grass, label):
     assert tile.dropped == 0
     want = bundle_counts(tile, grass)
-    by_anchor, by_root = grid_counts(grid, tile)
+    by_anchor = grid_counts(grid, tile)
     # the rule: a blade counts for the chunk of its slot anchor, an instance for the chunk it lies in
     rel = np.abs(by_anchor - want) / np.maximum(want, 1)
     assert rel.max() <= 0.10, f"{label}: per chunk and model off by up to {rel.max():.1%}"
     assert (by_anchor == want).all(), f"{label}: {np.abs(by_anchor - want).sum()} blades moved chunk"
-    return by_anchor, by_root, want
+    return by_anchor, want
 
 
 # ----------------------------------------------------------------------------- stable cells
@@ -267,7 +262,7 @@ def test_counts_per_chunk_and_model_match_the_bundle_real_tiles(ctx, realdata):
         adt, grass = _bundle_grass((realdata / "adt" / name).read_bytes(), catalog, map_name)
         tile = build_grid_tile(adt, grass)
         grid = make_grid(ctx, [((adt.col, adt.row), tile)])
-        by_anchor, _, want = assert_counts_match(grid, tile, grass, name)
+        by_anchor, want = assert_counts_match(grid, tile, grass, name)
         assert want.sum() > 5000 and by_anchor.sum() == want.sum()
 
 
@@ -284,8 +279,6 @@ def hash_statistics(yaw: np.ndarray, phase: np.ndarray, bins: int = 8):
 
 def test_yaw_and_phase_hashes_are_uncorrelated_over_a_tile(ctx):
     # a tile at the map's edge: world cells near 17,000 units, where sin() of unwrapped cells fails
-    from wowgrass.render.meshes import crossed_quads  # noqa: F401 - the mesh is 0.6 tall
-
     adt, grass = synthetic(1, 62, n=60000, models=1)
     tile = build_grid_tile(adt, grass)
     grid = make_grid(ctx, [((1, 62), tile)])

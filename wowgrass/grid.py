@@ -22,7 +22,8 @@ of a model, as ``count`` *layers* of the grid (layer ``g`` of a slot is its ``g`
 
     the grid path draws, per ADT cell and model, exactly the bundle's instance count, and counted
     by the ADT cell (hence chunk) of each blade's slot anchor, its per-chunk per-model counts equal
-    the bundle's counted by the cell each instance lies in.
+    the bundle's counted by the cell each instance lies in (:func:`instance_cells`: up to float32
+    rounding over a cell edge).
 
 Every placement rule (coverage and road thresholds, noEffectDoodad masks, holes, the density
 formula, either strategy) reaches the grid through the bundle, so no rule is written twice.
@@ -39,7 +40,6 @@ write); see docs/grid.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import struct
@@ -123,12 +123,6 @@ def owner_cells(i, j) -> tuple[np.ndarray, np.ndarray]:
     ay = (np.asarray(j, np.float64) + ANCHOR) * SLOT_SPACING
     return (np.floor((ZEROPOINT - ax) / UNIT_SIZE).astype(np.int64),
             np.floor((ZEROPOINT - ay) / UNIT_SIZE).astype(np.int64))
-
-
-def cells_of_points(x, y) -> tuple[np.ndarray, np.ndarray]:
-    """Global ADT cell (row, column) holding world points (x, y)."""
-    return (np.floor((ZEROPOINT - np.asarray(x, np.float64)) / UNIT_SIZE).astype(np.int64),
-            np.floor((ZEROPOINT - np.asarray(y, np.float64)) / UNIT_SIZE).astype(np.int64))
 
 
 EDGE_EPS = 0.01  # units: float32 rounding of a placed position (<= 0.002 near 17,066) can cross a cell edge
@@ -437,7 +431,3 @@ def load_grid_tile(adt, grass: dict, *, bundle_path, bundle_key: str) -> tuple[G
             other.unlink(missing_ok=True)
     return tile, False
 
-
-def digest(tile: GridTile) -> str:
-    """sha256 of the control and heights (tests: a cache hit returns the same data)."""
-    return hashlib.sha256(tile.control.tobytes() + tile.heights.tobytes()).hexdigest()
