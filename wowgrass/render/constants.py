@@ -1,8 +1,8 @@
 """Rendering constants: the grass reference's table (r_wowmap.h) and the viewer's defaults.
 
 These are the defaults the sway shader is compiled with (``#define`` injection, see
-:mod:`wowgrass.render.programs`) and the values uploaded in ``uGrassParams`` unless a caller
-overrides them through :class:`GrassSettings`.
+:mod:`wowgrass.render.programs`) and the values the frame's uniform block carries (``uGrassFrame``,
+``uRings``; shaders/frame.glsl) unless a caller overrides them through :class:`GrassSettings`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def wind_defines(wind: str = "classic", falloff: str = "smoothstep") -> dict:
 
 @dataclass
 class GrassSettings:
-    """What goes into ``uGrassParams``; defaults are the grass reference's constants table."""
+    """What goes into sway.glsl's ``uGrassParams`` (through the frame block); defaults are the grass
+    reference's constants table."""
 
     wind_speed: float = WIND_SPEED
     wind_amplitude: float = WIND_AMPLITUDE
@@ -128,15 +129,14 @@ class GrassSettings:
         [0] = (camera_xy, fade_start, fade_end)   [1] = (time, wind_speed, amplitude, root_fraction)
         [2] = (phase_xy, sway_direction_xy)        [3] = (model_z_min, model_z_max, enabled, 0)
         """
-        d = np.asarray(self.direction, dtype=np.float64)
-        n = float(np.hypot(*d))
-        d = d / n if n > 0 else d
-        return np.array(
-            [
-                [camera_xy[0], camera_xy[1], self.fade_start, self.draw_distance],
-                [time, self.wind_speed, self.wind_amplitude, self.root_fraction],
-                [self.phase[0], self.phase[1], d[0], d[1]],
-                [z_min, z_max, 1.0 if self.enabled else 0.0, 0.0],
-            ],
-            dtype="f4",
-        )
+        c = self.frame_columns(camera_xy, time)
+        return np.array([c[0:4], c[4:8], c[8:12], (z_min, z_max, c[12], 0.0)], dtype="f4")
+
+    def frame_columns(self, camera_xy, time: float) -> tuple:
+        """Columns 0-2 of :meth:`params` and the sway switch, as 13 floats (the frame block's
+        ``uGrassFrame``; plain Python: it is packed every frame)."""
+        dx, dy = (float(v) for v in self.direction)
+        n = (dx * dx + dy * dy) ** 0.5 or 1.0
+        return (float(camera_xy[0]), float(camera_xy[1]), self.fade_start, self.draw_distance,
+                time, self.wind_speed, self.wind_amplitude, self.root_fraction,
+                self.phase[0], self.phase[1], dx / n, dy / n, 1.0 if self.enabled else 0.0)

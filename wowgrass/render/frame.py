@@ -89,12 +89,7 @@ class FrameUniforms:
         b[_AMBIENT:_AMBIENT + 3] = frame.ambient
         b[_FOG_COLOR:_FOG_COLOR + 3] = frame.fog_color
         b[_FOG:_FOG + 4] = (*frame.fog, cam.near, cam.far)
-        # sway.glsl's parameter columns 0-2 (GrassSettings.params) and the sway switch
-        dx, dy = wind.direction
-        n = (dx * dx + dy * dy) ** 0.5 or 1.0
-        b[_GRASS:_GRASS + 13] = (px, py, wind.fade_start, wind.draw_distance,
-                                 frame.time, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
-                                 wind.phase[0], wind.phase[1], dx / n, dy / n, 1.0 if wind.enabled else 0.0)
+        b[_GRASS:_GRASS + 13] = wind.frame_columns((px, py), frame.time)  # sway.glsl's columns 0-2, sway on
         b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
         b[_RINGS:_RINGS + 4] = (*rings.radii_padded(), rings.band)
         b[_RING_KEEP:_RING_KEEP + 4] = (*rings.keep_padded(), 1.0 if rings.debug else 0.0)

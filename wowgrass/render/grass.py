@@ -10,8 +10,8 @@ one group of consecutive instances each) against the draw distance and the view 
 one small indirect-command buffer (5 u32 per visible chunk and model) and issues one
 ``glMultiDrawElementsIndirect`` per (tile, model). Where GL 4.3 is missing, or culling is off, each
 (tile, model) is one plain instanced draw of all its instances; the shader still drops every
-instance beyond the draw distance. Later, a compute shader can write the same command buffer
-(GPU-driven culling) without changing the buffers or the draw calls.
+instance beyond the draw distance. This is the fallback where compute shaders are missing (and
+``--culling cpu``); :mod:`wowgrass.render.grass_gpu` is the GPU-driven path.
 
 Instances within a model's array are grouped by chunk at upload time (the placement already
 emits them in chunk order; anything else is stably sorted once).
@@ -43,7 +43,7 @@ CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<
 
 class CommandRing:
     """Indirect-command buffers written in turn (three in flight): a frame's new commands never
-    overwrite a buffer the GPU may still be reading. Terrain and grass each keep one."""
+    overwrite a buffer the GPU may still be reading (the CPU-culled grass keeps one per view)."""
 
     SIZE = 3
 
@@ -223,7 +223,7 @@ class GrassField(Source):
     def _rebuild(self):
         """Concatenate the group tables of all batches (on residency changes only).
 
-        Batches are drawn grouped by model (one ``uGrassParams`` upload and one texture bind per
+        Batches are drawn grouped by model (one ``uModelZ`` upload and one texture bind per
         model and frame, not per tile) and their commands are laid out in that order."""
         order = {}
         bs = sorted(self.batches, key=lambda b: order.setdefault(id(b.mesh), len(order)))
