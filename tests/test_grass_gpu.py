@@ -242,3 +242,47 @@ def test_uploads_spread_over_frames_and_ranges_are_reused(ctx):
     assert g.batches[0].start == 0
     assert g.arena.size == arena_size
     rig.release()
+
+
+def test_per_frame_gl_calls_do_not_grow_with_resident_tiles(ctx):
+    """The frame's GL calls (dispatches, binds, draws) are the same for 1 resident tile as for 40:
+    the dispatch covers the group table whatever it holds, the draws are per model."""
+    import moderngl
+
+    calls = {}
+
+    def counting(cls, name):
+        real = getattr(cls, name)
+
+        def wrapper(self, *a, **k):
+            calls[name] = calls.get(name, 0) + 1
+            return real(self, *a, **k)
+        return real, wrapper
+
+    inst = field(n=4000)[MODELS[0]]
+    per_frame = []
+    for tiles in (1, 40):
+        rig = Rig(ctx, {})
+        for t in range(tiles):
+            rig.grass.add(rig.meshes[0], inst, tile=(t, 0))
+        rig.grass.flush_uploads()
+        cam = eye_camera(CX, CY, 1.7, 20.0)
+        rig.frame(cam)  # the first frame lays out the commands
+        patched = [(moderngl.ComputeShader, "run"), (moderngl.Buffer, "bind_to_storage_buffer"),
+                   (moderngl.VertexArray, "render_indirect"), (moderngl.Context, "memory_barrier")]
+        saved = []
+        for cls, name in patched:
+            real, wrapper = counting(cls, name)
+            saved.append((cls, name, real))
+            setattr(cls, name, wrapper)
+        try:
+            calls.clear()
+            rig.frame(cam)
+        finally:
+            for cls, name, real in saved:
+                setattr(cls, name, real)
+        per_frame.append(dict(calls))
+        assert rig.grass.read_stats(rig.frame(cam))["drawn"] > 0
+        rig.release()
+    assert per_frame[0] == per_frame[1], per_frame
+    assert per_frame[0]["run"] == 3  # reset, cull (one view), finalize
