@@ -134,10 +134,29 @@ def make_field(ctx, progs, mesh, inst, *, path, layout="16p", cull=True, setting
     return field
 
 
+class NoTimer:
+    """Stands in for GpuTimer with --timer-lag 0: no queries (is the pipelined wall time the wait
+    for a query result?); GPU times read as unknown."""
+
+    frame = 0
+
+    def begin(self):
+        self.frame += 1
+
+    def end(self):
+        return []
+
+    def drain(self):
+        return []
+
+
+TIMER_LAG = 2  # frames a timer query is read late (--timer-lag)
+
+
 def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=True, frames, cam, settings,
               split=0):
     field = make_field(ctx, progs, mesh, inst, path=path, layout=layout, cull=cull, settings=settings, split=split)
-    timer = GpuTimer(ctx)
+    timer = GpuTimer(ctx, lag=TIMER_LAG) if TIMER_LAG > 0 else NoTimer()
     uniforms = FrameUniforms(ctx)
     for _ in range(10):  # warm-up: shader compilation, first command writes, buffer placement
         frame(target, uniforms, field, cam, 0.0, timer)
@@ -161,8 +180,9 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
         ctx.finish()
         fin.append((time.perf_counter() - t1) * 1000)
     timer.drain()
+    nan = float("nan")
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
-           "gpu_ms_mean": statistics.fmean(gpus) if gpus else None, "gpu_ms_max": max(gpus) if gpus else None,
+           "gpu_ms_mean": statistics.fmean(gpus) if gpus else nan, "gpu_ms_max": max(gpus) if gpus else nan,
            "gpu_timeline_ms": [round(g, 4) for g in gpus], "startup_gpu_ms": startup, "finish_ms_median": median(fin), "finish_ms_max": max(fin),
            "submitted": counts.instances, "draw_calls": counts.draw_calls}
     if path == "gpu":  # one more frame with the counters on, read back (not timed)
@@ -435,6 +455,8 @@ def main(argv=None):
     ap.add_argument("--layout-counts", default="", help="counts for the no-culling layout runs (default: none)")
     ap.add_argument("--probe-count", type=int, default=None,
                     help="resident count of the cliff probes (default: 16M when --counts has it, else none; 0: none)")
+    ap.add_argument("--timer-lag", type=int, default=2,
+                    help="frames a GPU timer query is read late in the field runs (0: no timer queries)")
     ap.add_argument("--flight", action="store_true", help="fly across a 6x6 sample world at 50 units/s")
     ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
     ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
@@ -457,6 +479,8 @@ def main(argv=None):
         Path(a.png_dir).mkdir(parents=True, exist_ok=True)
     counts = [int(c) for c in a.counts.split(",") if c]
     layout_counts = [int(c) for c in a.layout_counts.split(",") if c]
+    global TIMER_LAG
+    TIMER_LAG = a.timer_lag
     if a.probe_count is None:
         a.probe_count = 16_000_000 if 16_000_000 in counts else 0
 
