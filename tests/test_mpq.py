@@ -355,10 +355,12 @@ def test_garbage_header_fields(off, value, match):
         MpqArchive.from_bytes(data)
 
 
-def test_unknown_format_version_is_unsupported():
+def test_unknown_format_version_reads_as_v1():
+    """StormLib (and Storm.dll) read a header with an unknown format version as v1."""
     data = _patched(write_mpq(FILES), header=[(0x0C, "<H", 7)])
-    with pytest.raises(UnsupportedError, match="format version"):
-        MpqArchive.from_bytes(data)
+    a = MpqArchive.from_bytes(data)
+    assert a.header.format_version == 0
+    assert all(a.read(n) == d for n, d in FILES.items())
 
 
 def test_block_past_end_of_file():

@@ -369,3 +369,72 @@ def test_m2_batch_errors_say_where():
     with pytest.raises(FormatError) as err:
         M2Model.from_bytes(files[path], path, skin=bytes(skin))
     assert err.value.offset == at and "submesh 77" in str(err.value)
+
+
+# ----------------------------------------------------------------------------------- protected MPQs
+PROTECTED_FILES = {"war3map.j": b"function main takes nothing returns nothing\n" * 300,
+                   "war3mapImported\\tc.mdx": bytes(range(256)) * 30, "war3map.w3e": b"W3E!" * 5000}
+
+
+def _spoil(data: bytes, edits) -> bytes:
+    b = bytearray(data)
+    for off, fmt, value in edits:
+        struct.pack_into(fmt, b, off, value)
+    return bytes(b)
+
+
+def _war3_map(archive: bytes) -> bytes:
+    """A Warcraft III map: the 512-byte HM3W block, then the archive (found at the next boundary)."""
+    return (b"HM3W" + bytes(508)) + archive
+
+
+# (format_version written, header edits, wrap as a .w3x map); offsets are from the MPQ header
+PROTECTIONS = {
+    "format version garbage": (0, [(12, "<H", 0x1234)], False),
+    "header size garbage": (0, [(4, "<I", 0x1F00)], False),
+    "header size and version garbage": (0, [(4, "<I", 0xDEAD), (12, "<H", 7)], False),
+    "archive size garbage": (0, [(8, "<I", 0xFFFFFFF0)], False),
+    "v1 claiming v2": (0, [(12, "<H", 1)], False),
+    "v2 with a v1 header size": (1, [(4, "<I", 0x20), (0x28, "<H", 0x4A4), (0x2A, "<H", 0x77)], False),
+    "v2 header size garbage": (1, [(4, "<I", 0x1F00)], False),
+    "v2 archive size garbage": (1, [(8, "<I", 0xFFFFFFF0)], False),
+    "w3x: v2 high words garbage": (1, [(0x28, "<H", 0x4A4), (0x2A, "<H", 0x77)], True),
+    "w3x: v2 hi-block table garbage": (1, [(0x20, "<Q", 0x123456789)], True),
+    "w3x: everything at once": (1, [(4, "<I", 0x6C), (8, "<I", 3), (12, "<H", 0x5A5A), (0x28, "<H", 0xFFFF)], True),
+}
+
+
+@pytest.mark.storm
+@pytest.mark.parametrize("name", list(PROTECTIONS))
+def test_protected_archives_read_as_stormlib_reads_them(tmp_path, name):
+    import _storm
+
+    storm = _storm.load()
+    if storm is None:
+        pytest.skip("libstorm9 is not installed")
+    version, edits, war3 = PROTECTIONS[name]
+    data = _spoil(write_mpq(PROTECTED_FILES, format_version=version), edits)
+    if war3:
+        data = _war3_map(data)
+    p = tmp_path / ("map.w3x" if war3 else "x.mpq")
+    p.write_bytes(data)
+    theirs = storm.read_archive(p, list(PROTECTED_FILES), check_crc=False)
+    with MpqArchive.open(p) as a:
+        ours = {n: a.read(n) for n in PROTECTED_FILES}
+    assert ours == theirs == PROTECTED_FILES
+
+
+def test_war3_block_table_size_past_the_file_is_cut_as_storm_dll_does(tmp_path):
+    """EWIX-style protection: a block table size far past the end of a v1 map's file."""
+    data = _war3_map(_spoil(write_mpq(PROTECTED_FILES), [(0x1C, "<I", 0x00319601)]))
+    a = MpqArchive.from_bytes(data, "map.w3x")
+    assert {n: a.read(n) for n in PROTECTED_FILES} == PROTECTED_FILES
+    with pytest.raises(FormatError):     # the same damage outside a map is a truncated archive
+        MpqArchive.from_bytes(data[512:], "x.mpq")
+
+
+def test_v2_high_words_past_the_file_outside_a_map_is_a_clean_error():
+    data = _spoil(write_mpq(PROTECTED_FILES, format_version=1), [(0x28, "<H", 0x4A4)])
+    with pytest.raises(FormatError) as err:
+        MpqArchive.from_bytes(data, "x.mpq")
+    assert err.value.offset is not None

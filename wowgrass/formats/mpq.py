@@ -34,7 +34,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntFlag
 from pathlib import Path
 
@@ -311,6 +311,9 @@ def encrypt_bytes(data, key: int) -> bytes:
 
 
 # --- codecs ------------------------------------------------------------------------------------
+
+#: the most hash entries a v1 table running past the end of the file is zero-filled to
+_MAX_FILLED_HASH_ENTRIES = 1 << 20
 
 #: decoder state beside the dictionary (literal coder tables for the largest lc+lp, range coder)
 _LZMA_MEM_SLACK = 16 << 20
@@ -668,19 +671,31 @@ class MpqArchive:
     def _err(self, reason, offset=None, cls=FormatError):
         return cls(reason, path=self.path, offset=offset)
 
+    def _is_warcraft3_map(self) -> bool:
+        """A Warcraft III map (``HM3W`` block first, or a .w3m/.w3x name): Storm.dll of Warcraft III
+        reads its header as format v1 whatever the header claims, and map protectors rely on that."""
+        name = (self.path or "").lower()
+        return bytes(self._buf[:4]) == b"HM3W" or name.endswith((".w3m", ".w3x"))
+
     def _read_header(self) -> MpqHeader:
+        """The header, trusting the fields StormLib trusts (SFileOpenArchive / ConvertMpqHeaderToFormat4):
+        a Warcraft III map, an unknown format version, or a v2 header whose size is not 44 is read as
+        v1; a v1 header's size and archive size are ignored and only the low byte of its sector
+        shift counts; v1 table positions are 32-bit (they wrap)."""
         buf, path = self._buf, self.path
         off, ud_off, ud_size = _find_header(buf, path)
-        fmt_version = unpack_from("<H", buf, off + 12, "MPQ header format version", path)[0]
-        if fmt_version > 3:
-            raise self._err(f"MPQ format version {fmt_version + 1} (field {fmt_version}) is not supported",
-                            off + 12, UnsupportedError)
+        stored_size, fmt_field = unpack_from("<I4xH", buf, off + 4, "MPQ header", path)
+        fmt_version = fmt_field
+        if fmt_field > 3 or self._is_warcraft3_map() or (fmt_field == 1 and stored_size != HEADER_SIZES[1]):
+            fmt_version = 0
+        elif fmt_field == 2 and stored_size < HEADER_SIZES[2]:   # v3's extra fields are optional
+            fmt_version = 1 if stored_size >= HEADER_SIZES[1] else 0
         st, names = _HEADER_STRUCTS[fmt_version]
-        stored_size = unpack_from("<I", buf, off + 4, "MPQ header size", path)[0]
-        if fmt_version > 0 and stored_size < st.size:
-            raise self._err(f"header size {stored_size} is too small for format v{fmt_version + 1} "
-                            f"(expected {st.size})", off + 4)
+        if fmt_version == 3 and stored_size < st.size:
+            raise self._err(f"header size {stored_size} is too small for format v4 (expected {st.size})", off + 4)
         vals = dict(zip(names, unpack_from("<" + st.format[1:], buf, off, "MPQ header", path)))
+        if fmt_version == 0:
+            vals["sector_shift"] &= 0xFF
         if vals["sector_shift"] > MAX_SECTOR_SHIFT:
             raise self._err(f"sector shift {vals['sector_shift']} is implausible (max {MAX_SECTOR_SHIFT})", off + 14)
         hash_pos = vals["hash_table_pos"] | (vals.get("hash_table_pos_hi", 0) << 32)
@@ -696,13 +711,24 @@ class MpqArchive:
             het_table_pos=vals.get("het_table_pos", 0), bet_table_pos=vals.get("bet_table_pos", 0),
         )
 
-    def _table(self, pos: int, count: int, key: int, dtype, what: str) -> np.ndarray:
+    def _abs(self, pos: int) -> int:
+        """File offset of an archive offset (v1 offsets are 32-bit and wrap, as in Storm.dll)."""
         start = self.header.offset + pos
+        return start & 0xFFFFFFFF if self.header.format_version == 0 else start
+
+    def _table(self, pos: int, count: int, key: int, dtype, what: str, *, fill: bool = False) -> np.ndarray:
+        """``count`` decrypted entries at ``pos``. ``fill``: a table running past the end of the file is
+        read as far as it goes and the rest is zeros before decryption (Storm.dll does this for v1; the
+        "Spazzler" map protector declares 0x100000 hash entries)."""
+        start = self._abs(pos)
         nbytes = count * 16
-        if start + nbytes > len(self._buf) or pos < 0:
+        have = max(0, min(nbytes, len(self._buf) - start)) // 16 * 16
+        if have < nbytes and not (fill and count <= _MAX_FILLED_HASH_ENTRIES):
             raise self._err(f"{what}: {count} entries ({nbytes} bytes) at 0x{start:X} run past the end "
                             f"of the file ({len(self._buf)} bytes)", start, TruncatedError)
-        raw = np.frombuffer(self._buf, "<u4", count=count * 4, offset=start)
+        raw = np.frombuffer(self._buf, "<u4", count=have // 4, offset=start if have else 0)
+        if have < nbytes:
+            raw = np.concatenate([raw, np.zeros((nbytes - have) // 4, "<u4")])
         return decrypt_words(raw, key).view(dtype)
 
     def _read_tables(self) -> None:
@@ -712,7 +738,15 @@ class MpqArchive:
                             h.offset, UnsupportedError)
         if h.hash_table_size == 0 or h.hash_table_size & (h.hash_table_size - 1):
             raise self._err(f"hash table size {h.hash_table_size} is not a power of two", h.offset + 24)
-        self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table")
+        # Storm.dll reads v1 tables that run past the end of the file as far as they go, and map
+        # protectors use that; for other archives it means a truncated file, reported as such.
+        lenient = h.format_version == 0 and self._is_warcraft3_map()
+        self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table",
+                                 fill=lenient)
+        if lenient:   # the block table is cut to the entries present
+            fits = max(0, len(self._buf) - self._abs(h.block_table_pos)) // 16
+            if fits < h.block_table_size:
+                h = self.header = replace(h, block_table_size=fits)
         self._block = self._table(h.block_table_pos, h.block_table_size, KEY_BLOCK_TABLE, BLOCK_DTYPE, "block table")
         self._hi = None
         if h.hi_block_table_pos:
@@ -869,7 +903,7 @@ class MpqArchive:
         ``chunk`` stored bytes (None: one piece); anything else is one piece."""
         flags, size, csize = e.flags, e.size, e.packed_size
         label = e.name or f"block #{e.block_index}"
-        start = self.header.offset + e.file_pos
+        start = self._abs(e.file_pos)
         if flags & _PATCH_FILE:
             raise self._err(f"{label}: incremental patch files (Cataclysm+) are not supported", start,
                             UnsupportedError)
