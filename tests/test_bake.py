@@ -312,3 +312,66 @@ def test_cli_loose_adt_without_data_uses_the_sample_tables(world, cache):
     assert js["instances"] > 0 and js["missing_models"] == []  # tables and models from the sample world
     with B.read_bundle(js["file"]) as b:
         assert b.provenance["build"] == "3.3.5" and b.provenance["map"] == MAP_NAME
+
+
+BAKE = """
+import os, sys
+os.environ["WOWGRASS_CACHE"] = sys.argv[1]
+from wowgrass.bake import bake_file
+r = bake_file(sys.argv[2], dbc_dir=sys.argv[3])
+print(r.path)
+"""
+
+
+def _bake_process(cache, world):
+    return subprocess.Popen([sys.executable, "-c", BAKE, str(cache), str(world["adt"]), str(world["dbc"])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _reference(world, tmp_path) -> tuple[str, bytes, float]:
+    import time
+
+    ref = tmp_path / "reference"
+    t0 = time.perf_counter()
+    p = _bake_process(ref, world)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    path = Path(out.strip())
+    return path.name, path.read_bytes(), time.perf_counter() - t0
+
+
+def test_bake_killed_at_random_points_never_leaves_a_wrong_bundle(world, tmp_path):
+    """SIGKILL a bake subprocess at spread-out moments: every .wgb left behind reads valid and is the
+    reference bundle byte for byte, or there is none; the next bake completes it."""
+    import random
+    import signal
+    import time
+
+    name, good, seconds = _reference(world, tmp_path)
+    rng = random.Random(17)
+    cache = tmp_path / "cache"
+    for k in range(8):
+        p = _bake_process(cache, world)
+        time.sleep(seconds * (k + rng.random()) / 8 * 1.2)
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=60)
+        for f in bundles(cache):
+            assert f.name == name
+            with B.read_bundle(f) as b:          # valid ...
+                assert b.instance_count > 0
+            assert f.read_bytes() == good        # ... and the right bytes
+    p = _bake_process(cache, world)
+    _out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert [f.read_bytes() for f in bundles(cache)] == [good]
+
+
+def test_two_bakes_of_one_tile_at_once(world, tmp_path):
+    name, good, _ = _reference(world, tmp_path)
+    cache = tmp_path / "cache"
+    procs = [_bake_process(cache, world) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e for _, e in results]
+    assert [f.name for f in bundles(cache)] == [name]
+    assert bundles(cache)[0].read_bytes() == good
+    assert not [f for f in cache.rglob("*") if f.is_file() and f.suffix != ".wgb" and "tmp" in f.name]
