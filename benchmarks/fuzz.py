@@ -22,14 +22,16 @@ The CLI target runs real ``wowgrass`` commands on mutated files in forked childr
 exits with its own status; stderr is captured): the pass condition is exit 0 or 2 and no
 ``Traceback`` on stderr.
 
-Every escape, hang and memory case is minimised (truncation and zeroing that keep the same failure)
-and written to ``--crashes`` (default: the out folder); tests/fixtures/crashes/ holds the ones found
-so far, replayed by tests/test_fuzz.py. ``--out`` gets ``fuzz.json`` with the table.
+Every escape and memory case is minimised (truncation and zeroing that keep the same failure, under
+the same memory limit) and written, gzipped, to ``--crashes`` (default: OUT/crashes); hangs are
+listed by case number. tests/fixtures/crashes/ holds the ones found so far, replayed by
+tests/test_fuzz.py. ``--out`` gets ``fuzz.json`` with the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import io
 import json
@@ -745,7 +747,9 @@ def fuzz_format(fmt: str, seed: int, cases: int, *, jobs: int = 1, start: int = 
 # ---------------------------------------------------------------------------------- minimising
 def minimise(fmt: str, label: str, parts: tuple[bytes, ...], outcome: tuple[str, str], workdir: Path,
              budget: float = 20.0) -> tuple[bytes, ...]:
-    """Shrink the mutated part while the case still ends the same way (same outcome and place)."""
+    """Shrink the input while the case still ends the same way (same outcome and place): cut the
+    tail, then zero blocks (64 KiB down to 512 B) that the failure does not need, so what is kept
+    compresses to little."""
     deadline = time.monotonic() + budget
     key = (outcome[0], outcome[1].split(":")[0] if outcome[0] != "escape" else outcome[1].split(": ")[0])
 
@@ -764,19 +768,27 @@ def minimise(fmt: str, label: str, parts: tuple[bytes, ...], outcome: tuple[str,
                 cur = cur[:len(cur) - step]
             else:
                 step //= 2
+        for block in (65536, 4096, 512):
+            for at in range(0, len(cur), block):
+                if time.monotonic() > deadline:
+                    break
+                if not any(cur[at:at + block]):
+                    continue
+                trial_bytes = bytes(cur[:at]) + bytes(len(cur[at:at + block])) + bytes(cur[at + block:])
+                if same(parts[:k] + [trial_bytes] + parts[k + 1:]):
+                    cur = bytearray(trial_bytes)
         parts[k] = bytes(cur)
     return tuple(parts)
 
 
 def save_crash(folder: Path, fmt: str, seed: int, index: int, parts: tuple[bytes, ...], label: str,
                outcome: str, detail: str) -> Path:
-    """One crash as ``<fmt>-<digest>.bin`` (+ ``.part1`` for an M2's skin) and a ``.json`` note."""
+    """One crash as ``<fmt>-<digest>.part0.gz`` (+ ``.part1.gz``: an M2's skin) and a ``.json`` note."""
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(b"".join(parts)).hexdigest()[:12]
     stem = folder / f"{fmt}-{digest}"
-    stem.with_suffix(".bin").write_bytes(parts[0])
-    for k, p in enumerate(parts[1:], 1):
-        Path(f"{stem}.part{k}").write_bytes(p)
+    for k, p in enumerate(parts):
+        Path(f"{stem}.part{k}.gz").write_bytes(gzip.compress(p, 9, mtime=0))
     note = {"format": fmt, "label": label, "seed": seed, "case": index, "outcome": outcome, "detail": detail,
             "parts": len(parts)}
     stem.with_suffix(".json").write_text(json.dumps(note, indent=1) + "\n")
@@ -786,9 +798,7 @@ def save_crash(folder: Path, fmt: str, seed: int, index: int, parts: tuple[bytes
 def load_crash(note_path: Path) -> tuple[dict, tuple[bytes, ...]]:
     note = json.loads(note_path.read_text())
     stem = note_path.with_suffix("")
-    parts = [stem.with_suffix(".bin").read_bytes()]
-    parts += [Path(f"{stem}.part{k}").read_bytes() for k in range(1, note["parts"])]
-    return note, tuple(parts)
+    return note, tuple(gzip.decompress(Path(f"{stem}.part{k}.gz").read_bytes()) for k in range(note["parts"]))
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -845,6 +855,8 @@ def main(argv=None) -> int:
     saved = []
     if crash_dir and not args.no_minimise:
         wd = Path(tempfile.mkdtemp(prefix="wowgrass-fuzz-min-"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)   # the workers' limit, here too
+        resource.setrlimit(resource.RLIMIT_AS, (_vm_bytes() + args.mem_mb * 2**20, hard))
         seen = set()
         for fmt, rows in findings.items():
             for f in rows:
@@ -856,6 +868,7 @@ def main(argv=None) -> int:
                 small = minimise(fmt, label, parts, (f["outcome"], f["detail"]), wd)
                 saved.append(str(save_crash(crash_dir, fmt, args.seed, f["case"], small, label, f["outcome"],
                                             f["detail"])))
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         from wowgrass.fileio import write_atomic

