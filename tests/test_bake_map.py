@@ -83,9 +83,11 @@ def test_map_bake_replaces_older_bundles_of_each_tile(world, tmp_path, monkeypat
     from wowgrass.placement import PlacementConstants
 
     monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "c"))
-    first, _ = bake_map(world["data"], MAP_NAME, jobs=2, chunk=2)
-    client, _ = bake_map(world["data"], MAP_NAME, jobs=1, placement="client")
-    second, _ = bake_map(world["data"], MAP_NAME, jobs=2, chunk=2, constants=PlacementConstants(coverage_min=40))
+    tiles = world["tiles"][:3]
+    first, _ = bake_map(world["data"], MAP_NAME, tiles=tiles, jobs=2, chunk=2)
+    client, _ = bake_map(world["data"], MAP_NAME, tiles=tiles, jobs=1, placement="client")
+    second, _ = bake_map(world["data"], MAP_NAME, tiles=tiles, jobs=2, chunk=2,
+                         constants=PlacementConstants(coverage_min=40))
     folder = tmp_path / "c" / "bundles" / MAP_NAME
     kept = sorted(p.name for p in folder.glob("*.wgb"))
     # each tile: the new coverage bundle replaced the old one; the client bundle of the same tile stays
