@@ -14,8 +14,12 @@ BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
 
 def _options(f):
     f = click.option("--seed", type=int, default=0, show_default=True, help="Terrain noise seed.")(f)
-    f = click.option("--tiles", default="2x2", show_default=True,
-                     help="ADT tiles as COLSxROWS (1x1 .. 32x32), around the middle of the map grid.")(f)
+    # --size, not --tiles: everywhere else --tile selects tiles (C,R); --tiles is the old name, still read
+    f = click.option("--size", "tiles", default="2x2", show_default=True, metavar="COLSxROWS",
+                     callback=lambda ctx, p, v: ctx.meta.get("old_tiles") if v == "2x2" and ctx.meta.get("old_tiles") else v,
+                     help="How many ADT tiles, COLSxROWS (1x1 .. 32x32), around the middle of the map grid.")(f)
+    f = click.option("--tiles", hidden=True, expose_value=False,
+                     callback=lambda ctx, p, v: ctx.meta.__setitem__("old_tiles", v) if v else None)(f)
     f = click.option("--build", "build", type=BUILD_CHOICES, default="3.3.5", show_default=True,
                      help="Client build whose archives, tables and formats to imitate.")(f)
     return f
@@ -35,7 +39,8 @@ def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | Non
 
     cols, rows = parse_tiles(tiles)
     archives = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
-    return {"data": str(data), "build": build, "tiles": [cols, rows], "seed": seed, "map": MAP_NAME,
+    return {"data": str(data), "build": build, "size": [cols, rows], "tile_count": cols * rows, "seed": seed,
+            "map": MAP_NAME,
             "wdt": wdt_path(), "archives": archives, "built": built,
             "seconds": None if seconds is None else round(seconds, 3)}
 
@@ -89,8 +94,9 @@ def path_cmd(build, tiles, seed, as_json):
     """Print the cached sample's Data folder (without building it)."""
     from wowgrass.samples import parse_tiles, sample_root
 
-    data = sample_root(build, parse_tiles(tiles), seed) / "Data"
+    cols, rows = parse_tiles(tiles)
+    data = sample_root(build, (cols, rows), seed) / "Data"
     if as_json:
-        echo_json({"data": str(data), "exists": data.is_dir(), "build": build, "tiles": tiles, "seed": seed})
+        echo_json({"data": str(data), "exists": data.is_dir(), "build": build, "size": [cols, rows], "seed": seed})
     else:
         click.echo(str(data) + ("" if data.is_dir() else "  (not built yet: wowgrass sample build)"))

@@ -29,7 +29,7 @@ def _span(tiles) -> str:
 @click.command()
 @click.argument("wdt", required=False, type=click.Path(exists=True, dir_okay=False))
 @data_option
-@click.option("--tiles", "list_tiles", is_flag=True, help="Also list every tile (column,row).")
+@click.option("-l", "--long", "list_tiles", is_flag=True, help="Also list every tile (column,row).")
 @json_option
 def maps(wdt, data_path, list_tiles, as_json):
     """List the maps of a data source and their tiles (or the tiles of one WDT file).

@@ -150,7 +150,7 @@ def test_maps(world, realdata):
     assert "continent: WDT lists 687 tiles" in res.output
     res = run("maps", realdata / "adt" / "continent.wdt", "--json")
     assert json.loads(res.stdout)["tile_count"] == 687
-    text = run("maps", realdata / "adt" / "continent.wdt", "--tiles").output
+    text = run("maps", realdata / "adt" / "continent.wdt", "--long").output
     assert all(len(line.split()) <= 16 and line == line.rstrip() for line in text.splitlines())
 
 
@@ -353,3 +353,10 @@ def test_text_output_has_no_trailing_spaces(world, realdata):
         assert res.exit_code == 0, (args, res.output)
         bad = [line for line in res.stdout.splitlines() if line != line.rstrip()]
         assert not bad, (args, bad[:3])
+
+
+def test_sample_size_is_not_a_tile_selection():
+    assert json.loads(run("sample", "path", "--size", "3x1", "--json").stdout)["size"] == [3, 1]
+    assert json.loads(run("sample", "path", "--tiles", "1x2", "--json").stdout)["size"] == [1, 2]  # the old name
+    assert json.loads(run("sample", "path", "--json").stdout)["size"] == [2, 2]
+    assert "--tiles" not in run("sample", "build", "--help").output

@@ -54,7 +54,7 @@ def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
         got = [(c, r) for c, r in listed if c0 <= c <= c1 and r0 <= r <= r1]
         if not got:
             text = f"tile {c0},{r0}" if (c0, r0) == (c1, r1) else f"tile in {c0}:{c1},{r0}:{r1}"
-            raise UsageError(f"map {map_name!r} has no {text} (`wowgrass maps --tiles` lists them)")
+            raise UsageError(f"map {map_name!r} has no {text} (`wowgrass maps --long` lists them)")
         out += [t for t in got if t not in out]
     return out
 
