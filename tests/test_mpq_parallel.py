@@ -179,3 +179,20 @@ def test_released_threads_come_back_when_needed():
     mpq.release_threads()
     assert not any(t.name.startswith("wowgrass-mpq") for t in threading.enumerate())
     assert parallel(a, ["World\\Maps\\Test\\Test_30_30.adt"]) == {"World\\Maps\\Test\\Test_30_30.adt": LOWENT}
+
+
+def test_a_forked_child_starts_its_own_threads():
+    import multiprocessing
+
+    a = MpqArchive.from_bytes(write_mpq(FILES))
+    parallel(a, a.names())                       # the parent's pool is running
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:                     # would hang on the parent's (absent) threads
+        got = pool.apply_async(_read_in_child, (bytes(a._buf),)).get(timeout=60)
+    assert got == LOWENT
+
+
+def _read_in_child(archive: bytes) -> bytes:
+    a = MpqArchive.from_bytes(archive)
+    return dict(a.read_many(["World\\Maps\\Test\\Test_30_30.adt"], threads=2, chunk=1))[
+        "World\\Maps\\Test\\Test_30_30.adt"]

@@ -415,7 +415,16 @@ def compress_sector(data: bytes, method: str) -> bytes:
 CHUNK_BYTES = 256 << 10        # stored bytes per task: small files are batched up to it, big ones cut
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
-os.register_at_fork(after_in_child=_POOLS.clear)   # a forked child has none of the parent's threads
+
+
+def _forget_pools_after_fork() -> None:
+    """A forked child has none of the parent's threads (and maybe a lock taken by one of them)."""
+    global _POOLS_LOCK
+    _POOLS_LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 def default_threads() -> int:
