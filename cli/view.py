@@ -102,9 +102,11 @@ def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, 
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
-    grass/doodads/terrain, F3 stats, Esc quits). --output or --frames render offscreen through EGL
-    (what CI and headless machines use). For scripted window runs: --window --frames N (or
-    --quit-after S) --screenshot PNG. With no --data it shows the built-in sample world.
+    grass/doodads/terrain, L/M terrain LOD colours/MCSH shadows, F3 stats, Esc quits). --output or
+    --frames render offscreen through EGL (what CI and headless machines use). For scripted window
+    runs: --window --frames N (or --quit-after S) --screenshot PNG. With no --data it shows the
+    built-in sample world, and without --camera it starts at eye height where grass grows, looking
+    across it; terrain reaches to the horizon in five levels of detail.
     """
     from wowgrass.render.app import ViewOptions, run_view
 

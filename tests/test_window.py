@@ -174,7 +174,8 @@ def test_window_controls_handlers(xdisplay, monkeypatch):
         press = lambda k: c.on_key(win, k, 0, glfw.PRESS, 0)  # noqa: E731
         release = lambda k: c.on_key(win, k, 0, glfw.RELEASE, 0)  # noqa: E731
         for key, name in ((glfw.KEY_G, "grass"), (glfw.KEY_O, "doodads"), (glfw.KEY_T, "terrain"),
-                          (glfw.KEY_F3, "stats"), (glfw.KEY_C, "cull")):
+                          (glfw.KEY_F3, "stats"), (glfw.KEY_C, "cull"), (glfw.KEY_L, "lod_colors"),
+                          (glfw.KEY_M, "mcsh")):
             before = getattr(v.toggles, name)
             press(key)
             release(key)
