@@ -463,27 +463,42 @@ def test_first_frame_of_a_real_tile_stands_in_its_grass_and_shows_some_sky(tmp_p
 
 
 def test_first_frame_does_not_look_down_a_road(ctx):
-    """Grass everywhere but bare 8-unit roads every 30 units running north: the chosen heading's
-    strip straight ahead has grass (a road would leave it bare)."""
-    from wowgrass.render.firstframe import ROAD_STRIP, choose_start
-    from wowgrass.render.scene import tiles_centre
-    from wowgrass.render.synthetic import random_instances, tile_origin
+    """A village green with a bare 8-unit road leaving it between dense hedges, along one of the
+    headings the start tries (the most grass of any view is down that road), and a thinner meadow
+    behind: no 4-unit corridor 16..60 units ahead within 6 units of the view's centre line is bare
+    (without the road rule the view looks down the road)."""
+    from wowgrass.render.firstframe import choose_start
+    from wowgrass.render.grass import INSTANCE_DTYPE
+    from wowgrass.render.synthetic import tile_origin
     from wowgrass.render.constants import TILE_SIZE
 
     x0, y0 = tile_origin(32, 32)
+    px, py = x0 - TILE_SIZE / 2, y0 - TILE_SIZE / 2
     tile = synthetic_tile(32, 32, relief=0.5)
-    inst = random_instances(60000, (x0 - TILE_SIZE, y0 - TILE_SIZE), (x0, y0), tile=tile)
-    inst = inst[(inst["pos"][:, 1] - y0) % 30.0 > 8.0]  # roads: y in [k*30, k*30 + 8)
+    rng = np.random.default_rng(4)
+    # (u along the road, w across it): green, hedges, meadow
+    u, w = np.concatenate([np.stack([rng.uniform(a, b, n), rng.uniform(c, d, n)]) for n, (a, b, c, d) in
+                           ((3000, (-8, 8, -8, 8)), (8000, (8, 90, -14, 14)), (2000, (-90, -8, -30, 30)))],
+                          axis=1)
+    keep = ~((u > 8) & (np.abs(w) < 4))  # the road
+    u, w = u[keep], w[keep]
+    th = math.radians(11.25)  # heading 0 of the 16 the start tries
+    x, y = px + u * math.cos(th) - w * math.sin(th), py + u * math.sin(th) + w * math.cos(th)
+    inst = np.zeros(len(x), INSTANCE_DTYPE)
+    inst["pos"][:, 0], inst["pos"][:, 1] = x, y
+    inst["pos"][:, 2] = tile.heights_at(tile.chunk_index_at(x, y), x, y)
+    inst["scale"] = 4096
     src = SyntheticSource(tiles=[(32, 32)], instances={(32, 32): {"synthetic\\grass0.m2": inst}}, relief=0.5)
     v = terrain_viewer(ctx, src)
     pos, yaw, pitch = choose_start(v.scene, (32, 32))
     d = np.array([math.cos(yaw), math.sin(yaw)])
-    rel = inst["pos"][:, :2] - pos[:2]
+    rel = np.stack([x, y], -1) - pos[:2]
     along = rel @ d
-    across = np.abs(rel[:, 0] * d[1] - rel[:, 1] * d[0])
-    ahead = ((along > 6) & (along < 45) & (across < ROAD_STRIP)).sum()
-    # uniform grass would put 60000 / TILE_SIZE^2 * (39 * 6) ~ 49 blades in that strip
-    assert ahead > 15
+    across = rel[:, 0] * d[1] - rel[:, 1] * d[0]
+    # the barest 4-unit corridor 16..60 units ahead within 6 units of the view's centre line
+    span = (along > 16) & (along < 60)
+    barest = min(int((span & (np.abs(across - off) < 2)).sum()) for off in np.arange(-6.0, 6.5, 1.0))
+    assert barest >= 20, (barest, pos[:2] - (px, py), math.degrees(yaw))
     assert abs(v.scene.ground_height(*pos[:2]) + 1.7 - pos[2]) < 1e-3
     v.scene.release()
 

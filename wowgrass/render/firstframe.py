@@ -9,8 +9,8 @@ along the ground across it.
 3. For each spot and 16 headings: the grass in a 45-degree sector 6..90 units ahead (what the
    view shows), times a penalty when the ground ahead rises above the eye line (a hillside: the
    steepest elevation angle of the ground 4..60 units ahead, over the
-   heading and its two neighbours) and when the strip straight ahead
-   has much less grass than the sector (looking down a road or a bare track).
+   heading and its two neighbours) and when a 4-unit corridor 16..60 units ahead, within 6 units
+   of the view's centre line, is bare (looking down a road or a track).
 4. The best spot and heading; the pitch follows the ground's slope ahead, 8 degrees below it.
 Everything runs once at start-up, vectorised over spots and headings.
 """
@@ -28,7 +28,11 @@ SECTOR = math.radians(22.5)  # half-width of the sector counted as "in view"
 AHEAD = (6.0, 90.0)  # grass counted this far ahead (world units)
 HILL_SAMPLES = np.array([4.0, 8.0, 14.0, 22.0, 32.0, 45.0, 60.0])
 MAX_RISE = math.tan(math.radians(6.0))  # ground ahead above this elevation angle: a hillside
-ROAD_STRIP = 3.0  # half-width of the strip straight ahead that a road would leave bare
+# a road: a corridor this wide (half-width), this far ahead, this far either side of the view's
+# centre line, holding under 30% of the grass the sector's density would put there
+ROAD_HALF_WIDTH = 2.0
+ROAD_SPAN = (16.0, 60.0)
+ROAD_OFFSETS = (-6.0, -3.0, 0.0, 3.0, 6.0)
 
 
 def start_tile(source) -> tuple[int, int]:
@@ -92,14 +96,19 @@ def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.nda
         rel = grass[None, :, :] - spots[:, None, :]  # (spots, grass, 2)
         dist = np.hypot(rel[..., 0], rel[..., 1])
         along = rel @ dirs.T  # (spots, grass, headings)
-        across = np.abs(rel[..., 0, None] * dirs[None, None, :, 1] - rel[..., 1, None] * dirs[None, None, :, 0])
+        across = rel[..., 0, None] * dirs[None, None, :, 1] - rel[..., 1, None] * dirs[None, None, :, 0]
         ahead = (dist[..., None] > AHEAD[0]) & (dist[..., None] < AHEAD[1])
         sector = ahead & (along > dist[..., None] * math.cos(SECTOR))
-        strip = ahead & (along > 0) & (across < ROAD_STRIP) & (dist[..., None] < 45.0)
         in_sector = sector.sum(axis=1).astype(np.float64)
-        in_strip = strip.sum(axis=1).astype(np.float64)
-        # the strip is about (2 * 3 * 39) / (pi/8 * (45^2 - 6^2)) = 0.30 of the sector's near area
-        road = np.clip(in_strip / np.maximum(0.3 * in_sector * (45.0 ** 2 - 36) / (90.0 ** 2 - 36), 1.0), 0.0, 1.0)
+        # a road: the barest corridor near the view's centre line, against the sector's density
+        sector_area = SECTOR * (AHEAD[1] ** 2 - AHEAD[0] ** 2)
+        expect = in_sector / sector_area * (2 * ROAD_HALF_WIDTH) * (ROAD_SPAN[1] - ROAD_SPAN[0])
+        span = (along > ROAD_SPAN[0]) & (along < ROAD_SPAN[1])
+        barest = np.full(in_sector.shape, np.inf)
+        for off in ROAD_OFFSETS:
+            n = (span & (np.abs(across - off) < ROAD_HALF_WIDTH)).sum(axis=1)
+            barest = np.minimum(barest, n)
+        road = np.clip(barest / np.maximum(0.3 * expect, 1e-9), 0.0, 1.0)  # 0: bare, 1: 30%+ of the density
         score = in_sector * (0.25 + 0.75 * road)
     else:
         score = np.ones((len(spots), HEADINGS))
