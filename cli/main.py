@@ -77,6 +77,26 @@ class LazyGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's own usage errors in wowgrass's form too: ``error: ...`` on stderr, exit status 2."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # plain `wowgrass`: the help, as click prints it
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError):
+                hint = f" (see `{exc.ctx.command_path if exc.ctx else 'wowgrass'} --help`)"
+            click.echo(f"error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)

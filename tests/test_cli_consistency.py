@@ -360,3 +360,12 @@ def test_sample_size_is_not_a_tile_selection():
     assert json.loads(run("sample", "path", "--tiles", "1x2", "--json").stdout)["size"] == [1, 2]  # the old name
     assert json.loads(run("sample", "path", "--json").stdout)["size"] == [2, 2]
     assert "--tiles" not in run("sample", "build", "--help").output
+
+
+def test_click_usage_errors_look_like_every_other_error():
+    for args, text in [(["bake", "--nope"], "No such option"), (["bake", "--placement", "x"], "'x' is not one of"),
+                       (["nocmd"], "No such command"), (["mpq", "ls", "--locale"], "requires an argument")]:
+        proc = sub(*args)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: ") and text in proc.stderr, (args, proc.stderr)
+        assert "--help`)" in proc.stderr and "Traceback" not in proc.stderr
+    assert sub("--version").returncode == 0 and sub("bake", "--help").returncode == 0
