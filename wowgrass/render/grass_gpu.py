@@ -115,9 +115,9 @@ class GpuBatch:
         return self.data is None
 
 
-def group_records(inst: np.ndarray, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
-    """The group-table records of a batch's (chunk-sorted) instances starting at arena ``start``."""
-    inst, t = group_by_chunk(inst)
+def group_records(inst: np.ndarray, t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
+    """The group-table records of a batch's chunk-sorted instances and their group table ``t``
+    (:func:`~wowgrass.render.grass.group_by_chunk`), the batch starting at arena ``start``."""
     rec = np.zeros(len(t.keys), GROUP_DTYPE)
     if not len(rec):
         return rec
@@ -203,7 +203,7 @@ class GpuGrass(Source):
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
         if not len(inst):
             return None
-        inst, _ = group_by_chunk(inst)
+        inst, table = group_by_chunk(inst)
         m = self._model_of.get(id(mesh))
         if m is None:
             m = self._model_of[id(mesh)] = len(self.models)
@@ -212,7 +212,7 @@ class GpuGrass(Source):
             self._caps = np.r_[self._caps, 0]
             self._layout_dirty = True
         start = self._alloc(self._inst, len(inst), self._grow_arena)
-        recs = group_records(inst, start, m, mesh)
+        recs = group_records(inst, table, start, m, mesh)
         gstart = self._alloc(self._groups, len(recs), self._grow_groups)
         b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, np.ascontiguousarray(inst).tobytes(),
                      np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
