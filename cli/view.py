@@ -95,18 +95,33 @@ def _size(text):
 @click.option("--ring-keep", metavar="K1,K2,K3", default="0.6,0.35,0.2", show_default=True,
               help="Fraction of the grass each ring keeps (0..1, not increasing outwards; one per radius).")
 @click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red).")
+@click.option("--split", is_flag=True,
+              help="Split screen: the left half filled, the right half the same view as a wireframe (key V).")
+@click.option("--no-shadows", is_flag=True, help="Start with the sun's shadow map off (key H).")
+@click.option("--wireframe", is_flag=True, help="Start with the whole view as a wireframe (key F).")
+@click.option("--procedural", is_flag=True,
+              help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no game data.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
+              help="--procedural: seed of the terrain and the blade placement.")
+@click.option("--cpu-instances", is_flag=True,
+              help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
+                   "for comparison) instead of generating them on the GPU.")
 @json_option
 def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, wind,
-         wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, as_json):
+         wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
+         no_shadows, wireframe, procedural, seed, cpu_instances, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
-    grass/doodads/terrain, L/M terrain LOD colours/MCSH shadows, F3 stats, Esc quits). --output or
-    --frames render offscreen through EGL (what CI and headless machines use). For scripted window
-    runs: --window --frames N (or --quit-after S) --screenshot PNG. With no --data it shows the
-    built-in sample world, and without --camera it starts at eye height where grass grows, looking
-    across it; terrain reaches to the horizon in five levels of detail.
+    grass/doodads/terrain, L/M terrain LOD colours/MCSH shadows, H sun shadows, V split view, F
+    wireframe, F3 stats, Esc quits). --output or --frames render offscreen through EGL (what CI
+    and headless machines use). For scripted window runs: --window --frames N (or --quit-after S)
+    --screenshot PNG. With no --data it shows the built-in sample world, and without --camera it
+    starts at eye height where grass grows, looking across it; terrain reaches to the horizon in
+    five levels of detail. --procedural shows a generated meadow instead (no game data). Sun
+    shadows are on by default (--no-shadows); --split shows the view filled on the left and as a
+    wireframe on the right.
     """
     from wowgrass.render.app import ViewOptions, run_view
 
@@ -124,6 +139,10 @@ def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, 
                                      enabled=rings, debug=debug_rings)
     except ValueError as exc:
         raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
+    if procedural and (data_path or map_name or tile or dbc_dir):
+        raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
+    if cpu_instances and not procedural:
+        raise UsageError("--cpu-instances is for --procedural")
     opts = ViewOptions(
         data=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
@@ -133,6 +152,8 @@ def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, 
         mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
         grass_culling=culling, rings=ring_settings,
+        split=split, shadows=not no_shadows, wireframe=wireframe,
+        procedural=procedural, seed=seed, cpu_instances=cpu_instances,
         log=lambda s: click.echo(s, err=True),
     )
     result = run_view(opts)
@@ -161,6 +182,7 @@ def _print_result(result, as_json, stats, frames, quit_after):
         click.echo(f"cpu ms median {cpu['median']:.3f}  gpu ms median "
                    + (f"{gpu['median']:.3f}" if gpu else "n/a")
                    + f"  wall ms/frame {result['wall_ms_per_frame']:.3f}  "
-                   f"resident grass instances {result['resident_grass_instances']:,}")
+                   + (f"blades drawn {result['blades']:,}" if result.get("procedural")
+                      else f"resident grass instances {result['resident_grass_instances']:,}"))
         click.echo("  cpu: CPU time to record and submit a frame; gpu: the GPU's own time for a frame (timer "
                    "queries, read 2 frames late); wall: elapsed time per frame, waiting for the GPU included")

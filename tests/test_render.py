@@ -48,7 +48,7 @@ def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terr
     sc.update(eye, block=True)
     cam = Camera.looking_at(eye, target)
     # statistics on: GPU-culled grass counts are read back only then
-    return Viewer(tg, sc, cam, Toggles(terrain=terrain, doodads=False, stats=True))
+    return Viewer(tg, sc, cam, Toggles(terrain=terrain, doodads=False, stats=True, shadows=False))
 
 
 def solid_instances(xy, z=0.0, scale=1.0):

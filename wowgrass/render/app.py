@@ -43,6 +43,13 @@ class ViewOptions:
     vsync: bool = True  # window: swap interval 1
     grass_culling: str = "auto"  # "gpu" (compute shader), "cpu" (per chunk), "auto" (GPU where GL 4.3)
     rings: object = None  # constants.RingSettings; None: the defaults
+    split: bool = False  # left half filled, right half wireframe (key V)
+    shadows: bool = True  # the sun's shadow map (key H)
+    wireframe: bool = False  # the whole view as a wireframe (key F)
+    procedural: bool = False  # the procedural meadow instead of game data
+    seed: int = 1  # procedural: terrain and blade placement
+    cpu_instances: bool = False  # procedural: the lesson's per-frame CPU placement and upload
+    meadow_settings: object = field(default=None, repr=False)  # procedural: a MeadowSettings (None: defaults)
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
 
 
@@ -80,55 +87,23 @@ def _summary(values):
 
 def run_view(opts: ViewOptions) -> dict:
     """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
-    from .context import create_offscreen_target, has_display
     from .programs import make_programs
     from .scene import Scene, tiles_centre
     from .viewer import Toggles, Viewer, default_camera, write_png
 
     say = opts.log or (lambda s: print(s, file=sys.stderr))
-    window_only = opts.quit_after is not None or opts.screenshot is not None
-    if opts.window is False and window_only:
-        raise UsageError("--quit-after and --screenshot are for the window; offscreen, use --output/--frames")
-    if opts.window or window_only:
-        if opts.output is not None:
-            raise UsageError("--output renders offscreen; to save the window's last frame use --screenshot")
-        if not has_display():
-            raise UsageError("no display for a window (DISPLAY/WAYLAND_DISPLAY unset); "
-                             "use --output PNG (or --frames N) to render offscreen")
-        want_window = True  # --frames then bounds the window run
-    else:
-        want_window = opts.window is None and has_display() and opts.output is None and opts.frames is None
-    if opts.quit_after is not None and not opts.quit_after > 0:
-        raise UsageError("--quit-after must be a positive number of seconds")
-    offscreen_only = not want_window
-    output = opts.output
-    if not want_window and output is None and opts.frames is None:
-        output = "view.png"  # headless and nothing asked: one offscreen frame
-        say(f"no display: rendering one frame offscreen to {Path(output).resolve()} (-o FILE.png chooses the file)")
-    w, h = opts.size
-    if w < 16 or h < 16 or w > 16384 or h > 16384:
-        raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
+    want_window, output = _output_mode(opts, say)
+    if opts.procedural:
+        from .meadow_view import run_meadow
 
-    samples = 4 if opts.samples is None else opts.samples
+        return run_meadow(opts, want_window=want_window, output=output, say=say)
+    w, h = opts.size
+
     data, src = open_source(opts)
     t_load = _time.perf_counter()
     try:
-        target = None
-        if want_window:
-            from .context import GLUnavailableError, WindowTarget
-
-            try:
-                target = WindowTarget(opts.size, samples, title=f"wowgrass - {src.map}", vsync=opts.vsync)
-            except GLUnavailableError as exc:
-                if opts.window or window_only:
-                    raise
-                # a DISPLAY that cannot be opened (stale ssh forwarding, no X server): as if headless
-                want_window, offscreen_only, output = False, True, "view.png"
-                say(f"no window ({exc}); rendering offscreen to {output}")
-        if target is None:
-            target = create_offscreen_target(opts.size, samples)
-        if opts.samples is not None and target.samples != (opts.samples if opts.samples > 1 else 0):
-            raise UsageError(f"--samples {opts.samples}: this OpenGL context supports at most {target.max_samples}")
+        target = None  # (for the finally clause, should open_target fail)
+        target, want_window, output = open_target(opts, want_window, output, say, f"wowgrass - {src.map}")
         progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
                               wind=opts.wind, wind_falloff=opts.wind_falloff)
         from .constants import TERRAIN_REACH, GrassSettings, RingSettings
@@ -142,12 +117,14 @@ def run_view(opts: ViewOptions) -> dict:
         scene.update(camera.position, block=True, block_far=not want_window)  # offscreen: the whole far view
         load_s = _time.perf_counter() - t_load
         toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
-                          mcsh=opts.mcsh, lod_colors=opts.lod_colors)
+                          mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
+                          wireframe=opts.wireframe)
         viewer = Viewer(target, scene, camera, toggles)
         result = {
             "map": src.map, "data": str(data.root), "tiles": [list(k) for k in scene.tiles],
             "camera": [float(v) for v in camera.position], "yaw_deg": math.degrees(camera.yaw),
             "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
+            "split": opts.split, "shadows": opts.shadows,
             "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
             "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
             "grass_culling": ("grid" if opts.grass_path == "grid"  # the grid is its own cull
@@ -185,6 +162,7 @@ def run_view(opts: ViewOptions) -> dict:
                 result["screenshot"] = str(Path(opts.screenshot).resolve())
             return result
         n = max(int(opts.frames or 1), 1)
+        viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
         viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
         frames = []
         t0 = _time.perf_counter()
@@ -194,17 +172,7 @@ def run_view(opts: ViewOptions) -> dict:
             frames.append(viewer.render_frame(opts.time + i / 60.0))
         target.ctx.finish()
         wall = (_time.perf_counter() - t0) * 1000.0 / n
-        last = frames[-1]
-        # timer queries are read two frames late: collect the timed frames' GPU times now
-        gpu = {f: ms for f, ms in viewer.drain_gpu_times() if frames[0].frame <= f <= last.frame}
-        if last.frame in gpu:
-            last.gpu_frame, last.gpu_ms = last.frame, gpu[last.frame]
-        result["frames"] = n
-        result["frame"] = last.as_dict()
-        result["cpu_ms"] = _summary([f.cpu_ms for f in frames])
-        result["gpu_ms"] = _summary(list(gpu.values()) or [float("nan")])
-        result["wall_ms_per_frame"] = wall
-        result["stats_line"] = last.line()
+        result.update(summarise_frames(viewer, frames, wall))
         if output is not None:
             viewer.save_png(output)
             result["file"] = str(Path(output).resolve())
@@ -218,6 +186,71 @@ def run_view(opts: ViewOptions) -> dict:
             target.release()
         data.close()
 
+
+
+def _output_mode(opts: ViewOptions, say) -> tuple[bool, str | None]:
+    """Whether ``opts`` asks for a window, and the PNG to write offscreen (checked, with readable errors)."""
+    from .context import has_display
+
+    window_only = opts.quit_after is not None or opts.screenshot is not None
+    if opts.window is False and window_only:
+        raise UsageError("--quit-after and --screenshot are for the window; offscreen, use --output/--frames")
+    if opts.window or window_only:
+        if opts.output is not None:
+            raise UsageError("--output renders offscreen; to save the window's last frame use --screenshot")
+        if not has_display():
+            raise UsageError("no display for a window (DISPLAY/WAYLAND_DISPLAY unset); "
+                             "use --output PNG (or --frames N) to render offscreen")
+        want_window = True  # --frames then bounds the window run
+    else:
+        want_window = opts.window is None and has_display() and opts.output is None and opts.frames is None
+    if opts.quit_after is not None and not opts.quit_after > 0:
+        raise UsageError("--quit-after must be a positive number of seconds")
+    output = opts.output
+    if not want_window and output is None and opts.frames is None:
+        output = "view.png"  # headless and nothing asked: one offscreen frame
+        say(f"no display: rendering one frame offscreen to {Path(output).resolve()} (-o FILE.png chooses the file)")
+    w, h = opts.size
+    if w < 16 or h < 16 or w > 16384 or h > 16384:
+        raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
+    return want_window, output
+
+
+def open_target(opts: ViewOptions, want_window: bool, output, say, title: str):
+    """The window (or, when a display cannot be opened and no window was demanded, an offscreen
+    target as if headless) or the offscreen target: (target, want_window, output). ``--samples``
+    the context cannot do is an error."""
+    from .context import GLUnavailableError, WindowTarget, create_offscreen_target
+
+    samples = 4 if opts.samples is None else opts.samples
+    target = None
+    if want_window:
+        try:
+            target = WindowTarget(opts.size, samples, title=title, vsync=opts.vsync)
+        except GLUnavailableError as exc:
+            if opts.window or opts.quit_after is not None or opts.screenshot is not None:
+                raise
+            # a DISPLAY that cannot be opened (stale ssh forwarding, no X server): as if headless
+            want_window, output = False, "view.png"
+            say(f"no window ({exc}); rendering offscreen to {output}")
+    if target is None:
+        target = create_offscreen_target(opts.size, samples)
+    if opts.samples is not None and target.samples != (opts.samples if opts.samples > 1 else 0):
+        target.release()
+        raise UsageError(f"--samples {opts.samples}: this OpenGL context supports at most {target.max_samples}")
+    return target, want_window, output
+
+
+def summarise_frames(viewer, frames, wall_ms: float) -> dict:
+    """The offscreen run's figures: last frame, CPU and GPU milliseconds (timer queries are read
+    two frames late: the timed frames' GPU times are collected here), wall time per frame."""
+    last = frames[-1]
+    gpu = {f: ms for f, ms in viewer.drain_gpu_times() if frames[0].frame <= f <= last.frame}
+    if last.frame in gpu:
+        last.gpu_frame, last.gpu_ms = last.frame, gpu[last.frame]
+    return {"frames": len(frames), "frame": last.as_dict(), "cpu_ms": _summary([f.cpu_ms for f in frames]),
+            "gpu_ms": _summary(list(gpu.values()) or [float("nan")]), "wall_ms_per_frame": wall_ms,
+            "stats_line": last.line()}
 
 def _window_result(run, viewer, target) -> dict:
     """The window session in the shape of the offscreen result (frames, statistics) plus its end state."""

@@ -28,9 +28,9 @@ AMBIENT = (0.45, 0.48, 0.52)
 SKY = (0.62, 0.74, 0.86)
 
 # std140 layout of shaders/frame.glsl's block, as float32 offsets
-_FLOATS = 88  # 352 bytes
+_FLOATS = 108  # 432 bytes
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
-_GRASS, _FRUSTUM, _RINGS, _RING_KEEP = 40, 56, 80, 84
+_GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW = 40, 56, 80, 84, 88, 104
 
 
 @dataclass
@@ -50,6 +50,7 @@ class Frame:
     counts: dict = field(default_factory=dict)
     pass_views: list = field(default_factory=list)  # views passes added (the sun's): not drawn in colour
     uniforms: FrameUniforms | None = None  # set by draw_frame; sources bind a view's block for compute work
+    shadow_map: object = None  # the sun's ShadowMap when a shadow pass drew one (colour passes sample it)
 
     def add_view(self, view):
         """Add a pass's own view (e.g. the sun's); it gets a uniform slot and sources prepare it."""
@@ -93,6 +94,10 @@ class FrameUniforms:
         b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
         b[_RINGS:_RINGS + 4] = (*rings.radii_padded(), rings.band)
         b[_RING_KEEP:_RING_KEEP + 4] = (*rings.keep_padded(), 1.0 if rings.debug else 0.0)
+        sm = frame.shadow_map
+        if sm is not None:
+            b[_SHADOW_MATRIX:_SHADOW_MATRIX + 16] = sm.matrix.T.reshape(-1)
+            b[_SHADOW:_SHADOW + 4] = sm.params()
         return b
 
     def write(self, frame: Frame):

@@ -201,3 +201,48 @@ class GpuMesh:
     def release(self):
         for obj in (self.vbo, self.grass_vbo, self.ibo, self.texture):
             obj.release()
+
+
+def line_indices(triangles: np.ndarray) -> np.ndarray:
+    """The edges of a triangle list as a line list (each edge once, as two indices): the index
+    buffer a wireframe view draws with a line-list pipeline instead of a triangle one."""
+    t = np.asarray(triangles, np.uint32).reshape(-1, 3)
+    e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    e = np.sort(e, axis=1)
+    e = e[e[:, 0] != e[:, 1]]
+    return np.unique(e, axis=0).astype(np.uint32).ravel()
+
+
+def plane_grid(cells: int, size: float) -> tuple[np.ndarray, np.ndarray]:
+    """A square tile of ``cells`` x ``cells`` quads over [0, size]^2: (n, 2) f4 vertex positions
+    (row-major, X fastest) and u4 triangle indices. Every quad is split along its low-low to
+    high-high diagonal, so a grid whose odd vertices are moved onto the 2x coarser grid (a fully
+    geomorphed tile) lays exactly the coarser tile's triangles."""
+    n = int(cells)
+    if n < 1:
+        raise ValueError(f"a plane needs at least one cell, got {n}")
+    t = np.arange(n + 1, dtype=np.float64) * (size / n)
+    x, y = np.meshgrid(t, t)
+    pos = np.column_stack([x.ravel(), y.ravel()]).astype(np.float32)
+    i, j = np.meshgrid(np.arange(n), np.arange(n))
+    a = (j * (n + 1) + i).ravel()
+    b, c, d = a + 1, a + n + 2, a + n + 1
+    tris = np.column_stack([a, b, c, a, c, d]).astype(np.uint32).ravel()
+    return pos, tris
+
+
+def blade_strip(segments: int, tip_taper: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """The lesson's segmented grass blade: 2(N+1) vertices (x across, y up, height_t) and 2N
+    triangles; unit width and height, tapered toward the tip by ``tip_taper``."""
+    n = int(segments)
+    if n < 1:
+        raise ValueError(f"a blade needs at least one segment, got {n}")
+    t = np.arange(n + 1, dtype=np.float32) / n
+    half_w = 0.5 * (1.0 - t * tip_taper)
+    verts = np.zeros((n + 1, 2, 3), np.float32)
+    verts[:, 0, 0], verts[:, 1, 0] = -half_w, half_w
+    verts[:, :, 1] = t[:, None]
+    verts[:, :, 2] = t[:, None]
+    k = np.arange(n) * 2
+    tris = np.column_stack([k, k + 1, k + 3, k, k + 3, k + 2]).astype(np.uint32).ravel()
+    return verts.reshape(-1, 3), tris

@@ -18,6 +18,9 @@ from ``views`` (added with ``frame.add_view`` in ``setup``). Put it before the c
 from __future__ import annotations
 
 from .frame import SKY
+from .programs import SHADOW_UNIT
+
+LINES_BACKGROUND = (0.07, 0.08, 0.11)  # behind a wireframe view: the lines stand out, gaps show
 
 
 class Pass:
@@ -31,8 +34,11 @@ class Pass:
     def views(self, frame) -> list:
         return frame.views
 
-    def program(self, programs, name: str):
-        """``programs``' program ``name`` built with this pass's defines."""
+    def program(self, programs, name: str, view=None):
+        """``programs``' program ``name`` built with this pass's defines (and ``WIREFRAME`` for a
+        view drawn in lines: flat colour, fed by the sources' line index buffers)."""
+        if view is not None and view.fill == "lines":
+            return programs.variant(name, {**self.defines, "WIREFRAME": True})
         return programs.variant(name, self.defines)
 
     def begin(self, frame, view) -> None:
@@ -58,9 +64,47 @@ class ColourPass(Pass):
         ctx = self.target.ctx
         self.target.fbo.use()
         ctx.viewport = view.rect
-        ctx.clear(*self.clear, 1.0, depth=1.0, viewport=view.rect)
+        ctx.scissor = view.rect  # a split view draws into its half only
+        clear = LINES_BACKGROUND if view.fill == "lines" else self.clear
+        ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
         ctx.enable_only(moderngl.DEPTH_TEST)
-        ctx.wireframe = view.fill == "lines"
+        if frame.shadow_map is not None:
+            frame.shadow_map.use(SHADOW_UNIT)
 
     def end(self, frame, view):
-        self.target.ctx.wireframe = False
+        self.target.ctx.scissor = None
+
+
+class ShadowPass(Pass):
+    """Depth from the sun into a :class:`~wowgrass.render.shadow.ShadowMap` fitted to the first
+    camera view: sources draw their ``SHADOW_PASS`` variants (grass with the same wind as its
+    colour pass) for the sun's view, which gets a uniform slot and a culling of its own."""
+
+    name = "shadow"
+    defines = {"SHADOW_PASS": True}
+
+    def __init__(self, shadow_map):
+        self.map = shadow_map
+        self._view = None
+
+    def setup(self, frame):
+        from .views import SunView
+
+        main = frame.views[0]
+        main.view_proj()  # the camera takes its view's aspect before the map is fitted to it
+        self.map.fit(main.camera, frame.sun_dir)
+        self._view = frame.add_view(SunView(main.camera, self.map.size, self.map.view_proj))
+        frame.shadow_map = self.map
+
+    def views(self, frame):
+        return [self._view]
+
+    def begin(self, frame, view):
+        import moderngl
+
+        self.map.begin()
+        self.map.ctx.enable_only(moderngl.DEPTH_TEST)
+        self.map.ctx.polygon_offset = (1.5, 2.0)  # slope-scaled depth bias against shadow acne
+
+    def end(self, frame, view):
+        self.map.ctx.polygon_offset = (0.0, 0.0)

@@ -40,8 +40,11 @@ MANIFEST = {
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference
 # (0.5; alpha to coverage sharpens around it), terrain texture repeats per chunk
+SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
+HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
 LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
-                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3}
+                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3,
+                      "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")

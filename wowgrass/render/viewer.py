@@ -2,7 +2,11 @@
 stats, runtime toggles, PNG output, the window.
 
 Toggles mirror the grass reference's cvars: ``r_grass`` (G), ``r_doodads`` (O), ``r_terrain`` (T),
-``r_stats`` (F3, printed on the console once a second and drawn as the window title).
+``r_stats`` (F3, printed on the console once a second and drawn as the window title; in a split
+screen also along the bottom of the frame), plus the sun's shadows (H), the split filled/wireframe screen (V), a
+wireframe view (F) and LOD colours (L). A frame: the shadow pass (the sun's view), the colour
+pass over the views (one, or the split screen's two halves), then the viewport and scissor back
+to the whole frame for the overlay (stats line, a label per half).
 Frame statistics: CPU milliseconds to build and submit the frame, GPU milliseconds from a
 ``GL_TIME_ELAPSED`` query, draw calls, instances and triangles submitted.
 """
@@ -18,10 +22,10 @@ import numpy as np
 
 from .camera import Camera
 from .constants import EYE_HEIGHT, FOG_START, VIEW_DISTANCE
-from .frame import SKY, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: the clear colour, for callers
+from .frame import AMBIENT, SKY, SUN_COLOR, SUN_DIR, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: for callers
 from .gputimer import GpuTimer
-from .passes import ColourPass
-from .views import View
+from .passes import ColourPass, ShadowPass
+from .views import frame_views, reset_viewport
 
 
 @dataclass
@@ -70,20 +74,41 @@ class Toggles:
     cull: bool = True  # per-chunk culling of grass (off: one draw per model, shader-only cull)
     lod_colors: bool = False  # terrain coloured by LOD level (key L, --lod-colors)
     mcsh: bool = False  # terrain darkened by the ADT's baked MCSH shadow map (key M, --mcsh)
+    split: bool = False  # two views: filled left, wireframe right (key V, --split)
+    shadows: bool = True  # the sun's shadow map (key H, --no-shadows)
+    wireframe: bool = False  # the single view as a wireframe (key F, --wireframe)
+
+
+@dataclass
+class Light:
+    sun_dir: tuple = tuple(SUN_DIR)  # towards the sun
+    sun_color: tuple = SUN_COLOR
+    ambient: tuple = AMBIENT
+    shadow_reach: float = 120.0  # world units of the view the shadow map covers (then fades out)
+    shadow_size: int = 2048  # shadow map texels per side
+    caster_height: float = 250.0  # world units above the fitted view that can still cast into it
 
 
 class Viewer:
-    """Draws frames of a scene: one colour pass over ``views`` (by default one view of ``camera``
-    filling the target), the scene's sources that the toggles leave on."""
+    """Draws frames of a scene: the sun's shadow pass (toggle ``shadows``) and the colour pass
+    over the views (one filling the target, or the split screen), the scene's sources that the
+    toggles leave on; an overlay after the views."""
 
     def __init__(self, target, scene, camera: Camera, toggles: Toggles | None = None, *,
-                 fog=(FOG_START, VIEW_DISTANCE), time_query: bool = True):
+                 fog=(FOG_START, VIEW_DISTANCE), time_query: bool = True, light: Light | None = None):
         self.target, self.scene, self.camera = target, scene, camera
         self.ctx = target.ctx
         self.toggles = toggles or Toggles()
         self.fog = fog
-        self.views = [View(camera, (0, 0, *target.size))]
-        self.passes = [ColourPass(target)]
+        self.light = light or Light()
+        self.views = frame_views(camera, target.size)
+        self.colour_pass = ColourPass(target)
+        self._shadow_pass = None  # made when shadows are first drawn
+        self._overlay = None
+        self.status = ""  # the stats line the overlay shows
+        self.status_every = 0.5  # seconds between its refreshes (a window's; offscreen runs: 0, every frame)
+        self._status_at = -1e9
+        self.last_stats: FrameStats | None = None
         self.uniforms = FrameUniforms(self.ctx)
         self.camera.far = max(fog[1] * 1.1, 500.0)
         self._timer = GpuTimer(self.ctx) if time_query else None
@@ -112,7 +137,10 @@ class Viewer:
         end = min(self.fog[1] + 4.0 * above, max(sc.terrain_reach, self.fog[1]))
         fog = (min(self.fog[0] + above, 0.5 * end), end)
         cam.far = max(fog[1] * 1.1, 500.0)
-        frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame)
+        self.views = frame_views(cam, self.target.size, split=tg.split, wireframe=tg.wireframe)
+        lt = self.light
+        frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,
+                      sun_dir=lt.sun_dir, sun_color=lt.sun_color, ambient=lt.ambient)
         self._frame += 1
         grass = sc.grass
         grass.cull = tg.cull
@@ -125,6 +153,7 @@ class Viewer:
             self._timer.begin()
         total = draw_frame(frame, self.passes, sources, self.uniforms)
         self.last_frame = frame
+        self._draw_overlay(st)
         st.draw_calls, st.instances, st.triangles = total.draw_calls, total.instances, total.triangles
         st.grass_instances = frame.counts["grass"].instances if "grass" in frame.counts else 0
         st.cpu_ms = (_time.perf_counter() - t0) * 1000.0
@@ -147,7 +176,52 @@ class Viewer:
             self.gpu_times.extend(done)
             if done:
                 st.gpu_frame, st.gpu_ms = done[-1]
+        self.last_stats = st
         return st
+
+    @property
+    def passes(self) -> list:
+        if not self.toggles.shadows:
+            return [self.colour_pass]
+        if self._shadow_pass is None:
+            from .shadow import ShadowMap
+
+            lt = self.light
+            self._shadow_pass = ShadowPass(ShadowMap(self.ctx, lt.shadow_size, reach=lt.shadow_reach,
+                                                     caster_height=lt.caster_height))
+        return [self._shadow_pass, self.colour_pass]
+
+    @property
+    def shadow_map(self):
+        """The sun's shadow map (None until shadows were drawn)."""
+        return self._shadow_pass.map if self._shadow_pass is not None else None
+
+    def _draw_overlay(self, st: FrameStats):
+        """After the views: viewport and scissor back to the whole frame; a split screen then gets
+        a label per half and, with stats on, the stats line along the whole bottom edge (a single
+        view keeps its picture clean: stats go to the console and the window title)."""
+        reset_viewport(self.ctx, self.target.size)
+        if len(self.views) < 2:
+            return
+        if self._overlay is None:
+            from .overlay import Overlay
+            from .programs import load_program
+
+            self._overlay = Overlay(self.ctx, load_program(self.ctx, "overlay.glsl"))
+        now = _time.perf_counter()
+        if self.toggles.stats and self.last_stats is not None and now - self._status_at >= self.status_every:
+            self._status_at = now
+            self.status = self.last_stats.line()  # the last finished frame's figures
+        labels = ["filled" if v.fill == "filled" else "wireframe (line lists)" for v in self.views]
+        self._overlay.draw(self.target.size, self.views, labels, self.status if self.toggles.stats else None)
+
+    def release(self):
+        """The viewer's own GL objects (shadow map, overlay, uniform buffer, timer queries)."""
+        if self._shadow_pass is not None:
+            self._shadow_pass.map.release()
+        if self._overlay is not None:
+            self._overlay.release()
+        self.uniforms.release()
 
     def drain_gpu_times(self) -> deque:
         """Wait for the frames in flight and return ``gpu_times``: (frame, GPU ms), oldest first."""
@@ -190,8 +264,7 @@ class Viewer:
                     glfw.wait_events_timeout(0.1)  # minimised: nothing to draw
                     continue
                 controls.step(dt)
-                if win.resize_if_needed() and len(self.views) == 1:
-                    self.views[0].rect = (0, 0, *win.size)
+                win.resize_if_needed()  # the next frame's views follow the new size
                 self.scene.update(self.camera.position)
                 st = self.render_frame(start_time + now - t_start)
                 run.frames += 1
@@ -239,7 +312,7 @@ class WindowControls:
     W/A/S/D fly (never below 0.5 units above the ground), Q/E (or Space) down/up, Shift 6x speed, mouse drag (left or right button,
     cursor captured while held) looks around, the wheel scales the base speed; G ``r_grass``,
     O ``r_doodads``, T ``r_terrain``, C per-chunk culling, L terrain LOD colours, M MCSH shadows,
-    F3 ``r_stats``; Esc quits. The handlers
+    V split view, H sun shadows, F wireframe, F3 ``r_stats``; Esc quits. The handlers
     are plain methods, so tests can call :meth:`on_key` without a window system sending events.
     """
 
@@ -255,7 +328,8 @@ class WindowControls:
         self._last_cursor = None
         g = glfw
         self.toggle_keys = {g.KEY_G: "grass", g.KEY_O: "doodads", g.KEY_T: "terrain", g.KEY_C: "cull",
-                            g.KEY_L: "lod_colors", g.KEY_M: "mcsh", g.KEY_F3: "stats"}
+                            g.KEY_L: "lod_colors", g.KEY_M: "mcsh", g.KEY_F3: "stats", g.KEY_V: "split",
+                            g.KEY_H: "shadows", g.KEY_F: "wireframe"}
 
     def install(self):
         g, w = self.glfw, self.window

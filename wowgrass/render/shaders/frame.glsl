@@ -14,6 +14,8 @@ layout(std140) uniform Frame {
     vec4 uFrustum[6];                         // inside where dot(xyz, p) + w >= 0
     vec4 uRings;                              // LOD ring radii 1..3 (world units), cross-fade band
     vec4 uRingKeep;                           // keep fraction of rings 1..3, debug colouring on (w)
+    mat4 uShadowMatrix;                       // world -> the sun's shadow map [0, 1]^3 (shadow.glsl)
+    vec4 uShadowParams;                       // shadows on, one map texel, depth bias, reach (world units)
 };
 
 // sway.glsl's parameter matrix for a model whose mesh spans z in [zRange.x, zRange.y]
