@@ -166,7 +166,7 @@ class Viewer:
             st.grass_instances = sum(x["drawn"] for x in g)
             st.instances += st.grass_instances
             st.triangles += sum(x["drawn_triangles"] for x in g)
-        if tg.stats and tg.terrain and sc.terrain.indirect and sc.terrain.tiles:  # the same for the terrain
+        if tg.stats and tg.terrain and getattr(sc.terrain, "indirect", False) and sc.terrain.tiles:  # the same for the terrain
             t = [sc.terrain.read_stats(v) for v in frame.views]
             st.terrain_chunks_per_level = [sum(x["chunks_per_level"][k] for x in t) for k in range(5)]
             st.triangles += sum(x["triangles"] for x in t)
