@@ -139,7 +139,7 @@ def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, 
                                      enabled=rings, debug=debug_rings)
     except ValueError as exc:
         raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
-    if procedural and (data_path or map_name or tile or dbc_dir):
+    if procedural and (data_path or map_name or tiles or dbc_dir):
         raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
     if cpu_instances and not procedural:
         raise UsageError("--cpu-instances is for --procedural")
