@@ -188,16 +188,15 @@ def count_text(done, total, unit: str) -> str:
     return f"{done:,}/{int(total):,} {unit}"
 
 
-def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, bytes_: bool = False,
-                 rate: bool = False):
+def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool = False, rate: bool = False):
     """A transient progress bar on stderr: ``label [bar] 3/12 tiles`` (a count alone while the total
-    is unknown; with ``bytes_`` sizes in kB/MB; with ``rate`` the speed, ``2.5 tiles/s``, and an
-    ETA). Hidden with ``quiet`` or -q, and when stderr is not a terminal (rich's default)."""
+    is unknown; with ``rate`` the speed, ``2.5 tiles/s``, and an ETA). The description column says
+    what is being done (a tile, the megabytes written). Hidden with ``quiet`` or -q, and when stderr
+    is not a terminal."""
     import contextlib
 
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
 
     class Count(ProgressColumn):
@@ -208,10 +207,9 @@ def progress_bar(label: str, unit: str, *, total: int | None = None, quiet: bool
         def render(self, task):
             return Text(f"{task.speed:,.1f} {unit}/s" if task.speed else "")
 
-    amount = DownloadColumn() if bytes_ else Count()
     speed = (Rate(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()) if rate else (TimeElapsedColumn(),)
     console = Console(stderr=True)
-    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), amount, *speed,
+    progress = Progress(TextColumn(f"[bold]{label}"), BarColumn(), Count(), *speed,
                         TextColumn("{task.description}"), console=console, transient=True,
                         disable=quiet or verbosity() < 0 or not console.is_terminal)
     task = progress.add_task("", total=total)

@@ -33,6 +33,28 @@ def _numbers(text, name):
         raise UsageError(f"{name} must be comma-separated numbers, got {text!r}") from None
 
 
+def _loose_input(source, data_path, dbc_dir, map_name, tiles):
+    """``view ADT|DIR`` as bake reads it: a folder is --data; an ADT file is its folder (which answers
+    for World\\Maps\\<Map>\\...) plus its map and tile, the tables from --dbc (or the sample world's)."""
+    from pathlib import Path
+
+    from wowgrass.terrain import tile_from_name
+
+    if data_path:
+        raise UsageError(f"give {source} or --data, not both")
+    path = Path(source)
+    if path.is_dir():
+        return source, map_name, tiles
+    name, tile = tile_from_name(path)
+    if tile is None:
+        raise UsageError(f"{source}: an ADT file is named <Map>_<col>_<row>.adt (its map and tile come from the name)")
+    if not dbc_dir:
+        from wowgrass.cli.bake import sample_tables_for
+
+        return sample_tables_for(path), name, (f"{tile[0]},{tile[1]}",)
+    return str(path.parent), map_name or name, (f"{tile[0]},{tile[1]}",)
+
+
 def _size(text):
     m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text or "")
     if not m:
@@ -41,6 +63,7 @@ def _size(text):
 
 
 @click.command()
+@click.argument("source", required=False, type=click.Path(exists=True), metavar="[ADT|DIR]")
 @data_option
 @click.option("--map", "map_name", metavar="NAME", help="Map to show (default: the only map in --data; the sample world's).")
 @tile_option
@@ -107,7 +130,7 @@ def _size(text):
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
 @json_option
-def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
+def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
          no_shadows, wireframe, procedural, seed, cpu_instances, as_json):
@@ -117,13 +140,17 @@ def view(data_path, map_name, tiles, dbc_dir, build, placement, camera, target, 
     grass/doodads/terrain, L/M terrain LOD colours/MCSH shadows, H sun shadows, V split view, F
     wireframe, F3 stats, Esc quits). --output or --frames render offscreen through EGL (what CI
     and headless machines use). For scripted window runs: --window --frames N (or --quit-after S)
-    --screenshot PNG. With no --data it shows the built-in sample world, and without --camera it
+    --screenshot PNG. ADT|DIR takes what `bake` takes: one <Map>_<col>_<row>.adt (with --dbc for
+    its tables) or a Data or map folder. With no --data it shows the built-in sample world, and without --camera it
     starts at eye height where grass grows, looking across it; terrain reaches to the horizon in
     five levels of detail. --procedural shows a generated meadow instead (no game data). Sun
     shadows are on by default (--no-shadows); --split shows the view filled on the left and as a
     wireframe on the right.
     """
     from wowgrass.render.app import ViewOptions, run_view
+
+    if source is not None:
+        data_path, map_name, tiles = _loose_input(source, data_path, dbc_dir, map_name, tiles)
 
     if frames is not None and frames < 1:
         raise UsageError("--frames must be at least 1")

@@ -369,3 +369,17 @@ def test_click_usage_errors_look_like_every_other_error():
         assert proc.returncode == 2 and proc.stderr.startswith("error: ") and text in proc.stderr, (args, proc.stderr)
         assert "--help`)" in proc.stderr and "Traceback" not in proc.stderr
     assert sub("--version").returncode == 0 and sub("bake", "--help").returncode == 0
+
+
+def test_view_takes_an_adt_file_as_bake_does(realdata, world, tmp_path):
+    adt = realdata / "adt" / "Azeroth_38_46.adt"
+    out = tmp_path / "v.png"
+    res = run("view", adt, "--dbc", realdata / "dbc" / "1.12", "-o", out, "--size", "64x48", "--samples", 0, "--json")
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["file"] == str(out.resolve()) and js["map"] == "Azeroth" and js["tiles"] == [[38, 46]]
+    for args, text in [([adt, "-o", out], "--dbc"),  # a real tile needs its tables, as for bake
+                       ([adt, "--data", world, "-o", out], "not both"),
+                       ([realdata / "adt" / "continent4229.adt", "--dbc", tmp_path, "-o", out], "<Map>_<col>_<row>")]:
+        res = run("view", *args)
+        assert res.exit_code == 2 and text in res.stderr, (args, res.output)
