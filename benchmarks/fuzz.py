@@ -634,8 +634,8 @@ class Stats:
                 if len(self.no_offset_examples) < 5:
                     self.no_offset_examples.append(detail)
         else:
-            setattr(self, {"escape": "escapes", "hang": "hangs", "memory": "memory"}[outcome],
-                    getattr(self, {"escape": "escapes", "hang": "hangs", "memory": "memory"}[outcome]) + 1)
+            counter = {"escape": "escapes", "hang": "hangs", "memory": "memory"}[outcome]
+            setattr(self, counter, getattr(self, counter) + 1)
             self.findings.append((i, outcome, detail))
 
     def row(self) -> dict:

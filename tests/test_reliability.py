@@ -4,7 +4,6 @@ FormatError with a byte offset, or be read the way the game reads it."""
 from __future__ import annotations
 
 import contextlib
-import os
 import resource
 import struct
 import subprocess
@@ -115,6 +114,22 @@ def test_adt_info_on_infinite_position_is_clean(tmp_path):
     p = tmp_path / "Azeroth_31_47.adt"
     p.write_bytes(write_adt(tile))
     assert_clean(run("adt", "info", p))
+
+
+def test_bake_on_infinite_position_is_clean(tmp_path):
+    from wowgrass.samples import tables
+
+    tile = generated_tile(2)
+    tile.positions[3, 2] = np.nan
+    p = tmp_path / "Azeroth_31_47.adt"
+    p.write_bytes(write_adt(tile))
+    dbc = tmp_path / "dbc"
+    dbc.mkdir()
+    (dbc / "GroundEffectTexture.dbc").write_bytes(tables.ground_effect_texture("3.3.5"))
+    (dbc / "GroundEffectDoodad.dbc").write_bytes(tables.ground_effect_doodad("3.3.5"))
+    r = run("bake", p, "--dbc", dbc, "-o", tmp_path / "x.wgb")
+    assert_clean(r)
+    assert "MCNK 3" in r.output
 
 
 def test_adt_accessors_survive_huge_finite_positions():

@@ -4,7 +4,6 @@ so what a user sees on stderr (logging included) is what is checked."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -28,9 +27,8 @@ def _egl():
 
 
 def view(*args, timeout=300):
-    env = dict(os.environ)
     return subprocess.run([sys.executable, "-m", "wowgrass", "view", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout)
 
 
 def drawn_fraction(path):
