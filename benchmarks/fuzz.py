@@ -56,6 +56,29 @@ import numpy as np  # noqa: E402
 
 from wowgrass.errors import FormatError, WowgrassError  # noqa: E402
 
+
+def _cli_from_source_checkout() -> None:
+    """Map the checkout's cli/ folder to ``wowgrass.cli`` when wowgrass is not installed (a bare
+    PYTHONPATH run, e.g. on the GPU machine), as the editable install does."""
+    import importlib.util
+
+    cli_dir = Path(__file__).resolve().parents[1] / "cli"
+    if importlib.util.find_spec("wowgrass") is None or "wowgrass.cli" in sys.modules:
+        return
+    try:
+        if importlib.util.find_spec("wowgrass.cli") is not None:
+            return
+    except ModuleNotFoundError:
+        pass
+    spec = importlib.util.spec_from_file_location("wowgrass.cli", cli_dir / "__init__.py",
+                                                  submodule_search_locations=[str(cli_dir)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["wowgrass.cli"] = module
+    spec.loader.exec_module(module)
+
+
+_cli_from_source_checkout()
+
 # ----------------------------------------------------------------------------------- mutations
 INTERESTING_U32 = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
                    0xFFFFFFFE, 0xFFFFFFF0, 0x40000000, 0x00FFFFFF)
