@@ -93,6 +93,13 @@ def test_dbc_record_size_nothing_backs_is_refused(tmp_path, record_size):
     assert_clean_process(run_limited("dbc", "dump", p))
 
 
+def test_dbc_empty_table_with_a_record_smaller_than_a_field():
+    """Found by the 100,000-case run: 0 records, 8 fields, record size 3."""
+    data = HEADER.pack(b"WDBC", 0, 8, 3, 1) + b"\0"
+    f = D.DbcFile.from_bytes(data, "x.dbc")
+    assert f.ids().tolist() == [] and f.columns_flat() == {n: [] for n in f.column_names()}
+
+
 # -------------------------------------------------------------------------------------------- ADT
 @pytest.mark.parametrize("where", ["position", "height"])
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])

@@ -323,6 +323,8 @@ class DbcFile:
 
     def ids(self) -> np.ndarray:
         """The ID column (schema's id field, else the first field) as int64."""
+        if self.record_count == 0:   # nothing backs the header's field layout (it may be < 4 bytes)
+            return np.zeros(0, np.int64)
         if self.schema is not None:
             return self.records[self.schema.id_field].astype(np.int64)
         if self.raw.dtype == np.uint8:
