@@ -12,9 +12,9 @@ folder (with wowgrass's writer), then times, best of several runs, side by side:
 
 Every reader's bytes are checked against the originals. As wall times move with other jobs on the
 machine, the CPU time of a one-thread read is also split into zlib's inflate (which runs without
-the GIL) and the rest, which bounds what the thread pool can gain (printed as the 2-thread bound). Targets: wowgrass total at or under 1.0x
-StormLib's (goal 0.8x) and over 10x faster than mpyq; open + lookup under 50 ms. The one-thread
-wowgrass row shows what the thread pool adds. ``--threads N`` sets the pool (default: the CPUs
+the GIL) and the rest, which bounds what the thread pool can gain (printed as the 2-thread bound).
+Targets: wowgrass total at or under 1.0x StormLib's (goal 0.8x) and over 10x faster than mpyq;
+open + lookup under 50 ms. The one-thread wowgrass row shows what the thread pool adds. ``--threads N`` sets the pool (default: the CPUs
 this process may use, so ``taskset -c 0,1`` measures a 2-core machine).
 Run: ``.venv/bin/python benchmarks/bench_mpq.py [--files 200] [--mb 50] [--out DIR]`` (``--out``
 writes ``bench_mpq.json``).

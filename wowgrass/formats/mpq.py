@@ -445,8 +445,8 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 def release_threads() -> None:
     """Stop the idle decompression threads (they start again when next needed). Call it before
-    forking worker processes: a fork copies no threads, and forking a threaded process is what
-    Python 3.12 warns about."""
+    forking worker processes, while no other thread of this process is reading: a fork copies no
+    threads, and forking a threaded process is what Python 3.12 warns about."""
     with _POOLS_LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()
@@ -471,8 +471,8 @@ def decode_files(jobs: Iterable[tuple[object, Callable[[], list]]], threads: int
     """``(key, bytes or error)`` for each ``(key, plan)`` of ``jobs``, in order.
 
     ``plan()`` checks a file and returns its pieces ``(decode, stored bytes)`` (see
-    ``MpqArchive.decode_plan``); it runs here, the pieces run on ``threads`` threads, consecutive ones
-    batched into tasks of about ``chunk`` stored bytes. At most ``4 * threads`` tasks are in
+    ``MpqArchive.decode_plan``); it runs here, the pieces run on ``threads`` threads,
+    consecutive ones batched into tasks of about ``chunk`` stored bytes. At most ``4 * threads`` tasks are in
     flight, so memory stays bounded however many files are asked for. With ``threads <= 1``
     everything runs here, in the same order: the bytes are the same either way.
     """
