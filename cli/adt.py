@@ -146,7 +146,7 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     if data_dir and dbc_dir:
         raise UsageError("give --data or --dbc, not both")
     if not data_dir and not dbc_dir:
-        from wowgrass.cli.bake import sample_tables_for
+        from wowgrass.bake import sample_tables_for
 
         data_dir = sample_tables_for(Path(source["file"]))
     map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]

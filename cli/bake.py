@@ -33,21 +33,6 @@ def _open(data_path, build):
     return open_data(data_path, build=build)
 
 
-def sample_tables_for(adt: Path):
-    """The sample world's Data folder when ``adt`` is one of its tiles, else an error naming what is
-    missing: a real ADT's grass needs its client's tables."""
-    from wowgrass.samples import MAP_NAME
-    from wowgrass.terrain import tile_from_name
-
-    name, _ = tile_from_name(adt)
-    if name.lower() != MAP_NAME.lower():
-        raise UsageError(f"{adt}: no ground-effect tables; give --data DIR (the client's Data folder) or --dbc DIR "
-                         "(a folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")
-    from wowgrass.bake import default_data
-
-    return default_data()[0]
-
-
 @click.command()
 @click.argument("source", required=False, type=click.Path(exists=True), metavar="[ADT|DIR]")
 @data_option
@@ -107,7 +92,9 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         if out:
             output_path(out, (".wgb",))
         if not data_path and not dbc_dir:
-            data_path = sample_tables_for(Path(adt))
+            from wowgrass.bake import sample_tables_for
+
+            data_path = sample_tables_for(adt)
         data = _open(data_path, build) if data_path else None
         from wowgrass.bake import bake_file
 

@@ -49,7 +49,7 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
     if tile is None:
         raise UsageError(f"{source}: an ADT file is named <Map>_<col>_<row>.adt (its map and tile come from the name)")
     if not dbc_dir:
-        from wowgrass.cli.bake import sample_tables_for
+        from wowgrass.bake import sample_tables_for
 
         return sample_tables_for(path), name, (f"{tile[0]},{tile[1]}",)
     return str(path.parent), map_name or name, (f"{tile[0]},{tile[1]}",)

@@ -358,6 +358,7 @@ def test_adt_image_grass_of_a_real_tile_needs_tables(realdata, tmp_path):
     ["export", "gltf", "-o", "{tmp}/x.glb", "--tile", "99,1"],
     ["export", "gltf", "-o", "{tmp}/nope/x.glb"],
     ["export", "gltf", "{tmp}/bad.adt", "--dbc", "{tmp}", "-o", "{tmp}/x.glb"],
+    ["export", "gltf", "{tmp}/bad.adt", "-o", "{tmp}/x.glb"],  # a real ADT without its tables
     ["bundle", "export", "{tmp}/bad.adt"],
     ["m2", "export", "{tmp}/bad.adt", "-o", "{tmp}/x.glb"],
     ["adt", "image", "{tmp}/bad.adt", "--kind", "grass", "-o", "{tmp}/x.png"],

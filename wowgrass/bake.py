@@ -464,3 +464,16 @@ def default_data():
     from wowgrass import samples
 
     return samples.sample_data_path(), samples.MAP_NAME
+
+
+def sample_tables_for(adt) -> Path:
+    """The sample world's Data folder when ``adt`` is one of its tiles, else an error naming what is
+    missing: a real ADT's grass needs its client's tables."""
+    from wowgrass.samples import MAP_NAME
+    from wowgrass.terrain import tile_from_name
+
+    name, _ = tile_from_name(Path(adt))
+    if name.lower() != MAP_NAME.lower():
+        raise UsageError(f"{adt}: no ground-effect tables; give --data DIR (the client's Data folder) or --dbc DIR "
+                         "(a folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")
+    return default_data()[0]

@@ -30,7 +30,7 @@ class ExportSource:
 
 def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ranges=None, build=None,
                placement="coverage", constants=None, force=False, on_tile=None) -> ExportSource:
-    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles
+    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles, sample_tables_for
     from wowgrass.data import choose_map, open_data
     from wowgrass.formats.adt import AdtTile
     from wowgrass.terrain import adt_game_path, load_tile, select_tiles, tile_from_name
@@ -38,6 +38,8 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
     if adt_files:
         if ranges:
             raise UsageError("--tile is for a map (--data, --map), not for ADT files")
+        if not data_path and not dbc_dir:  # the sample world's tiles only: a real ADT needs its tables
+            data_path = sample_tables_for(adt_files[0])
         data = open_data(data_path, build=build) if data_path else None
         tiles = []
         for f in adt_files:
