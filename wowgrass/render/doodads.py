@@ -48,7 +48,8 @@ class DoodadBatch:
         self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
         self.vao = VaoCache(lambda prog: ctx.vertex_array(
             prog, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS), (self.buffer, "16f/i", "i_model")],
-            index_buffer=mesh.ibo, index_element_size=4))
+            index_buffer=mesh.ibo, index_element_size=4,
+            skip_errors=True))  # the shadow pass's variant reads no normals
 
     def release(self):
         self.vao.release()

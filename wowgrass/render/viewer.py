@@ -212,7 +212,7 @@ class Viewer:
         if self.toggles.stats and self.last_stats is not None and now - self._status_at >= self.status_every:
             self._status_at = now
             self.status = self.last_stats.line()  # the last finished frame's figures
-        labels = ["filled" if v.fill == "filled" else "wireframe (line lists)" for v in self.views]
+        labels = ["filled" if v.fill == "filled" else "wireframe" for v in self.views]
         self._overlay.draw(self.target.size, self.views, labels, self.status if self.toggles.stats else None)
 
     def release(self):

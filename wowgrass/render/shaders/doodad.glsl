@@ -14,9 +14,11 @@ in mat4 i_model;
 out vec3 v_normal;
 out vec2 v_uv;
 out float v_dist;
+out vec3 v_world;
 
 void main() {
     vec4 world = i_model * vec4(in_position, 1.0);
+    v_world = world.xyz;
     gl_Position = uViewProj * world;
     v_normal = mat3(i_model) * in_normal;
     v_uv = in_uv;
@@ -25,6 +27,7 @@ void main() {
 
 #elif defined FRAGMENT_SHADER
 #include "lighting.glsl"
+#include "shadow.glsl"
 
 uniform sampler2D uTexture;
 uniform float uAlphaRef;
@@ -32,12 +35,17 @@ uniform float uAlphaRef;
 in vec3 v_normal;
 in vec2 v_uv;
 in float v_dist;
+in vec3 v_world;
 out vec4 f_color;
 
 void main() {
     vec4 tex = texture(uTexture, v_uv);
-    if (tex.a < uAlphaRef) discard;
+    if (tex.a < uAlphaRef) discard;   // the shadow pass too: leaves cast leaf-shaped shadows
+#if defined WIREFRAME
+    f_color = vec4(0.75, 0.6, 0.4, 1.0);
+#elif !defined SHADOW_PASS
     vec3 n = gl_FrontFacing ? v_normal : -v_normal;
-    f_color = vec4(applyFog(applyLight(tex.rgb, n), v_dist), 1.0);
+    f_color = vec4(applyFog(applyLightShadowed(tex.rgb, n, shadowFactor(v_world, v_dist)), v_dist), 1.0);
+#endif
 }
 #endif

@@ -37,6 +37,10 @@ in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
 #endif
 
 out vec4 v_data;              // uv, ring * 2 + fade, height fraction: one varying (vertex output bandwidth)
+#if !defined SHADOW_PASS && !defined WIREFRAME
+#include "shadow.glsl"
+out float v_shadow;           // the sun's shadow map at the vertex (1: lit)
+#endif
 
 void main() {
 #if defined INSTANCE_MAT4
@@ -82,6 +86,9 @@ void main() {
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
     v_data = vec4(in_uv, float(grassRing(d)) * 2.0 + grassFadeAt(d, uGrassParams) * ringFade, height);
+#if !defined SHADOW_PASS && !defined WIREFRAME
+    v_shadow = shadowFactor(world, d);   // per vertex: a blade is a few pixels wide
+#endif
 }
 
 #elif defined FRAGMENT_SHADER
@@ -91,6 +98,9 @@ uniform sampler2D uTexture;
 uniform float uAlphaRef;      // alpha test threshold (0.5 without multisampling)
 
 in vec4 v_data;
+#if !defined SHADOW_PASS && !defined WIREFRAME
+in float v_shadow;
+#endif
 out vec4 f_color;
 
 // Ordered 4x4 dither: fades blades out between fade_start and the draw distance without blending.
@@ -118,8 +128,15 @@ void main() {
     if (a < uAlphaRef) discard;
     a = 1.0;
 #endif
+#if defined SHADOW_PASS
+    f_color = vec4(1.0);   // depth only; the alpha test and the fade dither above shape the shadow
+    return;
+#elif defined WIREFRAME
+    f_color = vec4(0.55, 0.85, 0.35, 1.0);
+    return;
+#else
     // grass is lit as an upward-facing surface, darker towards the root (self-shadowing)
-    vec3 color = applyLight(tex.rgb, vec3(0.0, 0.0, 1.0)) * mix(0.7, 1.08, v_height);
+    vec3 color = applyLightShadowed(tex.rgb, vec3(0.0, 0.0, 1.0), v_shadow) * mix(0.7, 1.08, v_height);
     if (uRingKeep.w > 0.0) {   // --debug-rings: ring 0 white, then yellow, orange, red
         vec3 tint = ring < 0.5 ? vec3(1.0) : ring < 1.5 ? vec3(1.0, 0.9, 0.1) : ring < 2.5 ? vec3(1.0, 0.5, 0.05) : vec3(0.9, 0.1, 0.1);
         color = mix(color, tint * (0.5 + 0.5 * v_height), 0.75);
@@ -128,5 +145,6 @@ void main() {
     float zn = gl_FragCoord.z * 2.0 - 1.0;
     float dist = 2.0 * uNearFar.x * uNearFar.y / (uNearFar.y + uNearFar.x - zn * (uNearFar.y - uNearFar.x));
     f_color = vec4(applyFog(color, dist), a);
+#endif
 }
 #endif

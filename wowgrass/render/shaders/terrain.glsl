@@ -33,6 +33,7 @@ out vec2 v_uv;
 flat out float v_chunk;
 flat out vec4 v_layers;
 out float v_dist;
+out vec3 v_world;
 flat out float v_level; // the chunk's level (debug colouring), -1 where not known
 
 vec2 gridToWorld(vec2 g) {
@@ -59,6 +60,7 @@ void main() {
     v_chunk = in_chunk;
     v_layers = in_layers;
     v_dist = distance(p, uCameraPos);
+    v_world = p;
 #ifdef GL_ARB_shader_draw_parameters
     v_level = float(gl_BaseInstanceARB);
 #else
@@ -66,8 +68,16 @@ void main() {
 #endif
 }
 
+#elif defined FRAGMENT_SHADER && defined SHADOW_PASS
+void main() {}   // depth only: the sun's shadow map
+
+#elif defined FRAGMENT_SHADER && defined WIREFRAME
+out vec4 f_color;
+void main() { f_color = vec4(0.45, 0.5, 0.38, 1.0); }
+
 #elif defined FRAGMENT_SHADER
 #include "lighting.glsl"
+#include "shadow.glsl"
 
 uniform sampler2DArray uLayers;
 uniform sampler2DArray uAlpha;
@@ -80,6 +90,7 @@ in vec2 v_uv;
 flat in float v_chunk;
 flat in vec4 v_layers;
 in float v_dist;
+in vec3 v_world;
 flat in float v_level;
 out vec4 f_color;
 
@@ -105,7 +116,7 @@ void main() {
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
     if (v_layers.w >= 0.0) albedo = mix(albedo, layer(v_layers.w, tuv), alpha.b);
     if (uLodDebug > 0.5 && v_level >= 0.0) albedo = mix(albedo, LOD_COLORS[int(v_level)], 0.7);
-    vec3 lit = applyLight(albedo, v_normal);
+    vec3 lit = applyLightShadowed(albedo, v_normal, shadowFactor(v_world, v_dist));
     lit *= 1.0 - 0.45 * uMcsh * alpha.a;  // baked MCSH: darker where the shadow bit is set
     f_color = vec4(applyFog(lit, v_dist), 1.0);
 }
