@@ -12,7 +12,9 @@ unit; a bigger count is a bigger area, as a bigger zone is):
               the middle (large baseInstance), with them first (small baseInstance), from 1M-instance
               buffers, and through the GPU path's compacted buffer.
   * layout  - (--layout-counts) every instance drawn, no culling: 16-byte instances vs 64-byte mat4.
-Then the sample world's zone at the requested size (start view, grass view, walking), with PNGs
+Then the sample world's zone at the requested size (start view, grass view, walking; the sun's
+shadows on as in the viewer), the grass view with shadows off, split and split without shadows
+(``passes_*``: the shadow pass's cost is grass_60_60 minus passes_shadows_off), with PNGs
 (normal and --debug-rings colouring) in --png-dir, and with --flight a straight flight at 50
 units/s across a 6x6 sample world with a finish after every frame: median, p99, max frame time.
 
@@ -296,6 +298,14 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
             for part in ("terrain", "doodads", "grass"):
                 v.toggles = Toggles(**{k: k == part for k in ("terrain", "doodads", "grass")})
                 results[f"only_{part}"] = time_viewer(v, target, frames)
+            # the shared passes (the grass view above has the sun's shadows on, one view)
+            for label, tg in (("shadows_off", Toggles(shadows=False)), ("split", Toggles(split=True)),
+                              ("split_shadows_off", Toggles(split=True, shadows=False))):
+                v.toggles = tg
+                results[f"passes_{label}"] = time_viewer(v, target, frames)
+                if png_dir:
+                    v.render_frame(0.0)
+                    v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}_{label}.png")
     scene.release()
     target.release()
     data.close()
@@ -610,9 +620,10 @@ def main(argv=None):
         fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
         print(f"  ({sf} frames a view; cpu/gpu medians, wall = total / frames)")
         for name, r in s.items():
-            if name.startswith("only_"):
+            if name.startswith("only_") or name.startswith("passes_"):
+                what = "the other parts off" if name.startswith("only_") else name[7:].replace("_", ", ")
                 print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} "
-                      f"ms/frame  (grass view, the other parts off)")
+                      f"ms/frame  (grass view, {what})")
                 continue
             rep = r["repeat"]
             print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
