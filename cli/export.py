@@ -64,10 +64,11 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     lacks are drawn as straw-coloured stand-ins. Grass comes from the tiles' bundles (baked
     first when the cache has none). See docs/export.md.
     """
-    from wowgrass.export.scene import export_scene
+    from wowgrass.export.scene import check_texture_size, export_scene
     from wowgrass.export.sources import open_tiles
     from wowgrass.fileio import write_atomic
     out = output_path(output, (".glb",))
+    check_texture_size(texture_size)  # before any bake
     constants = placement_constants(seed, overrides)
     with progress_bar("bake", "tiles", quiet=as_json) as bar:
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,

@@ -357,6 +357,7 @@ def test_adt_image_grass_of_a_real_tile_needs_tables(realdata, tmp_path):
 @pytest.mark.parametrize("args", [
     ["export", "gltf", "-o", "{tmp}/x.glb", "--tile", "99,1"],
     ["export", "gltf", "-o", "{tmp}/nope/x.glb"],
+    ["export", "gltf", "-o", "{tmp}/x.glb", "--texture-size", "100"],
     ["export", "gltf", "{tmp}/bad.adt", "--dbc", "{tmp}", "-o", "{tmp}/x.glb"],
     ["export", "gltf", "{tmp}/bad.adt", "-o", "{tmp}/x.glb"],  # a real ADT without its tables
     ["bundle", "export", "{tmp}/bad.adt"],

@@ -128,6 +128,12 @@ class ModelLibrary:
         return self.meshes["<stand-in>"]
 
 
+def check_texture_size(size: int) -> None:
+    """A tile's baked texture: 16 chunks x 8 layer repeats divide it (128 .. 8192)."""
+    if size % 128 or not 128 <= size <= 8192:
+        raise UsageError(f"terrain texture size must be a multiple of 128 from 128 to 8192, got {size}")
+
+
 def scene_origin(tiles: list[TileInput]) -> np.ndarray:
     """World (X, Y, 0) of the centre of the tiles' bounding box."""
     cols = [t.adt.col for t in tiles]
@@ -146,8 +152,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
         raise UsageError(f"instancing must be one of {', '.join(INSTANCING_MODES)}")
     if origin not in ORIGINS:
         raise UsageError(f"origin must be one of {', '.join(ORIGINS)}")
-    if texture_size % 128 or not 128 <= texture_size <= 8192:
-        raise UsageError(f"terrain texture size must be a multiple of 128 from 128 to 8192, got {texture_size}")
+    check_texture_size(texture_size)
     if not tiles:
         raise UsageError("nothing to export: no tiles")
     b = GltfBuilder()
