@@ -64,16 +64,23 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     lacks are drawn as straw-coloured stand-ins. Grass comes from the tiles' bundles (baked
     first when the cache has none). See docs/export.md.
     """
+    from wowgrass.cli.bake import warn_unknown_effects
     from wowgrass.export.scene import check_texture_size, export_scene
     from wowgrass.export.sources import open_tiles
     from wowgrass.fileio import write_atomic
     out = output_path(output, (".glb",))
     check_texture_size(texture_size)  # before any bake
     constants = placement_constants(seed, overrides)
+    baked = []
     with progress_bar("bake", "tiles", quiet=as_json) as bar:
+        def on_tile(res):
+            baked.append(res)
+            bar.advance(f"{res.tile[0]}_{res.tile[1]}")
+
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,
                          ranges=parse_tiles(tiles), build=build, placement=placement, constants=constants,
-                         on_tile=lambda res: bar.advance(f"{res.tile[0]}_{res.tile[1]}"))
+                         on_tile=on_tile)
+    warn_unknown_effects(baked)
     try:
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
             glb, summary = export_scene(src.tiles, src.read, map_name=src.map_name, instancing=instancing,

@@ -118,6 +118,9 @@ def test_unknown_effect_ids_are_one_warning_line(realdata, tmp_path):
     lines = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
     assert len(lines) == 1 and "not in the tables" in lines[0] and "40199" in lines[0] and "cells" in lines[0]
     assert 40199 in json.loads(res.stdout)["unknown_effects"]["ids"]
+    res = run("export", "gltf", realdata / "adt" / "continent4229.adt", "--dbc", realdata / "dbc" / "1.12", "-o",
+              tmp_path / "x.glb", "--no-terrain")
+    assert res.exit_code == 0 and [line for line in res.stderr.splitlines() if line.startswith("warning:")] == lines
 
 
 def test_constants_outside_their_range_are_errors(world, tmp_path):
