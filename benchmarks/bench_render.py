@@ -22,7 +22,10 @@ Each run starts with 10 untimed frames (their GPU times are kept as ``startup_gp
 buffer's first frames can be slow). Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
 waits for the GPU's last frame. ``wall`` = the time of N consecutive frames (one ``finish`` at the
 end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' timer queries;
-``cpu`` = the median time to build and submit a frame.
+``cpu`` = the median time to build and submit a frame (the bench's timer query left out);
+``cpu sub`` = the same for frames that start with the GPU idle (after a finish), so that no wait
+for a full driver queue lands in it: the frame's own CPU work. The flight's frames start at 60 fps
+in real time (``--flight-pace``), as the viewer's do, so that tiles have the time to stream in.
 
     python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
     python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000,16000000,45000000 \
@@ -103,14 +106,22 @@ def clump(kind: str = "ref18"):
 _VIEWS: dict = {}  # one View per camera, kept across frames as the viewer keeps its views
 
 
+_PASSES: dict = {}  # one colour pass per target, kept as the viewer keeps its passes
+
+
 def frame(target, uniforms, field, cam, t, timer):
-    t0 = time.perf_counter()
-    timer.begin()
+    """One frame; returns the CPU time of building and submitting it (the timer query around it
+    is the benchmark's, not the frame's, and is left out) and its draw counts."""
     view = _VIEWS.get(id(cam))
     if view is None or view.camera is not cam:
         view = _VIEWS[id(cam)] = View(cam, (0, 0, *target.size))
+    passes = _PASSES.get(id(target))
+    if passes is None:
+        passes = _PASSES[id(target)] = [ColourPass(target)]
+    timer.begin()
+    t0 = time.perf_counter()
     fr = Frame(time=t, views=[view], wind=field.settings)
-    counts = draw_frame(fr, [ColourPass(target)], [field], uniforms)
+    counts = draw_frame(fr, passes, [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
     timer.end()  # reads the query of two frames earlier: CPU and GPU overlap
     return cpu, counts
@@ -175,17 +186,21 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     gpus = [ms for f, ms in timer.drain() if f >= first]
     # the same frames again with a finish after each: a frame's latency, and whether the pipelined
     # wall time above hides one-off stalls (a mean) that the GPU medians do not show
-    fin = []
+    # its CPU part is the submission alone: the GPU is idle when it starts, so no driver
+    # throttling (a full command queue) lands in it, as it can in the pipelined frames' CPU time
+    fin, submit = [], []
     for i in range(min(frames, 50)):
         t1 = time.perf_counter()
-        frame(target, uniforms, field, cam, i / 60.0, timer)
+        c, _ = frame(target, uniforms, field, cam, i / 60.0, timer)
         ctx.finish()
         fin.append((time.perf_counter() - t1) * 1000)
+        submit.append(c)
     timer.drain()
     nan = float("nan")
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
            "gpu_ms_mean": statistics.fmean(gpus) if gpus else nan, "gpu_ms_max": max(gpus) if gpus else nan,
            "gpu_timeline_ms": [round(g, 4) for g in gpus], "startup_gpu_ms": startup, "finish_ms_median": median(fin), "finish_ms_max": max(fin),
+           "cpu_submit_ms": median(submit), "cpu_submit_ms_max": max(submit),
            "submitted": counts.instances, "draw_calls": counts.draw_calls}
     if path == "gpu":  # one more frame with the counters on, read back (not timed)
         field.collect_stats = True
@@ -238,18 +253,36 @@ def time_viewer(v, target, frames, walk=0.0):
     wall = (time.perf_counter() - t0) * 1000 / frames
     gp = [ms for f, ms in v.drain_gpu_times() if f >= first]
     cam.position = start
+    # the CPU time of a frame submitted to an idle GPU: its own work alone (in the pipelined frames
+    # a GPU-bound view makes the driver hold the CPU back somewhere inside the frame)
+    submit = []
+    for i in range(min(frames, 30)):
+        target.ctx.finish()
+        submit.append(v.render_frame(i / 60.0).cpu_ms)
+    target.ctx.finish()
+    v.drain_gpu_times()
     return {"cpu_ms": statistics.median(f.cpu_ms for f in fr), "cpu_ms_max": max(f.cpu_ms for f in fr),
+            "cpu_submit_ms": statistics.median(submit),
             "gpu_ms": median(gp) if gp else None, "gpu_ms_max": max(gp) if gp else None,
             "wall_ms": wall, "gpu_frames": len(gp), "instances": fr[-1].instances,
-            "draw_calls": fr[-1].draw_calls, "triangles": fr[-1].triangles}
+            "draw_calls": fr[-1].draw_calls, "triangles": fr[-1].triangles,
+            "grass_submitted": fr[-1].grass_instances}
 
 
 def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, profile=False):
     """The sample world: the start view, the grass view, the grass view walking forward at
     12 units/s (60 fps; the matrices and now and then the visible chunk set change every frame).
-    ``parts``: also the grass view with only terrain, only doodads, only grass (GPU time of each)."""
+
+    Like for like with the figures before the renderer of passes (docs/view.md): these views are
+    drawn without the sun's shadow pass (the viewer's default now; ``grass_60_60_shadows`` is the
+    grass view with it), and ``centre_as_before`` stands where the start view stood then (above
+    the data's centre, facing the grassiest heading; the start view is now :mod:`.firstframe`'s).
+    ``parts``: also the grass view with only terrain, only doodads, only grass, and the grass alone
+    in variants that say what its time is made of (rings off, culling off, the GPU culling's
+    compacted buffer in arbitrary order instead of nearest band first, the CPU fallback's
+    culling, no alpha to coverage)."""
     from wowgrass.render.app import ViewOptions, open_source
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.scene import Scene, tiles_centre
     from wowgrass.render.viewer import Toggles, Viewer, default_camera
 
     opts = ViewOptions(size=size)
@@ -257,15 +290,22 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
     target = create_offscreen_target(size, samples)
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, instance_layout=layout)
     scene = Scene(target.ctx, progs, src, instance_layout=layout)
+    no_shadows = {"shadows": False} if "shadows" in Toggles.__dataclass_fields__ else {}
     results = {}
-    for name, cam_xy, walk in (("centre", None, 0.0), ("grass_60_60", (60.0, 60.0), 0.0),
-                               ("grass_walk", (60.0, 60.0), 0.2)):
+    views = (("centre", None, 0.0, no_shadows), ("centre_as_before", tiles_centre(src.tiles), 0.0, no_shadows),
+             ("grass_60_60", (60.0, 60.0), 0.0, no_shadows), ("grass_walk", (60.0, 60.0), 0.2, no_shadows))
+    if no_shadows:
+        views += (("grass_60_60_shadows", (60.0, 60.0), 0.0, {}),)
+    grass_view = None
+    for name, cam_xy, walk, toggles in views:
         cam = default_camera(scene, src, camera=cam_xy)
         scene.update(cam.position, block=True)
-        v = Viewer(target, scene, cam, Toggles())
+        v = Viewer(target, scene, cam, Toggles(**toggles))
         r = results[name] = time_viewer(v, target, frames, walk)
         r["resident"] = scene.grass.total_instances
         r["camera"] = [round(float(c), 2) for c in cam.position]
+        r["yaw_pitch_deg"] = [round(math.degrees(cam.yaw), 2), round(math.degrees(cam.pitch), 2)]
+        r["shadows"] = bool(getattr(v.toggles, "shadows", False))
         v.toggles.stats = True  # one more frame with the GPU culling's counters read back (not timed)
         st = v.render_frame(0.0)
         v.toggles.stats = False
@@ -277,11 +317,12 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
         if png_dir and not walk:
             v.render_frame(0.0)
             v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}.png")
-            rings = scene.grass.settings.rings
-            rings.debug = True
-            v.render_frame(0.0)
-            v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}_debug_rings.png")
-            rings.debug = False
+            if name == "grass_60_60":
+                rings = scene.grass.settings.rings
+                rings.debug = True
+                v.render_frame(0.0)
+                v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}_debug_rings.png")
+                rings.debug = False
         if profile and name == "grass_60_60":  # where a frame's CPU time goes (Python or GL calls)
             import cProfile
             import pstats
@@ -294,31 +335,69 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
             target.ctx.finish()
             print(f"  profile of {frames} frames of the grass view (tottime, s):")
             pstats.Stats(pr).sort_stats("tottime").print_stats(14)
-        if parts and name == "grass_60_60":
-            for part in ("terrain", "doodads", "grass"):
-                v.toggles = Toggles(**{k: k == part for k in ("terrain", "doodads", "grass")})
-                results[f"only_{part}"] = time_viewer(v, target, frames)
-            # the shared passes (the grass view above has the sun's shadows on, one view)
-            for label, tg in (("shadows_off", Toggles(shadows=False)), ("split", Toggles(split=True)),
-                              ("split_shadows_off", Toggles(split=True, shadows=False))):
-                v.toggles = tg
-                results[f"passes_{label}"] = time_viewer(v, target, frames)
-                if png_dir:
-                    v.render_frame(0.0)
-                    v.save_png(Path(png_dir) / f"sample_{name}_{size[0]}x{size[1]}_{label}.png")
+        if name == "grass_60_60":
+            grass_view = v
+    if parts and grass_view is not None:
+        v = grass_view
+        v.camera.position = np.array(results["grass_60_60"]["camera"], np.float64)
+        for part in ("terrain", "doodads", "grass"):
+            v.toggles = Toggles(**{k: k == part for k in ("terrain", "doodads", "grass")}, **no_shadows)
+            results[f"only_{part}"] = time_viewer(v, target, frames)
+        v.toggles = Toggles(terrain=False, doodads=False, grass=False, **no_shadows)
+        results["only_nothing"] = time_viewer(v, target, frames)  # a frame's fixed cost (clear, timer)
+        grass_alone = Toggles(terrain=False, doodads=False, grass=True, **no_shadows)
+        rings = scene.grass.settings.rings
+        rings.enabled = False
+        v.toggles = grass_alone
+        results["only_grass_rings_off"] = time_viewer(v, target, frames)
+        rings.enabled = True
+        v.toggles = Toggles(terrain=False, doodads=False, grass=True, cull=False, **no_shadows)
+        results["only_grass_culling_off"] = time_viewer(v, target, frames)
+        if hasattr(scene.grass, "bands"):  # the compacted buffer in arbitrary order (one cull dispatch)
+            bands, scene.grass.bands = scene.grass.bands, ()
+            v.toggles = grass_alone
+            results["only_grass_unordered"] = time_viewer(v, target, frames)
+            scene.grass.bands = bands
+        v.toggles = grass_alone
+        v.colour_pass.alpha_to_coverage = False
+        results["only_grass_no_a2c"] = time_viewer(v, target, frames)
+        v.colour_pass.alpha_to_coverage = target.samples > 0
+        # the shared passes (the grass view above is drawn without the sun's shadows, one view)
+        for label, tg in (("shadows_off", Toggles(**no_shadows)), ("split", Toggles(split=True)),
+                          ("split_shadows_off", Toggles(split=True, **no_shadows))):
+            v.toggles = tg
+            results[f"passes_{label}"] = time_viewer(v, target, frames)
+            if png_dir:
+                v.render_frame(0.0)
+                v.save_png(Path(png_dir) / f"sample_grass_60_60_{size[0]}x{size[1]}_{label}.png")
     scene.release()
+    if parts and grass_view is not None and target.ctx.version_code >= 430:
+        # the same grass view through the CPU fallback's per-chunk culling (a scene of its own)
+        scene = Scene(target.ctx, progs, src, instance_layout=layout, grass_culling="cpu")
+        cam = default_camera(scene, src, camera=(60.0, 60.0))
+        scene.update(cam.position, block=True)
+        v = Viewer(target, scene, cam, Toggles(terrain=False, doodads=False, grass=True, **no_shadows))
+        results["only_grass_cpu_culling"] = time_viewer(v, target, frames)
+        scene.release()
     target.release()
     data.close()
     return results
 
 
-def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None):
+def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None, pace=60.0):
     """A straight flight over a ``tiles`` x ``tiles`` sample world at ``speed`` units/s (60 fps
     steps), ``height`` above the ground, streaming tiles as the viewer does; a finish after every
     frame so that a stall shows in its frame. Flown twice: first as the cache stands (bundles
-    baked on demand on a fresh machine), then again with every bundle cached."""
+    baked on demand on a fresh machine), then again with every bundle cached.
+
+    ``pace``: frames start at this rate in real time (the viewer's vsync), so the background
+    worker has the flight's real duration (frames x 1/60 s) to load tiles; flown as fast as the GPU
+    allows (0), a fast GPU crosses the world in a quarter of that and no tile arrives before the
+    flight ends. A frame's time is its own work (update, draw, finish), not the wait for its slot.
+    Reported with it: the tiles that come into reach along the path (expected arrivals), the ones
+    uploaded, the ones still missing in reach at the end, and how many slow frames had an upload."""
     from wowgrass.data import open_data
-    from wowgrass.render.scene import Scene, tiles_centre
+    from wowgrass.render.scene import Scene, tile_distances, tiles_centre
     from wowgrass.render.source import GameSource
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.samples import MAP_NAME, sample_data_path
@@ -334,27 +413,51 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     # along the world's diagonal through its centre: tile borders in X and Y both get crossed
     start = np.array([cx - span / 2 / math.sqrt(2), cy - span / 2 / math.sqrt(2), 0.0])
     step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
+    keys = np.array(src.tiles, np.int64).reshape(-1, 2)
+    slot = 1.0 / pace if pace > 0 else 0.0
     for run in ("first", "cached"):
         scene = Scene(target.ctx, progs, src)
         cam = Camera(position=start.copy())
         cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
         scene.update(cam.position, block=True)
-        v = Viewer(target, scene, cam, Toggles())
-        times, uploads = [], 0
+        at_start = set(scene.tiles)
+        # the tiles the path brings into reach that the start did not load: what must stream in
+        path = start[None, :2] + np.arange(frames)[:, None] * step[None, :2]
+        reached = np.zeros(len(keys), bool)
+        for x, y in path[::10]:
+            reached |= tile_distances(keys, float(x), float(y)) <= scene.reach
+        expected = {tuple(int(v) for v in k) for k in keys[reached]} - at_start
+        toggles = {"shadows": False} if "shadows" in Toggles.__dataclass_fields__ else {}
+        v = Viewer(target, scene, cam, Toggles(**toggles))
+        times, per_frame = [], []
+        due = time.perf_counter()
         for i in range(frames):
+            now = time.perf_counter()
+            if now < due:
+                time.sleep(due - now)
+            due = max(due + slot, time.perf_counter()) if slot else due
             t0 = time.perf_counter()
-            uploads += scene.update(cam.position)
+            n_up = scene.update(cam.position)
             g = scene.ground_height(float(cam.position[0]), float(cam.position[1]))
             if g is not None:
                 cam.position[2] = g + height
             v.render_frame(i / 60.0)
             target.ctx.finish()
             times.append((time.perf_counter() - t0) * 1000.0)
+            per_frame.append(n_up)
             cam.position = cam.position + step
         med = statistics.median(times)
+        in_reach_end = set(scene.wanted(float(cam.position[0]), float(cam.position[1])))
+        missing_end = sorted(k for k in in_reach_end if k not in scene.tiles or not scene.tiles[k].full)
+        slow = [i for i, t in enumerate(times) if t > 2 * med]
         results[run] = {"median_ms": med, "p99_ms": float(np.percentile(times, 99)), "max_ms": max(times),
                         "frames_over_4x_median": sum(t > 4 * med for t in times), "frames": frames,
-                        "tile_uploads": uploads, "resident_tiles_end": len(scene.tiles),
+                        "pace_fps": pace, "tile_uploads": int(sum(per_frame)),
+                        "tiles_expected": len(expected), "tiles_arrived": len(expected & set(scene.tiles)),
+                        "missing_in_reach_end": [list(k) for k in missing_end],
+                        "slow_frames": len(slow), "slow_frames_with_upload": sum(per_frame[i] > 0 for i in slow),
+                        "max_ms_frame_upload": bool(per_frame[int(np.argmax(times))]),
+                        "resident_tiles_end": len(scene.tiles),
                         "tile_errors": {f"{c},{r}": e for (c, r), e in list(scene.errors.items())[:5]},
                         "tile_error_count": len(scene.errors)}
         if png_dir and run == "cached":
@@ -470,6 +573,8 @@ def main(argv=None):
     ap.add_argument("--flight", action="store_true", help="fly across a 6x6 sample world at 50 units/s")
     ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
     ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
+    ap.add_argument("--flight-pace", type=float, default=60.0,
+                    help="frames of --flight start at this rate in real time, as with vsync (0: as fast as possible)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--terrain", action="store_true",
                     help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
@@ -509,12 +614,12 @@ def main(argv=None):
             Path(a.json).parent.mkdir(parents=True, exist_ok=True)
             Path(a.json).write_text(json.dumps(out, indent=2))
     settings = GrassSettings()
-    hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'gpu ms':>8} {'gpu mean':>8} "
-           f"{'gpu max':>8} {'wall ms':>8} {'finish':>8}")
+    hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'cpu sub':>8} {'gpu ms':>8} "
+           f"{'gpu mean':>8} {'gpu max':>8} {'wall ms':>8} {'finish':>8}")
 
     def row(n, r):
         return (f"{n:>11,} {r['submitted']:>8,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['cpu_ms_max']:>8.3f} "
-                f"{r['gpu_ms']:>8.3f} {r['gpu_ms_mean']:>8.3f} {r['gpu_ms_max']:>8.3f} {r['wall_ms']:>8.3f} "
+                f"{r['cpu_submit_ms']:>8.3f} {r['gpu_ms']:>8.3f} {r['gpu_ms_mean']:>8.3f} {r['gpu_ms_max']:>8.3f} {r['wall_ms']:>8.3f} "
                 f"{r['finish_ms_median']:>8.3f}")
 
     for path, title in (("gpu", "GPU-driven culling (compute pass: groups, then instances, LOD rings; indirect)"),
@@ -622,12 +727,14 @@ def main(argv=None):
         for name, r in s.items():
             if name.startswith("only_") or name.startswith("passes_"):
                 what = "the other parts off" if name.startswith("only_") else name[7:].replace("_", ", ")
-                print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} "
-                      f"ms/frame  (grass view, {what})")
+                sub = f", grass instances submitted {r['grass_submitted']:,}" if r["grass_submitted"] else ""
+                print(f"  {name:<24} cpu {r['cpu_ms']:.3f} ms (submit {r['cpu_submit_ms']:.3f})  gpu {fmt(r['gpu_ms'])} ms"
+                      f"  wall {r['wall_ms']:.2f} ms/frame  (grass view, {what}{sub})")
                 continue
             rep = r["repeat"]
-            print(f"  {name:<12} cpu {r['cpu_ms']:.3f} ms  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
+            print(f"  {name:<24} cpu {r['cpu_ms']:.3f} ms (submit {r['cpu_submit_ms']:.3f})  gpu {fmt(r['gpu_ms'])} ms  wall {r['wall_ms']:.2f} ms/frame"
                   f"  (max cpu {r['cpu_ms_max']:.3f} gpu {fmt(r['gpu_ms_max'])})  draws {r['draw_calls']}  "
+                  f"camera {r['camera']} yaw/pitch {r['yaw_pitch_deg']} shadows {'on' if r['shadows'] else 'off'}  "
                   f"grass drawn {r['grass_drawn']:,} ({r['grass_culling']}) of {r['resident']:,} resident  "
                   f"triangles (non-grass) {r['triangles']:,}"
                   + f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}"
@@ -635,12 +742,17 @@ def main(argv=None):
                      f"{r['check']['reference']:,}" if "check" in r else ""))
     if a.flight:
         print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "
-              f"MSAA {a.samples}x, finish after every frame:")
-        f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir)
+              f"MSAA {a.samples}x, finish after every frame, "
+              f"frames paced at {a.flight_pace:g} fps (0: unpaced):")
+        f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir,
+                                           pace=a.flight_pace)
         for run, r in f.items():
             print(f"  {run:<7} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
-                  f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']}  "
+                  f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']} (tiles the path "
+                  f"brings into reach {r['tiles_expected']}, arrived {r['tiles_arrived']}, missing in reach at the "
+                  f"end {len(r['missing_in_reach_end'])})  frames over 2x median {r['slow_frames']}, with an upload "
+                  f"{r['slow_frames_with_upload']}; slowest frame had an upload: {r['max_ms_frame_upload']}  "
                   f"tiles resident at the end {r['resident_tiles_end']}, failed {r['tile_error_count']}"
                   + (f" (first: {next(iter(r['tile_errors'].values()))})" if r["tile_errors"] else ""))
     if a.terrain:

@@ -285,4 +285,41 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles(ctx):
         assert rig.grass.read_stats(rig.frame(cam))["drawn"] > 0
         rig.release()
     assert per_frame[0] == per_frame[1], per_frame
-    assert per_frame[0]["run"] == 3  # reset, cull (one view), finalize
+    from wowgrass.render.grass_gpu import NEAR_FIRST_BANDS
+
+    assert per_frame[0]["run"] == 2 + len(NEAR_FIRST_BANDS)  # reset, cull (one view, per band), finalize
+
+
+def test_compacted_buffer_holds_nearer_bands_first(ctx):
+    """The culling runs in distance bands, nearest first: in each draw's compacted instances no
+    instance of a farther band (by its chunk group's box) comes before one of a nearer band, and
+    the visible set is the same as culled in one dispatch (arbitrary order)."""
+    from wowgrass.render.grass_gpu import NEAR_FIRST_BANDS
+
+    rig = Rig(ctx, field(n=8000))
+    cam = eye_camera(CX + 5.0, CY - 3.0, 1.7, 35.0)
+    g = rig.grass
+    view = rig.frame(cam)  # uploads the instances
+    # each resident instance's band, from its group's box (what the shader tests)
+    band_of = {}
+    lows = np.array([lo for lo, _ in NEAR_FIRST_BANDS], np.float64)
+    for b in g.batches:
+        inst = np.frombuffer(g.arena.read(b.count * 16, offset=b.start * 16), np.dtype((np.void, 16)))
+        for grp in b.groups:
+            first, count = int(grp["info"][0]) - b.start, int(grp["info"][1])
+            gap = np.maximum(np.maximum(grp["lo"][:2] - cam.position[:2], cam.position[:2] - grp["hi"][:2]), 0.0)
+            band = int(np.searchsorted(lows, float(np.hypot(*gap)), side="right")) - 1
+            for raw in inst[first:first + count]:
+                band_of[bytes(raw)] = band
+    ordered = g.read_visible(view)
+    seen_bands = set()
+    for key, inst in ordered.items():
+        bands = [band_of[bytes(r)] for r in np.ascontiguousarray(inst).view(np.dtype((np.void, 16)))]
+        assert bands == sorted(bands), key
+        seen_bands.update(bands)
+    assert len(seen_bands) >= 2  # the camera sees grass of more than one band
+    g.bands = ()
+    unordered = g.read_visible(rig.frame(cam))
+    for key in ordered:
+        assert as_set(ordered[key]) == as_set(unordered[key])
+    rig.release()

@@ -41,6 +41,9 @@ MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
+# distance bands (chunk box to camera, world units) a view is culled in, nearest first, so that the
+# compacted buffer holds near grass before far grass (see shaders/grass_cull.glsl)
+NEAR_FIRST_BANDS = ((0.0, 12.0), (12.0, 48.0), (48.0, 3.0e38))
 # glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
 # also as indirect commands and instance attributes by the draws. Buffer reads of shader results
 # (statistics, tests) add BUFFER_UPDATE only when they happen: on the H200 that bit in every frame
@@ -157,6 +160,7 @@ class GpuGrass(Source):
         self._finalize = programs.variant("grass_cull", {**defines, "FINALIZE": True})
         self._reset = programs.variant("grass_cull", {**defines, "RESET": True})
         self.cull = True
+        self.bands = NEAR_FIRST_BANDS  # () or None: one dispatch a view, the compacted order arbitrary
         self.collect_stats = False  # statistics atomics in the compute pass (--stats, --json, tests)
         self.batches: list[GpuBatch] = []
         self.buffers_created = 0  # batches written into the arena (once each, never per frame)
@@ -377,14 +381,16 @@ class GpuGrass(Source):
         set_(cs, "uRowGroups", WORKGROUP_ROW)
         set_(cs, "uLiteRing", self.settings.rings.lite_ring)
         set_(cs, "uCollectStats", self.collect_stats)
+        bands = self.bands or ((0.0, 3.0e38),)
         for view in views:
             frame.uniforms.bind(view)
             set_(cs, "uCommandBase", view.slot * self._cmd_per_view)
             set_(cs, "uVisibleBase", view.slot * self._visible_per_view)
             set_(cs, "uStatsBase", view.slot * STATS_SIZE)
-            if n_groups:
+            for band in bands if n_groups else ():
+                set_(cs, "uBand", band)
                 cs.run(min(n_groups, WORKGROUP_ROW), rows)
-        ctx.memory_barrier(SSBO_BARRIER)
+                ctx.memory_barrier(SSBO_BARRIER)  # this band's appends before the next band's
         fin = self._finalize
         set_(fin, "uCommandCount", n_cmds)
         set_(fin, "uCollectStats", self.collect_stats)

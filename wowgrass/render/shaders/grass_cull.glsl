@@ -5,7 +5,9 @@
 // bounding sphere against the frustum, the LOD rings' keep hash). Survivors are appended to the
 // view's compacted buffer in the region of their model and LOD mesh (outer rings: the lighter
 // mesh), and the instance counts of that view's DrawElementsIndirect commands grow by atomics,
-// one per work group and command. With RESET defined, the program zeroes the instance counts
+// one per work group and command. A view is culled in distance bands, nearest first, each
+// dispatch after the last one's appends: the draws then meet the near grass before the far grass
+// (early depth rejection spares the far blades behind it; an arbitrary order shaded them). With RESET defined, the program zeroes the instance counts
 // (and the statistics) before; with FINALIZE, it clamps the counts to the regions' capacities and
 // totals the statistics after. All three are shader passes ordered by memory barriers: a buffer
 // copy for the reset would not be ordered against the atomics around it.
@@ -42,6 +44,7 @@ uniform uint uCommandCount;  // RESET, FINALIZE: commands of all views
 uniform uint uStatsCount;    // RESET: statistics of all views (uints)
 uniform int uLiteRing;       // rings from this one on draw the lighter mesh
 uniform bool uCollectStats;
+uniform vec2 uBand;          // this dispatch takes the groups whose box is this far (XY) from the camera
 
 #if defined RESET
 void main() {
@@ -89,7 +92,8 @@ void main() {
     vec2 camXY = uGrassFrame[0].xy;
     float drawDistance = uGrassFrame[0].w;
     vec2 gap = max(max(grp.lo.xy - camXY, camXY - grp.hi.xy), vec2(0.0));
-    if (dot(gap, gap) >= drawDistance * drawDistance) return;
+    float gap2 = dot(gap, gap);
+    if (gap2 >= drawDistance * drawDistance || gap2 < uBand.x * uBand.x || gap2 >= uBand.y * uBand.y) return;
     vec3 pad = vec3(grp.lo.w, grp.lo.w, 0.0);
     if (boxOutside(0.5 * (grp.lo.xyz + grp.hi.xyz), 0.5 * (grp.hi.xyz - grp.lo.xyz) + pad)) return;
 
