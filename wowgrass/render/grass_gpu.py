@@ -43,7 +43,7 @@ WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed 
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 # distance bands (chunk box to camera, world units) a view is culled in, nearest first, so that the
 # compacted buffer holds near grass before far grass (see shaders/grass_cull.glsl)
-NEAR_FIRST_BANDS = ((0.0, 12.0), (12.0, 48.0), (48.0, 3.0e38))
+NEAR_FIRST_BANDS = ((0.0, 6.0), (6.0, 16.0), (16.0, 36.0), (36.0, 80.0), (80.0, 3.0e38))
 # glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
 # also as indirect commands and instance attributes by the draws. Buffer reads of shader results
 # (statistics, tests) add BUFFER_UPDATE only when they happen: on the H200 that bit in every frame
