@@ -726,7 +726,9 @@ def main(argv=None):
         print(f"  ({sf} frames a view; cpu/gpu medians, wall = total / frames)")
         for name, r in s.items():
             if name.startswith("only_") or name.startswith("passes_"):
-                what = "the other parts off" if name.startswith("only_") else name[7:].replace("_", ", ")
+                what = ("the other parts off" if name.startswith("only_")
+                        else {"shadows_off": "shadows off", "split": "split screen, shadows on",
+                              "split_shadows_off": "split screen, shadows off"}[name[7:]])
                 sub = f", grass instances submitted {r['grass_submitted']:,}" if r["grass_submitted"] else ""
                 print(f"  {name:<24} cpu {r['cpu_ms']:.3f} ms (submit {r['cpu_submit_ms']:.3f})  gpu {fmt(r['gpu_ms'])} ms"
                       f"  wall {r['wall_ms']:.2f} ms/frame  (grass view, {what}{sub})")
