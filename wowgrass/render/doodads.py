@@ -75,7 +75,7 @@ class DoodadSet(Source):
         self.batches = [b for b in self.batches if b.tile != tile]
 
     def draw(self, pass_, view) -> DrawCounts:
-        prog = pass_.program(self.programs, "doodad")
+        prog = pass_.program(self.programs, "doodad", view)
         out = DrawCounts()
         for b in self.batches:
             b.mesh.texture.use(location=0)

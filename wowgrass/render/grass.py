@@ -318,7 +318,7 @@ class GrassField(Source):
             vc = self._views[view.slot] = _ViewCull(self.ctx)
             self._visible_draws(vc, view.camera.position[:2], view.planes())
         draws = vc.draws if indirect else self._all_draws
-        prog = pass_.program(self.programs, self.program_name)
+        prog = pass_.program(self.programs, self.program_name, view)
         u = prog["uModelZ"]
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:

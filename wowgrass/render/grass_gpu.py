@@ -407,7 +407,7 @@ class GpuGrass(Source):
     def draw(self, pass_, view) -> DrawCounts:
         if not self.models:
             return DrawCounts()
-        prog = pass_.program(self.programs, "grass")
+        prog = pass_.program(self.programs, "grass", view)
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
             self.ctx.enable_direct(A2C)

@@ -183,7 +183,7 @@ class GridGrass(Source):
         draws = self.draws(view.camera.position[:2])
         if not draws:
             return out
-        prog = pass_.program(self.programs, self.program_name)
+        prog = pass_.program(self.programs, self.program_name, view)
         handles = self._handles.get(prog.glo)
         if handles is None:  # uniform lookups once per program variant, not per draw
             handles = self._handles[prog.glo] = (prog["uModelZ"], prog["uGridModel"])

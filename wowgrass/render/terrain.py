@@ -562,7 +562,7 @@ class TerrainSet(Source):
         """All resident chunks in one indirect multi-draw (GL 4.3), or each tile's level 0."""
         if not self.tiles:
             return DrawCounts()
-        prog = pass_.program(self.programs, "terrain")
+        prog = pass_.program(self.programs, "terrain", view)
         for name, value in (("uLodEye", self._lod_eye or tuple(view.camera.position)),
                             ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
                             ("uLodMorph", float(self.lod.morph)), ("uLodDebug", float(self.lod.debug)),

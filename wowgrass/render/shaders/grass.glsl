@@ -16,6 +16,10 @@
 #if defined VERTEX_SHADER
 #include "sway.glsl"
 #include "rings.glsl"
+#if !defined SHADOW_PASS && !defined WIREFRAME
+#include "shadow.glsl"
+out float v_shadow;           // the sun's shadow map at the vertex (1: lit), both vertex stages
+#endif
 #endif
 
 #if defined VERTEX_SHADER && defined GRASS_GRID
@@ -37,10 +41,6 @@ in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
 #endif
 
 out vec4 v_data;              // uv, ring * 2 + fade, height fraction: one varying (vertex output bandwidth)
-#if !defined SHADOW_PASS && !defined WIREFRAME
-#include "shadow.glsl"
-out float v_shadow;           // the sun's shadow map at the vertex (1: lit)
-#endif
 
 void main() {
 #if defined INSTANCE_MAT4

@@ -147,6 +147,9 @@ void main() {
     gl_Position = uViewProj * vec4(world, 1.0);
     v_data = vec4(unpackHalf2x16(in_mesh.w), float(grassRing(d)) * 2.0 + grassFadeAt(d, uGrassParams) * ringFade,
                   height);
+#if !defined SHADOW_PASS && !defined WIREFRAME
+    v_shadow = shadowFactor(world, d);   // the sun's shadow map (grass.glsl declares it)
+#endif
 #if defined GRID_CAPTURE
     t_root = vec4(worldXY, ground, 1.0);
     t_cell = vec4(cell, g, float(uGridModel));
