@@ -12,9 +12,9 @@ unit; a bigger count is a bigger area, as a bigger zone is):
               the middle (large baseInstance), with them first (small baseInstance), from 1M-instance
               buffers, and through the GPU path's compacted buffer.
   * layout  - (--layout-counts) every instance drawn, no culling: 16-byte instances vs 64-byte mat4.
-Then the sample world's zone at the requested size (start view, grass view, walking; the sun's
-shadows on as in the viewer), the grass view with shadows off, split and split without shadows
-(``passes_*``: the shadow pass's cost is grass_60_60 minus passes_shadows_off), with PNGs
+Then the sample world's zone at the requested size (start view, grass view, walking; without the
+sun's shadows, like for like with earlier runs; the grass view again with them), the grass view
+as a split screen with shadows off and on (``passes_split*``), with PNGs
 (normal and --debug-rings colouring) in --png-dir, and with --flight a straight flight at 50
 units/s across a 6x6 sample world with a finish after every frame: median, p99, max frame time.
 
@@ -362,9 +362,8 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
         v.colour_pass.alpha_to_coverage = False
         results["only_grass_no_a2c"] = time_viewer(v, target, frames)
         v.colour_pass.alpha_to_coverage = target.samples > 0
-        # the shared passes (the grass view above is drawn without the sun's shadows, one view)
-        for label, tg in (("shadows_off", Toggles(**no_shadows)), ("split", Toggles(split=True)),
-                          ("split_shadows_off", Toggles(split=True, **no_shadows))):
+        # the split screen (grass_60_60 and grass_60_60_shadows are its single-view figures)
+        for label, tg in (("split", Toggles(split=True, **no_shadows)), ("split_shadows", Toggles(split=True))):
             v.toggles = tg
             results[f"passes_{label}"] = time_viewer(v, target, frames)
             if png_dir:
@@ -727,8 +726,8 @@ def main(argv=None):
         for name, r in s.items():
             if name.startswith("only_") or name.startswith("passes_"):
                 what = ("the other parts off" if name.startswith("only_")
-                        else {"shadows_off": "shadows off", "split": "split screen, shadows on",
-                              "split_shadows_off": "split screen, shadows off"}[name[7:]])
+                        else {"split": "split screen, shadows off",
+                              "split_shadows": "split screen, shadows on"}[name[7:]])
                 sub = f", grass instances submitted {r['grass_submitted']:,}" if r["grass_submitted"] else ""
                 print(f"  {name:<24} cpu {r['cpu_ms']:.3f} ms (submit {r['cpu_submit_ms']:.3f})  gpu {fmt(r['gpu_ms'])} ms"
                       f"  wall {r['wall_ms']:.2f} ms/frame  (grass view, {what}{sub})")
