@@ -64,15 +64,9 @@ class ColourPass(Pass):
         ctx = self.target.ctx
         self.target.fbo.use()
         ctx.viewport = view.rect
+        ctx.scissor = view.rect  # a split view draws into its half only
         clear = LINES_BACKGROUND if view.fill == "lines" else self.clear
-        if tuple(view.rect) == (0, 0, *self.target.size):
-            # the whole target: an unscissored clear (a scissored one can miss the driver's fast
-            # clear of the multisampled colour and depth)
-            ctx.scissor = None
-            ctx.clear(*clear, 1.0, depth=1.0)
-        else:
-            ctx.scissor = view.rect  # a split view draws into its half only
-            ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
+        ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
         ctx.enable_only(moderngl.DEPTH_TEST)
         # sources without line index buffers (the zone's terrain, doodads and grass, so far) draw
         # their triangles' outlines; the meadow's sources switch this off and draw line lists

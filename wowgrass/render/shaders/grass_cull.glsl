@@ -5,9 +5,8 @@
 // bounding sphere against the frustum, the LOD rings' keep hash). Survivors are appended to the
 // view's compacted buffer in the region of their model and LOD mesh (outer rings: the lighter
 // mesh), and the instance counts of that view's DrawElementsIndirect commands grow by atomics,
-// one per work group and command. A view is culled in distance bands, nearest first, each
-// dispatch after the last one's appends: the draws then meet the near grass before the far grass
-// (early depth rejection spares the far blades behind it; an arbitrary order shaded them). With RESET defined, the program zeroes the instance counts
+// one per work group and command. With GpuGrass.bands a view is culled in distance bands, nearest
+// first, each dispatch after the last one's appends: the draws then meet the near grass first. With RESET defined, the program zeroes the instance counts
 // (and the statistics) before; with FINALIZE, it clamps the counts to the regions' capacities and
 // totals the statistics after. All three are shader passes ordered by memory barriers: a buffer
 // copy for the reset would not be ordered against the atomics around it.
