@@ -1,10 +1,9 @@
-"""The procedural meadow's ground and blade placement on the CPU (numpy; no GL).
+"""The procedural meadow's ground on the CPU (numpy; no GL).
 
-An fBm heightmap (value noise summed over octaves; lacunarity and gain as settings, a seed), the
-Wang integer hash the blade placement draws its per-cell numbers from, and the CPU placement of
-blades that the lesson uploads every frame (``view --procedural --cpu-instances``). The GPU
-generates the same blades from the same hash in ``shaders/meadow_blades.glsl``; both sample the
-heightmap with the same bilinear filter (``shaders/heightfield.glsl``).
+An fBm heightmap (value noise summed over octaves; lacunarity and gain as settings, a seed) and
+the Wang integer hash that the noise and the blade placement (:mod:`.blades`, and on the GPU
+``shaders/meadow_blades.glsl``) draw their per-cell numbers from. The CPU and the shaders sample
+the heightmap with the same bilinear filter (``shaders/heightfield.glsl``).
 
 World space is the viewer's: +Z up, the meadow spans [0, world_size] in X and Y.
 """

@@ -76,9 +76,9 @@ class ShadowMap:
         self.radius = r
         return self.view_proj
 
-    def params(self, on: bool = True) -> tuple[float, float, float, float]:
+    def params(self) -> tuple[float, float, float, float]:
         """``uShadowParams``: on, one texel in map units, depth bias, reach."""
-        return (1.0 if on else 0.0, 1.0 / self.size, self.depth_bias, self.reach)
+        return (1.0, 1.0 / self.size, self.depth_bias, self.reach)
 
     def begin(self):
         """Bind and clear the map for the depth pass (the caller draws the casters)."""

@@ -1,5 +1,5 @@
 // The meadow's heightmap (R32F): bilinear filtering done by hand from texelFetch, so every
-// stage (terrain, blade generation, the CPU placement in heightfield.py) reads the same heights.
+// stage (terrain, blade generation) and Heightfield.sample on the CPU read the same heights.
 uniform sampler2D uHeight;
 uniform vec2 uHeightInfo;   // (world units per texel, samples per side)
 
