@@ -33,6 +33,7 @@ from .constants import GrassSettings
 from .grass import CMD_DTYPE, group_by_chunk
 from .meshes import GpuMesh
 from .programs import VaoCache
+from .readback import read_buffer
 from .sources import DrawCounts, Source
 
 STATS_SIZE = 16  # uints per view: tested, groups visible, kept per ring (4), drawn, triangles, overflow
@@ -48,11 +49,10 @@ A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 NEAR_FIRST_BANDS = ((0.0, 6.0), (6.0, 16.0), (16.0, 36.0), (36.0, 80.0), (80.0, 3.0e38))
 # glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
 # also as indirect commands and instance attributes by the draws. Buffer reads of shader results
-# (statistics, tests) add BUFFER_UPDATE only when they happen: on the H200 that bit in every frame
+# (statistics, tests) go through render.readback, which adds BUFFER_UPDATE: on the H200 that bit in every frame
 # cost the multisampled sample zone about 2 ms of GPU time.
 SSBO_BARRIER = 0x2000
 DRAW_BARRIER = 0x2000 | 0x40 | 0x1  # SSBO | COMMAND | VERTEX_ATTRIB_ARRAY
-READ_BARRIER = 0x200  # GL_BUFFER_UPDATE_BARRIER_BIT
 
 
 class RangeAllocator:
@@ -465,26 +465,24 @@ class GpuGrass(Source):
         if self.stats is None or view.slot >= self._n_views or not self.cull:
             s = np.zeros(STATS_SIZE, np.uint32)
         else:
-            self.ctx.memory_barrier(READ_BARRIER)
-            s = np.frombuffer(self.stats.read(STATS_SIZE * 4, offset=view.slot * STATS_SIZE * 4), np.uint32)
+            s = np.frombuffer(read_buffer(self.ctx, self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
                 "drawn": int(s[6]), "drawn_triangles": int(s[7]), "overflow": int(s[8])}
 
     def read_visible(self, view) -> dict:
         """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
-        self.ctx.memory_barrier(READ_BARRIER)
-        cmds = np.frombuffer(self.commands.read(self._cmd_per_view * CMD_DTYPE.itemsize,
-                                                offset=view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
+        cmds = np.frombuffer(read_buffer(self.ctx, self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
+                                         view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
         out = {}
         for c, cmd in enumerate(cmds):
             n = int(cmd["instances"])
-            raw = self.visible.read(n * 16, offset=int(cmd["base_instance"]) * 16) if n else b""
+            raw = read_buffer(self.ctx, self.visible, n * 16, int(cmd["base_instance"]) * 16)
             out[(c // 2, c % 2)] = np.frombuffer(raw, INSTANCE_DTYPE).copy()
         return out
 
     def read_resident(self, model: int) -> np.ndarray:
         """Every uploaded instance of ``model``, read back from the arena (tests, validation)."""
-        parts = [np.frombuffer(self.arena.read(b.count * 16, offset=b.start * 16), INSTANCE_DTYPE)
+        parts = [np.frombuffer(read_buffer(self.ctx, self.arena, b.count * 16, b.start * 16), INSTANCE_DTYPE)
                  for b in self.batches if b.model == model and b.ready]
         return np.concatenate(parts) if parts else np.zeros(0, INSTANCE_DTYPE)
 

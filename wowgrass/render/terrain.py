@@ -47,6 +47,7 @@ from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from .programs import VaoCache, load_program
+from .readback import read_buffer
 from .sources import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
@@ -548,7 +549,7 @@ class TerrainSet(Source):
         """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
         slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
         buf = self._commands[view.slot]
-        return np.frombuffer(buf.read(size=self.arena.slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
+        return np.frombuffer(read_buffer(self.ctx, buf, self.arena.slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
