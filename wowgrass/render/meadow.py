@@ -33,6 +33,7 @@ from .grass import CMD_DTYPE
 from .heightfield import Heightfield, TerrainSettings
 from .meshes import blade_strip, line_indices, plane_grid
 from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program
+from .readback import read_buffer
 from .sources import DrawCounts, Source
 from .terrain import TerrainLod
 
@@ -149,8 +150,8 @@ class Meadow:
         """Tiles per LOD and blades per ring of the last frame, read back from the GPU's draw
         commands (a synchronising read: reports and tests, never the frame loop)."""
         s = self.settings
-        tc = np.frombuffer(self.terrain.commands.read(), CMD_DTYPE)[: len(s.lod_cells)]
-        bc = np.frombuffer(self.grass.commands.read(), CMD_DTYPE)[: len(s.blades.rings)]
+        tc = np.frombuffer(read_buffer(self.ctx, self.terrain.commands), CMD_DTYPE)[: len(s.lod_cells)]
+        bc = np.frombuffer(read_buffer(self.ctx, self.grass.commands), CMD_DTYPE)[: len(s.blades.rings)]
         tiles = [int(v) for v in tc["instances"]]
         blades = [int(v) for v in bc["instances"]]
         tris = sum(n * m["triangles"] for n, m in zip(tiles, self.terrain.meshes))
