@@ -384,7 +384,8 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
     return results
 
 
-def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None, pace=60.0):
+def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None, pace=60.0,
+                 shadows=False):
     """A straight flight over a ``tiles`` x ``tiles`` sample world at ``speed`` units/s (60 fps
     steps), ``height`` above the ground, streaming tiles as the viewer does; a finish after every
     frame so that a stall shows in its frame. Flown twice: first as the cache stands (bundles
@@ -395,7 +396,8 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     allows (0), a fast GPU crosses the world in a quarter of that and no tile arrives before the
     flight ends. A frame's time is its own work (update, draw, finish), not the wait for its slot.
     Reported with it: the tiles that come into reach along the path (expected arrivals), the ones
-    uploaded, the ones still missing in reach at the end, and how many slow frames had an upload."""
+    uploaded, the ones still missing in reach at the end, and how many slow frames had an upload.
+    ``shadows``: a third flight, bundles cached, with the sun's shadow pass on (``cached_shadows``)."""
     from wowgrass.data import open_data
     from wowgrass.render.scene import Scene, tile_distances, tiles_centre
     from wowgrass.render.source import GameSource
@@ -415,7 +417,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
     keys = np.array(src.tiles, np.int64).reshape(-1, 2)
     slot = 1.0 / pace if pace > 0 else 0.0
-    for run in ("first", "cached"):
+    for run in ("first", "cached") + (("cached_shadows",) if shadows else ()):
         scene = Scene(target.ctx, progs, src)
         cam = Camera(position=start.copy())
         cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
@@ -427,7 +429,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
         for x, y in path[::10]:
             reached |= tile_distances(keys, float(x), float(y)) <= scene.reach
         expected = {tuple(int(v) for v in k) for k in keys[reached]} - at_start
-        toggles = {"shadows": False} if "shadows" in Toggles.__dataclass_fields__ else {}
+        toggles = {"shadows": run == "cached_shadows"} if "shadows" in Toggles.__dataclass_fields__ else {}
         v = Viewer(target, scene, cam, Toggles(**toggles))
         times, per_frame = [], []
         due = time.perf_counter()
@@ -572,6 +574,8 @@ def main(argv=None):
                     help="frames a GPU timer query is read late in the field runs (0: no timer queries)")
     ap.add_argument("--flight", action="store_true", help="fly across a 6x6 sample world at 50 units/s")
     ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
+    ap.add_argument("--flight-shadows", action="store_true",
+                    help="--flight also once more with the sun's shadow pass on (bundles cached)")
     ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
     ap.add_argument("--flight-pace", type=float, default=60.0,
                     help="frames of --flight start at this rate in real time, as with vsync (0: as fast as possible)")
@@ -747,9 +751,9 @@ def main(argv=None):
               f"MSAA {a.samples}x, finish after every frame, "
               f"frames paced at {a.flight_pace:g} fps (0: unpaced):")
         f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir,
-                                           pace=a.flight_pace)
+                                           pace=a.flight_pace, shadows=a.flight_shadows)
         for run, r in f.items():
-            print(f"  {run:<7} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
+            print(f"  {run:<14} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
                   f"{r['frames_over_4x_median']} of {r['frames']}  tile uploads {r['tile_uploads']} (tiles the path "
                   f"brings into reach {r['tiles_expected']}, arrived {r['tiles_arrived']}, missing in reach at the "
