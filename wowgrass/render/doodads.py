@@ -46,13 +46,14 @@ class DoodadBatch:
         self.mesh, self.tile = mesh, tile
         self.count = len(matrices)
         self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
-        self.vao = VaoCache(lambda prog: ctx.vertex_array(
+        self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
             prog, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS), (self.buffer, "16f/i", "i_model")],
-            index_buffer=mesh.ibo, index_element_size=4,
-            skip_errors=True))  # the shadow pass's variant reads no normals
+            index_buffer=ibo, index_element_size=4,
+            skip_errors=True)) for ibo in (mesh.ibo, mesh.lbo))  # the shadow pass's variant reads no normals
 
     def release(self):
         self.vao.release()
+        self.line_vao.release()
         self.buffer.release()
 
 
@@ -75,11 +76,17 @@ class DoodadSet(Source):
         self.batches = [b for b in self.batches if b.tile != tile]
 
     def draw(self, pass_, view) -> DrawCounts:
+        import moderngl
+
         prog = pass_.program(self.programs, "doodad", view)
+        lines = view.fill == "lines"
         out = DrawCounts()
         for b in self.batches:
             b.mesh.texture.use(location=0)
-            b.vao(prog).render(instances=b.count)
+            if lines:  # the edge list: a line-list pipeline, not triangles in polygon line mode
+                b.line_vao(prog).render(moderngl.LINES, instances=b.count)
+            else:
+                b.vao(prog).render(instances=b.count)
             out += DrawCounts(1, b.count, b.count * b.mesh.triangles)
         return out
 

@@ -27,7 +27,7 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
-from .meshes import GpuMesh
+from .meshes import GpuMesh, line_commands
 from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
 from .sources import DrawCounts, Source
 
@@ -143,12 +143,13 @@ class GrassBatch:
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
-        self.vao = VaoCache(lambda prog: ctx.vertex_array(
+        self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
             prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst_fmt],
-            index_buffer=mesh.ibo, index_element_size=4))
+            index_buffer=ibo, index_element_size=4)) for ibo in (mesh.ibo, mesh.lbo))  # lines views: edges
 
     def release(self):
         self.vao.release()
+        self.line_vao.release()
         self.buffer.release()
 
 
@@ -158,6 +159,7 @@ class _ViewCull:
     def __init__(self, ctx):
         self.ring = CommandRing(ctx)
         self.sel = None  # visible groups (None: commands not written yet)
+        self.lines = False  # its commands draw the edge lists (a lines view in this slot)
         self.buffer = None
         self.draws = []
 
@@ -273,14 +275,14 @@ class GrassField(Source):
         chunks[self._chunks.visible(planes, camera_xy, self.settings.draw_distance, dims=2)] = True
         return chunks[self._chunk_of_group]
 
-    def _visible_draws(self, vc: _ViewCull, camera_xy, planes):
+    def _visible_draws(self, vc: _ViewCull, camera_xy, planes, lines: bool = False):
         """(batch, first command, commands, instances) per batch with visible chunks; the command
         buffer is rewritten only when the visible set changes (no per-instance work either way)."""
         sel = np.flatnonzero(self.visible_groups(camera_xy, planes))
-        if vc.sel is not None and np.array_equal(sel, vc.sel):
+        if vc.sel is not None and vc.lines == lines and np.array_equal(sel, vc.sel):
             return vc.draws
-        vc.sel = sel
-        cmds = self._all_cmds[sel]
+        vc.sel, vc.lines = sel, lines
+        cmds = line_commands(self._all_cmds[sel]) if lines else self._all_cmds[sel]
         if len(cmds):
             vc.ring.reserve(self._all_cmds.nbytes)
             vc.buffer = vc.ring.write(cmds)
@@ -303,20 +305,23 @@ class GrassField(Source):
             vc = self._views.get(view.slot)
             if vc is None:
                 vc = self._views[view.slot] = _ViewCull(self.ctx)
-            self._visible_draws(vc, view.camera.position[:2], view.planes())
+            self._visible_draws(vc, view.camera.position[:2], view.planes(), view.fill == "lines")
 
     def draw(self, pass_, view) -> DrawCounts:
         """Draw every resident batch; per-chunk culled with indirect draws where available."""
+        import moderngl
+
         out = DrawCounts()
         if not self.batches:
             return out
         if self._dirty:
             self._rebuild()
         indirect = self.indirect and self.cull
+        lines = view.fill == "lines"  # the edge lists, as a line-list pipeline
         vc = self._views.get(view.slot) if indirect else None
         if indirect and vc is None:  # a view prepare did not see
             vc = self._views[view.slot] = _ViewCull(self.ctx)
-            self._visible_draws(vc, view.camera.position[:2], view.planes())
+            self._visible_draws(vc, view.camera.position[:2], view.planes(), lines)
         draws = vc.draws if indirect else self._all_draws
         prog = pass_.program(self.programs, self.program_name, view)
         u = prog["uModelZ"]
@@ -329,11 +334,12 @@ class GrassField(Source):
                 mesh = b.mesh
                 u.value = (mesh.z_min, mesh.z_max)
                 mesh.texture.use(location=0)
-            vao = b.vao(prog)
+            vao = (b.line_vao if lines else b.vao)(prog)
+            mode = moderngl.LINES if lines else moderngl.TRIANGLES
             if indirect:
-                vao.render_indirect(vc.buffer, count=k, first=k0)
+                vao.render_indirect(vc.buffer, mode=mode, count=k, first=k0)
             else:
-                vao.render(instances=n)
+                vao.render(mode, instances=n)
             out.draw_calls += 1
             out.instances += n
             out.triangles += n * b.mesh.triangles

@@ -31,7 +31,7 @@ from wowgrass.bundle import INSTANCE_DTYPE
 
 from .constants import GrassSettings
 from .grass import CMD_DTYPE, group_by_chunk
-from .meshes import GpuMesh
+from .meshes import GpuMesh, line_commands
 from .programs import VaoCache
 from .readback import read_buffer
 from .sources import DrawCounts, Source
@@ -182,7 +182,10 @@ class GpuGrass(Source):
         self._arena_dirty = True
         self.model_table = self.commands = self.visible = self.stats = None
         self._vaos: list[VaoCache] = []
+        self._line_vaos: list[VaoCache] = []  # the same over each mesh's edge list (lines views)
+        self._line_views: frozenset = frozenset()  # view slots whose commands are line commands
         self._arena_vaos: list[VaoCache] = []
+        self._arena_line_vaos: list[VaoCache] = []
         self._arena_cmds = None
         self._arena_draws: list = []
         self._cmd_per_view = 0
@@ -290,7 +293,7 @@ class GpuGrass(Source):
 
     def _grow_arena(self, capacity: int):
         self.arena = self._grow(self.arena, self._inst, capacity, 16, zero=False)
-        for c in getattr(self, "_arena_vaos", ()):  # they read the old buffer
+        for c in (*getattr(self, "_arena_vaos", ()), *getattr(self, "_arena_line_vaos", ())):  # the old buffer
             c.release()
 
     def _grow_groups(self, capacity: int):
@@ -307,7 +310,9 @@ class GpuGrass(Source):
         return new
 
     # -- per-view layout: commands, compacted regions, statistics --
-    def _relayout(self, n_views: int):
+    def _relayout(self, n_views: int, line_views: frozenset = frozenset()):
+        """Commands, regions and statistics of ``n_views`` views; the views in ``line_views`` (slots)
+        get their commands' line form: the same GPU-written instance counts over the edge lists."""
         n = len(self.models)
         self._n_views = max(n_views, self._n_views, 1)
         caps = np.maximum(self._caps, 1)
@@ -326,6 +331,9 @@ class GpuGrass(Source):
         cmds["count"][:, :, 1] = [m.lite_index_count for m in self.models]
         views = np.arange(self._n_views)[:, None, None] * per_view
         cmds["base_instance"] = views + np.stack([region[:, 0], region[:, 2]], axis=1)[None]
+        for v in line_views:
+            cmds[v] = line_commands(cmds[v])
+        self._line_views = line_views
         for b in (self.model_table, self.commands, self.stats):
             if b is not None:
                 b.release()
@@ -337,20 +345,21 @@ class GpuGrass(Source):
             if self.visible is not None:
                 self.visible.release()
             self.visible = self.ctx.buffer(reserve=need)
-            for c in self._vaos:
+            for c in (*self._vaos, *self._line_vaos):
                 c.release()
-            self._vaos = []
+            self._vaos, self._line_vaos = [], []
         while len(self._vaos) < n:
             mesh = self.models[len(self._vaos)]
             self._vaos.append(self._vao_cache(mesh, lambda: self.visible))
+            self._line_vaos.append(self._vao_cache(mesh, lambda: self.visible, mesh.lbo))
         self._cmd_per_view = 2 * n
         self._visible_per_view = per_view
         self._layout_dirty = False
 
-    def _vao_cache(self, mesh, buffer):
+    def _vao_cache(self, mesh, buffer, index_buffer=None):
         return VaoCache(lambda prog: self.ctx.vertex_array(
             prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), (buffer(), "4u4/i", "i_packed")],
-            index_buffer=mesh.ibo, index_element_size=4))
+            index_buffer=index_buffer or mesh.ibo, index_element_size=4))
 
     # -- a frame --
     def prepare(self, frame):
@@ -361,8 +370,9 @@ class GpuGrass(Source):
         if not self.cull or not self.models:
             return
         views = frame.all_views
-        if self._layout_dirty or len(views) > self._n_views:
-            self._relayout(len(views))
+        line_views = frozenset(v.slot for v in views if v.fill == "lines")
+        if self._layout_dirty or len(views) > self._n_views or line_views != self._line_views:
+            self._relayout(len(views), line_views)
         ctx, set_ = self.ctx, self._set_uniform
         for i, b in enumerate((self.arena, self.group_table, self.model_table, self.commands, self.visible,
                                self.stats)):
@@ -407,6 +417,8 @@ class GpuGrass(Source):
             prog[name].value = value
 
     def draw(self, pass_, view) -> DrawCounts:
+        import moderngl
+
         if not self.models:
             return DrawCounts()
         prog = pass_.program(self.programs, "grass", view)
@@ -417,22 +429,27 @@ class GpuGrass(Source):
         u = prog["uModelZ"]
         if self.cull:
             first = view.slot * self._cmd_per_view
+            lines = view.slot in self._line_views  # line commands over the edge lists
+            vaos, mode = (self._line_vaos, moderngl.LINES) if lines else (self._vaos, moderngl.TRIANGLES)
             for m, mesh in enumerate(self.models):
                 if self._resident[m] <= 0:
                     continue
                 u.value = (mesh.z_min, mesh.z_max)
                 mesh.texture.use(location=0)
-                self._vaos[m](prog).render_indirect(self.commands, count=2, first=first + 2 * m)
+                vaos[m](prog).render_indirect(self.commands, mode=mode, count=2, first=first + 2 * m)
                 out.draw_calls += 1
         else:
-            out = self._draw_all(prog, u)
+            out = self._draw_all(prog, u, view.fill == "lines")
         if a2c:
             self.ctx.disable_direct(A2C)
         return out
 
-    def _draw_all(self, prog, u) -> DrawCounts:
+    def _draw_all(self, prog, u, lines: bool = False) -> DrawCounts:
         """Culling off: every ready instance, one multi-draw per model straight from the arena
-        (the shader still drops what is beyond the draw distance or thinned by the rings)."""
+        (the shader still drops what is beyond the draw distance or thinned by the rings); the
+        commands' line forms follow them in the same buffer, for ``lines`` views."""
+        import moderngl
+
         if self._arena_dirty:
             ready = sorted((b for b in self.batches if b.ready), key=lambda b: b.model)
             cmds = np.zeros(len(ready), CMD_DTYPE)
@@ -441,7 +458,9 @@ class GpuGrass(Source):
             cmds["base_instance"] = [b.start for b in ready]
             if self._arena_cmds is not None:
                 self._arena_cmds.release()
-            self._arena_cmds = self.ctx.buffer(cmds.tobytes() or bytes(CMD_DTYPE.itemsize))
+            both = np.concatenate([cmds, line_commands(cmds)])
+            self._arena_cmds = self.ctx.buffer(both.tobytes() or bytes(CMD_DTYPE.itemsize))
+            self._arena_line_first = len(cmds)
             models = np.array([b.model for b in ready], np.int64)
             starts = np.searchsorted(models, np.arange(len(self.models) + 1))
             self._arena_draws = [(m, int(starts[m]), int(starts[m + 1] - starts[m]),
@@ -449,13 +468,17 @@ class GpuGrass(Source):
                                  for m in range(len(self.models)) if starts[m + 1] > starts[m]]
             self._arena_dirty = False
         while len(self._arena_vaos) < len(self.models):
-            self._arena_vaos.append(self._vao_cache(self.models[len(self._arena_vaos)], lambda: self.arena))
+            mesh = self.models[len(self._arena_vaos)]
+            self._arena_vaos.append(self._vao_cache(mesh, lambda: self.arena))
+            self._arena_line_vaos.append(self._vao_cache(mesh, lambda: self.arena, mesh.lbo))
+        vaos, mode = (self._arena_line_vaos, moderngl.LINES) if lines else (self._arena_vaos, moderngl.TRIANGLES)
+        shift = self._arena_line_first if lines else 0
         out = DrawCounts()
         for m, k0, k, n in self._arena_draws:
             mesh = self.models[m]
             u.value = (mesh.z_min, mesh.z_max)
             mesh.texture.use(location=0)
-            self._arena_vaos[m](prog).render_indirect(self._arena_cmds, count=k, first=k0)
+            vaos[m](prog).render_indirect(self._arena_cmds, mode=mode, count=k, first=shift + k0)
             out += DrawCounts(1, n, n * mesh.triangles)
         return out
 
@@ -467,7 +490,9 @@ class GpuGrass(Source):
         else:
             s = np.frombuffer(read_buffer(self.ctx, self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
-                "drawn": int(s[6]), "drawn_triangles": int(s[7]), "overflow": int(s[8])}
+                "drawn": int(s[6]), "overflow": int(s[8]),
+                # the statistics count a line command's indices (twice its triangles' indices) / 3
+                "drawn_triangles": int(s[7]) // (2 if view.slot in self._line_views else 1)}
 
     def read_visible(self, view) -> dict:
         """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
@@ -508,7 +533,7 @@ class GpuGrass(Source):
         return out
 
     def release(self):
-        for c in self._vaos + self._arena_vaos:
+        for c in self._vaos + self._line_vaos + self._arena_vaos + self._arena_line_vaos:
             c.release()
         for b in (self.arena, self.group_table, self.model_table, self.commands, self.visible, self.stats,
                   self._arena_cmds):

@@ -57,6 +57,7 @@ class GridGrass(Source):
         self._index: dict[str, int] = {}
         self.meshes: dict[int, GpuMesh] = {}
         self._vaos: dict[int, VaoCache] = {}
+        self._line_vaos: dict[int, VaoCache] = {}
         self._table = np.full((64, 64, 4), -1, np.int32)
         self._table_tex = ctx.texture((64, 64), 4, self._table.tobytes(), dtype="i4")
         self._capacity = 0
@@ -117,8 +118,9 @@ class GridGrass(Source):
             mesh, idx = meshes.get(path), self._index[path]
             if mesh is not None and idx not in self.meshes:
                 self.meshes[idx] = mesh
-                self._vaos[idx] = VaoCache(lambda prog, m=mesh: self.ctx.vertex_array(
-                    prog, [(m.grass_vbo, m.grass_format, "in_mesh")], index_buffer=m.ibo, index_element_size=4))
+                self._vaos[idx], self._line_vaos[idx] = (VaoCache(lambda prog, m=mesh, ibo=ibo: self.ctx.vertex_array(
+                    prog, [(m.grass_vbo, m.grass_format, "in_mesh")], index_buffer=ibo, index_element_size=4))
+                    for ibo in (mesh.ibo, mesh.lbo))  # triangles; the edge list for lines views
         self.tiles[key] = (layer, glob, layers)
         self._samples[key] = np.zeros((0, 2)) if sample_xy is None else np.asarray(sample_xy, np.float64)
         self._upload(layer, glob)
@@ -136,9 +138,10 @@ class GridGrass(Source):
             self._set_table(entry[1].col, entry[1].row, (-1, -1, -1, -1))
 
     def release(self):
-        for v in self._vaos.values():
+        for v in (*self._vaos.values(), *self._line_vaos.values()):
             v.release()
         self._vaos.clear()
+        self._line_vaos.clear()
         for t in (self._control, self._heights, self._table_tex, *(self._capture or ())):
             t.release()
         self.tiles.clear()
@@ -183,6 +186,9 @@ class GridGrass(Source):
         draws = self.draws(view.camera.position[:2])
         if not draws:
             return out
+        import moderngl
+
+        lines = view.fill == "lines"
         prog = pass_.program(self.programs, self.program_name, view)
         handles = self._handles.get(prog.glo)
         if handles is None:  # uniform lookups once per program variant, not per draw
@@ -198,7 +204,10 @@ class GridGrass(Source):
             u_model.value = m
             mesh.texture.use(location=0)
             n = layers * SLOTS
-            self._vaos[m](prog).render(instances=n)
+            if lines:
+                self._line_vaos[m](prog).render(moderngl.LINES, instances=n)
+            else:
+                self._vaos[m](prog).render(instances=n)
             out += DrawCounts(1, n, n * mesh.triangles)
         if a2c:
             self.ctx.disable_direct(0x809E)

@@ -256,7 +256,6 @@ class MeadowTerrain(Source):
         self.meadow.use_heights(prog)
         _set(prog, "uLodColours", 1 if self.lod.debug else 0)
         lines = view.fill == "lines"
-        self.ctx.wireframe = False  # true line lists, not polygons drawn in line mode
         culled = pass_.colour and not lines
         if culled:
             self.ctx.enable(moderngl.CULL_FACE)
@@ -269,7 +268,6 @@ class MeadowTerrain(Source):
                                 count=1, first=n + lod if lines else lod)
         if culled:
             self.ctx.disable(moderngl.CULL_FACE)
-        self.ctx.wireframe = lines and pass_.colour  # as the pass set it
         return DrawCounts(draw_calls=n)
 
     def release(self):
@@ -388,14 +386,12 @@ class MeadowBlades(Source):
         prog = pass_.program(self.meadow.programs, "blade.glsl", view)
         _set(prog, "uBladeWind", self.wind)
         lines = view.fill == "lines"
-        self.ctx.wireframe = False  # true line lists, not polygons drawn in line mode
         n = len(self.meshes)
         rings = n if pass_.colour else self.shadow_rings
         for k in range(rings):
             vao = (self.meshes[k]["line_vaos"] if lines else self.meshes[k]["tri_vaos"])(prog)
             vao.render_indirect(self.commands, mode=moderngl.LINES if lines else moderngl.TRIANGLES,
                                 count=1, first=n + k if lines else k)
-        self.ctx.wireframe = lines and pass_.colour  # as the pass set it
         return DrawCounts(draw_calls=rings)
 
     def release(self):

@@ -186,6 +186,7 @@ class GpuMesh:
         # a prefix of the indices is the lighter mesh of the outer LOD ring (lite_split)
         indices, self.lite_index_count = data.lite_split()
         self.ibo = ctx.buffer(np.ascontiguousarray(indices, np.uint32).tobytes())
+        self.lbo = ctx.buffer(edge_indices(indices).tobytes())  # lines views (the lite prefix doubles too)
         # the bounding sphere about the model's axis (the GPU culling's per-instance test)
         self.bound_z = 0.5 * (self.z_min + self.z_max)
         self.bound_radius = float(np.hypot(self.radius_xy, 0.5 * (self.z_max - self.z_min)))
@@ -199,8 +200,27 @@ class GpuMesh:
         self.texture.repeat_x = self.texture.repeat_y = False
 
     def release(self):
-        for obj in (self.vbo, self.grass_vbo, self.ibo, self.texture):
+        for obj in (self.vbo, self.grass_vbo, self.ibo, self.lbo, self.texture):
             obj.release()
+
+
+def edge_indices(triangles: np.ndarray) -> np.ndarray:
+    """Each triangle's three edges as a line list (a b, b c, c a: six indices a triangle, shared
+    edges repeated): the line index buffer beside a triangle index buffer whose draws are ranges
+    chosen on the GPU. Triangle indices [first, first + count) are the line indices [2 first,
+    2 first + 2 count), so a triangle draw command becomes its line command by doubling both
+    (:func:`line_commands`)."""
+    t = np.asarray(triangles, np.uint32).reshape(-1, 3)
+    return np.ascontiguousarray(t[:, [0, 1, 1, 2, 2, 0]]).ravel()
+
+
+def line_commands(cmds: np.ndarray) -> np.ndarray:
+    """DrawElementsIndirect commands over a triangle index buffer as the same draws of its
+    :func:`edge_indices` buffer (count and first index doubled)."""
+    out = np.array(cmds, copy=True)
+    out["count"] *= 2
+    out["first_index"] *= 2
+    return out
 
 
 def line_indices(triangles: np.ndarray) -> np.ndarray:

@@ -67,16 +67,14 @@ class ColourPass(Pass):
         ctx.scissor = view.rect  # a split view draws into its half only
         clear = LINES_BACKGROUND if view.fill == "lines" else self.clear
         ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
+        # no polygon line mode: every source draws a lines view as line lists from its line index
+        # buffers (a line-list pipeline, not a triangle one drawn as outlines)
         ctx.enable_only(moderngl.DEPTH_TEST)
-        # sources without line index buffers (the zone's terrain, doodads and grass, so far) draw
-        # their triangles' outlines; the meadow's sources switch this off and draw line lists
-        ctx.wireframe = view.fill == "lines"
         if frame.shadow_map is not None:
             frame.shadow_map.use(SHADOW_UNIT)
 
     def end(self, frame, view):
         self.target.ctx.scissor = None
-        self.target.ctx.wireframe = False
 
 
 class ShadowPass(Pass):

@@ -46,6 +46,7 @@ import numpy as np
 from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
+from .meshes import edge_indices
 from .programs import VaoCache, load_program
 from .readback import read_buffer
 from .sources import DrawCounts, Source
@@ -307,7 +308,7 @@ class TerrainArena:
     def __init__(self, ctx):
         self.ctx = ctx
         self.capacity = 0  # slots
-        self.vbo = self.ibo = self.alpha = self.layers = None
+        self.vbo = self.ibo = self.lbo = self.alpha = self.layers = None
         self._free: list[int] = []
         self._used = 0  # slots handed out so far (free ones are reused first)
         self._names: dict[str, list] = {}  # MTEX name -> [slice, references]
@@ -318,10 +319,11 @@ class TerrainArena:
         self._gpu_copy = ctx.version_code >= 430  # else textures grow from CPU copies
         self._cpu_alpha: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
         self._cpu_layers: dict[int, bytes] = {}
-        self.vao = VaoCache(self._make_vao)
+        self.vao = VaoCache(lambda prog: self._make_vao(prog, self.ibo))
+        self.line_vao = VaoCache(lambda prog: self._make_vao(prog, self.lbo))  # lines views
 
-    def _make_vao(self, prog):
-        return self.ctx.vertex_array(prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=self.ibo,
+    def _make_vao(self, prog, index_buffer):
+        return self.ctx.vertex_array(prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=index_buffer,
                                      index_element_size=4, skip_errors=True)
 
     @property
@@ -343,7 +345,10 @@ class TerrainArena:
         lay = v["layers"].astype(np.int64)
         v["layers"] = np.where(lay >= 0, slices[np.clip(lay, 0, len(slices) - 1)], -1.0)
         self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
-        self.ibo.write((arrays.indices + np.uint32(slot * SLOT_VERTICES)).tobytes(), offset=slot * SLOT_INDICES * 4)
+        indices = arrays.indices + np.uint32(slot * SLOT_VERTICES)
+        self.ibo.write(indices.tobytes(), offset=slot * SLOT_INDICES * 4)
+        # index k of the triangles is index 2k of the edges: a line command is a triangle one doubled
+        self.lbo.write(edge_indices(indices).tobytes(), offset=slot * SLOT_INDICES * 8)
         atlas = arrays.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4).reshape(ATLAS, ATLAS, 4).tobytes()
         self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
         if not self._gpu_copy:
@@ -383,17 +388,20 @@ class TerrainArena:
         ctx = self.ctx
         vbo = ctx.buffer(reserve=capacity * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
         ibo = ctx.buffer(reserve=capacity * SLOT_INDICES * 4)
+        lbo = ctx.buffer(reserve=capacity * SLOT_INDICES * 8)
         alpha = ctx.texture_array((ATLAS, ATLAS, capacity), 4)
         alpha.repeat_x = alpha.repeat_y = False
         alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
         if self.capacity:
             ctx.copy_buffer(vbo, self.vbo)
             ctx.copy_buffer(ibo, self.ibo)
+            ctx.copy_buffer(lbo, self.lbo)
             self._copy_texture(alpha, self.alpha, self._cpu_alpha, ATLAS)
-            for obj in (self.vbo, self.ibo, self.alpha):
+            for obj in (self.vbo, self.ibo, self.lbo, self.alpha):
                 obj.release()
             self.vao.release()
-        self.vbo, self.ibo, self.alpha, self.capacity = vbo, ibo, alpha, capacity
+            self.line_vao.release()
+        self.vbo, self.ibo, self.lbo, self.alpha, self.capacity = vbo, ibo, lbo, alpha, capacity
 
     def _grow_layers(self, capacity: int):
         import moderngl
@@ -423,10 +431,11 @@ class TerrainArena:
 
     def release(self):
         self.vao.release()
-        for obj in (self.vbo, self.ibo, self.alpha, self.layers):
+        self.line_vao.release()
+        for obj in (self.vbo, self.ibo, self.lbo, self.alpha, self.layers):
             if obj is not None:
                 obj.release()
-        self.vbo = self.ibo = self.alpha = self.layers = None
+        self.vbo = self.ibo = self.lbo = self.alpha = self.layers = None
         if self._copy is not None:
             self._copy.release()
 
@@ -541,6 +550,7 @@ class TerrainSet(Source):
             cs["uEye"].value = tuple(float(v) for v in view.camera.position)
             cs["uFar"].value = float(view.camera.far)
             cs["uPlanes"].write(np.asarray(view.planes(), np.float32).tobytes())
+            cs["uLineList"].value = view.fill == "lines"  # this view draws the edge list
             self._commands_of(view).bind_to_storage_buffer(2)
             cs.run(group_x=(self.arena.slots * 256 + 63) // 64)
         self.ctx.memory_barrier()
@@ -556,11 +566,14 @@ class TerrainSet(Source):
         statistics only)."""
         cmds = self.read_commands(view)
         drawn = cmds["count"] > 0
-        return {"triangles": int(cmds["count"].sum()) // 3,
+        per_triangle = 6 if view.fill == "lines" else 3  # a lines view's commands count edge indices
+        return {"triangles": int(cmds["count"].sum()) // per_triangle,
                 "chunks_per_level": np.bincount(cmds["base_instance"][drawn], minlength=LEVELS).tolist()}
 
     def draw(self, pass_, view) -> DrawCounts:
         """All resident chunks in one indirect multi-draw (GL 4.3), or each tile's level 0."""
+        import moderngl
+
         if not self.tiles:
             return DrawCounts()
         prog = pass_.program(self.programs, "terrain", view)
@@ -573,15 +586,17 @@ class TerrainSet(Source):
         arena = self.arena
         arena.layers.use(location=0)
         arena.alpha.use(location=1)
-        vao = arena.vao(prog)
+        # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
+        k, mode, vao = (2, moderngl.LINES, arena.line_vao(prog)) if view.fill == "lines" else \
+            (1, moderngl.TRIANGLES, arena.vao(prog))
         if self.indirect:
             if self._dirty:  # a tile arrived after prepare: drawn from the next frame on
                 return DrawCounts()
-            vao.render_indirect(self._commands[view.slot], count=arena.slots * 256)
+            vao.render_indirect(self._commands[view.slot], mode=mode, count=arena.slots * 256)
             # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
             return DrawCounts(1, 0, 0)
         for t in self.tiles.values():
-            vao.render(first=t.slot * SLOT_INDICES, vertices=int(t.lod_count[:, 0].sum()))
+            vao.render(mode, first=k * t.slot * SLOT_INDICES, vertices=k * int(t.lod_count[:, 0].sum()))
         return DrawCounts(len(self.tiles), 0, sum(t.triangles for t in self.tiles.values()))
 
     def release(self):

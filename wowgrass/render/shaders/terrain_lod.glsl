@@ -3,6 +3,8 @@
 // invocation per resident chunk writes that chunk's DrawElementsIndirectCommand for one view:
 // the index range of the level its box's distance picks, count 0 when it is outside the frustum,
 // beyond the view distance, or a free slot. baseInstance carries the level (debug colouring).
+// With uLineList (a lines view) the command draws the same triangles' edges from the arena's edge
+// list, where triangle index k's edges start at line index 2k: count and first index doubled.
 // Mirrors terrain.select_lod (the CPU reference in the tests).
 
 #if defined COMPUTE_SHADER
@@ -20,6 +22,7 @@ uniform vec4 uPlanes[6];  // inside where dot(xyz, p) + w >= 0
 uniform vec3 uLodEye;     // the main camera: levels are the same in every view
 uniform vec4 uLodBands;   // ends of the bands of levels 0..3
 uniform float uLodZScale;
+uniform bool uLineList;
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
@@ -36,10 +39,10 @@ void main() {
     uint level = 0u;
     for (int l = 0; l < 4; ++l)
         if (d >= uLodBands[l]) level = uint(l + 1);
-    uint base = i * 10u;
-    commands[i * 5u + 0u] = visible ? ranges[base + 5u + level] : 0u;
+    uint base = i * 10u, k = uLineList ? 2u : 1u;
+    commands[i * 5u + 0u] = visible ? k * ranges[base + 5u + level] : 0u;
     commands[i * 5u + 1u] = 1u;
-    commands[i * 5u + 2u] = ranges[base + level];
+    commands[i * 5u + 2u] = k * ranges[base + level];
     commands[i * 5u + 3u] = 0u;
     commands[i * 5u + 4u] = level;
 }
