@@ -53,8 +53,17 @@ def time_frames(v, frames: int) -> dict:
     wall = (time.perf_counter() - t0) * 1000.0 / frames
     gpu = [ms for f, ms in v.drain_gpu_times() if f >= first]
     cpu = [s.cpu_ms for s in stats]
+    # the CPU time of a frame submitted to an idle GPU: its own work alone (in pipelined GPU-bound
+    # frames the driver holds the CPU back inside some call until the queue drains)
+    submit = []
+    for i in range(max(1, min(frames // 2, 20))):
+        ctx.finish()
+        submit.append(v.render_frame(i / 60.0).cpu_ms)
+    ctx.finish()
+    v.drain_gpu_times()
     counts = v.scene.drawn_counts()
     return {"wall_ms": wall, "cpu_ms": statistics.median(cpu), "cpu_ms_max": max(cpu),
+            "cpu_submit_ms": statistics.median(submit),
             "gpu_ms": statistics.median(gpu) if gpu else None, "gpu_frames": len(gpu),
             "draw_calls": stats[-1].draw_calls, "blades_drawn": counts["blades"],
             "blades_per_ring": counts["blades_per_ring"], "tiles_per_lod": counts["tiles_per_lod"],
@@ -116,7 +125,7 @@ def main(argv=None):
         res["runs"][name] = r
         save()
         gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
-        print(f"  {name:<22} wall {r['wall_ms']:9.3f} ms  gpu {gpu:>9} ms  cpu {r['cpu_ms']:8.3f} ms  "
+        print(f"  {name:<22} wall {r['wall_ms']:9.3f} ms  gpu {gpu:>9} ms  cpu {r['cpu_ms']:8.3f} ms (submit {r['cpu_submit_ms']:.3f})  "
               f"blades {r['blades_drawn']:>10,}  uploaded {r['upload_bytes_per_frame']:>11,} B/frame  "
               f"draws {r['draw_calls']}")
     g, c = res["runs"]["gpu_split_shadows"], res["runs"]["cpu_split_shadows"]
@@ -127,7 +136,8 @@ def main(argv=None):
     save()
     print(f"  GPU generation vs per-frame CPU upload (split + shadows, same blades: {res['same_blades']}): "
           f"{res['gpu_vs_cpu_wall_speedup']:.1f}x faster (target >= 3x at ~1M visible blades); "
-          f"CPU per frame {g['cpu_ms']:.3f} ms (target < 0.5 ms)")
+          f"CPU per frame {g['cpu_ms']:.3f} ms pipelined, {g['cpu_submit_ms']:.3f} ms submitted to an idle GPU "
+          f"(target < 0.5 ms)")
     print(f"  wrote {out / 'meadow.json'} and {len(plan)} PNGs")
 
 
