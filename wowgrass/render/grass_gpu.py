@@ -206,13 +206,31 @@ class GpuGrass(Source):
     def pending_uploads(self) -> int:
         return len(self._queue)
 
-    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GpuBatch | None:
+    def fits(self, instances: int, groups: int) -> bool:
+        """Whether ``instances`` and ``groups`` more fit without growing the arena or the table."""
+        return (any(f[1] >= instances for f in self._inst.free) or not instances) and \
+            (any(f[1] >= groups for f in self._groups.free) or not groups)
+
+    def reserve(self, instances: int, groups: int, scale: int = 1):
+        """Grow ahead (streaming runs this as a step of its own) so that batches of ``instances``
+        and ``groups`` in all fit; a growth is a copy of everything resident, so it makes room for
+        ``scale`` times that (the tiles that can be resident at once), a quarter more for denser
+        tiles, where that is more."""
+        if instances and not any(f[1] >= instances for f in self._inst.free):
+            self._grow_arena(max(self._inst.capacity * 2, self._inst.capacity + instances, instances * scale * 5 // 4))
+        if groups and not any(f[1] >= groups for f in self._groups.free):
+            self._grow_groups(max(self._groups.capacity * 2, self._groups.capacity + groups, groups * scale * 5 // 4))
+
+    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None,
+            groups=None) -> GpuBatch | None:
+        """Queue a batch; ``groups``: its table when ``instances`` are chunk-sorted already
+        (:func:`~wowgrass.render.grass.group_by_chunk`, done off the GL thread)."""
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
         if not len(inst):
             return None
-        inst, table = group_by_chunk(inst)
+        inst, table = (inst, groups) if groups is not None else group_by_chunk(inst)
         m = self._model_of.get(id(mesh))
         if m is None:
             m = self._model_of[id(mesh)] = len(self.models)

@@ -7,7 +7,7 @@ decoded BLP, or synthesised for tests); :class:`GpuMesh` uploads it once: one in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class MeshData:
     texture: np.ndarray | None = None  # (h, w, 4) u1 RGBA, mip 0
     texture_name: str | None = None
     texture_missing: bool = False
+    _upload: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def z_min(self) -> float:
@@ -103,6 +104,24 @@ class MeshData:
         lite = int((rank[part] < n_keep).sum()) * 3
         return np.ascontiguousarray(tri[order].reshape(-1), np.uint32), lite
 
+    def upload_arrays(self) -> tuple[bytes, bytes, bytes, bytes, int, np.ndarray]:
+        """What :class:`GpuMesh` uploads (interleaved VBO, grass VBO, indices, their edges, lite
+        count, RGBA texture), built once and kept: the tile worker calls this so the GL thread
+        only uploads."""
+        if self._upload is None:
+            indices, lite = self.lite_split()
+            tex = self.texture
+            if tex is None:  # missing texture: visible magenta-free neutral grey
+                tex = np.full((4, 4, 4), 160, np.uint8)
+            self._upload = (self.interleaved(), self.packed_pos_uv(), np.ascontiguousarray(indices, np.uint32).tobytes(),
+                            edge_indices(indices).tobytes(), lite, np.ascontiguousarray(tex, np.uint8))
+        return self._upload
+
+    @property
+    def upload_bytes(self) -> int:
+        vbo, grass_vbo, ibo, lbo, _, tex = self.upload_arrays()
+        return len(vbo) + len(grass_vbo) + len(ibo) + len(lbo) + tex.nbytes * 4 // 3
+
     def interleaved(self) -> bytes:
         v = np.zeros(len(self.positions), [("p", "<f4", 3), ("n", "<f4", 3), ("t", "<f4", 2)])
         v["p"], v["n"], v["t"] = self.positions, self.normals, self.uvs
@@ -179,21 +198,17 @@ class GpuMesh:
         self.z_min, self.z_max, self.radius_xy = data.z_min, data.z_max, data.radius_xy
         self.index_count = int(len(data.indices))
         self.triangles = data.triangles
-        self.vbo = ctx.buffer(data.interleaved())
+        vbo, grass_vbo, ibo, lbo, self.lite_index_count, tex = data.upload_arrays()
+        self.vbo = ctx.buffer(vbo)
         # grass reads no normals; one attribute instead of two (see grass.glsl)
-        self.grass_vbo = ctx.buffer(data.packed_pos_uv())
+        self.grass_vbo = ctx.buffer(grass_vbo)
         self.grass_format = GRASS_MESH_FORMAT
         # a prefix of the indices is the lighter mesh of the outer LOD ring (lite_split)
-        indices, self.lite_index_count = data.lite_split()
-        self.ibo = ctx.buffer(np.ascontiguousarray(indices, np.uint32).tobytes())
-        self.lbo = ctx.buffer(edge_indices(indices).tobytes())  # lines views (the lite prefix doubles too)
+        self.ibo = ctx.buffer(ibo)
+        self.lbo = ctx.buffer(lbo)  # lines views (the lite prefix doubles too)
         # the bounding sphere about the model's axis (the GPU culling's per-instance test)
         self.bound_z = 0.5 * (self.z_min + self.z_max)
         self.bound_radius = float(np.hypot(self.radius_xy, 0.5 * (self.z_max - self.z_min)))
-        tex = data.texture
-        if tex is None:  # missing texture: visible magenta-free neutral grey
-            tex = np.full((4, 4, 4), 160, np.uint8)
-        tex = np.ascontiguousarray(tex, np.uint8)
         self.texture = ctx.texture((tex.shape[1], tex.shape[0]), 4, tex.tobytes())
         self.texture.build_mipmaps()
         self.texture.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)

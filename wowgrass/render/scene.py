@@ -10,8 +10,12 @@ A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
 
 :class:`Scene` asks a background worker thread for every tile within ``reach`` of the camera
 (loading it, baking its bundle on demand or reading the cached one, decoding its textures and
-models), uploads finished payloads on the GL thread (``max_uploads`` per frame, so flying stays
-smooth), and releases tiles that fall beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
+models, building every array the GPU takes: mesh buffers, the alpha atlas, chunk-sorted grass), and
+uploads finished payloads on the GL thread as a list of steps (new MTEX layers, the terrain slot,
+new meshes, grass and doodads) run at most ``upload_budget`` bytes a frame, grass instances
+included (a step larger than that has a frame to itself), so a tile arrives over several frames
+and flying stays smooth; its terrain draws from its step on, the tile counts as resident after its
+last. The terrain arena is sized ahead for what can be resident at once. It releases tiles that fall beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
 within ``terrain_reach`` (the far view) are loaded as terrain alone (no bake, no models) and
 completed when they come within ``reach``; a complete tile that falls back beyond
 ``reach + hysteresis`` keeps only its terrain. GL objects are only touched on the thread that
@@ -21,21 +25,28 @@ calls :meth:`Scene.update`.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from wowgrass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
 
 from .constants import TILE_SIZE, ZEROPOINT
 from .doodads import DoodadSet
-from .grass import GrassField
+from .grass import GrassField, group_by_chunk
 from .meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from .terrain import TerrainSet, TerrainTile, build_terrain_arrays
+from .terrain import LAYER_SIZE, TerrainSet, TerrainTile, build_terrain_arrays
 
 log = logging.getLogger(__name__)
+
+
+LAYER_BYTES = LAYER_SIZE * LAYER_SIZE * 4 * 4 // 3  # an MTEX layer slice with its mipmaps
+LAYERS_PER_TILE = 4  # the layer array's first size per expected tile (MTEX names are shared)
 
 
 def tile_of(x: float, y: float) -> tuple[int, int]:
@@ -103,7 +114,7 @@ class Scene:
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
-                 terrain_reach: float | None = None):
+                 terrain_reach: float | None = None, upload_budget: int = 8 << 20):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
@@ -113,6 +124,9 @@ class Scene:
         self.reach, self.hysteresis = reach, hysteresis
         self.terrain_reach = max(terrain_reach or reach, reach)  # far tiles: terrain alone
         self.max_uploads = max_uploads
+        # what can be resident at once: the terrain arena's first size
+        r = self.terrain_reach + hysteresis + TILE_SIZE
+        self._expected_tiles = int(min(len(source.tiles), math.ceil(math.pi * r * r / (TILE_SIZE * TILE_SIZE))))
         if grass_path == "grid":
             from .grid import GridGrass
 
@@ -120,6 +134,10 @@ class Scene:
         else:
             self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
                                     layout=instance_layout)
+        # the instanced grass's arena writes share the scene's budget: made here, after the tiles' steps
+        self._grass_upload = getattr(self.grass, "upload", None)
+        if self._grass_upload is not None:
+            self.grass.upload_budget = 0
         self.doodads = DoodadSet(ctx, programs)
         self.terrain = TerrainSet(ctx, programs, indirect=indirect)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
@@ -132,6 +150,10 @@ class Scene:
         self.missing_textures: set[str] = set()
         self.errors: dict[tuple[int, int], str] = {}
         self._pending: dict[tuple[int, int], bool] = {}  # requested tiles -> complete (not terrain alone)
+        # a tile's GL uploads, (bytes, step) run in order under upload_budget bytes a frame
+        self.upload_budget = int(upload_budget)
+        self._steps: deque = deque()
+        self.uploaded_bytes = self.uploaded_steps = 0  # by the last update
         self._requests: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._threaded = threaded
@@ -150,6 +172,8 @@ class Scene:
         except Exception as exc:  # a broken model must not stop the tile
             log.warning("model %s: %s", path, exc)
             data = None
+        if data is not None:
+            data.upload_arrays()  # built here, off the GL thread
         with self._mesh_lock:
             self._mesh_data[path] = data
         return data
@@ -165,6 +189,14 @@ class Scene:
             payload = {**load_terrain(*key), "full": False}
         adt = payload["adt"]
         payload["terrain"] = build_terrain_arrays(adt, payload.get("textures")) if adt is not None else None
+        if payload["terrain"] is not None:
+            payload["terrain"].atlas()  # built here, off the GL thread
+            payload["terrain"].edges()
+        if self.grass_path == "instanced":  # chunk-sorted with its group table: GpuGrass.add skips both
+            grouped = {name: group_by_chunk(inst) for name, inst in payload.get("grass", {}).items()
+                       if inst.dtype == INSTANCE_DTYPE and len(inst)}
+            payload["grass"] = {**payload.get("grass", {}), **{n: g[0] for n, g in grouped.items()}}
+            payload["grass_groups"] = {n: g[1] for n, g in grouped.items()}
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
         if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
@@ -191,25 +223,85 @@ class Scene:
     def missing_models(self) -> set[str]:
         return self.missing_grass_models | self.missing_doodad_models
 
-    def _upload(self, key, payload):
+    def _upload_steps(self, key, payload) -> list:
+        """A tile's GL uploads as ``(bytes, step)`` pairs, run in order over as many frames as
+        ``upload_budget`` asks (everything CPU-side was done by the worker); the last step returns
+        True. Its terrain draws from its step on, its grass once the grass source has its
+        instances (the budget's rest each frame), the tile counts as resident after the last step.
+        A step that grows an arena (a copy of everything resident) is given a frame of its own."""
+        steps = []
         missing = list(payload.get("missing", []))
         self.missing_grass_models.update(missing)
+        made = {"terrain": None, "grass": 0, "doodads": 0}
+        arrays = payload["terrain"]
+        if arrays is not None:
+            arena = self.terrain.arena
+            n_layers = len(set(arrays.layer_names))
+            grow = 0 if arena.fits(1, n_layers) else self.upload_budget
+            # sized ahead for what can be resident at once
+            steps.append((grow, lambda: arena.reserve(1, n_layers, self._expected_tiles,
+                                                      LAYERS_PER_TILE * self._expected_tiles)))
+            for i, name in enumerate(arrays.layer_names):
+                if not arena.has_layer(name):
+                    steps.append((LAYER_BYTES, lambda n=name, i=i: arena.upload_layer(n, arrays.layers[i])))
+
+            def terrain():
+                self._unload(key)  # a far tile's terrain, replaced by the complete tile
+                made["terrain"] = self.terrain.add(key, arrays)
+                self.missing_textures.update(arrays.missing_textures)
+
+            steps.append((arrays.vertices.nbytes + 3 * arrays.indices.nbytes + arrays.alpha.nbytes, terrain))
+        else:
+            steps.append((0, lambda: self._unload(key)))
         for name, data in payload["meshes"].items():
             if name not in self.meshes:
-                self.meshes[name] = GpuMesh(self.ctx, data) if data is not None else None
-            if self.meshes[name] is None:
-                missing.append(name)
-                if name in payload.get("grass", {}):
-                    self.missing_grass_models.add(name)
-                else:
-                    self.missing_doodad_models.add(name)
-        terrain = None
-        if payload["terrain"] is not None:
-            terrain = self.terrain.add(key, payload["terrain"])
-            self.missing_textures.update(payload["terrain"].missing_textures)
-        n_grass = n_dood = 0
+                steps.append((data.upload_bytes if data is not None else 0, lambda n=name, d=data: self._add_mesh(n, d)))
+        grass = payload.get("grass", {})
+        groups = payload.get("grass_groups", {})
+        if self._grass_upload is not None and groups:
+            n_inst = sum(len(grass[n]) for n in groups)
+            n_groups = sum(len(t.keys) for t in groups.values())
+            grow = 0 if self.grass.fits(n_inst, n_groups) else self.upload_budget
+            steps.append((grow, lambda: self.grass.reserve(n_inst, n_groups, self._expected_tiles)))
+
+        def add_grass():
+            made["grass"] = self._add_grass(key, payload, missing)
+
+        steps.append((0, add_grass))
+        for name, mats in payload.get("doodads", {}).items():
+            steps.append((int(mats.nbytes), lambda n=name, m=mats: self._add_doodads(key, n, m, made, missing)))
+
+        def resident():
+            pos = [inst["pos"][:, :2] for inst in grass.values() if len(inst)]
+            pos = np.concatenate(pos) if pos else np.zeros((0, 2))
+            grass_xy = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)
+            self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("adt"), made["grass"], made["doodads"],
+                                           missing, grass_xy, payload.get("full", True))
+            self._pending.pop(key, None)
+            self.version += 1
+            return True
+
+        steps.append((0, resident))
+        return steps
+
+    def _add_mesh(self, name: str, data: MeshData | None):
+        if name not in self.meshes:
+            self.meshes[name] = GpuMesh(self.ctx, data) if data is not None else None
+
+    def _model_missing(self, name: str, missing: list, grass: bool) -> bool:
+        if self.meshes.get(name) is not None:
+            return False
+        missing.append(name)
+        (self.missing_grass_models if grass else self.missing_doodad_models).add(name)
+        return True
+
+    def _add_grass(self, key, payload, missing: list) -> int:
+        """A tile's grass queued into the grass source (its meshes uploaded); instances added."""
+        n_grass = 0
         grass_meshes, samples = {}, []
+        groups = payload.get("grass_groups", {})
         for name, inst in payload.get("grass", {}).items():
+            self._model_missing(name, missing, grass=True)
             mesh = self.meshes.get(name)
             if mesh is None and self.placeholders:
                 mesh = self._placeholder_mesh()
@@ -218,21 +310,18 @@ class Scene:
                 if self.grass_path == "grid":  # the instanced path's start-up sample (GrassBatch.sample_xy)
                     grass_meshes[name] = mesh
                     samples.append(np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
+                elif name in groups and self._grass_upload is not None:  # the GPU path (GpuGrass)
+                    self.grass.add(mesh, inst, tile=key, groups=groups[name])
                 else:
                     self.grass.add(mesh, inst, tile=key)
         if self.grass_path == "grid" and payload.get("grid") is not None:
             self.grass.add_tile(key, payload["grid"], grass_meshes, np.concatenate(samples) if samples else None)
-        for name, mats in payload.get("doodads", {}).items():
-            mesh = self.meshes.get(name)
-            if mesh is not None and len(mats):
-                self.doodads.add(mesh, mats, tile=key)
-                n_dood += len(mats)
-        pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
-        pos = np.concatenate(pos) if pos else np.zeros((0, 2))
-        grass_xy = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)
-        self.tiles[key] = ResidentTile(key, terrain, payload.get("adt"), n_grass, n_dood, missing, grass_xy,
-                                       payload.get("full", True))
-        self.version += 1
+        return n_grass
+
+    def _add_doodads(self, key, name: str, mats: np.ndarray, made: dict, missing: list):
+        if not self._model_missing(name, missing, grass=False) and len(mats):
+            self.doodads.add(self.meshes[name], mats, tile=key)
+            made["doodads"] += len(mats)
 
     def _placeholder_mesh(self) -> GpuMesh:
         if self._placeholder is None:
@@ -289,28 +378,42 @@ class Scene:
             elif self.tiles[key].full and d > self.reach + self.hysteresis:
                 self._drop_models(key)
         uploads = 0
+        spent = steps = 0  # bytes and steps this frame
         # blocking waits for the complete tiles; far tiles (terrain alone) keep streaming in
-        while self._pending:
-            wait = block and (block_far or any(self._pending.values()))
-            if uploads >= self.max_uploads and not wait:
-                break
-            try:
-                key, payload, err = self._done.get(block=wait, timeout=None if wait else 0)
-            except queue.Empty:
-                break
-            self._pending.pop(key, None)
-            if err is not None:
-                self.errors[key] = f"{type(err).__name__}: {err}"
-                if block and isinstance(err, Exception) and len(want) == 1:
-                    raise err
-                if isinstance(err, WowgrassError):
-                    log.warning("tile %d_%d not loaded: %s", key[0], key[1], err)
+        while True:
+            wait = block and (block_far or any(self._pending.values()) or bool(self._steps))
+            if not self._steps:
+                if not self._pending or (uploads >= self.max_uploads and not wait):
+                    break
+                try:
+                    key, payload, err = self._done.get(block=wait, timeout=None if wait else 0)
+                except queue.Empty:
+                    break
+                if err is not None:
+                    self._pending.pop(key, None)
+                    self.errors[key] = f"{type(err).__name__}: {err}"
+                    if block and isinstance(err, Exception) and len(want) == 1:
+                        raise err
+                    if isinstance(err, WowgrassError):
+                        log.warning("tile %d_%d not loaded: %s", key[0], key[1], err)
+                    continue
+                reach = self.reach if payload["full"] else self.terrain_reach
+                if tile_distance(*key, x, y) > reach + self.hysteresis:
+                    self._pending.pop(key, None)
+                    continue
+                self._steps.extend(self._upload_steps(key, payload))  # pending until its last step
                 continue
-            if tile_distance(*key, x, y) > (self.reach if payload["full"] else self.terrain_reach) + self.hysteresis:
-                continue
-            self._unload(key)  # a far tile's terrain, replaced by the complete tile
-            self._upload(key, payload)
-            uploads += 1
+            size, step = self._steps[0]
+            if spent and spent + size > self.upload_budget and not wait:
+                break  # the rest next frame (a step bigger than the budget gets a frame of its own)
+            self._steps.popleft()
+            if step():
+                uploads += 1
+            spent += max(size, 1)
+            steps += 1
+        if self._grass_upload is not None and spent < self.upload_budget:  # instances: the budget's rest
+            spent += self._grass_upload(self.upload_budget - spent)
+        self.uploaded_bytes, self.uploaded_steps = spent, steps
         if block and hasattr(self.grass, "flush_uploads"):  # blocking means everything in place now
             self.grass.flush_uploads()
         return uploads
@@ -333,6 +436,7 @@ class Scene:
     def release(self):
         if self._worker is not None:
             self._requests.put(None)
+        self._steps.clear()
         for key in list(self.tiles):
             self._unload(key)
         self.grass.release()

@@ -52,6 +52,7 @@ from .readback import read_buffer
 from .sources import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
+LAYER_LEVELS = LAYER_SIZE.bit_length()  # its mipmap levels, down to 1x1
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
 # on the H200 at 1920x1080 8x cost ~1 ms a frame over 1x (benchmarks/bench_render.py --variants)
 VERTEX_FORMAT = "3f 3f 2f 1f 4f 2f 4f 1f"
@@ -146,10 +147,26 @@ class TerrainArrays:
     chunk_lo: np.ndarray = None  # (256, 3) chunk bounding boxes
     chunk_hi: np.ndarray = None
 
+    _atlas: bytes | None = field(default=None, repr=False)
+    _edges: np.ndarray | None = field(default=None, repr=False)
+
     @property
     def triangles(self) -> int:
         """Triangles of the full-detail mesh (level 0)."""
         return int(self.lod_count[:, 0].sum()) // 3
+
+    def atlas(self) -> bytes:
+        """The alpha maps as one ATLAS x ATLAS slice (16 x 16 chunks), built once (the tile worker
+        calls this, off the GL thread)."""
+        if self._atlas is None:
+            self._atlas = self.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4).reshape(ATLAS, ATLAS, 4).tobytes()
+        return self._atlas
+
+    def edges(self) -> np.ndarray:
+        """:func:`~.meshes.edge_indices` of ``indices`` (the lines views'), built once (worker)."""
+        if self._edges is None:
+            self._edges = edge_indices(self.indices)
+        return self._edges
 
 
 def placeholder_texture(name: str, size: int = LAYER_SIZE) -> np.ndarray:
@@ -315,7 +332,7 @@ class TerrainArena:
         self._free_layers: list[int] = []
         self._layer_capacity = 0
         self._layer_used = 0
-        self._copy = None
+        self._copy = self._mip = self._mip_tex = None
         self._gpu_copy = ctx.version_code >= 430  # else textures grow from CPU copies
         self._cpu_alpha: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
         self._cpu_layers: dict[int, bytes] = {}
@@ -336,20 +353,17 @@ class TerrainArena:
         if slot >= self.capacity:
             self._grow(max(4, 2 * self.capacity))
         names = list(arrays.layer_names)
-        new = [n for n in names if n not in self._names]
         slices = np.array([self._layer(n, arrays.layers[i]) for i, n in enumerate(names)], np.float32)
-        if new:
-            self.layers.build_mipmaps()
         v = arrays.vertices.copy()
         v["chunk"] += slot * 256
         lay = v["layers"].astype(np.int64)
         v["layers"] = np.where(lay >= 0, slices[np.clip(lay, 0, len(slices) - 1)], -1.0)
         self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
-        indices = arrays.indices + np.uint32(slot * SLOT_VERTICES)
-        self.ibo.write(indices.tobytes(), offset=slot * SLOT_INDICES * 4)
+        shift = np.uint32(slot * SLOT_VERTICES)
+        self.ibo.write((arrays.indices + shift).tobytes(), offset=slot * SLOT_INDICES * 4)
         # index k of the triangles is index 2k of the edges: a line command is a triangle one doubled
-        self.lbo.write(edge_indices(indices).tobytes(), offset=slot * SLOT_INDICES * 8)
-        atlas = arrays.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4).reshape(ATLAS, ATLAS, 4).tobytes()
+        self.lbo.write((arrays.edges() + shift).tobytes(), offset=slot * SLOT_INDICES * 8)
+        atlas = arrays.atlas()
         self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
         if not self._gpu_copy:
             self._cpu_alpha[slot] = atlas
@@ -376,11 +390,38 @@ class TerrainArena:
                 self._grow_layers(max(16, 2 * self._layer_capacity))
             data = np.ascontiguousarray(rgba, np.uint8).tobytes()
             self.layers.write(data, viewport=(0, 0, i, LAYER_SIZE, LAYER_SIZE, 1))
-            if not self._gpu_copy:
+            if self._gpu_copy:  # this slice's levels only: a whole-array rebuild grows with what is resident
+                self._mip_slice(i, data)
+            else:
                 self._cpu_layers[i] = data
+                self.layers.build_mipmaps()
             ref = self._names[name] = [i, 0]
         ref[1] += 1
         return ref[0]
+
+    def fits(self, slots: int, layers: int) -> bool:
+        """Whether ``slots`` more tiles and ``layers`` more MTEX layers fit without growing."""
+        return (self._used - len(self._free) + slots <= self.capacity
+                and self._layer_used - len(self._free_layers) + layers <= self._layer_capacity)
+
+    def reserve(self, slots: int, layers: int, at_least: int = 0, layers_at_least: int = 0):
+        """Grow ahead of need so that ``slots`` more tiles and ``layers`` more MTEX layers fit
+        without a growth inside :meth:`add` (streaming does this as a step of its own), to at
+        least ``at_least`` slots and ``layers_at_least`` layers when it grows (a first size
+        for what will be resident: each growth is a copy of everything)."""
+        if self._used - len(self._free) + slots > self.capacity:
+            self._grow(max(4, 2 * self.capacity, self._used + slots, at_least))
+        if self._layer_used - len(self._free_layers) + layers > self._layer_capacity:
+            self._grow_layers(max(16, 2 * self._layer_capacity, self._layer_used + layers, layers_at_least))
+
+    def has_layer(self, name: str) -> bool:
+        return name in self._names
+
+    def upload_layer(self, name: str, rgba: np.ndarray):
+        """MTEX layer ``name`` uploaded ahead of the tile that uses it (its :meth:`add` follows)."""
+        if name not in self._names:
+            self._layer(name, rgba)
+            self._names[name][1] -= 1  # add() takes the reference
 
     def _grow(self, capacity: int):
         import moderngl
@@ -410,23 +451,49 @@ class TerrainArena:
         layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         if "llvmpipe" not in self.ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
             layers.anisotropy = ANISOTROPY
+        if self._gpu_copy:
+            layers.build_mipmaps()  # allocates the levels that _mip_slice and the copy write
         if self._layer_capacity:
-            self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE)
-            layers.build_mipmaps()
+            if self._gpu_copy:
+                for level in range(LAYER_LEVELS):
+                    self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE >> level, level)
+            else:
+                self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE)
+                layers.build_mipmaps()
             self.layers.release()
         self.layers, self._layer_capacity = layers, capacity
 
-    def _copy_texture(self, dst, src, cpu: dict, size: int):
-        """Level 0 of every layer of ``src`` into ``dst`` (a compute copy; on GL < 4.3 from ``cpu``)."""
+    def _mip_slice(self, i: int, data: bytes):
+        """Layer slice ``i`` with its mipmap levels: built by the driver in a 2D texture (the levels
+        a whole-array ``build_mipmaps`` gives), then copied level by level into the slice."""
+        if self._mip is None:
+            import moderngl
+
+            self._mip = self.ctx.compute_shader(_MIP_COPY_SHADER)
+            self._mip_tex = self.ctx.texture((LAYER_SIZE, LAYER_SIZE), 4)
+            self._mip_tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        self._mip_tex.write(data)
+        self._mip_tex.build_mipmaps()
+        self._mip["slice_"] = i
+        for level in range(LAYER_LEVELS):
+            self._mip_tex.bind_to_image(1, read=True, write=False, level=level)
+            self.layers.bind_to_image(0, read=False, write=True, level=level)
+            size = LAYER_SIZE >> level
+            self._mip.run(group_x=(size + 7) // 8, group_y=(size + 7) // 8)
+        self.ctx.memory_barrier()
+
+    def _copy_texture(self, dst, src, cpu: dict, size: int, level: int = 0):
+        """Level ``level`` (``size`` square) of every layer of ``src`` into ``dst`` (a compute copy;
+        on GL < 4.3 level 0 from ``cpu``)."""
         if not self._gpu_copy:
             for i, data in cpu.items():
                 dst.write(data, viewport=(0, 0, i, size, size, 1))
             return
         if self._copy is None:
             self._copy = self.ctx.compute_shader(_COPY_SHADER)
-        src.bind_to_image(1, read=True, write=False)
-        dst.bind_to_image(0, read=False, write=True)
-        self._copy.run(group_x=size // 8, group_y=size // 8, group_z=src.layers)
+        src.bind_to_image(1, read=True, write=False, level=level)
+        dst.bind_to_image(0, read=False, write=True, level=level)
+        self._copy.run(group_x=(size + 7) // 8, group_y=(size + 7) // 8, group_z=src.layers)
         self.ctx.memory_barrier()
 
     def release(self):
@@ -436,8 +503,9 @@ class TerrainArena:
             if obj is not None:
                 obj.release()
         self.vbo = self.ibo = self.lbo = self.alpha = self.layers = None
-        if self._copy is not None:
-            self._copy.release()
+        for obj in (self._copy, self._mip, self._mip_tex):
+            if obj is not None:
+                obj.release()
 
 
 _COPY_SHADER = """#version 430
@@ -446,7 +514,21 @@ layout(rgba8, binding = 0) writeonly uniform image2DArray dst;
 layout(rgba8, binding = 1) readonly uniform image2DArray src;
 void main() {
     ivec3 p = ivec3(gl_GlobalInvocationID);
+    if (any(greaterThanEqual(p.xy, imageSize(dst).xy))) return;
     imageStore(dst, p, imageLoad(src, p));
+}
+"""
+
+# a 2D texture's level into one slice of an array's level
+_MIP_COPY_SHADER = """#version 430
+layout(local_size_x = 8, local_size_y = 8) in;
+layout(rgba8, binding = 0) writeonly uniform image2DArray dst;
+layout(rgba8, binding = 1) readonly uniform image2D src;
+uniform int slice_;
+void main() {
+    ivec2 p = ivec2(gl_GlobalInvocationID.xy);
+    if (any(greaterThanEqual(p, imageSize(src)))) return;
+    imageStore(dst, ivec3(p, slice_), imageLoad(src, p));
 }
 """
 

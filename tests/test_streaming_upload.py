@@ -1,0 +1,70 @@
+"""A tile's GL uploads spread over frames under Scene.upload_budget (llvmpipe, small scenes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gl
+
+from wowgrass.render.constants import TILE_SIZE  # noqa: E402
+from wowgrass.render.synthetic import SyntheticSource, tile_origin  # noqa: E402
+
+TILES = [(32, 32), (33, 32)]
+X0, Y0 = tile_origin(32, 32)
+EYE = (X0 - TILE_SIZE / 2, Y0 - TILE_SIZE / 2, 0.0)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+
+    try:
+        c = create_offscreen_context()
+    except GLUnavailableError as exc:
+        pytest.skip(f"no EGL OpenGL context: {exc}")
+    yield c
+    c.release()
+
+
+def stream(ctx, budget):
+    """Stream TILES in (one frame drawn after every update) under ``budget`` bytes a frame; the
+    frames' (bytes, steps, tiles complete) and the final picture."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import Scene
+    from wowgrass.render.viewer import Toggles, Viewer
+
+    tg = create_offscreen_target((128, 96), samples=0, ctx=ctx)
+    src = SyntheticSource(tiles=TILES, density=0.01)
+    sc = Scene(ctx, make_programs(ctx), src, threaded=False, reach=1e6, upload_budget=budget)
+    cam = Camera.looking_at((EYE[0] - 40, EYE[1] - 40, 30.0), (EYE[0] + 60, EYE[1] + 40, 0.0))
+    v = Viewer(tg, sc, cam, Toggles(shadows=False))
+    frames = []
+    for _ in range(200):
+        done = sc.update(EYE)
+        frames.append((sc.uploaded_bytes, sc.uploaded_steps, done))
+        v.render_frame(0.5)
+        if len(sc.tiles) == len(TILES) and not sc._steps and not sc.grass.pending_uploads:
+            break
+    v.render_frame(0.5)
+    img = v.read_rgba()
+    sc.release()
+    tg.release()
+    return frames, img
+
+
+def test_a_tile_upload_is_spread_over_frames_under_the_budget(ctx):
+    budget = 1 << 20  # a tile's terrain alone is ~8 MB: more than one frame each
+    frames, streamed = stream(ctx, budget)
+    uploading = [f for f in frames if f[1]]
+    assert sum(f[2] for f in frames) == len(TILES)
+    assert len(uploading) > len(TILES)  # more than one frame a tile
+    for spent, steps, _ in uploading:
+        assert spent <= budget or steps == 1  # a single item larger than the budget has a frame alone
+    one_frame, whole = stream(ctx, 1 << 62)
+    first = next(f for f in one_frame if f[2])
+    assert first[0] > budget  # the unbudgeted run did upload a whole tile in one frame
+    assert np.array_equal(streamed, whole)
+    assert (np.abs(whole[..., :3].astype(int) - whole[0, 0, :3]).sum(axis=-1) > 30).mean() > 0.2  # not empty
