@@ -113,8 +113,9 @@ class MeshData:
             tex = self.texture
             if tex is None:  # missing texture: visible magenta-free neutral grey
                 tex = np.full((4, 4, 4), 160, np.uint8)
-            self._upload = (self.interleaved(), self.packed_pos_uv(), np.ascontiguousarray(indices, np.uint32).tobytes(),
-                            edge_indices(indices).tobytes(), lite, np.ascontiguousarray(tex, np.uint8))
+            indices = np.ascontiguousarray(indices, np.uint32)
+            self._upload = (self.interleaved(), self.packed_pos_uv(), indices.tobytes(), edge_indices(indices).tobytes(),
+                            lite, np.ascontiguousarray(tex, np.uint8))
         return self._upload
 
     @property

@@ -10,12 +10,13 @@ A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
 
 :class:`Scene` asks a background worker thread for every tile within ``reach`` of the camera
 (loading it, baking its bundle on demand or reading the cached one, decoding its textures and
-models, building every array the GPU takes: mesh buffers, the alpha atlas, chunk-sorted grass), and
+models, building every array the GPU takes: mesh buffers, the alpha atlas, chunk-sorted grass),
 uploads finished payloads on the GL thread as a list of steps (new MTEX layers, the terrain slot,
 new meshes, grass and doodads) run at most ``upload_budget`` bytes a frame, grass instances
 included (a step larger than that has a frame to itself), so a tile arrives over several frames
-and flying stays smooth; its terrain draws from its step on, the tile counts as resident after its
-last. The terrain arena is sized ahead for what can be resident at once. It releases tiles that fall beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
+and flying stays smooth (its terrain draws from its step on, the tile counts as resident after its
+last; the arenas are sized ahead for what can be resident at once), and releases tiles that fall
+beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
 within ``terrain_reach`` (the far view) are loaded as terrain alone (no bake, no models) and
 completed when they come within ``reach``; a complete tile that falls back beyond
 ``reach + hysteresis`` keeps only its terrain. GL objects are only touched on the thread that
@@ -255,7 +256,8 @@ class Scene:
             steps.append((0, lambda: self._unload(key)))
         for name, data in payload["meshes"].items():
             if name not in self.meshes:
-                steps.append((data.upload_bytes if data is not None else 0, lambda n=name, d=data: self._add_mesh(n, d)))
+                size = data.upload_bytes if data is not None else 0
+                steps.append((size, lambda n=name, d=data: self._add_mesh(n, d)))
         grass = payload.get("grass", {})
         groups = payload.get("grass_groups", {})
         if self._grass_upload is not None and groups:
@@ -319,6 +321,8 @@ class Scene:
         return n_grass
 
     def _add_doodads(self, key, name: str, mats: np.ndarray, made: dict, missing: list):
+        if name in self.meshes and self.meshes[name] is None and name in missing:
+            return  # a grass model too, reported with the grass
         if not self._model_missing(name, missing, grass=False) and len(mats):
             self.doodads.add(self.meshes[name], mats, tile=key)
             made["doodads"] += len(mats)

@@ -159,7 +159,8 @@ class TerrainArrays:
         """The alpha maps as one ATLAS x ATLAS slice (16 x 16 chunks), built once (the tile worker
         calls this, off the GL thread)."""
         if self._atlas is None:
-            self._atlas = self.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4).reshape(ATLAS, ATLAS, 4).tobytes()
+            a = self.alpha.reshape(16, 16, 64, 64, 4).transpose(0, 2, 1, 3, 4)
+            self._atlas = a.reshape(ATLAS, ATLAS, 4).tobytes()
         return self._atlas
 
     def edges(self) -> np.ndarray:
