@@ -72,12 +72,25 @@ class MeadowSettings:
 
 
 def _set(prog, name, value):
-    if name in prog:
-        u = prog[name]
+    """Set a uniform only when it changed: most are the same frame after frame. The last values
+    live on the program (meadows sharing a program cache share its uniforms); every uniform of the
+    meadow's programs is written through here."""
+    last = getattr(prog, "_meadow_uniforms", None)
+    if last is None:
+        last = prog._meadow_uniforms = {}
+    if last.get(name, _UNSET) == value:
+        return
+    last[name] = value
+    u = prog.get(name, None)
+    if u is not None:
         if isinstance(value, bytes):
             u.write(value)
         else:
             u.value = value
+
+
+_UNSET = object()
+_PLANS_KEPT = 16  # (pass, fill) draw plans a source keeps (passes are made once; a bound all the same)
 
 
 class Meadow:
@@ -115,8 +128,11 @@ class Meadow:
         self.tiles_cs = load_program(ctx, "meadow_tiles.glsl", cache=program_cache)
         self.blades_cs = load_program(ctx, "meadow_blades.glsl", cache=program_cache)
         self.commands_cs = load_program(ctx, "meadow_commands.glsl", cache=program_cache)
+        self.height_info = (f.texel, float(f.n))
         for p in (self.tiles_cs, self.blades_cs):
-            _set(p, "uHeightInfo", (f.texel, float(f.n)))
+            _set(p, "uHeightInfo", self.height_info)
+        self._planes = (None, b"")  # the culling view's planes and their float32 bytes
+        self._margin = (None, 0.0)  # sun direction -> shadow culling margin
         self.terrain = MeadowTerrain(self)
         self.grass = MeadowBlades(self)
         self.sources = [self.terrain, self.grass]
@@ -130,12 +146,19 @@ class Meadow:
 
     def use_heights(self, program):
         self.height_texture.use(location=HEIGHT_UNIT)
-        _set(program, "uHeightInfo", (self.field.texel, float(self.field.n)))
+        _set(program, "uHeightInfo", self.height_info)
+
+    def planes_bytes(self, view) -> bytes:
+        """``view``'s frustum planes as the compute passes take them (packed once per camera)."""
+        planes = view.planes()
+        if self._planes[0] is not planes:
+            self._planes = (planes, planes.astype("f4").tobytes())
+        return self._planes[1]
 
     def _commands(self, counters, commands, slots, n):
         """Counters -> indirect commands (and counters zeroed), on the GPU."""
         cs = self.commands_cs
-        cs["uSlots"].value = n
+        _set(cs, "uSlots", n)
         counters.bind_to_storage_buffer(1)
         commands.bind_to_storage_buffer(2)
         slots.bind_to_storage_buffer(3)
@@ -143,8 +166,11 @@ class Meadow:
 
     def shadow_margin(self, sun_dir) -> float:
         """How far outside the view a blade can still cast a shadow into it (culling margin)."""
-        elev = max(float(sun_dir[2]) / max(float(np.linalg.norm(sun_dir)), 1e-9), 0.2)
-        return self.settings.blades.height[1] / math.tan(math.asin(elev)) + 1.0
+        key = tuple(float(v) for v in sun_dir)
+        if self._margin[0] != key:
+            elev = max(key[2] / max(float(np.linalg.norm(sun_dir)), 1e-9), 0.2)
+            self._margin = (key, self.settings.blades.height[1] / math.tan(math.asin(elev)) + 1.0)
+        return self._margin[1]
 
     def drawn_counts(self) -> dict:
         """Tiles per LOD and blades per ring of the last frame, read back from the GPU's draw
@@ -178,6 +204,16 @@ class Meadow:
         for src in self.sources:
             src.release()
         self.height_texture.release()
+
+
+class _Fill:
+    """What ``Pass.program`` reads of a view: its fill."""
+
+    def __init__(self, fill):
+        self.fill = fill
+
+
+_FILL_VIEWS = {False: _Fill("filled"), True: _Fill("lines")}
 
 
 def _mesh_vaos(ctx, vbo, vbo_format, vbo_attrs, instances, inst_format, inst_attrs, ibo, lbo):
@@ -219,10 +255,12 @@ class MeadowTerrain(Source):
         self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
         cs = meadow.tiles_cs
         ends = list(s.lod_band_ends) + [1e9] * (4 - len(s.lod_band_ends))
-        cs["uBandEnds"].value = tuple(ends[:4])
-        cs["uLodCount"].value = len(s.lod_cells)
-        cs["uTiles"].value = self.tiles_per_side
-        cs["uTileSize"].value = s.tile_size
+        _set(cs, "uBandEnds", tuple(ends[:4]))
+        _set(cs, "uLodCount", len(s.lod_cells))
+        _set(cs, "uTiles", self.tiles_per_side)
+        _set(cs, "uTileSize", s.tile_size)
+        self._plans = {}
+        self._lod_uniforms = (None, ())
 
     def band(self, lod: int) -> tuple[float, float]:
         """The distance band of LOD ``lod`` as the vertex shader's morph sees it (no geomorphing:
@@ -238,9 +276,9 @@ class MeadowTerrain(Source):
         m = self.meadow
         view = m.compute_camera(frame)
         cs = m.tiles_cs
-        cs["uCameraPos"].value = tuple(float(v) for v in view.camera.position)
-        cs["uPlanes"].write(view.planes().astype("f4").tobytes())
-        cs["uCullMargin"].value = 30.0
+        _set(cs, "uCameraPos", tuple(view.camera.position.tolist()))
+        _set(cs, "uPlanes", m.planes_bytes(view))
+        _set(cs, "uCullMargin", 30.0)
         self.lists.bind_to_storage_buffer(0)
         self.counters.bind_to_storage_buffer(1)
         self.tile_z.bind_to_storage_buffer(4)
@@ -249,26 +287,47 @@ class MeadowTerrain(Source):
         m._commands(self.counters, self.commands, self.slots, len(self.meshes))
         self.ctx.memory_barrier(moderngl.ALL_BARRIER_BITS)
 
+    def lod_uniforms(self) -> tuple:
+        """Each LOD mesh's ``uLod`` (grid step, band start, band end, index) as bytes."""
+        if self._lod_uniforms[0] != self.lod.morph:
+            self._lod_uniforms = (self.lod.morph, tuple(
+                np.array((m["step"], *self.band(lod), lod), np.float32).tobytes()
+                for lod, m in enumerate(self.meshes)))
+        return self._lod_uniforms[1]
+
+    def _plan(self, pass_, lines: bool):
+        """The program and the (vertex array, mode, first command) of each LOD's draw for a pass
+        and fill (looked up once, not per frame)."""
+        import moderngl
+
+        plan = self._plans.get((pass_, lines))
+        if plan is None:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            prog = pass_.program(self.meadow.programs, "meadow_terrain.glsl", _FILL_VIEWS[lines])
+            n = len(self.meshes)
+            mode = moderngl.LINES if lines else moderngl.TRIANGLES
+            plan = self._plans[(pass_, lines)] = (prog, [
+                ((m["line_vaos"] if lines else m["tri_vaos"])(prog), mode, n + lod if lines else lod)
+                for lod, m in enumerate(self.meshes)])
+        return plan
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 
-        prog = pass_.program(self.meadow.programs, "meadow_terrain.glsl", view)
+        lines = view.fill == "lines"
+        prog, draws = self._plan(pass_, lines)
         self.meadow.use_heights(prog)
         _set(prog, "uLodColours", 1 if self.lod.debug else 0)
-        lines = view.fill == "lines"
         culled = pass_.colour and not lines
         if culled:
             self.ctx.enable(moderngl.CULL_FACE)
-        n = len(self.meshes)
-        for lod, m in enumerate(self.meshes):
-            start, end = self.band(lod)
-            prog["uLod"].value = (m["step"], start, end, float(lod))
-            vao = (m["line_vaos"] if lines else m["tri_vaos"])(prog)
-            vao.render_indirect(self.commands, mode=moderngl.LINES if lines else moderngl.TRIANGLES,
-                                count=1, first=n + lod if lines else lod)
+        for lod_uniform, (vao, mode, first) in zip(self.lod_uniforms(), draws):
+            _set(prog, "uLod", lod_uniform)
+            vao.render_indirect(self.commands, mode=mode, count=1, first=first)
         if culled:
             self.ctx.disable(moderngl.CULL_FACE)
-        return DrawCounts(draw_calls=n)
+        return DrawCounts(draw_calls=len(draws))
 
     def release(self):
         for m in self.meshes:
@@ -317,14 +376,15 @@ class MeadowBlades(Source):
         self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
         cs = meadow.blades_cs
         table = b.ring_table()
-        cs["uRingCount"].value = len(rings)
-        cs["uRings"].write(np.vstack([table, np.zeros((8 - len(rings), 4), np.float32)]).tobytes())
-        cs["uRingSlots"].write(np.array([[self.bases[k], caps[k]] if k < len(rings) else [0, 0]
+        _set(cs, "uRingCount", len(rings))
+        _set(cs, "uRings", np.vstack([table, np.zeros((8 - len(rings), 4), np.float32)]).tobytes())
+        _set(cs, "uRingSlots", np.array([[self.bases[k], caps[k]] if k < len(rings) else [0, 0]
                                          for k in range(8)], np.uint32).tobytes())
-        cs["uSpacing"].value = b.spacing
-        cs["uSeed"].value = meadow.seed & 0xFFFFFFFF
-        cs["uMinNormalZ"].value = b.min_normal_z
-        cs["uBladeShape"].value = (b.height[0], b.height[1] - b.height[0], b.width[0], b.width[1] - b.width[0])
+        _set(cs, "uSpacing", b.spacing)
+        _set(cs, "uSeed", meadow.seed & 0xFFFFFFFF)
+        _set(cs, "uMinNormalZ", b.min_normal_z)
+        _set(cs, "uBladeShape", (b.height[0], b.height[1] - b.height[0], b.width[0], b.width[1] - b.width[0]))
+        self._plans = {}
         # the shadow pass draws the rings that start within the shadow's reach
         inner = np.r_[0.0, [r.outer for r in rings[:-1]]]
         self.shadow_rings = int(np.sum(inner < s.shadow_reach))
@@ -338,7 +398,7 @@ class MeadowBlades(Source):
 
         m = self.meadow
         view = m.compute_camera(frame)
-        eye = tuple(float(v) for v in view.camera.position)
+        eye = tuple(view.camera.position.tolist())
         margin = m.shadow_margin(frame.sun_dir) if frame.shadow_map is not None else 1.0
         self.upload_bytes = 0
         if m.cpu_instances:
@@ -347,11 +407,11 @@ class MeadowBlades(Source):
         (x0, y0), (nx, ny) = m.settings.blades.cell_window(eye, m.field.world_size)
         if nx and ny:
             cs = m.blades_cs
-            cs["uCameraPos"].value = eye
-            cs["uPlanes"].write(view.planes().astype("f4").tobytes())
-            cs["uCullMargin"].value = margin
-            cs["uCellOrigin"].value = (x0, y0)
-            cs["uCellCount"].value = (nx, ny)
+            _set(cs, "uCameraPos", eye)
+            _set(cs, "uPlanes", m.planes_bytes(view))
+            _set(cs, "uCullMargin", margin)
+            _set(cs, "uCellOrigin", (x0, y0))
+            _set(cs, "uCellCount", (nx, ny))
             m.height_texture.use(location=HEIGHT_UNIT)
             self.instances.bind_to_storage_buffer(0)
             self.counters.bind_to_storage_buffer(1)
@@ -380,19 +440,29 @@ class MeadowBlades(Source):
         self.commands.write(cmds.tobytes())
         self.upload_bytes += cmds.nbytes
 
-    def draw(self, pass_, view) -> DrawCounts:
+    def _plan(self, pass_, lines: bool):
+        """The program and the (vertex array, mode, first command) of each ring's draw for a pass
+        and fill (the shadow pass: the near rings only), looked up once, not per frame."""
         import moderngl
 
-        prog = pass_.program(self.meadow.programs, "blade.glsl", view)
+        plan = self._plans.get((pass_, lines))
+        if plan is None:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            prog = pass_.program(self.meadow.programs, "blade.glsl", _FILL_VIEWS[lines])
+            n = len(self.meshes)
+            mode = moderngl.LINES if lines else moderngl.TRIANGLES
+            plan = self._plans[(pass_, lines)] = (prog, [
+                ((m["line_vaos"] if lines else m["tri_vaos"])(prog), mode, n + k if lines else k)
+                for k, m in enumerate(self.meshes[: n if pass_.colour else self.shadow_rings])])
+        return plan
+
+    def draw(self, pass_, view) -> DrawCounts:
+        prog, draws = self._plan(pass_, view.fill == "lines")
         _set(prog, "uBladeWind", self.wind)
-        lines = view.fill == "lines"
-        n = len(self.meshes)
-        rings = n if pass_.colour else self.shadow_rings
-        for k in range(rings):
-            vao = (self.meshes[k]["line_vaos"] if lines else self.meshes[k]["tri_vaos"])(prog)
-            vao.render_indirect(self.commands, mode=moderngl.LINES if lines else moderngl.TRIANGLES,
-                                count=1, first=n + k if lines else k)
-        return DrawCounts(draw_calls=rings)
+        for vao, mode, first in draws:
+            vao.render_indirect(self.commands, mode=mode, count=1, first=first)
+        return DrawCounts(draw_calls=len(draws))
 
     def release(self):
         for m in self.meshes:
