@@ -412,6 +412,35 @@ def test_split_view_halves_aspect_lines_and_full_width_overlay(ctx, cache):
     assert not is_sky(single[h // 2: h - 20]).any() and single_views[0].fill == "filled"
 
 
+def test_steady_frames_write_only_the_lod_uniforms_and_changes_still_land(ctx, cache, monkeypatch):
+    """Uniforms are set when they change: with the camera still, a frame (split + shadows) writes
+    only each terrain LOD's ``uLod``; a changed setting (the LOD colours) is still written."""
+    import _moderngl
+
+    written = []
+    real = _moderngl.Uniform.write
+    monkeypatch.setattr(_moderngl.Uniform, "write", lambda u, data: (written.append(u.name), real(u, data))[1])
+    v = make_viewer(ctx, cache, target=(150.0, 140.0, 0.0), split=True, shadows=True)
+    try:
+        plain = frame(v, 0.5)
+        written.clear()
+        again = frame(v, 0.5)
+        steady = list(written)
+        written.clear()
+        v.toggles.lod_colors = True
+        coloured = frame(v, 0.5)
+    finally:
+        release(v)
+    lods = len(v.scene.terrain.meshes)
+    rings = len(v.scene.grass.meshes)
+    # the meadow's: uLod per LOD draw (shadow + two views), and the command pass's slot count,
+    # shared by tiles and rings (written twice when their counts differ); the overlay's uRect
+    meadow = [n for n in steady if n != "uRect"]
+    assert sorted(meadow) == sorted(["uLod"] * 3 * lods + ["uSlots"] * (2 if lods != rings else 0))
+    assert np.array_equal(plain, again)
+    assert "uLodColours" in written and not np.array_equal(plain, coloured)
+
+
 def test_cli_procedural_json_and_errors(tmp_path):
     from click.testing import CliRunner
 
