@@ -88,14 +88,21 @@ class ShadowPass(Pass):
     def __init__(self, shadow_map):
         self.map = shadow_map
         self._view = None
+        self._fit_key = None  # (camera, its matrices' key, sun direction) the map was fitted for
 
     def setup(self, frame):
         from .views import SunView
 
         main = frame.views[0]
         main.view_proj()  # the camera takes its view's aspect before the map is fitted to it
-        self.map.fit(main.camera, frame.sun_dir)
-        self._view = frame.add_view(SunView(main.camera, self.map.size, self.map.view_proj))
+        # refitted only when the camera, the sun or the map (fitted elsewhere) changed
+        key = (main.camera, main._key, tuple(frame.sun_dir))
+        if (self._fit_key is None or self._fit_key[0] is not main.camera or self._fit_key[1:] != key[1:]
+                or self._view._vp is not self.map.view_proj):
+            self.map.fit(main.camera, frame.sun_dir)
+            self._view = SunView(main.camera, self.map.size, self.map.view_proj)
+            self._fit_key = key
+        frame.add_view(self._view)
         frame.shadow_map = self.map
 
     def views(self, frame):

@@ -102,6 +102,7 @@ class Viewer:
         self.fog = fog
         self.light = light or Light()
         self.views = frame_views(camera, target.size)
+        self._views_key = None  # (camera, size, split, wireframe) self.views were made for
         self.colour_pass = ColourPass(target)
         self._shadow_pass = None  # made when shadows are first drawn
         self._overlay = None
@@ -137,7 +138,7 @@ class Viewer:
         end = min(self.fog[1] + 4.0 * above, max(sc.terrain_reach, self.fog[1]))
         fog = (min(self.fog[0] + above, 0.5 * end), end)
         cam.far = max(fog[1] * 1.1, 500.0)
-        self.views = frame_views(cam, self.target.size, split=tg.split, wireframe=tg.wireframe)
+        self.views = self._frame_views(cam, tg)
         lt = self.light
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,
                       sun_dir=lt.sun_dir, sun_color=lt.sun_color, ambient=lt.ambient)
@@ -178,6 +179,19 @@ class Viewer:
                 st.gpu_frame, st.gpu_ms = done[-1]
         self.last_stats = st
         return st
+
+    def _frame_views(self, cam, tg) -> list:
+        """The frame's views, kept while the camera, size and layout stay (and their matrices
+        with them, recomputed only when the camera moves); a split screen's copies of the camera
+        take its current state."""
+        key = (id(cam), tuple(self.target.size), tg.split, tg.wireframe)
+        if self._views_key != key:
+            self._views_key = key
+            return frame_views(cam, self.target.size, split=tg.split, wireframe=tg.wireframe)
+        for v in self.views:
+            if v.camera is not cam:
+                v.camera.__dict__.update(cam.__dict__)
+        return self.views
 
     @property
     def passes(self) -> list:
