@@ -57,7 +57,7 @@ void main() {
     mat4 uGrassParams = grassParams(uModelZ);
     float d = distance(instanceXY, uGrassParams[0].xy);
 #if defined INSTANCE_MAT4
-    float ringFade = 1.0;   // the seed's layout is for layout comparisons only: no rings
+    float ringFade = 1.0;   // the grass reference's 64-byte mat4 layout is for layout comparisons only: no rings
 #else
     float ringFade = grassRingFade(d, grassInstanceHash(floatBitsToUint(i_pos)));
 #endif
