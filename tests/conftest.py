@@ -1,4 +1,4 @@
-"""Shared fixtures: the real-data folder, a private cache folder, the fixtures folder."""
+"""Shared fixtures: the real-data folder, a private cache folder, the fixtures folder, an EGL context."""
 
 from __future__ import annotations
 
@@ -28,3 +28,16 @@ def _private_cache(tmp_path_factory, monkeypatch):
     if "WOWGRASS_TEST_CACHE" not in os.environ:
         os.environ["WOWGRASS_TEST_CACHE"] = str(tmp_path_factory.getbasetemp() / "cache")
     monkeypatch.setenv("WOWGRASS_CACHE", os.environ["WOWGRASS_TEST_CACHE"])
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    """An offscreen OpenGL context per test module (EGL; the module skips without one)."""
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+
+    try:
+        c = create_offscreen_context()
+    except GLUnavailableError as exc:
+        pytest.skip(f"no EGL OpenGL context: {exc}")
+    yield c
+    c.release()

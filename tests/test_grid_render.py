@@ -16,18 +16,6 @@ from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_ori
 WIND_OPTIONS = [(w, f) for w in WIND_MODES for f in WIND_FALLOFFS]
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        c = create_offscreen_context()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
-    yield c
-    c.release()
-
-
 def camera(x, y, z=30.0):
     from wowgrass.render.camera import Camera
 

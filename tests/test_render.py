@@ -21,18 +21,6 @@ DEBUG_PNG = __import__("os").environ.get("WOWGRASS_TEST_PNG")  # folder to keep 
 SKY = np.array([0.62, 0.74, 0.86]) * 255
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        c = create_offscreen_context()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
-    yield c
-    c.release()
-
-
 def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terrain=False, grass_culling="auto",
                 **kw):
     from wowgrass.render.camera import Camera

@@ -15,18 +15,6 @@ X0, Y0 = tile_origin(32, 32)
 EYE = (X0 - TILE_SIZE / 2, Y0 - TILE_SIZE / 2, 0.0)
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        c = create_offscreen_context()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
-    yield c
-    c.release()
-
-
 def stream(ctx, budget):
     """Stream TILES in (one frame drawn after every update) under ``budget`` bytes a frame; the
     frames' (bytes, steps, tiles complete) and the final picture."""

@@ -102,18 +102,6 @@ def test_neighbouring_tiles_share_their_border_vertices_exactly():
 
 
 # --- GL ------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def ctx():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        c = create_offscreen_context()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
-    yield c
-    c.release()
-
-
 def terrain_viewer(ctx, source, size=(256, 144)):
     from wowgrass.render.camera import Camera
     from wowgrass.render.context import create_offscreen_target

@@ -18,18 +18,6 @@ X0, Y0 = tile_origin(COL, ROW)
 CX, CY = X0 - 266.0, Y0 - 266.0  # the tile's centre
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        c = create_offscreen_context()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
-    yield c
-    c.release()
-
-
 def zone_viewer(ctx, eye, target, *, size=(192, 108), sway=True, **toggles):
     from wowgrass.render.camera import Camera
     from wowgrass.render.constants import GrassSettings
