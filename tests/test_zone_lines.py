@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from wowgrass.render.meshes import edge_indices, line_commands
 
-from test_zone_shadows_split import CX, CY, ctx, zone_viewer  # noqa: F401 (ctx: the module's GL context)
+from test_zone_shadows_split import CX, CY, zone_viewer
 
 
 def triangle_edges(tris: np.ndarray) -> np.ndarray:

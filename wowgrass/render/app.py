@@ -89,7 +89,7 @@ def run_view(opts: ViewOptions) -> dict:
     """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
     from .programs import make_programs
     from .scene import Scene, tiles_centre
-    from .viewer import Toggles, Viewer, default_camera, write_png
+    from .viewer import Toggles, Viewer, default_camera
 
     say = opts.log or (lambda s: print(s, file=sys.stderr))
     want_window, output = _output_mode(opts, say)
@@ -151,31 +151,12 @@ def run_view(opts: ViewOptions) -> dict:
                 + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
         if scene.missing_textures:
             say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
-        if want_window:
-            say("window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, G grass, "
-                "O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows, F3 stats, Esc quit")
-            run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
-                                    quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
-            result.update(_window_result(run, viewer, target))
-            if opts.screenshot is not None and run.image is not None:
-                write_png(opts.screenshot, run.image)
-                result["screenshot"] = str(Path(opts.screenshot).resolve())
-            return result
-        n = max(int(opts.frames or 1), 1)
-        viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
-        viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
-        frames = []
-        t0 = _time.perf_counter()
-        for i in range(n):
-            # the last frame reads the GPU culling's counters back (drawn, kept per ring), once
+        def last_frame_stats(i, n):  # the last frame reads the GPU culling's counters back, once
             toggles.stats = opts.stats or i == n - 1
-            frames.append(viewer.render_frame(opts.time + i / 60.0))
-        target.ctx.finish()
-        wall = (_time.perf_counter() - t0) * 1000.0 / n
-        result.update(summarise_frames(viewer, frames, wall))
-        if output is not None:
-            viewer.save_png(output)
-            result["file"] = str(Path(output).resolve())
+
+        keys = ("G grass, O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows")
+        result.update(present(viewer, target, opts, say, want_window=want_window, output=output, keys=keys,
+                              before_frame=last_frame_stats))
         return result
     finally:
         try:
@@ -186,6 +167,39 @@ def run_view(opts: ViewOptions) -> dict:
             target.release()
         data.close()
 
+
+
+def present(viewer, target, opts, say, *, want_window: bool, output, keys: str, before_frame=None) -> dict:
+    """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line) or render
+    ``opts.frames`` offscreen frames after a warm-up and write the last to ``output``; returns the
+    figures for the ``--json`` result. ``before_frame(i, n)`` runs before offscreen frame ``i``."""
+    from .viewer import write_png
+
+    if want_window:
+        say(f"window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, {keys}, "
+            "F3 stats, Esc quit")
+        run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
+                                quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
+        result = _window_result(run, viewer, target)
+        if opts.screenshot is not None and run.image is not None:
+            write_png(opts.screenshot, run.image)
+            result["screenshot"] = str(Path(opts.screenshot).resolve())
+        return result
+    n = max(int(opts.frames or 1), 1)
+    viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
+    viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
+    frames = []
+    t0 = _time.perf_counter()
+    for i in range(n):
+        if before_frame is not None:
+            before_frame(i, n)
+        frames.append(viewer.render_frame(opts.time + i / 60.0))
+    target.ctx.finish()
+    result = summarise_frames(viewer, frames, (_time.perf_counter() - t0) * 1000.0 / n)
+    if output is not None:
+        viewer.save_png(output)
+        result["file"] = str(Path(output).resolve())
+    return result
 
 
 def _output_mode(opts: ViewOptions, say) -> tuple[bool, str | None]:

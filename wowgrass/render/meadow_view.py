@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import time as _time
-from pathlib import Path
 
 import numpy as np
 
@@ -67,8 +66,7 @@ def start_camera(meadow: Meadow, *, camera=None, target=None, eye_height: float 
 
 def run_meadow(opts, *, want_window: bool, output: str | None, say) -> dict:
     """``wowgrass view --procedural`` (``opts``: :class:`wowgrass.render.app.ViewOptions`)."""
-    from .app import _window_result, open_target, summarise_frames
-    from .viewer import write_png
+    from .app import open_target, present
 
     t_load = _time.perf_counter()
     target = None
@@ -88,31 +86,11 @@ def run_meadow(opts, *, want_window: bool, output: str | None, say) -> dict:
                   "split": toggles.split, "shadows": toggles.shadows,
                   "blade_source": "cpu-upload" if meadow.cpu_instances else "gpu-generated",
                   "load_seconds": _time.perf_counter() - t_load}
-        if want_window:
-            say("window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, G grass, T terrain, "
-                "V split view, H shadows, F wireframe, L LOD colours, F3 stats, Esc quit")
-            run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
-                                    quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
-            result.update(_window_result(run, viewer, target))
-            if opts.screenshot is not None and run.image is not None:
-                write_png(opts.screenshot, run.image)
-                result["screenshot"] = str(Path(opts.screenshot).resolve())
-            return result
-        n = max(int(opts.frames or 1), 1)
-        viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
-        viewer.render_frame(opts.time)  # warm-up: shader compilation and first allocations are not a frame
-        frames = []
-        t0 = _time.perf_counter()
-        for i in range(n):
-            frames.append(viewer.render_frame(opts.time + i / 60.0))
-        target.ctx.finish()
-        wall = (_time.perf_counter() - t0) * 1000.0 / n
-        result.update(summarise_frames(viewer, frames, wall))
-        result.update(meadow.drawn_counts())
-        result["upload_bytes_per_frame"] = meadow.upload_bytes
-        if output is not None:
-            viewer.save_png(output)
-            result["output"] = str(Path(output).resolve())
+        result.update(present(viewer, target, opts, say, want_window=want_window, output=output,
+                              keys="G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"))
+        if not want_window:
+            result.update(meadow.drawn_counts())
+            result["upload_bytes_per_frame"] = meadow.upload_bytes
         return result
     finally:
         if viewer is not None:
