@@ -226,6 +226,23 @@ def _mesh_vaos(ctx, vbo, vbo_format, vbo_attrs, instances, inst_format, inst_att
     return make(ibo), make(lbo)
 
 
+def _draw_plan(plans: dict, pass_, lines: bool, programs, shader: str, meshes, n_commands: int):
+    """The program and the (vertex array, mode, first command) of each mesh's draw for a pass and
+    fill, kept in ``plans``; a lines view's commands follow the ``n_commands`` triangle ones."""
+    import moderngl
+
+    plan = plans.get((pass_, lines))
+    if plan is None:
+        if len(plans) >= _PLANS_KEPT:
+            plans.clear()
+        prog = pass_.program(programs, shader, _FILL_VIEWS[lines])
+        mode = moderngl.LINES if lines else moderngl.TRIANGLES
+        plan = plans[(pass_, lines)] = (prog, [
+            ((m["line_vaos"] if lines else m["tri_vaos"])(prog), mode, n_commands + k if lines else k)
+            for k, m in enumerate(meshes)])
+    return plan
+
+
 class MeadowTerrain(Source):
     """The heightmap's tiles: one instanced indirect draw per LOD mesh, tiles picked on the GPU."""
 
@@ -296,21 +313,9 @@ class MeadowTerrain(Source):
         return self._lod_uniforms[1]
 
     def _plan(self, pass_, lines: bool):
-        """The program and the (vertex array, mode, first command) of each LOD's draw for a pass
-        and fill (looked up once, not per frame)."""
-        import moderngl
-
-        plan = self._plans.get((pass_, lines))
-        if plan is None:
-            if len(self._plans) >= _PLANS_KEPT:
-                self._plans.clear()
-            prog = pass_.program(self.meadow.programs, "meadow_terrain.glsl", _FILL_VIEWS[lines])
-            n = len(self.meshes)
-            mode = moderngl.LINES if lines else moderngl.TRIANGLES
-            plan = self._plans[(pass_, lines)] = (prog, [
-                ((m["line_vaos"] if lines else m["tri_vaos"])(prog), mode, n + lod if lines else lod)
-                for lod, m in enumerate(self.meshes)])
-        return plan
+        """Each LOD's draw for a pass and fill (looked up once, not per frame)."""
+        return _draw_plan(self._plans, pass_, lines, self.meadow.programs, "meadow_terrain.glsl",
+                          self.meshes, len(self.meshes))
 
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
@@ -441,21 +446,10 @@ class MeadowBlades(Source):
         self.upload_bytes += cmds.nbytes
 
     def _plan(self, pass_, lines: bool):
-        """The program and the (vertex array, mode, first command) of each ring's draw for a pass
-        and fill (the shadow pass: the near rings only), looked up once, not per frame."""
-        import moderngl
-
-        plan = self._plans.get((pass_, lines))
-        if plan is None:
-            if len(self._plans) >= _PLANS_KEPT:
-                self._plans.clear()
-            prog = pass_.program(self.meadow.programs, "blade.glsl", _FILL_VIEWS[lines])
-            n = len(self.meshes)
-            mode = moderngl.LINES if lines else moderngl.TRIANGLES
-            plan = self._plans[(pass_, lines)] = (prog, [
-                ((m["line_vaos"] if lines else m["tri_vaos"])(prog), mode, n + k if lines else k)
-                for k, m in enumerate(self.meshes[: n if pass_.colour else self.shadow_rings])])
-        return plan
+        """Each ring's draw for a pass and fill (the shadow pass: the near rings only)."""
+        n = len(self.meshes)
+        return _draw_plan(self._plans, pass_, lines, self.meadow.programs, "blade.glsl",
+                          self.meshes[: n if pass_.colour else self.shadow_rings], n)
 
     def draw(self, pass_, view) -> DrawCounts:
         prog, draws = self._plan(pass_, view.fill == "lines")
