@@ -19,8 +19,9 @@ as a split screen with shadows off and on (``passes_split*``), with PNGs
 units/s across a 6x6 sample world with a finish after every frame: median, p99, max frame time.
 
 Each run starts with 10 untimed frames (their GPU times are kept as ``startup_gpu_ms``: a big
-buffer's first frames can be slow). Frames are pipelined as in the viewer: timer queries are read two frames late, so the CPU never
-waits for the GPU's last frame. ``wall`` = the time of N consecutive frames (one ``finish`` at the
+buffer's first frames can be slow). Frames are pipelined as in the viewer: at most two frames in
+flight, bounded by fences; a frame's timer query is read once its fence signalled, so the CPU never
+waits on a query (``--timer query``: the older way, queries read two frames late, which blocks). ``wall`` = the time of N consecutive frames (one ``finish`` at the
 end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' timer queries;
 ``cpu`` = the median time to build and submit a frame (the bench's timer query left out);
 ``cpu sub`` = the same for frames that start with the GPU idle (after a finish), so that no wait
@@ -123,7 +124,7 @@ def frame(target, uniforms, field, cam, t, timer):
     fr = Frame(time=t, views=[view], wind=field.settings)
     counts = draw_frame(fr, passes, [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
-    timer.end()  # reads the query of two frames earlier: CPU and GPU overlap
+    timer.end()  # waits only while two frames are in flight: CPU and GPU overlap
     return cpu, counts
 
 
@@ -163,13 +164,14 @@ class NoTimer:
         return []
 
 
-TIMER_LAG = 2  # frames a timer query is read late (--timer-lag)
+TIMER_LAG = 2  # frames in flight (--timer-lag)
+TIMER_FENCES = True  # False: moderngl queries read TIMER_LAG frames late (--timer query)
 
 
 def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=True, frames, cam, settings,
               split=0):
     field = make_field(ctx, progs, mesh, inst, path=path, layout=layout, cull=cull, settings=settings, split=split)
-    timer = GpuTimer(ctx, lag=TIMER_LAG) if TIMER_LAG > 0 else NoTimer()
+    timer = GpuTimer(ctx, lag=TIMER_LAG, fences=None if TIMER_FENCES else False) if TIMER_LAG > 0 else NoTimer()
     uniforms = FrameUniforms(ctx)
     for _ in range(10):  # warm-up: shader compilation, first command writes, buffer placement
         frame(target, uniforms, field, cam, 0.0, timer)
@@ -385,7 +387,7 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
 
 
 def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None, pace=60.0,
-                 shadows=False):
+                 shadows=False, warmup=60):
     """A straight flight over a ``tiles`` x ``tiles`` sample world at ``speed`` units/s (60 fps
     steps), ``height`` above the ground, streaming tiles as the viewer does; a finish after every
     frame so that a stall shows in its frame. Flown twice: first as the cache stands (bundles
@@ -397,7 +399,8 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     flight ends. A frame's time is its own work (update, draw, finish), not the wait for its slot.
     Reported with it: the tiles that come into reach along the path (expected arrivals), the ones
     uploaded, the ones still missing in reach at the end, and how many slow frames had an upload.
-    ``shadows``: a third flight, bundles cached, with the sun's shadow pass on (``cached_shadows``)."""
+    ``shadows``: a third flight, bundles cached, with the sun's shadow pass on (``cached_shadows``).
+    ``warmup``: frames drawn at the start point before the flight, timed apart (``startup_ms_*``)."""
     from wowgrass.data import open_data
     from wowgrass.render.scene import Scene, tile_distances, tiles_centre
     from wowgrass.render.source import GameSource
@@ -431,6 +434,15 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
         expected = {tuple(int(v) for v in k) for k in keys[reached]} - at_start
         toggles = {"shadows": run == "cached_shadows"} if "shadows" in Toggles.__dataclass_fields__ else {}
         v = Viewer(target, scene, cam, Toggles(**toggles))
+        # the first frames at the start point, kept apart: the driver finishes compiling programs at
+        # their first draw, and the GPU's clocks come up from idle (the H200's first ~15 frames
+        # took 15 ms of GPU time against 6 ms later)
+        startup = []
+        for i in range(warmup):
+            t0 = time.perf_counter()
+            v.render_frame(0.0)
+            target.ctx.finish()
+            startup.append((time.perf_counter() - t0) * 1000.0)
         times, per_frame = [], []
         due = time.perf_counter()
         for i in range(frames):
@@ -461,7 +473,10 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
                         "max_ms_frame_upload": bool(per_frame[int(np.argmax(times))]),
                         "resident_tiles_end": len(scene.tiles),
                         "tile_errors": {f"{c},{r}": e for (c, r), e in list(scene.errors.items())[:5]},
-                        "tile_error_count": len(scene.errors)}
+                        "tile_error_count": len(scene.errors),
+                        "startup_frames": warmup, "startup_ms_first": startup[0] if startup else None,
+                        "startup_ms_max_after_first": max(startup[1:], default=None),
+                        "frame_ms": [round(t, 3) for t in times]}
         if png_dir and run == "cached":
             v.save_png(Path(png_dir) / f"flight_end_{size[0]}x{size[1]}.png")
         scene.release()
@@ -571,7 +586,10 @@ def main(argv=None):
     ap.add_argument("--probe-count", type=int, default=None,
                     help="resident count of the cliff probes (default: 16M when --counts has it, else none; 0: none)")
     ap.add_argument("--timer-lag", type=int, default=2,
-                    help="frames a GPU timer query is read late in the field runs (0: no timer queries)")
+                    help="frames in flight in the field runs (0: no timer queries, no bound)")
+    ap.add_argument("--timer", choices=("fence", "query"), default="fence",
+                    help="field runs: bound frames in flight by fences and read finished queries (fence), or "
+                         "read queries --timer-lag frames late, blocking (query: the older way)")
     ap.add_argument("--flight", action="store_true", help="fly across a 6x6 sample world at 50 units/s")
     ap.add_argument("--flight-tiles", type=int, default=6, help="sample world size of --flight (NxN tiles)")
     ap.add_argument("--flight-shadows", action="store_true",
@@ -579,6 +597,9 @@ def main(argv=None):
     ap.add_argument("--flight-frames", type=int, default=1200, help="frames of --flight (at 60 fps)")
     ap.add_argument("--flight-pace", type=float, default=60.0,
                     help="frames of --flight start at this rate in real time, as with vsync (0: as fast as possible)")
+    ap.add_argument("--flight-warmup", type=int, default=60,
+                    help="frames of --flight drawn at the start point before it, timed apart (start-up: program "
+                         "compilation at first draw, GPU clocks coming up)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--terrain", action="store_true",
                     help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
@@ -598,8 +619,8 @@ def main(argv=None):
         Path(a.png_dir).mkdir(parents=True, exist_ok=True)
     counts = [int(c) for c in a.counts.split(",") if c]
     layout_counts = [int(c) for c in a.layout_counts.split(",") if c]
-    global TIMER_LAG
-    TIMER_LAG = a.timer_lag
+    global TIMER_LAG, TIMER_FENCES
+    TIMER_LAG, TIMER_FENCES = a.timer_lag, a.timer == "fence"
     if a.probe_count is None:
         a.probe_count = 16_000_000 if 16_000_000 in counts else 0
 
@@ -751,7 +772,7 @@ def main(argv=None):
               f"MSAA {a.samples}x, finish after every frame, "
               f"frames paced at {a.flight_pace:g} fps (0: unpaced):")
         f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir,
-                                           pace=a.flight_pace, shadows=a.flight_shadows)
+                                           pace=a.flight_pace, shadows=a.flight_shadows, warmup=a.flight_warmup)
         for run, r in f.items():
             print(f"  {run:<14} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
@@ -760,7 +781,10 @@ def main(argv=None):
                   f"end {len(r['missing_in_reach_end'])})  frames over 2x median {r['slow_frames']}, with an upload "
                   f"{r['slow_frames_with_upload']}; slowest frame had an upload: {r['max_ms_frame_upload']}  "
                   f"tiles resident at the end {r['resident_tiles_end']}, failed {r['tile_error_count']}"
-                  + (f" (first: {next(iter(r['tile_errors'].values()))})" if r["tile_errors"] else ""))
+                  + (f" (first: {next(iter(r['tile_errors'].values()))})" if r["tile_errors"] else "")
+                  + (f"; {r['startup_frames']} start-up frames before it: first {r['startup_ms_first']:.1f} ms, "
+                     f"slowest of the rest {r['startup_ms_max_after_first'] or float('nan'):.1f} ms"
+                     if r["startup_frames"] else ""))
     if a.terrain:
         print(f"\nterrain LOD over a {a.terrain_tiles}x{a.terrain_tiles} sample world (terrain alone), {w}x{h}, "
               f"MSAA {a.samples}x:")

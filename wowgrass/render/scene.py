@@ -11,8 +11,8 @@ A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
 :class:`Scene` asks a background worker thread for every tile within ``reach`` of the camera
 (loading it, baking its bundle on demand or reading the cached one, decoding its textures and
 models, building every array the GPU takes: mesh buffers, the alpha atlas, chunk-sorted grass),
-uploads finished payloads on the GL thread as a list of steps (new MTEX layers, the terrain slot,
-new meshes, grass and doodads) run at most ``upload_budget`` bytes a frame, grass instances
+uploads finished payloads on the GL thread as a list of steps (new MTEX layers, the terrain slot's
+vertices, indices, edges and alpha atlas, new meshes, grass and doodads) run at most ``upload_budget`` bytes a frame, grass instances
 included (a step larger than that has a frame to itself), so a tile arrives over several frames
 and flying stays smooth (its terrain draws from its step on, the tile counts as resident after its
 last; the arenas are sized ahead for what can be resident at once), and releases tiles that fall
@@ -115,7 +115,7 @@ class Scene:
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
-                 terrain_reach: float | None = None, upload_budget: int = 8 << 20):
+                 terrain_reach: float | None = None, upload_budget: int = 4 << 20):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
@@ -246,12 +246,17 @@ class Scene:
                 if not arena.has_layer(name):
                     steps.append((LAYER_BYTES, lambda n=name, i=i: arena.upload_layer(n, arrays.layers[i])))
 
+            parts = arena.add_steps(arrays)  # vertices, indices, edges, alpha: a step each
+            steps.extend(parts[:-1])
+            last_size, last = parts[-1]
+
             def terrain():
+                tile = last()
                 self._unload(key)  # a far tile's terrain, replaced by the complete tile
-                made["terrain"] = self.terrain.add(key, arrays)
+                made["terrain"] = self.terrain.register(key, tile)
                 self.missing_textures.update(arrays.missing_textures)
 
-            steps.append((arrays.vertices.nbytes + 3 * arrays.indices.nbytes + arrays.alpha.nbytes, terrain))
+            steps.append((last_size, terrain))
         else:
             steps.append((0, lambda: self._unload(key)))
         for name, data in payload["meshes"].items():

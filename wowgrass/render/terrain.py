@@ -349,27 +349,52 @@ class TerrainArena:
         return self._used
 
     def add(self, arrays: TerrainArrays) -> TerrainTile:
-        slot = self._free.pop() if self._free else self._used
-        self._used = max(self._used, slot + 1)
-        if slot >= self.capacity:
-            self._grow(max(4, 2 * self.capacity))
-        names = list(arrays.layer_names)
-        slices = np.array([self._layer(n, arrays.layers[i]) for i, n in enumerate(names)], np.float32)
-        v = arrays.vertices.copy()
-        v["chunk"] += slot * 256
-        lay = v["layers"].astype(np.int64)
-        v["layers"] = np.where(lay >= 0, slices[np.clip(lay, 0, len(slices) - 1)], -1.0)
-        self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
-        shift = np.uint32(slot * SLOT_VERTICES)
-        self.ibo.write((arrays.indices + shift).tobytes(), offset=slot * SLOT_INDICES * 4)
-        # index k of the triangles is index 2k of the edges: a line command is a triangle one doubled
-        self.lbo.write((arrays.edges() + shift).tobytes(), offset=slot * SLOT_INDICES * 8)
-        atlas = arrays.atlas()
-        self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
-        if not self._gpu_copy:
-            self._cpu_alpha[slot] = atlas
-        return TerrainTile(slot, arrays.lod_first + slot * SLOT_INDICES, arrays.lod_count, arrays.chunk_lo,
-                           arrays.chunk_hi, names, arrays.triangles)
+        """Upload a tile into a free slot at once (:meth:`add_steps` spreads it over frames)."""
+        tile = None
+        for _, step in self.add_steps(arrays):
+            tile = step()
+        return tile
+
+    def add_steps(self, arrays: TerrainArrays) -> list:
+        """A tile's upload as ``(bytes, step)`` pairs to run in order, one or more a frame: its
+        vertices, triangle indices, edge indices and alpha atlas, each written by a step of its
+        own (on the H200 the driver copies such writes at 1-2 GB/s: the 11 MB of a tile in one
+        frame took 6-18 ms). The slot draws nothing until the last step returns its
+        :class:`TerrainTile` (its level ranges are zero until the caller registers it)."""
+        state = {}
+
+        def vertices():
+            slot = state["slot"] = self._free.pop() if self._free else self._used
+            self._used = max(self._used, slot + 1)
+            if slot >= self.capacity:
+                self._grow(max(4, 2 * self.capacity))
+            names = list(arrays.layer_names)
+            slices = np.array([self._layer(n, arrays.layers[i]) for i, n in enumerate(names)], np.float32)
+            v = arrays.vertices.copy()
+            v["chunk"] += slot * 256
+            lay = v["layers"].astype(np.int64)
+            v["layers"] = np.where(lay >= 0, slices[np.clip(lay, 0, len(slices) - 1)], -1.0)
+            self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
+
+        def indices():
+            shift = np.uint32(state["slot"] * SLOT_VERTICES)
+            self.ibo.write((arrays.indices + shift).tobytes(), offset=state["slot"] * SLOT_INDICES * 4)
+
+        def edges():
+            # index k of the triangles is index 2k of the edges: a line command is a triangle one doubled
+            shift = np.uint32(state["slot"] * SLOT_VERTICES)
+            self.lbo.write((arrays.edges() + shift).tobytes(), offset=state["slot"] * SLOT_INDICES * 8)
+
+        def alpha():
+            slot, atlas = state["slot"], arrays.atlas()
+            self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
+            if not self._gpu_copy:
+                self._cpu_alpha[slot] = atlas
+            return TerrainTile(slot, arrays.lod_first + slot * SLOT_INDICES, arrays.lod_count, arrays.chunk_lo,
+                               arrays.chunk_hi, list(arrays.layer_names), arrays.triangles)
+
+        return [(arrays.vertices.nbytes, vertices), (arrays.indices.nbytes, indices),
+                (2 * arrays.indices.nbytes, edges), (ATLAS * ATLAS * 4, alpha)]
 
     def remove(self, tile: TerrainTile):
         self._free.append(tile.slot)
@@ -574,7 +599,11 @@ class TerrainSet(Source):
 
     def add(self, key, arrays: TerrainArrays) -> TerrainTile:
         """Upload a tile's :class:`TerrainArrays` into the arena."""
-        tile = self.tiles[key] = self.arena.add(arrays)
+        return self.register(key, self.arena.add(arrays))
+
+    def register(self, key, tile: TerrainTile) -> TerrainTile:
+        """Draw ``tile`` (from the last of :meth:`TerrainArena.add_steps`) as ``key``'s terrain."""
+        self.tiles[key] = tile
         self._dirty = True
         return tile
 

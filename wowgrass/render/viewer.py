@@ -38,7 +38,7 @@ class FrameStats:
     grass_instances: int = 0
     resident_tiles: int = 0
     frame: int = -1  # index of this frame (the viewer's count)
-    gpu_frame: int = -1  # the frame gpu_ms measured: timer queries are read 2 frames late (no stall)
+    gpu_frame: int = -1  # the frame gpu_ms measured: read once its fence signalled (no stall)
     # GPU-driven grass (read back only when statistics are on): instances the compute pass tested
     # (those in chunk groups that passed the group test), kept per LOD ring, drawn
     grass_tested: int | None = None
@@ -121,9 +121,9 @@ class Viewer:
     def render_frame(self, t: float) -> FrameStats:
         """Draw one frame at scene time ``t`` (seconds) into the target's framebuffer.
 
-        ``gpu_ms`` of the returned stats is the GPU time of frame ``gpu_frame``, two frames
-        earlier (NaN until known): the CPU does not wait for the GPU. :meth:`drain_gpu_times`
-        collects the rest."""
+        ``gpu_ms`` of the returned stats is the GPU time of frame ``gpu_frame``, the newest one
+        finished (NaN until one is): the CPU waits only while two frames are in flight.
+        :meth:`drain_gpu_times` collects the rest."""
         cam, tg, sc = self.camera, self.toggles, self.scene
         t0 = _time.perf_counter()
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame)
@@ -173,7 +173,7 @@ class Viewer:
             st.triangles += sum(x["triangles"] for x in t)
         st.gpu_ms = float("nan")
         if self._timer is not None:
-            done = self._timer.end()  # frames >= 2 behind: normally finished, no wait
+            done = self._timer.end()  # finished frames; waits only with 2 frames in flight
             self.gpu_times.extend(done)
             if done:
                 st.gpu_frame, st.gpu_ms = done[-1]
@@ -236,6 +236,9 @@ class Viewer:
         if self._overlay is not None:
             self._overlay.release()
         self.uniforms.release()
+        if self._timer is not None:
+            self.gpu_times.extend(self._timer.drain())
+            self._timer.release()
 
     def drain_gpu_times(self) -> deque:
         """Wait for the frames in flight and return ``gpu_times``: (frame, GPU ms), oldest first."""
