@@ -106,6 +106,11 @@ class GrassGroupTable:
     count: np.ndarray  # (g,) instances
     z_lo: np.ndarray
     z_hi: np.ndarray
+    # per group: x/y extent of the positions and the largest scale (GpuGrass's group records;
+    # reduced here, off the GL thread, with the rest)
+    xy_lo: np.ndarray = None  # (g, 2)
+    xy_hi: np.ndarray = None  # (g, 2)
+    s_max: np.ndarray = None  # (g,) largest scale (1.0 = unscaled)
 
 
 def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
@@ -116,12 +121,15 @@ def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
         inst, keys = inst[order], keys[order]
     if not len(keys):
         e = np.zeros(0, np.int64)
-        return inst, GrassGroupTable(e, e, e, np.zeros(0), np.zeros(0))
+        return inst, GrassGroupTable(e, e, e, np.zeros(0), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0))
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     counts = np.diff(np.r_[starts, len(keys)])
-    z = inst["pos"][:, 2]
+    pos = inst["pos"]
     return inst, GrassGroupTable(keys[starts], starts, counts,
-                                 np.minimum.reduceat(z, starts), np.maximum.reduceat(z, starts))
+                                 np.minimum.reduceat(pos[:, 2], starts), np.maximum.reduceat(pos[:, 2], starts),
+                                 np.minimum.reduceat(pos[:, :2], starts, axis=0),
+                                 np.maximum.reduceat(pos[:, :2], starts, axis=0),
+                                 np.maximum.reduceat(inst["scale"], starts).astype(np.float64) / 4096.0)
 
 
 class GrassBatch:

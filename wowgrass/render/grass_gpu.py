@@ -111,7 +111,7 @@ class GpuBatch:
     start: int  # first instance in the arena
     group_start: int
     groups: np.ndarray  # GROUP_DTYPE records, written once the instances are all uploaded
-    data: bytes | None  # instance bytes still to upload (None once done)
+    data: memoryview | None  # instance bytes still to upload (None once done)
     sample_xy: np.ndarray = field(repr=False, default=None)
     uploaded: int = 0  # bytes written so far
 
@@ -120,19 +120,17 @@ class GpuBatch:
         return self.data is None
 
 
-def group_records(inst: np.ndarray, t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
-    """The group-table records of a batch's chunk-sorted instances and their group table ``t``
-    (:func:`~wowgrass.render.grass.group_by_chunk`), the batch starting at arena ``start``."""
+def group_records(t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
+    """The group-table records of a batch's chunk-sorted instances from their group table ``t``
+    (:func:`~wowgrass.render.grass.group_by_chunk`, which reduced the instances), the batch
+    starting at arena ``start``: per-group arithmetic only, no pass over the instances."""
     rec = np.zeros(len(t.keys), GROUP_DTYPE)
     if not len(rec):
         return rec
-    pos = inst["pos"]
-    s_max = np.maximum.reduceat(inst["scale"], t.first).astype(np.float64) / 4096.0
+    s_max = t.s_max
     lo_z, hi_z = mesh.bound_z - mesh.bound_radius, mesh.bound_z + mesh.bound_radius
-    rec["lo"][:, 0] = np.minimum.reduceat(pos[:, 0], t.first)
-    rec["lo"][:, 1] = np.minimum.reduceat(pos[:, 1], t.first)
-    rec["hi"][:, 0] = np.maximum.reduceat(pos[:, 0], t.first)
-    rec["hi"][:, 1] = np.maximum.reduceat(pos[:, 1], t.first)
+    rec["lo"][:, :2] = t.xy_lo
+    rec["hi"][:, :2] = t.xy_hi
     # z of the instances' bounding spheres, for any scale in [0, s_max]; xy pad for the frustum box
     rec["lo"][:, 2] = t.z_lo + np.minimum(lo_z * s_max, 0.0) - 0.01
     rec["hi"][:, 2] = t.z_hi + np.maximum(hi_z * s_max, 0.0) + 0.01
@@ -239,9 +237,10 @@ class GpuGrass(Source):
             self._caps = np.r_[self._caps, 0]
             self._layout_dirty = True
         start = self._alloc(self._inst, len(inst), self._grow_arena)
-        recs = group_records(inst, table, start, m, mesh)
+        recs = group_records(table, start, m, mesh)
         gstart = self._alloc(self._groups, len(recs), self._grow_groups)
-        b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, np.ascontiguousarray(inst).tobytes(),
+        # a view of the instances, not a copy: the GL thread writes slices of it over frames
+        b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, memoryview(np.ascontiguousarray(inst)).cast("B"),
                      np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
         self.batches.append(b)
         self._queue.append(b)

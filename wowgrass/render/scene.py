@@ -198,6 +198,9 @@ class Scene:
                        if inst.dtype == INSTANCE_DTYPE and len(inst)}
             payload["grass"] = {**payload.get("grass", {}), **{n: g[0] for n, g in grouped.items()}}
             payload["grass_groups"] = {n: g[1] for n, g in grouped.items()}
+        pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
+        pos = np.concatenate(pos) if pos else np.zeros((0, 2))
+        payload["grass_xy"] = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)  # a sample, for start-up
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
         if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
@@ -279,11 +282,8 @@ class Scene:
             steps.append((int(mats.nbytes), lambda n=name, m=mats: self._add_doodads(key, n, m, made, missing)))
 
         def resident():
-            pos = [inst["pos"][:, :2] for inst in grass.values() if len(inst)]
-            pos = np.concatenate(pos) if pos else np.zeros((0, 2))
-            grass_xy = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)
             self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("adt"), made["grass"], made["doodads"],
-                                           missing, grass_xy, payload.get("full", True))
+                                           missing, payload.get("grass_xy"), payload.get("full", True))
             self._pending.pop(key, None)
             self.version += 1
             return True
