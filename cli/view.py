@@ -101,6 +101,10 @@ def _size(text):
 @click.option("--grass", "grass_path", type=click.Choice(["instanced", "grid"]), default="instanced", show_default=True,
               help="Grass path: 'instanced' draws the baked bundles; 'grid' the camera-centred grid of 181x181 "
                    "slots 2.5 units apart over per-tile control textures (the same counts per cell and model).")
+@click.option("--grid-draw", type=click.Choice(["compact", "full"]), default="compact", show_default=True,
+              help="How --grass grid draws: 'compact' runs a compute pass per view that keeps the blades to "
+                   "draw, then indirect draws (GL 4.3; else 'full'); 'full' is the grass reference's literal "
+                   "path, every slot x layer through the vertex stage.")
 @click.option("--wind", type=click.Choice(list(WIND_MODES)), default="classic", show_default=True,
               help="Wind sway of both grass paths: 'classic' (one sine, the grass reference), 'two-axis' "
                    "(independent X/Y sines at 1.3 and 0.9 rad/s) or 'gust' (a travelling raised-cosine gust band).")
@@ -131,7 +135,7 @@ def _size(text):
                    "for comparison) instead of generating them on the GPU.")
 @json_option
 def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
-         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, wind,
+         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
          no_shadows, wireframe, procedural, seed, cpu_instances, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
@@ -174,7 +178,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, 
         data=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir,
         build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=samples, output=output, frames=frames,
-        grass_path=grass_path, wind=wind, wind_falloff=wind_falloff,
+        grass_path=grass_path, grid_draw=grid_draw, wind=wind, wind_falloff=wind_falloff,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
         mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,

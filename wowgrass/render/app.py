@@ -35,6 +35,7 @@ class ViewOptions:
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
     lod_colors: bool = False  # colour the terrain by LOD level
     grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid)
+    grid_draw: str = "compact"  # the grid's draw: "compact" (compute compaction) or "full" (render/grid.py)
     wind: str = "classic"  # sway.glsl's wind option (constants.WIND_MODES), both grass paths
     wind_falloff: str = "smoothstep"  # constants.WIND_FALLOFFS
     window: bool | None = None  # None: a window when a display exists and no offscreen output is asked
@@ -110,7 +111,8 @@ def run_view(opts: ViewOptions) -> dict:
 
         grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
         scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
-                      grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH)
+                      grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
+                      grid_draw=opts.grid_draw)
         say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
             f"(baked on demand, cached in {_cache()})")
         camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
@@ -139,6 +141,7 @@ def run_view(opts: ViewOptions) -> dict:
             "load_seconds": load_s,
             "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
             "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
+            "grid_draw": getattr(scene.grass, "draw_mode", None),
             "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
         }
         if scene.missing_grass_models:

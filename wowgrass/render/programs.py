@@ -36,14 +36,17 @@ MANIFEST = {
     "doodad": "doodad.glsl",
     "grass_cull": "grass_cull.glsl",  # compute (GL 4.3): GPU-driven grass culling
     "grass_grid": "grass.glsl",  # with GRASS_GRID (render/grid.py's GRID_DEFINES): the camera-grid path
+    "grass_grid_compact": "grass.glsl",  # the same, drawing the compacted blades (GRID_COMPACT)
+    "grass_grid_cull": "grass_grid_cull.glsl",  # compute (GL 4.3): the camera grid's compaction pass
 }
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference
 # (0.5; alpha to coverage sharpens around it), terrain texture repeats per chunk
 SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
 HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
+MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
 LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
-                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3,
+                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT}
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
@@ -197,4 +200,6 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
         from .grid import GRID_DEFINES
 
         defines["grass_grid"] = {"GRASS_A2C": alpha_to_coverage, **GRID_DEFINES, **windd}
+        defines["grass_grid_compact"] = {**defines["grass_grid"], "GRID_COMPACT": True}
+        defines["grass_grid_cull"] = GRID_DEFINES
     return ProgramSet(ctx, defines, cache)

@@ -115,7 +115,7 @@ class Scene:
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
-                 terrain_reach: float | None = None, upload_budget: int = 4 << 20):
+                 terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact"):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
@@ -131,7 +131,7 @@ class Scene:
         if grass_path == "grid":
             from .grid import GridGrass
 
-            self.grass = GridGrass(ctx, programs, grass_settings)
+            self.grass = GridGrass(ctx, programs, grass_settings, draw_mode=grid_draw)
         else:
             self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
                                     layout=instance_layout)

@@ -1,0 +1,66 @@
+#version 430 core
+// The camera-grid path's compaction pass (wowgrass/render/grid.py, docs/grid.md): one invocation
+// per grid slot and blade of the slot (x: slot, y: blade index g), per view. It makes the slot
+// decisions the reference's vertex stage makes (grid_slot.glsl: tile resident, the control texel
+// has a blade g, which model and layer it is, draw distance, LOD rings), adds a frustum test of the
+// model's bounding sphere at the blade's root, and appends the surviving (slot, blade, model) to
+// the model's region of the view's compacted buffer; the instance count of the model's
+// DrawElementsIndirect command grows by one atomic per blade. The vertex stage then runs only for
+// blades that are drawn. With uCollectStats it counts the blades in reach and those kept per LOD
+// ring for --stats. With RESET defined, the program zeroes the instance counts before.
+
+#include "frame.glsl"
+#include "rings.glsl"
+
+#if defined COMPUTE_SHADER
+layout(local_size_x = 64) in;
+
+layout(std430, binding = 0) readonly buffer Regions { uvec4 regions[]; };  // per model: base, capacity, command (~0u: not drawn), 0
+layout(std430, binding = 1) buffer Commands { uint commands[]; };          // 5 uints per command
+layout(std430, binding = 2) writeonly buffer Visible { uvec2 visible[]; }; // slot | blade << 16, model
+layout(std430, binding = 3) buffer Stats { uint stats[]; };                // per view: blades in reach, kept per ring (4)
+
+uniform uint uCommandBase;   // this view's first command
+uniform uint uVisibleBase;   // this view's first compacted entry
+uniform uint uCommandCount;  // RESET: commands of all views
+uniform uint uStatsBase;     // this view's statistics (5 uints)
+uniform uint uStatsCount;    // RESET: statistics of all views (uints)
+uniform bool uCollectStats;  // count for --stats (atomics otherwise skipped)
+
+#if defined RESET
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < uCommandCount) commands[i * 5u + 1u] = 0u;
+    if (uCollectStats && i < uStatsCount) stats[i] = 0u;
+}
+#else
+#include "grid_slot.glsl"
+
+void main() {
+    int slot = int(gl_GlobalInvocationID.x);
+    if (slot >= GRID_SIDE * GRID_SIDE) return;
+    uint g = gl_GlobalInvocationID.y;
+    vec2 camXY = uGrassFrame[0].xy;
+    float drawDistance = uGrassFrame[0].w;
+    vec2 cell = gridSlotCell(slot, camXY);
+    ivec2 ownerRC;
+    uvec4 ctl;
+    uint model, layer;
+    if (!gridSlotControl(cell, camXY, drawDistance, ownerRC, ctl) || !gridBladeChannel(ctl, g, model, layer)) return;
+    uvec4 region = regions[model];
+    if (region.z == 0xFFFFFFFFu) return;   // a model without a mesh
+    vec2 worldXY = gridBladeXY(cell, gridBladeHashPoint(cell, float(g)));
+    float d = distance(worldXY, camXY);
+    if (uCollectStats) atomicAdd(stats[uStatsBase], 1u);
+    if (d >= drawDistance || gridRingFade(cell, float(g), d) <= 0.0) return;
+    // the model's bounding sphere at the root, widened by the furthest the wind moves a tip
+    vec4 bound = gridModelInfo(model);
+    vec3 c = vec3(worldXY, gridTerrainHeight(worldXY, ownerRC) + bound.z);
+    float r = bound.w + GRID_WIND_REACH;
+    for (int k = 0; k < 6; ++k) if (dot(uFrustum[k].xyz, c) + uFrustum[k].w < -r) return;
+    if (uCollectStats) atomicAdd(stats[uStatsBase + 1u + uint(grassRing(d))], 1u);
+    uint at = atomicAdd(commands[(uCommandBase + region.z) * 5u + 1u], 1u);
+    if (at < region.y) visible[uVisibleBase + region.x + at] = uvec2(uint(slot) | (g << 16), model);
+}
+#endif
+#endif
