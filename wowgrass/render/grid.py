@@ -91,7 +91,7 @@ class GridGrass(Source):
         self.draw_mode = draw_mode if ctx.version_code >= 430 else "full"
         self.settings = settings or GrassSettings()
         self.cull = True  # the viewer's C toggle; the grid is its own cull
-        self.tiles: dict = {}  # key -> (layer, GridTile with global model indices, {model: layers})
+        self.tiles: dict = {}  # key -> (layer, GridTile with global model indices, {model: layers}, blades a slot)
         self.models: list[str] = []  # global model table (the uploaded control's indices)
         self._index: dict[str, int] = {}
         self.meshes: dict[int, GpuMesh] = {}
@@ -133,7 +133,7 @@ class GridGrass(Source):
         self._heights = self.ctx.texture_array((ATLAS_SIDE, ATLAS_SIDE, capacity), 1, dtype="f4")
         for t in (self._control, self._heights, self._table_tex):
             t.filter = (moderngl.NEAREST, moderngl.NEAREST)
-        for layer, tile, _ in self.tiles.values():
+        for layer, tile, *_ in self.tiles.values():
             self._upload(layer, tile)
 
     def _upload(self, layer: int, tile: GridTile):
@@ -173,7 +173,7 @@ class GridGrass(Source):
         ``sample_xy``: a few grass positions of the tile (:meth:`sample_xy`)."""
         if key in self.tiles:
             self.remove_tile(key)
-        used = {layer for layer, _, _ in self.tiles.values()}
+        used = {entry[0] for entry in self.tiles.values()}
         layer = next(i for i in range(self._capacity + 1) if i not in used)
         if layer >= self._capacity:
             self._grow(self._capacity * 2)
@@ -190,7 +190,8 @@ class GridGrass(Source):
                 new_mesh = True
         if new_mesh or len(self._model_info) < len(self.models):
             self._write_model_table()
-        self.tiles[key] = (layer, glob, layers)
+        # the grid's layers of each model, and the most blades of any slot (the compaction's dispatch height)
+        self.tiles[key] = (layer, glob, layers, int(tile.counts.sum(axis=-1).max(initial=0)))
         self._samples[key] = np.zeros((0, 2)) if sample_xy is None else np.asarray(sample_xy, np.float64)
         self._upload(layer, glob)
         self._set_table(tile.col, tile.row, (layer, tile.slot_i0, tile.slot_j0, 0))
@@ -219,7 +220,7 @@ class GridGrass(Source):
     @property
     def total_instances(self) -> int:
         """Blades the resident control textures hold (what the grid draws where it stands)."""
-        return sum(int(t.counts.sum()) for _, t, _ in self.tiles.values())
+        return sum(int(t.counts.sum()) for _, t, *_ in self.tiles.values())
 
     def sample_xy(self) -> np.ndarray:
         """(n, 2) world XY of a sample of the resident grass (start-up heuristics; the same
@@ -228,24 +229,28 @@ class GridGrass(Source):
         return np.concatenate(pts) if pts else np.zeros((0, 2))
 
     # -- what the grid draws --
-    def _need(self, key) -> dict:
-        """{model: layers} of the tiles ``key`` (:func:`tile_range`) for the models with a mesh."""
+    def _need(self, key) -> tuple[dict, int]:
+        """{model: layers} of the tiles ``key`` (:func:`tile_range`) for the models with a mesh,
+        and the most blades (all models) a slot of them holds."""
         need = self._needs.get(key)
         if need is None:
             c0, c1, r0, r1 = key
-            need = {}
+            layers, blades = {}, 0
             for c in range(c0, c1 + 1):
                 for r in range(r0, r1 + 1):
                     entry = self.tiles.get((c, r))
-                    for m, n in (entry[2].items() if entry else ()):
+                    if entry is None:
+                        continue
+                    blades = max(blades, entry[3])
+                    for m, n in entry[2].items():
                         if m in self.meshes:
-                            need[m] = max(need.get(m, 0), n)
-            self._needs[key] = need
+                            layers[m] = max(layers.get(m, 0), n)
+            need = self._needs[key] = (layers, blades)
         return need
 
     def draws(self, camera_xy) -> list[tuple[int, int]]:
         """(model, layers) to draw for a camera at ``camera_xy``: the models of the tiles under the grid."""
-        return sorted(self._need(tile_range(float(camera_xy[0]), float(camera_xy[1]))).items())
+        return sorted(self._need(tile_range(float(camera_xy[0]), float(camera_xy[1])))[0].items())
 
     def _bind(self):
         self._control.use(location=1)
@@ -261,8 +266,11 @@ class GridGrass(Source):
         appends never overflow."""
         ranges, fills = key
         need: dict[int, int] = {}
+        blades = 0
         for r in set(ranges):
-            for m, n in self._need(r).items():
+            layers, most = self._need(r)
+            blades = max(blades, most)
+            for m, n in layers.items():
                 need[m] = max(need.get(m, 0), n)
         models = sorted(need)
         n_views = len(ranges)
@@ -291,7 +299,7 @@ class GridGrass(Source):
                 self.visible.release()
             self.visible = self.ctx.buffer(reserve=need_bytes)
         self._drop_plans()
-        self._layout = {"models": models, "blades": max(need.values(), default=0), "version": self.version}
+        self._layout = {"models": models, "blades": blades, "version": self.version}
         self._cmd_per_view, self._visible_per_view, self._n_views = len(models), per_view, n_views
         self._layout_key = key
 
@@ -315,7 +323,7 @@ class GridGrass(Source):
             compact = self.draw_mode == "compact"
             prog = pass_.program(self.programs, "grass_grid_compact" if compact else "grass_grid", _FILL_VIEWS[lines])
             mode = moderngl.LINES if lines else moderngl.TRIANGLES
-            models = self._layout["models"] if compact else sorted(self._need(draws_key[0]).items())
+            models = self._layout["models"] if compact else sorted(self._need(draws_key[0])[0].items())
             caches, draws, counts = [], [], DrawCounts()
             for k, m in enumerate(models):
                 if not compact:
