@@ -1,20 +1,24 @@
-"""Grass paths benchmark: the camera-grid path (``view --grass grid``) against the instanced path.
+"""Grass paths benchmark: the camera-grid path (``view --grass grid``, compact and full draws) against the instanced path.
 
 Prints and writes (``--out DIR``: ``grid.json`` and PNG frames):
   * resident - per resident set (the instanced benchmark's field of 0.35 instances per square unit,
-               100k .. 45M instances; the grid holds the same area as control tiles): CPU ms, GPU ms
-               and wall ms a frame at eye height in the middle, for the GPU-driven instanced path
-               and for the grid. Targets on the H200: the grid's CPU under 0.1 ms a frame and its
-               cost flat however much is resident (it draws the grid, not the resident set).
-  * sample   - the sample world's zone on both paths from the same cameras (start view and the
-               grass view at 60,60), frames side by side (``sample_<view>_paths.png``).
+               100k .. 45M instances, 45M being a continent; the grid holds the same area as
+               control tiles): CPU ms (pipelined, and ``cpu_submit_ms``: a frame submitted to an
+               idle GPU, its own work alone), GPU ms and wall ms a frame at eye height in the
+               middle, and the instances submitted and drawn, for the GPU-driven instanced path and
+               for the grid's compact and full draws. Targets on the H200: the grid's CPU under
+               0.1 ms a frame and its cost flat however much is resident (it draws the grid, not
+               the resident set).
+  * sample   - the sample world's zone on the three paths from the same cameras (start view and the
+               grass view at 60,60; the sun's shadows on), frames side by side
+               (``sample_<view>_paths.png``: instanced | grid compact | grid full).
   * wind     - each wind option (classic, two-axis, gust; gust also with the quadratic falloff) on
-               both paths, a short sequence (t = 0 .. 1.75 s) as one contact sheet per option and path
-               (``wind_<option>_<path>.png``: rows are paths' frames in time order).
+               the instanced path and the compact grid, a short sequence (t = 0 .. 1.75 s) as
+               contact sheets (``wind_<option>_<falloff>_<path>_{a,b}.png``).
 
     python benchmarks/bench_grid.py --out /tmp/grid                 # llvmpipe-friendly defaults
     python benchmarks/bench_grid.py --out $OUT --size 1920x1080 --counts 100000,1000000,4000000,16000000,45000000 \\
-        --frames 200                                                 # the H200 run (docs/gpu.md)
+        --frames 200                                                 # the H200 run (docs/grid.md)
 
 Frame timing is bench_render's (pipelined timer queries, wall = N frames / N).
 """
@@ -57,7 +61,7 @@ def field_tiles(n: int) -> list[tuple[int, int]]:
     return [(c, r) for c in range(lo, hi + 1) for r in range(lo, hi + 1)]
 
 
-def grid_field(ctx, progs, mesh, n: int, settings):
+def grid_field(ctx, progs, mesh, n: int, settings, draw_mode="compact"):
     """A GridGrass holding the area of the ``n``-instance field: one control tile built from the
     field's density, copied to every tile (the grid's cost does not depend on what the tiles hold)."""
     tiles = field_tiles(n)
@@ -70,7 +74,7 @@ def grid_field(ctx, progs, mesh, n: int, settings):
 
     pos = np.column_stack([x0 - rng.uniform(0, TILE_SIZE, k), y0 - rng.uniform(0, TILE_SIZE, k), np.zeros(k)])
     template = build_grid_tile(adt, {"bench\\clump.m2": pack_instances(pos, 0.0, 1.0)})
-    grid = GridGrass(ctx, progs, settings, capacity=len(tiles))
+    grid = GridGrass(ctx, progs, settings, capacity=len(tiles), draw_mode=draw_mode)
     meshes = {"bench\\clump.m2": mesh}
     t0 = time.perf_counter()
     for c, r in tiles:
@@ -83,6 +87,11 @@ def grid_field(ctx, progs, mesh, n: int, settings):
 
 
 def time_source(ctx, target, source, cam, frames):
+    """Pipelined frames of ``source`` alone: medians of CPU and GPU ms, wall ms; then the CPU time
+    of frames submitted to an idle GPU (``cpu_submit_ms``, as bench_render's) and, from one more
+    frame with the GPU's counters on (not timed), the instances drawn."""
+    from wowgrass.render.views import View
+
     timer, uniforms = GpuTimer(ctx), FrameUniforms(ctx)
     for _ in range(3):
         frame(target, uniforms, source, cam, 0.0, timer)
@@ -96,12 +105,31 @@ def time_source(ctx, target, source, cam, frames):
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
     gpus = [ms for f, ms in timer.drain() if f >= first]
+    submit = []
+    for i in range(min(frames, 30)):
+        ctx.finish()
+        submit.append(frame(target, uniforms, source, cam, i / 60.0, timer)[0])
+    ctx.finish()
+    timer.drain()
+    out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "cpu_submit_ms": median(submit),
+           "cpu_submit_ms_max": max(submit), "gpu_ms": median(gpus), "wall_ms": wall,
+           "submitted": counts.instances, "draw_calls": counts.draw_calls}
+    source.collect_stats = True
+    frame(target, uniforms, source, cam, 0.0, timer)
+    st = source.read_stats(View(cam, (0, 0, *target.size)))
+    source.collect_stats = False
+    timer.drain()
+    out["drawn"] = st["drawn"]
+    if getattr(source, "draw_mode", "") == "compact":
+        out["submitted"] = st["drawn"]  # indirect draws: what the compaction kept is what is submitted
     uniforms.release()
-    return {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
-            "submitted": counts.instances, "draw_calls": counts.draw_calls}
+    return out
 
 
-def bench_resident(size, counts, frames):
+GRID_DRAWS = ("compact", "full")
+
+
+def bench_resident(size, counts, frames, grid_draws=GRID_DRAWS):
     target = create_offscreen_target(size, 0)
     ctx = target.ctx
     progs = make_programs(ctx, grass_path="grid")
@@ -117,15 +145,18 @@ def bench_resident(size, counts, frames):
         row["instanced"] = time_source(ctx, target, field, cam, frames)
         field.release()
         del inst
-        grid, tiles, secs = grid_field(ctx, progs, mesh, n, settings)
-        row["grid"] = time_source(ctx, target, grid, cam, frames)
-        row["grid"].update(tiles=tiles, upload_s=secs, blades=grid.total_instances)
-        grid.release()
+        i = row["instanced"]
+        line = (f"{n:>11,d} resident  instanced cpu {i['cpu_ms']:.3f} submit {i['cpu_submit_ms']:.3f} "
+                f"gpu {i['gpu_ms']:.3f} wall {i['wall_ms']:.3f} drawn {i['drawn']:,d}")
+        for mode in grid_draws:
+            grid, tiles, secs = grid_field(ctx, progs, mesh, n, settings, mode)
+            g = row[f"grid_{mode}"] = time_source(ctx, target, grid, cam, frames)
+            g.update(tiles=tiles, upload_s=secs, blades=grid.total_instances, draw_mode=grid.draw_mode)
+            grid.release()
+            line += (f"  | grid {mode} ({tiles} tiles) cpu {g['cpu_ms']:.3f} submit {g['cpu_submit_ms']:.3f} "
+                     f"gpu {g['gpu_ms']:.3f} wall {g['wall_ms']:.3f} submitted {g['submitted']:,d} drawn {g['drawn']:,d}")
         out.append(row)
-        i, g = row["instanced"], row["grid"]
-        print(f"{n:>11,d} resident  instanced cpu {i['cpu_ms']:.3f} gpu {i['gpu_ms']:.3f} wall {i['wall_ms']:.3f}"
-              f"  | grid ({tiles} tiles) cpu {g['cpu_ms']:.3f} gpu {g['gpu_ms']:.3f} wall {g['wall_ms']:.3f} ms",
-              flush=True)
+        print(line, flush=True)
     mesh.release()
     target.release()
     return out
@@ -139,35 +170,45 @@ def side_by_side(images, path):
     write_png(path, sheet)
 
 
-def bench_sample(size, frames, samples, out_dir):
-    """Both paths on the sample world from the same cameras; wind sequences of each option."""
+SAMPLE_PATHS = (("instanced", "instanced", None), ("grid_compact", "grid", "compact"), ("grid_full", "grid", "full"))
+
+
+def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
+    """The paths on the sample world from the same cameras (the sun's shadows on, as the viewer
+    starts); wind sequences of each option on the instanced path and the compact grid."""
     from wowgrass.render.app import ViewOptions, open_source
     from wowgrass.render.scene import Scene
     from wowgrass.render.viewer import Toggles, Viewer, default_camera
 
     results, shots = {}, {}
     cams = {}
-    for path in ("instanced", "grid"):
-        for wind, falloff in (("classic", "smoothstep"),) + (WIND_RUNS[1:] if out_dir else ()):
+    for label, path, grid_draw in paths:
+        sequences = out_dir is not None and grid_draw != "full"  # wind sequences: instanced and compact grid
+        winds = (("classic", "smoothstep"),) + (WIND_RUNS[1:] if sequences else ())
+        for wind, falloff in winds:
             data, src = open_source(ViewOptions(size=size, grass_path=path))
             target = create_offscreen_target(size, samples)
             progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=path, wind=wind,
                                   wind_falloff=falloff)
-            scene = Scene(target.ctx, progs, src, grass_path=path)
+            scene = Scene(target.ctx, progs, src, grass_path=path, grid_draw=grid_draw or "compact")
             for view_name, cam_xy in (("start", None), ("grass_60_60", (60.0, 60.0))):
-                key = view_name
                 cam = default_camera(scene, src, camera=cam_xy)
-                if key in cams:  # the same camera on both paths
-                    cam.position, cam.yaw, cam.pitch = cams[key]
-                cams.setdefault(key, (cam.position.copy(), cam.yaw, cam.pitch))
+                if view_name in cams:  # the same camera on every path
+                    cam.position, cam.yaw, cam.pitch = cams[view_name]
+                cams.setdefault(view_name, (cam.position.copy(), cam.yaw, cam.pitch))
                 scene.update(cam.position, block=True)
                 v = Viewer(target, scene, cam, Toggles())
                 if wind == "classic":
-                    r = results[f"{path}_{view_name}"] = time_viewer(v, target, frames)
+                    r = results[f"{label}_{view_name}"] = time_viewer(v, target, frames)
                     r["resident"] = scene.grass.total_instances
+                    r["grid_draw"] = getattr(scene.grass, "draw_mode", None)
+                    v.toggles.stats = True  # one more frame with the GPU's counters: blades drawn (not timed)
+                    st = v.render_frame(0.0)
+                    v.toggles.stats = False
+                    r["grass_drawn"] = st.grass_instances
                     v.render_frame(0.0)
-                    shots[(view_name, path)] = v.read_rgba()
-                if out_dir and view_name == "grass_60_60":
+                    shots[(view_name, label)] = v.read_rgba()
+                if sequences and view_name == "grass_60_60":
                     seq = []
                     for t in SEQUENCE:
                         v.render_frame(t)
@@ -178,12 +219,14 @@ def bench_sample(size, frames, samples, out_dir):
             target.release()
             data.close()
         for view_name in ("start", "grass_60_60"):
-            r = results[f"{path}_{view_name}"]
-            print(f"sample {view_name:<12} {path:<9} cpu {r['cpu_ms']:.3f} gpu {r['gpu_ms'] or float('nan'):.3f} "
-                  f"wall {r['wall_ms']:.3f} ms  draws {r['draw_calls']}  resident {r['resident']:,}", flush=True)
+            r = results[f"{label}_{view_name}"]
+            print(f"sample {view_name:<12} {label:<12} cpu {r['cpu_ms']:.3f} submit {r['cpu_submit_ms']:.3f} "
+                  f"gpu {r['gpu_ms'] or float('nan'):.3f} wall {r['wall_ms']:.3f} ms  draws {r['draw_calls']}  "
+                  f"grass submitted {r['grass_submitted']:,d} drawn {r['grass_drawn']:,d}  resident {r['resident']:,}",
+                  flush=True)
     if out_dir:
         for view_name in ("start", "grass_60_60"):
-            side_by_side([shots[(view_name, "instanced")], shots[(view_name, "grid")]],
+            side_by_side([shots[(view_name, label)] for label, _, _ in paths],
                          Path(out_dir) / f"sample_{view_name}_paths.png")
     return results
 
@@ -195,21 +238,36 @@ def main(argv=None):
     ap.add_argument("--counts", default="100000,1000000", help="resident instance counts of the field")
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-world frames")
+    ap.add_argument("--grid-draws", default="compact,full", help="the grid's draw modes to measure (compact, full)")
     ap.add_argument("--no-sample", action="store_true", help="skip the sample world (frames and wind sequences)")
     a = ap.parse_args(argv)
     size = tuple(int(v) for v in a.size.lower().split("x"))
     out_dir = Path(a.out) if a.out else None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
+    draws = tuple(d for d in a.grid_draws.split(",") if d)
     res = {"size": list(size), "frames": a.frames}
-    res["resident"] = bench_resident(size, [int(c) for c in a.counts.split(",") if c], a.frames)
+    res["resident"] = bench_resident(size, [int(c) for c in a.counts.split(",") if c], a.frames, draws)
     if not a.no_sample:
-        res["sample"] = bench_sample(size, a.frames, a.samples, out_dir)
-    grid_cpu = [r["grid"]["cpu_ms"] for r in res["resident"]]
-    grid_gpu = [r["grid"]["gpu_ms"] for r in res["resident"]]
-    res["summary"] = {"grid_cpu_ms_max": max(grid_cpu), "grid_gpu_ms_spread": max(grid_gpu) / max(min(grid_gpu), 1e-9)}
-    print(f"grid: CPU <= {max(grid_cpu):.3f} ms a frame (target < 0.1 on the H200); GPU max/min over resident "
-          f"sets {res['summary']['grid_gpu_ms_spread']:.2f}x (flat is 1.0)")
+        res["sample"] = bench_sample(size, a.frames, a.samples, out_dir,
+                                     [p for p in SAMPLE_PATHS if p[2] is None or p[2] in draws])
+    summary = res["summary"] = {}
+    for d in draws:
+        rows = [r[f"grid_{d}"] for r in res["resident"]]
+        gpu = [r["gpu_ms"] for r in rows]
+        summary[d] = {"cpu_submit_ms_max": max(r["cpu_submit_ms"] for r in rows),
+                      "cpu_ms_max": max(r["cpu_ms"] for r in rows),
+                      "gpu_ms_spread": max(gpu) / max(min(gpu), 1e-9) if all(g == g for g in gpu) else None}
+        print(f"grid {d}: CPU (submitted to an idle GPU) <= {summary[d]['cpu_submit_ms_max']:.3f} ms a frame "
+              f"(target < 0.1 on the H200); GPU max/min over resident sets "
+              f"{summary[d]['gpu_ms_spread'] or float('nan'):.2f}x (flat is 1.0)")
+    for view_name in ("start", "grass_60_60") if not a.no_sample else ():
+        inst = res["sample"][f"instanced_{view_name}"]["gpu_ms"]
+        for d in draws:
+            g = res["sample"][f"grid_{d}_{view_name}"]["gpu_ms"]
+            if inst and g:
+                summary[f"sample_{view_name}_{d}_vs_instanced_gpu"] = g / inst
+                print(f"sample {view_name}: grid {d} GPU {g:.3f} ms = {g / inst:.2f}x the instanced path's {inst:.3f} ms")
     if out_dir:
         (out_dir / "grid.json").write_text(json.dumps(res, indent=1))
     return res
