@@ -570,3 +570,32 @@ def test_the_arena_grows_and_reuses_slots_without_changing_the_picture(ctx):
     assert (np.abs(want[..., :3].astype(int) - np.array([158, 189, 219])).sum(-1) > 30).mean() > 0.3
     grown.release()
     uniforms.release()
+
+
+def test_a_slot_handed_out_before_its_tile_is_registered_is_not_read_or_drawn(ctx):
+    """A tile's terrain uploads in steps (TerrainArena.add_steps): its slot exists from the first
+    step, its tile only after the last. Frames in between must cover only the slots whose chunk
+    tables were written: reading past them made the compute pass write commands from
+    uninitialised memory (on the H200: a 6 s frame drawing garbage ranges)."""
+    v = terrain_viewer(ctx, SyntheticSource(tiles=[(32, 32), (33, 32), (32, 33), (33, 33)], relief=30.0))
+    ts = v.scene.terrain
+    from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
+
+    _aim(v, ZEROPOINT - 33 * TILE_SIZE + 20, ZEROPOINT - 33 * TILE_SIZE - 30, 1.7, 0.3, -5)
+    v.render_frame(0.0)
+    covered = ts.arena.slots
+    assert covered == 4 == len(ts.tiles)
+    steps = ts.arena.add_steps(T.build_terrain_arrays(synthetic_tile(34, 32)))
+    steps[0][1]()  # the vertices: a fifth slot, past the tables' capacity of four
+    assert ts.arena.slots == covered + 1
+    v.render_frame(0.0)
+    cmds = ts.read_commands(v.views[0])
+    assert len(cmds) == covered * 256
+    limit = max(int(t.lod_count.max()) for t in ts.tiles.values())
+    assert cmds["count"].max() <= limit and cmds["count"].max() > 0
+    for _, step in steps[1:-1]:
+        step()
+    ts.register((34, 32), steps[-1][1]())
+    v.render_frame(0.0)
+    assert len(ts.read_commands(v.views[0])) == 5 * 256
+    v.scene.release()

@@ -591,6 +591,7 @@ class TerrainSet(Source):
         self.arena = TerrainArena(ctx)
         self.tiles: dict = {}
         self._capacity = 0  # slots the chunk and command buffers hold
+        self._slots = 0  # slots the last _upload wrote (what the compute pass and the draw cover)
         self._dirty = True
         self._chunks = self._ranges = None
         self._commands: dict[int, object] = {}  # view slot -> command buffer
@@ -615,7 +616,9 @@ class TerrainSet(Source):
 
     def _upload(self):
         """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
-        n = max(self.arena.slots, 1)
+        # the slots the tables cover: the arena may hand out a slot before its tile is registered
+        # (add_steps), and the compute pass must not read past what was written here
+        n = self._slots = max(self.arena.slots, 1)
         boxes = np.zeros((n, 256, 8), np.float32)
         ranges = np.zeros((n, 256, 2 * LEVELS), np.uint32)
         for t in self.tiles.values():
@@ -652,7 +655,7 @@ class TerrainSet(Source):
         if self._cull is None:
             self._cull = load_program(self.ctx, "terrain_lod.glsl")
         cs = self._cull
-        cs["uChunks"].value = self.arena.slots * 256
+        cs["uChunks"].value = self._slots * 256
         cs["uLodEye"].value = self._lod_eye
         cs["uLodBands"].value = self.lod.shader_bands()
         cs["uLodZScale"].value = LOD_Z_SCALE
@@ -664,14 +667,14 @@ class TerrainSet(Source):
             cs["uPlanes"].write(np.asarray(view.planes(), np.float32).tobytes())
             cs["uLineList"].value = view.fill == "lines"  # this view draws the edge list
             self._commands_of(view).bind_to_storage_buffer(2)
-            cs.run(group_x=(self.arena.slots * 256 + 63) // 64)
+            cs.run(group_x=(self._slots * 256 + 63) // 64)
         self.ctx.memory_barrier()
 
     def read_commands(self, view) -> np.ndarray:
         """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
         slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
         buf = self._commands[view.slot]
-        return np.frombuffer(read_buffer(self.ctx, buf, self.arena.slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
+        return np.frombuffer(read_buffer(self.ctx, buf, self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
@@ -704,7 +707,7 @@ class TerrainSet(Source):
         if self.indirect:
             if self._dirty:  # a tile arrived after prepare: drawn from the next frame on
                 return DrawCounts()
-            vao.render_indirect(self._commands[view.slot], mode=mode, count=arena.slots * 256)
+            vao.render_indirect(self._commands[view.slot], mode=mode, count=self._slots * 256)
             # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
             return DrawCounts(1, 0, 0)
         for t in self.tiles.values():
