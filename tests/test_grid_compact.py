@@ -138,3 +138,31 @@ def test_view_split_screen_with_shadows_looks_the_same_compact_and_full(tmp_path
     assert differ.mean() < 0.002, differ.mean()
     green = (frames["compact"][..., 1] > frames["compact"][..., 0] + 10)
     assert green[:, :120].mean() > 0.2  # the filled half shows grass
+
+
+def test_without_compute_the_grid_falls_back_to_the_full_draw(ctx):
+    """GL < 4.3 (no compute shaders): GridGrass draws the reference's literal path."""
+    from test_grid_render import synthetic
+
+    from wowgrass.grid import build_grid_tile
+    from wowgrass.render.grid import GridGrass
+    from wowgrass.render.programs import make_programs
+
+    class Gl41:  # the context as a GL 4.1 driver shows it
+        version_code = 410
+
+        def __getattr__(self, name):
+            return getattr(ctx, name)
+
+    adt, grass = synthetic(32, 32, n=3000, models=1)
+    tile = build_grid_tile(adt, grass)
+    grid = make_grid(Gl41(), [((32, 32), tile)])
+    assert grid.draw_mode == "full"
+    x0, y0 = tile_origin(32, 32)
+    cam = camera(x0 - 100.0, y0 - 100.0)
+    assert len(grid.capture(cam, 0.0, tile.models[0])["cell"]) > 0
+    with pytest.raises(ValueError, match="compact capture"):
+        grid.capture(cam, 0.0, tile.models[0], mode="compact")
+    grid.release()
+    with pytest.raises(ValueError, match="draw_mode"):
+        GridGrass(ctx, make_programs(ctx, grass_path="grid"), draw_mode="instanced")
