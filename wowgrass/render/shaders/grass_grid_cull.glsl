@@ -5,9 +5,10 @@
 // has a blade g, which model and layer it is, draw distance, LOD rings), adds a frustum test of the
 // model's bounding sphere at the blade's root, and appends the surviving (slot, blade, model) to
 // the model's region of the view's compacted buffer; the instance count of the model's
-// DrawElementsIndirect command grows by one atomic per blade. The vertex stage then runs only for
-// blades that are drawn. With uCollectStats it counts the blades in reach and those kept per LOD
-// ring for --stats. With RESET defined, the program zeroes the instance counts before.
+// DrawElementsIndirect command grows by one atomic per work group and model. The vertex stage
+// then runs only for blades that are drawn. With uCollectStats it counts the blades in reach and
+// those kept per LOD ring for --stats. With RESET defined, the program zeroes the instance
+// counts before.
 
 #include "frame.glsl"
 #include "rings.glsl"
@@ -36,31 +37,65 @@ void main() {
 #else
 #include "grid_slot.glsl"
 
-void main() {
-    int slot = int(gl_GlobalInvocationID.x);
-    if (slot >= GRID_SIDE * GRID_SIDE) return;
-    uint g = gl_GlobalInvocationID.y;
+// Whether invocation (slot, g) is a blade this view draws; its model and that model's region.
+bool gridKept(int slot, uint g, out uint model, out uvec4 region) {
+    region = uvec4(0u);
+    model = 0u;
+    if (slot >= GRID_SIDE * GRID_SIDE) return false;
     vec2 camXY = uGrassFrame[0].xy;
     float drawDistance = uGrassFrame[0].w;
     vec2 cell = gridSlotCell(slot, camXY);
     ivec2 ownerRC;
     uvec4 ctl;
-    uint model, layer;
-    if (!gridSlotControl(cell, camXY, drawDistance, ownerRC, ctl) || !gridBladeChannel(ctl, g, model, layer)) return;
-    uvec4 region = regions[model];
-    if (region.z == 0xFFFFFFFFu) return;   // a model without a mesh
+    uint layer;
+    if (!gridSlotControl(cell, camXY, drawDistance, ownerRC, ctl) || !gridBladeChannel(ctl, g, model, layer)) return false;
+    region = regions[model];
+    if (region.z == 0xFFFFFFFFu) return false;   // a model without a mesh
     vec2 worldXY = gridBladeXY(cell, gridBladeHashPoint(cell, float(g)));
     float d = distance(worldXY, camXY);
     if (uCollectStats) atomicAdd(stats[uStatsBase], 1u);
-    if (d >= drawDistance || gridRingFade(cell, float(g), d) <= 0.0) return;
+    if (d >= drawDistance || gridRingFade(cell, float(g), d) <= 0.0) return false;
     // the model's bounding sphere at the root, widened by the furthest the wind moves a tip
     vec4 bound = gridModelInfo(model);
     vec3 c = vec3(worldXY, gridTerrainHeight(worldXY, ownerRC) + bound.z);
     float r = bound.w + GRID_WIND_REACH;
-    for (int k = 0; k < 6; ++k) if (dot(uFrustum[k].xyz, c) + uFrustum[k].w < -r) return;
+    for (int k = 0; k < 6; ++k) if (dot(uFrustum[k].xyz, c) + uFrustum[k].w < -r) return false;
     if (uCollectStats) atomicAdd(stats[uStatsBase + 1u + uint(grassRing(d))], 1u);
-    uint at = atomicAdd(commands[(uCommandBase + region.z) * 5u + 1u], 1u);
-    if (at < region.y) visible[uVisibleBase + region.x + at] = uvec2(uint(slot) | (g << 16), model);
+    return true;
+}
+
+// The work group's survivors are counted per model in shared memory (a 64-entry table, one
+// entry per model present: neighbouring slots mostly grow the same models) and each model's
+// count goes to its command in one global atomic, as grass_cull.glsl does per chunk group.
+shared uint sModel[64];
+shared uint sCount[64];
+shared uint sBase[64];
+
+void main() {
+    uint lid = gl_LocalInvocationIndex;
+    sModel[lid] = 0xFFFFFFFFu;
+    sCount[lid] = 0u;
+    barrier();
+    int slot = int(gl_GlobalInvocationID.x);
+    uint g = gl_GlobalInvocationID.y;
+    uint model;
+    uvec4 region;
+    bool keep = gridKept(slot, g, model, region);
+    uint h = model & 63u, local = 0u;
+    if (keep) {
+        for (;;) {   // at most 64 models in 64 invocations: an entry is always found
+            uint was = atomicCompSwap(sModel[h], 0xFFFFFFFFu, model);
+            if (was == 0xFFFFFFFFu || was == model) break;
+            h = (h + 1u) & 63u;
+        }
+        local = atomicAdd(sCount[h], 1u);
+    }
+    barrier();
+    if (sCount[lid] > 0u)
+        sBase[lid] = atomicAdd(commands[(uCommandBase + regions[sModel[lid]].z) * 5u + 1u], sCount[lid]);
+    barrier();
+    uint at = sBase[h] + local;
+    if (keep && at < region.y) visible[uVisibleBase + region.x + at] = uvec2(uint(slot) | (g << 16), model);
 }
 #endif
 #endif
