@@ -8,7 +8,10 @@ Prints and writes (``--out DIR``: ``grid.json`` and PNG frames):
                middle, and the instances submitted and drawn, for the GPU-driven instanced path and
                for the grid's compact and full draws. Targets on the H200: the grid's CPU under
                0.1 ms a frame and its cost flat however much is resident (it draws the grid, not
-               the resident set).
+               the resident set). ``submitted``/``drawn``: for indirect draws (instanced, grid
+               compact) the instances the GPU's culling kept, read back after the timed frames;
+               for the full draw the instances it submits (181^2 x layers a model), of which the
+               vertex stage drops most.
   * sample   - the sample world's zone on the three paths from the same cameras (start view and the
                grass view at 60,60; the sun's shadows on), frames side by side
                (``sample_<view>_paths.png``: instanced | grid compact | grid full).
@@ -120,8 +123,8 @@ def time_source(ctx, target, source, cam, frames):
     source.collect_stats = False
     timer.drain()
     out["drawn"] = st["drawn"]
-    if getattr(source, "draw_mode", "") == "compact":
-        out["submitted"] = st["drawn"]  # indirect draws: what the compaction kept is what is submitted
+    if getattr(source, "indirect", False) or getattr(source, "draw_mode", "") == "compact":
+        out["submitted"] = st["drawn"]  # indirect draws: what the GPU's culling kept is what is submitted
     uniforms.release()
     return out
 
@@ -147,7 +150,7 @@ def bench_resident(size, counts, frames, grid_draws=GRID_DRAWS):
         del inst
         i = row["instanced"]
         line = (f"{n:>11,d} resident  instanced cpu {i['cpu_ms']:.3f} submit {i['cpu_submit_ms']:.3f} "
-                f"gpu {i['gpu_ms']:.3f} wall {i['wall_ms']:.3f} drawn {i['drawn']:,d}")
+                f"gpu {i['gpu_ms']:.3f} wall {i['wall_ms']:.3f} submitted {i['submitted']:,d} drawn {i['drawn']:,d}")
         for mode in grid_draws:
             grid, tiles, secs = grid_field(ctx, progs, mesh, n, settings, mode)
             g = row[f"grid_{mode}"] = time_source(ctx, target, grid, cam, frames)
@@ -206,6 +209,8 @@ def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
                     st = v.render_frame(0.0)
                     v.toggles.stats = False
                     r["grass_drawn"] = st.grass_instances
+                    if getattr(scene.grass, "indirect", False) or r["grid_draw"] == "compact":
+                        r["grass_submitted"] = st.grass_instances  # indirect draws: what the GPU kept
                     v.render_frame(0.0)
                     shots[(view_name, label)] = v.read_rgba()
                 if sequences and view_name == "grass_60_60":
