@@ -40,7 +40,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_render import DENSITY, clump, eye_camera, field_instances, frame, make_field, median, time_viewer  # noqa: E402
+from bench_render import (DENSITY, WARM_S, clump, eye_camera, field_instances, frame, make_field, median,  # noqa: E402
+                          time_viewer)
 
 from wowgrass.grid import GridTile, build_grid_tile, tile_slots  # noqa: E402
 from wowgrass.render.constants import TILE_SIZE, ZEROPOINT, GrassSettings  # noqa: E402
@@ -89,14 +90,42 @@ def grid_field(ctx, progs, mesh, n: int, settings, draw_mode="compact"):
     return grid, len(tiles), time.perf_counter() - t0
 
 
+class KeptTimes:
+    """A GpuTimer whose finished frames are kept: bench_render's ``frame`` drops what ``end()``
+    returns, and with fences most frames finish (and are reported) before ``drain()``."""
+
+    def __init__(self, timer):
+        self.timer, self.done = timer, []
+
+    @property
+    def frame(self):
+        return self.timer.frame
+
+    def begin(self):
+        return self.timer.begin()
+
+    def end(self):
+        got = self.timer.end()
+        self.done.extend(got)
+        return got
+
+    def drain(self):
+        out, self.done = self.done + self.timer.drain(), []
+        return out
+
+
 def time_source(ctx, target, source, cam, frames):
     """Pipelined frames of ``source`` alone: medians of CPU and GPU ms, wall ms; then the CPU time
     of frames submitted to an idle GPU (``cpu_submit_ms``, as bench_render's) and, from one more
     frame with the GPU's counters on (not timed), the instances drawn."""
     from wowgrass.render.views import View
 
-    timer, uniforms = GpuTimer(ctx), FrameUniforms(ctx)
-    for _ in range(3):
+    timer, uniforms = KeptTimes(GpuTimer(ctx)), FrameUniforms(ctx)
+    t0 = time.perf_counter()
+    # warm-up: compilation, then frames for WARM_S (the H200 ramps up after idling: bench_render)
+    for i in range(3):
+        frame(target, uniforms, source, cam, 0.0, timer)
+    while time.perf_counter() - t0 < WARM_S:
         frame(target, uniforms, source, cam, 0.0, timer)
     timer.drain()
     ctx.finish()
