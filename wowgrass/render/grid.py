@@ -97,8 +97,8 @@ class GridGrass(Source):
         self.meshes: dict[int, GpuMesh] = {}
         self._table = np.full((64, 64, 4), -1, np.int32)
         self._table_tex = ctx.texture((64, 64), 4, self._table.tobytes(), dtype="i4")
-        self._model_info = np.zeros((0, 4), np.float32)
         self._model_tex = None
+        self._write_model_table()
         self._capacity = 0
         self._control = self._heights = None
         self._grow(capacity)
@@ -166,7 +166,6 @@ class GridGrass(Source):
             self._model_tex = self.ctx.texture((MODEL_ROW, rows), 4, dtype="f4")
             self._model_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self._model_tex.write(info.tobytes())
-        self._model_info = info[:n]
 
     def add_tile(self, key, tile: GridTile, meshes: dict, sample_xy=None):
         """Make ``tile`` resident; ``meshes``: model path -> GpuMesh (None: missing, not drawn);
@@ -188,7 +187,7 @@ class GridGrass(Source):
             if mesh is not None and idx not in self.meshes:
                 self.meshes[idx] = mesh
                 new_mesh = True
-        if new_mesh or len(self._model_info) < len(self.models):
+        if new_mesh:
             self._write_model_table()
         # the grid's layers of each model, and the most blades of any slot (the compaction's dispatch height)
         self.tiles[key] = (layer, glob, layers, int(tile.counts.sum(axis=-1).max(initial=0)))
@@ -211,10 +210,11 @@ class GridGrass(Source):
     def release(self):
         self._drop_plans()
         for t in (self._control, self._heights, self._table_tex, self._model_tex, self.regions, self.commands,
-                  self.visible, *(self._capture or ()), *self._capture_progs.values()):
+                  self.visible, self.stats, *(self._capture or ()), *self._capture_progs.values()):
             if t is not None:
                 t.release()
-        self.regions = self.commands = self.visible = self._model_tex = None
+        self.regions = self.commands = self.visible = self.stats = self._model_tex = None
+        self._capture, self._capture_progs = None, {}
         self.tiles.clear()
 
     @property
@@ -493,7 +493,6 @@ class GridGrass(Source):
                 prog = self._capture_program("grass_grid_compact")
                 vao = self.ctx.vertex_array(prog, [(vbo, "4u4", "in_mesh"), (entries, "2u4/i", "i_entry")])
         else:
-            uniforms.bind(view)
             n = dict(self.draws(camera.position[:2])).get(idx, 0) * SLOTS
             if n:
                 prog = self._capture_program("grass_grid")
