@@ -286,7 +286,7 @@ def main(argv=None):
         res["sample"] = bench_sample(size, a.frames, a.samples, out_dir,
                                      [p for p in SAMPLE_PATHS if p[2] is None or p[2] in draws])
     summary = res["summary"] = {}
-    for d in draws:
+    for d in draws if res["resident"] else ():  # --counts "": the sample world only
         rows = [r[f"grid_{d}"] for r in res["resident"]]
         gpu = [r["gpu_ms"] for r in rows]
         summary[d] = {"cpu_submit_ms_max": max(r["cpu_submit_ms"] for r in rows),
