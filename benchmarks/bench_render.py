@@ -110,6 +110,13 @@ _VIEWS: dict = {}  # one View per camera, kept across frames as the viewer keeps
 
 
 _PASSES: dict = {}  # one colour pass per target, kept as the viewer keeps its passes
+_TIMES: dict = {}  # id(timer) -> (frame, GPU ms) its end() reported, not taken yet
+
+
+def reported(timer) -> list:
+    """Every (frame, GPU ms) of ``timer`` not taken yet: those ``end`` returned, then the rest
+    (waits for the GPU)."""
+    return _TIMES.pop(id(timer), []) + timer.drain()
 
 
 def frame(target, uniforms, field, cam, t, timer):
@@ -126,7 +133,7 @@ def frame(target, uniforms, field, cam, t, timer):
     fr = Frame(time=t, views=[view], wind=field.settings)
     counts = draw_frame(fr, passes, [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
-    timer.end()  # waits only while two frames are in flight: CPU and GPU overlap
+    _TIMES.setdefault(id(timer), []).extend(timer.end())  # waits only while two frames are in flight
     return cpu, counts
 
 
@@ -180,7 +187,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     uniforms = FrameUniforms(ctx)
     for _ in range(10):  # warm-up: shader compilation, first command writes, buffer placement
         frame(target, uniforms, field, cam, 0.0, timer)
-    startup = [round(ms, 4) for _, ms in timer.drain()]  # the first frames' GPU times, kept apart
+    startup = [round(ms, 4) for _, ms in reported(timer)]  # the first frames' GPU times, kept apart
     ctx.finish()
     # pipelined frames right after the GPU idled (building a 45M field takes ~3 s) ran 0.4-0.9 ms
     # longer apart than their GPU time on the H200 for ~200 frames, and again after 3 s idle, then
@@ -193,7 +200,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     cold = (time.perf_counter() - t0) * 1000 / max(COLD_FRAMES, 1)
     while time.perf_counter() - t0 < WARM_S:
         frame(target, uniforms, field, cam, 0.0, timer)
-    timer.drain()
+    reported(timer)
     ctx.finish()
     cpus = []
     first = timer.frame
@@ -203,7 +210,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
         cpus.append(c)
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
-    gpus = [ms for f, ms in timer.drain() if f >= first]
+    gpus = [ms for f, ms in reported(timer) if f >= first]
     # the same frames again with a finish after each: a frame's latency, and whether the pipelined
     # wall time above hides one-off stalls (a mean) that the GPU medians do not show
     # its CPU part is the submission alone: the GPU is idle when it starts, so no driver
@@ -215,10 +222,10 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
         ctx.finish()
         fin.append((time.perf_counter() - t1) * 1000)
         submit.append(c)
-    timer.drain()
+    reported(timer)
     nan = float("nan")
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
-           "wall_ms_cold": cold, "cold_frames": COLD_FRAMES,
+           "wall_ms_cold": cold, "cold_frames": COLD_FRAMES, "gpu_frames": len(gpus),
            "gpu_ms_mean": statistics.fmean(gpus) if gpus else nan, "gpu_ms_max": max(gpus) if gpus else nan,
            "gpu_timeline_ms": [round(g, 4) for g in gpus], "startup_gpu_ms": startup, "finish_ms_median": median(fin), "finish_ms_max": max(fin),
            "cpu_submit_ms": median(submit), "cpu_submit_ms_max": max(submit),
@@ -232,7 +239,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
         if len(inst) <= 4_000_000 and CHECK:  # the visible set against the numpy reference (reads the arena back)
             out["check"] = field.check_against_reference(view)
         out["submitted"] = st["drawn"]
-        timer.drain()
+        reported(timer)
     field.release()
     uniforms.release()
     return out

@@ -33,7 +33,7 @@ from .constants import GrassSettings
 from .grass import CMD_DTYPE, group_by_chunk
 from .meshes import GpuMesh, line_commands
 from .programs import VaoCache
-from .readback import read_buffer
+from .readback import Readback, read_buffer
 from .sources import DrawCounts, Source
 
 STATS_SIZE = 16  # uints per view: tested, groups visible, kept per ring (4), drawn, triangles, overflow
@@ -189,6 +189,7 @@ class GpuGrass(Source):
         self._cmd_per_view = 0
         self._visible_per_view = 0
         self._uniform_values: dict = {}
+        self._readback = Readback(ctx)  # statistics and tests
 
     # -- residency --
     @property
@@ -505,7 +506,7 @@ class GpuGrass(Source):
         if self.stats is None or view.slot >= self._n_views or not self.cull:
             s = np.zeros(STATS_SIZE, np.uint32)
         else:
-            s = np.frombuffer(read_buffer(self.ctx, self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
+            s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
                 "drawn": int(s[6]), "overflow": int(s[8]),
                 # the statistics count a line command's indices (twice its triangles' indices) / 3
@@ -513,12 +514,12 @@ class GpuGrass(Source):
 
     def read_visible(self, view) -> dict:
         """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
-        cmds = np.frombuffer(read_buffer(self.ctx, self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
+        cmds = np.frombuffer(self._readback.read(self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
                                          view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
         out = {}
         for c, cmd in enumerate(cmds):
             n = int(cmd["instances"])
-            raw = read_buffer(self.ctx, self.visible, n * 16, int(cmd["base_instance"]) * 16)
+            raw = self._readback.read(self.visible, n * 16, int(cmd["base_instance"]) * 16)
             out[(c // 2, c % 2)] = np.frombuffer(raw, INSTANCE_DTYPE).copy()
         return out
 
@@ -558,5 +559,6 @@ class GpuGrass(Source):
                 b.release()
         self.arena = self.group_table = self.model_table = self.commands = None
         self.visible = self.stats = self._arena_cmds = None
+        self._readback.release()
         self.batches, self.models = [], []
         self._queue.clear()

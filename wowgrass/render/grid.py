@@ -35,7 +35,7 @@ from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
 from .grass import CMD_DTYPE
 from .meshes import GpuMesh
 from .programs import MODEL_UNIT, VaoCache
-from .readback import read_buffer
+from .readback import Readback
 from .sources import DrawCounts, Source
 
 SLOTS = GRID_SIDE * GRID_SIDE
@@ -88,6 +88,7 @@ class GridGrass(Source):
         if draw_mode not in GRID_DRAW_MODES:
             raise ValueError(f"draw_mode must be one of {GRID_DRAW_MODES}, not {draw_mode!r}")
         self.ctx, self.programs = ctx, programs
+        self._readback = Readback(ctx)  # statistics and tests
         self.draw_mode = draw_mode if ctx.version_code >= 430 else "full"
         self.settings = settings or GrassSettings()
         self.cull = True  # the viewer's C toggle; the grid is its own cull
@@ -214,6 +215,7 @@ class GridGrass(Source):
             if t is not None:
                 t.release()
         self.regions = self.commands = self.visible = self.stats = self._model_tex = None
+        self._readback.release()
         self._capture, self._capture_progs = None, {}
         self.tiles.clear()
 
@@ -422,7 +424,7 @@ class GridGrass(Source):
         """Compact mode: {model path: blades} the last frame's compaction kept for ``view`` (waits for the GPU)."""
         if self.draw_mode != "compact" or not self._cmd_per_view:
             return {}
-        cmds = np.frombuffer(read_buffer(self.ctx, self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
+        cmds = np.frombuffer(self._readback.read(self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
                                          view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
         return {self.models[m]: int(n) for m, n in zip(self._layout["models"], cmds["instances"])}
 
@@ -438,7 +440,7 @@ class GridGrass(Source):
         if not self._cmd_per_view or view.slot >= self._n_views:
             return {"gpu_tested": 0, "gpu_groups_visible": 0, "kept_per_ring": [0] * 4, "drawn": 0,
                     "overflow": 0, "drawn_triangles": 0}
-        s = np.frombuffer(read_buffer(self.ctx, self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
+        s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
         counts = self.read_counts(view)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": 0, "kept_per_ring": s[1:5].tolist(),
                 "drawn": sum(counts.values()), "overflow": 0,
@@ -484,7 +486,7 @@ class GridGrass(Source):
             self.prepare(frame)
             k = self._layout["models"].index(idx) if idx in self._layout["models"] else None
             cmd = None if k is None else np.frombuffer(
-                read_buffer(self.ctx, self.commands, CMD_DTYPE.itemsize, k * CMD_DTYPE.itemsize), CMD_DTYPE)[0]
+                self._readback.read(self.commands, CMD_DTYPE.itemsize, k * CMD_DTYPE.itemsize), CMD_DTYPE)[0]
             n = 0 if cmd is None else int(cmd["instances"])
             if n:
                 entries = self.ctx.buffer(reserve=n * 8)

@@ -8,25 +8,43 @@ Copying the range into a scratch buffer on the GPU and reading that leaves the h
 it is. Callers order the shader writes before the copy with ``GL_BUFFER_UPDATE_BARRIER_BIT``."""
 from __future__ import annotations
 
-import weakref
-
 BUFFER_UPDATE_BARRIER = 0x200  # GL_BUFFER_UPDATE_BARRIER_BIT: shader writes before buffer copies/reads
 
 
 def read_buffer(ctx, buffer, size: int | None = None, offset: int = 0) -> bytes:
-    """``size`` bytes of ``buffer`` from ``offset`` (default: to its end), read through a copy."""
-    if size is None:
-        size = buffer.size - offset
-    if size <= 0:
-        return b""
-    ctx.memory_barrier(BUFFER_UPDATE_BARRIER)
-    scratch = _scratch.get(ctx)
-    if scratch is None or scratch.size < size:  # one per context, grown as needed (--stats reads every frame)
-        if scratch is not None:
-            scratch.release()
-        scratch = _scratch[ctx] = ctx.buffer(reserve=max(size, 4096))
-    ctx.copy_buffer(scratch, buffer, size=size, read_offset=offset)
-    return scratch.read(size)
+    """``size`` bytes of ``buffer`` from ``offset`` (default: to its end), read through a copy
+    into a scratch buffer made for this read (:class:`Readback` keeps one for repeated reads)."""
+    rb = Readback(ctx)
+    try:
+        return rb.read(buffer, size, offset)
+    finally:
+        rb.release()
 
 
-_scratch: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+class Readback:
+    """One owner's scratch buffer for reads through a copy (a source's statistics every frame with
+    ``--stats``), grown as needed and released with its owner. Not shared per context: a scratch
+    cached per context was found with its GL name gone in a test process where other contexts
+    came and went, and reads through it returned stale bytes."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._scratch = None
+
+    def read(self, buffer, size: int | None = None, offset: int = 0) -> bytes:
+        if size is None:
+            size = buffer.size - offset
+        if size <= 0:
+            return b""
+        ctx = self.ctx
+        ctx.memory_barrier(BUFFER_UPDATE_BARRIER)
+        if self._scratch is None or self._scratch.size < size:
+            self.release()
+            self._scratch = ctx.buffer(reserve=max(size, 4096))
+        ctx.copy_buffer(self._scratch, buffer, size=size, read_offset=offset)
+        return self._scratch.read(size)
+
+    def release(self):
+        if self._scratch is not None:
+            self._scratch.release()
+            self._scratch = None

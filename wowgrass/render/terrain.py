@@ -48,7 +48,7 @@ from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from .meshes import edge_indices
 from .programs import VaoCache, load_program
-from .readback import read_buffer
+from .readback import Readback
 from .sources import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
@@ -597,6 +597,7 @@ class TerrainSet(Source):
         self._commands: dict[int, object] = {}  # view slot -> command buffer
         self._lod_eye = None
         self._cull = None
+        self._readback = Readback(ctx)  # statistics and tests
 
     def add(self, key, arrays: TerrainArrays) -> TerrainTile:
         """Upload a tile's :class:`TerrainArrays` into the arena."""
@@ -674,7 +675,7 @@ class TerrainSet(Source):
         """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
         slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
         buf = self._commands[view.slot]
-        return np.frombuffer(read_buffer(self.ctx, buf, self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
+        return np.frombuffer(self._readback.read(buf, self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
@@ -723,6 +724,7 @@ class TerrainSet(Source):
         self._commands.clear()
         self._chunks = self._ranges = None
         self._capacity = 0
+        self._readback.release()
         if self._cull is not None:
             self._cull.release()
             self._cull = None
