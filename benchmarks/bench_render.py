@@ -27,7 +27,8 @@ waits on a query (``--timer query``: the older way, queries read two frames late
 end) / N, about max(CPU, GPU) per frame; ``gpu`` = the median of the N frames' timer queries;
 ``cpu`` = the median time to build and submit a frame (the bench's timer query left out);
 ``cpu sub`` = the same for frames that start with the GPU idle (after a finish), so that no wait
-for a full driver queue lands in it: the frame's own CPU work. The flight's frames start at 60 fps
+for a full driver queue lands in it: the frame's own CPU work; ``cpu thr`` = the median CPU time
+the submitting thread itself used per frame (``time.thread_time``: no time off the CPU). The flight's frames start at 60 fps
 in real time (``--flight-pace``), as the viewer's do, so that tiles have the time to stream in.
 
     python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
@@ -111,6 +112,7 @@ _VIEWS: dict = {}  # one View per camera, kept across frames as the viewer keeps
 
 _PASSES: dict = {}  # one colour pass per target, kept as the viewer keeps its passes
 _TIMES: dict = {}  # id(timer) -> (frame, GPU ms) its end() reported, not taken yet
+_THREAD_MS: list = []  # each frame's CPU time of the calling thread (not wall: no time off the CPU)
 
 
 def reported(timer) -> list:
@@ -129,10 +131,11 @@ def frame(target, uniforms, field, cam, t, timer):
     if passes is None:
         passes = _PASSES[id(target)] = [ColourPass(target)]
     timer.begin()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     fr = Frame(time=t, views=[view], wind=field.settings)
     counts = draw_frame(fr, passes, [field], uniforms)
     cpu = (time.perf_counter() - t0) * 1000
+    _THREAD_MS.append((time.thread_time() - c0) * 1000)
     _TIMES.setdefault(id(timer), []).extend(timer.end())  # waits only while two frames are in flight
     return cpu, counts
 
@@ -204,10 +207,12 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     ctx.finish()
     cpus = []
     first = timer.frame
+    _THREAD_MS.clear()
     t0 = time.perf_counter()
     for i in range(frames):
         c, counts = frame(target, uniforms, field, cam, i / 60.0, timer)
         cpus.append(c)
+    thread_ms = list(_THREAD_MS)
     ctx.finish()
     wall = (time.perf_counter() - t0) * 1000 / frames
     gpus = [ms for f, ms in reported(timer) if f >= first]
@@ -226,6 +231,7 @@ def run_field(ctx, target, progs, mesh, inst, *, path="cpu", layout="16p", cull=
     nan = float("nan")
     out = {"cpu_ms": median(cpus), "cpu_ms_max": max(cpus), "gpu_ms": median(gpus), "wall_ms": wall,
            "wall_ms_cold": cold, "cold_frames": COLD_FRAMES, "gpu_frames": len(gpus),
+           "cpu_thread_ms": median(thread_ms), "cpu_thread_ms_max": max(thread_ms),
            "gpu_ms_mean": statistics.fmean(gpus) if gpus else nan, "gpu_ms_max": max(gpus) if gpus else nan,
            "gpu_timeline_ms": [round(g, 4) for g in gpus], "startup_gpu_ms": startup, "finish_ms_median": median(fin), "finish_ms_max": max(fin),
            "cpu_submit_ms": median(submit), "cpu_submit_ms_max": max(submit),
@@ -669,12 +675,12 @@ def main(argv=None):
             Path(a.json).write_text(json.dumps(out, indent=2))
     settings = GrassSettings()
     hdr = (f"{'resident':>11} {'drawn':>8} {'draws':>6} {'cpu ms':>8} {'cpu max':>8} {'cpu sub':>8} {'gpu ms':>8} "
-           f"{'gpu mean':>8} {'gpu max':>8} {'wall ms':>8} {'finish':>8} {'wall cold':>9}")
+           f"{'gpu mean':>8} {'gpu max':>8} {'wall ms':>8} {'finish':>8} {'wall cold':>9} {'cpu thr':>8}")
 
     def row(n, r):
         return (f"{n:>11,} {r['submitted']:>8,} {r['draw_calls']:>6} {r['cpu_ms']:>8.3f} {r['cpu_ms_max']:>8.3f} "
                 f"{r['cpu_submit_ms']:>8.3f} {r['gpu_ms']:>8.3f} {r['gpu_ms_mean']:>8.3f} {r['gpu_ms_max']:>8.3f} {r['wall_ms']:>8.3f} "
-                f"{r['finish_ms_median']:>8.3f} {r['wall_ms_cold']:>9.3f}")
+                f"{r['finish_ms_median']:>8.3f} {r['wall_ms_cold']:>9.3f} {r['cpu_thread_ms']:>8.3f}")
 
     if counts:  # the process's first field run had 2.5x the CPU time of the later ones (0.16 against
         # 0.06 ms on the H200): a throwaway run first, so that the first timed one is not the cold one
