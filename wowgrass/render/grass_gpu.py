@@ -190,6 +190,7 @@ class GpuGrass(Source):
         self._visible_per_view = 0
         self._uniform_values: dict = {}
         self._readback = Readback(ctx)  # statistics and tests
+        self._static_uniforms = None  # the compute passes' uniforms that rarely change, as last set
 
     # -- residency --
     @property
@@ -396,21 +397,22 @@ class GpuGrass(Source):
                                self.stats)):
             b.bind_to_storage_buffer(i)
         n_cmds, n_stats = self._cmd_per_view * self._n_views, STATS_SIZE * self._n_views
-        # the counts (and statistics) back to 0; the last frame's closing barrier (SSBO bit
-        # included) already orders its shader writes before these
-        reset = self._reset
-        set_(reset, "uCommandCount", n_cmds)
-        set_(reset, "uStatsCount", n_stats)
-        set_(reset, "uCollectStats", self.collect_stats)
-        reset.run(-(-max(n_cmds, n_stats) // 64))
-        ctx.memory_barrier(SSBO_BARRIER)
-        cs = self._cull
+        reset, cs, fin = self._reset, self._cull, self._finalize
         n_groups = self._groups.high
         rows = -(-n_groups // WORKGROUP_ROW)
-        set_(cs, "uGroupCount", n_groups)
-        set_(cs, "uRowGroups", WORKGROUP_ROW)
-        set_(cs, "uLiteRing", self.settings.rings.lite_ring)
-        set_(cs, "uCollectStats", self.collect_stats)
+        static = (n_cmds, n_stats, n_groups, self.settings.rings.lite_ring, self.collect_stats)
+        if static != self._static_uniforms:  # the same frame after frame: one comparison, not nine sets
+            self._static_uniforms = static
+            for prog, name, value in ((reset, "uCommandCount", n_cmds), (reset, "uStatsCount", n_stats),
+                                      (reset, "uCollectStats", self.collect_stats), (cs, "uGroupCount", n_groups),
+                                      (cs, "uRowGroups", WORKGROUP_ROW), (cs, "uLiteRing", static[3]),
+                                      (cs, "uCollectStats", self.collect_stats), (fin, "uCommandCount", n_cmds),
+                                      (fin, "uCollectStats", self.collect_stats)):
+                set_(prog, name, value)
+        # the counts (and statistics) back to 0; the last frame's closing barrier (SSBO bit
+        # included) already orders its shader writes before these
+        reset.run(-(-max(n_cmds, n_stats) // 64))
+        ctx.memory_barrier(SSBO_BARRIER)
         bands = self.bands or ((0.0, 3.0e38),)
         for view in views:
             frame.uniforms.bind(view)
@@ -421,9 +423,6 @@ class GpuGrass(Source):
                 set_(cs, "uBand", band)
                 cs.run(min(n_groups, WORKGROUP_ROW), rows)
                 ctx.memory_barrier(SSBO_BARRIER)  # this band's appends before the next band's
-        fin = self._finalize
-        set_(fin, "uCommandCount", n_cmds)
-        set_(fin, "uCollectStats", self.collect_stats)
         fin.run(1)
         ctx.memory_barrier(DRAW_BARRIER)
 
