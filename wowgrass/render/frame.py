@@ -31,6 +31,10 @@ SKY = (0.62, 0.74, 0.86)
 _FLOATS = 108  # 432 bytes
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
 _GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW = 40, 56, 80, 84, 88, 104
+# the scalar fields in the order pack() lists them: one fancy-index write a view, not ten slices
+_SCALARS = np.r_[_CAMERA:_CAMERA + 4, _SUN:_SUN + 3, _SUN_COLOR:_SUN_COLOR + 3, _AMBIENT:_AMBIENT + 3,
+                 _FOG_COLOR:_FOG_COLOR + 3, _FOG:_FOG + 4, _GRASS:_GRASS + 13, _RINGS:_RINGS + 4,
+                 _RING_KEEP:_RING_KEEP + 4]
 
 
 @dataclass
@@ -84,16 +88,11 @@ class FrameUniforms:
         cam, wind, rings = view.camera, frame.wind, frame.wind.rings
         px, py, pz = cam.position.tolist()
         b[_VIEW_PROJ:_VIEW_PROJ + 16] = view.view_proj().T.reshape(-1)
-        b[_CAMERA:_CAMERA + 4] = (px, py, pz, frame.time)
-        b[_SUN:_SUN + 3] = frame.sun_dir
-        b[_SUN_COLOR:_SUN_COLOR + 3] = frame.sun_color
-        b[_AMBIENT:_AMBIENT + 3] = frame.ambient
-        b[_FOG_COLOR:_FOG_COLOR + 3] = frame.fog_color
-        b[_FOG:_FOG + 4] = (*frame.fog, cam.near, cam.far)
-        b[_GRASS:_GRASS + 13] = wind.frame_columns((px, py), frame.time)  # sway.glsl's columns 0-2, sway on
         b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
-        b[_RINGS:_RINGS + 4] = (*rings.radii_padded(), rings.band)
-        b[_RING_KEEP:_RING_KEEP + 4] = (*rings.keep_padded(), 1.0 if rings.debug else 0.0)
+        b[_SCALARS] = (px, py, pz, frame.time, *frame.sun_dir, *frame.sun_color, *frame.ambient,
+                       *frame.fog_color, *frame.fog, cam.near, cam.far,
+                       *wind.frame_columns((px, py), frame.time),  # sway.glsl's columns 0-2, sway on
+                       *rings.radii_padded(), rings.band, *rings.keep_padded(), 1.0 if rings.debug else 0.0)
         sm = frame.shadow_map
         if sm is not None:
             b[_SHADOW_MATRIX:_SHADOW_MATRIX + 16] = sm.matrix.T.reshape(-1)
