@@ -216,4 +216,4 @@ def _print_result(result, as_json, stats, frames, quit_after):
                    + (f"blades drawn {result['blades']:,}" if result.get("procedural")
                       else f"resident grass instances {result['resident_grass_instances']:,}"))
         click.echo("  cpu: CPU time to record and submit a frame; gpu: the GPU's own time for a frame (timer "
-                   "queries, read 2 frames late); wall: elapsed time per frame, waiting for the GPU included")
+                   "queries, read once the frame finished); wall: elapsed time per frame, waiting for the GPU included")

@@ -260,7 +260,8 @@ def open_target(opts: ViewOptions, want_window: bool, output, say, title: str):
 
 def summarise_frames(viewer, frames, wall_ms: float) -> dict:
     """The offscreen run's figures: last frame, CPU and GPU milliseconds (timer queries are read
-    two frames late: the timed frames' GPU times are collected here), wall time per frame."""
+    once their frame finished, up to two frames in flight: the timed frames' GPU times are
+    collected here), wall time per frame."""
     last = frames[-1]
     gpu = {f: ms for f, ms in viewer.drain_gpu_times() if frames[0].frame <= f <= last.frame}
     if last.frame in gpu:
