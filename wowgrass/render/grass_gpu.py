@@ -32,7 +32,7 @@ from wowgrass.bundle import INSTANCE_DTYPE
 from .constants import GrassSettings
 from .grass import CMD_DTYPE, group_by_chunk
 from .meshes import GpuMesh, line_commands
-from .programs import VaoCache
+from .programs import UniformCache, VaoCache
 from .readback import Readback, read_buffer
 from .sources import DrawCounts, Source
 
@@ -188,7 +188,7 @@ class GpuGrass(Source):
         self._arena_draws: list = []
         self._cmd_per_view = 0
         self._visible_per_view = 0
-        self._uniform_values: dict = {}
+        self._set_uniform = UniformCache()  # compute uniforms, set on change only
         self._readback = Readback(ctx)  # statistics and tests
         self._static_uniforms = None  # the compute passes' uniforms that rarely change, as last set
 
@@ -425,13 +425,6 @@ class GpuGrass(Source):
                 ctx.memory_barrier(SSBO_BARRIER)  # this band's appends before the next band's
         fin.run(1)
         ctx.memory_barrier(DRAW_BARRIER)
-
-    def _set_uniform(self, prog, name, value):
-        """Set a compute uniform only when it changed (most are the same frame after frame)."""
-        key = (prog.glo, name)
-        if self._uniform_values.get(key) != value:
-            self._uniform_values[key] = value
-            prog[name].value = value
 
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl

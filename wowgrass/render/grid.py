@@ -34,7 +34,7 @@ from wowgrass.grid import (ANCHOR, ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SID
 from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
 from .grass import CMD_DTYPE
 from .meshes import GpuMesh
-from .programs import MODEL_UNIT, VaoCache
+from .programs import MODEL_UNIT, UniformCache, VaoCache
 from .readback import Readback
 from .sources import DrawCounts, Source
 
@@ -117,7 +117,7 @@ class GridGrass(Source):
         self.collect_stats = False  # the compaction's counters (--stats, --json): read_stats
         self._submitted: dict = {}  # full mode: view slot -> the last frame's DrawCounts (read_stats)
         self._cmd_per_view = self._visible_per_view = self._n_views = 0
-        self._uniform_values: dict = {}
+        self._set_uniform = UniformCache()  # compute uniforms, set on change only
         if self.draw_mode == "compact":
             self._cull = programs.variant("grass_grid_cull")
             self._reset = programs.variant("grass_grid_cull", {"RESET": True})
@@ -378,13 +378,6 @@ class GridGrass(Source):
             set_(cs, "uStatsBase", view.slot * STATS_SIZE)
             cs.run(groups, blades)
         self.ctx.memory_barrier(DRAW_BARRIER)
-
-    def _set_uniform(self, prog, name, value):
-        """Set a compute uniform only when it changed (most are the same frame after frame)."""
-        key = (prog.glo, name)
-        if self._uniform_values.get(key) != value:
-            self._uniform_values[key] = value
-            prog[name].value = value
 
     def draw(self, pass_, view) -> DrawCounts:
         """One draw per model under the grid around ``view``'s camera (the grid is the cull):
