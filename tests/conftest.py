@@ -41,3 +41,16 @@ def ctx():
         pytest.skip(f"no EGL OpenGL context: {exc}")
     yield c
     c.release()
+
+
+@pytest.fixture(autouse=True)
+def _ctx_current(request):
+    """The module's context made current for each test that uses it: a test that creates and
+    releases a context of its own (the CLI run in-process) leaves no usable context current, and
+    the module's later GL calls then failed or went to the released one."""
+    if "ctx" not in request.fixturenames:
+        yield
+        return
+    with request.getfixturevalue("ctx"):
+        yield
+

@@ -23,9 +23,11 @@ def read_buffer(ctx, buffer, size: int | None = None, offset: int = 0) -> bytes:
 
 class Readback:
     """One owner's scratch buffer for reads through a copy (a source's statistics every frame with
-    ``--stats``), grown as needed and released with its owner. Not shared per context: a scratch
-    cached per context was found with its GL name gone in a test process where other contexts
-    came and went, and reads through it returned stale bytes."""
+    ``--stats``), grown as needed and released with its owner: its lifetime is the owner's, in the
+    owner's context. (A scratch cached per context, for as long as the process ran, read stale
+    bytes in the tests: another context had been created and released meanwhile, which leaves no
+    usable context current: the later calls went to the released context, where the scratch's
+    name meant nothing.)"""
 
     def __init__(self, ctx):
         self.ctx = ctx
