@@ -12,8 +12,9 @@ A *tile source* produces CPU-side tile payloads (thread-safe, numpy only)::
 (loading it, baking its bundle on demand or reading the cached one, decoding its textures and
 models, building every array the GPU takes: mesh buffers, the alpha atlas, chunk-sorted grass),
 uploads finished payloads on the GL thread as a list of steps (new MTEX layers, the terrain slot's
-vertices, indices, edges and alpha atlas, new meshes, grass and doodads) run at most ``upload_budget`` bytes a frame, grass instances
-included (a step larger than that has a frame to itself), so a tile arrives over several frames
+vertices, indices, edges and alpha atlas, new meshes, grass and doodads) run at most
+``upload_budget`` bytes a frame, grass instances included (a step larger than that has a frame to
+itself), so a tile arrives over several frames
 and flying stays smooth (its terrain draws from its step on, the tile counts as resident after its
 last; the arenas are sized ahead for what can be resident at once), and releases tiles that fall
 beyond ``reach + hysteresis``. Tiles beyond ``reach`` but
