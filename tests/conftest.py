@@ -31,6 +31,18 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(scope="module")
+def egl():
+    """Skips the module where no EGL context can be made (tests that render through the CLI,
+    which makes its own)."""
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+
+    try:
+        create_offscreen_context().release()
+    except GLUnavailableError as exc:
+        pytest.skip(f"no EGL OpenGL context: {exc}")
+
+
+@pytest.fixture(scope="module")
 def ctx():
     """An offscreen OpenGL context per test module (EGL; the module skips without one)."""
     from wowgrass.render.context import GLUnavailableError, create_offscreen_context

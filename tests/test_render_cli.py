@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
+from loose_world import loose_world
 from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
 
-pytestmark = pytest.mark.gl
+pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("egl")]
 
 SKY = np.array([0.62, 0.74, 0.86]) * 255
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _egl():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        create_offscreen_context().release()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
 
 
 def read_png(path):
@@ -82,23 +72,9 @@ def test_view_errors_exit_2(tmp_path, args, message):
     assert "Traceback" not in r.output
 
 
-def _loose_world(tmp_path, realdata, adt, map_name, col, row, wdt=None, build="3.3.5"):
-    root = tmp_path / "Data"
-    maps = root / "World" / "Maps" / map_name
-    maps.mkdir(parents=True)
-    shutil.copy(realdata / "adt" / adt, maps / f"{map_name}_{col}_{row}.adt")
-    if wdt:
-        shutil.copy(realdata / "adt" / wdt, maps / f"{map_name}.wdt")
-    dbc = root / "DBFilesClient"
-    dbc.mkdir()
-    for name in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
-        shutil.copy(realdata / "dbc" / build / name, dbc / name)
-    return root
-
-
 @pytest.mark.realdata
 def test_real_tile_continent_4229_names_missing_models(tmp_path, realdata):
-    root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
+    root = loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
     out = tmp_path / "continent.png"
     r = CliRunner().invoke(cli, ["view", "--data", str(root), "--map", "continent", "--tile", "42,29",
                                  "--build", "3.3.5", "--output", str(out), "--size", "160x120", "--json"])
@@ -117,7 +93,7 @@ def test_real_tile_continent_4229_names_missing_models(tmp_path, realdata):
 
 @pytest.mark.realdata
 def test_real_tile_azeroth_38_46(tmp_path, realdata):
-    root = _loose_world(tmp_path, realdata, "Azeroth_38_46.adt", "Azeroth", 38, 46)
+    root = loose_world(tmp_path, realdata, "Azeroth_38_46.adt", "Azeroth", 38, 46)
     out = tmp_path / "azeroth.png"
     r = CliRunner().invoke(cli, ["view", "--data", str(root), "--output", str(out), "--size", "160x120",
                                  "--json"])
@@ -132,7 +108,7 @@ def test_real_tile_azeroth_38_46(tmp_path, realdata):
 
 @pytest.mark.realdata
 def test_real_tile_placeholders_draw_missing_grass_models(tmp_path, realdata):
-    root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
+    root = loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
     out = tmp_path / "continent.png"
     args = ["view", "--data", str(root), "--map", "continent", "--tile", "42,29", "--build", "3.3.5",
             "--size", "160x120", "--json", "--camera", "1595,-5440"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import numpy as np
 import pytest
+from loose_world import loose_world
 
 from wowgrass.formats.adt import AdtTile
 from wowgrass.render import terrain as T
@@ -168,20 +168,6 @@ class _NoHoles:
         return self.src.load_model(path)
 
 
-def _loose_world(tmp_path, realdata, adt, map_name, col, row, wdt=None):
-    root = tmp_path / "Data"
-    maps = root / "World" / "Maps" / map_name
-    maps.mkdir(parents=True)
-    shutil.copy(realdata / "adt" / adt, maps / f"{map_name}_{col}_{row}.adt")
-    if wdt:
-        shutil.copy(realdata / "adt" / wdt, maps / f"{map_name}.wdt")
-    dbc = root / "DBFilesClient"
-    dbc.mkdir()
-    for name in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
-        shutil.copy(realdata / "dbc" / "3.3.5" / name, dbc / name)
-    return root
-
-
 def _game_source(root, map_name):
     from wowgrass.data import open_data
     from wowgrass.render.source import GameSource
@@ -211,7 +197,7 @@ def world(request, tmp_path):
         if not os.environ.get("WOWGRASS_REALDATA"):
             pytest.skip("WOWGRASS_REALDATA is not set (real client files are not available)")
         adt, map_name, col, row, wdt = WORLDS[request.param]
-        root = _loose_world(tmp_path, Path(os.environ["WOWGRASS_REALDATA"]), adt, map_name, col, row, wdt)
+        root = loose_world(tmp_path, Path(os.environ["WOWGRASS_REALDATA"]), adt, map_name, col, row, wdt)
         data, src = _game_source(root, map_name)
     yield _NoHoles(src)
     data.close()
@@ -367,7 +353,7 @@ def test_mcsh_darkens_the_terrain_where_the_baked_shadow_is_set(ctx, tmp_path, r
 
     tile = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes(), "continent4229.adt")
     c = int(np.argmin(np.abs(tile.shadow.reshape(256, -1).mean(axis=1) - 0.5)))  # half in shadow
-    root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29)
+    root = loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29)
     data, src = _game_source(root, "continent")
     v = terrain_viewer(ctx, src)
     # straight down over that chunk
@@ -400,7 +386,7 @@ def test_a_wdt_listing_tiles_the_data_lacks_starts_on_one_it_has(tmp_path, reald
 
     from wowgrass.cli.main import cli
 
-    root = _loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
+    root = loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
     r = CliRunner().invoke(cli, ["view", "--data", str(root), "--output", str(tmp_path / "f.png"),
                                  "--size", "160x90", "--json"])
     assert r.exit_code == 0, r.output
@@ -443,7 +429,7 @@ def test_first_frame_of_the_sample_world_looks_across_grass(tmp_path):
 @pytest.mark.parametrize("name", ["continent", "azeroth"])
 def test_first_frame_of_a_real_tile_stands_in_its_grass_and_shows_some_sky(tmp_path, realdata, name):
     adt, map_name, col, row, wdt = WORLDS[name]
-    root = _loose_world(tmp_path, realdata, adt, map_name, col, row, wdt)
+    root = loose_world(tmp_path, realdata, adt, map_name, col, row, wdt)
     res, img = _first_view(tmp_path, ["--data", str(root)])
     assert res["frame"]["grass_instances"] > 100  # stand-ins for the tile's (missing) grass models
     assert _sky(img)[:72].mean() > 0.02  # not a wall of hillside

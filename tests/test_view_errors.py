@@ -11,19 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gl
+pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("egl")]
 
 SKY = np.array([0.62, 0.74, 0.86]) * 255
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _egl():
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
-
-    try:
-        create_offscreen_context().release()
-    except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
 
 
 def view(*args, timeout=300):

@@ -172,7 +172,23 @@ class _ViewCull:
         self.draws = []
 
 
-class GrassField(Source):
+class BatchedGrass:
+    """What both instanced grass sources (:class:`GrassField`, ``GpuGrass``) count from their
+    ``batches``: resident instances and the start-up sample of their positions."""
+
+    batches: list
+
+    @property
+    def total_instances(self) -> int:
+        return sum(b.count for b in self.batches)
+
+    def sample_xy(self) -> np.ndarray:
+        """(n, 2) world XY of a sample of the resident instances (start-up heuristics)."""
+        pts = [b.sample_xy for b in self.batches if len(b.sample_xy)]
+        return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+class GrassField(BatchedGrass, Source):
     """All resident grass, culled per chunk on the CPU (the fallback where compute shaders are
     missing, and the reference the GPU-driven path is tested against). ``add``/``remove_tile``
     batches as tiles stream; as a :class:`~wowgrass.render.sources.Source`, ``prepare`` culls for
@@ -220,15 +236,6 @@ class GrassField(Source):
         for v in self._views.values():
             v.ring.release()
         self._views.clear()
-
-    @property
-    def total_instances(self) -> int:
-        return sum(b.count for b in self.batches)
-
-    def sample_xy(self) -> np.ndarray:
-        """(n, 2) world XY of a sample of the resident instances (start-up heuristics)."""
-        pts = [b.sample_xy for b in self.batches if len(b.sample_xy)]
-        return np.concatenate(pts) if pts else np.zeros((0, 2))
 
     def _rebuild(self):
         """Concatenate the group tables of all batches (on residency changes only).

@@ -30,7 +30,7 @@ import numpy as np
 from wowgrass.bundle import INSTANCE_DTYPE
 
 from .constants import GrassSettings
-from .grass import CMD_DTYPE, group_by_chunk
+from .grass import CMD_DTYPE, BatchedGrass, group_by_chunk
 from .meshes import GpuMesh, line_commands
 from .programs import UniformCache, VaoCache
 from .readback import Readback, read_buffer
@@ -141,7 +141,7 @@ def group_records(t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
     return rec
 
 
-class GpuGrass(Source):
+class GpuGrass(BatchedGrass, Source):
     """All resident grass, culled and LOD-selected on the GPU (GL 4.3). Same residency calls as
     :class:`~wowgrass.render.grass.GrassField` (``add``, ``remove_tile``, ``release``)."""
 
@@ -193,15 +193,6 @@ class GpuGrass(Source):
         self._static_uniforms = None  # the compute passes' uniforms that rarely change, as last set
 
     # -- residency --
-    @property
-    def total_instances(self) -> int:
-        return sum(b.count for b in self.batches)
-
-    def sample_xy(self) -> np.ndarray:
-        """(n, 2) world XY of a sample of the resident instances (start-up heuristics)."""
-        pts = [b.sample_xy for b in self.batches if len(b.sample_xy)]
-        return np.concatenate(pts) if pts else np.zeros((0, 2))
-
     @property
     def pending_uploads(self) -> int:
         return len(self._queue)

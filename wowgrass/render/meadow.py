@@ -226,6 +226,15 @@ def _mesh_vaos(ctx, vbo, vbo_format, vbo_attrs, instances, inst_format, inst_att
     return make(ibo), make(lbo)
 
 
+def _release_meshes(meshes):
+    """The GL objects of a source's meshes (``_mesh_vaos``' VAO caches and their buffers)."""
+    for m in meshes:
+        m["tri_vaos"].release()
+        m["line_vaos"].release()
+        for b in m["buffers"]:
+            b.release()
+
+
 def _draw_plan(plans: dict, pass_, lines: bool, programs, shader: str, meshes, n_commands: int):
     """The program and the (vertex array, mode, first command) of each mesh's draw for a pass and
     fill, kept in ``plans``; a lines view's commands follow the ``n_commands`` triangle ones."""
@@ -335,11 +344,7 @@ class MeadowTerrain(Source):
         return DrawCounts(draw_calls=len(draws))
 
     def release(self):
-        for m in self.meshes:
-            m["tri_vaos"].release()
-            m["line_vaos"].release()
-            for b in m["buffers"]:
-                b.release()
+        _release_meshes(self.meshes)
         for b in (self.lists, self.tile_z, self.counters, self.commands, self.slots):
             b.release()
 
@@ -459,10 +464,6 @@ class MeadowBlades(Source):
         return DrawCounts(draw_calls=len(draws))
 
     def release(self):
-        for m in self.meshes:
-            m["tri_vaos"].release()
-            m["line_vaos"].release()
-            for b in m["buffers"]:
-                b.release()
+        _release_meshes(self.meshes)
         for b in (self.instances, self.counters, self.commands, self.slots):
             b.release()
