@@ -236,10 +236,15 @@ def test_uploads_spread_over_frames_and_ranges_are_reused(ctx):
     rig.release()
 
 
-def test_per_frame_gl_calls_do_not_grow_with_resident_tiles(ctx):
-    """The frame's GL calls (dispatches, binds, draws) are the same for 1 resident tile as for 40:
-    the dispatch covers the group table whatever it holds, the draws are per model."""
+def test_per_frame_gl_calls_do_not_grow_with_resident_tiles_or_views(ctx):
+    """The frame's GL calls (dispatches, barriers, binds, draws) are the same for 1 resident tile
+    as for 40, and for one view as for a split screen's two (one dispatch culls every view): the
+    dispatch covers the group table whatever it holds, the draws are per model and view. A frame
+    like the last one binds nothing again (render.glstate)."""
     import moderngl
+
+    from wowgrass.render.frame import Frame, draw_frame
+    from wowgrass.render.views import frame_views
 
     calls = {}
 
@@ -252,14 +257,20 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles(ctx):
         return real, wrapper
 
     inst = field(n=4000)[MODELS[0]]
-    per_frame = []
-    for tiles in (1, 40):
+    per_frame = {}
+    for tiles, split in ((1, False), (40, False), (40, True)):
         rig = Rig(ctx, {})
         for t in range(tiles):
             rig.grass.add(rig.meshes[0], inst, tile=(t, 0))
         rig.grass.flush_uploads()
         cam = eye_camera(CX, CY, 1.7, 20.0)
-        rig.frame(cam)  # the first frame lays out the commands
+        views = frame_views(cam, rig.target.size, split=split)
+
+        def frame(t):
+            draw_frame(Frame(time=t, views=views, wind=rig.grass.settings), rig.passes, [rig.grass], rig.uniforms)
+
+        frame(0.0)  # the first frame lays out the commands
+        frame(0.0)
         patched = [(moderngl.ComputeShader, "run"), (moderngl.Buffer, "bind_to_storage_buffer"),
                    (moderngl.VertexArray, "render_indirect"), (moderngl.Context, "memory_barrier")]
         saved = []
@@ -269,15 +280,65 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles(ctx):
             setattr(cls, name, wrapper)
         try:
             calls.clear()
-            rig.frame(cam)
+            frame(0.0)  # the same frame again: its frame block is not rewritten
+            per_frame[(tiles, split, "same")] = dict(calls)
+            calls.clear()
+            frame(0.5)  # a new frame block: that buffer of the ring is bound for the compute pass
+            per_frame[(tiles, split, "next")] = dict(calls)
         finally:
             for cls, name, real in saved:
                 setattr(cls, name, real)
-        per_frame.append(dict(calls))
-        assert rig.grass.read_stats(rig.frame(cam))["drawn"] > 0
+        for v in views:
+            assert rig.grass.read_stats(v)["drawn"] > 0
         rig.release()
-    assert per_frame[0] == per_frame[1], per_frame
-    assert per_frame[0]["run"] == 3  # reset, cull (one view), finalize
+    for (tiles, split, kind), c in per_frame.items():
+        want = {"run": 1, "memory_barrier": 1, "render_indirect": 2 if split else 1}  # one cull for all views
+        if kind == "next":
+            want["bind_to_storage_buffer"] = 1
+        assert c == want, (tiles, split, kind, c)
+
+
+def test_visible_set_stays_exact_frame_after_frame(ctx):
+    """Frames use the two command sets in turn, each dispatch zeroing the other for the next: over
+    a run of frames (cameras changing, a frame without culling, a split screen's two views then
+    one) every culled frame's visible set is still exactly the reference's, nothing left over
+    from an earlier frame in the counts."""
+    from wowgrass.render.frame import Frame, draw_frame
+    from wowgrass.render.views import frame_views
+
+    rig = Rig(ctx, field(n=4000))
+    cams = [eye_camera(*CAMERAS[0]), eye_camera(*CAMERAS[1]), eye_camera(CX - 30.0, CY + 10.0, 2.0, 110.0)]
+    script = [(0, False, True), (1, False, True), (1, False, True), (2, False, False), (0, False, True),
+              (1, True, True), (2, True, True), (0, False, True), (0, False, True)]
+    for k, (c, split, cull) in enumerate(script):
+        rig.grass.cull = cull
+        views = frame_views(cams[c], rig.target.size, split=split)
+        draw_frame(Frame(time=0.1 * k, views=views, wind=rig.grass.settings), rig.passes, [rig.grass], rig.uniforms)
+        if not cull:
+            continue
+        for view in views:
+            got, want = rig.grass.read_visible(view), rig.reference(view)
+            for key, inst in want.items():
+                assert as_set(got[key]) == as_set(inst) and len(got[key]) == len(inst), (k, view.name, key)
+            st = rig.grass.read_stats(view)
+            assert st["drawn"] == sum(len(v) for v in want.values()) and st["overflow"] == 0, (k, st)
+            assert sum(st["kept_per_ring"]) == st["drawn"], (k, st)
+    rig.release()
+
+
+def test_overflow_is_clamped_and_counted(ctx):
+    """More visible instances than a region holds: the command draws the region's capacity, and the
+    statistics count what did not fit."""
+    rig = Rig(ctx, field(n=3000))
+    rig.grass.max_visible = 64  # before the first frame, in which the batches' uploads complete
+    view = rig.frame(eye_camera(*CAMERAS[2]))  # from above: nearly everything visible
+    st = rig.grass.read_stats(view)
+    got = rig.grass.read_visible(view)
+    assert st["overflow"] > 0
+    assert all(len(v) <= 64 for v in got.values())
+    assert st["drawn"] == sum(len(v) for v in got.values())
+    assert st["drawn"] + st["overflow"] == sum(st["kept_per_ring"])
+    rig.release()
 
 
 def test_compacted_buffer_holds_nearer_bands_first(ctx):

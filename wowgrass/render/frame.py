@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .constants import GrassSettings
+from .glstate import bind_uniform_block
 from .sources import DrawCounts
 
 SUN_DIR = np.array([0.45, -0.35, 0.82])
@@ -66,33 +67,72 @@ class Frame:
         return self.views + self.pass_views
 
 
+def frame_stride(ctx) -> int:
+    """Bytes from one view's slot of the frame buffer to the next (the uniform-buffer offset
+    alignment; compute passes index the same buffer by it: ``FRAME_STRIDE`` vec4s)."""
+    align = int(ctx.info.get("GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT", 256) or 256)
+    return -(-_FLOATS * 4 // align) * align
+
+
 class FrameUniforms:
     """The ``Frame`` uniform block of every program: one slot per view in one buffer, written once
     a frame (``write``) and bound per view (``bind``). Binding point 0; programs are linked to it
-    by :func:`wowgrass.render.programs.load_program`."""
+    by :func:`wowgrass.render.programs.load_program`. Compute passes that serve every view in one
+    dispatch read the same buffer as storage (``buffer``; shaders/frame.glsl's ``FRAME_SLOTS``).
+
+    The buffer is one of ``RING`` written in turn: a frame writes one the GPU is not reading
+    (frames in flight are at most two, render.gputimer), with one ``glBufferSubData`` and no
+    orphaning (the H200's driver took ~2 µs of CPU for each)."""
 
     BINDING = 0
+    RING = 3
 
     def __init__(self, ctx):
         self.ctx = ctx
-        align = int(ctx.info.get("GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT", 256) or 256)
-        self.stride = -(-_FLOATS * 4 // align) * align
-        self.buffer = None
+        self.stride = frame_stride(ctx)
+        self.buffer = None  # the buffer the last write went to
+        self._ring: list = []
+        self._turn = 0
         self._slots = 0
         self._last = None
         self._data = None
+        self._consts = None  # (key, the scalars that change only with settings) of the last pack
 
     def pack(self, frame: Frame, view, out: np.ndarray | None = None) -> np.ndarray:
         """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout)."""
         b = np.zeros(_FLOATS, np.float32) if out is None else out
-        cam, wind, rings = view.camera, frame.wind, frame.wind.rings
+        cam, wind = view.camera, frame.wind
+        rings = wind.rings
+        # matrices: kept per view in float32 until the view's matrix changes (a new array)
+        vp = view.view_proj()
+        packed = getattr(view, "_packed", None)
+        if packed is None or packed[0] is not vp:
+            packed = view._packed = (vp, vp.T.astype(np.float32).reshape(-1),
+                                     view.planes().astype(np.float32).reshape(-1))
+        b[_VIEW_PROJ:_VIEW_PROJ + 16] = packed[1]
+        b[_FRUSTUM:_FRUSTUM + 24] = packed[2]
+        # settings: re-packed when one changes, compared by a key of the objects themselves
+        key = (frame.sun_dir, frame.sun_color, frame.ambient, frame.fog_color, frame.fog, cam.near, cam.far,
+               wind.fade_start, wind.draw_distance, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
+               wind.phase, wind.direction, wind.enabled, rings.radii, rings.keep, rings.band, rings.enabled,
+               rings.debug)
+        consts = self._consts
+        try:
+            same = consts is not None and consts[0] == key
+        except ValueError:  # a numpy array among the settings: compared as changed
+            same = False
+        if not same:
+            cols = wind.frame_columns((0.0, 0.0), 0.0)
+            consts = self._consts = (key, np.array(
+                (0.0, 0.0, 0.0, 0.0, *frame.sun_dir, *frame.sun_color, *frame.ambient, *frame.fog_color, *frame.fog,
+                 cam.near, cam.far, *cols, *rings.radii_padded(), rings.band, *rings.keep_padded(),
+                 1.0 if rings.debug else 0.0), np.float32))
+        b[_SCALARS] = consts[1]
         px, py, pz = cam.position.tolist()
-        b[_VIEW_PROJ:_VIEW_PROJ + 16] = view.view_proj().T.reshape(-1)
-        b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
-        b[_SCALARS] = (px, py, pz, frame.time, *frame.sun_dir, *frame.sun_color, *frame.ambient,
-                       *frame.fog_color, *frame.fog, cam.near, cam.far,
-                       *wind.frame_columns((px, py), frame.time),  # sway.glsl's columns 0-2, sway on
-                       *rings.radii_padded(), rings.band, *rings.keep_padded(), 1.0 if rings.debug else 0.0)
+        t = frame.time
+        b[_CAMERA:_CAMERA + 4] = (px, py, pz, t)
+        b[_GRASS:_GRASS + 2] = (px, py)  # sway.glsl's column 0: camera xy, fade start, draw distance
+        b[_GRASS + 4] = t  # column 1: time, ...
         sm = frame.shadow_map
         if sm is not None:
             b[_SHADOW_MATRIX:_SHADOW_MATRIX + 16] = sm.matrix.T.reshape(-1)
@@ -111,22 +151,23 @@ class FrameUniforms:
         raw = self._data.tobytes()
         if raw == self._last:
             return
-        if self.buffer is None or self._slots < len(views):
-            if self.buffer is not None:
-                self.buffer.release()
+        if self._slots < len(views):
+            for buf in self._ring:
+                buf.release()
             self._slots = max(len(views), 2)
-            self.buffer = self.ctx.buffer(reserve=self._slots * self.stride, dynamic=True)
-        self.buffer.orphan()  # a fresh store: no wait for frames still reading the last one
+            self._ring = [self.ctx.buffer(reserve=self._slots * self.stride, dynamic=True) for _ in range(self.RING)]
+        self._turn = (self._turn + 1) % self.RING
+        self.buffer = self._ring[self._turn]
         self.buffer.write(raw)
         self._last = raw
 
     def bind(self, view):
-        self.buffer.bind_to_uniform_block(self.BINDING, offset=view.slot * self.stride, size=_FLOATS * 4)
+        bind_uniform_block(self.ctx, self.buffer, self.BINDING, view.slot * self.stride, _FLOATS * 4)
 
     def release(self):
-        if self.buffer is not None:
-            self.buffer.release()
-            self.buffer = None
+        for buf in self._ring:
+            buf.release()
+        self._ring, self.buffer, self._slots, self._last = [], None, 0, None
 
 
 def draw_frame(frame: Frame, passes, sources, uniforms: FrameUniforms) -> DrawCounts:

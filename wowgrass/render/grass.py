@@ -28,6 +28,7 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
 from .meshes import GpuMesh, line_commands
+from .glstate import set_uniform
 from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
 from .sources import DrawCounts, Source
 
@@ -339,7 +340,6 @@ class GrassField(BatchedGrass, Source):
             self._visible_draws(vc, view.camera.position[:2], view.planes(), lines)
         draws = vc.draws if indirect else self._all_draws
         prog = pass_.program(self.programs, self.program_name, view)
-        u = prog["uModelZ"]
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
             self.ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
@@ -347,7 +347,7 @@ class GrassField(BatchedGrass, Source):
         for b, k0, k, n in draws:
             if b.mesh is not mesh:  # one uModelZ and texture per model (batches are grouped by model)
                 mesh = b.mesh
-                u.value = (mesh.z_min, mesh.z_max)
+                set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
                 mesh.texture.use(location=0)
             vao = (b.line_vao if lines else b.vao)(prog)
             mode = moderngl.LINES if lines else moderngl.TRIANGLES

@@ -6,13 +6,15 @@ Resident data (written when tiles arrive, never per frame):
   * the *group table*: one 48-byte record per chunk group (a batch's instances in one chunk,
     consecutive in the arena): box, first instance, count, model. Free slots have count 0;
   * the *model table*: per model its bounding sphere and its regions of the compacted buffer.
-Per frame: a reset pass zeroes the instance counts of every view's DrawElementsIndirect commands,
-then per view ``shaders/grass_cull.glsl`` runs one work group per group slot (the
-slot count changes only with residency, so the dispatch costs the CPU the same for 100k or 45M
-instances) and appends survivors to the view's compacted buffer, a one-group pass clamps the
-counts to the regions' capacities, and ``draw`` issues one ``glMultiDrawElementsIndirect`` of two
-commands (full mesh, lighter mesh of the outer ring) per model. The CPU reads nothing back;
-:meth:`GpuGrass.read_stats` and :meth:`GpuGrass.read_visible` do, for ``--stats`` and tests.
+Per frame: ``shaders/grass_cull.glsl`` runs one dispatch for every view at once, one work group
+per group slot and view (the slot count changes only with residency, so the dispatch costs the
+CPU the same for 100k or 45M instances, one view or three), appends survivors to each view's
+compacted buffer and writes the DrawElementsIndirect commands' instance counts (clamped to the
+regions' capacities); ``draw`` issues one ``glMultiDrawElementsIndirect`` of two commands (full
+mesh, lighter mesh of the outer ring) per model. Commands and statistics come in two sets used
+in turn, each dispatch zeroing the other set for the next: one dispatch and one barrier a frame,
+no reset pass, and GL state set only when it changed (:mod:`.glstate`). The CPU reads nothing
+back; :meth:`GpuGrass.read_stats` and :meth:`GpuGrass.read_visible` do, for ``--stats`` and tests.
 
 Streaming: a new batch's instances are written into the arena at most ``upload_budget`` bytes a
 frame, and its groups join the table once all of it is there; ranges of released batches are
@@ -32,11 +34,14 @@ from wowgrass.bundle import INSTANCE_DTYPE
 from .constants import GrassSettings
 from .grass import CMD_DTYPE, BatchedGrass, group_by_chunk
 from .meshes import GpuMesh, line_commands
-from .programs import UniformCache, VaoCache
+from .frame import frame_stride
+from .glstate import bind_storage, set_uniform, uniform_serial
+from .programs import VaoCache
 from .readback import Readback, read_buffer
 from .sources import DrawCounts, Source
 
-STATS_SIZE = 16  # uints per view: tested, groups visible, kept per ring (4), drawn, triangles, overflow
+STATS_SIZE = 8  # uints per view: instances tested, groups visible, kept per ring (4), two unused
+FRAME_BINDING = 6  # storage binding of the frame block's buffer in the compute passes (frame.glsl)
 GROUP_DTYPE = np.dtype([("lo", "<f4", 4), ("hi", "<f4", 4), ("info", "<u4", 4)])
 MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
@@ -155,10 +160,10 @@ class GpuGrass(BatchedGrass, Source):
         self.settings = settings or GrassSettings()
         self.upload_budget = int(upload_budget)
         self.max_visible = int(max_visible)  # compacted capacity per model and LOD mesh (grows to it)
-        defines = {"STATS_SIZE": STATS_SIZE}
-        self._cull = programs.variant("grass_cull", defines)
-        self._finalize = programs.variant("grass_cull", {**defines, "FINALIZE": True})
-        self._reset = programs.variant("grass_cull", {**defines, "RESET": True})
+        defines = {"STATS_SIZE": STATS_SIZE, "FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(ctx) // 16}
+        # one program per command set (CULL_SET): which set a frame uses costs no uniform write
+        self._culls = tuple(programs.variant("grass_cull", {**defines, "CULL_SET": k}) for k in (0, 1))
+        self._set = 1  # the command set the last dispatch used (the first frame uses set 0)
         self.cull = True
         self.bands = ()  # () : one dispatch a view, the compacted order arbitrary; or NEAR_FIRST_BANDS
         self.collect_stats = False  # statistics atomics in the compute pass (--stats, --json, tests)
@@ -188,7 +193,6 @@ class GpuGrass(BatchedGrass, Source):
         self._arena_draws: list = []
         self._cmd_per_view = 0
         self._visible_per_view = 0
-        self._set_uniform = UniformCache()  # compute uniforms, set on change only
         self._readback = Readback(ctx)  # statistics and tests
         self._static_uniforms = None  # the compute passes' uniforms that rarely change, as last set
 
@@ -348,8 +352,9 @@ class GpuGrass(BatchedGrass, Source):
             if b is not None:
                 b.release()
         self.model_table = self.ctx.buffer(models.tobytes())
-        self.commands = self.ctx.buffer(cmds.tobytes())  # instance counts are reset every frame (RESET)
-        self.stats = self.ctx.buffer(bytes(self._n_views * STATS_SIZE * 4))
+        # both sets' commands, then both sets' counters (zero: the cull appends to them)
+        self.commands = self.ctx.buffer(cmds.tobytes() * 2 + bytes(2 * cmds.size * 4))
+        self.stats = self.ctx.buffer(bytes(2 * self._n_views * STATS_SIZE * 4))  # set 0, set 1
         need = per_view * self._n_views * 16
         if self.visible is None or self.visible.size < need:
             if self.visible is not None:
@@ -374,48 +379,48 @@ class GpuGrass(BatchedGrass, Source):
     # -- a frame --
     def prepare(self, frame):
         self._frame += 1
-        self._inst.collect(self._frame)
-        self._groups.collect(self._frame)
-        self.upload()
+        if self._inst.pending or self._groups.pending:
+            self._inst.collect(self._frame)
+            self._groups.collect(self._frame)
+        if self._queue:
+            self.upload()
         if not self.cull or not self.models:
             return
         views = frame.all_views
-        line_views = frozenset(v.slot for v in views if v.fill == "lines")
-        if self._layout_dirty or len(views) > self._n_views or line_views != self._line_views:
-            self._relayout(len(views), line_views)
-        ctx, set_ = self.ctx, self._set_uniform
-        for i, b in enumerate((self.arena, self.group_table, self.model_table, self.commands, self.visible,
-                               self.stats)):
-            b.bind_to_storage_buffer(i)
-        n_cmds, n_stats = self._cmd_per_view * self._n_views, STATS_SIZE * self._n_views
-        reset, cs, fin = self._reset, self._cull, self._finalize
-        n_groups = self._groups.high
-        rows = -(-n_groups // WORKGROUP_ROW)
-        static = (n_cmds, n_stats, n_groups, self.settings.rings.lite_ring, self.collect_stats)
-        if static != self._static_uniforms:  # the same frame after frame: one comparison, not nine sets
-            self._static_uniforms = static
-            for prog, name, value in ((reset, "uCommandCount", n_cmds), (reset, "uStatsCount", n_stats),
-                                      (reset, "uCollectStats", self.collect_stats), (cs, "uGroupCount", n_groups),
-                                      (cs, "uRowGroups", WORKGROUP_ROW), (cs, "uLiteRing", static[3]),
-                                      (cs, "uCollectStats", self.collect_stats), (fin, "uCommandCount", n_cmds),
-                                      (fin, "uCollectStats", self.collect_stats)):
-                set_(prog, name, value)
-        # the counts (and statistics) back to 0; the last frame's closing barrier (SSBO bit
-        # included) already orders its shader writes before these
-        reset.run(-(-max(n_cmds, n_stats) // 64))
-        ctx.memory_barrier(SSBO_BARRIER)
+        n_views = len(views)
+        line_views = frozenset(v.slot for v in views if v.fill == "lines") if n_views > 1 or \
+            views[0].fill == "lines" else frozenset()
+        if self._layout_dirty or n_views > self._n_views or line_views != self._line_views:
+            self._relayout(n_views, line_views)
+        bind_storage(self.ctx, (self.arena, self.group_table, self.model_table, self.commands, self.visible,
+                                self.stats, frame.uniforms.buffer))
+        n_cmds, n_groups = self._cmd_per_view * self._n_views, self._groups.high
+        culls = self._culls
+        static = (n_cmds, n_groups, self._n_views, self._visible_per_view, self.settings.rings.lite_ring,
+                  self.collect_stats, uniform_serial(culls[0]), uniform_serial(culls[1]))
+        # the same frame after frame, and no one else set these programs' uniforms since: one
+        # comparison, not sixteen set_uniform calls
+        if static != self._static_uniforms:
+            for cs in culls:
+                for name, value in (("uGroupCount", n_groups), ("uRowGroups", WORKGROUP_ROW),
+                                    ("uLiteRing", self.settings.rings.lite_ring),
+                                    ("uCollectStats", self.collect_stats), ("uCommandCount", n_cmds),
+                                    ("uStatsCount", STATS_SIZE * self._n_views),
+                                    ("uCommandsPerView", self._cmd_per_view),
+                                    ("uVisiblePerView", self._visible_per_view)):
+                    set_uniform(cs, name, value)
+            self._static_uniforms = (*static[:-2], uniform_serial(culls[0]), uniform_serial(culls[1]))
+        # every view in one dispatch (z: the view's slot); views beyond this frame's (a pass that
+        # added one earlier) keep zero counts. At least one work group: group 0 zeroes the other set
+        self._set ^= 1
+        cs = culls[self._set]
+        rows = max(1, -(-n_groups // WORKGROUP_ROW))
         bands = self.bands or ((0.0, 3.0e38),)
-        for view in views:
-            frame.uniforms.bind(view)
-            set_(cs, "uCommandBase", view.slot * self._cmd_per_view)
-            set_(cs, "uVisibleBase", view.slot * self._visible_per_view)
-            set_(cs, "uStatsBase", view.slot * STATS_SIZE)
-            for band in bands if n_groups else ():
-                set_(cs, "uBand", band)
-                cs.run(min(n_groups, WORKGROUP_ROW), rows)
-                ctx.memory_barrier(SSBO_BARRIER)  # this band's appends before the next band's
-        fin.run(1)
-        ctx.memory_barrier(DRAW_BARRIER)
+        for k, band in enumerate(bands):
+            set_uniform(cs, "uBand", band)
+            cs.run(max(1, min(n_groups, WORKGROUP_ROW)), rows, n_views)
+            # this band's appends before the next band's and, after the last, before the draws
+            self.ctx.memory_barrier(DRAW_BARRIER if k == len(bands) - 1 else SSBO_BARRIER)
 
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
@@ -427,25 +432,24 @@ class GpuGrass(BatchedGrass, Source):
         if a2c:
             self.ctx.enable_direct(A2C)
         out = DrawCounts()
-        u = prog["uModelZ"]
         if self.cull:
-            first = view.slot * self._cmd_per_view
+            first = self._set * self._cmd_per_view * self._n_views + view.slot * self._cmd_per_view
             lines = view.slot in self._line_views  # line commands over the edge lists
             vaos, mode = (self._line_vaos, moderngl.LINES) if lines else (self._vaos, moderngl.TRIANGLES)
             for m, mesh in enumerate(self.models):
                 if self._resident[m] <= 0:
                     continue
-                u.value = (mesh.z_min, mesh.z_max)
+                set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
                 mesh.texture.use(location=0)
                 vaos[m](prog).render_indirect(self.commands, mode=mode, count=2, first=first + 2 * m)
                 out.draw_calls += 1
         else:
-            out = self._draw_all(prog, u, view.fill == "lines")
+            out = self._draw_all(prog, view.fill == "lines")
         if a2c:
             self.ctx.disable_direct(A2C)
         return out
 
-    def _draw_all(self, prog, u, lines: bool = False) -> DrawCounts:
+    def _draw_all(self, prog, lines: bool = False) -> DrawCounts:
         """Culling off: every ready instance, one multi-draw per model straight from the arena
         (the shader still drops what is beyond the draw distance or thinned by the rings); the
         commands' line forms follow them in the same buffer, for ``lines`` views."""
@@ -477,28 +481,45 @@ class GpuGrass(BatchedGrass, Source):
         out = DrawCounts()
         for m, k0, k, n in self._arena_draws:
             mesh = self.models[m]
-            u.value = (mesh.z_min, mesh.z_max)
+            set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
             mesh.texture.use(location=0)
             vaos[m](prog).render_indirect(self._arena_cmds, mode=mode, count=k, first=shift + k0)
             out += DrawCounts(1, n, n * mesh.triangles)
         return out
 
     # -- read back (statistics and tests only) --
+    def _read_commands(self, view) -> tuple[np.ndarray, np.ndarray]:
+        """The last frame's commands of ``view`` and their counters (what the cull appended,
+        before the clamp to the regions' capacities)."""
+        per_set = self._cmd_per_view * self._n_views
+        first = self._set * per_set + view.slot * self._cmd_per_view
+        n = self._cmd_per_view
+        cmds = np.frombuffer(self._readback.read(self.commands, n * CMD_DTYPE.itemsize, first * CMD_DTYPE.itemsize),
+                             CMD_DTYPE).copy()
+        counters = np.frombuffer(self._readback.read(self.commands, n * 4, 2 * per_set * CMD_DTYPE.itemsize + first * 4),
+                                 np.uint32)
+        return cmds, counters
+
     def read_stats(self, view) -> dict:
-        """The last frame's counters of ``view`` (waits for the GPU; needs ``collect_stats``)."""
+        """The last frame's counters of ``view`` (waits for the GPU; ``gpu_tested``,
+        ``gpu_groups_visible`` and ``kept_per_ring`` need ``collect_stats``)."""
         if self.stats is None or view.slot >= self._n_views or not self.cull:
             s = np.zeros(STATS_SIZE, np.uint32)
+            cmds, counters = np.zeros(0, CMD_DTYPE), np.zeros(0, np.uint32)
         else:
-            s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
+            at = (self._set * self._n_views + view.slot) * STATS_SIZE * 4
+            s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, at), np.uint32)
+            cmds, counters = self._read_commands(view)
+        n = cmds["instances"].astype(np.int64)
+        # a line command counts its edges' indices (twice its triangles' indices)
+        per_triangle = 6 if view.slot in self._line_views else 3
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": int(s[1]), "kept_per_ring": s[2:6].tolist(),
-                "drawn": int(s[6]), "overflow": int(s[8]),
-                # the statistics count a line command's indices (twice its triangles' indices) / 3
-                "drawn_triangles": int(s[7]) // (2 if view.slot in self._line_views else 1)}
+                "drawn": int(n.sum()), "overflow": int((counters.astype(np.int64) - n).sum()),
+                "drawn_triangles": int((n * (cmds["count"].astype(np.int64) // per_triangle)).sum())}
 
     def read_visible(self, view) -> dict:
         """{(model, lod): instances} the last frame drew for ``view`` (INSTANCE_DTYPE copies)."""
-        cmds = np.frombuffer(self._readback.read(self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
-                                         view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
+        cmds, _ = self._read_commands(view)
         out = {}
         for c, cmd in enumerate(cmds):
             n = int(cmd["instances"])

@@ -34,7 +34,8 @@ from wowgrass.grid import (ANCHOR, ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SID
 from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
 from .grass import CMD_DTYPE
 from .meshes import GpuMesh
-from .programs import MODEL_UNIT, UniformCache, VaoCache
+from .glstate import bind_storage, set_uniform
+from .programs import MODEL_UNIT, VaoCache
 from .readback import Readback
 from .sources import DrawCounts, Source
 
@@ -117,7 +118,6 @@ class GridGrass(Source):
         self.collect_stats = False  # the compaction's counters (--stats, --json): read_stats
         self._submitted: dict = {}  # full mode: view slot -> the last frame's DrawCounts (read_stats)
         self._cmd_per_view = self._visible_per_view = self._n_views = 0
-        self._set_uniform = UniformCache()  # compute uniforms, set on change only
         if self.draw_mode == "compact":
             self._cull = programs.variant("grass_grid_cull")
             self._reset = programs.variant("grass_grid_cull", {"RESET": True})
@@ -356,11 +356,8 @@ class GridGrass(Source):
             self._relayout(key)
         if not self._cmd_per_view:
             return
-        set_ = self._set_uniform
-        self.regions.bind_to_storage_buffer(0)
-        self.commands.bind_to_storage_buffer(1)
-        self.visible.bind_to_storage_buffer(2)
-        self.stats.bind_to_storage_buffer(3)
+        set_ = set_uniform
+        bind_storage(self.ctx, (self.regions, self.commands, self.visible, self.stats))
         self._bind()
         reset, stats = self._reset, self.collect_stats
         n_cmds = self._cmd_per_view * self._n_views
@@ -405,7 +402,7 @@ class GridGrass(Source):
         else:
             for texture, vao, (m, n) in draws:
                 texture.use(location=0)
-                u_model.value = m
+                set_uniform(prog, "uGridModel", m)
                 vao.render(mode, instances=n)
             self._submitted[view.slot] = counts
         if a2c:

@@ -32,6 +32,7 @@ from .constants import GrassSettings
 from .grass import CMD_DTYPE
 from .heightfield import Heightfield, TerrainSettings
 from .meshes import blade_strip, line_indices, plane_grid
+from .glstate import bind_storage, set_uniform
 from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program
 from .readback import read_buffer
 from .sources import DrawCounts, Source
@@ -71,25 +72,6 @@ class MeadowSettings:
                                  "unit tiles: neighbouring tiles could crack")
 
 
-def _set(prog, name, value):
-    """Set a uniform only when it changed: most are the same frame after frame. The last values
-    live on the program (meadows sharing a program cache share its uniforms); every uniform of the
-    meadow's programs is written through here."""
-    last = getattr(prog, "_meadow_uniforms", None)
-    if last is None:
-        last = prog._meadow_uniforms = {}
-    if last.get(name, _UNSET) == value:
-        return
-    last[name] = value
-    u = prog.get(name, None)
-    if u is not None:
-        if isinstance(value, bytes):
-            u.write(value)
-        else:
-            u.value = value
-
-
-_UNSET = object()
 _PLANS_KEPT = 16  # (pass, fill) draw plans a source keeps (passes are made once; a bound all the same)
 
 
@@ -130,7 +112,7 @@ class Meadow:
         self.commands_cs = load_program(ctx, "meadow_commands.glsl", cache=program_cache)
         self.height_info = (f.texel, float(f.n))
         for p in (self.tiles_cs, self.blades_cs):
-            _set(p, "uHeightInfo", self.height_info)
+            set_uniform(p, "uHeightInfo", self.height_info)
         self._planes = (None, b"")  # the culling view's planes and their float32 bytes
         self._margin = (None, 0.0)  # sun direction -> shadow culling margin
         self.terrain = MeadowTerrain(self)
@@ -146,7 +128,7 @@ class Meadow:
 
     def use_heights(self, program):
         self.height_texture.use(location=HEIGHT_UNIT)
-        _set(program, "uHeightInfo", self.height_info)
+        set_uniform(program, "uHeightInfo", self.height_info)
 
     def planes_bytes(self, view) -> bytes:
         """``view``'s frustum planes as the compute passes take them (packed once per camera)."""
@@ -158,10 +140,8 @@ class Meadow:
     def _commands(self, counters, commands, slots, n):
         """Counters -> indirect commands (and counters zeroed), on the GPU."""
         cs = self.commands_cs
-        _set(cs, "uSlots", n)
-        counters.bind_to_storage_buffer(1)
-        commands.bind_to_storage_buffer(2)
-        slots.bind_to_storage_buffer(3)
+        set_uniform(cs, "uSlots", n)
+        bind_storage(self.ctx, (counters, commands, slots), first=1)
         cs.run((n + 31) // 32)
 
     def shadow_margin(self, sun_dir) -> float:
@@ -281,10 +261,10 @@ class MeadowTerrain(Source):
         self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
         cs = meadow.tiles_cs
         ends = list(s.lod_band_ends) + [1e9] * (4 - len(s.lod_band_ends))
-        _set(cs, "uBandEnds", tuple(ends[:4]))
-        _set(cs, "uLodCount", len(s.lod_cells))
-        _set(cs, "uTiles", self.tiles_per_side)
-        _set(cs, "uTileSize", s.tile_size)
+        set_uniform(cs, "uBandEnds", tuple(ends[:4]))
+        set_uniform(cs, "uLodCount", len(s.lod_cells))
+        set_uniform(cs, "uTiles", self.tiles_per_side)
+        set_uniform(cs, "uTileSize", s.tile_size)
         self._plans = {}
         self._lod_uniforms = (None, ())
 
@@ -302,12 +282,10 @@ class MeadowTerrain(Source):
         m = self.meadow
         view = m.compute_camera(frame)
         cs = m.tiles_cs
-        _set(cs, "uCameraPos", tuple(view.camera.position.tolist()))
-        _set(cs, "uPlanes", m.planes_bytes(view))
-        _set(cs, "uCullMargin", 30.0)
-        self.lists.bind_to_storage_buffer(0)
-        self.counters.bind_to_storage_buffer(1)
-        self.tile_z.bind_to_storage_buffer(4)
+        set_uniform(cs, "uCameraPos", tuple(view.camera.position.tolist()))
+        set_uniform(cs, "uPlanes", m.planes_bytes(view))
+        set_uniform(cs, "uCullMargin", 30.0)
+        bind_storage(self.ctx, (self.lists, self.counters, None, None, self.tile_z))
         cs.run((self.tiles_per_side ** 2 + 63) // 64)
         self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
         m._commands(self.counters, self.commands, self.slots, len(self.meshes))
@@ -332,12 +310,12 @@ class MeadowTerrain(Source):
         lines = view.fill == "lines"
         prog, draws = self._plan(pass_, lines)
         self.meadow.use_heights(prog)
-        _set(prog, "uLodColours", 1 if self.lod.debug else 0)
+        set_uniform(prog, "uLodColours", 1 if self.lod.debug else 0)
         culled = pass_.colour and not lines
         if culled:
             self.ctx.enable(moderngl.CULL_FACE)
         for lod_uniform, (vao, mode, first) in zip(self.lod_uniforms(), draws):
-            _set(prog, "uLod", lod_uniform)
+            set_uniform(prog, "uLod", lod_uniform)
             vao.render_indirect(self.commands, mode=mode, count=1, first=first)
         if culled:
             self.ctx.disable(moderngl.CULL_FACE)
@@ -386,14 +364,14 @@ class MeadowBlades(Source):
         self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
         cs = meadow.blades_cs
         table = b.ring_table()
-        _set(cs, "uRingCount", len(rings))
-        _set(cs, "uRings", np.vstack([table, np.zeros((8 - len(rings), 4), np.float32)]).tobytes())
-        _set(cs, "uRingSlots", np.array([[self.bases[k], caps[k]] if k < len(rings) else [0, 0]
+        set_uniform(cs, "uRingCount", len(rings))
+        set_uniform(cs, "uRings", np.vstack([table, np.zeros((8 - len(rings), 4), np.float32)]).tobytes())
+        set_uniform(cs, "uRingSlots", np.array([[self.bases[k], caps[k]] if k < len(rings) else [0, 0]
                                          for k in range(8)], np.uint32).tobytes())
-        _set(cs, "uSpacing", b.spacing)
-        _set(cs, "uSeed", meadow.seed & 0xFFFFFFFF)
-        _set(cs, "uMinNormalZ", b.min_normal_z)
-        _set(cs, "uBladeShape", (b.height[0], b.height[1] - b.height[0], b.width[0], b.width[1] - b.width[0]))
+        set_uniform(cs, "uSpacing", b.spacing)
+        set_uniform(cs, "uSeed", meadow.seed & 0xFFFFFFFF)
+        set_uniform(cs, "uMinNormalZ", b.min_normal_z)
+        set_uniform(cs, "uBladeShape", (b.height[0], b.height[1] - b.height[0], b.width[0], b.width[1] - b.width[0]))
         self._plans = {}
         # the shadow pass draws the rings that start within the shadow's reach
         inner = np.r_[0.0, [r.outer for r in rings[:-1]]]
@@ -417,14 +395,13 @@ class MeadowBlades(Source):
         (x0, y0), (nx, ny) = m.settings.blades.cell_window(eye, m.field.world_size)
         if nx and ny:
             cs = m.blades_cs
-            _set(cs, "uCameraPos", eye)
-            _set(cs, "uPlanes", m.planes_bytes(view))
-            _set(cs, "uCullMargin", margin)
-            _set(cs, "uCellOrigin", (x0, y0))
-            _set(cs, "uCellCount", (nx, ny))
+            set_uniform(cs, "uCameraPos", eye)
+            set_uniform(cs, "uPlanes", m.planes_bytes(view))
+            set_uniform(cs, "uCullMargin", margin)
+            set_uniform(cs, "uCellOrigin", (x0, y0))
+            set_uniform(cs, "uCellCount", (nx, ny))
             m.height_texture.use(location=HEIGHT_UNIT)
-            self.instances.bind_to_storage_buffer(0)
-            self.counters.bind_to_storage_buffer(1)
+            bind_storage(self.ctx, (self.instances, self.counters))
             cs.run((nx + 15) // 16, (ny + 15) // 16)
             self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
         m._commands(self.counters, self.commands, self.slots, len(self.meshes))
@@ -458,7 +435,7 @@ class MeadowBlades(Source):
 
     def draw(self, pass_, view) -> DrawCounts:
         prog, draws = self._plan(pass_, view.fill == "lines")
-        _set(prog, "uBladeWind", self.wind)
+        set_uniform(prog, "uBladeWind", self.wind)
         for vao, mode, first in draws:
             vao.render_indirect(self.commands, mode=mode, count=1, first=first)
         return DrawCounts(draw_calls=len(draws))

@@ -61,12 +61,17 @@ class ColourPass(Pass):
     def begin(self, frame, view):
         import moderngl
 
-        ctx = self.target.ctx
-        self.target.fbo.use()
-        ctx.viewport = view.rect
-        ctx.scissor = view.rect  # a split view draws into its half only
+        ctx, fbo = self.target.ctx, self.target.fbo
+        if ctx.fbo is not fbo:
+            fbo.use()
+        if ctx.viewport != view.rect:
+            ctx.viewport = view.rect
         clear = LINES_BACKGROUND if view.fill == "lines" else self.clear
-        ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
+        if view.rect == (0, 0, *self.target.size):
+            ctx.clear(*clear, 1.0, depth=1.0)
+        else:  # a split view draws (and clears) its part only
+            ctx.scissor = view.rect
+            ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
         # no polygon line mode: every source draws a lines view as line lists from its line index
         # buffers (a line-list pipeline, not a triangle one drawn as outlines)
         ctx.enable_only(moderngl.DEPTH_TEST)
@@ -74,7 +79,8 @@ class ColourPass(Pass):
             frame.shadow_map.use(SHADOW_UNIT)
 
     def end(self, frame, view):
-        self.target.ctx.scissor = None
+        if view.rect != (0, 0, *self.target.size):
+            self.target.ctx.scissor = None
 
 
 class ShadowPass(Pass):

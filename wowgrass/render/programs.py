@@ -158,20 +158,6 @@ class ProgramSet(dict):
         return load_program(self.ctx, name, {**self.defines.get(name, {}), **(extra or {})}, cache=self.cache)
 
 
-class UniformCache:
-    """Sets a program's uniform only when its value changed since this cache last set it (a
-    source's compute uniforms are mostly the same frame after frame)."""
-
-    def __init__(self):
-        self._values: dict = {}
-
-    def __call__(self, prog, name: str, value):
-        key = (prog.glo, name)
-        if self._values.get(key) != value:
-            self._values[key] = value
-            prog[name].value = value
-
-
 class VaoCache:
     """Vertex arrays of one set of buffers, one per program variant (a moderngl vertex array is
     bound to the program it was made for): ``vao(program)`` makes it on first use."""

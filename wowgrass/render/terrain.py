@@ -47,6 +47,7 @@ from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from .meshes import edge_indices
+from .glstate import bind_storage, set_uniform
 from .programs import VaoCache, load_program
 from .readback import Readback
 from .sources import DrawCounts, Source
@@ -656,18 +657,16 @@ class TerrainSet(Source):
         if self._cull is None:
             self._cull = load_program(self.ctx, "terrain_lod.glsl")
         cs = self._cull
-        cs["uChunks"].value = self._slots * 256
-        cs["uLodEye"].value = self._lod_eye
-        cs["uLodBands"].value = self.lod.shader_bands()
-        cs["uLodZScale"].value = LOD_Z_SCALE
-        self._chunks.bind_to_storage_buffer(0)
-        self._ranges.bind_to_storage_buffer(1)
+        set_uniform(cs, "uChunks", self._slots * 256)
+        set_uniform(cs, "uLodEye", self._lod_eye)
+        set_uniform(cs, "uLodBands", self.lod.shader_bands())
+        set_uniform(cs, "uLodZScale", LOD_Z_SCALE)
         for view in frame.all_views:
-            cs["uEye"].value = tuple(float(v) for v in view.camera.position)
-            cs["uFar"].value = float(view.camera.far)
-            cs["uPlanes"].write(np.asarray(view.planes(), np.float32).tobytes())
-            cs["uLineList"].value = view.fill == "lines"  # this view draws the edge list
-            self._commands_of(view).bind_to_storage_buffer(2)
+            set_uniform(cs, "uEye", tuple(float(v) for v in view.camera.position))
+            set_uniform(cs, "uFar", float(view.camera.far))
+            set_uniform(cs, "uPlanes", np.asarray(view.planes(), np.float32).tobytes())
+            set_uniform(cs, "uLineList", view.fill == "lines")  # this view draws the edge list
+            bind_storage(self.ctx, (self._chunks, self._ranges, self._commands_of(view)))
             cs.run(group_x=(self._slots * 256 + 63) // 64)
         self.ctx.memory_barrier()
 
@@ -697,8 +696,7 @@ class TerrainSet(Source):
                             ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
                             ("uLodMorph", float(self.lod.morph)), ("uLodDebug", float(self.lod.debug)),
                             ("uMcsh", float(self.lod.mcsh))):
-            if name in prog:
-                prog[name].value = value
+            set_uniform(prog, name, value)
         arena = self.arena
         arena.layers.use(location=0)
         arena.alpha.use(location=1)

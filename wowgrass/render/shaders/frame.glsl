@@ -1,5 +1,27 @@
 // The frame's uniform block, shared by every program (one std140 buffer slot per view; see
 // wowgrass/render/frame.py, which packs it). Members are used without a block prefix.
+#if defined FRAME_SLOTS
+// A compute pass serving every view in one dispatch reads the same buffer as storage: slot v is
+// FRAME_STRIDE vec4s from v * FRAME_STRIDE (the block's std140 offsets below, in vec4s), and
+// loadFrameSlot(v) fills the members those passes use, under the block's names.
+layout(std430, binding = FRAME_SLOTS) readonly buffer FrameSlots { vec4 frameSlots[]; };
+vec3 uCameraPos;
+vec2 uNearFar;
+mat4 uGrassFrame;
+vec4 uFrustum[6];
+vec4 uRings;
+vec4 uRingKeep;
+
+void loadFrameSlot(uint view) {
+    uint b = view * uint(FRAME_STRIDE);
+    uCameraPos = frameSlots[b + 4u].xyz;
+    uNearFar = frameSlots[b + 9u].zw;
+    uGrassFrame = mat4(frameSlots[b + 10u], frameSlots[b + 11u], frameSlots[b + 12u], frameSlots[b + 13u]);
+    for (uint i = 0u; i < 6u; ++i) uFrustum[i] = frameSlots[b + 14u + i];
+    uRings = frameSlots[b + 20u];
+    uRingKeep = frameSlots[b + 21u];
+}
+#else
 layout(std140) uniform Frame {
     mat4 uViewProj;
     vec3 uCameraPos;  float uTime;
@@ -17,6 +39,8 @@ layout(std140) uniform Frame {
     mat4 uShadowMatrix;                       // world -> the sun's shadow map [0, 1]^3 (shadow.glsl)
     vec4 uShadowParams;                       // shadows on, one map texel, depth bias, reach (world units)
 };
+#endif
+
 
 // sway.glsl's parameter matrix for a model whose mesh spans z in [zRange.x, zRange.y]
 mat4 grassParams(vec2 zRange) {

@@ -1,15 +1,18 @@
 #version 430 core
-// GPU-driven grass culling (wowgrass/render/grass_gpu.py). One work group per chunk group (the
-// instances of one model in one 33.3-unit chunk, consecutive in the resident arena): the group's
-// box is tested once (draw distance, frustum), then its instances 64 at a time (draw distance,
-// bounding sphere against the frustum, the LOD rings' keep hash). Survivors are appended to the
-// view's compacted buffer in the region of their model and LOD mesh (outer rings: the lighter
-// mesh), and the instance counts of that view's DrawElementsIndirect commands grow by atomics,
-// one per work group and command. With GpuGrass.bands a view is culled in distance bands, nearest
-// first, each dispatch after the last one's appends: the draws then meet the near grass first. With RESET defined, the program zeroes the instance counts
-// (and the statistics) before; with FINALIZE, it clamps the counts to the regions' capacities and
-// totals the statistics after. All three are shader passes ordered by memory barriers: a buffer
-// copy for the reset would not be ordered against the atomics around it.
+// GPU-driven grass culling (wowgrass/render/grass_gpu.py). One dispatch culls every view of the
+// frame: work group (x, y) is a chunk group (the instances of one model in one 33.3-unit chunk,
+// consecutive in the resident arena), z the view (its frame block read as storage, FRAME_SLOTS).
+// The group's box is tested once (draw distance, frustum), then its instances 64 at a time (draw
+// distance, bounding sphere against the frustum, the LOD rings' keep hash). Survivors are appended
+// to the view's compacted buffer in the region of their model and LOD mesh (outer rings: the
+// lighter mesh): a counter per command grows by one atomic per work group, and the command's
+// instance count becomes the counter clamped to the region's capacity (atomicMax of each work
+// group's end). With GpuGrass.bands the groups are culled in distance bands, nearest first, each
+// dispatch after the last one's appends: the draws then meet the near grass first.
+//
+// The commands, counters and statistics come in two sets used in turn (CULL_SET, one program per
+// set): work group 0 zeroes the other set, which the next frame's dispatch uses. So a frame needs
+// no reset or finalize pass of its own: one dispatch and one barrier.
 
 #include "frame.glsl"
 #include "rings.glsl"
@@ -30,46 +33,21 @@ struct Model {
 layout(std430, binding = 0) readonly buffer Arena { uvec4 arena[]; };
 layout(std430, binding = 1) readonly buffer Groups { Group groups[]; };
 layout(std430, binding = 2) readonly buffer Models { Model models[]; };
-layout(std430, binding = 3) buffer Commands { uint commands[]; };   // 5 uints per command
+// set 0's commands (5 uints each), set 1's, then set 0's counters (one per command), set 1's
+layout(std430, binding = 3) buffer Commands { uint commands[]; };
 layout(std430, binding = 4) writeonly buffer Visible { uvec4 visible[]; };
-layout(std430, binding = 5) buffer Stats { uint stats[]; };           // STATS_SIZE per view
+layout(std430, binding = 5) buffer Stats { uint stats[]; };           // STATS_SIZE per view, set 0 then set 1
 
 uniform uint uGroupCount;    // group slots (free ones have count 0)
 uniform uint uRowGroups;     // work groups per row of the 2D dispatch
-uniform uint uCommandBase;   // this view's first command
-uniform uint uVisibleBase;   // this view's first compacted instance
-uniform uint uStatsBase;     // this view's statistics
-uniform uint uCommandCount;  // RESET, FINALIZE: commands of all views
-uniform uint uStatsCount;    // RESET: statistics of all views (uints)
+uniform uint uCommandsPerView;
+uniform uint uVisiblePerView;  // compacted instances per view
+uniform uint uCommandCount;  // commands of all views in one set
+uniform uint uStatsCount;    // statistics of all views in one set (uints)
 uniform int uLiteRing;       // rings from this one on draw the lighter mesh
 uniform bool uCollectStats;
 uniform vec2 uBand;          // this dispatch takes the groups whose box is this far (XY) from the camera
 
-#if defined RESET
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < uCommandCount) commands[i * 5u + 1u] = 0u;
-    if (uCollectStats && i < uStatsCount) stats[i] = 0u;
-}
-#elif defined FINALIZE
-void main() {
-    for (uint c = gl_LocalInvocationIndex; c < uCommandCount; c += 64u) {
-        uint m = (c % (2u * uint(models.length()))) / 2u, lod = c & 1u;
-        uint cap = lod == 0u ? models[m].region.y : models[m].region.w;
-        uint n = commands[c * 5u + 1u];
-        if (n > cap) {
-            commands[c * 5u + 1u] = cap;
-            atomicAdd(stats[(c / (2u * uint(models.length()))) * STATS_SIZE + 8u], n - cap);
-            n = cap;
-        }
-        if (uCollectStats && n > 0u) {
-            uint v = c / (2u * uint(models.length()));
-            atomicAdd(stats[v * STATS_SIZE + 6u], n);
-            atomicAdd(stats[v * STATS_SIZE + 7u], n * (commands[c * 5u] / 3u));
-        }
-    }
-}
-#else
 shared uint sCount[2];
 shared uint sBase[2];
 shared uint sRing[4];
@@ -82,23 +60,38 @@ bool boxOutside(vec3 c, vec3 e) {
     return false;
 }
 
+const uint OTHER_SET = 1u - uint(CULL_SET);
+
 void main() {
+    uint lid = gl_LocalInvocationIndex;
+    if (gl_WorkGroupID == uvec3(0u)) {  // the other set, for the next frame: counts, counters, statistics
+        for (uint c = lid; c < uCommandCount; c += 64u) {
+            commands[(OTHER_SET * uCommandCount + c) * 5u + 1u] = 0u;
+            commands[(2u * 5u + OTHER_SET) * uCommandCount + c] = 0u;
+        }
+        for (uint k = lid; k < uStatsCount; k += 64u) stats[OTHER_SET * uStatsCount + k] = 0u;
+    }
     uint g = gl_WorkGroupID.y * uRowGroups + gl_WorkGroupID.x;
     if (g >= uGroupCount) return;                     // the whole work group: no barrier reached
     Group grp = groups[g];
     uint count = grp.info.y;
     if (count == 0u) return;
-    vec2 camXY = uGrassFrame[0].xy;
-    float drawDistance = uGrassFrame[0].w;
+    uint view = gl_WorkGroupID.z;
+    vec4 grass0 = frameSlots[view * uint(FRAME_STRIDE) + 10u];  // uGrassFrame[0]: camera xy, fade start, draw distance
+    vec2 camXY = grass0.xy;
+    float drawDistance = grass0.w;
     vec2 gap = max(max(grp.lo.xy - camXY, camXY - grp.hi.xy), vec2(0.0));
     float gap2 = dot(gap, gap);
     if (gap2 >= drawDistance * drawDistance || gap2 < uBand.x * uBand.x || gap2 >= uBand.y * uBand.y) return;
+    loadFrameSlot(view);
     vec3 pad = vec3(grp.lo.w, grp.lo.w, 0.0);
     if (boxOutside(0.5 * (grp.lo.xyz + grp.hi.xyz), 0.5 * (grp.hi.xyz - grp.lo.xyz) + pad)) return;
 
-    uint lid = gl_LocalInvocationIndex;
     Model model = models[grp.info.z];
-    uint cmd0 = uCommandBase + grp.info.z * 2u;
+    uint cmd0 = uint(CULL_SET) * uCommandCount + view * uCommandsPerView + grp.info.z * 2u;
+    uint counter0 = (2u * 5u + uint(CULL_SET)) * uCommandCount + view * uCommandsPerView + grp.info.z * 2u;
+    uint visibleBase = view * uVisiblePerView;
+    uint statsBase = uint(CULL_SET) * uStatsCount + view * STATS_SIZE;
     if (lid < 4u) sRing[lid] = 0u;
     for (uint start = 0u; start < count; start += 64u) {
         uint i = start + lid;
@@ -127,20 +120,23 @@ void main() {
             if (uCollectStats) atomicAdd(sRing[ring], 1u);
         }
         barrier();
-        if (lid < 2u) sBase[lid] = sCount[lid] > 0u ? atomicAdd(commands[(cmd0 + lid) * 5u + 1u], sCount[lid]) : 0u;
+        if (lid < 2u && sCount[lid] > 0u) {
+            uint base = atomicAdd(commands[counter0 + lid], sCount[lid]);
+            sBase[lid] = base;
+            atomicMax(commands[(cmd0 + lid) * 5u + 1u], min(base + sCount[lid], lid == 0u ? model.region.y : model.region.w));
+        }
         barrier();
         uint at = sBase[lod] + slot;
         uint cap = lod == 0u ? model.region.y : model.region.w;
-        if (keep && at < cap) visible[uVisibleBase + (lod == 0u ? model.region.x : model.region.z) + at] = q;
+        if (keep && at < cap) visible[visibleBase + (lod == 0u ? model.region.x : model.region.z) + at] = q;
         barrier();                                    // sCount is reset by the next round
     }
     if (uCollectStats) {
         if (lid == 0u) {
-            atomicAdd(stats[uStatsBase + 0u], count);
-            atomicAdd(stats[uStatsBase + 1u], 1u);
+            atomicAdd(stats[statsBase + 0u], count);
+            atomicAdd(stats[statsBase + 1u], 1u);
         }
-        if (lid < 4u && sRing[lid] > 0u) atomicAdd(stats[uStatsBase + 2u + lid], sRing[lid]);
+        if (lid < 4u && sRing[lid] > 0u) atomicAdd(stats[statsBase + 2u + lid], sRing[lid]);
     }
 }
-#endif
 #endif
