@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .constants import ZEROPOINT
+from .glstate import use_texture
 from .meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
 from .programs import VaoCache
 from .sources import DrawCounts, Source
@@ -82,7 +83,7 @@ class DoodadSet(Source):
         lines = view.fill == "lines"
         out = DrawCounts()
         for b in self.batches:
-            b.mesh.texture.use(location=0)
+            use_texture(self.ctx, b.mesh.texture, 0)
             if lines:  # the edge list: a line-list pipeline, not triangles in polygon line mode
                 b.line_vao(prog).render(moderngl.LINES, instances=b.count)
             else:

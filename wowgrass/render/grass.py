@@ -27,8 +27,8 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from .glstate import set_uniform, use_texture
 from .meshes import GpuMesh, line_commands
-from .glstate import set_uniform
 from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
 from .sources import DrawCounts, Source
 
@@ -348,7 +348,7 @@ class GrassField(BatchedGrass, Source):
             if b.mesh is not mesh:  # one uModelZ and texture per model (batches are grouped by model)
                 mesh = b.mesh
                 set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
-                mesh.texture.use(location=0)
+                use_texture(self.ctx, mesh.texture, 0)
             vao = (b.line_vao if lines else b.vao)(prog)
             mode = moderngl.LINES if lines else moderngl.TRIANGLES
             if indirect:

@@ -32,10 +32,10 @@ import numpy as np
 from wowgrass.bundle import INSTANCE_DTYPE
 
 from .constants import GrassSettings
+from .glstate import bind_storage, set_uniform, uniform_serial, use_texture
 from .grass import CMD_DTYPE, BatchedGrass, group_by_chunk
 from .meshes import GpuMesh, line_commands
 from .frame import frame_stride
-from .glstate import bind_storage, set_uniform, uniform_serial
 from .programs import VaoCache
 from .readback import Readback, read_buffer
 from .sources import DrawCounts, Source
@@ -47,6 +47,7 @@ MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
+TRIANGLES, LINES = 0x0004, 0x0001  # GL primitive modes (moderngl's constants are these)
 # distance bands (chunk box to camera, world units) a view can be culled in, nearest first, so that
 # the compacted buffer holds near grass before far grass (GpuGrass.bands; shaders/grass_cull.glsl).
 # Off by default: on the H200 it saved 0.23 ms in the sample zone's grass view but cost 0.37 ms at
@@ -183,6 +184,7 @@ class GpuGrass(BatchedGrass, Source):
         self._n_views = 0
         self._layout_dirty = True
         self._arena_dirty = True
+        self._plans: dict = {}  # (program, lines) -> the culled draws of a view: (z range, texture, vao, command)
         self.model_table = self.commands = self.visible = self.stats = None
         self._vaos: list[VaoCache] = []
         self._line_vaos: list[VaoCache] = []  # the same over each mesh's edge list (lines views)
@@ -194,7 +196,9 @@ class GpuGrass(BatchedGrass, Source):
         self._cmd_per_view = 0
         self._visible_per_view = 0
         self._readback = Readback(ctx)  # statistics and tests
-        self._static_uniforms = None  # the compute passes' uniforms that rarely change, as last set
+        self._static_uniforms = None  # the key of the cull programs' uniforms as last set
+        self._layout_serial = 0  # layouts made (commands, regions)
+        self._dispatch = (1, 1)  # work groups in x and y of the cull dispatch
 
     # -- residency --
     @property
@@ -254,7 +258,7 @@ class GpuGrass(BatchedGrass, Source):
                 self._write(self.group_table, bytes(len(b.groups) * GROUP_DTYPE.itemsize),
                             b.group_start * GROUP_DTYPE.itemsize)
                 self._resident[b.model] -= b.count
-                self._arena_dirty = True
+                self._residency_changed()
             else:
                 self._queue.remove(b)
             self._inst.release(b.start, b.count, self._frame)
@@ -281,8 +285,12 @@ class GpuGrass(BatchedGrass, Source):
                 if cap > self._caps[b.model]:  # capacities only grow (power of two): few relayouts
                     self._caps[b.model] = min(1 << (cap - 1).bit_length(), self.max_visible)
                     self._layout_dirty = True
-                self._arena_dirty = True
+                self._residency_changed()
         return done
+
+    def _residency_changed(self):
+        self._arena_dirty = True  # the culling-off draws' commands
+        self._plans.clear()  # the culled draws' per-model lists
 
     def _write(self, buffer, data: bytes, offset: int):
         """Write ``data`` into ``buffer`` at ``offset`` through a fresh staging buffer and a GPU
@@ -370,6 +378,8 @@ class GpuGrass(BatchedGrass, Source):
         self._cmd_per_view = 2 * n
         self._visible_per_view = per_view
         self._layout_dirty = False
+        self._layout_serial += 1
+        self._plans.clear()
 
     def _vao_cache(self, mesh, buffer, index_buffer=None):
         return VaoCache(lambda prog: self.ctx.vertex_array(
@@ -394,67 +404,78 @@ class GpuGrass(BatchedGrass, Source):
             self._relayout(n_views, line_views)
         bind_storage(self.ctx, (self.arena, self.group_table, self.model_table, self.commands, self.visible,
                                 self.stats, frame.uniforms.buffer))
-        n_cmds, n_groups = self._cmd_per_view * self._n_views, self._groups.high
         culls = self._culls
-        static = (n_cmds, n_groups, self._n_views, self._visible_per_view, self.settings.rings.lite_ring,
-                  self.collect_stats, uniform_serial(culls[0]), uniform_serial(culls[1]))
-        # the same frame after frame, and no one else set these programs' uniforms since: one
-        # comparison, not sixteen set_uniform calls
-        if static != self._static_uniforms:
-            for cs in culls:
-                for name, value in (("uGroupCount", n_groups), ("uRowGroups", WORKGROUP_ROW),
-                                    ("uLiteRing", self.settings.rings.lite_ring),
-                                    ("uCollectStats", self.collect_stats), ("uCommandCount", n_cmds),
-                                    ("uStatsCount", STATS_SIZE * self._n_views),
-                                    ("uCommandsPerView", self._cmd_per_view),
-                                    ("uVisiblePerView", self._visible_per_view)):
-                    set_uniform(cs, name, value)
-            self._static_uniforms = (*static[:-2], uniform_serial(culls[0]), uniform_serial(culls[1]))
+        key = (self._groups.high, self._layout_serial, self.settings.rings.lite_ring, self.collect_stats, self.bands,
+               getattr(culls[0], "_set_serial", 0), getattr(culls[1], "_set_serial", 0))
+        if key != self._static_uniforms:  # frame after frame the same (and no one else set them)
+            self._set_static_uniforms()
+            self._static_uniforms = (*key[:-2], uniform_serial(culls[0]), uniform_serial(culls[1]))
         # every view in one dispatch (z: the view's slot); views beyond this frame's (a pass that
-        # added one earlier) keep zero counts. At least one work group: group 0 zeroes the other set
+        # added one earlier) keep zero counts
         self._set ^= 1
         cs = culls[self._set]
-        rows = max(1, -(-n_groups // WORKGROUP_ROW))
-        bands = self.bands or ((0.0, 3.0e38),)
-        for k, band in enumerate(bands):
+        gx, rows = self._dispatch
+        if not self.bands:
+            cs.run(gx, rows, n_views)
+            self.ctx.memory_barrier(DRAW_BARRIER)
+            return
+        for k, band in enumerate(self.bands):
             set_uniform(cs, "uBand", band)
-            cs.run(max(1, min(n_groups, WORKGROUP_ROW)), rows, n_views)
+            cs.run(gx, rows, n_views)
             # this band's appends before the next band's and, after the last, before the draws
-            self.ctx.memory_barrier(DRAW_BARRIER if k == len(bands) - 1 else SSBO_BARRIER)
+            self.ctx.memory_barrier(DRAW_BARRIER if k == len(self.bands) - 1 else SSBO_BARRIER)
+
+    def _set_static_uniforms(self):
+        """The cull programs' uniforms that change only with residency, the layout or settings."""
+        n_groups = self._groups.high
+        for cs in self._culls:
+            for name, value in (("uGroupCount", n_groups), ("uRowGroups", WORKGROUP_ROW),
+                                ("uLiteRing", self.settings.rings.lite_ring), ("uCollectStats", self.collect_stats),
+                                ("uCommandCount", self._cmd_per_view * self._n_views),
+                                ("uStatsCount", STATS_SIZE * self._n_views), ("uCommandsPerView", self._cmd_per_view),
+                                ("uVisiblePerView", self._visible_per_view), ("uBand", (0.0, 3.0e38))):
+                set_uniform(cs, name, value)
+        # at least one work group: group 0 zeroes the other command set
+        self._dispatch = (max(1, min(n_groups, WORKGROUP_ROW)), max(1, -(-n_groups // WORKGROUP_ROW)))
 
     def draw(self, pass_, view) -> DrawCounts:
-        import moderngl
-
         if not self.models:
             return DrawCounts()
         prog = pass_.program(self.programs, "grass", view)
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
             self.ctx.enable_direct(A2C)
-        out = DrawCounts()
         if self.cull:
-            first = self._set * self._cmd_per_view * self._n_views + view.slot * self._cmd_per_view
             lines = view.slot in self._line_views  # line commands over the edge lists
-            vaos, mode = (self._line_vaos, moderngl.LINES) if lines else (self._vaos, moderngl.TRIANGLES)
-            for m, mesh in enumerate(self.models):
-                if self._resident[m] <= 0:
-                    continue
-                set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
-                mesh.texture.use(location=0)
-                vaos[m](prog).render_indirect(self.commands, mode=mode, count=2, first=first + 2 * m)
-                out.draw_calls += 1
+            plan = self._plans.get((prog.glo, lines))
+            if plan is None:
+                plan = self._plans[(prog.glo, lines)] = self._plan(prog, lines)
+            draws, mode, counts = plan
+            first = self._set * self._cmd_per_view * self._n_views + view.slot * self._cmd_per_view
+            commands = self.commands
+            for z_range, texture, vao, k in draws:
+                set_uniform(prog, "uModelZ", z_range)
+                use_texture(self.ctx, texture, 0)
+                vao.render_indirect(commands, mode=mode, count=2, first=first + k)
+            out = counts  # instances and triangles drawn are the GPU's (read_stats)
         else:
             out = self._draw_all(prog, view.fill == "lines")
         if a2c:
             self.ctx.disable_direct(A2C)
         return out
 
+    def _plan(self, prog, lines: bool) -> tuple:
+        """The culled draws of a view: per model with ready instances, its z range, texture, vertex
+        array and first command in a view's commands; kept until residency or the layout changes."""
+        vaos, mode = (self._line_vaos, LINES) if lines else (self._vaos, TRIANGLES)
+        draws = [((mesh.z_min, mesh.z_max), mesh.texture, vaos[m](prog), 2 * m)
+                 for m, mesh in enumerate(self.models) if self._resident[m] > 0]
+        return draws, mode, DrawCounts(draw_calls=len(draws))
+
     def _draw_all(self, prog, lines: bool = False) -> DrawCounts:
         """Culling off: every ready instance, one multi-draw per model straight from the arena
         (the shader still drops what is beyond the draw distance or thinned by the rings); the
         commands' line forms follow them in the same buffer, for ``lines`` views."""
-        import moderngl
-
         if self._arena_dirty:
             ready = sorted((b for b in self.batches if b.ready), key=lambda b: b.model)
             cmds = np.zeros(len(ready), CMD_DTYPE)
@@ -476,13 +497,13 @@ class GpuGrass(BatchedGrass, Source):
             mesh = self.models[len(self._arena_vaos)]
             self._arena_vaos.append(self._vao_cache(mesh, lambda: self.arena))
             self._arena_line_vaos.append(self._vao_cache(mesh, lambda: self.arena, mesh.lbo))
-        vaos, mode = (self._arena_line_vaos, moderngl.LINES) if lines else (self._arena_vaos, moderngl.TRIANGLES)
+        vaos, mode = (self._arena_line_vaos, LINES) if lines else (self._arena_vaos, TRIANGLES)
         shift = self._arena_line_first if lines else 0
         out = DrawCounts()
         for m, k0, k, n in self._arena_draws:
             mesh = self.models[m]
             set_uniform(prog, "uModelZ", (mesh.z_min, mesh.z_max))
-            mesh.texture.use(location=0)
+            use_texture(self.ctx, mesh.texture, 0)
             vaos[m](prog).render_indirect(self._arena_cmds, mode=mode, count=k, first=shift + k0)
             out += DrawCounts(1, n, n * mesh.triangles)
         return out

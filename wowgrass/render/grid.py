@@ -32,9 +32,9 @@ from wowgrass.grid import (ANCHOR, ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SID
                            GridTile)
 
 from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
+from .glstate import bind_storage, set_uniform, use_texture
 from .grass import CMD_DTYPE
 from .meshes import GpuMesh
-from .glstate import bind_storage, set_uniform
 from .programs import MODEL_UNIT, VaoCache
 from .readback import Readback
 from .sources import DrawCounts, Source
@@ -255,10 +255,10 @@ class GridGrass(Source):
         return sorted(self._need(tile_range(float(camera_xy[0]), float(camera_xy[1])))[0].items())
 
     def _bind(self):
-        self._control.use(location=1)
-        self._heights.use(location=2)
-        self._table_tex.use(location=3)
-        self._model_tex.use(location=MODEL_UNIT)
+        use_texture(self.ctx, self._control, 1)
+        use_texture(self.ctx, self._heights, 2)
+        use_texture(self.ctx, self._table_tex, 3)
+        use_texture(self.ctx, self._model_tex, MODEL_UNIT)
 
     # -- compact mode: the layout of commands and compacted regions --
     def _relayout(self, key):
@@ -397,11 +397,11 @@ class GridGrass(Source):
         if self.draw_mode == "compact":
             cmds, first = self.commands, view.slot * self._cmd_per_view
             for texture, vao, k in draws:
-                texture.use(location=0)
+                use_texture(self.ctx, texture, 0)
                 vao.render_indirect(cmds, mode=mode, count=1, first=first + k)
         else:
             for texture, vao, (m, n) in draws:
-                texture.use(location=0)
+                use_texture(self.ctx, texture, 0)
                 set_uniform(prog, "uGridModel", m)
                 vao.render(mode, instances=n)
             self._submitted[view.slot] = counts

@@ -29,10 +29,10 @@ import numpy as np
 
 from .blades import INSTANCE_ATTRS, INSTANCE_FLOATS, INSTANCE_FORMAT, BladeSettings, place_blades
 from .constants import GrassSettings
+from .glstate import bind_storage, disable, enable, set_uniform, use_texture
 from .grass import CMD_DTYPE
 from .heightfield import Heightfield, TerrainSettings
 from .meshes import blade_strip, line_indices, plane_grid
-from .glstate import bind_storage, set_uniform
 from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program
 from .readback import read_buffer
 from .sources import DrawCounts, Source
@@ -127,7 +127,7 @@ class Meadow:
         return view
 
     def use_heights(self, program):
-        self.height_texture.use(location=HEIGHT_UNIT)
+        use_texture(self.ctx, self.height_texture, HEIGHT_UNIT)
         set_uniform(program, "uHeightInfo", self.height_info)
 
     def planes_bytes(self, view) -> bytes:
@@ -313,12 +313,12 @@ class MeadowTerrain(Source):
         set_uniform(prog, "uLodColours", 1 if self.lod.debug else 0)
         culled = pass_.colour and not lines
         if culled:
-            self.ctx.enable(moderngl.CULL_FACE)
+            enable(self.ctx, moderngl.CULL_FACE)
         for lod_uniform, (vao, mode, first) in zip(self.lod_uniforms(), draws):
             set_uniform(prog, "uLod", lod_uniform)
             vao.render_indirect(self.commands, mode=mode, count=1, first=first)
         if culled:
-            self.ctx.disable(moderngl.CULL_FACE)
+            disable(self.ctx, moderngl.CULL_FACE)
         return DrawCounts(draw_calls=len(draws))
 
     def release(self):
@@ -400,7 +400,7 @@ class MeadowBlades(Source):
             set_uniform(cs, "uCullMargin", margin)
             set_uniform(cs, "uCellOrigin", (x0, y0))
             set_uniform(cs, "uCellCount", (nx, ny))
-            m.height_texture.use(location=HEIGHT_UNIT)
+            use_texture(self.ctx, m.height_texture, HEIGHT_UNIT)
             bind_storage(self.ctx, (self.instances, self.counters))
             cs.run((nx + 15) // 16, (ny + 15) // 16)
             self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .glstate import disable, enable, use_texture
 from .views import reset_viewport
 
 BAR = (12, 16, 20, 170)  # the translucent band behind the text
@@ -57,8 +58,8 @@ class Overlay:
         w, h = int(size[0]), int(size[1])
         scale = 2 if h >= 900 else 1
         reset_viewport(ctx, size)
-        ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
-        ctx.enable(moderngl.BLEND)
+        disable(ctx, moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        enable(ctx, moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         items = []
         for i, (v, label) in enumerate(zip(views, labels)):
@@ -73,9 +74,9 @@ class Overlay:
             x0, y0 = 2 * x / w - 1, 2 * y / h - 1
             x1, y1 = 2 * (x + tex.width) / w - 1, 2 * (y + tex.height) / h - 1
             self.program["uRect"].value = (x0, y0, x1, y1)
-            tex.use(location=0)
+            use_texture(ctx, tex, 0)
             self.vao.render(moderngl.TRIANGLE_STRIP, vertices=4)
-        ctx.disable(moderngl.BLEND)
+        disable(ctx, moderngl.BLEND)
         return len(items)
 
     def release(self):

@@ -18,6 +18,7 @@ from ``views`` (added with ``frame.add_view`` in ``setup``). Put it before the c
 from __future__ import annotations
 
 from .frame import SKY
+from .glstate import enable_only
 from .programs import SHADOW_UNIT
 
 LINES_BACKGROUND = (0.07, 0.08, 0.11)  # behind a wireframe view: the lines stand out, gaps show
@@ -74,7 +75,7 @@ class ColourPass(Pass):
             ctx.clear(*clear, 1.0, depth=1.0, viewport=view.rect)
         # no polygon line mode: every source draws a lines view as line lists from its line index
         # buffers (a line-list pipeline, not a triangle one drawn as outlines)
-        ctx.enable_only(moderngl.DEPTH_TEST)
+        enable_only(ctx, moderngl.DEPTH_TEST)
         if frame.shadow_map is not None:
             frame.shadow_map.use(SHADOW_UNIT)
 
@@ -118,7 +119,7 @@ class ShadowPass(Pass):
         import moderngl
 
         self.map.begin()
-        self.map.ctx.enable_only(moderngl.DEPTH_TEST)
+        enable_only(self.map.ctx, moderngl.DEPTH_TEST)
         self.map.ctx.polygon_offset = (1.5, 2.0)  # slope-scaled depth bias against shadow acne
 
     def end(self, frame, view):

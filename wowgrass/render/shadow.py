@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .camera import look_at
+from .glstate import use_texture
 
 BIAS = np.array([[0.5, 0, 0, 0.5], [0, 0.5, 0, 0.5], [0, 0, 0.5, 0.5], [0, 0, 0, 1.0]])
 
@@ -88,7 +89,7 @@ class ShadowMap:
         self.fbo.clear(depth=1.0)
 
     def use(self, location: int):
-        self.texture.use(location=location)
+        use_texture(self.ctx, self.texture, location)
 
     def read_depth(self) -> np.ndarray:
         """(size, size) float32 depths in [0, 1], row 0 at shadow-map v = 0 (tests)."""

@@ -45,9 +45,9 @@ import numpy as np
 
 from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
+from .glstate import bind_storage, set_uniform, use_texture
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from .meshes import edge_indices
-from .glstate import bind_storage, set_uniform
 from .programs import VaoCache, load_program
 from .readback import Readback
 from .sources import DrawCounts, Source
@@ -698,8 +698,8 @@ class TerrainSet(Source):
                             ("uMcsh", float(self.lod.mcsh))):
             set_uniform(prog, name, value)
         arena = self.arena
-        arena.layers.use(location=0)
-        arena.alpha.use(location=1)
+        use_texture(self.ctx, arena.layers, 0)
+        use_texture(self.ctx, arena.alpha, 1)
         # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
         k, mode, vao = (2, moderngl.LINES, arena.line_vao(prog)) if view.fill == "lines" else \
             (1, moderngl.TRIANGLES, arena.vao(prog))
