@@ -96,43 +96,41 @@ class FrameUniforms:
         self._slots = 0
         self._last = None
         self._data = None
-        self._consts = None  # (key, the scalars that change only with settings) of the last pack
 
     def pack(self, frame: Frame, view, out: np.ndarray | None = None) -> np.ndarray:
-        """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout)."""
+        """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout).
+
+        A view keeps its last block as a template, valid while its matrix (a new array when the
+        camera moves) and the settings (compared by a key of the objects themselves) stay; a
+        frame like the last one then copies it and writes the time."""
         b = np.zeros(_FLOATS, np.float32) if out is None else out
         cam, wind = view.camera, frame.wind
         rings = wind.rings
-        # matrices: kept per view in float32 until the view's matrix changes (a new array)
         vp = view.view_proj()
-        packed = getattr(view, "_packed", None)
-        if packed is None or packed[0] is not vp:
-            packed = view._packed = (vp, vp.T.astype(np.float32).reshape(-1),
-                                     view.planes().astype(np.float32).reshape(-1))
-        b[_VIEW_PROJ:_VIEW_PROJ + 16] = packed[1]
-        b[_FRUSTUM:_FRUSTUM + 24] = packed[2]
-        # settings: re-packed when one changes, compared by a key of the objects themselves
         key = (frame.sun_dir, frame.sun_color, frame.ambient, frame.fog_color, frame.fog, cam.near, cam.far,
                wind.fade_start, wind.draw_distance, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
                wind.phase, wind.direction, wind.enabled, rings.radii, rings.keep, rings.band, rings.enabled,
                rings.debug)
-        consts = self._consts
+        tpl = getattr(view, "_frame_block", None)
         try:
-            same = consts is not None and consts[0] == key
+            same = tpl is not None and tpl[0] is vp and tpl[1] == key
         except ValueError:  # a numpy array among the settings: compared as changed
             same = False
-        if not same:
-            cols = wind.frame_columns((0.0, 0.0), 0.0)
-            consts = self._consts = (key, np.array(
-                (0.0, 0.0, 0.0, 0.0, *frame.sun_dir, *frame.sun_color, *frame.ambient, *frame.fog_color, *frame.fog,
-                 cam.near, cam.far, *cols, *rings.radii_padded(), rings.band, *rings.keep_padded(),
-                 1.0 if rings.debug else 0.0), np.float32))
-        b[_SCALARS] = consts[1]
-        px, py, pz = cam.position.tolist()
+        if same:
+            b[:] = tpl[2]
+        else:
+            px, py, pz = cam.position.tolist()
+            b[_VIEW_PROJ:_VIEW_PROJ + 16] = vp.T.reshape(-1)
+            b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
+            b[_SCALARS] = (px, py, pz, 0.0, *frame.sun_dir, *frame.sun_color, *frame.ambient, *frame.fog_color,
+                           *frame.fog, cam.near, cam.far,
+                           *wind.frame_columns((px, py), 0.0),  # sway.glsl's columns 0-2, sway on
+                           *rings.radii_padded(), rings.band, *rings.keep_padded(), 1.0 if rings.debug else 0.0)
+            b[_SHADOW_MATRIX:_SHADOW + 4] = 0.0  # no shadow map unless this frame has one (below)
+            view._frame_block = (vp, key, b.copy())
         t = frame.time
-        b[_CAMERA:_CAMERA + 4] = (px, py, pz, t)
-        b[_GRASS:_GRASS + 2] = (px, py)  # sway.glsl's column 0: camera xy, fade start, draw distance
-        b[_GRASS + 4] = t  # column 1: time, ...
+        b[_CAMERA + 3] = t
+        b[_GRASS + 4] = t  # sway.glsl's column 1: time, wind speed, amplitude, root fraction
         sm = frame.shadow_map
         if sm is not None:
             b[_SHADOW_MATRIX:_SHADOW_MATRIX + 16] = sm.matrix.T.reshape(-1)
