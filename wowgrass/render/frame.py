@@ -177,13 +177,15 @@ def draw_frame(frame: Frame, passes, sources, uniforms: FrameUniforms) -> DrawCo
     for s in sources:
         s.prepare(frame)
     total = DrawCounts()
+    counts = frame.counts
     for p in passes:
         for view in p.views(frame):
             uniforms.bind(view)
             p.begin(frame, view)
             for s in sources:
                 c = s.draw(p, view)
-                total += c
-                frame.counts[s.name] = frame.counts.get(s.name, DrawCounts()) + c
+                total = total + c
+                last = counts.get(s.name)
+                counts[s.name] = c if last is None else last + c
             p.end(frame, view)
     return total

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(slots=True)
 class DrawCounts:
     draw_calls: int = 0
     instances: int = 0
