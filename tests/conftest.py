@@ -34,10 +34,10 @@ def _private_cache(tmp_path_factory, monkeypatch):
 def egl():
     """Skips the module where no EGL context can be made (tests that render through the CLI,
     which makes its own)."""
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context, release_context
 
     try:
-        create_offscreen_context().release()
+        release_context(create_offscreen_context())
     except GLUnavailableError as exc:
         pytest.skip(f"no EGL OpenGL context: {exc}")
 
@@ -45,21 +45,22 @@ def egl():
 @pytest.fixture(scope="module")
 def ctx():
     """An offscreen OpenGL context per test module (EGL; the module skips without one)."""
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context
+    from wowgrass.render.context import GLUnavailableError, create_offscreen_context, release_context
 
     try:
         c = create_offscreen_context()
     except GLUnavailableError as exc:
         pytest.skip(f"no EGL OpenGL context: {exc}")
     yield c
-    c.release()
+    release_context(c)
 
 
 @pytest.fixture(autouse=True)
 def _ctx_current(request):
-    """The module's context made current for each test that uses it: a test that creates and
-    releases a context of its own (the CLI run in-process) leaves no usable context current, and
-    the module's later GL calls then failed or went to the released one."""
+    """The module's context made current for each test that uses it. A test that creates and
+    releases a context of its own (the CLI run in-process) used to leave no usable context
+    current; ``release_context`` now makes the newest live one current again, and this keeps a
+    test from depending on which that is."""
     if "ctx" not in request.fixturenames:
         yield
         return

@@ -10,6 +10,7 @@ resolves. Contexts ask for OpenGL 4.3 (indirect multi-draw for per-chunk culling
 from __future__ import annotations
 
 import os
+import weakref
 
 import numpy as np
 
@@ -25,21 +26,44 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+_LIVE: list = []  # weak references to the offscreen contexts made here, oldest first
+
+
 def create_offscreen_context(require: int = 430):
-    """A standalone EGL context (Mesa llvmpipe on CI, the GPU's driver elsewhere)."""
+    """A standalone EGL context (Mesa llvmpipe on CI, the GPU's driver elsewhere). It is current
+    once made; release it with :func:`release_context`."""
     import moderngl
 
     errors = []
     for req in (require, 330) if require > 330 else (330,):
         try:
-            return moderngl.create_standalone_context(backend="egl", require=req)
+            ctx = moderngl.create_standalone_context(backend="egl", require=req)
         except Exception as exc:  # glcontext raises plain Exceptions
             errors.append(f"GL {req // 100}.{req % 100 // 10}: {exc}")
+            continue
+        _LIVE.append(weakref.ref(ctx))
+        return ctx
     raise GLUnavailableError(
         "cannot create an offscreen OpenGL context through EGL ("
         + "; ".join(errors)
         + "); install Mesa's EGL (libegl1, libegl-mesa0, libgl1-mesa-dri) or a GPU driver"
     )
+
+
+def release_context(ctx) -> None:
+    """Release ``ctx``; if it was made here and another offscreen context made here is still
+    alive, make the newest of those current again. Releasing an EGL context leaves none current,
+    so without this a program that made a second context (a second target, a view run in the
+    same process) and released it found its first context dead: clears not done, buffers not
+    readable."""
+    from moderngl import InvalidObject
+
+    was_ours = any(ref() is ctx for ref in _LIVE)
+    ctx.release()
+    alive = [ref for ref in _LIVE if ref() is not None and not isinstance(ref().mglo, InvalidObject)]
+    _LIVE[:] = alive
+    if was_ours and alive:
+        alive[-1]().__enter__()
 
 
 class RenderTarget:
@@ -61,7 +85,7 @@ class RenderTarget:
             self._make_fbos()
         except moderngl.Error as exc:   # within the GL limits and still refused (memory)
             if owns_ctx:
-                ctx.release()
+                release_context(ctx)
             raise UsageError(f"--size {self.size[0]}x{self.size[1]} with --samples {self.samples}: this OpenGL "
                              f"context cannot make the framebuffer ({exc}); try a smaller size") from None
 
@@ -91,7 +115,7 @@ class RenderTarget:
             if obj is not None:
                 obj.release()
         if self.owns_ctx:
-            self.ctx.release()
+            release_context(self.ctx)
 
 
 def create_offscreen_target(size=(1280, 720), samples: int = 4, ctx=None) -> RenderTarget:
