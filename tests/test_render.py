@@ -290,6 +290,18 @@ def test_programs_inject_defines_and_resolve_includes():
         assert stages_of(fname) == want, name
 
 
+def test_read_by_pads_the_attributes_a_program_does_not_read():
+    from wowgrass.render.programs import read_by
+
+    prog = {"in_position": 0, "in_grid": 1, "i_model": 2}  # what a variant reads (names only matter)
+    assert read_by(prog, "3f 3f 2f", "in_position", "in_normal", "in_uv") == ("3f 12x 8x", "in_position")
+    assert read_by(prog, "3f 2u2 f/i", "in_uv", "in_grid", "i_model") == ("12x 2u2 f/i", "in_grid", "i_model")
+    assert read_by(prog, "3f x4 2f/i", "in_position", "in_uv") == ("3f x4 8x/i", "in_position")  # padding kept
+    assert read_by(prog, "3f 3f", "in_normal", "in_uv") == ()  # nothing read: the buffer is left out
+    with pytest.raises(ValueError):
+        read_by(prog, "3f 3f", "in_position")
+
+
 def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):
     from wowgrass.render import programs
 

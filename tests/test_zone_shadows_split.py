@@ -120,3 +120,20 @@ def test_zone_split_view_halves_and_lines(ctx):
     assert is_bg[rows, : w // 2].mean() == 0.0  # filled: the ground covers the left half
     assert is_bg[rows, w // 2:].mean() > 0.3  # lines only: the background shows between them
     assert (~is_bg[rows, w // 2:]).mean() > 0.02  # and there are lines
+
+
+def test_frames_leave_no_gl_error(ctx):
+    """Every source in every pass variant (shadow, colour, wireframe) draws without a GL error: a
+    variant that reads fewer attributes gets its vertex arrays with padding (programs.read_by),
+    where moderngl's skip_errors left GL_INVALID_VALUE behind."""
+    ctx.error  # noqa: B018 - reading it clears what earlier tests left
+    v = zone_viewer(ctx, (CX - 15.0, CY, 2.0), (CX, CY, 0.5), terrain=True, doodads=True, split=True,
+                    shadows=True, stats=True)
+    try:
+        for t in (0.0, 0.5):
+            v.render_frame(t)
+        v.read_rgba()
+        assert ctx.error == "GL_NO_ERROR"
+    finally:
+        v.scene.release()
+        v.release()

@@ -13,7 +13,7 @@ import numpy as np
 from .constants import ZEROPOINT
 from .glstate import use_texture
 from .meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
-from .programs import VaoCache
+from .programs import VaoCache, read_by
 from .sources import DrawCounts, Source
 
 
@@ -47,10 +47,10 @@ class DoodadBatch:
         self.mesh, self.tile = mesh, tile
         self.count = len(matrices)
         self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
+        # the shadow pass's variant reads no normals: read_by pads what a variant does not read
         self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
-            prog, [(mesh.vbo, MESH_FORMAT, *MESH_ATTRS), (self.buffer, "16f/i", "i_model")],
-            index_buffer=ibo, index_element_size=4,
-            skip_errors=True)) for ibo in (mesh.ibo, mesh.lbo))  # the shadow pass's variant reads no normals
+            prog, [(mesh.vbo, *read_by(prog, MESH_FORMAT, *MESH_ATTRS)), (self.buffer, "16f/i", "i_model")],
+            index_buffer=ibo, index_element_size=4)) for ibo in (mesh.ibo, mesh.lbo))
 
     def release(self):
         self.vao.release()

@@ -33,7 +33,7 @@ from .glstate import bind_storage, disable, enable, set_uniform, use_texture
 from .grass import CMD_DTYPE
 from .heightfield import Heightfield, TerrainSettings
 from .meshes import blade_strip, line_indices, plane_grid
-from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program
+from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program, read_by
 from .readback import read_buffer
 from .sources import DrawCounts, Source
 from .terrain import TerrainLod
@@ -199,10 +199,11 @@ _FILL_VIEWS = {False: _Fill("filled"), True: _Fill("lines")}
 def _mesh_vaos(ctx, vbo, vbo_format, vbo_attrs, instances, inst_format, inst_attrs, ibo, lbo):
     """Vertex arrays of one mesh per program variant: triangles, and lines for WIREFRAME programs."""
     def make(index_buffer):
+        # a variant may not read every attribute (the shadow pass: no colour): read_by pads those
         return VaoCache(lambda prog: ctx.vertex_array(
-            prog, [(vbo, vbo_format, *vbo_attrs), (instances, inst_format, *inst_attrs)],
-            index_buffer=index_buffer, index_element_size=4,
-            skip_errors=True))  # a variant may not read every attribute (the shadow pass: no colour)
+            prog, [c for c in ((vbo, *read_by(prog, vbo_format, *vbo_attrs)),
+                               (instances, *read_by(prog, inst_format, *inst_attrs))) if len(c) > 1],
+            index_buffer=index_buffer, index_element_size=4))
     return make(ibo), make(lbo)
 
 

@@ -158,6 +158,35 @@ class ProgramSet(dict):
         return load_program(self.ctx, name, {**self.defines.get(name, {}), **(extra or {})}, cache=self.cache)
 
 
+def read_by(prog, fmt: str, *names: str) -> tuple:
+    """``(fmt, *names)`` for ``ctx.vertex_array`` with the attributes ``prog`` does not read
+    turned into padding (``"3f 2f/i"`` -> ``"12x 2f/i"``), so one buffer layout serves every
+    program variant (the shadow pass reads no normals, a wireframe no colour) without moderngl's
+    ``skip_errors``, which left ``GL_INVALID_VALUE`` behind. ``()`` when it reads none of them."""
+    parts = fmt.split()
+    per = "/" + parts[-1].split("/")[1] if "/" in parts[-1] else ""
+    parts[-1] = parts[-1].split("/")[0]
+    out_fmt, out_names, left = [], [], list(names)
+    for part in parts:
+        m = re.fullmatch(r"(\d*)([fiux])(\d?)", part)
+        if m is None:
+            raise ValueError(f"cannot read attribute format {part!r} of {fmt!r}")
+        if m.group(2) == "x":  # padding already
+            out_fmt.append(part)
+            continue
+        if not left:
+            raise ValueError(f"format {fmt!r} has more attributes than the {len(names)} names given")
+        name = left.pop(0)
+        if name in prog:
+            out_fmt.append(part)
+            out_names.append(name)
+        else:
+            out_fmt.append(f"{int(m.group(1) or 1) * int(m.group(3) or 4)}x")
+    if left:
+        raise ValueError(f"format {fmt!r} has fewer attributes than the {len(names)} names given")
+    return (" ".join(out_fmt) + per, *out_names) if out_names else ()
+
+
 class VaoCache:
     """Vertex arrays of one set of buffers, one per program variant (a moderngl vertex array is
     bound to the program it was made for): ``vao(program)`` makes it on first use."""

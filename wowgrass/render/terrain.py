@@ -48,7 +48,7 @@ from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 from .glstate import bind_storage, set_uniform, use_texture
 from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from .meshes import edge_indices
-from .programs import VaoCache, load_program
+from .programs import VaoCache, load_program, read_by
 from .readback import Readback
 from .sources import DrawCounts, Source
 
@@ -342,8 +342,8 @@ class TerrainArena:
         self.line_vao = VaoCache(lambda prog: self._make_vao(prog, self.lbo))  # lines views
 
     def _make_vao(self, prog, index_buffer):
-        return self.ctx.vertex_array(prog, [(self.vbo, VERTEX_FORMAT, *VERTEX_ATTRS)], index_buffer=index_buffer,
-                                     index_element_size=4, skip_errors=True)
+        return self.ctx.vertex_array(prog, [(self.vbo, *read_by(prog, VERTEX_FORMAT, *VERTEX_ATTRS))],
+                                     index_buffer=index_buffer, index_element_size=4)
 
     @property
     def slots(self) -> int:
