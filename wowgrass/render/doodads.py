@@ -1,4 +1,5 @@
-"""The ADT's own doodads (MDDF): static M2 meshes drawn instanced per (tile, model).
+"""The ADT's own doodads (MDDF): static M2 meshes, one instanced draw per model over every
+resident tile's instances of it (the draws a frame makes do not grow with the resident tiles).
 
 MDDF positions are not in world space: world ``X = ZEROPOINT - p[2]``, ``Y = ZEROPOINT - p[0]``,
 ``Z = p[1]`` (formats.md section 0); rotations are degrees about the file's (x, y, z) axes, where
@@ -42,56 +43,103 @@ def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(m.transpose(0, 2, 1)).reshape(-1, 16)  # column-major
 
 
-class DoodadBatch:
-    def __init__(self, ctx, mesh: GpuMesh, matrices: np.ndarray, tile=None):
-        self.mesh, self.tile = mesh, tile
-        self.count = len(matrices)
-        self.buffer = ctx.buffer(np.ascontiguousarray(matrices, np.float32).tobytes())
+class ModelDoodads:
+    """Every resident instance of one model: the tiles' matrices, and one buffer holding them all,
+    rebuilt when a tile brings or takes some (a tile's doodads are kilobytes; the buffer grows by
+    doubling and is written in place)."""
+
+    def __init__(self, ctx, mesh: GpuMesh):
+        self.ctx, self.mesh = ctx, mesh
+        self.parts: dict = {}  # tile -> (n, 16) float32 matrices
+        self.count = 0  # instances in the buffer
+        self.buffer = None
         # the shadow pass's variant reads no normals: read_by pads what a variant does not read
         self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
             prog, [(mesh.vbo, *read_by(prog, MESH_FORMAT, *MESH_ATTRS)), (self.buffer, "16f/i", "i_model")],
             index_buffer=ibo, index_element_size=4)) for ibo in (mesh.ibo, mesh.lbo))
 
+    def rebuild(self):
+        data = np.concatenate(list(self.parts.values())) if self.parts else np.zeros((0, 16), np.float32)
+        self.count = len(data)
+        if not self.count:
+            return
+        if self.buffer is None or self.buffer.size < data.nbytes:
+            if self.buffer is not None:
+                self.buffer.release()
+            self.vao.release()  # vertex arrays of the old buffer
+            self.line_vao.release()
+            self.buffer = self.ctx.buffer(reserve=1 << (data.nbytes - 1).bit_length())
+        self.buffer.write(data.tobytes())
+
     def release(self):
         self.vao.release()
         self.line_vao.release()
-        self.buffer.release()
+        if self.buffer is not None:
+            self.buffer.release()
+            self.buffer = None
 
 
 class DoodadSet(Source):
-    """All resident doodad batches (a source: one instanced draw per (tile, model), no culling)."""
+    """All resident doodads (a source: one instanced draw per model, no culling)."""
 
     name = "doodads"
 
     def __init__(self, ctx, programs):
         self.ctx, self.programs = ctx, programs
-        self.batches: list[DoodadBatch] = []
+        self.models: dict[int, ModelDoodads] = {}  # id(mesh) -> its instances (the entry keeps the mesh)
+        self._dirty: set[int] = set()
+        self._drawn: list[ModelDoodads] = []
 
     def add(self, mesh: GpuMesh, matrices: np.ndarray, tile=None):
-        if len(matrices):
-            self.batches.append(DoodadBatch(self.ctx, mesh, matrices, tile))
+        if not len(matrices):
+            return
+        m = self.models.get(id(mesh))
+        if m is None:
+            m = self.models[id(mesh)] = ModelDoodads(self.ctx, mesh)
+        mats = np.ascontiguousarray(matrices, np.float32).reshape(-1, 16)
+        old = m.parts.get(tile)
+        m.parts[tile] = mats if old is None else np.concatenate([old, mats])
+        self._dirty.add(id(mesh))
 
     def remove_tile(self, tile):
-        for b in [b for b in self.batches if b.tile == tile]:
-            b.release()
-        self.batches = [b for b in self.batches if b.tile != tile]
+        for key, m in self.models.items():
+            if m.parts.pop(tile, None) is not None:
+                self._dirty.add(key)
+
+    def _rebuild(self):
+        for key in self._dirty:
+            m = self.models[key]
+            if m.parts:
+                m.rebuild()
+            else:  # no tile has it any more
+                m.release()
+                del self.models[key]
+        self._dirty.clear()
+        self._drawn = [m for m in self.models.values() if m.count]
+
+    def prepare(self, frame):
+        if self._dirty:
+            self._rebuild()
 
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 
+        if self._dirty:  # drawn without prepare (tests, tools)
+            self._rebuild()
         prog = pass_.program(self.programs, "doodad", view)
         lines = view.fill == "lines"
         out = DrawCounts()
-        for b in self.batches:
-            use_texture(self.ctx, b.mesh.texture, 0)
+        for m in self._drawn:
+            use_texture(self.ctx, m.mesh.texture, 0)
             if lines:  # the edge list: a line-list pipeline, not triangles in polygon line mode
-                b.line_vao(prog).render(moderngl.LINES, instances=b.count)
+                m.line_vao(prog).render(moderngl.LINES, instances=m.count)
             else:
-                b.vao(prog).render(instances=b.count)
-            out += DrawCounts(1, b.count, b.count * b.mesh.triangles)
+                m.vao(prog).render(instances=m.count)
+            out += DrawCounts(1, m.count, m.count * m.mesh.triangles)
         return out
 
     def release(self):
-        for b in self.batches:
-            b.release()
-        self.batches = []
+        for m in self.models.values():
+            m.release()
+        self.models, self._drawn = {}, []
+        self._dirty.clear()
