@@ -47,6 +47,14 @@ def test_draws_per_model_not_per_tile_and_follow_residency(ctx):
     counts, img_all = frame_of(ctx, ds, target)
     assert counts.draw_calls == 2  # one per model, six tiles resident
     assert counts.instances == sum(len(m) for m in per_tile.values())
+    extra = translations(rng.uniform(-12, 12, (4, 2)))  # a tile arriving: appended to the buffer
+    ds.add(meshes[0], extra, tile=(9, 0))
+    counts, _ = frame_of(ctx, ds, target)
+    m0 = ds.models[id(meshes[0])]
+    got = np.frombuffer(read_buffer(ctx, m0.buffer, m0.count * 64), np.float32).reshape(-1, 16)
+    want = np.concatenate([per_tile[(t, 0)] for t in range(6)] + [extra])
+    assert sorted(map(bytes, got)) == sorted(map(bytes, want)) and counts.draw_calls == 2
+    ds.remove_tile((9, 0))
     for t in (0, 3, 5):
         ds.remove_tile((t, 0))
     counts, _ = frame_of(ctx, ds, target)

@@ -44,32 +44,39 @@ def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
 
 
 class ModelDoodads:
-    """Every resident instance of one model: the tiles' matrices, and one buffer holding them all,
-    rebuilt when a tile brings or takes some (a tile's doodads are kilobytes; the buffer grows by
-    doubling and is written in place)."""
+    """Every resident instance of one model: the tiles' matrices, and one buffer holding them all.
+    A tile's arrival appends its instances; a departure rewrites the buffer from the remaining
+    tiles (a tile's doodads are kilobytes); the buffer grows by doubling."""
 
     def __init__(self, ctx, mesh: GpuMesh):
         self.ctx, self.mesh = ctx, mesh
         self.parts: dict = {}  # tile -> (n, 16) float32 matrices
         self.count = 0  # instances in the buffer
         self.buffer = None
+        self.added: list = []  # matrices added since the last update, not in the buffer yet
+        self.removed = False  # a tile left since the last update: the buffer is rewritten
         # the shadow pass's variant reads no normals: read_by pads what a variant does not read
         self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
             prog, [(mesh.vbo, *read_by(prog, MESH_FORMAT, *MESH_ATTRS)), (self.buffer, "16f/i", "i_model")],
             index_buffer=ibo, index_element_size=4)) for ibo in (mesh.ibo, mesh.lbo))
 
-    def rebuild(self):
-        data = np.concatenate(list(self.parts.values())) if self.parts else np.zeros((0, 16), np.float32)
-        self.count = len(data)
-        if not self.count:
-            return
-        if self.buffer is None or self.buffer.size < data.nbytes:
-            if self.buffer is not None:
-                self.buffer.release()
-            self.vao.release()  # vertex arrays of the old buffer
-            self.line_vao.release()
-            self.buffer = self.ctx.buffer(reserve=1 << (data.nbytes - 1).bit_length())
-        self.buffer.write(data.tobytes())
+    def update(self):
+        """Bring the buffer up to ``parts``: append what was added, or rewrite it after a removal."""
+        new = np.concatenate(self.added) if self.added else np.zeros((0, 16), np.float32)
+        whole = self.removed or self.buffer is None or self.buffer.size < (self.count + len(new)) * 64
+        data = np.concatenate(list(self.parts.values())) if whole else new
+        self.added, self.removed = [], False
+        if whole:
+            self.count = 0
+            if self.buffer is None or self.buffer.size < data.nbytes:
+                if self.buffer is not None:
+                    self.buffer.release()
+                self.vao.release()  # vertex arrays of the old buffer
+                self.line_vao.release()
+                self.buffer = self.ctx.buffer(reserve=1 << max(data.nbytes - 1, 63).bit_length())
+        if len(data):
+            self.buffer.write(data.tobytes(), offset=self.count * 64)
+            self.count += len(data)
 
     def release(self):
         self.vao.release()
@@ -99,18 +106,20 @@ class DoodadSet(Source):
         mats = np.ascontiguousarray(matrices, np.float32).reshape(-1, 16)
         old = m.parts.get(tile)
         m.parts[tile] = mats if old is None else np.concatenate([old, mats])
+        m.added.append(mats)
         self._dirty.add(id(mesh))
 
     def remove_tile(self, tile):
         for key, m in self.models.items():
             if m.parts.pop(tile, None) is not None:
+                m.removed = True
                 self._dirty.add(key)
 
     def _rebuild(self):
         for key in self._dirty:
             m = self.models[key]
             if m.parts:
-                m.rebuild()
+                m.update()
             else:  # no tile has it any more
                 m.release()
                 del self.models[key]
