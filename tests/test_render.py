@@ -396,6 +396,41 @@ def test_streaming_loads_near_tiles_and_unloads_far_ones(ctx):
     tg.release()
 
 
+def test_residency_pass_runs_when_the_camera_moves_not_every_frame(ctx):
+    """The pass over the map's tiles (what to request, drop, unload) runs again only once the
+    camera reaches another 4-unit cell or tiles came or went; unblocked frames still stream."""
+    from wowgrass.render.programs import make_programs
+    from wowgrass.render.scene import Scene, tile_distance, tile_distances
+
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 64, (50, 2))
+    pts = rng.uniform(-17000, 17000, (50, 2))
+    for (c, r), (x, y) in zip(keys, pts):  # the per-tile form agrees with the vectorised one
+        assert tile_distance(int(c), int(r), x, y) == pytest.approx(float(tile_distances((c, r), x, y)[0]))
+
+    tiles = [(30, 32), (31, 32), (32, 32), (33, 32), (34, 32)]
+    sc = Scene(ctx, make_programs(ctx), SyntheticSource(tiles=tiles, density=0.002), reach=300.0,
+               hysteresis=200.0, threaded=False)
+    passes = []
+    real = sc._residency
+    sc._residency = lambda x, y: passes.append((x, y)) or real(x, y)
+    x, y = X0 - TILE_SIZE / 2, tile_origin(30, 32)[1] - TILE_SIZE / 2
+    for _ in range(40):  # unblocked frames: tiles arrive over several, the pass reruns as they do
+        sc.update((x, y, 0.0))
+    assert set(sc.tiles) == {(30, 32), (31, 32)}
+    n = len(passes)
+    for _ in range(10):
+        sc.update((x + 1.0, y - 1.0, 0.0))  # the same 4-unit cell: no pass
+    assert len(passes) == n
+    sc.update((x + 8.0, y, 0.0))  # another cell
+    assert len(passes) == n + 1
+    y_far = tile_origin(34, 32)[1] - TILE_SIZE / 2
+    for _ in range(40):
+        sc.update((x, y_far, 0.0))
+    assert set(sc.tiles) == {(33, 32), (34, 32)}
+    sc.release()
+
+
 def test_grass_mesh_stream_packs_position_bits_and_half_uv():
     # one 16-byte attribute per vertex: xyz float32 bits, then u and v as float16 (u low)
     from wowgrass.render.meshes import crossed_quads

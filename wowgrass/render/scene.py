@@ -65,8 +65,12 @@ def tile_distances(keys: np.ndarray, x: float, y: float) -> np.ndarray:
 
 
 def tile_distance(col: int, row: int, x: float, y: float) -> float:
-    """Distance in XY from a point to a tile's square."""
-    return float(tile_distances((col, row), x, y)[0])
+    """Distance in XY from a point to a tile's square (:func:`tile_distances` for one tile, in
+    plain Python: it runs per resident tile)."""
+    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    dx = max(x_hi - TILE_SIZE - x, x - x_hi, 0.0)
+    dy = max(y_hi - TILE_SIZE - y, y - y_hi, 0.0)
+    return math.hypot(dx, dy)
 
 
 def tiles_centre(tiles) -> tuple[float, float]:
@@ -119,7 +123,7 @@ class Scene:
                  terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact"):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
-        self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them per frame
+        self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them
         # grass models the data lacks drawn as a stand-in clump (still reported as missing)
         self.placeholders = placeholders
         self._placeholder: GpuMesh | None = None
@@ -152,6 +156,8 @@ class Scene:
         self.missing_textures: set[str] = set()
         self.errors: dict[tuple[int, int], str] = {}
         self._pending: dict[tuple[int, int], bool] = {}  # requested tiles -> complete (not terrain alone)
+        self._residency_key = None  # what the last residency pass saw (camera cell, reach, counts)
+        self._wanted_count = 0
         # a tile's GL uploads, (bytes, step) run in order under upload_budget bytes a frame
         self.upload_budget = int(upload_budget)
         self._steps: deque = deque()
@@ -365,11 +371,9 @@ class Scene:
         near = np.flatnonzero(d <= (self.reach if reach is None else reach))
         return [self.source.tiles[i] for i in near[np.argsort(d[near], kind="stable")]]
 
-    def update(self, camera_pos, *, block: bool = False, block_far: bool = False) -> int:
-        """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done.
-        ``block``: wait for the complete tiles in reach; ``block_far``: for the far ones too."""
-        x, y = float(camera_pos[0]), float(camera_pos[1])
+    def _residency(self, x: float, y: float):
         want = self.wanted(x, y)
+        self._wanted_count = len(want)
         near = set(want)
         far = self.wanted(x, y, self.terrain_reach) if self.terrain_reach > self.reach else want
         for key in far:
@@ -387,6 +391,19 @@ class Scene:
                 self._unload(key)
             elif self.tiles[key].full and d > self.reach + self.hysteresis:
                 self._drop_models(key)
+
+    def update(self, camera_pos, *, block: bool = False, block_far: bool = False) -> int:
+        """Request, upload and release tiles for a camera at ``camera_pos``; returns uploads done.
+        ``block``: wait for the complete tiles in reach; ``block_far``: for the far ones too."""
+        x, y = float(camera_pos[0]), float(camera_pos[1])
+        # which tiles to request, drop or unload: only again once the camera has moved to another
+        # 4-unit cell, the reach changed or tiles came, went or failed (not every frame: it is a
+        # pass over the map's tiles and the resident ones)
+        key = (math.floor(x / 4.0), math.floor(y / 4.0), self.reach, self.terrain_reach, self.hysteresis,
+               len(self.tiles), len(self._pending), len(self.errors))
+        if block or key != self._residency_key:
+            self._residency(x, y)
+            self._residency_key = (*key[:5], len(self.tiles), len(self._pending), len(self.errors))
         uploads = 0
         spent = steps = 0  # bytes and steps this frame
         # blocking waits for the complete tiles; far tiles (terrain alone) keep streaming in
@@ -402,7 +419,7 @@ class Scene:
                 if err is not None:
                     self._pending.pop(key, None)
                     self.errors[key] = f"{type(err).__name__}: {err}"
-                    if block and isinstance(err, Exception) and len(want) == 1:
+                    if block and isinstance(err, Exception) and self._wanted_count == 1:
                         raise err
                     if isinstance(err, WowgrassError):
                         log.warning("tile %d_%d not loaded: %s", key[0], key[1], err)
