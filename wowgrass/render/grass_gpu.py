@@ -24,6 +24,7 @@ lands on data a frame in flight may still read and nothing waits on the GPU.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -468,7 +469,8 @@ class GpuGrass(BatchedGrass, Source):
         """The culled draws of a view: per model with ready instances, its z range, texture, vertex
         array and first command in a view's commands; kept until residency or the layout changes."""
         vaos, mode = (self._line_vaos, LINES) if lines else (self._vaos, TRIANGLES)
-        draws = [((mesh.z_min, mesh.z_max), mesh.texture, vaos[m](prog), 2 * m)
+        # the z range as the uniform's raw bytes: set_uniform writes them without packing
+        draws = [(struct.pack("<2f", mesh.z_min, mesh.z_max), mesh.texture, vaos[m](prog), 2 * m)
                  for m, mesh in enumerate(self.models) if self._resident[m] > 0]
         return draws, mode, DrawCounts(draw_calls=len(draws))
 
