@@ -108,6 +108,38 @@ def test_each_view_gets_its_own_commands_and_blades(sample_grid, ctx):
     uniforms.release()
 
 
+def test_frames_in_turn_count_afresh_with_one_dispatch_for_every_view(sample_grid, ctx):
+    """Frames use the two command sets in turn (each dispatch zeroes the other): frame after frame
+    of the same two views, the counts are the same, never an earlier frame's added on; and the
+    frame is one dispatch whatever the number of views."""
+    import moderngl
+
+    from wowgrass.render.frame import Frame, FrameUniforms
+    from wowgrass.render.views import View
+
+    grid, keys = sample_grid
+    x0, y0 = tile_origin(*keys[-1])
+    a, b = looking(x0 + 20.0, y0 - 10.0, 40.0, 10.0), looking(x0 - 90.0, y0 + 60.0, 50.0, 250.0)
+    views = [View(a, (0, 0, *SIZE)), View(b, (0, 0, *SIZE), "lines")]
+    uniforms = FrameUniforms(ctx)
+    runs = []
+    real = moderngl.ComputeShader.run
+    moderngl.ComputeShader.run = lambda self, *args: runs.append(args) or real(self, *args)
+    try:
+        seen = []
+        for t in range(5):
+            frame = Frame(time=0.1 * t, views=views, wind=grid.settings)
+            frame.uniforms = uniforms
+            uniforms.write(frame)
+            grid.prepare(frame)
+            seen.append([grid.read_counts(v) for v in views])
+    finally:
+        moderngl.ComputeShader.run = real
+    assert all(s == seen[0] for s in seen) and sum(seen[0][0].values()) > 0
+    assert len(runs) == 5 and all(r[2] == 2 for r in runs)  # one dispatch a frame, z = the two views
+    uniforms.release()
+
+
 def test_view_split_screen_with_shadows_looks_the_same_compact_and_full(tmp_path, monkeypatch, ctx):
     """`view --grass grid` with the sun's shadow pass and a split screen (a filled and a lines view):
     the compact and the full draw give the same frame."""

@@ -6,17 +6,18 @@ bundle and cached beside it) goes into one layer of two texture arrays; a 64 x 6
 a world tile to its layer, and a model table texture holds each model's z range and bounding
 sphere. Two ways to draw (``draw_mode``, docs/grid.md):
 
-* ``"compact"`` (the default on GL 4.3): per view, one compute dispatch over the grid's slots x
-  blades (``grass_grid_cull.glsl``) makes the slot decisions, tests the blade's bounding sphere
-  against the view's frustum and appends the survivors to the model's region of a compacted
-  buffer, writing the instance counts of the view's indirect commands; then one
-  ``render_indirect`` per model and view. The vertex stage runs only for drawn blades.
+* ``"compact"`` (the default on GL 4.3): one compute dispatch over the grid's slots x blades x
+  views (``grass_grid_cull.glsl``) makes the slot decisions, tests the blade's bounding sphere
+  against each view's frustum and appends the survivors to the model's region of a compacted
+  buffer, writing the instance counts of the view's indirect commands (two sets used in turn,
+  each dispatch zeroing the other: no reset pass); then one ``render_indirect`` per model and
+  view. The vertex stage runs only for drawn blades.
 * ``"full"`` (the reference's literal path; the fallback without compute): one draw of
   ``GRID_SIDE**2 * layers`` instances per model with no instance buffer, slots without a blade of
   that model dropped in the vertex stage.
 
-Both share the slot decisions through ``grid_slot.glsl``. A frame's CPU work is a few binds, a
-dispatch per view and one draw per model, from plans kept until the tiles under the grid, the
+Both share the slot decisions through ``grid_slot.glsl``. A frame's CPU work is one dispatch,
+one barrier and one draw per model and view, from plans kept until the tiles under the grid, the
 views or the residency change: it does not grow with the resident set, and the CPU reads nothing
 back. The GPU work is fixed by the grid and the layer counts, not by residency either.
 """
@@ -57,15 +58,22 @@ GRID_DEFINES = {
 GRID_DRAW_MODES = ("compact", "full")
 STATS_SIZE = 5  # uints per view: blades in reach, kept per ring (grass_grid_cull.glsl)
 MODEL_ROW = 256  # models per row of the model table texture (grid_slot.glsl's gridModelInfo)
-# glMemoryBarrier bits: the reset's writes before the appends (SSBO); the appends before the draws
-# read them as indirect commands and instance attributes (as in grass_gpu.py)
-SSBO_BARRIER = 0x2000
+# glMemoryBarrier bits: the appends before the draws read them as indirect commands and instance
+# attributes, and before the next frame's dispatch (as in grass_gpu.py)
 DRAW_BARRIER = 0x2000 | 0x40 | 0x1
+FRAME_BINDING = 4  # storage binding of the frame block's buffer in the compaction (frame.glsl)
 A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 _FILL_VIEWS = {False: None, True: SimpleNamespace(fill="lines")}  # what pass_.program reads of a view
 _PLANS_KEPT = 16
 CAPTURE_VARYINGS = ("t_root", "t_cell", "t_vertex")
 _REACH = (GRID_HALF + 1) * SLOT_SPACING  # the grid's half extent around the camera
+
+
+def grid_cull_defines(ctx) -> dict:
+    """The compaction's defines that depend on the context: where it reads the frame block."""
+    from .frame import frame_stride
+
+    return {"FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(ctx) // 16, "STATS_SIZE": STATS_SIZE}
 
 
 def tile_range(x: float, y: float) -> tuple[int, int, int, int]:
@@ -119,8 +127,9 @@ class GridGrass(Source):
         self._submitted: dict = {}  # full mode: view slot -> the last frame's DrawCounts (read_stats)
         self._cmd_per_view = self._visible_per_view = self._n_views = 0
         if self.draw_mode == "compact":
-            self._cull = programs.variant("grass_grid_cull")
-            self._reset = programs.variant("grass_grid_cull", {"RESET": True})
+            # one program per command set (which set a frame uses costs no uniform write)
+            self._culls = tuple(programs.variant("grass_grid_cull", {"CULL_SET": k}) for k in (0, 1))
+            self._set = 1  # the set the last dispatch used (the first frame uses set 0)
 
     # -- residency --
     def _grow(self, capacity: int):
@@ -292,9 +301,9 @@ class GridGrass(Source):
         for b in (self.regions, self.commands, self.stats):
             if b is not None:
                 b.release()
-        self.stats = self.ctx.buffer(bytes(n_views * STATS_SIZE * 4))
+        self.stats = self.ctx.buffer(bytes(2 * n_views * STATS_SIZE * 4))  # set 0, set 1
         self.regions = self.ctx.buffer(regions.tobytes())
-        self.commands = self.ctx.buffer(cmds.tobytes() or bytes(CMD_DTYPE.itemsize))
+        self.commands = self.ctx.buffer(cmds.tobytes() * 2 or bytes(CMD_DTYPE.itemsize))  # set 0, set 1
         need_bytes = max(per_view * n_views * 8, 8)
         if self.visible is None or self.visible.size < need_bytes:
             if self.visible is not None:
@@ -356,24 +365,18 @@ class GridGrass(Source):
             self._relayout(key)
         if not self._cmd_per_view:
             return
-        set_ = set_uniform
-        bind_storage(self.ctx, (self.regions, self.commands, self.visible, self.stats))
+        bind_storage(self.ctx, (self.regions, self.commands, self.visible, self.stats, frame.uniforms.buffer))
         self._bind()
-        reset, stats = self._reset, self.collect_stats
-        n_cmds = self._cmd_per_view * self._n_views
-        set_(reset, "uCommandCount", n_cmds)
-        set_(reset, "uStatsCount", STATS_SIZE * self._n_views)
-        set_(reset, "uCollectStats", stats)
-        set_(self._cull, "uCollectStats", stats)
-        reset.run(-(-max(n_cmds, STATS_SIZE * self._n_views) // 64))
-        self.ctx.memory_barrier(SSBO_BARRIER)
-        cs, groups, blades = self._cull, -(-SLOTS // 64), self._layout["blades"]
-        for view in views:
-            frame.uniforms.bind(view)
-            set_(cs, "uCommandBase", view.slot * self._cmd_per_view)
-            set_(cs, "uVisibleBase", view.slot * self._visible_per_view)
-            set_(cs, "uStatsBase", view.slot * STATS_SIZE)
-            cs.run(groups, blades)
+        n_views = len(views)
+        for cs in self._culls:  # recorded on the programs: a frame like the last writes none
+            for name, value in (("uCommandCount", self._cmd_per_view * self._n_views),
+                                ("uStatsCount", STATS_SIZE * self._n_views), ("uCommandsPerView", self._cmd_per_view),
+                                ("uVisiblePerView", self._visible_per_view), ("uCollectStats", self.collect_stats)):
+                set_uniform(cs, name, value)
+        self._set ^= 1
+        # every view in one dispatch (z: the view's slot); at least one row of blades: work group
+        # 0 zeroes the other command set
+        self._culls[self._set].run(-(-SLOTS // 64), max(1, self._layout["blades"]), n_views)
         self.ctx.memory_barrier(DRAW_BARRIER)
 
     def draw(self, pass_, view) -> DrawCounts:
@@ -395,7 +398,7 @@ class GridGrass(Source):
         if a2c:
             self.ctx.enable_direct(A2C)
         if self.draw_mode == "compact":
-            cmds, first = self.commands, view.slot * self._cmd_per_view
+            cmds, first = self.commands, self._first_command(view)
             for texture, vao, k in draws:
                 use_texture(self.ctx, texture, 0)
                 vao.render_indirect(cmds, mode=mode, count=1, first=first + k)
@@ -409,13 +412,17 @@ class GridGrass(Source):
             self.ctx.disable_direct(A2C)
         return counts
 
+    def _first_command(self, view) -> int:
+        """``view``'s first command in the command set the last dispatch wrote."""
+        return self._set * self._cmd_per_view * self._n_views + view.slot * self._cmd_per_view
+
     # -- read-back (tests, tools, statistics) --
     def read_counts(self, view) -> dict:
         """Compact mode: {model path: blades} the last frame's compaction kept for ``view`` (waits for the GPU)."""
         if self.draw_mode != "compact" or not self._cmd_per_view:
             return {}
         cmds = np.frombuffer(self._readback.read(self.commands, self._cmd_per_view * CMD_DTYPE.itemsize,
-                                         view.slot * self._cmd_per_view * CMD_DTYPE.itemsize), CMD_DTYPE)
+                                                 self._first_command(view) * CMD_DTYPE.itemsize), CMD_DTYPE)
         return {self.models[m]: int(n) for m, n in zip(self._layout["models"], cmds["instances"])}
 
     def read_stats(self, view) -> dict:
@@ -430,7 +437,8 @@ class GridGrass(Source):
         if not self._cmd_per_view or view.slot >= self._n_views:
             return {"gpu_tested": 0, "gpu_groups_visible": 0, "kept_per_ring": [0] * 4, "drawn": 0,
                     "overflow": 0, "drawn_triangles": 0}
-        s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, view.slot * STATS_SIZE * 4), np.uint32)
+        at = (self._set * self._n_views + view.slot) * STATS_SIZE * 4
+        s = np.frombuffer(self._readback.read(self.stats, STATS_SIZE * 4, at), np.uint32)
         counts = self.read_counts(view)
         return {"gpu_tested": int(s[0]), "gpu_groups_visible": 0, "kept_per_ring": s[1:5].tolist(),
                 "drawn": sum(counts.values()), "overflow": 0,
@@ -476,7 +484,8 @@ class GridGrass(Source):
             self.prepare(frame)
             k = self._layout["models"].index(idx) if idx in self._layout["models"] else None
             cmd = None if k is None else np.frombuffer(
-                self._readback.read(self.commands, CMD_DTYPE.itemsize, k * CMD_DTYPE.itemsize), CMD_DTYPE)[0]
+                self._readback.read(self.commands, CMD_DTYPE.itemsize, (self._first_command(view) + k) * CMD_DTYPE.itemsize),
+                CMD_DTYPE)[0]
             n = 0 if cmd is None else int(cmd["instances"])
             if n:
                 entries = self.ctx.buffer(reserve=n * 8)

@@ -226,9 +226,9 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
     defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}
     if grass_path == "grid":
-        from .grid import GRID_DEFINES
+        from .grid import GRID_DEFINES, grid_cull_defines
 
         defines["grass_grid"] = {"GRASS_A2C": alpha_to_coverage, **GRID_DEFINES, **windd}
         defines["grass_grid_compact"] = {**defines["grass_grid"], "GRID_COMPACT": True}
-        defines["grass_grid_cull"] = GRID_DEFINES
+        defines["grass_grid_cull"] = {**GRID_DEFINES, **grid_cull_defines(ctx)}
     return ProgramSet(ctx, defines, cache)

@@ -3,7 +3,8 @@
 #if defined FRAME_SLOTS
 // A compute pass serving every view in one dispatch reads the same buffer as storage: slot v is
 // FRAME_STRIDE vec4s from v * FRAME_STRIDE (the block's std140 offsets below, in vec4s), and
-// loadFrameSlot(v) fills the members those passes use, under the block's names.
+// loadFrameSlot(v) fills the members culling uses, under the block's names: the camera, near/far,
+// uGrassFrame's column 0 only (camera xy, fade start, draw distance), the frustum and the rings.
 layout(std430, binding = FRAME_SLOTS) readonly buffer FrameSlots { vec4 frameSlots[]; };
 vec3 uCameraPos;
 vec2 uNearFar;
@@ -16,7 +17,7 @@ void loadFrameSlot(uint view) {
     uint b = view * uint(FRAME_STRIDE);
     uCameraPos = frameSlots[b + 4u].xyz;
     uNearFar = frameSlots[b + 9u].zw;
-    uGrassFrame = mat4(frameSlots[b + 10u], frameSlots[b + 11u], frameSlots[b + 12u], frameSlots[b + 13u]);
+    uGrassFrame = mat4(frameSlots[b + 10u], vec4(0.0), vec4(0.0), vec4(0.0));
     for (uint i = 0u; i < 6u; ++i) uFrustum[i] = frameSlots[b + 14u + i];
     uRings = frameSlots[b + 20u];
     uRingKeep = frameSlots[b + 21u];

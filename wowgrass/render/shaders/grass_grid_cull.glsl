@@ -1,14 +1,16 @@
 #version 430 core
 // The camera-grid path's compaction pass (wowgrass/render/grid.py, docs/grid.md): one invocation
-// per grid slot and blade of the slot (x: slot, y: blade index g), per view. It makes the slot
+// per grid slot and blade of the slot (x: slot, y: blade index g), z the view (its frame block
+// read as storage, FRAME_SLOTS: one dispatch serves every view). It makes the slot
 // decisions the reference's vertex stage makes (grid_slot.glsl: tile resident, the control texel
 // has a blade g, which model and layer it is, draw distance, LOD rings), adds a frustum test of the
 // model's bounding sphere at the blade's root, and appends the surviving (slot, blade, model) to
 // the model's region of the view's compacted buffer; the instance count of the model's
 // DrawElementsIndirect command grows by one atomic per work group and model. The vertex stage
 // then runs only for blades that are drawn. With uCollectStats it counts the blades in reach and
-// those kept per LOD ring for --stats. With RESET defined, the program zeroes the instance
-// counts before.
+// those kept per LOD ring for --stats. Commands and statistics come in two sets used in turn
+// (CULL_SET, one program per set): work group 0 zeroes the other set for the next frame, so no
+// reset pass is needed (as grass_cull.glsl does).
 
 #include "frame.glsl"
 #include "rings.glsl"
@@ -17,25 +19,23 @@
 layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Regions { uvec4 regions[]; };  // per model: base, capacity, command (~0u: not drawn), 0
-layout(std430, binding = 1) buffer Commands { uint commands[]; };          // 5 uints per command
+layout(std430, binding = 1) buffer Commands { uint commands[]; };          // 5 uints per command, set 0 then set 1
 layout(std430, binding = 2) writeonly buffer Visible { uvec2 visible[]; }; // slot | blade << 16, model
-layout(std430, binding = 3) buffer Stats { uint stats[]; };                // per view: blades in reach, kept per ring (4)
+layout(std430, binding = 3) buffer Stats { uint stats[]; };                // per view: blades in reach, kept per ring (4); per set
 
-uniform uint uCommandBase;   // this view's first command
-uniform uint uVisibleBase;   // this view's first compacted entry
-uniform uint uCommandCount;  // RESET: commands of all views
-uniform uint uStatsBase;     // this view's statistics (5 uints)
-uniform uint uStatsCount;    // RESET: statistics of all views (uints)
+uniform uint uCommandsPerView;
+uniform uint uVisiblePerView;  // compacted entries per view
+uniform uint uCommandCount;  // commands of all views in one set
+uniform uint uStatsCount;    // statistics of all views in one set (uints)
 uniform bool uCollectStats;  // count for --stats (atomics otherwise skipped)
 
-#if defined RESET
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < uCommandCount) commands[i * 5u + 1u] = 0u;
-    if (uCollectStats && i < uStatsCount) stats[i] = 0u;
-}
-#else
 #include "grid_slot.glsl"
+
+#ifndef CULL_SET
+#define CULL_SET 0
+#endif
+const uint OTHER_SET = 1u - uint(CULL_SET);
+uint statsBase;  // this invocation's view's statistics in this set
 
 // Whether invocation (slot, g) is a blade this view draws; its model and that model's region.
 bool gridKept(int slot, uint g, out uint model, out uvec4 region) {
@@ -53,14 +53,14 @@ bool gridKept(int slot, uint g, out uint model, out uvec4 region) {
     if (region.z == 0xFFFFFFFFu) return false;   // a model without a mesh
     vec2 worldXY = gridBladeXY(cell, gridBladeHashPoint(cell, float(g)));
     float d = distance(worldXY, camXY);
-    if (uCollectStats) atomicAdd(stats[uStatsBase], 1u);
+    if (uCollectStats) atomicAdd(stats[statsBase], 1u);
     if (d >= drawDistance || gridRingFade(cell, float(g), d) <= 0.0) return false;
     // the model's bounding sphere at the root, widened by the furthest the wind moves a tip
     vec4 bound = gridModelInfo(model);
     vec3 c = vec3(worldXY, gridTerrainHeight(worldXY, ownerRC) + bound.z);
     float r = bound.w + GRID_WIND_REACH;
     for (int k = 0; k < 6; ++k) if (dot(uFrustum[k].xyz, c) + uFrustum[k].w < -r) return false;
-    if (uCollectStats) atomicAdd(stats[uStatsBase + 1u + uint(grassRing(d))], 1u);
+    if (uCollectStats) atomicAdd(stats[statsBase + 1u + uint(grassRing(d))], 1u);
     return true;
 }
 
@@ -73,6 +73,13 @@ shared uint sBase[64];
 
 void main() {
     uint lid = gl_LocalInvocationIndex;
+    if (gl_WorkGroupID == uvec3(0u)) {  // the other set, for the next frame: counts and statistics
+        for (uint c = lid; c < uCommandCount; c += 64u) commands[(OTHER_SET * uCommandCount + c) * 5u + 1u] = 0u;
+        for (uint k = lid; k < uStatsCount; k += 64u) stats[OTHER_SET * uStatsCount + k] = 0u;
+    }
+    uint view = gl_WorkGroupID.z;
+    loadFrameSlot(view);
+    statsBase = uint(CULL_SET) * uStatsCount + view * uint(STATS_SIZE);
     sModel[lid] = 0xFFFFFFFFu;
     sCount[lid] = 0u;
     barrier();
@@ -92,10 +99,10 @@ void main() {
     }
     barrier();
     if (sCount[lid] > 0u)
-        sBase[lid] = atomicAdd(commands[(uCommandBase + regions[sModel[lid]].z) * 5u + 1u], sCount[lid]);
+        sBase[lid] = atomicAdd(commands[(uint(CULL_SET) * uCommandCount + view * uCommandsPerView
+                                         + regions[sModel[lid]].z) * 5u + 1u], sCount[lid]);
     barrier();
     uint at = sBase[h] + local;
-    if (keep && at < region.y) visible[uVisibleBase + region.x + at] = uvec2(uint(slot) | (g << 16), model);
+    if (keep && at < region.y) visible[view * uVisiblePerView + region.x + at] = uvec2(uint(slot) | (g << 16), model);
 }
-#endif
 #endif
