@@ -256,6 +256,46 @@ def test_compute_pass_picks_the_levels_and_chunks_of_the_cpu_reference(ctx):
     v.scene.release()
 
 
+def test_one_dispatch_gives_every_view_its_own_commands(ctx):
+    """A split screen with shadows (three views: the filled half, the wireframe half, the sun's):
+    one compute dispatch a frame writes each view's section, culled with that view's frustum,
+    levels from the main camera, and the wireframe half's counts doubled (edge lists)."""
+    import moderngl
+
+    v = terrain_viewer(ctx, SyntheticSource(tiles=[(32, 32), (33, 32), (32, 33), (33, 33)], relief=30.0))
+    ts = v.scene.terrain
+    tiles = sorted(ts.tiles.values(), key=lambda t: t.slot)
+    lo = np.concatenate([t.chunk_lo for t in tiles])
+    hi = np.concatenate([t.chunk_hi for t in tiles])
+    counts = np.concatenate([t.lod_count for t in tiles])  # (chunks, levels) triangle indices
+    from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
+
+    x0, y0 = ZEROPOINT - 33 * TILE_SIZE, ZEROPOINT - 33 * TILE_SIZE
+    _aim(v, x0 + 20, y0 - 30, 1.7, 0.3, -5)
+    v.toggles.split, v.toggles.shadows = True, True
+    v.render_frame(0.0)
+    runs = []
+    real = moderngl.ComputeShader.run
+    moderngl.ComputeShader.run = lambda self, *args: runs.append(args) or real(self, *args)
+    try:
+        v.render_frame(0.0)
+    finally:
+        moderngl.ComputeShader.run = real
+    assert [r[2] for r in runs] == [3]  # the terrain's one dispatch (grass and doodads are off): z = 3 views
+    main = v.views[0].camera.position
+    views = [*v.views, v.passes[0]._view]  # the camera views, then the sun's (the shadow pass's own)
+    assert [x.fill for x in views] == ["filled", "lines", "filled"]
+    for view in views:
+        cmds = ts.read_commands(view)
+        vis, level = T.select_lod(lo, hi, view.camera.position, view.planes(), view.camera.far, lod_eye=main)
+        vis &= counts[:, 0] > 0
+        assert np.array_equal(cmds["count"] > 0, vis), view.name
+        k = 2 if view.fill == "lines" else 1
+        assert np.array_equal(cmds["count"][vis], k * counts[vis, level[vis]]), view.name
+        assert vis.sum() > 20, view.name
+    v.scene.release()
+
+
 def _switches(v, p0, p1, n=120):
     """Camera positions (a, b) 0.01 units apart on the line p0 -> p1 between which a visible
     chunk changes level (found with the CPU reference, then bisected)."""

@@ -574,6 +574,9 @@ class TerrainLod:
         return tuple(self.bands) if self.enabled else (1e30,) * 4
 
 
+FRAME_BINDING = 3  # storage binding of the frame block's buffer in terrain_lod.glsl (frame.glsl)
+
+
 class TerrainSet(Source):
     """Resident terrain tiles in a :class:`TerrainArena`. GL 4.3: each frame one compute dispatch
     over every resident chunk (frustum, view distance, LOD level -> one indirect command per chunk
@@ -595,7 +598,8 @@ class TerrainSet(Source):
         self._slots = 0  # slots the last _upload wrote (what the compute pass and the draw cover)
         self._dirty = True
         self._chunks = self._ranges = None
-        self._commands: dict[int, object] = {}  # view slot -> command buffer
+        self._commands = None  # a section of capacity * 256 commands per view
+        self._command_views = 0  # the sections it holds
         self._lod_eye = None
         self._cull = None
         self._readback = Readback(ctx)  # statistics and tests
@@ -627,10 +631,10 @@ class TerrainSet(Source):
             boxes[t.slot, :, :3], boxes[t.slot, :, 4:7] = t.chunk_lo, t.chunk_hi
             ranges[t.slot, :, :LEVELS], ranges[t.slot, :, LEVELS:] = t.lod_first, t.lod_count
         if n > self._capacity:
-            for b in (self._chunks, self._ranges, *self._commands.values()):
+            for b in (self._chunks, self._ranges, self._commands):
                 if b is not None:
                     b.release()
-            self._commands.clear()
+            self._commands, self._command_views = None, 0
             self._capacity = max(n, 2 * self._capacity, 4)
             self._chunks = self.ctx.buffer(reserve=self._capacity * 256 * 32)
             self._ranges = self.ctx.buffer(reserve=self._capacity * 256 * 8 * LEVELS)
@@ -638,15 +642,18 @@ class TerrainSet(Source):
         self._ranges.write(ranges.tobytes())
         self._dirty = False
 
-    def _commands_of(self, view):
-        buf = self._commands.get(view.slot)
-        if buf is None:
-            buf = self._commands[view.slot] = self.ctx.buffer(reserve=self._capacity * 256 * CMD_DTYPE.itemsize)
-        return buf
+    def _commands_for(self, n_views: int):
+        """The command buffer, with a section for each of ``n_views`` views."""
+        if self._commands is None or self._command_views < n_views:
+            if self._commands is not None:
+                self._commands.release()
+            self._command_views = max(n_views, 2)
+            self._commands = self.ctx.buffer(reserve=self._command_views * self._capacity * 256 * CMD_DTYPE.itemsize)
+        return self._commands
 
     def prepare(self, frame):
-        """The compute pass for every view of ``frame``: LOD levels from the first (main) view's
-        camera in every view, so a shadow view draws the same geometry."""
+        """The compute pass for every view of ``frame`` in one dispatch: LOD levels from the first
+        (main) view's camera in every view, so a shadow view draws the same geometry."""
         if not frame.views:
             return
         self._lod_eye = tuple(float(v) for v in frame.views[0].camera.position)
@@ -655,26 +662,27 @@ class TerrainSet(Source):
         if self._dirty:
             self._upload()
         if self._cull is None:
-            self._cull = load_program(self.ctx, "terrain_lod.glsl")
-        cs = self._cull
+            from .frame import frame_stride
+
+            self._cull = load_program(self.ctx, "terrain_lod.glsl",
+                                      {"FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(self.ctx) // 16})
+        cs, views = self._cull, frame.all_views
         set_uniform(cs, "uChunks", self._slots * 256)
+        set_uniform(cs, "uViewChunks", self._capacity * 256)
         set_uniform(cs, "uLodEye", self._lod_eye)
         set_uniform(cs, "uLodBands", self.lod.shader_bands())
         set_uniform(cs, "uLodZScale", LOD_Z_SCALE)
-        for view in frame.all_views:
-            set_uniform(cs, "uEye", tuple(float(v) for v in view.camera.position))
-            set_uniform(cs, "uFar", float(view.camera.far))
-            set_uniform(cs, "uPlanes", np.asarray(view.planes(), np.float32).tobytes())
-            set_uniform(cs, "uLineList", view.fill == "lines")  # this view draws the edge list
-            bind_storage(self.ctx, (self._chunks, self._ranges, self._commands_of(view)))
-            cs.run(group_x=(self._slots * 256 + 63) // 64)
+        set_uniform(cs, "uLineViews", sum(1 << v.slot for v in views if v.fill == "lines"))  # draw edge lists
+        bind_storage(self.ctx, (self._chunks, self._ranges, self._commands_for(len(views)), frame.uniforms.buffer))
+        cs.run((self._slots * 256 + 63) // 64, 1, len(views))
         self.ctx.memory_barrier()
 
     def read_commands(self, view) -> np.ndarray:
         """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
         slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
-        buf = self._commands[view.slot]
-        return np.frombuffer(self._readback.read(buf, self._slots * 256 * CMD_DTYPE.itemsize), CMD_DTYPE)
+        size = CMD_DTYPE.itemsize
+        return np.frombuffer(self._readback.read(self._commands, self._slots * 256 * size,
+                                                 view.slot * self._capacity * 256 * size), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
@@ -706,7 +714,7 @@ class TerrainSet(Source):
         if self.indirect:
             if self._dirty:  # a tile arrived after prepare: drawn from the next frame on
                 return DrawCounts()
-            vao.render_indirect(self._commands[view.slot], mode=mode, count=self._slots * 256)
+            vao.render_indirect(self._commands, mode=mode, count=self._slots * 256, first=view.slot * self._capacity * 256)
             # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
             return DrawCounts(1, 0, 0)
         for t in self.tiles.values():
@@ -716,10 +724,10 @@ class TerrainSet(Source):
     def release(self):
         self.tiles.clear()
         self.arena.release()
-        for b in (self._chunks, self._ranges, *self._commands.values()):
+        for b in (self._chunks, self._ranges, self._commands):
             if b is not None:
                 b.release()
-        self._commands.clear()
+        self._commands, self._command_views = None, 0
         self._chunks = self._ranges = None
         self._capacity = 0
         self._readback.release()
