@@ -407,7 +407,7 @@ class GpuGrass(BatchedGrass, Source):
                                 self.stats, frame.uniforms.buffer))
         culls = self._culls
         key = (self._groups.high, self._layout_serial, self.settings.rings.lite_ring, self.collect_stats, self.bands,
-               getattr(culls[0], "_set_serial", 0), getattr(culls[1], "_set_serial", 0))
+               uniform_serial(culls[0]), uniform_serial(culls[1]))
         if key != self._static_uniforms:  # frame after frame the same (and no one else set them)
             self._set_static_uniforms()
             self._static_uniforms = (*key[:-2], uniform_serial(culls[0]), uniform_serial(culls[1]))
