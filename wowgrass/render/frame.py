@@ -14,6 +14,7 @@ source draws; see :mod:`.sources` (adding a source), :mod:`.passes` (adding a pa
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +33,9 @@ SKY = (0.62, 0.74, 0.86)
 _FLOATS = 108  # 432 bytes
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
 _GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW = 40, 56, 80, 84, 88, 104
-# the scalar fields in the order pack() lists them: one fancy-index write a view, not ten slices
+_F = struct.Struct("<f")
+_SHADOW_PART = struct.Struct("<20f")  # uShadowMatrix, uShadowParams (consecutive)
+# the scalar fields in the order _block lists them: one fancy-index write a view, not ten slices
 _SCALARS = np.r_[_CAMERA:_CAMERA + 4, _SUN:_SUN + 3, _SUN_COLOR:_SUN_COLOR + 3, _AMBIENT:_AMBIENT + 3,
                  _FOG_COLOR:_FOG_COLOR + 3, _FOG:_FOG + 4, _GRASS:_GRASS + 13, _RINGS:_RINGS + 4,
                  _RING_KEEP:_RING_KEEP + 4]
@@ -95,15 +98,20 @@ class FrameUniforms:
         self._turn = 0
         self._slots = 0
         self._last = None
-        self._data = None
 
     def pack(self, frame: Frame, view, out: np.ndarray | None = None) -> np.ndarray:
-        """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout).
+        """The block for ``view`` of ``frame`` as float32 (shaders/frame.glsl's std140 layout)."""
+        b = np.frombuffer(self._block(frame, view), np.float32, count=_FLOATS)
+        if out is None:
+            return b.copy()
+        out[:] = b
+        return out
 
-        A view keeps its last block as a template, valid while its matrix (a new array when the
-        camera moves) and the settings (compared by a key of the objects themselves) stay; a
-        frame like the last one then copies it and writes the time."""
-        b = np.zeros(_FLOATS, np.float32) if out is None else out
+    def _block(self, frame: Frame, view) -> bytearray:
+        """The block for ``view`` of ``frame`` as ``stride`` bytes. A view keeps its last block as
+        a template, valid while its matrix (a new array when the camera moves) and the settings
+        (compared by a key of the objects themselves) stay; a frame like the last one then
+        copies it and writes the time (and the shadow map's matrix, if it has one)."""
         cam, wind = view.camera, frame.wind
         rings = wind.rings
         vp = view.view_proj()
@@ -116,9 +124,8 @@ class FrameUniforms:
             same = tpl is not None and tpl[0] is vp and tpl[1] == key
         except ValueError:  # a numpy array among the settings: compared as changed
             same = False
-        if same:
-            b[:] = tpl[2]
-        else:
+        if not same:
+            b = np.zeros(self.stride // 4, np.float32)
             px, py, pz = cam.position.tolist()
             b[_VIEW_PROJ:_VIEW_PROJ + 16] = vp.T.reshape(-1)
             b[_FRUSTUM:_FRUSTUM + 24] = view.planes().reshape(-1)
@@ -126,27 +133,24 @@ class FrameUniforms:
                            *frame.fog, cam.near, cam.far,
                            *wind.frame_columns((px, py), 0.0),  # sway.glsl's columns 0-2, sway on
                            *rings.radii_padded(), rings.band, *rings.keep_padded(), 1.0 if rings.debug else 0.0)
-            b[_SHADOW_MATRIX:_SHADOW + 4] = 0.0  # no shadow map unless this frame has one (below)
-            view._frame_block = (vp, key, b.copy())
+            tpl = view._frame_block = (vp, key, b.tobytes())  # no shadow map unless a frame has one
+        block = bytearray(tpl[2])
         t = frame.time
-        b[_CAMERA + 3] = t
-        b[_GRASS + 4] = t  # sway.glsl's column 1: time, wind speed, amplitude, root fraction
+        _F.pack_into(block, _CAMERA * 4 + 12, t)
+        _F.pack_into(block, _GRASS * 4 + 16, t)  # sway.glsl's column 1: time, wind speed, amplitude, root fraction
         sm = frame.shadow_map
         if sm is not None:
-            b[_SHADOW_MATRIX:_SHADOW_MATRIX + 16] = sm.matrix.T.reshape(-1)
-            b[_SHADOW:_SHADOW + 4] = sm.params()
-        return b
+            _SHADOW_PART.pack_into(block, _SHADOW_MATRIX * 4, *sm.matrix.T.reshape(-1).tolist(), *sm.params())
+        return block
 
     def write(self, frame: Frame):
         """Give every view of ``frame`` its slot and write its block (skipped when nothing
         changed since the last frame)."""
         views = frame.all_views
-        if self._data is None or len(self._data) != len(views):
-            self._data = np.zeros((len(views), self.stride // 4), np.float32)
         for i, v in enumerate(views):
             v.slot = i
-            self.pack(frame, v, self._data[i, :_FLOATS])
-        raw = self._data.tobytes()
+        raw = self._block(frame, views[0]) if len(views) == 1 else \
+            b"".join([self._block(frame, v) for v in views])
         if raw == self._last:
             return
         if self._slots < len(views):
