@@ -77,6 +77,12 @@ def frame_stride(ctx) -> int:
     return -(-_FLOATS * 4 // align) * align
 
 
+def frame_slot_defines(ctx, binding: int) -> dict:
+    """The ``#define``s of a compute pass that reads every view's frame block from the frame
+    buffer bound as storage at ``binding`` (shaders/frame.glsl's ``FRAME_SLOTS``)."""
+    return {"FRAME_SLOTS": binding, "FRAME_STRIDE": frame_stride(ctx) // 16}
+
+
 class FrameUniforms:
     """The ``Frame`` uniform block of every program: one slot per view in one buffer, written once
     a frame (``write``) and bound per view (``bind``). Binding point 0; programs are linked to it

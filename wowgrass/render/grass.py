@@ -27,7 +27,7 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 
 from .camera import BoxSet
 from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
-from .glstate import set_uniform, use_texture
+from .glstate import ALPHA_TO_COVERAGE, set_uniform, use_texture
 from .meshes import GpuMesh, line_commands
 from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
 from .sources import DrawCounts, Source
@@ -342,7 +342,7 @@ class GrassField(BatchedGrass, Source):
         prog = pass_.program(self.programs, self.program_name, view)
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
-            self.ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
+            self.ctx.enable_direct(ALPHA_TO_COVERAGE)
         mesh = None
         for b, k0, k, n in draws:
             if b.mesh is not mesh:  # one uModelZ and texture per model (batches are grouped by model)
@@ -359,5 +359,5 @@ class GrassField(BatchedGrass, Source):
             out.instances += n
             out.triangles += n * b.mesh.triangles
         if a2c:
-            self.ctx.disable_direct(0x809E)
+            self.ctx.disable_direct(ALPHA_TO_COVERAGE)
         return out

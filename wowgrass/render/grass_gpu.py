@@ -33,10 +33,11 @@ import numpy as np
 from wowgrass.bundle import INSTANCE_DTYPE
 
 from .constants import GrassSettings
-from .glstate import bind_storage, set_uniform, uniform_serial, use_texture
+from .glstate import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
+                      use_texture)
 from .grass import CMD_DTYPE, BatchedGrass, group_by_chunk
 from .meshes import GpuMesh, line_commands
-from .frame import frame_stride
+from .frame import frame_slot_defines
 from .programs import VaoCache
 from .readback import Readback, read_buffer
 from .sources import DrawCounts, Source
@@ -47,19 +48,12 @@ GROUP_DTYPE = np.dtype([("lo", "<f4", 4), ("hi", "<f4", 4), ("info", "<u4", 4)])
 MODEL_DTYPE = np.dtype([("bound", "<f4", 4), ("region", "<u4", 4)])
 REUSE_DELAY = 4  # frames before a released range is handed out again (frames in flight + 1)
 WORKGROUP_ROW = 65535  # work groups per row of the 2D dispatch (the guaranteed minimum in x)
-A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 TRIANGLES, LINES = 0x0004, 0x0001  # GL primitive modes (moderngl's constants are these)
 # distance bands (chunk box to camera, world units) a view can be culled in, nearest first, so that
 # the compacted buffer holds near grass before far grass (GpuGrass.bands; shaders/grass_cull.glsl).
 # Off by default: on the H200 it saved 0.23 ms in the sample zone's grass view but cost 0.37 ms at
 # 45M resident (each band's dispatch visits every group slot); docs/view.md
 NEAR_FIRST_BANDS = ((0.0, 6.0), (6.0, 16.0), (16.0, 36.0), (36.0, 80.0), (80.0, 3.0e38))
-# glMemoryBarrier bits: compute results read by the next compute pass (SSBO); after the last pass
-# also as indirect commands and instance attributes by the draws. Buffer reads of shader results
-# (statistics, tests) go through render.readback, which adds BUFFER_UPDATE: on the H200 that bit in every frame
-# cost the multisampled sample zone about 2 ms of GPU time.
-SSBO_BARRIER = 0x2000
-DRAW_BARRIER = 0x2000 | 0x40 | 0x1  # SSBO | COMMAND | VERTEX_ATTRIB_ARRAY
 
 
 class RangeAllocator:
@@ -162,7 +156,7 @@ class GpuGrass(BatchedGrass, Source):
         self.settings = settings or GrassSettings()
         self.upload_budget = int(upload_budget)
         self.max_visible = int(max_visible)  # compacted capacity per model and LOD mesh (grows to it)
-        defines = {"STATS_SIZE": STATS_SIZE, "FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(ctx) // 16}
+        defines = {"STATS_SIZE": STATS_SIZE, **frame_slot_defines(ctx, FRAME_BINDING)}
         # one program per command set (CULL_SET): which set a frame uses costs no uniform write
         self._culls = tuple(programs.variant("grass_cull", {**defines, "CULL_SET": k}) for k in (0, 1))
         self._set = 1  # the command set the last dispatch used (the first frame uses set 0)
@@ -445,7 +439,7 @@ class GpuGrass(BatchedGrass, Source):
         prog = pass_.program(self.programs, "grass", view)
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
-            self.ctx.enable_direct(A2C)
+            self.ctx.enable_direct(ALPHA_TO_COVERAGE)
         if self.cull:
             lines = view.slot in self._line_views  # line commands over the edge lists
             plan = self._plans.get((prog.glo, lines))
@@ -462,7 +456,7 @@ class GpuGrass(BatchedGrass, Source):
         else:
             out = self._draw_all(prog, view.fill == "lines")
         if a2c:
-            self.ctx.disable_direct(A2C)
+            self.ctx.disable_direct(ALPHA_TO_COVERAGE)
         return out
 
     def _plan(self, prog, lines: bool) -> tuple:

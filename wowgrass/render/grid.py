@@ -33,7 +33,7 @@ from wowgrass.grid import (ANCHOR, ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SID
                            GridTile)
 
 from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
-from .glstate import bind_storage, set_uniform, use_texture
+from .glstate import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
 from .grass import CMD_DTYPE
 from .meshes import GpuMesh
 from .programs import MODEL_UNIT, VaoCache
@@ -58,11 +58,7 @@ GRID_DEFINES = {
 GRID_DRAW_MODES = ("compact", "full")
 STATS_SIZE = 5  # uints per view: blades in reach, kept per ring (grass_grid_cull.glsl)
 MODEL_ROW = 256  # models per row of the model table texture (grid_slot.glsl's gridModelInfo)
-# glMemoryBarrier bits: the appends before the draws read them as indirect commands and instance
-# attributes, and before the next frame's dispatch (as in grass_gpu.py)
-DRAW_BARRIER = 0x2000 | 0x40 | 0x1
 FRAME_BINDING = 4  # storage binding of the frame block's buffer in the compaction (frame.glsl)
-A2C = 0x809E  # GL_SAMPLE_ALPHA_TO_COVERAGE
 _FILL_VIEWS = {False: None, True: SimpleNamespace(fill="lines")}  # what pass_.program reads of a view
 _PLANS_KEPT = 16
 CAPTURE_VARYINGS = ("t_root", "t_cell", "t_vertex")
@@ -71,9 +67,9 @@ _REACH = (GRID_HALF + 1) * SLOT_SPACING  # the grid's half extent around the cam
 
 def grid_cull_defines(ctx) -> dict:
     """The compaction's defines that depend on the context: where it reads the frame block."""
-    from .frame import frame_stride
+    from .frame import frame_slot_defines
 
-    return {"FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(ctx) // 16, "STATS_SIZE": STATS_SIZE}
+    return {**frame_slot_defines(ctx, FRAME_BINDING), "STATS_SIZE": STATS_SIZE}
 
 
 def tile_range(x: float, y: float) -> tuple[int, int, int, int]:
@@ -396,7 +392,7 @@ class GridGrass(Source):
         self._bind()
         a2c = getattr(pass_, "alpha_to_coverage", False)
         if a2c:
-            self.ctx.enable_direct(A2C)
+            self.ctx.enable_direct(ALPHA_TO_COVERAGE)
         if self.draw_mode == "compact":
             cmds, first = self.commands, self._first_command(view)
             for texture, vao, k in draws:
@@ -409,7 +405,7 @@ class GridGrass(Source):
                 vao.render(mode, instances=n)
             self._submitted[view.slot] = counts
         if a2c:
-            self.ctx.disable_direct(A2C)
+            self.ctx.disable_direct(ALPHA_TO_COVERAGE)
         return counts
 
     def _first_command(self, view) -> int:

@@ -662,10 +662,9 @@ class TerrainSet(Source):
         if self._dirty:
             self._upload()
         if self._cull is None:
-            from .frame import frame_stride
+            from .frame import frame_slot_defines
 
-            self._cull = load_program(self.ctx, "terrain_lod.glsl",
-                                      {"FRAME_SLOTS": FRAME_BINDING, "FRAME_STRIDE": frame_stride(self.ctx) // 16})
+            self._cull = load_program(self.ctx, "terrain_lod.glsl", frame_slot_defines(self.ctx, FRAME_BINDING))
         cs, views = self._cull, frame.all_views
         set_uniform(cs, "uChunks", self._slots * 256)
         set_uniform(cs, "uViewChunks", self._capacity * 256)
