@@ -43,15 +43,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_render import (DENSITY, WARM_S, clump, eye_camera, field_instances, frame, make_field, median,  # noqa: E402
                           time_viewer)
 
-from wowgrass.grid import GridTile, build_grid_tile, tile_slots  # noqa: E402
+from wowgrass.grid_tiles import GridTile, build_grid_tile, tile_slots  # noqa: E402
 from wowgrass.render.constants import TILE_SIZE, ZEROPOINT, GrassSettings  # noqa: E402
-from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import FrameUniforms  # noqa: E402
-from wowgrass.render.gputimer import GpuTimer  # noqa: E402
-from wowgrass.render.grid import GridGrass  # noqa: E402
-from wowgrass.render.meshes import GpuMesh  # noqa: E402
-from wowgrass.render.programs import make_programs  # noqa: E402
-from wowgrass.render.synthetic import synthetic_tile, tile_origin  # noqa: E402
+from wowgrass.render.gl.timer import GpuTimer  # noqa: E402
+from wowgrass.render.sources.grass_grid import GridGrass  # noqa: E402
+from wowgrass.render.gl.meshes import GpuMesh  # noqa: E402
+from wowgrass.render.gl.programs import make_programs  # noqa: E402
+from wowgrass.render.world.synthetic import synthetic_tile, tile_origin  # noqa: E402
 from wowgrass.render.viewer import write_png  # noqa: E402
 
 WIND_RUNS = (("classic", "smoothstep"), ("two-axis", "smoothstep"), ("gust", "smoothstep"), ("gust", "quadratic"))
@@ -209,8 +209,9 @@ def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
     """The paths on the sample world from the same cameras (the sun's shadows on, as the viewer
     starts); wind sequences of each option on the instanced path and the compact grid."""
     from wowgrass.render.app import ViewOptions, open_source
-    from wowgrass.render.scene import Scene
-    from wowgrass.render.viewer import Toggles, Viewer, default_camera
+    from wowgrass.render.world.streaming import Scene
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.firstframe import default_camera
 
     results, shots = {}, {}
     cams = {}

@@ -30,10 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wowgrass.render.blades import BladeSettings  # noqa: E402
-from wowgrass.render.context import create_offscreen_target  # noqa: E402
-from wowgrass.render.meadow import Meadow, MeadowSettings  # noqa: E402
-from wowgrass.render.meadow_view import meadow_viewer, start_camera  # noqa: E402
+from wowgrass.render.sources.blades import BladeSettings  # noqa: E402
+from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.sources.meadow import Meadow, MeadowSettings  # noqa: E402
+from wowgrass.render.app import meadow_viewer  # noqa: E402
+from wowgrass.render.world.firstframe import start_camera  # noqa: E402
 from wowgrass.render.viewer import Toggles  # noqa: E402
 
 

@@ -54,14 +54,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wowgrass.render.camera import Camera  # noqa: E402
 from wowgrass.render.constants import GrassSettings  # noqa: E402
-from wowgrass.render.context import create_offscreen_target  # noqa: E402
+from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import Frame, FrameUniforms, draw_frame  # noqa: E402
-from wowgrass.render.gputimer import GpuTimer  # noqa: E402
-from wowgrass.render.grass import INSTANCE_DTYPE, GrassField  # noqa: E402
-from wowgrass.render.grass_gpu import GpuGrass  # noqa: E402
-from wowgrass.render.meshes import GpuMesh, crossed_quads  # noqa: E402
+from wowgrass.render.gl.timer import GpuTimer  # noqa: E402
+from wowgrass.bundle import INSTANCE_DTYPE  # noqa: E402
+from wowgrass.render.sources.grass_cpu import GrassField  # noqa: E402
+from wowgrass.render.sources.grass_gpu import GpuGrass  # noqa: E402
+from wowgrass.render.gl.meshes import GpuMesh, crossed_quads  # noqa: E402
 from wowgrass.render.passes import ColourPass  # noqa: E402
-from wowgrass.render.programs import make_programs  # noqa: E402
+from wowgrass.render.gl.programs import make_programs  # noqa: E402
 from wowgrass.render.views import View  # noqa: E402
 
 DENSITY = 0.35  # instances per square unit (docs/gpu.md)
@@ -82,7 +83,7 @@ def field_instances(n: int, seed: int = 0, near_first: bool = False) -> np.ndarr
     inst["yaw"] = rng.integers(0, 65536, n).astype(np.uint16)
     inst["scale"] = np.round(rng.uniform(0.8, 1.2, n) * 4096).astype(np.uint16)
     # the placement emits instances chunk by chunk; so does a bundle
-    from wowgrass.render.grass import chunk_bounds_xy, chunk_keys
+    from wowgrass.render.sources.grass_cpu import chunk_bounds_xy, chunk_keys
 
     keys = chunk_keys(inst["pos"])
     if near_first:
@@ -316,8 +317,9 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
     in variants that say what its time is made of (rings off, culling off, the GPU culling in
     distance bands nearest first, the CPU fallback's culling, no alpha to coverage, nothing)."""
     from wowgrass.render.app import ViewOptions, open_source
-    from wowgrass.render.scene import Scene, tiles_centre
-    from wowgrass.render.viewer import Toggles, Viewer, default_camera
+    from wowgrass.render.world.streaming import Scene, tiles_centre
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.firstframe import default_camera
 
     opts = ViewOptions(size=size)
     data, src = open_source(opts)
@@ -388,7 +390,7 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
         v.toggles = Toggles(terrain=False, doodads=False, grass=True, cull=False, **no_shadows)
         results["only_grass_culling_off"] = time_viewer(v, target, frames)
         if hasattr(scene.grass, "bands"):  # culled in distance bands, nearest first (GpuGrass.bands)
-            from wowgrass.render.grass_gpu import NEAR_FIRST_BANDS
+            from wowgrass.render.sources.grass_gpu import NEAR_FIRST_BANDS
 
             bands, scene.grass.bands = scene.grass.bands, NEAR_FIRST_BANDS
             v.toggles = grass_alone
@@ -435,8 +437,8 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     ``shadows``: a third flight, bundles cached, with the sun's shadow pass on (``cached_shadows``).
     ``warmup``: frames drawn at the start point before the flight, timed apart (``startup_ms_*``)."""
     from wowgrass.data import open_data
-    from wowgrass.render.scene import Scene, tile_distances, tiles_centre
-    from wowgrass.render.source import GameSource
+    from wowgrass.render.world.streaming import Scene, tile_distances, tiles_centre
+    from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.samples import MAP_NAME, sample_data_path
 
@@ -545,8 +547,8 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     the LOD debug colours."""
     from wowgrass.data import open_data
     from wowgrass.render.constants import TERRAIN_REACH, TILE_SIZE
-    from wowgrass.render.scene import Scene, tiles_centre
-    from wowgrass.render.source import GameSource
+    from wowgrass.render.world.streaming import Scene, tiles_centre
+    from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.samples import MAP_NAME, sample_data_path
 
@@ -772,7 +774,7 @@ def main(argv=None):
     target.release()
 
     if a.variants and not a.no_sample:
-        import wowgrass.render.terrain as terrain_mod
+        import wowgrass.render.sources.terrain as terrain_mod
 
         print(f"\nsample zone variants at {w}x{h} (msaa samples, terrain anisotropy, grass layout):")
         for msaa, aniso, lay in ((4, 8.0, "16p"), (4, 2.0, "16p"), (4, 1.0, "16p"), (4, 4.0, "16"), (0, 4.0, "16p")):
@@ -840,13 +842,17 @@ def main(argv=None):
             gpu = f"{r['gpu_ms']:.3f}" if r["gpu_ms"] is not None else "n/a"
             print(f"  {name:<22} cpu {r['cpu_ms']:.3f} ms  gpu {gpu} ms  wall {r['wall_ms']:.2f} ms  "
                   f"triangles {tris}  tiles {r['resident_tiles']}  draws {r['draw_calls']}")
-    if a.grid:
-        import bench_grid
+    if a.grid:  # bench_grid.py builds on this module's fields: run it as its own process (no import circle)
+        import subprocess
+        import tempfile
 
-        print(f"\ngrass paths: camera grid vs instanced, {w}x{h} (bench_grid.py):")
-        out["grid"] = bench_grid.main(["--size", a.size, "--counts", a.counts, "--frames", str(a.frames),
-                                       "--samples", str(a.samples)] + (["--out", a.png_dir] if a.png_dir else [])
-                                      + (["--no-sample"] if a.no_sample else []))
+        print(f"\ngrass paths: camera grid vs instanced, {w}x{h} (bench_grid.py):", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            grid_out = a.png_dir or tmp
+            subprocess.run([sys.executable, str(Path(__file__).with_name("bench_grid.py")), "--size", a.size,
+                            "--counts", a.counts, "--frames", str(a.frames), "--samples", str(a.samples),
+                            "--out", grid_out] + (["--no-sample"] if a.no_sample else []), check=True)
+            out["grid"] = json.loads((Path(grid_out) / "grid.json").read_text())
     save()
     return out
 

@@ -241,7 +241,7 @@ def _chunk_starts(data: bytes) -> list[int]:
 
 
 def _sample(build: str) -> dict[str, bytes]:
-    from wowgrass.samples import world
+    from wowgrass.samples import sample_world as world
 
     flat: dict[str, bytes] = {}
     for files in world.world_files(build, tiles=(1, 1)).values():

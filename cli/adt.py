@@ -36,7 +36,7 @@ def tile_source(func):
                   help="Read doodadMapping MSB first (maps saved by noggit3).")
     @functools.wraps(func)
     def wrapper(file, data_path, map_name, tile, wdt, big_alpha, doodad_map_msb_first, **kw):
-        from wowgrass.terrain import load_tile, parse_tile_arg
+        from wowgrass.tiles import load_tile, parse_tile_arg
 
         if file is None and data_path is None:
             raise UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
@@ -62,7 +62,7 @@ def info(loaded, as_json):
 
     FILE is an .adt file; or read World\\Maps\\<map>\\<map>_<col>_<row>.adt from --data.
     """
-    from wowgrass.terrain import tile_summary
+    from wowgrass.tiles import tile_summary
 
     tile, raw, source = loaded
     summary = {"source": source, **tile_summary(tile, raw)}
@@ -113,7 +113,7 @@ def info(loaded, as_json):
 def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_json):
     """Draw a tile as an image, north up and east to the right."""
     from wowgrass.fileio import image_format, write_image
-    from wowgrass.terrain import grass_image, image_legend, tile_image
+    from wowgrass.tiles import grass_image, image_legend, tile_image
 
     tile, _raw, source = loaded
     out = output_path(output)
@@ -140,7 +140,7 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     from wowgrass.bake import load_catalog
     from wowgrass.data import open_data
     from wowgrass.placement import make_strategy
-    from wowgrass.terrain import tile_from_name
+    from wowgrass.tiles import tile_from_name
 
     data_dir = source.get("data_dir")
     if data_dir and dbc_dir:

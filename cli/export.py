@@ -66,7 +66,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     """
     from wowgrass.cli.bake import warn_unknown_effects
     from wowgrass.export.scene import check_texture_size, export_scene
-    from wowgrass.export.sources import open_tiles
+    from wowgrass.export.inputs import open_tiles
     from wowgrass.fileio import write_atomic
     out = output_path(output, (".glb",))
     check_texture_size(texture_size)  # before any bake

@@ -53,7 +53,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         return
 
     from wowgrass.data import list_maps, open_data
-    from wowgrass.terrain import wdt_game_path
+    from wowgrass.tiles import wdt_game_path
 
     if data_path is None:
         from wowgrass.bake import default_data
@@ -182,7 +182,7 @@ def _python():
 
 
 def _egl():
-    from wowgrass.render.context import create_offscreen_context
+    from wowgrass.render.gl.context import create_offscreen_context
 
     ctx = create_offscreen_context()
     try:
@@ -193,12 +193,12 @@ def _egl():
 
 
 def _window():
-    from wowgrass.render.context import has_display
+    from wowgrass.render.gl.context import has_display
 
     if not has_display():
         return False, "no display (DISPLAY and WAYLAND_DISPLAY unset)", (
             "windows need X11 or Wayland; use `view -o frame.png` offscreen, or run under xvfb-run")
-    from wowgrass.render.context import WindowTarget
+    from wowgrass.render.gl.context import WindowTarget
 
     win = WindowTarget((64, 64), samples=0, visible=False)
     try:

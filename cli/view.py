@@ -38,7 +38,7 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
     for World\\Maps\\<Map>\\...) plus its map and tile, the tables from --dbc (or the sample world's)."""
     from pathlib import Path
 
-    from wowgrass.terrain import tile_from_name
+    from wowgrass.tiles import tile_from_name
 
     if data_path:
         raise UsageError(f"give {source} or --data, not both")

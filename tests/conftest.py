@@ -34,7 +34,7 @@ def _private_cache(tmp_path_factory, monkeypatch):
 def egl():
     """Skips the module where no EGL context can be made (tests that render through the CLI,
     which makes its own)."""
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context, release_context
+    from wowgrass.render.gl.context import GLUnavailableError, create_offscreen_context, release_context
 
     try:
         release_context(create_offscreen_context())
@@ -45,7 +45,7 @@ def egl():
 @pytest.fixture(scope="module")
 def ctx():
     """An offscreen OpenGL context per test module (EGL; the module skips without one)."""
-    from wowgrass.render.context import GLUnavailableError, create_offscreen_context, release_context
+    from wowgrass.render.gl.context import GLUnavailableError, create_offscreen_context, release_context
 
     try:
         c = create_offscreen_context()

@@ -110,7 +110,7 @@ def test_mask_image_marks_masked_cells_and_holes(adt_file, tmp_path, tile):
     centres = img[4::8, 4::8]
     red = (centres[..., 0] > centres[..., 1] + 60)
     black = centres.sum(axis=-1) == 0
-    from wowgrass.terrain import tile_grid
+    from wowgrass.tiles import tile_grid
 
     holes = tile_grid(tile, tile.hole_cells())
     masked = tile_grid(tile, tile.no_effect_doodad) & ~holes

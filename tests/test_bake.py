@@ -21,7 +21,7 @@ from wowgrass.data import open_data
 from wowgrass.errors import UsageError
 from wowgrass.placement import PlacementConstants
 from wowgrass.samples import MAP_NAME, build_sample_world
-from wowgrass.terrain import adt_game_path
+from wowgrass.tiles import adt_game_path
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from wowgrass.bake import ModelTable, bake_map, bake_tile, chunk_size, load_cata
 from wowgrass.data import open_data
 from wowgrass.formats.mpq import MpqArchive, write_mpq
 from wowgrass.samples import MAP_NAME, build_sample_world
-from wowgrass.terrain import adt_game_path
+from wowgrass.tiles import adt_game_path
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ pytestmark = [pytest.mark.gl, pytest.mark.usefixtures("egl")]
 def test_releasing_a_second_context_leaves_the_first_one_working():
     """EGL leaves no context current after a release: the first target's clears and buffer reads
     went nowhere (a view run in the same process after a library user's own target)."""
-    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.gl.context import create_offscreen_target
 
     a = create_offscreen_target((8, 8), samples=0)
     try:

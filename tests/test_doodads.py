@@ -28,11 +28,11 @@ def frame_of(ctx, doodads, target):
 
 
 def test_draws_per_model_not_per_tile_and_follow_residency(ctx):
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.doodads import DoodadSet
-    from wowgrass.render.meshes import GpuMesh, crossed_quads
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.readback import read_buffer
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.sources.doodads import DoodadSet
+    from wowgrass.render.gl.meshes import GpuMesh, crossed_quads
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.gl.readback import read_buffer
 
     target = create_offscreen_target((96, 64), samples=0, ctx=ctx)
     meshes = [GpuMesh(ctx, crossed_quads(width=3.0, height=4.0)), GpuMesh(ctx, crossed_quads(width=2.0, height=2.0))]

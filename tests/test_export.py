@@ -239,7 +239,7 @@ def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, 
     from wowgrass.data import open_data
     from wowgrass.formats.adt import AdtTile
     from wowgrass.placement import make_strategy
-    from wowgrass.terrain import adt_game_path
+    from wowgrass.tiles import adt_game_path
 
     monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
     csv_out, json_out = tmp_path / "rows.csv", tmp_path / "rows.json"

@@ -18,7 +18,7 @@ def ctx(ctx):
 
 def _run(ctx, body: str, inputs: np.ndarray, fmt: str, names: tuple, n_out: int) -> np.ndarray:
     """Evaluate ``body`` (writes ``out_v``, a vec4) per input row through transform feedback."""
-    from wowgrass.render.programs import preprocess_source
+    from wowgrass.render.gl.programs import preprocess_source
 
     decl = "\n".join(f"in {t} {n};" for t, n in zip(fmt.split(), names))
     src = f'#version 330 core\n#include "geomorph.glsl"\n{decl}\nout vec4 out_v;\nvoid main() {{ {body} }}\n'

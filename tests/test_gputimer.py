@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wowgrass.render.gputimer import GpuTimer, sync_gl
+from wowgrass.render.gl.timer import GpuTimer, sync_gl
 
 
 def _busy_frame(ctx, fbo, n=40):

@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.gl
 
 from wowgrass.render.constants import DRAW_DISTANCE, TILE_SIZE, GrassSettings, RingSettings  # noqa: E402
-from wowgrass.render.synthetic import random_instances, tile_origin  # noqa: E402
+from wowgrass.render.world.synthetic import random_instances, tile_origin  # noqa: E402
 
 COL, ROW = 32, 32
 X0, Y0 = tile_origin(COL, ROW)
@@ -38,12 +38,12 @@ class Rig:
     """A GpuGrass over given instances, drawn by draw_frame into a small offscreen target."""
 
     def __init__(self, ctx, instances, *, settings=None, size=(192, 108), samples=0, budget=8 << 20):
-        from wowgrass.render.context import create_offscreen_target
+        from wowgrass.render.gl.context import create_offscreen_target
         from wowgrass.render.frame import FrameUniforms
-        from wowgrass.render.grass_gpu import GpuGrass
-        from wowgrass.render.meshes import GpuMesh, crossed_quads
+        from wowgrass.render.sources.grass_gpu import GpuGrass
+        from wowgrass.render.gl.meshes import GpuMesh, crossed_quads
         from wowgrass.render.passes import ColourPass
-        from wowgrass.render.programs import make_programs
+        from wowgrass.render.gl.programs import make_programs
 
         self.ctx = ctx
         self.target = create_offscreen_target(size, samples=samples, ctx=ctx)
@@ -69,7 +69,7 @@ class Rig:
         return view
 
     def reference(self, view):
-        from wowgrass.render.rings import reference_cull
+        from wowgrass.render.sources.rings import reference_cull
 
         s = self.grass.settings
         out = {}
@@ -345,7 +345,7 @@ def test_compacted_buffer_holds_nearer_bands_first(ctx):
     """Culled in distance bands (NEAR_FIRST_BANDS), nearest first: in each draw's compacted instances no
     instance of a farther band (by its chunk group's box) comes before one of a nearer band, and
     the visible set is the same as culled in one dispatch (arbitrary order)."""
-    from wowgrass.render.grass_gpu import NEAR_FIRST_BANDS
+    from wowgrass.render.sources.grass_gpu import NEAR_FIRST_BANDS
 
     rig = Rig(ctx, field(n=8000))
     cam = eye_camera(CX + 5.0, CY - 3.0, 1.7, 35.0)

@@ -1,4 +1,4 @@
-"""The camera-grid path's per-tile data (wowgrass.grid): lattice ownership, control texture, height
+"""The camera-grid path's per-tile data (wowgrass.grid_tiles): lattice ownership, control texture, height
 atlas and their cache file. Pure numpy; the GL side is tests/test_grid_render.py."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from wowgrass.grid import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
+from wowgrass.grid_tiles import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
                            chunk_of_cells, fan_heights, grid_path_for, instance_cells, load_grid_tile,
                            owner_cells, read_grid_tile, tile_slots, write_grid_tile)
-from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin
+from wowgrass.render.world.synthetic import random_instances, synthetic_tile, tile_origin
 
 COL, ROW = 31, 33
 

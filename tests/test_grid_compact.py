@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gl
 
 from test_grid_render import camera, keyed, make_grid  # noqa: E402
 
-from wowgrass.render.synthetic import tile_origin  # noqa: E402
+from wowgrass.render.world.synthetic import tile_origin  # noqa: E402
 
 SIZE = (256, 144)
 
@@ -22,7 +22,7 @@ def sample_grid(ctx):
     if ctx.version_code < 430:
         pytest.skip("no OpenGL 4.3 here: no compute compaction")
     from wowgrass.data import open_data
-    from wowgrass.render.source import GameSource
+    from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.samples import MAP_NAME, sample_data_path
 
     with open_data(sample_data_path()) as data:
@@ -44,7 +44,7 @@ def looking(x, y, z, yaw_deg, pitch_deg=-20.0):
 def outside_by(view, roots, mesh):
     """How far (world units) each blade's frustum-test sphere lies outside the view's frustum
     (> 0: outside; the compaction pass's test, grass_grid_cull.glsl)."""
-    from wowgrass.render.grid import GRID_DEFINES
+    from wowgrass.render.sources.grass_grid import GRID_DEFINES
 
     planes = view.planes()
     c = roots + np.array([0.0, 0.0, mesh.bound_z])
@@ -176,9 +176,9 @@ def test_without_compute_the_grid_falls_back_to_the_full_draw(ctx):
     """GL < 4.3 (no compute shaders): GridGrass draws the reference's literal path."""
     from test_grid_render import synthetic
 
-    from wowgrass.grid import build_grid_tile
-    from wowgrass.render.grid import GridGrass
-    from wowgrass.render.programs import make_programs
+    from wowgrass.grid_tiles import build_grid_tile
+    from wowgrass.render.sources.grass_grid import GridGrass
+    from wowgrass.render.gl.programs import make_programs
 
     class Gl41:  # the context as a GL 4.1 driver shows it
         version_code = 410

@@ -9,9 +9,9 @@ import pytest
 pytestmark = pytest.mark.gl
 
 from wowgrass.formats.adt import TILE_SIZE  # noqa: E402
-from wowgrass.grid import build_grid_tile, chunk_of_cells, fan_heights, instance_cells, owner_cells  # noqa: E402
+from wowgrass.grid_tiles import build_grid_tile, chunk_of_cells, fan_heights, instance_cells, owner_cells  # noqa: E402
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES  # noqa: E402
-from wowgrass.render.synthetic import random_instances, synthetic_tile, tile_origin  # noqa: E402
+from wowgrass.render.world.synthetic import random_instances, synthetic_tile, tile_origin  # noqa: E402
 
 WIND_OPTIONS = [(w, f) for w in WIND_MODES for f in WIND_FALLOFFS]
 
@@ -24,9 +24,9 @@ def camera(x, y, z=30.0):
 
 def make_grid(ctx, tiles, *, wind="classic", falloff="smoothstep", mesh_height=0.6, rings=False):
     """A GridGrass with ``tiles`` [(key, GridTile)] resident, one crossed-quad mesh per model."""
-    from wowgrass.render.grid import GridGrass
-    from wowgrass.render.meshes import GpuMesh, crossed_quads
-    from wowgrass.render.programs import make_programs
+    from wowgrass.render.sources.grass_grid import GridGrass
+    from wowgrass.render.gl.meshes import GpuMesh, crossed_quads
+    from wowgrass.render.gl.programs import make_programs
 
     from wowgrass.render.constants import GrassSettings, RingSettings
 
@@ -229,7 +229,7 @@ def _bundle_grass(raw, catalog, map_name, **kw):
 
 def test_counts_per_chunk_and_model_match_the_bundle_sample_world(ctx):
     from wowgrass.data import open_data
-    from wowgrass.render.source import GameSource
+    from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.samples import MAP_NAME, sample_data_path
 
     with open_data(sample_data_path()) as data:
@@ -335,7 +335,7 @@ def sway_offsets(ctx, wind, falloff, times, xy, height=1.0):
     import moderngl
 
     from wowgrass.render.constants import wind_defines
-    from wowgrass.render.programs import preprocess_source
+    from wowgrass.render.gl.programs import preprocess_source
 
     prog = ctx.program(vertex_shader=preprocess_source(SWAY_PROBE, "VERTEX_SHADER", wind_defines(wind, falloff)),
                        varyings=["t_offset"])

@@ -12,16 +12,16 @@ import os
 import numpy as np
 import pytest
 
-from wowgrass.render.blades import INSTANCE_FLOATS, BladeRing, BladeSettings, blade_tip, place_blades
-from wowgrass.render.heightfield import Heightfield, TerrainSettings, cell_hash, fbm_heightmap, wang_hash
-from wowgrass.render.meshes import blade_strip, line_indices, plane_grid
+from wowgrass.render.sources.blades import INSTANCE_FLOATS, BladeRing, BladeSettings, blade_tip, place_blades
+from wowgrass.render.sources.heightfield import Heightfield, TerrainSettings, cell_hash, fbm_heightmap, wang_hash
+from wowgrass.render.gl.meshes import blade_strip, line_indices, plane_grid
 
 DEBUG_PNG = os.environ.get("WOWGRASS_TEST_PNG")  # folder to keep test frames in
 SKY = np.array([0.62, 0.74, 0.86]) * 255
 
 
 def small_settings(**kw):
-    from wowgrass.render.meadow import MeadowSettings
+    from wowgrass.render.sources.meadow import MeadowSettings
 
     s = MeadowSettings(
         terrain=TerrainSettings(samples=257, world_size=256.0, amplitude=10.0, base_wavelength=80.0),
@@ -139,9 +139,9 @@ def cache():
 def make_viewer(ctx, cache, *, size=(256, 144), settings=None, eye=(128.0, 128.0), target=None,
                 height=None, fixed_blades=None, heightfield=None, cpu=False, **toggles):
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.meadow import Meadow
-    from wowgrass.render.meadow_view import meadow_viewer
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.sources.meadow import Meadow
+    from wowgrass.render.app import meadow_viewer
     from wowgrass.render.viewer import Toggles
 
     m = Meadow(ctx, settings or small_settings(), 5, cpu_instances=cpu, fixed_blades=fixed_blades,
@@ -188,7 +188,7 @@ def test_gpu_generated_blades_are_the_cpu_placed_ones(ctx, cache):
         got = m.drawn_counts()["blades_per_ring"]
         cam = v.views[0].camera
         from wowgrass.render.camera import planes_of
-        from wowgrass.render.meadow_view import MEADOW_SUN
+        from wowgrass.render.app import MEADOW_SUN
 
         want = place_blades(m.field, m.settings.blades, m.seed, cam.position, planes_of(cam.view_proj()),
                             m.shadow_margin(MEADOW_SUN))
@@ -261,7 +261,7 @@ def test_wind_moves_blade_tips_not_roots(ctx, cache):
 def test_shadow_of_a_blade_moves_with_the_blade(ctx, cache):
     """The shadow map at two times differs where the blade is, and its tip's texel is where the
     CPU puts the bent blade's tip (the shadow pass applies the colour pass's wind)."""
-    from wowgrass.render.meadow_view import MEADOW_SUN
+    from wowgrass.render.app import MEADOW_SUN
 
     bx, by = 128.0, 128.4
     s = small_settings(**WIND, shadow_size=1024, shadow_reach=12.0)

@@ -380,7 +380,7 @@ def test_bundle_provenance_of_the_right_shape_reads(tmp_path):
 
 def test_m2_batch_errors_say_where():
     from wowgrass.formats.m2 import BATCH_DTYPE, M2Model
-    from wowgrass.samples import world
+    from wowgrass.samples import sample_world as world
 
     files = world.model_files("3.3.5")
     path = next(p for p in files if p.endswith("ElwGra01.m2"))

@@ -12,7 +12,7 @@ from wowgrass.render.constants import (  # noqa: E402
     DRAW_DISTANCE, ROOT_FRACTION, TILE_SIZE, WIND_AMPLITUDE, WIND_PHASE_X, WIND_PHASE_Y, WIND_SPEED,
     GrassSettings,
 )
-from wowgrass.render.synthetic import SyntheticSource, synthetic_tile, tile_origin  # noqa: E402
+from wowgrass.render.world.synthetic import SyntheticSource, synthetic_tile, tile_origin  # noqa: E402
 
 COL, ROW = 32, 32
 X0, Y0 = tile_origin(COL, ROW)
@@ -24,9 +24,9 @@ SKY = np.array([0.62, 0.74, 0.86]) * 255
 def make_viewer(ctx, instances, eye, target, *, size=(160, 120), samples=0, terrain=False, grass_culling="auto",
                 **kw):
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Toggles, Viewer
 
     tg = create_offscreen_target(size, samples=samples, ctx=ctx)
@@ -75,9 +75,9 @@ def test_grass_appears_where_the_bundle_has_it_and_vanishes_when_off(ctx):
 def test_same_frame_renders_identically_twice(ctx):
     src = SyntheticSource(tiles=[(COL, ROW)], density=0.02)
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Viewer
 
     tg = create_offscreen_target((160, 120), samples=4, ctx=ctx)
@@ -123,7 +123,7 @@ def test_tips_move_between_times_and_roots_do_not(ctx):
 
 
 def flat_square(path):
-    from wowgrass.render.meshes import MeshData
+    from wowgrass.render.gl.meshes import MeshData
 
     pos = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], np.float32)
     tex = np.full((4, 4, 4), 255, np.uint8)
@@ -191,7 +191,7 @@ def test_instance_buffers_are_made_once_not_per_frame(ctx, culling):
 
 
 def test_terrain_mesh_fans_and_holes():
-    from wowgrass.render.terrain import build_terrain_arrays
+    from wowgrass.render.sources.terrain import build_terrain_arrays
 
     tile = synthetic_tile(COL, ROW, hole_chunk=17)
     arr = build_terrain_arrays(tile)
@@ -226,7 +226,7 @@ def test_terrain_hole_renders_as_a_hole(ctx):
 
 def test_sway_glsl_matches_the_reference_formula(ctx):
     """Transform feedback through sway.glsl against the grass reference's formula in numpy."""
-    from wowgrass.render.programs import preprocess_source
+    from wowgrass.render.gl.programs import preprocess_source
 
     src = """#version 330 core
 #include "sway.glsl"
@@ -276,7 +276,7 @@ void main() {
 
 
 def test_programs_inject_defines_and_resolve_includes():
-    from wowgrass.render.programs import MANIFEST, preprocess, stages_of
+    from wowgrass.render.gl.programs import MANIFEST, preprocess, stages_of
 
     src = preprocess("grass.glsl", "VERTEX_SHADER", {"GRASS_A2C": True, "INSTANCE_MAT4": False})
     lines = src.splitlines()
@@ -291,7 +291,7 @@ def test_programs_inject_defines_and_resolve_includes():
 
 
 def test_read_by_pads_the_attributes_a_program_does_not_read():
-    from wowgrass.render.programs import read_by
+    from wowgrass.render.gl.programs import read_by
 
     prog = {"in_position": 0, "in_grid": 1, "i_model": 2}  # what a variant reads (names only matter)
     assert read_by(prog, "3f 3f 2f", "in_position", "in_normal", "in_uv") == ("3f 12x 8x", "in_position")
@@ -303,7 +303,7 @@ def test_read_by_pads_the_attributes_a_program_does_not_read():
 
 
 def test_shader_compile_error_lists_numbered_source(ctx, monkeypatch):
-    from wowgrass.render import programs
+    from wowgrass.render.gl import programs
 
     real = programs.read_source
     monkeypatch.setattr(programs, "read_source", lambda n: real(n).replace("vec4(in_uv,", "vec4(in_uvx,")
@@ -337,13 +337,13 @@ def test_instance_layouts_draw_the_same_grass(ctx):
     """The bundle bytes read as 3f 2u2 or as one 4u4 give the same frame; the grass reference's mat4 layout
     (built from the same instances) gives the same picture up to rounding."""
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.gl.context import create_offscreen_target
     from wowgrass.render.frame import Frame, FrameUniforms, draw_frame
-    from wowgrass.render.grass import GrassField
-    from wowgrass.render.meshes import GpuMesh, crossed_quads
+    from wowgrass.render.sources.grass_cpu import GrassField
+    from wowgrass.render.gl.meshes import GpuMesh, crossed_quads
     from wowgrass.render.passes import ColourPass
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.synthetic import random_instances
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.synthetic import random_instances
     from wowgrass.render.views import View
 
     tg = create_offscreen_target((160, 120), samples=0, ctx=ctx)
@@ -370,9 +370,9 @@ def test_instance_layouts_draw_the_same_grass(ctx):
 
 
 def test_streaming_loads_near_tiles_and_unloads_far_ones(ctx):
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene
 
     tiles = [(30, 32), (31, 32), (32, 32), (33, 32), (34, 32)]
     src = SyntheticSource(tiles=tiles, density=0.002)
@@ -399,8 +399,8 @@ def test_streaming_loads_near_tiles_and_unloads_far_ones(ctx):
 def test_residency_pass_runs_when_the_camera_moves_not_every_frame(ctx):
     """The pass over the map's tiles (what to request, drop, unload) runs again only once the
     camera reaches another 4-unit cell or tiles came or went; unblocked frames still stream."""
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene, tile_distance, tile_distances
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene, tile_distance, tile_distances
 
     rng = np.random.default_rng(2)
     keys = rng.integers(0, 64, (50, 2))
@@ -433,7 +433,7 @@ def test_residency_pass_runs_when_the_camera_moves_not_every_frame(ctx):
 
 def test_grass_mesh_stream_packs_position_bits_and_half_uv():
     # one 16-byte attribute per vertex: xyz float32 bits, then u and v as float16 (u low)
-    from wowgrass.render.meshes import crossed_quads
+    from wowgrass.render.gl.meshes import crossed_quads
 
     m = crossed_quads()
     raw = np.frombuffer(m.packed_pos_uv(), np.uint32).reshape(-1, 4)

@@ -23,8 +23,8 @@ from wowgrass.samples import (
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
-from wowgrass.samples.terrain import ROAD, ZEROPOINT, SampleTerrain
-from wowgrass.samples.world import TERRAIN_TEXTURES, texture_files
+from wowgrass.samples.heights import ROAD, ZEROPOINT, SampleTerrain
+from wowgrass.samples.sample_world import TERRAIN_TEXTURES, texture_files
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
@@ -196,7 +196,7 @@ def test_sample_data_path_builds_once_into_the_cache(tmp_path, monkeypatch):
 
 
 def test_a_failed_build_leaves_nothing(tmp_path, monkeypatch):
-    from wowgrass.samples import world
+    from wowgrass.samples import sample_world as world
 
     monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path))
 
@@ -211,7 +211,7 @@ def test_a_failed_build_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_write_sample_world_replaces_only_when_complete(tmp_path, monkeypatch):
-    from wowgrass.samples import world
+    from wowgrass.samples import sample_world as world
 
     out = tmp_path / "w"
     (out / "Data").mkdir(parents=True)

@@ -9,7 +9,7 @@ from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
 from wowgrass.samples import textures as X
 from wowgrass.samples.noise import fbm
-from wowgrass.samples.terrain import (
+from wowgrass.samples.heights import (
     CHUNK_SIZE, DIRT, GRASS, HALF, HEIGHT_QUANTUM, ROAD, ROCK, UNIT_SIZE, ZEROPOINT, SampleTerrain,
 )
 

@@ -7,7 +7,7 @@ import pytest
 
 from wowgrass.errors import UsageError
 from wowgrass.samples import parse_tiles, world_files
-from wowgrass.samples.terrain import FINE_PER_CHUNK, SampleTerrain
+from wowgrass.samples.heights import FINE_PER_CHUNK, SampleTerrain
 
 FIELDS = ("fine", "fine_normal", "fine_slope", "fine_dirt", "fine_jitter", "fine_region", "fine_wobble",
           "fine_shade")

@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.gl
 
 from wowgrass.render.constants import TILE_SIZE  # noqa: E402
-from wowgrass.render.synthetic import SyntheticSource, tile_origin  # noqa: E402
+from wowgrass.render.world.synthetic import SyntheticSource, tile_origin  # noqa: E402
 
 TILES = [(32, 32), (33, 32)]
 X0, Y0 = tile_origin(32, 32)
@@ -19,9 +19,9 @@ def stream(ctx, budget):
     """Stream TILES in (one frame drawn after every update) under ``budget`` bytes a frame; the
     frames' (bytes, steps, tiles complete) and the final picture."""
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Toggles, Viewer
 
     tg = create_offscreen_target((128, 96), samples=0, ctx=ctx)

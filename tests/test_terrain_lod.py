@@ -10,8 +10,8 @@ import pytest
 from loose_world import loose_world
 
 from wowgrass.formats.adt import AdtTile
-from wowgrass.render import terrain as T
-from wowgrass.render.synthetic import SyntheticSource, synthetic_tile
+from wowgrass.render.sources import terrain as T
+from wowgrass.render.world.synthetic import SyntheticSource, synthetic_tile
 
 BACKGROUND = (1.0, 0.0, 1.0)  # a clear colour no terrain or fog has
 
@@ -104,9 +104,9 @@ def test_neighbouring_tiles_share_their_border_vertices_exactly():
 # --- GL ------------------------------------------------------------------------------------------
 def terrain_viewer(ctx, source, size=(256, 144)):
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene, tiles_centre
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene, tiles_centre
     from wowgrass.render.viewer import Toggles, Viewer
 
     tg = create_offscreen_target(size, samples=0, ctx=ctx)
@@ -170,7 +170,7 @@ class _NoHoles:
 
 def _game_source(root, map_name):
     from wowgrass.data import open_data
-    from wowgrass.render.source import GameSource
+    from wowgrass.render.world.game_tiles import GameSource
 
     data = open_data(root)
     return data, GameSource(data, map_name)
@@ -207,7 +207,7 @@ def test_camera_sweep_shows_no_background_under_the_terrain(ctx, world):
     """Eye height (1.7) in 16 directions over the data, plus two views from 120 units up (steep
     enough not to see past a single tile's edge): chunk, tile and LOD borders all in view, not
     one background pixel under the terrain (640x360: the old seams were a few dots a frame)."""
-    from wowgrass.render.scene import tiles_centre
+    from wowgrass.render.world.streaming import tiles_centre
 
     v = terrain_viewer(ctx, world, size=(640, 360))
     cx, cy = tiles_centre(world.tiles)
@@ -343,7 +343,7 @@ def test_a_chunk_crossing_an_lod_band_changes_almost_no_pixels(ctx):
     shape when it switches: at most 4 pixels change (the same as a 0.01 move that crosses no
     band); the same switches without geomorphing change up to ~20."""
     from wowgrass.bake import default_data
-    from wowgrass.render.scene import tiles_centre
+    from wowgrass.render.world.streaming import tiles_centre
 
     root, map_name = default_data()
     data, src = _game_source(root, map_name)
@@ -368,7 +368,7 @@ def test_a_chunk_crossing_an_lod_band_changes_almost_no_pixels(ctx):
 # --- MCSH ------------------------------------------------------------------------------------
 def _ground_under_pixels(v, size) -> np.ndarray:
     """(h, w, 3) where each pixel's ray meets the terrain (bisection against the ground heights)."""
-    from wowgrass.render.firstframe import ground_heights
+    from wowgrass.render.world.firstframe import ground_heights
 
     w, h = size
     inv = np.linalg.inv(v.views[0].view_proj())
@@ -481,9 +481,9 @@ def test_first_frame_does_not_look_down_a_road(ctx):
     headings the start tries (the most grass of any view is down that road), and a thinner meadow
     behind: no 4-unit corridor 16..60 units ahead within 6 units of the view's centre line is bare
     (without the road rule the view looks down the road)."""
-    from wowgrass.render.firstframe import choose_start
-    from wowgrass.render.grass import INSTANCE_DTYPE
-    from wowgrass.render.synthetic import tile_origin
+    from wowgrass.render.world.firstframe import choose_start
+    from wowgrass.bundle import INSTANCE_DTYPE
+    from wowgrass.render.world.synthetic import tile_origin
     from wowgrass.render.constants import TILE_SIZE
 
     x0, y0 = tile_origin(32, 32)
@@ -549,11 +549,11 @@ def test_the_arena_grows_and_reuses_slots_without_changing_the_picture(ctx):
     copies, then two tiles removed and added again into reused slots: the same frame as an arena
     that had the room from the start."""
     from wowgrass.render.camera import Camera
-    from wowgrass.render.context import create_offscreen_target
+    from wowgrass.render.gl.context import create_offscreen_target
     from wowgrass.render.frame import Frame, FrameUniforms, draw_frame
     from wowgrass.render.passes import ColourPass
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import tiles_centre
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import tiles_centre
     from wowgrass.render.views import View
 
     keys = [(c, r) for c in range(31, 34) for r in range(31, 34)]

@@ -148,7 +148,8 @@ def test_window_controls_handlers(xdisplay, monkeypatch):
     import glfw
 
     from wowgrass.render.camera import Camera
-    from wowgrass.render.viewer import Toggles, WindowControls
+    from wowgrass.render.viewer import Toggles
+    from wowgrass.render.window import WindowControls
 
     monkeypatch.setenv("DISPLAY", xdisplay)
     assert glfw.init()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from wowgrass.render.meshes import edge_indices, line_commands
+from wowgrass.render.gl.meshes import edge_indices, line_commands
 
 from test_zone_shadows_split import CX, CY, zone_viewer
 
@@ -25,7 +25,7 @@ def triangle_edges(tris: np.ndarray) -> np.ndarray:
 
 
 def test_edge_indices_are_each_triangles_edges_and_line_commands_double_the_ranges():
-    from wowgrass.render.grass import CMD_DTYPE
+    from wowgrass.render.gl.meshes import CMD_DTYPE
 
     tris = np.array([0, 1, 2, 2, 1, 3, 4, 5, 6], np.uint32)
     lines = edge_indices(tris)
@@ -57,7 +57,7 @@ def no_polygon_lines(monkeypatch):
 
 
 def _read(ctx, buf, dtype, n=None, offset=0):
-    from wowgrass.render.readback import read_buffer
+    from wowgrass.render.gl.readback import read_buffer
 
     size = buf.size - offset if n is None else n * np.dtype(dtype).itemsize
     return np.frombuffer(read_buffer(ctx, buf, size, offset), dtype)
@@ -65,8 +65,8 @@ def _read(ctx, buf, dtype, n=None, offset=0):
 
 @pytest.mark.gl
 def test_split_lines_view_draws_the_edge_buffers_with_the_culled_commands(ctx, no_polygon_lines):  # noqa: F811
-    from wowgrass.render.grass import CMD_DTYPE
-    from wowgrass.render.terrain import SLOT_INDICES
+    from wowgrass.render.gl.meshes import CMD_DTYPE
+    from wowgrass.render.sources.terrain import SLOT_INDICES
 
     v = zone_viewer(ctx, (CX - 15.0, CY, 2.0), (CX, CY, 0.5), terrain=True, split=True)
     try:

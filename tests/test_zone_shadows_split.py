@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from wowgrass.bundle import pack_instances
-from wowgrass.render.synthetic import SyntheticSource, tile_origin
+from wowgrass.render.world.synthetic import SyntheticSource, tile_origin
 
 pytestmark = pytest.mark.gl
 
@@ -21,9 +21,9 @@ CX, CY = X0 - 266.0, Y0 - 266.0  # the tile's centre
 def zone_viewer(ctx, eye, target, *, size=(192, 108), sway=True, **toggles):
     from wowgrass.render.camera import Camera
     from wowgrass.render.constants import GrassSettings
-    from wowgrass.render.context import create_offscreen_target
-    from wowgrass.render.programs import make_programs
-    from wowgrass.render.scene import Scene
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Light, Toggles, Viewer
 
     tg = create_offscreen_target(size, samples=0, ctx=ctx)

@@ -283,7 +283,7 @@ def bake_file(
 ) -> BakeResult:
     """Bake a loose ADT file; tables from ``data`` (a GameData) or ``dbc_dir``."""
     from wowgrass.formats.wdt import WdtFile
-    from wowgrass.terrain import sibling_wdt, tile_from_name, wdt_game_path
+    from wowgrass.tiles import sibling_wdt, tile_from_name, wdt_game_path
 
     path = Path(adt_file)
     raw = path.read_bytes()
@@ -324,7 +324,7 @@ def parse_tile_ranges(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
 def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], bool]:
     """(col, row) of every tile the map's WDT lists (within ``ranges``), and its big-alpha flag."""
     from wowgrass.formats.wdt import WdtFile
-    from wowgrass.terrain import wdt_game_path
+    from wowgrass.tiles import wdt_game_path
 
     wpath = wdt_game_path(map_name)
     if not data.exists(wpath):
@@ -362,7 +362,7 @@ class TileFailure:
 def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]:
     """Bake a chunk of tiles with this process's data, catalogue and model table. The ADTs are
     read through ``read_many``, so the next ones decompress (on spare cores) while one is placed."""
-    from wowgrass.terrain import adt_game_path
+    from wowgrass.tiles import adt_game_path
 
     w = _WORKER
     names = [adt_game_path(w["map"], c, r) for c, r in tiles]
@@ -470,7 +470,7 @@ def sample_tables_for(adt) -> Path:
     """The sample world's Data folder when ``adt`` is one of its tiles, else an error naming what is
     missing: a real ADT's grass needs its client's tables."""
     from wowgrass.samples import MAP_NAME
-    from wowgrass.terrain import tile_from_name
+    from wowgrass.tiles import tile_from_name
 
     name, _ = tile_from_name(Path(adt))
     if name.lower() != MAP_NAME.lower():

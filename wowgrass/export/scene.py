@@ -23,7 +23,7 @@ from wowgrass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
 from wowgrass.formats.m2 import BlendMode, RenderFlags
-from wowgrass.render.source import m2_name
+from wowgrass.render.world.game_tiles import m2_name
 
 from .gltf import INSTANCING_MODES, GltfBuilder, MeshPart, Primitive, matrices_to_trs, to_gltf, yaw_quaternions
 
@@ -117,7 +117,7 @@ class ModelLibrary:
     def stand_in(self) -> int:
         """The crossed-quad clump the viewer draws for a grass model the data lacks."""
         if "<stand-in>" not in self.meshes:
-            from wowgrass.render.meshes import crossed_quads, placeholder_texture
+            from wowgrass.render.gl.meshes import crossed_quads, placeholder_texture
 
             q = crossed_quads()
             tex = self.b.texture(placeholder_texture(q.texture), "stand-in blades")
@@ -168,7 +168,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
         node = b.node(f"tile {col}_{row}", parent=root, extras={"tile": [col, row]})
         if terrain:
             textures = _layer_textures(t.adt, read)
-            from .terrain import export_terrain
+            from .ground import export_terrain
 
             pos, nrm, uv, idx, image, missing = export_terrain(t.adt, textures, texture_size)
             missing_tex.update(missing)
@@ -178,7 +178,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
             b.node("terrain", mesh=mesh, parent=node)
         if doodads and len(t.adt.mddf) and t.adt.models:
             group = b.node("doodads", parent=node)
-            from wowgrass.render.doodads import mddf_matrices
+            from wowgrass.render.sources.doodads import mddf_matrices
 
             ids = t.adt.mddf["name_id"].astype(np.int64)
             ok = ids < len(t.adt.models)

@@ -1,4 +1,12 @@
-"""``wowgrass view`` as a library call: open the data, stream the tiles, render offscreen or in a window."""
+"""``wowgrass view`` as a library call: options -> data -> target -> scene -> viewer -> present.
+
+:func:`run_view` is the whole command in six steps, each one call below it: check the options
+(window or offscreen, the PNG), open the data (a :class:`~wowgrass.render.world.game_tiles.GameSource`),
+open the target (a window or an EGL offscreen framebuffer), build the scene (programs, tile
+streaming, the first tiles), make the viewer (camera, toggles), present (the window loop, or
+offscreen frames and the PNG). ``--procedural`` takes the same steps over the meadow
+(:func:`run_meadow`).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +14,11 @@ import math
 import statistics
 import sys
 import time as _time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from wowgrass.errors import UsageError
 
@@ -34,7 +45,7 @@ class ViewOptions:
     placeholders: bool = False  # draw grass models missing from the data as stand-in clumps
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
     lod_colors: bool = False  # colour the terrain by LOD level
-    grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid)
+    grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid_tiles)
     grid_draw: str = "compact"  # the grid's draw: "compact" (compute compaction) or "full" (render/grid.py)
     wind: str = "classic"  # sway.glsl's wind option (constants.WIND_MODES), both grass paths
     wind_falloff: str = "smoothstep"  # constants.WIND_FALLOFFS
@@ -54,160 +65,44 @@ class ViewOptions:
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
 
 
-def open_source(opts: ViewOptions):
-    """The data source and a :class:`~wowgrass.render.source.GameSource` for ``opts``."""
-    from wowgrass.data import choose_map, open_data
 
-    from .source import GameSource
+@dataclass
+class OutputMode:
+    """Where frames go: a window, or offscreen with ``output`` the PNG to write (None: none)."""
 
-    if opts.data is None:
-        from wowgrass.bake import default_data
-
-        root, sample_map = default_data()
-        data = open_data(root, build=opts.build)
-        map_name = opts.map_name or sample_map
-    else:
-        data = open_data(opts.data, build=opts.build)
-        map_name = opts.map_name
-    try:
-        map_name = choose_map(data, map_name)
-        src = GameSource(data, map_name, tiles=opts.tiles, placement=opts.placement,
-                         build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path)
-    except BaseException:
-        data.close()
-        raise
-    return data, src
-
-
-def _summary(values):
-    vals = [v for v in values if v == v]
-    if not vals:
-        return None
-    return {"mean": statistics.fmean(vals), "median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+    window: bool
+    output: str | None
 
 
 def run_view(opts: ViewOptions) -> dict:
     """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
-    from .programs import make_programs
-    from .scene import Scene, tiles_centre
-    from .viewer import Toggles, Viewer, default_camera
-
     say = opts.log or (lambda s: print(s, file=sys.stderr))
-    want_window, output = _output_mode(opts, say)
+    mode = output_mode(opts, say)
     if opts.procedural:
-        from .meadow_view import run_meadow
-
-        return run_meadow(opts, want_window=want_window, output=output, say=say)
-    w, h = opts.size
-
-    data, src = open_source(opts)
-    t_load = _time.perf_counter()
-    try:
-        target = None  # (for the finally clause, should open_target fail)
-        target, want_window, output = open_target(opts, want_window, output, say, f"wowgrass - {src.map}")
-        progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
-                              wind=opts.wind, wind_falloff=opts.wind_falloff)
-        from .constants import TERRAIN_REACH, GrassSettings, RingSettings
-
-        grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
-        scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
-                      grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
-                      grid_draw=opts.grid_draw)
-        say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
-            f"(baked on demand, cached in {_cache()})")
-        camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
-        scene.update(camera.position, block=True, block_far=not want_window)  # offscreen: the whole far view
-        load_s = _time.perf_counter() - t_load
-        toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
-                          mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
-                          wireframe=opts.wireframe)
-        viewer = Viewer(target, scene, camera, toggles)
-        result = {
-            "map": src.map, "data": str(data.root), "tiles": [list(k) for k in scene.tiles],
-            "camera": [float(v) for v in camera.position], "yaw_deg": math.degrees(camera.yaw),
-            "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
-            "split": opts.split, "shadows": opts.shadows,
-            "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
-            "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
-            "grass_culling": ("grid" if opts.grass_path == "grid"  # the grid is its own cull
-                              else "gpu" if hasattr(scene.grass, "read_stats") else "cpu"),
-            "rings": {"enabled": grass_settings.rings.enabled, "radii": list(grass_settings.rings.radii),
-                      "keep": list(grass_settings.rings.keep), "band": grass_settings.rings.band,
-                      "debug": grass_settings.rings.debug},
-            "missing_models": sorted(scene.missing_grass_models),
-            "missing_doodad_models": sorted(scene.missing_doodad_models),
-            "missing_textures": sorted(scene.missing_textures),
-            "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
-            "load_seconds": load_s,
-            "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
-            "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
-            "grid_draw": getattr(scene.grass, "draw_mode", None),
-            "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
-        }
-        if scene.missing_grass_models:
-            how = "drawn as straw-coloured stand-ins" if opts.placeholders else "not drawn (--placeholders shows them)"
-            say(f"missing grass models ({len(scene.missing_grass_models)}, {how}): "
-                + ", ".join(sorted(scene.missing_grass_models)))
-        if scene.missing_doodad_models:
-            names = sorted(scene.missing_doodad_models)
-            say(f"missing doodad models ({len(names)}, not drawn): " + ", ".join(names[:5])
-                + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
-        if scene.missing_textures:
-            say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
-        def last_frame_stats(i, n):  # the last frame reads the GPU culling's counters back, once
-            toggles.stats = opts.stats or i == n - 1
-
-        keys = ("G grass, O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows")
-        result.update(present(viewer, target, opts, say, want_window=want_window, output=output, keys=keys,
-                              before_frame=last_frame_stats))
+        return run_meadow(opts, mode, say)
+    with ExitStack() as cleanup:  # released in reverse: scene, target, data
+        data, src = open_source(opts)
+        cleanup.callback(data.close)
+        t_load = _time.perf_counter()
+        target, mode = open_target(opts, mode, say, f"wowgrass - {src.map}")
+        cleanup.callback(target.release)
+        scene = open_scene(target, src, opts, say)
+        cleanup.callback(scene.release)
+        viewer = open_viewer(target, scene, src, opts, mode)
+        result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
+        report_missing(scene, opts, say)
+        result.update(present(viewer, target, opts, say, mode, keys=ZONE_KEYS,
+                              before_frame=last_frame_stats(viewer, opts)))
         return result
-    finally:
-        try:
-            scene.release()  # noqa: F821 - may not exist when the target failed
-        except NameError:
-            pass
-        if target is not None:  # None when the window could not be opened
-            target.release()
-        data.close()
 
 
-
-def present(viewer, target, opts, say, *, want_window: bool, output, keys: str, before_frame=None) -> dict:
-    """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line) or render
-    ``opts.frames`` offscreen frames after a warm-up and write the last to ``output``; returns the
-    figures for the ``--json`` result. ``before_frame(i, n)`` runs before offscreen frame ``i``."""
-    from .viewer import write_png
-
-    if want_window:
-        say(f"window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, {keys}, "
-            "F3 stats, Esc quit")
-        run = viewer.run_window(start_time=opts.time, on_stats=say, frames=opts.frames,
-                                quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
-        result = _window_result(run, viewer, target)
-        if opts.screenshot is not None and run.image is not None:
-            write_png(opts.screenshot, run.image)
-            result["screenshot"] = str(Path(opts.screenshot).resolve())
-        return result
-    n = max(int(opts.frames or 1), 1)
-    viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
-    viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
-    frames = []
-    t0 = _time.perf_counter()
-    for i in range(n):
-        if before_frame is not None:
-            before_frame(i, n)
-        frames.append(viewer.render_frame(opts.time + i / 60.0))
-    target.ctx.finish()
-    result = summarise_frames(viewer, frames, (_time.perf_counter() - t0) * 1000.0 / n)
-    if output is not None:
-        viewer.save_png(output)
-        result["file"] = str(Path(output).resolve())
-    return result
+ZONE_KEYS = "G grass, O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows"
+MEADOW_KEYS = "G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"
 
 
-def _output_mode(opts: ViewOptions, say) -> tuple[bool, str | None]:
+def output_mode(opts: ViewOptions, say) -> OutputMode:
     """Whether ``opts`` asks for a window, and the PNG to write offscreen (checked, with readable errors)."""
-    from .context import has_display
+    from .gl.context import has_display
 
     window_only = opts.quit_after is not None or opts.screenshot is not None
     if opts.window is False and window_only:
@@ -230,32 +125,174 @@ def _output_mode(opts: ViewOptions, say) -> tuple[bool, str | None]:
     w, h = opts.size
     if w < 16 or h < 16 or w > 16384 or h > 16384:
         raise UsageError(f"--size {w}x{h}: width and height must be 16..16384")
-    return want_window, output
+    return OutputMode(want_window, output)
 
 
-def open_target(opts: ViewOptions, want_window: bool, output, say, title: str):
+def open_source(opts: ViewOptions):
+    """The data source and a :class:`~wowgrass.render.world.game_tiles.GameSource` for ``opts``."""
+    from wowgrass.data import choose_map, open_data
+
+    from .world.game_tiles import GameSource
+
+    if opts.data is None:
+        from wowgrass.bake import default_data
+
+        root, sample_map = default_data()
+        data = open_data(root, build=opts.build)
+        map_name = opts.map_name or sample_map
+    else:
+        data = open_data(opts.data, build=opts.build)
+        map_name = opts.map_name
+    try:
+        map_name = choose_map(data, map_name)
+        src = GameSource(data, map_name, tiles=opts.tiles, placement=opts.placement,
+                         build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path)
+    except BaseException:
+        data.close()
+        raise
+    return data, src
+
+
+
+def open_target(opts: ViewOptions, mode: OutputMode, say, title: str):
     """The window (or, when a display cannot be opened and no window was demanded, an offscreen
-    target as if headless) or the offscreen target: (target, want_window, output). ``--samples``
+    target as if headless) or the offscreen target: (target, the mode it gives). ``--samples``
     the context cannot do is an error."""
-    from .context import GLUnavailableError, WindowTarget, create_offscreen_target
+    from .gl.context import GLUnavailableError, WindowTarget, create_offscreen_target
 
     samples = 4 if opts.samples is None else opts.samples
     target = None
-    if want_window:
+    if mode.window:
         try:
             target = WindowTarget(opts.size, samples, title=title, vsync=opts.vsync)
         except GLUnavailableError as exc:
             if opts.window or opts.quit_after is not None or opts.screenshot is not None:
                 raise
             # a DISPLAY that cannot be opened (stale ssh forwarding, no X server): as if headless
-            want_window, output = False, "view.png"
-            say(f"no window ({exc}); rendering offscreen to {output}")
+            mode = OutputMode(False, "view.png")
+            say(f"no window ({exc}); rendering offscreen to {mode.output}")
     if target is None:
         target = create_offscreen_target(opts.size, samples)
     if opts.samples is not None and target.samples != (opts.samples if opts.samples > 1 else 0):
         target.release()
         raise UsageError(f"--samples {opts.samples}: this OpenGL context supports at most {target.max_samples}")
-    return target, want_window, output
+    return target, mode
+
+
+def open_scene(target, src, opts: ViewOptions, say):
+    """The zone's programs and tile streaming (:class:`~wowgrass.render.world.streaming.Scene`)."""
+    from .constants import TERRAIN_REACH, GrassSettings, RingSettings
+    from .gl.programs import make_programs
+    from .world.streaming import Scene, tiles_centre
+
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
+                          wind=opts.wind, wind_falloff=opts.wind_falloff)
+    grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
+    scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
+                  grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
+                  grid_draw=opts.grid_draw)
+    say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
+        f"(baked on demand, cached in {_cache()})")
+    return scene
+
+
+def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
+    """The camera (``--camera``/``--target``, or the first frame's choice), the tiles around it
+    (offscreen: the whole far view too) and a :class:`~wowgrass.render.viewer.Viewer` with the
+    options' toggles."""
+    from .viewer import Toggles, Viewer
+    from .world.firstframe import default_camera
+
+    camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
+    scene.update(camera.position, block=True, block_far=not mode.window)
+    toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
+                      mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
+                      wireframe=opts.wireframe)
+    return Viewer(target, scene, camera, toggles)
+
+
+def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float) -> dict:
+    """What the view shows and how it was made, for ``--json`` (frame figures are added by :func:`present`)."""
+    target, camera = viewer.target, viewer.camera
+    rings = scene.grass.settings.rings
+    w, h = opts.size
+    return {
+        "map": src.map, "data": str(data.root), "tiles": [list(k) for k in scene.tiles],
+        "camera": [float(v) for v in camera.position], "yaw_deg": math.degrees(camera.yaw),
+        "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
+        "split": opts.split, "shadows": opts.shadows,
+        "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
+        "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
+        "grass_culling": ("grid" if opts.grass_path == "grid"  # the grid is its own cull
+                          else "gpu" if hasattr(scene.grass, "read_stats") else "cpu"),
+        "rings": {"enabled": rings.enabled, "radii": list(rings.radii), "keep": list(rings.keep),
+                  "band": rings.band, "debug": rings.debug},
+        "missing_models": sorted(scene.missing_grass_models),
+        "missing_doodad_models": sorted(scene.missing_doodad_models),
+        "missing_textures": sorted(scene.missing_textures),
+        "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
+        "load_seconds": load_s,
+        "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
+        "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
+        "grid_draw": getattr(scene.grass, "draw_mode", None),
+        "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
+    }
+
+
+def report_missing(scene, opts: ViewOptions, say) -> None:
+    """One line each for the grass models, doodad models and textures the data lacks."""
+    if scene.missing_grass_models:
+        how = "drawn as straw-coloured stand-ins" if opts.placeholders else "not drawn (--placeholders shows them)"
+        say(f"missing grass models ({len(scene.missing_grass_models)}, {how}): "
+            + ", ".join(sorted(scene.missing_grass_models)))
+    if scene.missing_doodad_models:
+        names = sorted(scene.missing_doodad_models)
+        say(f"missing doodad models ({len(names)}, not drawn): " + ", ".join(names[:5])
+            + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
+    if scene.missing_textures:
+        say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
+
+
+def last_frame_stats(viewer, opts: ViewOptions):
+    """Offscreen: statistics on for the last frame (which reads the GPU culling's counters back, once)."""
+    def before_frame(i, n):
+        viewer.toggles.stats = opts.stats or i == n - 1
+
+    return before_frame
+
+
+def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_frame=None) -> dict:
+    """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line) or render
+    ``opts.frames`` offscreen frames after a warm-up and write the last to ``mode.output``; returns
+    the figures for the ``--json`` result. ``before_frame(i, n)`` runs before offscreen frame ``i``."""
+    from .viewer import write_png
+    from .window import run_window
+
+    if mode.window:
+        say(f"window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, {keys}, "
+            "F3 stats, Esc quit")
+        run = run_window(viewer, start_time=opts.time, on_stats=say, frames=opts.frames,
+                         quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
+        result = _window_result(run, viewer, target)
+        if opts.screenshot is not None and run.image is not None:
+            write_png(opts.screenshot, run.image)
+            result["screenshot"] = str(Path(opts.screenshot).resolve())
+        return result
+    n = max(int(opts.frames or 1), 1)
+    viewer.status_every = 0.0  # the overlay's stats line: the frame before the one written
+    viewer.render_frame(opts.time)  # warm-up: shader compilation and first uploads are not a frame
+    frames = []
+    t0 = _time.perf_counter()
+    for i in range(n):
+        if before_frame is not None:
+            before_frame(i, n)
+        frames.append(viewer.render_frame(opts.time + i / 60.0))
+    target.ctx.finish()
+    result = summarise_frames(viewer, frames, (_time.perf_counter() - t0) * 1000.0 / n)
+    if mode.output is not None:
+        viewer.save_png(mode.output)
+        result["file"] = str(Path(mode.output).resolve())
+    return result
 
 
 def summarise_frames(viewer, frames, wall_ms: float) -> dict:
@@ -269,6 +306,7 @@ def summarise_frames(viewer, frames, wall_ms: float) -> dict:
     return {"frames": len(frames), "frame": last.as_dict(), "cpu_ms": _summary([f.cpu_ms for f in frames]),
             "gpu_ms": _summary(list(gpu.values()) or [float("nan")]), "wall_ms_per_frame": wall_ms,
             "stats_line": last.line()}
+
 
 def _window_result(run, viewer, target) -> dict:
     """The window session in the shape of the offscreen result (frames, statistics) plus its end state."""
@@ -284,7 +322,63 @@ def _window_result(run, viewer, target) -> dict:
     return out
 
 
+def _summary(values):
+    vals = [v for v in values if v == v]
+    if not vals:
+        return None
+    return {"mean": statistics.fmean(vals), "median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+
+
 def _cache():
     from wowgrass.paths import cache_dir
 
     return cache_dir() / "bundles"
+
+
+# -- the procedural meadow (``--procedural``) --
+
+MEADOW_SUN = np.array([0.55, 0.32, 0.52])
+MEADOW_SUN = MEADOW_SUN / np.linalg.norm(MEADOW_SUN)
+MEADOW_FOG = (140.0, 470.0)  # the meadow is 1024 units wide: its edge stays in the fog
+
+
+def run_meadow(opts: ViewOptions, mode: OutputMode, say) -> dict:
+    """``wowgrass view --procedural``: the same steps as :func:`run_view` over the meadow."""
+    from .sources.meadow import Meadow
+    from .viewer import Toggles
+    from .world.firstframe import start_camera
+
+    t_load = _time.perf_counter()
+    with ExitStack() as cleanup:  # released in reverse: viewer, meadow, target
+        target, mode = open_target(opts, mode, say, f"wowgrass - procedural meadow (seed {opts.seed})")
+        cleanup.callback(target.release)
+        meadow = Meadow(target.ctx, opts.meadow_settings, opts.seed, cpu_instances=opts.cpu_instances)
+        cleanup.callback(meadow.release)
+        camera = start_camera(meadow, camera=opts.camera, target=opts.target)
+        toggles = Toggles(grass=opts.grass, terrain=opts.terrain, stats=opts.stats, split=opts.split,
+                          shadows=opts.shadows, lod_colors=opts.lod_colors, wireframe=opts.wireframe)
+        viewer = meadow_viewer(target, meadow, camera, toggles)
+        cleanup.callback(viewer.release)
+        result = {"procedural": True, "seed": meadow.seed, "size": list(target.size),
+                  "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
+                  "samples": target.samples, "camera": [float(v) for v in camera.position],
+                  "yaw_deg": math.degrees(camera.yaw), "pitch_deg": math.degrees(camera.pitch), "time": opts.time,
+                  "split": toggles.split, "shadows": toggles.shadows,
+                  "blade_source": "cpu-upload" if meadow.cpu_instances else "gpu-generated",
+                  "load_seconds": _time.perf_counter() - t_load}
+        result.update(present(viewer, target, opts, say, mode, keys=MEADOW_KEYS))
+        if not mode.window:
+            result.update(meadow.drawn_counts())
+            result["upload_bytes_per_frame"] = meadow.upload_bytes
+        return result
+
+
+def meadow_viewer(target, meadow: Meadow, camera: Camera, toggles: Toggles | None = None, **kw) -> Viewer:
+    """A :class:`Viewer` of the meadow: its sun (lower than the zone view's: longer blade shadows),
+    a shadow map fitted to the near grass, fog that hides the meadow's edge."""
+    from .viewer import Light, Viewer
+
+    s = meadow.settings
+    light = Light(sun_dir=tuple(MEADOW_SUN), sun_color=(0.95, 0.88, 0.72), ambient=(0.36, 0.42, 0.50),
+                  shadow_reach=s.shadow_reach, shadow_size=s.shadow_size, caster_height=120.0)
+    return Viewer(target, meadow, camera, toggles, fog=MEADOW_FOG, light=light, **kw)

@@ -1,7 +1,7 @@
 """Rendering constants: the grass reference's table (r_wowmap.h) and the viewer's defaults.
 
 These are the defaults the sway shader is compiled with (``#define`` injection, see
-:mod:`wowgrass.render.programs`) and the values the frame's uniform block carries (``uGrassFrame``,
+:mod:`wowgrass.render.gl.programs`) and the values the frame's uniform block carries (``uGrassFrame``,
 ``uRings``; shaders/frame.glsl) unless a caller overrides them through :class:`GrassSettings`.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT  # noqa: F401 - world geometry (formats.md section 0)
+from wowgrass.grid_tiles import ANCHOR, GRID_HALF, GRID_SIDE, JITTER, SLOT_SPACING
 
 # The grass reference's shared constants table (r_wowmap.h).
 WIND_PHASE_X = 0.917  # rad / world unit along X: adjacent blades 2.5 u apart differ by ~131 deg
@@ -60,6 +61,23 @@ SHADER_DEFINES = {
     "WOW_GRASS_GUST_BEND_FREQ": GUST_BEND_FREQ,
     "WOW_GRASS_GUST_STRENGTH": GUST_STRENGTH,
 }
+
+GRID_DEFINES = {  # the camera grid's (sources/grass_grid.py; the lattice: wowgrass.grid_tiles)
+    "GRASS_GRID": True,
+    "GRID_SIDE": GRID_SIDE,
+    "GRID_HALF": GRID_HALF,
+    "GRID_SPACING": SLOT_SPACING,
+    "GRID_JITTER": JITTER,
+    "GRID_ANCHOR": ANCHOR,
+    "GRID_WIND_AMPLITUDE": 0.22,  # the reference's grid sway: world units at the tip ...
+    "GRID_SWAY_X": 1.0,  # ... along (wave, wave * 0.35), not normalised, as written
+    "GRID_SWAY_Y": 0.35,
+    "WOW_ZEROPOINT": ZEROPOINT,
+    "WOW_UNIT_SIZE": UNIT_SIZE,
+    "GRID_WIND_REACH": 1.0,  # furthest the wind moves a tip (gust: 0.22 * 3.5): the frustum test's margin
+}
+GRID_STATS_SIZE = 5  # uints per view of its compaction: blades in reach, kept per ring (grass_grid_cull.glsl)
+GRID_FRAME_BINDING = 4  # storage binding of the frame block's buffer in the compaction (frame.glsl)
 
 
 RING_SLOTS = 3  # rings beyond the first that the shaders know (shaders/frame.glsl: uRings, uRingKeep)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .constants import GrassSettings
-from .glstate import bind_uniform_block
+from .gl.programs import FRAME_BLOCK_BYTES, frame_stride
+from .gl.state import bind_uniform_block
 from .sources import DrawCounts
 
 SUN_DIR = np.array([0.45, -0.35, 0.82])
@@ -30,7 +31,7 @@ AMBIENT = (0.45, 0.48, 0.52)
 SKY = (0.62, 0.74, 0.86)
 
 # std140 layout of shaders/frame.glsl's block, as float32 offsets
-_FLOATS = 108  # 432 bytes
+_FLOATS = FRAME_BLOCK_BYTES // 4  # 108
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
 _GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW = 40, 56, 80, 84, 88, 104
 _F = struct.Struct("<f")
@@ -70,23 +71,10 @@ class Frame:
         return self.views + self.pass_views
 
 
-def frame_stride(ctx) -> int:
-    """Bytes from one view's slot of the frame buffer to the next (the uniform-buffer offset
-    alignment; compute passes index the same buffer by it: ``FRAME_STRIDE`` vec4s)."""
-    align = int(ctx.info.get("GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT", 256) or 256)
-    return -(-_FLOATS * 4 // align) * align
-
-
-def frame_slot_defines(ctx, binding: int) -> dict:
-    """The ``#define``s of a compute pass that reads every view's frame block from the frame
-    buffer bound as storage at ``binding`` (shaders/frame.glsl's ``FRAME_SLOTS``)."""
-    return {"FRAME_SLOTS": binding, "FRAME_STRIDE": frame_stride(ctx) // 16}
-
-
 class FrameUniforms:
     """The ``Frame`` uniform block of every program: one slot per view in one buffer, written once
     a frame (``write``) and bound per view (``bind``). Binding point 0; programs are linked to it
-    by :func:`wowgrass.render.programs.load_program`. Compute passes that serve every view in one
+    by :func:`wowgrass.render.gl.programs.load_program`. Compute passes that serve every view in one
     dispatch read the same buffer as storage (``buffer``; shaders/frame.glsl's ``FRAME_SLOTS``).
 
     The buffer is one of ``RING`` written in turn: a frame writes one the GPU is not reading

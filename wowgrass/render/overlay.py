@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .glstate import disable, enable, use_texture
+from .gl.state import disable, enable, use_texture
 from .views import reset_viewport
 
 BAR = (12, 16, 20, 170)  # the translucent band behind the text

@@ -18,8 +18,8 @@ from ``views`` (added with ``frame.add_view`` in ``setup``). Put it before the c
 from __future__ import annotations
 
 from .frame import SKY
-from .glstate import enable_only
-from .programs import SHADOW_UNIT
+from .gl.state import enable_only
+from .gl.programs import SHADOW_UNIT
 
 LINES_BACKGROUND = (0.07, 0.08, 0.11)  # behind a wireframe view: the lines stand out, gaps show
 

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .camera import look_at
-from .glstate import use_texture
+from .gl.state import use_texture
 
 BIAS = np.array([[0.5, 0, 0, 0.5], [0, 0.5, 0, 0.5], [0, 0, 0.5, 0.5], [0, 0, 0, 1.0]])
 

@@ -13,7 +13,6 @@ Frame statistics: CPU milliseconds to build and submit the frame, GPU millisecon
 
 from __future__ import annotations
 
-import math
 import time as _time
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -21,9 +20,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .camera import Camera
-from .constants import EYE_HEIGHT, FOG_START, VIEW_DISTANCE
+from .constants import FOG_START, VIEW_DISTANCE
 from .frame import AMBIENT, SKY, SUN_COLOR, SUN_DIR, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: for callers
-from .gputimer import GpuTimer
+from .gl.timer import GpuTimer
 from .passes import ColourPass, ShadowPass
 from .views import frame_views, reset_viewport
 
@@ -219,7 +218,7 @@ class Viewer:
             return
         if self._overlay is None:
             from .overlay import Overlay
-            from .programs import load_program
+            from .gl.programs import load_program
 
             self._overlay = Overlay(self.ctx, load_program(self.ctx, "overlay.glsl"))
         now = _time.perf_counter()
@@ -252,167 +251,6 @@ class Viewer:
     def save_png(self, path) -> None:
         write_png(path, self.read_rgba()[..., :3])
 
-    # -- interactive --
-    def run_window(self, *, start_time: float = 0.0, speed: float = 12.0, on_stats=print,
-                   frames: int | None = None, quit_after: float | None = None,
-                   screenshot: bool = False) -> WindowRun:
-        """The interactive loop on a :class:`~wowgrass.render.context.WindowTarget` (controls in
-        :class:`WindowControls`). Ends on Esc, the close button, after ``frames`` frames or after
-        ``quit_after`` seconds; with ``screenshot`` the last frame shown is read back from the
-        window (``WindowRun.image``)."""
-        win = self.target
-        glfw = win.glfw
-        controls = WindowControls(self, glfw, win.window, speed=speed)
-        controls.install()
-        run = WindowRun()
-        t_start = _time.perf_counter()
-        last = t_start
-        last_print = t_start
-        title_has_stats = False
-        try:
-            while not glfw.window_should_close(win.window):
-                glfw.poll_events()
-                now = _time.perf_counter()
-                if quit_after is not None and now - t_start >= quit_after and run.frames:
-                    break
-                dt = min(now - last, 0.1)
-                last = now
-                if win.framebuffer_size()[0] <= 0 or win.framebuffer_size()[1] <= 0:
-                    glfw.wait_events_timeout(0.1)  # minimised: nothing to draw
-                    continue
-                controls.step(dt)
-                win.resize_if_needed()  # the next frame's views follow the new size
-                self.scene.update(self.camera.position)
-                st = self.render_frame(start_time + now - t_start)
-                run.frames += 1
-                final = (frames is not None and run.frames >= frames) or (
-                    quit_after is not None and _time.perf_counter() - t_start >= quit_after)
-                img = win.present(read_back=screenshot and final)
-                run.stats.append(st)
-                if img is not None:
-                    run.image = img
-                if self.toggles.stats and (now - last_print >= 1.0 or run.frames == 1):
-                    last_print = now
-                    glfw.set_window_title(win.window, f"{win.title}  {st.line()}")
-                    title_has_stats = True
-                    on_stats(st.line())
-                elif not self.toggles.stats and title_has_stats:
-                    glfw.set_window_title(win.window, win.title)
-                    title_has_stats = False
-                if final:
-                    break
-            if screenshot and run.image is None and run.frames:  # closed by Esc / the window manager
-                run.image = win.present(read_back=True)
-        finally:
-            controls.uninstall()
-        run.seconds = _time.perf_counter() - t_start
-        return run
-
-
-@dataclass
-class WindowRun:
-    """What a window session did: per-frame statistics, wall seconds, the last frame if asked."""
-
-    frames: int = 0
-    seconds: float = 0.0
-    stats: list = None
-    image: np.ndarray | None = None
-
-    def __post_init__(self):
-        if self.stats is None:
-            self.stats = []
-
-
-class WindowControls:
-    """Keyboard and mouse of the window: a fly camera and the grass reference's cvar toggles.
-
-    W/A/S/D fly (never below 0.5 units above the ground), Q/E (or Space) down/up, Shift 6x speed, mouse drag (left or right button,
-    cursor captured while held) looks around, the wheel scales the base speed; G ``r_grass``,
-    O ``r_doodads``, T ``r_terrain``, C per-chunk culling, L terrain LOD colours, M MCSH shadows,
-    V split view, H sun shadows, F wireframe, F3 ``r_stats``; Esc quits. The handlers
-    are plain methods, so tests can call :meth:`on_key` without a window system sending events.
-    """
-
-    LOOK_RADIANS_PER_PIXEL = 0.003
-    FAST = 6.0
-    MIN_CLEARANCE = 0.5  # world units the camera keeps above the ground
-
-    def __init__(self, viewer: Viewer, glfw, window, *, speed: float = 12.0):
-        self.viewer, self.glfw, self.window = viewer, glfw, window
-        self.speed = float(speed)
-        self.keys_down: set[int] = set()
-        self.looking = False
-        self._last_cursor = None
-        g = glfw
-        self.toggle_keys = {g.KEY_G: "grass", g.KEY_O: "doodads", g.KEY_T: "terrain", g.KEY_C: "cull",
-                            g.KEY_L: "lod_colors", g.KEY_M: "mcsh", g.KEY_F3: "stats", g.KEY_V: "split",
-                            g.KEY_H: "shadows", g.KEY_F: "wireframe"}
-
-    def install(self):
-        g, w = self.glfw, self.window
-        g.set_key_callback(w, self.on_key)
-        g.set_mouse_button_callback(w, self.on_button)
-        g.set_cursor_pos_callback(w, self.on_cursor)
-        g.set_scroll_callback(w, self.on_scroll)
-        g.set_window_focus_callback(w, self.on_focus)
-
-    def uninstall(self):
-        g, w = self.glfw, self.window
-        for setter in (g.set_key_callback, g.set_mouse_button_callback, g.set_cursor_pos_callback,
-                       g.set_scroll_callback, g.set_window_focus_callback):
-            setter(w, None)
-
-    def on_key(self, _window, key, _scancode, action, _mods):
-        g, tg = self.glfw, self.viewer.toggles
-        if action == g.PRESS:
-            self.keys_down.add(key)
-            if key == g.KEY_ESCAPE:
-                g.set_window_should_close(self.window, True)
-            elif key in self.toggle_keys:
-                name = self.toggle_keys[key]
-                setattr(tg, name, not getattr(tg, name))
-        elif action == g.RELEASE:
-            self.keys_down.discard(key)
-
-    def on_button(self, _window, button, action, _mods):
-        g = self.glfw
-        if button in (g.MOUSE_BUTTON_LEFT, g.MOUSE_BUTTON_RIGHT):
-            self.looking = action == g.PRESS
-            g.set_input_mode(self.window, g.CURSOR, g.CURSOR_DISABLED if self.looking else g.CURSOR_NORMAL)
-            self._last_cursor = None
-
-    def on_cursor(self, _window, x, y):
-        if not self.looking:
-            return
-        if self._last_cursor is not None:
-            k = self.LOOK_RADIANS_PER_PIXEL
-            self.viewer.camera.turn(-(x - self._last_cursor[0]) * k, -(y - self._last_cursor[1]) * k)
-        self._last_cursor = (x, y)
-
-    def on_scroll(self, _window, _dx, dy):
-        self.speed = float(np.clip(self.speed * 1.25 ** dy, 0.5, 2000.0))
-
-    def on_focus(self, _window, focused):
-        if not focused:  # key releases that happen elsewhere never arrive: do not keep flying
-            self.keys_down.clear()
-            if self.looking:
-                self.on_button(self.window, self.glfw.MOUSE_BUTTON_LEFT, self.glfw.RELEASE, 0)
-
-    def step(self, dt: float):
-        """Move the camera for ``dt`` seconds of the keys held."""
-        g, k = self.glfw, self.keys_down
-        v = self.speed * (self.FAST if (g.KEY_LEFT_SHIFT in k or g.KEY_RIGHT_SHIFT in k) else 1.0)
-        fwd = (g.KEY_W in k) - (g.KEY_S in k)
-        right = (g.KEY_D in k) - (g.KEY_A in k)
-        up = (g.KEY_E in k or g.KEY_SPACE in k) - (g.KEY_Q in k)
-        if fwd or right or up:
-            cam = self.viewer.camera
-            cam.move(fwd * v * dt, right * v * dt, up * v * dt)
-            # no flying into hills: under the terrain one sees its underside and an upside-down sky
-            ground = self.viewer.scene.ground_height(float(cam.position[0]), float(cam.position[1]))
-            if ground is not None and cam.position[2] < ground + self.MIN_CLEARANCE:
-                cam.position[2] = ground + self.MIN_CLEARANCE
-
 
 def write_png(path, rgb: np.ndarray) -> None:
     """Write an (H, W, 3) uint8 frame as a PNG, atomically."""
@@ -425,52 +263,3 @@ def write_png(path, rgb: np.ndarray) -> None:
     buf = io.BytesIO()
     Image.fromarray(rgb, "RGB").save(buf, format="PNG")
     write_atomic(path, buf.getvalue())
-
-
-def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
-    """``--camera``/``--target`` when given (a camera of two numbers X,Y stands at eye height above
-    the ground there); else :mod:`.firstframe`'s choice: at eye height where grass grows on a tile
-    the data has, looking along the ground across it."""
-    if camera is not None and len(camera) == 3:
-        cam = Camera(position=np.asarray(camera, np.float64))
-        if target is not None:
-            cam.look_at(target)
-        return cam
-    from .scene import tiles_centre
-
-    if camera is None:
-        from .firstframe import choose_start, start_tile
-
-        tile = start_tile(source)
-        scene.update((*tiles_centre([tile]), 0.0), block=True)
-        pos, yaw, pitch = choose_start(scene, tile, eye_height=eye_height)
-        cam = Camera(position=pos, yaw=yaw, pitch=pitch)
-        if target is not None:
-            cam.look_at(target)
-        return cam
-    x, y = float(camera[0]), float(camera[1])  # X,Y only: at eye height above the ground there
-    scene.update((x, y, 0.0), block=True)
-    z = scene.ground_height(x, y)
-    z = (z if z is not None else 0.0) + eye_height
-    cam = Camera(position=np.array([x, y, z]))
-    if target is not None:
-        cam.look_at(target)
-    else:
-        cam.yaw, cam.pitch = grassiest_heading(scene, x, y), math.radians(-8.0)
-    return cam
-
-
-def grassiest_heading(scene, x: float, y: float, radius: float = 60.0, bins: int = 16) -> float:
-    """Yaw (radians) towards the most resident grass within ``radius`` of (x, y); 30 deg if none."""
-    pts = scene.grass.sample_xy()
-    if not len(pts):
-        return math.radians(30.0)
-    p = pts - (x, y)
-    d = np.hypot(p[:, 0], p[:, 1])
-    p = p[(d > 3.0) & (d < radius)]
-    if not len(p):
-        return math.radians(30.0)
-    k = np.floor((np.arctan2(p[:, 1], p[:, 0]) % (2 * math.pi)) / (2 * math.pi) * bins).astype(int) % bins
-    counts = np.bincount(k, minlength=bins)
-    smooth = counts + np.roll(counts, 1) + np.roll(counts, -1)
-    return (int(np.argmax(smooth)) + 0.5) * 2 * math.pi / bins

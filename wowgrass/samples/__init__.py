@@ -7,7 +7,7 @@ archives of a 1.12, 2.4.3 or 3.3.5 client.  ``wowgrass view``/``bake`` use it wh
 is given.  See docs/sample.md.
 """
 
-from wowgrass.samples.world import (
+from wowgrass.samples.sample_world import (
     BUILDS, MAP_NAME, SAMPLE_VERSION, adt_path, archive_layout, build_sample_world, parse_tiles,
     sample_data_path, sample_root, wdt_path, world_files, write_sample_world,
 )

@@ -45,12 +45,11 @@ import numpy as np
 
 from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
-from .glstate import bind_storage, set_uniform, use_texture
-from .grass import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
-from .meshes import edge_indices
-from .programs import VaoCache, load_program, read_by
-from .readback import Readback
-from .sources import DrawCounts, Source
+from ..gl.state import bind_storage, set_uniform, use_texture
+from ..gl.meshes import CMD_DTYPE, edge_indices  # DrawElementsIndirectCommand, as grass has it
+from ..gl.programs import VaoCache, load_program, read_by
+from ..gl.readback import Readback
+from . import DrawCounts, Source
 
 LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture array
 LAYER_LEVELS = LAYER_SIZE.bit_length()  # its mipmap levels, down to 1x1
@@ -662,7 +661,7 @@ class TerrainSet(Source):
         if self._dirty:
             self._upload()
         if self._cull is None:
-            from .frame import frame_slot_defines
+            from ..gl.programs import frame_slot_defines
 
             self._cull = load_program(self.ctx, "terrain_lod.glsl", frame_slot_defines(self.ctx, FRAME_BINDING))
         cs, views = self._cull, frame.all_views

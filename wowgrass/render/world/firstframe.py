@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from .constants import EYE_HEIGHT, TILE_SIZE
+from ..camera import Camera
+from ..constants import EYE_HEIGHT, TILE_SIZE
 
 HEADINGS = 16
 SECTOR = math.radians(22.5)  # half-width of the sector counted as "in view"
@@ -59,7 +60,7 @@ def ground_heights(scene, x, y) -> np.ndarray:
 
 def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.ndarray, float, float]:
     """(position (3,), yaw, pitch) of the first view on resident tile ``tile``."""
-    from .scene import tiles_centre
+    from .streaming import tiles_centre
 
     cx, cy = tiles_centre([tile])
     res = scene.tiles.get(tuple(tile))
@@ -118,3 +119,80 @@ def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.nda
     i, j = np.unravel_index(int(np.argmax(score)), score.shape)
     pitch = math.atan(float(np.clip(slope[i, j], -0.35, 0.35))) - math.radians(8.0)
     return np.array([spots[i, 0], spots[i, 1], eye[i]]), float(yaw[j] % (2 * math.pi)), pitch
+
+
+def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
+    """``--camera``/``--target`` when given (a camera of two numbers X,Y stands at eye height above
+    the ground there); else :mod:`.firstframe`'s choice: at eye height where grass grows on a tile
+    the data has, looking along the ground across it."""
+    if camera is not None and len(camera) == 3:
+        cam = Camera(position=np.asarray(camera, np.float64))
+        if target is not None:
+            cam.look_at(target)
+        return cam
+    from .streaming import tiles_centre
+
+    if camera is None:
+        tile = start_tile(source)
+        scene.update((*tiles_centre([tile]), 0.0), block=True)
+        pos, yaw, pitch = choose_start(scene, tile, eye_height=eye_height)
+        cam = Camera(position=pos, yaw=yaw, pitch=pitch)
+        if target is not None:
+            cam.look_at(target)
+        return cam
+    x, y = float(camera[0]), float(camera[1])  # X,Y only: at eye height above the ground there
+    scene.update((x, y, 0.0), block=True)
+    z = scene.ground_height(x, y)
+    z = (z if z is not None else 0.0) + eye_height
+    cam = Camera(position=np.array([x, y, z]))
+    if target is not None:
+        cam.look_at(target)
+    else:
+        cam.yaw, cam.pitch = grassiest_heading(scene, x, y), math.radians(-8.0)
+    return cam
+
+
+def grassiest_heading(scene, x: float, y: float, radius: float = 60.0, bins: int = 16) -> float:
+    """Yaw (radians) towards the most resident grass within ``radius`` of (x, y); 30 deg if none."""
+    pts = scene.grass.sample_xy()
+    if not len(pts):
+        return math.radians(30.0)
+    p = pts - (x, y)
+    d = np.hypot(p[:, 0], p[:, 1])
+    p = p[(d > 3.0) & (d < radius)]
+    if not len(p):
+        return math.radians(30.0)
+    k = np.floor((np.arctan2(p[:, 1], p[:, 0]) % (2 * math.pi)) / (2 * math.pi) * bins).astype(int) % bins
+    counts = np.bincount(k, minlength=bins)
+    smooth = counts + np.roll(counts, 1) + np.roll(counts, -1)
+    return (int(np.argmax(smooth)) + 0.5) * 2 * math.pi / bins
+
+
+def start_camera(meadow: Meadow, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:
+    """``--camera``/``--target`` when given; else at eye height on the flattest ground near the
+    meadow's centre, looking along the ground toward where it rises least (not into a hillside)."""
+    f = meadow.field
+    if camera is not None and len(camera) == 3:
+        cam = Camera(position=np.asarray(camera, np.float64))
+    else:
+        if camera is not None:
+            x, y = float(camera[0]), float(camera[1])
+        else:
+            c = f.world_size / 2
+            g = np.linspace(-60.0, 60.0, 13)
+            gx, gy = np.meshgrid(c + g, c + g)
+            nz = f.normal(gx.ravel(), gy.ravel())[:, 2]
+            i = int(np.argmax(nz - 1e-4 * np.hypot(gx.ravel() - c, gy.ravel() - c)))
+            x, y = float(gx.ravel()[i]), float(gy.ravel()[i])
+        cam = Camera(position=np.array([x, y, meadow.ground_height(x, y) + eye_height]))
+    if target is not None:
+        cam.look_at(target)
+    elif camera is None or len(camera) == 2:
+        yaws = np.arange(16) * (2 * math.pi / 16)
+        d = np.array([10.0, 25.0, 45.0, 70.0])
+        px = cam.position[0] + np.cos(yaws)[:, None] * d
+        py = cam.position[1] + np.sin(yaws)[:, None] * d
+        rise = (f.sample(px, py) - cam.position[2]).max(axis=1)
+        cam.yaw = float(yaws[int(np.argmin(rise))])
+        cam.pitch = math.radians(-6.0)
+    return cam

@@ -11,7 +11,7 @@ one small indirect-command buffer (5 u32 per visible chunk and model) and issues
 ``glMultiDrawElementsIndirect`` per (tile, model). Where GL 4.3 is missing, or culling is off, each
 (tile, model) is one plain instanced draw of all its instances; the shader still drops every
 instance beyond the draw distance. This is the fallback where compute shaders are missing (and
-``--culling cpu``); :mod:`wowgrass.render.grass_gpu` is the GPU-driven path.
+``--culling cpu``); :mod:`wowgrass.render.sources.grass_gpu` is the GPU-driven path.
 
 Instances within a model's array are grouped by chunk at upload time (the placement already
 emits them in chunk order; anything else is stably sorted once).
@@ -25,12 +25,12 @@ import numpy as np
 
 from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; render only reads it
 
-from .camera import BoxSet
-from .constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
-from .glstate import ALPHA_TO_COVERAGE, set_uniform, use_texture
-from .meshes import GpuMesh, line_commands
-from .programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
-from .sources import DrawCounts, Source
+from ..camera import BoxSet
+from ..constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from ..gl.state import ALPHA_TO_COVERAGE, set_uniform, use_texture
+from ..gl.meshes import CMD_DTYPE, GpuMesh, line_commands
+from ..gl.programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
+from . import DrawCounts, Source
 
 assert INSTANCE_DTYPE.itemsize == 16
 
@@ -38,8 +38,6 @@ INSTANCE_FORMAT = "3f 2u2/i"
 INSTANCE_ATTRS = ("i_pos", "i_yaw_scale")
 PACKED_FORMAT = "4u4/i"  # the same 16 bytes read as one uvec4 (layout "16p")
 MAT4_FORMAT = "16f/i"
-CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
-                      ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
 
 
 class CommandRing:

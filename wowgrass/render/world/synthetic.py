@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from .grass import INSTANCE_DTYPE
-from .meshes import MeshData, crossed_quads
-from .terrain import COLS, ROWS
+from wowgrass.bundle import INSTANCE_DTYPE
+
+from ..constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from ..gl.meshes import MeshData, crossed_quads
+from ..sources.terrain import COLS, ROWS
 
 
 def tile_origin(col: int, row: int) -> tuple[float, float]:
@@ -76,7 +77,7 @@ def random_instances(n: int, lo_xy, hi_xy, *, tile=None, seed: int = 0, scale=(0
 
 
 class SyntheticSource:
-    """A :class:`~wowgrass.render.scene.TileSource` over synthetic tiles (tests, benchmarks)."""
+    """A :class:`~wowgrass.render.world.streaming.TileSource` over synthetic tiles (tests, benchmarks)."""
 
     name = "synthetic"
 

@@ -17,7 +17,7 @@ has nothing for a pass (terrain in a grass-only debug pass, say) returns ``DrawC
 Frame-wide uniforms (matrices, time, wind, fog) come from the ``Frame`` uniform block
 (``shaders/frame.glsl``); a source sets only its own per-draw uniforms.
 
-(Not to be confused with :mod:`wowgrass.render.source`, the *tile data* source a scene streams from.)
+(Not to be confused with :mod:`wowgrass.render.world.game_tiles`, the *tile data* source a scene streams from.)
 """
 
 from __future__ import annotations

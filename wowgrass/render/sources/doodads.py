@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import ZEROPOINT
-from .glstate import use_texture
-from .meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
-from .programs import VaoCache, read_by
-from .sources import DrawCounts, Source
+from ..constants import ZEROPOINT
+from ..gl.state import use_texture
+from ..gl.meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
+from ..gl.programs import VaoCache, read_by
+from . import DrawCounts, Source
 
 
 def mddf_matrices(mddf: np.ndarray) -> np.ndarray:

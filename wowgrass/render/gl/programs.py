@@ -25,7 +25,7 @@ from importlib import resources
 
 from wowgrass.errors import WowgrassError
 
-from .constants import SHADER_DEFINES, wind_defines
+from ..constants import SHADER_DEFINES, wind_defines
 
 DEFAULT_INSTANCE_LAYOUT = "16p"  # see make_programs; measured in benchmarks/bench_render.py --variants
 
@@ -35,7 +35,7 @@ MANIFEST = {
     "grass": "grass.glsl",
     "doodad": "doodad.glsl",
     "grass_cull": "grass_cull.glsl",  # compute (GL 4.3): GPU-driven grass culling
-    "grass_grid": "grass.glsl",  # with GRASS_GRID (render/grid.py's GRID_DEFINES): the camera-grid path
+    "grass_grid": "grass.glsl",  # with GRASS_GRID (constants.GRID_DEFINES): the camera-grid path
     "grass_grid_compact": "grass.glsl",  # the same, drawing the compacted blades (GRID_COMPACT)
     "grass_grid_cull": "grass_grid_cull.glsl",  # compute (GL 4.3): the camera grid's compaction pass
 }
@@ -48,6 +48,8 @@ MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
 LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
                       "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT}
+
+FRAME_BLOCK_BYTES = 432  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")
@@ -206,6 +208,19 @@ class VaoCache:
         self._vaos.clear()
 
 
+def frame_stride(ctx) -> int:
+    """Bytes from one view's slot of the frame buffer to the next (the uniform-buffer offset
+    alignment; compute passes index the same buffer by it: ``FRAME_STRIDE`` vec4s)."""
+    align = int(ctx.info.get("GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT", 256) or 256)
+    return -(-FRAME_BLOCK_BYTES // align) * align
+
+
+def frame_slot_defines(ctx, binding: int) -> dict:
+    """The ``#define``s of a compute pass that reads every view's frame block from the frame
+    buffer bound as storage at ``binding`` (shaders/frame.glsl's ``FRAME_SLOTS``)."""
+    return {"FRAME_SLOTS": binding, "FRAME_STRIDE": frame_stride(ctx) // 16}
+
+
 def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = DEFAULT_INSTANCE_LAYOUT,
                   cache: dict | None = None, grass_path: str = "instanced", wind: str = "classic",
                   wind_falloff: str = "smoothstep") -> ProgramSet:
@@ -220,15 +235,16 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
     windd = wind_defines(wind, wind_falloff)
     grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
                      "INSTANCE_PACKED": instance_layout == "16p", **windd}
-    from .constants import UNIT_SIZE, ZEROPOINT
+    from ..constants import UNIT_SIZE, ZEROPOINT
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
     defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}
     if grass_path == "grid":
-        from .grid import GRID_DEFINES, grid_cull_defines
+        from ..constants import GRID_DEFINES, GRID_FRAME_BINDING, GRID_STATS_SIZE
 
         defines["grass_grid"] = {"GRASS_A2C": alpha_to_coverage, **GRID_DEFINES, **windd}
         defines["grass_grid_compact"] = {**defines["grass_grid"], "GRID_COMPACT": True}
-        defines["grass_grid_cull"] = {**GRID_DEFINES, **grid_cull_defines(ctx)}
+        defines["grass_grid_cull"] = {**GRID_DEFINES, **frame_slot_defines(ctx, GRID_FRAME_BINDING),
+                                      "STATS_SIZE": GRID_STATS_SIZE}
     return ProgramSet(ctx, defines, cache)

@@ -8,7 +8,7 @@ import numpy as np
 
 from wowgrass.bundle import INSTANCE_DTYPE
 
-from .constants import RingSettings
+from ..constants import RingSettings
 
 
 def instance_hash(inst: np.ndarray) -> np.ndarray:

@@ -14,6 +14,8 @@ import numpy as np
 MESH_FORMAT = "3f 3f 2f"
 MESH_ATTRS = ("in_position", "in_normal", "in_uv")
 GRASS_MESH_FORMAT = "4u4"  # in_mesh: position float bits + half2 UV
+CMD_DTYPE = np.dtype([("count", "<u4"), ("instances", "<u4"), ("first_index", "<u4"),
+                      ("base_vertex", "<i4"), ("base_instance", "<u4")])  # DrawElementsIndirectCommand
 
 
 @dataclass

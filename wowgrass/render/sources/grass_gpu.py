@@ -32,15 +32,15 @@ import numpy as np
 
 from wowgrass.bundle import INSTANCE_DTYPE
 
-from .constants import GrassSettings
-from .glstate import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
+from ..constants import GrassSettings
+from ..gl.state import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
                       use_texture)
-from .grass import CMD_DTYPE, BatchedGrass, group_by_chunk
-from .meshes import GpuMesh, line_commands
-from .frame import frame_slot_defines
-from .programs import VaoCache
-from .readback import Readback, read_buffer
-from .sources import DrawCounts, Source
+from .grass_cpu import BatchedGrass, group_by_chunk
+from ..gl.meshes import CMD_DTYPE, GpuMesh, line_commands
+from ..gl.programs import frame_slot_defines
+from ..gl.programs import VaoCache
+from ..gl.readback import Readback, read_buffer
+from . import DrawCounts, Source
 
 STATS_SIZE = 8  # uints per view: instances tested, groups visible, kept per ring (4), two unused
 FRAME_BINDING = 6  # storage binding of the frame block's buffer in the compute passes (frame.glsl)
@@ -123,7 +123,7 @@ class GpuBatch:
 
 def group_records(t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
     """The group-table records of a batch's chunk-sorted instances from their group table ``t``
-    (:func:`~wowgrass.render.grass.group_by_chunk`, which reduced the instances), the batch
+    (:func:`~wowgrass.render.sources.grass_cpu.group_by_chunk`, which reduced the instances), the batch
     starting at arena ``start``: per-group arithmetic only, no pass over the instances."""
     rec = np.zeros(len(t.keys), GROUP_DTYPE)
     if not len(rec):
@@ -144,7 +144,7 @@ def group_records(t, start: int, model: int, mesh: GpuMesh) -> np.ndarray:
 
 class GpuGrass(BatchedGrass, Source):
     """All resident grass, culled and LOD-selected on the GPU (GL 4.3). Same residency calls as
-    :class:`~wowgrass.render.grass.GrassField` (``add``, ``remove_tile``, ``release``)."""
+    :class:`~wowgrass.render.sources.grass_cpu.GrassField` (``add``, ``remove_tile``, ``release``)."""
 
     name = "grass"
     indirect = True
@@ -218,7 +218,7 @@ class GpuGrass(BatchedGrass, Source):
     def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None,
             groups=None) -> GpuBatch | None:
         """Queue a batch; ``groups``: its table when ``instances`` are chunk-sorted already
-        (:func:`~wowgrass.render.grass.group_by_chunk`, done off the GL thread)."""
+        (:func:`~wowgrass.render.sources.grass_cpu.group_by_chunk`, done off the GL thread)."""
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
@@ -552,7 +552,7 @@ class GpuGrass(BatchedGrass, Source):
 
     def check_against_reference(self, view) -> dict:
         """Compare the last frame's visible set of ``view`` with the numpy reference
-        (:func:`wowgrass.render.rings.reference_cull`): instances missing and extra per (model, lod)."""
+        (:func:`wowgrass.render.sources.rings.reference_cull`): instances missing and extra per (model, lod)."""
         from .rings import reference_cull
 
         got = self.read_visible(view)

@@ -19,8 +19,8 @@ import numpy as np
 
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 
-from .doodads import mddf_matrices
-from .meshes import MeshData
+from ..sources.doodads import mddf_matrices
+from ..gl.meshes import MeshData
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class GameSource:
                  dbc_dir=None, grass_path: str = "instanced"):
         from wowgrass.bake import ModelTable, load_catalog
         from wowgrass.formats.wdt import WdtFile
-        from wowgrass.terrain import adt_game_path, wdt_game_path
+        from wowgrass.tiles import adt_game_path, wdt_game_path
 
         self.data, self.map = data, map_name
         self.name = f"{map_name} ({data.root})"
@@ -65,12 +65,12 @@ class GameSource:
         if not listed:
             raise UsageError(f"map {map_name!r} has no tiles in {data.root}")
         if tiles is not None:  # (col, row) pairs or ((c0, c1), (r0, r1)) ranges, as --tile gives them
-            from wowgrass.terrain import select_tiles
+            from wowgrass.tiles import select_tiles
 
             listed = sorted(select_tiles(listed, tiles, map_name))
         self.tiles = listed
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
-        self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid)
+        self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid_tiles)
         self.grids: list = []  # (tile, control file, cache hit) per loaded tile, grid path only
 
     def _read(self, path: str) -> bytes:
@@ -88,7 +88,7 @@ class GameSource:
 
     def _adt(self, col: int, row: int):
         from wowgrass.formats.adt import AdtTile
-        from wowgrass.terrain import adt_game_path
+        from wowgrass.tiles import adt_game_path
 
         name = adt_game_path(self.map, col, row)
         raw = self._read(name)
@@ -134,7 +134,7 @@ class GameSource:
                 doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
         payload = {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
         if self.grass_path == "grid":
-            from wowgrass.grid import grid_path_for, load_grid_tile
+            from wowgrass.grid_tiles import grid_path_for, load_grid_tile
 
             payload["grid"], hit = load_grid_tile(adt, grass, bundle_path=res.path, bundle_key=res.key)
             self.grids.append(((col, row), str(grid_path_for(res.path)), hit))

@@ -38,11 +38,11 @@ import numpy as np
 from wowgrass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
 
-from .constants import TILE_SIZE, ZEROPOINT
-from .doodads import DoodadSet
-from .grass import GrassField, group_by_chunk
-from .meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from .terrain import LAYER_SIZE, TerrainSet, TerrainTile, build_terrain_arrays
+from ..constants import TILE_SIZE, ZEROPOINT
+from ..sources.doodads import DoodadSet
+from ..sources.grass_cpu import GrassField, group_by_chunk
+from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
+from ..sources.terrain import LAYER_SIZE, TerrainSet, TerrainTile, build_terrain_arrays
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,9 @@ GRASS_CULLING = ("auto", "gpu", "cpu")
 
 def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect: bool | None = None,
                layout: str | None = None):
-    """The grass source: GPU-driven culling (:class:`~wowgrass.render.grass_gpu.GpuGrass`) where
+    """The grass source: GPU-driven culling (:class:`~wowgrass.render.sources.grass_gpu.GpuGrass`) where
     compute shaders exist (GL 4.3) and the instance layout is the bundle's 16 bytes; per-chunk
-    culling on the CPU (:class:`~wowgrass.render.grass.GrassField`) otherwise or when asked."""
+    culling on the CPU (:class:`~wowgrass.render.sources.grass_cpu.GrassField`) otherwise or when asked."""
     if culling not in GRASS_CULLING:
         raise ValueError(f"grass culling must be one of {GRASS_CULLING}, not {culling!r}")
     can_gpu = ctx.version_code >= 430 and (layout or "16p") == "16p" and indirect is not False
@@ -98,7 +98,7 @@ def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect:
                          f"(this context: {ctx.version_code // 100}.{ctx.version_code % 100 // 10})")
     if culling == "cpu" or not can_gpu:
         return GrassField(ctx, programs, settings, indirect=indirect, layout=layout)
-    from .grass_gpu import GpuGrass
+    from ..sources.grass_gpu import GpuGrass
 
     return GpuGrass(ctx, programs, settings)
 
@@ -134,7 +134,7 @@ class Scene:
         r = self.terrain_reach + hysteresis + TILE_SIZE
         self._expected_tiles = int(min(len(source.tiles), math.ceil(math.pi * r * r / (TILE_SIZE * TILE_SIZE))))
         if grass_path == "grid":
-            from .grid import GridGrass
+            from ..sources.grass_grid import GridGrass
 
             self.grass = GridGrass(ctx, programs, grass_settings, draw_mode=grid_draw)
         else:
@@ -211,7 +211,7 @@ class Scene:
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
         if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
-            from wowgrass.grid import build_grid_tile  # sources without a cache (synthetic ones)
+            from wowgrass.grid_tiles import build_grid_tile  # sources without a cache (synthetic ones)
 
             payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
         return payload

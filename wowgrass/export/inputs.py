@@ -33,7 +33,7 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
     from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles, sample_tables_for
     from wowgrass.data import choose_map, open_data
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.terrain import adt_game_path, load_tile, select_tiles, tile_from_name
+    from wowgrass.tiles import adt_game_path, load_tile, select_tiles, tile_from_name
 
     if adt_files:
         if ranges:

@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .blades import INSTANCE_ATTRS, INSTANCE_FLOATS, INSTANCE_FORMAT, BladeSettings, place_blades
-from .constants import GrassSettings
-from .glstate import bind_storage, disable, enable, set_uniform, use_texture
-from .grass import CMD_DTYPE
+from ..constants import GrassSettings
+from ..gl.state import bind_storage, disable, enable, set_uniform, use_texture
 from .heightfield import Heightfield, TerrainSettings
-from .meshes import blade_strip, line_indices, plane_grid
-from .programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program, read_by
-from .readback import read_buffer
-from .sources import DrawCounts, Source
+from ..gl.meshes import CMD_DTYPE, blade_strip, line_indices, plane_grid
+from ..gl.programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program, read_by
+from ..gl.readback import read_buffer
+from . import DrawCounts, Source
 from .terrain import TerrainLod
 
 

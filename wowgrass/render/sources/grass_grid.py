@@ -1,7 +1,7 @@
 """The camera-grid grass source (``view --grass grid``): resident control and height textures, one
 draw per grass model over the camera-centred grid.
 
-Per tile, :class:`~wowgrass.grid.GridTile` (control texture + height atlas, built from the tile's
+Per tile, :class:`~wowgrass.grid_tiles.GridTile` (control texture + height atlas, built from the tile's
 bundle and cached beside it) goes into one layer of two texture arrays; a 64 x 64 tile table maps
 a world tile to its layer, and a model table texture holds each model's z range and bounding
 sphere. Two ways to draw (``draw_mode``, docs/grid.md):
@@ -29,47 +29,22 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wowgrass.grid import (ANCHOR, ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, JITTER, SLOT_SPACING,
-                           GridTile)
+from wowgrass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, SLOT_SPACING, GridTile
 
-from .constants import TILE_SIZE, UNIT_SIZE, ZEROPOINT, GrassSettings
-from .glstate import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
-from .grass import CMD_DTYPE
-from .meshes import GpuMesh
-from .programs import MODEL_UNIT, VaoCache
-from .readback import Readback
-from .sources import DrawCounts, Source
+from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, TILE_SIZE, ZEROPOINT, GrassSettings
+from ..gl.state import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
+from ..gl.meshes import CMD_DTYPE, GpuMesh
+from ..gl.programs import MODEL_UNIT, VaoCache
+from ..gl.readback import Readback
+from . import DrawCounts, Source
 
 SLOTS = GRID_SIDE * GRID_SIDE
-GRID_DEFINES = {
-    "GRASS_GRID": True,
-    "GRID_SIDE": GRID_SIDE,
-    "GRID_HALF": GRID_HALF,
-    "GRID_SPACING": SLOT_SPACING,
-    "GRID_JITTER": JITTER,
-    "GRID_ANCHOR": ANCHOR,
-    "GRID_WIND_AMPLITUDE": 0.22,  # the reference's grid sway: world units at the tip ...
-    "GRID_SWAY_X": 1.0,  # ... along (wave, wave * 0.35), not normalised, as written
-    "GRID_SWAY_Y": 0.35,
-    "WOW_ZEROPOINT": ZEROPOINT,
-    "WOW_UNIT_SIZE": UNIT_SIZE,
-    "GRID_WIND_REACH": 1.0,  # furthest the wind moves a tip (gust: 0.22 * 3.5): the frustum test's margin
-}
 GRID_DRAW_MODES = ("compact", "full")
-STATS_SIZE = 5  # uints per view: blades in reach, kept per ring (grass_grid_cull.glsl)
 MODEL_ROW = 256  # models per row of the model table texture (grid_slot.glsl's gridModelInfo)
-FRAME_BINDING = 4  # storage binding of the frame block's buffer in the compaction (frame.glsl)
 _FILL_VIEWS = {False: None, True: SimpleNamespace(fill="lines")}  # what pass_.program reads of a view
 _PLANS_KEPT = 16
 CAPTURE_VARYINGS = ("t_root", "t_cell", "t_vertex")
 _REACH = (GRID_HALF + 1) * SLOT_SPACING  # the grid's half extent around the camera
-
-
-def grid_cull_defines(ctx) -> dict:
-    """The compaction's defines that depend on the context: where it reads the frame block."""
-    from .frame import frame_slot_defines
-
-    return {**frame_slot_defines(ctx, FRAME_BINDING), "STATS_SIZE": STATS_SIZE}
 
 
 def tile_range(x: float, y: float) -> tuple[int, int, int, int]:
@@ -454,8 +429,8 @@ class GridGrass(Source):
         chosen vertex in the world, wind applied."""
         import moderngl
 
-        from .frame import Frame, FrameUniforms
-        from .views import View
+        from ..frame import Frame, FrameUniforms
+        from ..views import View
 
         idx = self._index[model]
         mesh = self.meshes[idx]
@@ -513,8 +488,8 @@ class GridGrass(Source):
 
     def _capture_program(self, name: str):
         """``name``'s vertex stage with the transform-feedback outputs (GRID_CAPTURE), made once."""
-        from .frame import FrameUniforms
-        from .programs import LINK_TIME_UNIFORMS, preprocess
+        from ..frame import FrameUniforms
+        from ..gl.programs import LINK_TIME_UNIFORMS, preprocess
 
         prog = self._capture_progs.get(name)
         if prog is None:

@@ -1,0 +1,36 @@
+"""The package's layout stays readable: no import circles, one meaning per module name, a small
+renderer top level (docs/architecture.md; the checks are tests/import_graph.py's)."""
+
+from pathlib import Path
+
+from import_graph import ROOT, cycles, import_graph, project_modules, repeated_names
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_the_graph_sees_imports_inside_functions():
+    # the checker must find what it is meant to forbid: a circle closed by a function-level import
+    graph = import_graph()
+    assert "wowgrass.render.world.streaming" in graph["wowgrass.render.app"]  # imported inside open_scene
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_module_names_mean_one_thing():
+    assert repeated_names() == {}
+
+
+def test_render_top_level_is_small():
+    top = [p for p in (ROOT / "wowgrass" / "render").glob("*.py")]
+    assert len(top) <= 12, sorted(p.name for p in top)
+
+
+def test_every_module_is_installed():
+    # setuptools lists packages explicitly: a new folder missing from pyproject would not install
+    import re
+
+    text = (ROOT / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"([\w.]+)"', re.search(r"^packages = \[(.*?)\]", text, re.M | re.S).group(1)))
+    packages = {m for m, p in project_modules().items() if Path(p).name == "__init__.py"}
+    assert packages <= listed, sorted(packages - listed)
