@@ -1,0 +1,447 @@
+"""Coverage-guided fuzzing of every wowgrass parser with atheris (libFuzzer for Python).
+
+    pip install -e '.[fuzz]'                       # atheris: an optional extra, not a dependency
+    python benchmarks/fuzz_cov.py --formats adt,dbc --runs 1000000 --out DIR
+    python benchmarks/fuzz_cov.py --formats all --runs 20000 --out DIR --jobs 2   # a quick look
+
+Each format runs in its own process: wowgrass's modules are imported under atheris's
+instrumentation, the corpus (``DIR/corpus/<fmt>``) is seeded from the inputs ``benchmarks/fuzz.py``
+builds (sample-world files and writer output) plus ``tests/fixtures/crashes/`` of that format, and
+libFuzzer mutates towards new branches for ``--runs`` executions. The targets are those of
+``fuzz.py`` (so a format added there, e.g. WMO or WDL, is fuzzed here too) plus the camera grid's
+``.wgc`` cache files; bundles and grid files whose checksum fails are parsed a second time with the
+checksum made right, so the structure behind the check is reached.
+
+A case ends as fuzz.py classifies it (parsed, clean, escape, memory). An escape or memory case does
+not stop the run: the input is saved as ``DIR/crashes/<fmt>-<digest>`` in fuzz.py's crash format
+(copy it to tests/fixtures/crashes/ with its fix; tests/test_fuzz.py replays it). A hang (libFuzzer's
+``-timeout``) or a dead process restarts the format with its corpus; the artifact is kept.
+
+Coverage: libFuzzer's edge count (``cov``) and features (``ft``), and the lines of the format's
+module that the seed corpus and the final corpus reach (replayed under ``sys.settrace``), so the
+table says what the fuzzing found beyond the seeds. ``DIR/fuzz_cov.json`` holds it all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PART_SEP = b"\n--wowgrass-part--\n"   # an input of several files (an M2 and its skin)
+
+#: the module whose lines count as the format's coverage
+MODULES = {"mpq": "wowgrass/formats/mpq.py", "dbc": "wowgrass/formats/dbc.py", "wdt": "wowgrass/formats/wdt.py",
+           "adt": "wowgrass/formats/adt.py", "m2": "wowgrass/formats/m2.py", "blp": "wowgrass/formats/blp.py",
+           "bundle": "wowgrass/bundle.py", "grid": "wowgrass/grid.py"}
+
+
+def _grid_module():
+    """The camera-grid module (``wowgrass.grid``; ``wowgrass.grid_tiles`` after the renderer's layout)."""
+    for name in ("wowgrass.grid_tiles", "wowgrass.grid"):
+        if importlib.util.find_spec(name) is not None:
+            return importlib.import_module(name)
+    raise ImportError("no camera-grid module")
+
+
+def _load_fuzz():
+    spec = importlib.util.spec_from_file_location("wowgrass_fuzz", HERE / "fuzz.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["wowgrass_fuzz"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------------------------------------ targets
+def _grid_bases():
+    import tempfile
+
+    import numpy as np
+
+    from wowgrass import bundle as B
+    from wowgrass.bake import bake_tile, load_catalog
+    from wowgrass.data import open_data
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    grid = _grid_module()
+    from wowgrass.bake import map_tiles
+
+    with open_data(sample_data_path()) as data:
+        catalog = load_catalog(data=data)
+        _tiles, big_alpha = map_tiles(data, MAP_NAME)
+        name = next(p for p in data.list("*.adt"))
+        raw = data.read(name)
+    tile = AdtTile.from_bytes(raw, name, big_alpha=big_alpha)
+    with tempfile.TemporaryDirectory() as tmp:
+        res = bake_tile(raw, catalog, map_name=MAP_NAME, out=Path(tmp) / "t.wgb", tile=tile, big_alpha=big_alpha)
+        with B.read_bundle(res.path) as b:
+            grass = {m.path: np.array(m.instances) for m in b.models if len(m.instances)}
+    out = [("sample", (grid.grid_tile_bytes(grid.build_grid_tile(tile, grass, provenance={"bundle_key": res.key})),))]
+    out.append(("empty", (grid.grid_tile_bytes(grid.build_grid_tile(tile, {}, provenance={"bundle_key": "0" * 64})),)))
+    return out
+
+
+def _grid_parse(parts, workdir):
+    grid = _grid_module()
+    p = workdir / "case.wgc"
+    p.write_bytes(parts[0])
+    t = grid.read_grid_tile(p)
+    t.counts
+    t.model_totals()
+    t.chunk_model_counts()
+
+
+def _grid_fix(parts):
+    """The grid file's checksum made right (the last 4 bytes of its header), as _bundle_fix does."""
+    import struct
+
+    grid = _grid_module()
+    if len(parts[0]) < grid.HEADER_SIZE:
+        return None
+    b = bytearray(parts[0])
+    struct.pack_into("<I", b, grid.HEADER_SIZE - 4, grid.file_checksum(b))
+    return [bytes(b)]
+
+
+def _bundle_fix(parts):
+    import struct
+
+    from wowgrass import bundle
+
+    if len(parts[0]) < bundle.HEADER_SIZE:
+        return None
+    b = bytearray(parts[0])
+    struct.pack_into("<I", b, bundle.CHECKSUM_OFFSET, bundle.file_checksum(b))
+    return [bytes(b)]
+
+
+def targets(fuzz):
+    """name -> (bases(), parse(parts, workdir), checksum_fix(parts) | None): fuzz.py's formats, the grid."""
+    out = {}
+    for name, t in fuzz.TARGETS.items():
+        if name != "cli":
+            out[name] = (t.inputs, t.parse, _bundle_fix if name == "bundle" else None)
+    out["grid"] = (_grid_bases, _grid_parse, _grid_fix)
+    # issue 24 (WMO, liquids) and 26 (WDL): add a Target to fuzz.TARGETS and it is fuzzed here too;
+    # give MODULES its module for the line coverage
+    return out
+
+
+def join_parts(parts) -> bytes:
+    return PART_SEP.join(p for p in parts if p is not None)
+
+
+def split_parts(data: bytes) -> tuple[bytes, ...]:
+    return tuple(data.split(PART_SEP, 1))
+
+
+# ------------------------------------------------------------------------------------ worker
+class Recorder:
+    """Counts executions and outcomes; saves every new escape (by where it happened) once."""
+
+    def __init__(self, fmt, out: Path, runs_before: int, fuzz):
+        self.fmt, self.out, self.fuzz = fmt, out, fuzz
+        self.stats_path = out / fmt / "stats.json"
+        old = json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
+        self.execs = old.get("execs", 0)
+        self.outcomes = old.get("outcomes", {})
+        self.findings = old.get("findings", {})
+        self.started = time.time()
+        self.seconds_before = old.get("seconds", 0.0)
+        self.last_write = 0
+
+    def record(self, outcome, detail, parts):
+        self.execs += 1
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if outcome in ("escape", "memory", "clean-no-offset"):
+            sig = detail.split(": ")[0] if outcome == "escape" else f"{outcome}: {detail[:80]}"
+            if sig not in self.findings:
+                stem = self.fuzz.save_crash(self.out / "crashes", self.fmt, -1, self.execs, parts, "atheris",
+                                            outcome, detail)
+                self.findings[sig] = {"outcome": outcome, "detail": detail, "file": str(stem), "count": 0,
+                                      "first_exec": self.execs}
+                print(f"\n[fuzz_cov] {self.fmt}: new {outcome}: {detail}", file=sys.stderr, flush=True)
+            self.findings[sig]["count"] += 1
+        if self.execs - self.last_write >= 5000:
+            self.write()
+
+    def write(self):
+        self.last_write = self.execs
+        d = {"format": self.fmt, "execs": self.execs, "outcomes": self.outcomes, "findings": self.findings,
+             "seconds": self.seconds_before + time.time() - self.started}
+        tmp = self.stats_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(d, indent=1))
+        os.replace(tmp, self.stats_path)
+
+
+def seed_corpus(fmt, bases, corpus: Path, fuzz) -> int:
+    """Write the seeds (fuzz.py's bases, the kept crashes of this format) into an empty corpus."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    if any(corpus.iterdir()):
+        return 0
+    seeds = [parts for _label, parts in bases()]
+    crashes = ROOT / "tests" / "fixtures" / "crashes"
+    for note in sorted(crashes.glob(f"{fmt}-*.json")):
+        seeds.append(fuzz.load_crash(note)[1])
+    for parts in seeds:
+        data = join_parts(parts)
+        (corpus / f"seed-{hashlib.sha1(data).hexdigest()[:16]}").write_bytes(data)
+    return len(seeds)
+
+
+def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: int) -> None:
+    import atheris
+
+    with atheris.instrument_imports(include=["wowgrass"], exclude=["wowgrass.cli", "wowgrass.render",
+                                                                   "wowgrass.samples", "wowgrass.export"]):
+        fuzz = _load_fuzz()
+        import wowgrass.binary  # noqa: F401
+        import wowgrass.bundle  # noqa: F401
+        import wowgrass.formats.adt  # noqa: F401
+        import wowgrass.formats.blp  # noqa: F401
+        import wowgrass.formats.chunks  # noqa: F401
+        import wowgrass.formats.dbc  # noqa: F401
+        import wowgrass.formats.m2  # noqa: F401
+        import wowgrass.formats.mpq  # noqa: F401
+        import wowgrass.formats.wdt  # noqa: F401
+        _grid_module()
+        for extra in ("wowgrass.formats.wmo", "wowgrass.formats.liquid", "wowgrass.formats.wdl"):
+            if importlib.util.find_spec(extra) is not None:
+                importlib.import_module(extra)
+    from wowgrass.errors import ChecksumError
+
+    bases, parse, fix = targets(fuzz)[fmt]
+    corpus = out / "corpus" / fmt
+    seeded = seed_corpus(fmt, bases, corpus, fuzz)
+    workdir = Path(os.environ.get("FUZZ_COV_TMP", "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"))
+    workdir = workdir / f"fuzz-cov-{fmt}-{os.getpid()}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    rec = Recorder(fmt, out, 0, fuzz)
+    # a runaway allocation is a MemoryError (a finding), not the machine's memory
+    with open("/proc/self/statm") as f:
+        vm = int(f.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (vm + mem_mb * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    target_runs = rec.execs + runs
+
+    def one(parts):
+        try:
+            parse(parts, workdir)
+        except ChecksumError:
+            fixed = fix(list(parts)) if fix else None
+            if fixed is None:
+                return "clean", ""
+            return one_fixed(fixed)
+        except BaseException as exc:  # noqa: BLE001 - classifying every ending is the point
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return fuzz.classify(exc)
+        return "parsed", ""
+
+    def one_fixed(parts):
+        try:
+            parse(parts, workdir)
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return fuzz.classify(exc)
+        return "parsed", ""
+
+    def test_one_input(data: bytes) -> None:
+        parts = split_parts(data)
+        outcome, detail = one(parts)
+        rec.record(outcome, detail, parts)
+        if rec.execs >= target_runs:
+            rec.write()
+
+    print(f"[fuzz_cov] {fmt}: {seeded} seeds written, {rec.execs} executions before, {runs} to go",
+          file=sys.stderr, flush=True)
+    import atexit
+
+    atexit.register(rec.write)
+    argv = [sys.argv[0], str(corpus), f"-runs={runs}", f"-timeout={timeout}", f"-max_len={max_len}",
+            f"-rss_limit_mb={mem_mb * 2}", "-print_final_stats=1", "-reload=0",
+            f"-artifact_prefix={out / 'artifacts' / fmt}-"]
+    (out / "artifacts").mkdir(parents=True, exist_ok=True)
+    atheris.Setup(argv, test_one_input)
+    atheris.Fuzz()
+
+
+# ------------------------------------------------------------------------------------ coverage
+def executable_lines(path: Path) -> set[int]:
+    code = compile(path.read_text(), str(path), "exec")
+    lines, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        lines.update(ln for _s, _e, ln in c.co_lines() if ln is not None)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_lines"))
+    return lines
+
+
+def line_coverage(fmt: str, files: list[Path]) -> dict:
+    """Lines of the format's module reached by replaying ``files`` (run in a child process)."""
+    fuzz = _load_fuzz()
+    _bases, parse, fix = targets(fuzz)[fmt]
+    if fmt not in MODULES and fmt != "grid":
+        return {"module": None, "lines": 0, "hit": 0, "files": len(files)}
+    module = (ROOT / MODULES[fmt]).resolve() if fmt != "grid" else None
+    if fmt == "grid":
+        module = Path(_grid_module().__file__).resolve()
+    target = str(module)
+    hit: set[int] = set()
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != target:
+            return None
+
+        def local(frame, event, arg):
+            if event == "line":
+                hit.add(frame.f_lineno)
+            return local
+        hit.add(frame.f_lineno)
+        return local
+
+    workdir = Path("/tmp") / f"fuzz-cov-replay-{os.getpid()}"
+    workdir.mkdir(exist_ok=True)
+    sys.settrace(tracer)
+    try:
+        for f in files:
+            parts = split_parts(f.read_bytes())
+            for ps in (parts, fix(list(parts)) if fix else None):
+                if ps is None:
+                    continue
+                try:
+                    parse(ps, workdir)
+                except Exception:  # noqa: BLE001 - only the lines reached matter here
+                    pass
+    finally:
+        sys.settrace(None)
+    lines = executable_lines(module)
+    return {"module": MODULES.get(fmt), "lines": len(lines), "hit": len(hit & lines), "files": len(files)}
+
+
+# ------------------------------------------------------------------------------------ parent
+LIBFUZZER_STAT = re.compile(r"#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)")
+
+
+def run_format(fmt: str, args, out: Path) -> dict:
+    """Run the worker until ``--runs`` executions are done (restarting it after a hang or a death)."""
+    log = out / fmt / "fuzz.log"
+    (out / fmt).mkdir(parents=True, exist_ok=True)
+    stats_path = out / fmt / "stats.json"
+    start = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
+    goal = start + args.runs
+    restarts, last = [], None
+    t0 = time.time()
+    while True:
+        done = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
+        if done >= goal or len(restarts) > args.max_restarts:
+            break
+        cmd = [sys.executable, __file__, "--worker", fmt, "--runs", str(goal - done), "--out", str(out),
+               "--mem-mb", str(args.mem_mb), "--timeout", str(args.timeout), "--max-len", str(args.max_len)]
+        with open(log, "a") as f:
+            rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+        text = log.read_text(errors="replace")
+        stats = LIBFUZZER_STAT.findall(text)
+        if stats:
+            last = stats[-1]
+        after = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
+        if rc != 0 and after == done and any(r["at_exec"] == done for r in restarts):
+            restarts.append({"exit": rc, "why": "no progress twice: stopped", "at_exec": done})
+            break
+        if rc != 0:
+            tail = [ln for ln in text.splitlines() if "ERROR: libFuzzer" in ln or "==ERROR" in ln][-1:]
+            restarts.append({"exit": rc, "why": tail[0] if tail else "", "at_exec": done})
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {"execs": 0}
+    corpus = sorted((out / "corpus" / fmt).iterdir())
+    seeds = [p for p in corpus if p.name.startswith("seed-")]
+    cov = {}
+    for label, files in (("seeds", seeds), ("corpus", corpus)):
+        r = subprocess.run([sys.executable, __file__, "--line-coverage", fmt, "--out", str(out),
+                            "--files-from", "-"], input="\n".join(map(str, files)), capture_output=True,
+                           text=True, cwd=ROOT)
+        cov[label] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-500:]}
+    return {"format": fmt, "execs": stats["execs"] - start, "execs_total": stats["execs"],
+            "seconds": round(time.time() - t0, 1), "outcomes": stats.get("outcomes", {}),
+            "findings": stats.get("findings", {}), "restarts": restarts,
+            "libfuzzer": dict(zip(("execs", "cov", "ft", "corpus"), map(int, last))) if last else None,
+            "corpus_files": len(corpus), "line_coverage": cov,
+            "artifacts": sorted(p.name for p in (out / "artifacts").glob(f"{fmt}-*"))}
+
+
+def table(rows) -> str:
+    head = f"{'format':7} {'execs':>10} {'exec/s':>7} {'cov':>6} {'ft':>6} {'corpus':>6} {'lines seeds':>12} " \
+           f"{'lines fuzzed':>12} {'of':>5}  findings"
+    out = [head]
+    for r in rows:
+        lf = r["libfuzzer"] or {}
+        lc = r["line_coverage"]
+        s, c = lc.get("seeds", {}), lc.get("corpus", {})
+        finds = ", ".join(f"{v['outcome']} x{v['count']}" for v in r["findings"].values()) or "none"
+        if r["restarts"]:
+            finds += f"; {len(r['restarts'])} restart(s)"
+        rate = r["execs"] / r["seconds"] if r["seconds"] else 0
+        out.append(f"{r['format']:7} {r['execs']:>10,} {rate:>7.0f} {lf.get('cov', 0):>6} {lf.get('ft', 0):>6} "
+                   f"{r['corpus_files']:>6} {s.get('hit', 0):>12} {c.get('hit', 0):>12} {c.get('lines', 0):>5}  "
+                   f"{finds}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--formats", default="all", help="comma-separated, or all (" + ",".join(MODULES) + ", and any "
+                    "format fuzz.py adds)")
+    ap.add_argument("--runs", type=int, default=100_000, help="executions per format (default 100,000)")
+    ap.add_argument("--out", type=Path, required=True, help="corpus, crashes, logs and fuzz_cov.json go here")
+    ap.add_argument("--jobs", type=int, default=1, help="formats fuzzed at once (one process each)")
+    ap.add_argument("--mem-mb", type=int, default=1024, help="address-space headroom per worker")
+    ap.add_argument("--timeout", type=int, default=30, help="seconds one input may take (libFuzzer -timeout)")
+    ap.add_argument("--max-len", type=int, default=1 << 20, help="largest input libFuzzer makes (bytes)")
+    ap.add_argument("--max-restarts", type=int, default=20)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--line-coverage", help=argparse.SUPPRESS)
+    ap.add_argument("--files-from", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    out = args.out.resolve()
+    if args.worker:
+        worker(args.worker, args.runs, out, args.mem_mb, args.timeout, args.max_len)
+        return 0
+    if args.line_coverage:
+        files = [Path(ln) for ln in sys.stdin.read().splitlines() if ln]
+        print(json.dumps(line_coverage(args.line_coverage, files)))
+        return 0
+    if importlib.util.find_spec("atheris") is None:
+        print("error: atheris is not installed (pip install -e '.[fuzz]')", file=sys.stderr)
+        return 2
+    known = list(targets(_load_fuzz()))
+    names = known if args.formats == "all" else [f.strip() for f in args.formats.split(",") if f.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"error: unknown format(s) {', '.join(unknown)}; choose from {', '.join(known)}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = list(pool.map(lambda f: run_format(f, args, out), names))
+    summary_path = out / "fuzz_cov.json"
+    old = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    old.setdefault("runs", []).append({"argv": sys.argv, "rows": rows, "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
+    summary_path.write_text(json.dumps(old, indent=1))
+    print(table(rows))
+    return 1 if any(r["findings"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
