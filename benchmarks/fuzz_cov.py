@@ -92,6 +92,27 @@ def _grid_bases():
     return out
 
 
+def _adt_compressed_bases(bases):
+    """The sample tiles again with every alpha layer stored compressed (MCNK flag 0x200): the
+    run-length branch the sample world does not use."""
+    import numpy as np
+
+    from wowgrass.formats.adt import AdtTile, write_adt
+
+    out = []
+    for label, parts in bases:
+        try:
+            t = AdtTile.from_bytes(parts[0], label, big_alpha=True)
+        except Exception:  # noqa: BLE001 - a 4-bit tile: left as it is
+            continue
+        flags = np.asarray(t.layer_flags).copy()
+        flags[np.asarray(t.alpha_encoding) > 0] |= 0x200   # MCLY: the layer's alpha map is compressed
+        t.layer_flags = flags
+        t.alpha_encoding = np.where(np.asarray(t.alpha_encoding) > 0, 3, 0).astype(np.uint8)
+        out.append((f"{label}-compressed", (write_adt(t),)))
+    return out
+
+
 def _grid_parse(parts, workdir):
     grid = _grid_module()
     p = workdir / "case.wgc"
@@ -133,6 +154,8 @@ def targets(fuzz):
         if name != "cli":
             out[name] = (t.inputs, t.parse, _bundle_fix if name == "bundle" else None)
     out["grid"] = (_grid_bases, _grid_parse, _grid_fix)
+    adt_bases = out["adt"][0]
+    out["adt"] = (lambda: adt_bases() + _adt_compressed_bases(adt_bases()), *out["adt"][1:])
     # issue 24 (WMO, liquids) and 26 (WDL): add a Target to fuzz.TARGETS and it is fuzzed here too;
     # give MODULES its module for the line coverage
     return out
@@ -340,7 +363,7 @@ def run_format(fmt: str, args, out: Path) -> dict:
     (out / fmt).mkdir(parents=True, exist_ok=True)
     stats_path = out / fmt / "stats.json"
     start = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
-    goal = start + args.runs
+    goal = max(args.runs, start)  # --runs counts every execution of this --out's format: a rerun resumes
     restarts, last = [], None
     t0 = time.time()
     while True:
@@ -371,7 +394,7 @@ def run_format(fmt: str, args, out: Path) -> dict:
                             "--files-from", "-"], input="\n".join(map(str, files)), capture_output=True,
                            text=True, cwd=ROOT)
         cov[label] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-500:]}
-    return {"format": fmt, "execs": stats["execs"] - start, "execs_total": stats["execs"],
+    return {"format": fmt, "execs": stats["execs"], "execs_this_run": stats["execs"] - start,
             "seconds": round(time.time() - t0, 1), "outcomes": stats.get("outcomes", {}),
             "findings": stats.get("findings", {}), "restarts": restarts,
             "libfuzzer": dict(zip(("execs", "cov", "ft", "corpus"), map(int, last))) if last else None,
@@ -390,7 +413,7 @@ def table(rows) -> str:
         finds = ", ".join(f"{v['outcome']} x{v['count']}" for v in r["findings"].values()) or "none"
         if r["restarts"]:
             finds += f"; {len(r['restarts'])} restart(s)"
-        rate = r["execs"] / r["seconds"] if r["seconds"] else 0
+        rate = r["execs_this_run"] / r["seconds"] if r["seconds"] else 0
         out.append(f"{r['format']:7} {r['execs']:>10,} {rate:>7.0f} {lf.get('cov', 0):>6} {lf.get('ft', 0):>6} "
                    f"{r['corpus_files']:>6} {s.get('hit', 0):>12} {c.get('hit', 0):>12} {c.get('lines', 0):>5}  "
                    f"{finds}")
@@ -402,7 +425,9 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--formats", default="all", help="comma-separated, or all (" + ",".join(MODULES) + ", and any "
                     "format fuzz.py adds)")
-    ap.add_argument("--runs", type=int, default=100_000, help="executions per format (default 100,000)")
+    ap.add_argument("--runs", type=int, default=100_000,
+                    help="executions per format in all (default 100,000); a run on the same --out resumes "
+                         "its corpus and counts")
     ap.add_argument("--out", type=Path, required=True, help="corpus, crashes, logs and fuzz_cov.json go here")
     ap.add_argument("--jobs", type=int, default=1, help="formats fuzzed at once (one process each)")
     ap.add_argument("--mem-mb", type=int, default=1024, help="address-space headroom per worker")

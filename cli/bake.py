@@ -23,6 +23,7 @@ from wowgrass.cli.common import (
 )
 
 from wowgrass.errors import UsageError
+from wowgrass.paths import writable_cache_dir
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 
@@ -91,6 +92,8 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
             raise UsageError("give --data or --dbc, not both")
         if out:
             output_path(out, (".wgb",))
+        else:
+            writable_cache_dir()  # the cache is this command's output: a read-only one is an error
         if not data_path and not dbc_dir:
             from wowgrass.bake import sample_tables_for
 
@@ -123,6 +126,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError("give --tile or --all, not both")
     from wowgrass.bake import bake_map, default_data
 
+    writable_cache_dir()
     if data_path is None:
         data_path, sample_map = default_data()
         map_name = map_name or sample_map

@@ -109,6 +109,11 @@ class LazyGroup(click.Group):
             fail(f"is a directory: {exc.filename}")
         except PermissionError as exc:
             fail(f"permission denied: {exc.filename}")
+        except OSError as exc:  # a disk error, a full disk behind a library's own write: no traceback
+            from wowgrass.errors import OUTPUT_REASONS
+
+            reason = OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc)
+            fail(f"{exc.filename}: {reason}" if exc.filename else reason)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import re
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 import click
 
 from wowgrass.cli.common import data_option, echo_json, json_option, note, plural, progress_bar
-from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
+from wowgrass.errors import GameFileNotFound, OutputError, UsageError, WowgrassError
+
+STOP_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # extraction stops: no other file would fit
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -308,6 +311,11 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
                 # reported like a corrupt file, and the rest still come out
                 try:
                     write_atomic(targets[name], data)
+                except OutputError as exc:
+                    if exc.errno in STOP_ERRNOS:
+                        raise  # a full or read-only place takes none of the rest either
+                    failed.append({"name": name, "error": str(exc)})
+                    continue
                 except OSError as exc:
                     failed.append({"name": name, "error": exc.strerror or str(exc)})
                     continue
@@ -328,7 +336,7 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
         note(f"extracted {plural(len(done), 'file')} ({plural(total, 'byte')}) to {out}")
     if failed:
         raise UsageError(f"{len(failed)} of {plural(len(names), 'file')} could not be read or written "
-                         "(the others were extracted)")
+                         f"(the others were extracted); the first: {failed[0]['error']}")
 
 
 @mpq.command()

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass import bundle as B
-from wowgrass.errors import FormatError, GameFileNotFound, UsageError, WowgrassError
+from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
 from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
 
@@ -223,17 +223,12 @@ STALE_TEMP_SECONDS = 3600
 
 
 def sweep_temporaries(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
-    """Delete temporary files a killed bake left in ``folder`` (``.<name>.wgb.*.tmp``, > 1 h old)."""
-    removed = 0
-    now = time.time()
-    for tmp in folder.glob(f".*{B.SUFFIX}.*.tmp"):
-        try:
-            if now - tmp.stat().st_mtime > older_than:
-                tmp.unlink()
-                removed += 1
-        except OSError:
-            pass
-    return removed
+    """Delete temporary bundle and grid files a killed process left in ``folder`` (its pid is gone,
+    or the file is over ``older_than`` seconds old)."""
+    from wowgrass.fileio import sweep_temporaries as sweep
+    from wowgrass.grid import SUFFIX as GRID_SUFFIX
+
+    return sum(sweep(folder, f".*{suffix}.*.tmp", older_than) for suffix in (B.SUFFIX, GRID_SUFFIX))
 
 
 def _bundle_stem(name: str) -> str:
@@ -380,6 +375,8 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
                             force=w["force"], folder=w["folder"])
             res.seconds["read"] = read_s
             out.append(res)
+        except OutputError:
+            raise  # a full or read-only cache stops the map: every other tile would fail the same way
         except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
             out.append(TileFailure((col, row), str(exc)))
     return out
@@ -453,8 +450,12 @@ def bake_map(
     else:
         release_threads()
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
-            for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
-                record(fut.result())
+            try:
+                for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
+                    record(fut.result())
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # not the chunks still queued
+                raise
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
     return results, failures
 

@@ -341,7 +341,7 @@ def bundle_bytes(
 
 def write_bundle(path, *, durable: bool = True, **kwargs) -> Path:
     """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic)."""
-    return write_atomic(path, bundle_bytes(**kwargs), durable=durable)
+    return write_atomic(path, bundle_bytes(**kwargs), durable=durable, sweep=False)  # bake_map sweeps the folder
 
 
 def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,

@@ -57,3 +57,32 @@ class StaleBundleError(FormatError):
 
 class UsageError(WowgrassError):
     """A request that cannot be carried out as given (missing table, bad option combination)."""
+
+
+#: what the user is told for the errno values a full or protected output place gives
+OUTPUT_REASONS = {28: "no space left on the device", 122: "disk quota exceeded", 30: "read-only file system",
+                  13: "permission denied", 1: "operation not permitted", 27: "file too large"}
+
+
+class OutputError(WowgrassError, OSError):
+    """An output (file, folder, cache entry) that cannot be written: a full disk, a read-only
+    file system, no permission. Carries ``errno`` and ``filename`` like the OSError behind it."""
+
+    def __init__(self, path, errno: int | None, detail: str | None = None):
+        import os
+
+        reason = detail or OUTPUT_REASONS.get(errno) or (os.strerror(errno) if errno else "cannot be written")
+        super().__init__(errno, reason, str(path))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: {self.strerror}"
+
+    def __reduce__(self):  # across a process pool (OSError's own would call __init__ with its args)
+        return (type(self), (self.filename, self.errno, self.strerror))
+
+    @classmethod
+    def from_os(cls, path, exc: OSError) -> "OutputError":
+        """``exc`` as an OutputError naming ``path`` (unchanged when it is one already)."""
+        if isinstance(exc, OutputError):
+            return exc
+        return cls(path, exc.errno, OUTPUT_REASONS.get(exc.errno) or exc.strerror)

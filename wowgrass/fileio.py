@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import tempfile
 from pathlib import Path
+
+from wowgrass.errors import OutputError
 
 
 def current_umask() -> int:
@@ -21,31 +25,95 @@ def current_umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, *, durable: bool = True) -> Path:
+def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, *, durable: bool = True,
+                 sweep: bool = True) -> Path:
     """Write ``data`` to ``path`` so readers see either the old file or the whole new one.
 
     ``durable`` flushes the data to disk before the rename. A cache entry that is checked on every
     read (a bundle's checksum) can skip it: a power cut then leaves at worst a file that fails its
     check and is rebuilt, and a bake of many tiles does not wait for the disk once per tile.
+
+    A place that cannot take the file (full disk, read-only, no permission) is an
+    :class:`~wowgrass.errors.OutputError` naming ``path``; no temporary file is left behind. The
+    temporary file's name holds the writer's pid, so one a killed process left (kill -9 runs no
+    cleanup) is removed by the next write of the same file (``sweep``; a cache folder of many
+    files sweeps itself once instead: :func:`sweep_temporaries`).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
-        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        make_dirs(path.parent)
+        if sweep:
+            sweep_temporaries(path.parent, f".{glob.escape(path.name)}.*.tmp")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
+        except BaseException:
+            os.close(fd)
+            raise
+        _write_file(fd, data, durable)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, IsADirectoryError)):
+            raise OutputError.from_os(path, exc) from exc
         raise
     return path
+
+
+_TEMP_PID = re.compile(r"\.(\d+)\.[^.]+\.tmp$")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_temporaries(folder, pattern: str = ".*.tmp", older_than: float = 3600.0) -> int:
+    """Delete the temporary files of :func:`write_atomic` matching ``pattern`` in ``folder`` whose
+    writer is gone (the pid in the name is not running) or that are older than ``older_than`` s."""
+    import time
+
+    removed, now = 0, time.time()
+    for tmp in Path(folder).glob(pattern):
+        m = _TEMP_PID.search(tmp.name)
+        try:
+            if (m and not pid_alive(int(m.group(1)))) or now - tmp.stat().st_mtime > older_than:
+                tmp.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _write_file(fd: int, data, durable: bool) -> None:
+    """The bytes into the open temporary file (one place for tests to inject a failing disk)."""
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def make_dirs(folder) -> Path:
+    """``mkdir -p`` whose failure (read-only, full, no permission) is an OutputError naming the folder."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(folder, None, "a file is in the way of this folder") from None
+    except OSError as exc:
+        raise OutputError.from_os(folder, exc) from exc
+    return folder
 
 
 #: image formats by file suffix (Pillow's names); anything else is an error, never a silent PNG
@@ -82,6 +150,9 @@ def write_image(path, pixels) -> Path:
 def temp_dir(prefix: str, parent) -> Path:
     """A new private-named folder in ``parent`` with the umask's permissions (mkdtemp makes 0700,
     which would stick to a folder later renamed into place)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    os.chmod(path, 0o777 & ~current_umask())
+    try:
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        os.chmod(path, 0o777 & ~current_umask())
+    except OSError as exc:
+        raise OutputError.from_os(parent, exc) from exc
     return path

@@ -347,7 +347,7 @@ def grid_tile_bytes(tile: GridTile) -> bytes:
 
 
 def write_grid_tile(path, tile: GridTile) -> Path:
-    return write_atomic(path, grid_tile_bytes(tile))
+    return write_atomic(path, grid_tile_bytes(tile), sweep=False)  # bake_map sweeps the folder
 
 
 def read_grid_tile(path, *, expect_key: str | None = None) -> GridTile:

@@ -23,8 +23,8 @@ from typing import Callable
 
 import numpy as np
 
-from wowgrass.errors import UsageError
-from wowgrass.fileio import temp_dir, write_atomic
+from wowgrass.errors import OutputError, UsageError
+from wowgrass.fileio import make_dirs, pid_alive, temp_dir, write_atomic
 from wowgrass.formats.adt import (
     ALPHA_4BIT, ALPHA_8BIT, ALPHA_COMPRESSED, MCNK_HEADER_DTYPE, MDDF_DTYPE, AdtTile, McnkFlags, write_adt,
 )
@@ -328,19 +328,39 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
 def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
                        progress: Progress | None = None, *, jobs: int = 1) -> Path:
     """:func:`build_sample_world` into ``out_dir``, replacing its ``Data`` and ``sample.json`` only
-    once the new ones are complete (built in a temporary folder beside them); returns ``Data``."""
+    once the new ones are complete (built in a temporary folder beside them); returns ``Data``.
+
+    A folder that cannot take the world (full, read-only) is an OutputError naming ``out_dir``;
+    nothing of the attempt is left (not even ``out_dir`` when this call made it), and the old
+    world is kept. A build a killed process left half-made is swept by the next one."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    made = not out.exists()
+    make_dirs(out)
+    _sweep_stale(out)
     data = out / "Data"
-    tmp = temp_dir(f".tmp-{os.getpid()}-sample-", out)
+    tmp = None
     try:
+        tmp = temp_dir(f".tmp-{os.getpid()}-sample-", out)
         build_sample_world(tmp, build, tiles, seed, progress=progress, jobs=jobs)
+        old = None
         if data.exists():
-            shutil.rmtree(data)
+            old = out / f".tmp-{os.getpid()}-old-Data"
+            os.replace(data, old)  # set aside, not deleted, until the new one is in place
         os.replace(tmp / "Data", data)
         os.replace(tmp / "sample.json", out / "sample.json")
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        if isinstance(exc, OutputError):
+            raise OutputError(out, exc.errno, exc.strerror) from exc
+        raise OutputError.from_os(out, exc) from exc
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     return data
 
 
@@ -357,21 +377,11 @@ def sample_root(build: str = "3.3.5", tiles=(2, 2), seed: int = 0) -> Path:
     return cache_dir() / "sample" / cache_key(build, tiles, seed)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _sweep_stale(parent: Path) -> None:
     """Remove temp folders of builds whose process is gone (killed builds)."""
     for p in parent.glob(".tmp-*"):
         m = re.match(r"\.tmp-(\d+)-", p.name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             shutil.rmtree(p, ignore_errors=True)
 
 
@@ -386,8 +396,7 @@ def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: b
     data = final / "Data"
     if data.is_dir() and not force:
         return data
-    parent = final.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = make_dirs(final.parent)
     _sweep_stale(parent)
     tmp = temp_dir(f".tmp-{os.getpid()}-{final.name}-", parent)
     try:
