@@ -226,7 +226,7 @@ def sweep_temporaries(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> i
     """Delete temporary bundle and grid files a killed process left in ``folder`` (its pid is gone,
     or the file is over ``older_than`` seconds old)."""
     from wowgrass.fileio import sweep_temporaries as sweep
-    from wowgrass.grid import SUFFIX as GRID_SUFFIX
+    from wowgrass.grid_tiles import SUFFIX as GRID_SUFFIX
 
     return sum(sweep(folder, f".*{suffix}.*.tmp", older_than) for suffix in (B.SUFFIX, GRID_SUFFIX))
 
