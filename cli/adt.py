@@ -86,15 +86,41 @@ def info(loaded, as_json):
     echo(f"  noEffectDoodad cells: {s['no_effect_doodad_cells']}; doodadMapping non-zero in "
          f"{s['doodad_mapping_nonzero_chunks']} chunks; holes in {s['hole_chunks']} chunks "
          f"({s['hole_cells']} cells)")
-    echo(f"  doodads: {s['doodads']} ({s['models']} models), WMOs: {s['wmo_instances']} ({s['wmos']} names); "
-         f"liquid: {'MH2O' if s['liquid']['mh2o'] else ''}"
-         f"{'' if s['liquid']['mh2o'] else str(s['liquid']['mclq_chunks']) + ' MCLQ chunks'}")
+    echo(f"  doodads: {s['doodads']} ({s['models']} models), WMOs: {s['wmo_instances']} ({s['wmos']} names)")
+    _echo_liquid(s["liquid"])
+    _echo_modf(s["modf"])
     echo(f"  textures ({len(s['textures'])}):")
     for t in s["textures"]:
         echo(f"    {t['index']:3d} {t['path']}  ({t['layers']} layers)")
     echo(f"  effectIds ({len(s['effect_ids'])}):")
     for e in s["effect_ids"]:
         echo(f"    {e['id']:>10}  {e['layers']} layers")
+
+
+def _echo_liquid(lq: dict) -> None:
+    if not lq["layers"]:
+        click.echo("  liquid: none" + (" (MH2O present, no layers)" if lq["mh2o"] else ""))
+        return
+    types = ", ".join(f"{t['id']} {t['name'] or t['kind']} ({t['kind']}): {plural(t['layers'], 'layer')}"
+                      for t in lq["types"])
+    h = lq["height"]
+    fmts = ", ".join(f"{k}: {v}" for k, v in lq["vertex_formats"].items())
+    click.echo(f"  liquid ({lq['format']}): {plural(lq['chunks'], 'chunk')}, {plural(lq['layers'], 'layer')} "
+               f"(up to {lq['max_layers_per_chunk']} per chunk), {plural(lq['cells'], 'cell')}; "
+               f"height {h['min']:.3f} .. {h['max']:.3f}")
+    click.echo(f"    types: {types}" + (f"; vertex formats: {fmts}" if fmts else ""))
+
+
+def _echo_modf(mf: dict) -> None:
+    if not mf["count"]:
+        return
+    click.echo(f"  WMO placements (MODF): {mf['count']}" + (f", {mf['bad_name_ids']} with a name id past MWID"
+                                                          if mf["bad_name_ids"] else ""))
+    for p in mf["placements"]:
+        x, y, z = p["position"]
+        name = p["wmo"].replace("/", "\\").rsplit("\\", 1)[-1] or "(bad name id)"
+        click.echo(f"    {name}  at ({x:.1f}, {y:.1f}, {z:.1f}) heading {p['rotation'][1]:.1f}, "
+                   f"doodad set {p['doodad_set']}, uid {p['unique_id']}")
 
 
 @adt.command()

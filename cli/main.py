@@ -16,6 +16,7 @@ COMMANDS = {
     "dbc": ("wowgrass.cli.dbc:dbc", "Inspect DBC tables (ground-effect density fields)."),
     "adt": ("wowgrass.cli.adt:adt", "Inspect terrain tiles (ADT) and draw them."),
     "m2": ("wowgrass.cli.m2:m2", "Inspect and export M2 models."),
+    "wmo": ("wowgrass.cli.wmo:wmo", "Inspect and export WMO world map objects (buildings)."),
     "blp": ("wowgrass.cli.blp:blp", "Inspect and convert BLP textures."),
     "sample": ("wowgrass.cli.sample:sample", "Build the built-in sample world."),
     "bake": ("wowgrass.cli.bake:bake", "Precompute grass placements into cached bundles."),

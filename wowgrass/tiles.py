@@ -118,6 +118,11 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
 
 def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
     """A JSON-able description of a tile (what ``wowgrass adt info`` prints)."""
+    from wowgrass.formats.liquid import tile_liquid
+    from wowgrass.liquid_types import DEFAULT_NAMES
+    from wowgrass.mapobjects import modf_summary
+
+    liquid = tile_liquid(t).summary(DEFAULT_NAMES)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
     effects = Counter(t.layer_effect[exists].tolist())
     enc = Counter(ALPHA_ENCODING_NAMES[int(e)] for e in t.alpha_encoding[:, 1:][exists[:, 1:]])
@@ -136,7 +141,7 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
             "do_not_fix_alpha_chunks": int(((t.chunk_flags & McnkFlags.DO_NOT_FIX_ALPHA_MAP) != 0).sum()),
             "shadow_chunks": int(((t.chunk_flags & McnkFlags.HAS_MCSH) != 0).sum()),
             "mccv_chunks": int(t.has_mccv.sum()) if t.has_mccv is not None else 0,
-            "liquid_chunks": sum(1 for x in t.liquids if x),
+            "liquid_chunks": liquid["chunks"],
         },
         "textures": [{"index": i, "path": p, "layers": textures_used.get(i, 0)} for i, p in enumerate(t.textures)],
         "models": len(t.models), "wmos": len(t.wmos),
@@ -150,7 +155,8 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
         "hole_cells": int(holes.sum()),
         "height": {"min": float(ah.min()), "max": float(ah.max())},
         "chunk0_position": [float(v) for v in t.positions[0]],
-        "liquid": {"mh2o": t.mh2o is not None, "mclq_chunks": sum(1 for x in t.liquids if x)},
+        "liquid": {"mh2o": t.mh2o is not None, "mclq_chunks": sum(1 for x in t.liquids if x), **liquid},
+        "modf": modf_summary(t),
     }
     if raw is not None:
         counts: Counter = Counter()

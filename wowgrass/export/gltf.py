@@ -91,6 +91,7 @@ class MeshPart:
     normals: np.ndarray | None
     uvs: np.ndarray | None
     primitives: list[Primitive] = field(default_factory=list)
+    colours: np.ndarray | None = None  # (n, 4) linear RGBA 0..1 (COLOR_0), or None
 
 
 class GltfBuilder:
@@ -174,6 +175,9 @@ class GltfBuilder:
             attrs.NORMAL = self.accessor(n.astype(np.float32), target=g.ARRAY_BUFFER)
         if part.uvs is not None:
             attrs.TEXCOORD_0 = self.accessor(np.asarray(part.uvs, np.float32), target=g.ARRAY_BUFFER)
+        if part.colours is not None:
+            attrs.COLOR_0 = self.accessor(np.clip(np.asarray(part.colours, np.float32), 0, 1),
+                                          target=g.ARRAY_BUFFER)
         prims = []
         for p in part.primitives:
             if len(p.indices) == 0:

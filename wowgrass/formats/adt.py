@@ -264,9 +264,11 @@ class AdtTile:
     mcnr_pad: np.ndarray = field(default_factory=_zeros((256, MCNR_PAD), np.uint8))
     refs: list | None = None                     # per chunk MCRF u4 array
     liquids: list | None = None                  # per chunk MCLQ payload bytes or None
+    liquid_offsets: np.ndarray | None = None     # (256,) file offset of each MCLQ payload (as read)
     sound_emitters: list | None = None           # per chunk MCSE payload bytes or None
     extra_subchunks: dict = field(default_factory=dict)   # chunk -> [(tag, payload)]
     mh2o: bytes | None = None
+    mh2o_offset: int | None = None               # file offset of the MH2O payload (as read)
     mfbo: bytes | None = None
     mtxf: bytes | None = None
     mhdr_flags: int = 0
@@ -534,7 +536,8 @@ class _Reader:
 
         tile = AdtTile(textures=textures, models=models, wmos=wmos, mddf=mddf, modf=modf,
                        big_alpha=self.big_alpha, doodad_map_msb_first=self.msb_first,
-                       mh2o=raw[b"MH2O"], mfbo=raw[b"MFBO"], mtxf=raw[b"MTXF"], mhdr_flags=mhdr_flags,
+                       mh2o=raw[b"MH2O"], mh2o_offset=top[b"MH2O"].data_offset if b"MH2O" in top else None,
+                       mfbo=raw[b"MFBO"], mtxf=raw[b"MTXF"], mhdr_flags=mhdr_flags,
                        mcin=mcin_arr, extra_before=before, extra_after=after, version=version, path=path,
                        **self._mcnks(np.array(mcnk, np.int64)))
         return tile
@@ -786,7 +789,8 @@ class _Reader:
                     alpha=alpha, alpha_encoding=enc, shadow=shadow, holes=hdr["holes"].copy(),
                     doodad_mapping=doodad_mapping.astype(np.uint8), no_effect_doodad=no_effect.astype(bool),
                     mccv=mccv, has_mccv=has_mccv, mcnk_headers=hdr, mcnr_pad=mcnr_pad, refs=refs,
-                    liquids=liquids, sound_emitters=sounds, extra_subchunks=extra)
+                    liquids=liquids, liquid_offsets=np.asarray(l0, np.int64), sound_emitters=sounds,
+                    extra_subchunks=extra)
 
     def _layers(self, starts, n_layers):
         """(256, 4) MCLY records; slots past nLayers are zero (their bytes are not read)."""
