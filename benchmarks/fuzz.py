@@ -370,6 +370,11 @@ def _adt_parse(parts, workdir):
     t.chunk_index_at(centres[:, 0], centres[:, 1])
     t.vertex_positions()
     t.hole_cells()
+    from wowgrass.formats.liquid import tile_liquid
+    from wowgrass.mapobjects import modf_placements
+
+    tile_liquid(t).summary()
+    modf_placements(t)
     # (computed_doodad_mapping and write_adt are arithmetic on the validated arrays and cost 2/3 of
     # a case: left to the unit tests)
 
@@ -417,6 +422,80 @@ def _blp_parse(parts, workdir):
         img.mip(level)
 
 
+# -- liquids (MH2O payloads, MCLQ payloads with their MCNK flags)
+def _liquid_bases():
+    from wowgrass.formats import liquid as L
+
+    rng = np.random.default_rng(3)
+    layers = []
+    for k, fmt in enumerate((L.LVF_HEIGHT_DEPTH, L.LVF_HEIGHT_UV, L.LVF_DEPTH, L.LVF_HEIGHT_UV_DEPTH)):
+        ex = np.zeros((8, 8), bool)
+        ex[k:k + 4, 1:7] = True
+        ex[k + 1, 3] = False
+        layers.append(L.mh2o_layer(40 + k, (1, 3, 2, 4)[k], (0, 2, 1, 3)[k], 10 + rng.normal(0, 0.3, (9, 9)),
+                                   ex, depth=rng.integers(0, 255, (9, 9)), fmt=fmt,
+                                   uv=rng.integers(0, 65535, (9, 9, 2))))
+    layers.append(L.mh2o_layer(41, 2, 1, 0.0))      # a full ocean chunk: no bitmap, depth only
+    mh2o = L.TileLiquid(layers=np.concatenate(layers), source=L.SOURCE_MH2O)
+    mh2o.has_attributes[[40, 41]] = True
+    mh2o.fishable[40] = 0xFFFF00FF
+    out = [("mh2o", (L.write_mh2o(mh2o), b"mh2o"))]
+    for flags, kinds in ((0x4, (0,)), (0x8 | 0x10, (1, 2)), (0x20, (3,))):
+        lay = np.concatenate([L.mclq_layer(7, k, 20 + rng.normal(0, 0.2, (9, 9)), rng.random((8, 8)) > 0.3,
+                                           depth=rng.integers(0, 255, (9, 9))) for k in kinds])
+        out.append((f"mclq-{flags:x}", (L.write_mclq(lay), struct.pack("<I", flags))))
+    return out
+
+
+def _liquid_parse(parts, workdir):
+    from wowgrass.formats import liquid as L
+
+    meta = parts[1] if len(parts) > 1 else b""
+    if meta[:4] == b"mh2o":
+        tl = L.read_mh2o(parts[0], "x.adt", 0x400)
+        L.write_mh2o(tl) if not (tl.layers["flags"] & L.FORMAT_UNKNOWN).any() else None
+    else:
+        flags = struct.unpack("<I", meta[:4])[0] if len(meta) >= 4 else 0
+        lay = L.read_mclq(parts[0], 7, flags, "x.adt", 0x400)
+        tl = L.TileLiquid(layers=lay, source=L.SOURCE_MCLQ)
+        L.write_mclq(lay)
+    tl.summary()
+    tl.cells()
+    L.heights_in_use(tl.layers)
+
+
+# -- WMO (root + groups)
+def _wmo_bases():
+    from wowgrass.samples import building
+
+    files = building.building_files("3.3.5")
+    root = files[building.WMO_PATH]
+    groups = tuple(files[building.WMO_PATH[:-4] + f"_{i:03d}.wmo"] for i in range(2))
+    return [("sample-house", (root,) + groups)]
+
+
+def _wmo_parse(parts, workdir):
+    from wowgrass.formats import wmo as W
+
+    names = {"x.wmo": parts[0], **{f"x_{i:03d}.wmo": p for i, p in enumerate(parts[1:])}}
+
+    def read(name):
+        if name not in names:
+            raise FileNotFoundError(name)
+        return names[name]
+
+    w = W.load_wmo("x.wmo", read)
+    w.info()
+    w.root.to_bytes()
+    for i in range(len(w.root.doodad_sets) + 1):
+        W.doodad_matrices(w.root, w.root.doodad_set_indices(i))
+    for g in w.groups:
+        if g is not None:
+            W.fixed_vertex_colours(w.root, g)
+            W.group_liquid_type(w.root, g)
+            g.to_bytes()
+
+
 # -- bundle
 def _bundle_bases():
     from wowgrass.bundle import ModelInfo, bundle_bytes
@@ -459,7 +538,7 @@ def _bundle_parse(parts, workdir):
 def _cli_bases():
     out = []
     for target in TARGETS.values():
-        if target.name != "cli":
+        if target.name != "cli" and target.name in CLI_COMMANDS:
             out += [(f"{target.name}:{label}", parts) for label, parts in target.inputs()]
     return out
 
@@ -472,9 +551,11 @@ CLI_COMMANDS = {
     "m2": [["m2", "info", "{0}"], ["m2", "export", "{0}", "-o", "{out}/x.obj"]],
     "blp": [["blp", "info", "{0}"], ["blp", "convert", "{0}", "{out}/x.png"]],
     "bundle": [["bundle", "info", "{0}"]],
+    "wmo": [["wmo", "info", "{0}"], ["wmo", "info", "{0}", "--json"], ["wmo", "export", "{0}", "-o", "{out}/x.glb"]],
 }
 CLI_NAMES = {"mpq": "case.mpq", "dbc": "GroundEffectTexture.dbc", "wdt": "Case.wdt", "adt": "Case_32_32.adt",
-             "m2": "Case.m2", "blp": "case.blp", "bundle": "case.bundle"}
+             "m2": "Case.m2", "blp": "case.blp", "bundle": "case.bundle",
+             "wmo": "case.wmo"}
 
 
 def run_cli(argv: list[str], timeout: float = 60.0) -> tuple[int, str]:
@@ -534,6 +615,9 @@ def _cli_case(label: str, parts: tuple[bytes, ...], workdir: Path) -> int:
     src.write_bytes(parts[0])
     if fmt == "m2" and len(parts) > 1:
         (workdir / "Case00.skin").write_bytes(parts[1])
+    if fmt == "wmo":
+        for i, p in enumerate(parts[1:]):
+            (workdir / f"case_{i:03d}.wmo").write_bytes(p)
     out = workdir / "out"
     out.mkdir(exist_ok=True)
     argv = [a.format(str(src), out=str(out)) for a in command]
@@ -548,7 +632,8 @@ TARGETS: dict[str, Target] = {}
 for _t in (Target("mpq", _mpq_bases, _mpq_parse), Target("dbc", _dbc_bases, _dbc_parse),
            Target("wdt", _wdt_bases, _wdt_parse), Target("adt", _adt_bases, _adt_parse),
            Target("m2", _m2_bases, _m2_parse), Target("blp", _blp_bases, _blp_parse),
-           Target("bundle", _bundle_bases, _bundle_parse, _bundle_fix), Target("cli", _cli_bases, None)):
+           Target("bundle", _bundle_bases, _bundle_parse, _bundle_fix), Target("liquid", _liquid_bases, _liquid_parse),
+           Target("wmo", _wmo_bases, _wmo_parse), Target("cli", _cli_bases, None)):
     TARGETS[_t.name] = _t
 FORMATS = tuple(TARGETS)
 

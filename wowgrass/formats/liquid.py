@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.binary import need
 from wowgrass.errors import FormatError, TruncatedError
 
 # basic liquid kinds (LiquidType's "type" column in every build)
@@ -227,9 +226,10 @@ def read_mclq(payload, chunk: int, chunk_flags: int, path: str | None = None, of
     payload = memoryview(payload).cast("B") if not isinstance(payload, (bytes, bytearray)) else payload
     kinds = [k for k, bit in enumerate(MCNK_LIQUID_FLAGS) if chunk_flags & bit]
     if kinds:
-        need(payload, 0, len(kinds) * MCLQ_RECORD_SIZE,
-             f"MCNK {chunk}: MCLQ for {len(kinds)} liquid(s) (MCNK flags 0x{chunk_flags & MCNK_LIQUID_MASK:X})",
-             path)
+        if len(payload) < len(kinds) * MCLQ_RECORD_SIZE:
+            raise TruncatedError(f"MCNK {chunk}: MCLQ for {len(kinds)} liquid(s) (MCNK flags "
+                                 f"0x{chunk_flags & MCNK_LIQUID_MASK:X}) needs {len(kinds) * MCLQ_RECORD_SIZE} "
+                                 f"bytes, sizeLiquid gives {len(payload)}", path=path, offset=offset or 0)
         n = len(kinds)
     else:
         n = len(payload) // MCLQ_RECORD_SIZE
@@ -241,7 +241,7 @@ def read_mclq(payload, chunk: int, chunk_flags: int, path: str | None = None, of
     if not np.isfinite(minmax).all():
         i = int(np.flatnonzero(~np.isfinite(minmax).all(axis=1))[0])
         raise FormatError(f"MCNK {chunk}: MCLQ record {i} height range {minmax[i].tolist()} is not finite",
-                          path=path, offset=None if offset is None else offset + i * MCLQ_RECORD_SIZE)
+                          path=path, offset=(offset or 0) + i * MCLQ_RECORD_SIZE)
     tiles = rec["tiles"]
     if not kinds:
         present = (tiles & MCLQ_TILE_NONE) == 0
@@ -308,7 +308,9 @@ def read_mh2o(payload, path: str | None = None, offset: int = 0) -> TileLiquid:
     """Decode an MH2O chunk's payload; ``offset`` is its file offset (for error messages)."""
     buf = bytes(payload)
     size = len(buf)
-    need(buf, 0, MH2O_HEADERS_SIZE, "MH2O: 256 chunk headers", path)
+    if size < MH2O_HEADERS_SIZE:
+        raise TruncatedError(f"MH2O: 256 chunk headers need {MH2O_HEADERS_SIZE} bytes, the chunk has {size}",
+                             path=path, offset=offset)
     headers = np.frombuffer(buf, MH2O_HEADER_DTYPE, 256)
     counts = headers["layer_count"].astype(np.int64)
     ofs_inst = headers["offset_instances"].astype(np.int64)
@@ -504,10 +506,19 @@ def mh2o_layer(chunk: int, type_id: int, kind: int, heights=None, exists=None, *
         lay["uv"] = np.broadcast_to(np.asarray(uv, np.uint16), (9, 9, 2))
     used = hv[np.asarray(_touched(ex))]
     lay["min_height"], lay["max_height"] = float(used.min()), float(used.max())
-    if fmt == LVF_DEPTH:
-        lay["heights"] = float(used.min())
-    lay["flags"] = HAS_VERTEX_DATA | (0 if ex[y0:y0 + lay["rect"][0, 3], x0:x0 + lay["rect"][0, 2]].all()
-                                      else HAS_EXISTS_BITMAP)
+    w, h = int(lay["rect"][0, 2]), int(lay["rect"][0, 3])
+    rel = ex[y0:y0 + h, x0:x0 + w].ravel()
+    lay["flags"] = HAS_VERTEX_DATA | (0 if rel.all() else HAS_EXISTS_BITMAP)
+    if not rel.all():
+        lay["exists_bits"] = int.from_bytes(np.packbits(rel, bitorder="little").tobytes(), "little")
+    # what the file carries, nothing else: outside the rectangle the minimum height, parts the
+    # format lacks zero (or flat), as reading it back gives
+    inside = np.zeros((9, 9), bool)
+    inside[y0:y0 + h + 1, x0:x0 + w + 1] = True
+    has_h, has_uv, has_d = _LVF_PARTS.get(int(fmt), (True, True, True))
+    lay["heights"][0] = np.where(inside & has_h, lay["heights"][0], lay["min_height"][0])
+    lay["depth"][0] = np.where(inside & has_d, lay["depth"][0], 0)
+    lay["uv"][0] = np.where((inside & has_uv)[..., None], lay["uv"][0], 0)
     return lay
 
 
