@@ -190,7 +190,7 @@ def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, plac
 
 
 def _echo_result(res):
-    state = "cache hit" if res.cache_hit else ("rebuilt: " + res.rebuilt if res.rebuilt else "baked")
+    state = "cache hit" if res.cache_hit else ("rebuilt" if res.rebuilt else "baked")  # why: the warning before
     click.echo(f"{res.path}: {plural(res.instances, 'instance')}, {plural(res.models, 'model')}, tile {res.tile[0]},{res.tile[1]} "
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
     if res.missing_models:

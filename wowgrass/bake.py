@@ -17,11 +17,13 @@ one removes older bundles of the same tile and strategy.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,8 @@ from wowgrass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
 from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
+
+log = logging.getLogger(__name__)
 
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
 DOODAD_TABLE = "GroundEffectDoodad.dbc"
@@ -190,6 +194,7 @@ def bake_tile(
             return result
         except FormatError as exc:  # truncated, corrupt or stale: never drawn, rebuilt below
             rebuilt = f"{type(exc).__name__}: {exc.reason}"
+            log.warning("%s; the bundle is baked again", exc)
     t2 = time.perf_counter()
     inst = strategy.place(tile, catalog, map_name=map_name)
     t3 = time.perf_counter()
@@ -453,6 +458,10 @@ def bake_map(
             try:
                 for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
                     record(fut.result())
+            except BrokenProcessPool:
+                raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
+                                    f"{len(todo)} tiles; the bundles written so far are complete: bake again "
+                                    "to finish") from None
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # not the chunks still queued
                 raise

@@ -411,15 +411,16 @@ def grid_path_for(bundle_path) -> Path:
 def load_grid_tile(adt, grass: dict, *, bundle_path, bundle_key: str) -> tuple[GridTile, bool]:
     """The tile's GridTile from the cache beside its bundle, or built and written there.
 
-    Returns (tile, cache_hit). A corrupt, truncated or stale file is rebuilt."""
+    Returns (tile, cache_hit). A corrupt, truncated or stale file is reported (a warning naming it
+    and what was wrong) and rebuilt: its contents are never used."""
     prov = {"bundle_key": bundle_key, "tile": [int(adt.col), int(adt.row)]}
     key = grid_key(prov)
     path = grid_path_for(bundle_path)
     if path.exists():
         try:
             return read_grid_tile(path, expect_key=key), True
-        except FormatError:
-            pass
+        except FormatError as exc:
+            log.warning("%s; the grid file is built again", exc)
     tile = build_grid_tile(adt, grass, provenance=prov)
     if tile.dropped:
         log.warning("tile %d,%d: %d grass instances of a fifth model in an ADT cell are not on the grid",
