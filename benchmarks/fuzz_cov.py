@@ -43,7 +43,8 @@ PART_SEP = b"\n--wowgrass-part--\n"   # an input of several files (an M2 and its
 #: the module whose lines count as the format's coverage
 MODULES = {"mpq": "wowgrass/formats/mpq.py", "dbc": "wowgrass/formats/dbc.py", "wdt": "wowgrass/formats/wdt.py",
            "adt": "wowgrass/formats/adt.py", "m2": "wowgrass/formats/m2.py", "blp": "wowgrass/formats/blp.py",
-           "bundle": "wowgrass/bundle.py", "grid": "wowgrass/grid_tiles.py"}
+           "bundle": "wowgrass/bundle.py", "grid": "wowgrass/grid_tiles.py", "wmo": "wowgrass/formats/wmo.py",
+           "liquid": "wowgrass/formats/liquid.py"}
 
 
 def _grid_module():
