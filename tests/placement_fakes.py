@@ -23,6 +23,7 @@ class FakeCatalog:
     models: list[str]
     has_weights: bool = False
     build: str = "1.12"
+    slot_doodad: np.ndarray | None = None  # DoodadID as stored (the client strategy reads it)
 
     def lookup(self, effect_ids):
         effect_ids = np.asarray(effect_ids, dtype=np.uint32)
@@ -42,16 +43,22 @@ class FakeCatalog:
         )
 
 
-def make_catalog(rows, models=None, *, has_weights=False, build=None):
-    """rows: list of (id, density, [4 slot model indices, -1 empty], [4 weights])."""
+def make_catalog(rows, models=None, *, has_weights=False, build=None, doodads=None):
+    """rows: list of (id, density, [4 slot model indices, -1 empty], [4 weights]).
+
+    ``doodads``: the rows' DoodadIDs as stored, (n, 4); by default model + 100 where a slot has a
+    model, else the build's empty marker (0 in 3.3.5, 0xFFFFFFFF before)."""
     ids = np.array([r[0] for r in rows], dtype=np.uint32)
     density = np.array([r[1] for r in rows], dtype=np.int32)
     slot_model = np.array([r[2] for r in rows], dtype=np.int32).reshape(-1, 4)
     weights = np.array([r[3] if len(r) > 3 else [0, 0, 0, 0] for r in rows], dtype=np.int32).reshape(-1, 4)
     n_models = int(slot_model.max(initial=-1)) + 1
     models = models or [f"World\\NoDXT\\Detail\\Fake{i:02d}.m2" for i in range(n_models)]
-    return FakeCatalog(ids, density, slot_model, weights, models, has_weights,
-                       build or ("3.3.5" if has_weights else "1.12"))
+    build = build or ("3.3.5" if has_weights else "1.12")
+    if doodads is None:
+        doodads = np.where(slot_model >= 0, slot_model + 100, 0 if build == "3.3.5" else -1)
+    slot_doodad = np.asarray(doodads, dtype=np.int64).astype(np.uint32).view(np.int32).reshape(-1, 4)
+    return FakeCatalog(ids, density, slot_model, weights, models, has_weights, build, slot_doodad)
 
 
 @dataclass
@@ -69,6 +76,7 @@ class FakeTile:
     col: int = 32
     row: int = 32
     normals: np.ndarray | None = None
+    index_xy: np.ndarray = field(default_factory=lambda: np.stack([np.arange(256) % 16, np.arange(256) // 16], axis=1))
 
 
 def make_tile(col=32, row=32, *, n_layers=1, effects=(453,), textures=("Tileset\\Grass.blp",), seed=0,

@@ -11,14 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from placement_fakes import make_catalog, make_tile, random_tile, std_catalog
-from placement_reference import as_rows, bag_reference, client_reference, coverage_reference
+from placement_reference import (ClientRandom, as_client_rows, as_rows, bag_reference, client_reference,
+                                 coverage_reference)
 
 from wowgrass.placement import (
+    CLIENT_NOISE,
     UNIT,
     ClientPlacement,
     PlacementConstants,
     CoveragePlacement,
     chunk_keys,
+    client_draws,
+    client_reals,
+    client_seed,
     coverage_sums,
     draw,
     make_strategy,
@@ -249,29 +254,65 @@ def test_coverage_vectorized_matches_reference(weights):
     assert got == want
 
 
+# ----------------------------------------------------------------------------- the clients' scatter
+
+
+def test_client_generator_gives_the_values_in_client_md():
+    assert sorted(CLIENT_NOISE.view(np.uint8).tolist()) == list(range(256))  # a permutation of 0..255
+    assert CLIENT_NOISE.view(np.uint8)[:8].tolist() == [0x8E, 0x14, 0x27, 0x99, 0xFD, 0xAA, 0xC7, 0x08]
+    chunk0 = client_seed(608, 736)  # chunk 0 of Azeroth_38_46
+    assert int(chunk0) == 0x02E00260
+    assert client_draws([chunk0], 4)[0].tolist() == [0x898AFAED, 0x5495DDBB, 0xB159E5DF, 0x05AE220C]
+    assert client_draws([client_seed(672, 464)], 4)[0].tolist() == [0xF96FBF6B, 0x48E0A239, 0x347F2C00, 0x6E24AC39]
+    assert np.allclose(client_reals(client_draws([chunk0], 3)[0]), [0.914217353, -0.829170823, 0.297672391],
+                       rtol=0, atol=5e-9)
+    rng = ClientRandom(0x01D002A0)  # the plain transcription agrees
+    assert [rng.uint32() for _ in range(4)] == [0xF96FBF6B, 0x48E0A239, 0x347F2C00, 0x6E24AC39]
+
+
+def test_client_streams_are_the_sequential_generator():
+    seeds = np.random.default_rng(7).integers(0, 2**32, 40, dtype=np.uint64).astype(np.uint32)
+    seeds[:3] = (0, 0xFFFFFFFF, 61 * 59 * 53 * 47)  # lane residues all zero
+    got = client_draws(seeds, 1000)
+    for s, row in zip(seeds.tolist(), got):
+        rng = ClientRandom(s)
+        assert row.tolist() == [rng.uint32() for _ in range(1000)]
+    reals = client_reals(got)
+    rng = ClientRandom(int(seeds[5]))
+    assert reals[5].tolist() == [rng.real() for _ in range(1000)]
+    assert reals.min() >= -1 and reals.max() <= 1 and reals.dtype == np.float32
+    # runs continued from a later draw, in rows of one length and end to end, give the same numbers
+    from wowgrass.placement import _client_stream
+
+    for counts in ([300] * 40, [1, 0, 900] + [2] * 37):
+        flat, start = _client_stream(seeds, got[:, 99], 100, counts)
+        for i in range(40):
+            assert flat[start[i]:start[i] + counts[i]].tolist() == got[i, 100:100 + counts[i]].tolist()
+
+
+def client_rows(tile, catalog, **k):
+    c = PlacementConstants(**k)
+    return as_client_rows(ClientPlacement(c).place(tile, catalog, map_name="Ref")), client_reference(tile, catalog, c)
+
+
 @pytest.mark.parametrize("weights", [False, True])
 def test_client_vectorized_matches_reference(weights):
     tile = random_tile(seed=12)
-    tile.heights *= 0.15  # steep in places: the 3.3.5 slope limit rejects some, not all
+    tile.heights *= 0.15  # steep in places: the 3.3.5 slope rule rejects some, not all
     cat = std_catalog(weights)
-    k = PlacementConstants(client_picks=48)
-    got = as_rows(ClientPlacement(k).place(tile, cat, map_name="Ref"))
-    want = client_reference(tile, cat, "Ref", k)
+    got, want = client_rows(tile, cat, client_picks=24, client_no_effect_335=int(weights))
     assert len(got) > 1000
     assert got == want
-
-
-# ----------------------------------------------------------------------------- client strategy
 
 
 def test_weight_bag_matches_the_dealing_procedure():
     cat = make_catalog(
         [(1, 8, [0, 1, 2, 3], [1, 1, 1, 1]), (2, 8, [0, 1, 2, 3], [3, 0, 1, 0]), (3, 8, [0, 1, 2, 3], [16, 0, 0, 0]),
-         (4, 8, [0, 1, 2, 3], [0, 0, 0, 0]), (5, 8, [0, 1, 2, 3], [10, 9, 0, 2])],
+         (4, 8, [0, 1, 2, 3], [0, 0, 0, 0]), (5, 8, [0, 1, 2, 3], [10, 9, 0, 2]), (6, 8, [0, 1, 2, 3], [-3, 40, 7, 1])],
         has_weights=True,
     )
-    bags = weight_bags(cat, np.arange(5))
-    for i in range(5):
+    bags = weight_bags(cat, np.arange(6))
+    for i in range(6):
         assert bags[i].tolist() == bag_reference(cat.slot_weight[i])
     assert sorted(bags[0].tolist()) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
     assert bags[1].tolist() == [0, 1, 2, 3, 0, 1, 2, 2, 0, 1, 0, 3, 0, 0, 2, 3]  # worked by hand
@@ -282,12 +323,106 @@ def test_weight_bag_matches_the_dealing_procedure():
 def test_client_density_zero_means_8_and_round_robin_slots():
     cat = make_catalog([(1, 0, [0, 1, 2, 3])])  # 1.12: no weights
     tile = make_tile(effects=(1,), height_amp=0.0)
-    k = PlacementConstants(client_picks=16)
-    inst = ClientPlacement(k).place(tile, cat, map_name="c")
+    inst = ClientPlacement().place(tile, cat, map_name="c")
     assert len(inst) == 256 * 16 * 8  # every pick lands (no masks), 8 doodads each
     # round robin: each pick's 8 doodads cycle through the 4 slots twice
     assert (inst.model_counts() == len(inst) // 4).all()
     assert inst.scale.min() >= 0.9 and inst.scale.max() <= 1.1
+    assert inst.yaw.min() >= -math.pi - 1e-6 and inst.yaw.max() <= math.pi + 1e-6 and inst.yaw.min() < 0
+    # three times the picks, three times the doodads; repeats: some cell is picked twice
+    assert len(ClientPlacement(PlacementConstants(client_picks=48)).place(tile, cat, map_name="c")) == 3 * len(inst)
+    assert inst.cell_counts().max() >= 16
+
+
+def test_client_has_no_density_cap():
+    cat = make_catalog([(1, 99, [0, 1, 2, 3])])
+    assert len(ClientPlacement().place(make_tile(effects=(1,)), cat, map_name="c")) == 256 * 16 * 99
+
+
+def test_client_empty_slots_still_take_their_two_draws():
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    sparse = make_catalog([(1, 8, [0, -1, -1, -1])])  # 0xFFFFFFFF in three slots
+    inst = ClientPlacement().place(tile, sparse, map_name="c")
+    assert len(inst) == 256 * 16 * 2 and (inst.model == 0).all()  # (n + pick) & 3 == 0: 2 of 8
+    # chunk 0 by hand: 32 draws of picks; pick 0 places n = 0 (rx, ry, scale, yaw) and n = 4,
+    # after n = 1..3 took their rx, ry each; pick 1 places n = 3 and n = 7
+    rng = ClientRandom(int(client_seed(16 * 32, 16 * 32)))
+    draws = [rng.real() for _ in range(32 + 4 + 6 + 4 + 6 + 4)]
+    scale = [np.float32(draws[i]) * np.float32(0.1) + np.float32(1) for i in (34, 34 + 4 + 6)]
+    assert inst.scale[:2].tolist() == scale
+    got, want = client_rows(tile, sparse)
+    assert got == want
+
+
+def test_client_skips_holes_masks_missing_layers_and_absent_effects():
+    cat = make_catalog([(1, 8, [0, 1, 2, 3]), (2, 8, [-1, -1, -1, -1])])
+    tile = make_tile(n_layers=2, effects=(1, 1), textures=("a", "b"))
+    base = ClientPlacement().place(tile, cat, map_name="c")
+    assert len(base) == 256 * 16 * 8  # all-zero doodadMapping: layer 0 everywhere
+    tile.holes[:] = 0xFFFF
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0
+    tile.holes[:] = 0
+    tile.no_effect_doodad[:] = True  # 1.12 tests the mask
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0
+    tile.no_effect_doodad[:] = False
+    tile.doodad_mapping[:] = 2  # a layer the chunks do not have
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0
+    tile.doodad_mapping[:] = 0
+    for absent in (777, 2):  # an id the table lacks; a row none of whose slots has a doodad
+        tile.layer_effect[:, 0] = absent
+        assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0
+    # the id is looked up as is: a table row 0 is a row like any other
+    zero = make_catalog([(0, 8, [0, 1, 2, 3])])
+    tile.layer_effect[:, 0] = 0
+    assert len(ClientPlacement().place(tile, zero, map_name="c")) == 256 * 16 * 8
+
+
+def test_client_335_effects_without_doodads_still_draw():
+    # half the cells of every chunk map to layer 1, whose effect has no doodads; the other half to
+    # layer 0. 1.12 skips such an effect outright (no draws); 3.3.5 draws each doodad's point anyway,
+    # which moves everything after it.
+    tile = random_tile(seed=5)
+    tile.n_layers[:] = 2
+    tile.holes[:] = 0
+    tile.no_effect_doodad[:] = False
+    tile.layer_effect[:, :2] = (1, 2)
+    tile.doodad_mapping[:] = (np.arange(64).reshape(8, 8) % 2)[None]
+    for weights in (False, True):
+        empty = [0, 0, 0, 0] if weights else [-1, -1, -1, -1]
+        with_row = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1]), (2, 8, [-1] * 4, [1, 1, 1, 1])],
+                                has_weights=weights, doodads=[[100, 101, 102, 103], empty])
+        without = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=weights)
+        a = ClientPlacement().place(tile, with_row, map_name="c")
+        b = ClientPlacement().place(tile, without, map_name="c")
+        assert len(a) > 0 and (a.cell % 2 == 0).all()
+        assert np.array_equal(a.pos, b.pos) != weights
+        if weights:
+            got, want = client_rows(tile, with_row)
+            assert got == want
+
+
+def test_client_335_chunk_waits_for_a_doodad_it_cannot_load():
+    tile = make_tile(n_layers=2, effects=(1, 2), textures=("a", "b"))
+    tile.layer_effect[7:, 1] = 3  # chunks 7.. name effect 3 on layer 1 instead of 2
+    # effect 2 names a DoodadID (999) no GroundEffectDoodad row has: DetailDoodadsReady never holds
+    cat = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1]), (2, 8, [0, -1, -1, -1], [1, 1, 1, 1]),
+                        (3, 8, [0, -1, -1, -1], [1, 1, 1, 1])], has_weights=True,
+                       doodads=[[100, 101, 102, 103], [100, 999, 0, 0], [100, 0, 0, 0]])
+    inst = ClientPlacement().place(tile, cat, map_name="c")
+    assert set(np.unique(inst.chunk).tolist()) == set(range(7, 256))  # only layer 0 is ever picked
+    got, want = client_rows(tile, cat)
+    assert got == want
+
+
+def test_client_335_ignores_no_effect_doodad_unless_asked():
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    tile.no_effect_doodad[:] = True
+    cat = make_catalog([(1, 0, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 256 * 16 * 8
+    assert len(ClientPlacement(PlacementConstants(client_no_effect_335=1)).place(tile, cat, map_name="c")) == 0
+    inst = ClientPlacement().place(tile, cat, map_name="c")
+    assert inst.scale.min() >= 0.67 - 1e-6 and inst.scale.max() <= 1.33 + 1e-6
+    assert inst.yaw.min() >= 0 and inst.yaw.max() <= 2 * math.pi + 1e-6
 
 
 def test_client_uses_doodad_mapping_not_alpha():
@@ -317,6 +452,25 @@ def test_client_slope_limit_only_for_weighted_builds():
     assert len(ClientPlacement().place(tile, flat_weights, map_name="s")) == 256 * 16 * 8
 
 
+@pytest.mark.parametrize("build", ["1.12", "2.4.3", "3.3.5"])
+def test_client_vectorized_matches_reference_on_the_sample_world(build):
+    from wowgrass.bake import load_catalog, map_tiles
+    from wowgrass.data import open_data
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    with open_data(sample_data_path(build, (1, 1), 0)) as data:
+        catalog = load_catalog(data=data)
+        (col, row), = map_tiles(data, MAP_NAME)[0]
+        big = map_tiles(data, MAP_NAME)[1]
+        name = f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_{col}_{row}.adt"
+        tile = AdtTile.from_bytes(data.read(name), name, big_alpha=big)
+    assert catalog.build == build
+    got, want = client_rows(tile, catalog)
+    assert len(got) > 10000
+    assert got == want
+
+
 def test_make_strategy():
     assert make_strategy("coverage").name == "coverage"
     assert make_strategy("seed").name == "coverage"  # the old name is an alias
@@ -337,11 +491,13 @@ def test_constant_overrides():
         PlacementConstants().with_overrides(["nope=1"])
     with pytest.raises(UsageError, match="not an int"):
         PlacementConstants().with_overrides(["coverage_min=lots"])
-    with pytest.raises(UsageError, match="client_picks=-1 is outside 0 .. 1048575"):
-        PlacementConstants(client_picks=-1)
+    with pytest.raises(UsageError, match="client_picks=0 is outside 1 .. 256"):
+        PlacementConstants(client_picks=0)
+    with pytest.raises(UsageError, match="client_picks=257 is outside 1 .. 256"):
+        PlacementConstants().with_overrides(["client_picks=257"])
     # every number has a valid range: values outside it are errors, not odd bakes
     for bad in ("coverage_min=256", "road_coverage_min=-1", "coverage_scale=0", "coverage_scale=16",
-                "client_min_normal_z=1.5", "client_scale_jitter_335=1", "max_placements_per_sample=1048576"):
+                "client_min_normal_z=1.5", "client_no_effect_335=2", "max_placements_per_sample=1048576"):
         name = bad.split("=")[0]
         with pytest.raises(UsageError, match=f"{name}=.* is outside"):
             PlacementConstants().with_overrides([bad])

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from placement_reference import as_rows, client_reference, coverage_reference
+from placement_reference import as_client_rows, as_rows, client_reference, coverage_reference
 
 from wowgrass.bake import bake_file, load_catalog
 from wowgrass.bundle import read_bundle
@@ -57,11 +57,11 @@ def test_azeroth_bundle_keeps_the_counts(realdata, tmp_path):
         assert pos[:, 0].max() <= -7466.666 + 1e-2 and pos[:, 1].max() <= -3200.0 + 1e-2
 
 
-def check_instances(tile, inst, cap=None):
+def check_instances(tile, inst, cap=None, masks=True):
     ch = inst.chunk.astype(np.int64)
     r, c = inst.cell.astype(np.int64) // 8, inst.cell.astype(np.int64) % 8
-    # never in a masked cell or a hole
-    assert not tile.no_effect_doodad[ch, r, c].any()
+    # never in a masked cell (where the strategy honours the mask) or a hole
+    assert not (masks and tile.no_effect_doodad[ch, r, c].any())
     assert not tile.hole_cells()[ch, r, c].any()
     # never outside its own cell
     base = tile.positions[ch].astype(np.float64)
@@ -88,14 +88,49 @@ def test_continent_client_placement_respects_masks_cells_terrain_and_slope(conti
     tile, cat = continent
     inst = ClientPlacement().place(tile, cat, map_name="continent")
     assert len(inst) > 1000
-    check_instances(tile, inst)
+    check_instances(tile, inst, masks=False)  # the 3.3.5 decode does not test noEffectDoodad
+    masked = tile.no_effect_doodad[inst.chunk, inst.cell // 8, inst.cell % 8]
+    assert masked.any()
     nz = tile.fan_normal_z(inst.chunk.astype(np.int64), inst.pos[:, 0], inst.pos[:, 1])
     assert nz.min() >= 0.4 - 1e-4
     assert inst.scale.min() >= 0.67 - 1e-3 and inst.scale.max() <= 1.33 + 1e-3
+    # the 1.12 rule on request
+    strict = ClientPlacement(PlacementConstants(client_no_effect_335=1)).place(tile, cat, map_name="continent")
+    check_instances(tile, strict)
+    assert len(strict) < len(inst)
 
 
 def test_continent_vectorized_matches_reference(continent):
     tile, cat = continent
     assert as_rows(CoveragePlacement().place(tile, cat, map_name="continent")) == coverage_reference(tile, cat, "continent")
-    assert as_rows(ClientPlacement().place(tile, cat, map_name="continent")) == client_reference(
-        tile, cat, "continent")
+
+
+# ----------------------------------------------------------------------------- the clients' scatter
+
+
+def test_azeroth_client_first_placements_and_total_are_the_clients(azeroth):
+    tile, cat = azeroth
+    inst = ClientPlacement().place(tile, cat, map_name="Azeroth")
+    assert len(inst) == 20480  # client.md: the whole tile
+    want = [("BstBra05.m2", -7479.7991, -3224.6984, 227.7145, 230.892, 1.01172),
+            ("BstBra08.m2", -7482.7016, -3221.1281, 227.7145, 270.026, 1.09630),
+            ("BstRoc02.m2", -7481.4758, -3222.5430, 227.7145, 8.361, 1.09083)]
+    for i, (model, x, y, z, yaw, scale) in enumerate(want):
+        assert cat.models[inst.model[i]].rsplit("\\", 1)[-1] == model
+        assert inst.chunk[i] == 0 and inst.cell[i] == 29
+        assert np.abs(inst.pos[i] - (x, y, z)).max() < 3e-4  # 4 decimals, float32 near 7480 steps 5e-4
+        assert abs(math.degrees(inst.yaw[i]) % 360 - yaw) < 1e-3
+        assert abs(inst.scale[i] - scale) < 1e-5
+    # frillDensity 48 (the world-detail slider's top stop): three times the picks
+    assert len(ClientPlacement(PlacementConstants(client_picks=48)).place(tile, cat, map_name="Azeroth")) == 3 * 20480
+
+
+@pytest.mark.parametrize("adt", ["Azeroth_38_46.adt", "continent4229.adt"])
+@pytest.mark.parametrize("build", ["1.12", "3.3.5"])
+def test_client_vectorized_matches_reference_on_real_tiles(realdata, adt, build):
+    tile = AdtTile.from_bytes((realdata / "adt" / adt).read_bytes())
+    cat = load_catalog(dbc_dir=realdata / "dbc" / build)
+    k = PlacementConstants()
+    got = as_client_rows(ClientPlacement(k).place(tile, cat, map_name="m"))
+    assert got == client_reference(tile, cat, k)
+    assert len(got) > (10 if adt.startswith("continent") and build == "1.12" else 5000)

@@ -7,14 +7,16 @@ Pure numpy: arrays in, arrays out; no I/O, no GL. Two strategies share one inter
   "M2 instanced path":
   every 8x8 cell of every MCNK is visited once; its MCAL coverage decides the clump count with
   ``clumps = min(max(1, ceil(coverage/255 * min(density, 24))), 12)``.
-* :class:`ClientPlacement` (``--placement client``) follows what the 1.12 and 3.3.5 clients do
-  (formats.md §6): random cell picks *with repetition* per chunk, the pre-baked 2-bit
-  doodadMapping instead of MCAL, ``Density`` doodads per pick (0 means 8), round-robin slots
-  (1.12/2.4.3) or the 3.3.5 16-slot weight bag, and the 3.3.5 slope limit (normal z >= 0.4).
+* :class:`ClientPlacement` (``--placement client``) is what the 1.12, 2.4.3 and 3.3.5 clients
+  scatter, draw for draw (client.md in the shared docs): their table-driven generator seeded per
+  chunk from global chunk coordinates, ``client_picks`` cell picks with repeats, the 2-bit
+  doodadMapping, ``Density`` doodads per pick (0 means 8, no cap), round-robin slots (1.12/2.4.3)
+  or the 16-slot weight bag and the slope rule (3.3.5), in float32 as the clients compute.
 
 Builds: 1.12, 2.4.3 and 3.3.5 (the catalogue says which; 1.12/2.4.3 rows carry no weights).
 
-Decisions the grass reference leaves open (also in docs/bake.md), each a named constant where it is a number:
+Decisions the grass reference leaves open for the coverage strategy (also in docs/bake.md), each a
+named constant where it is a number:
 
 * coverage of a layer at a cell = the mean of its effective weight over the cell's 8x8 alpha
   texels; layer 0's weight at a texel is ``clip(255 - sum(other layers), 0, 255)``. It is kept
@@ -33,7 +35,7 @@ Decisions the grass reference leaves open (also in docs/bake.md), each a named c
   slots. A density of 0 (or less) gives ``max(1, ...)`` = 1 clump in the coverage formula.
 * effect ids 0, 0xFFFF, 0xFFFFFFFF and ids the table lacks mean "no effect".
 
-Random numbers: every draw is ``splitmix64(key[chunk] + (counter + 1) * GAMMA)``, a SplitMix64
+Random numbers (coverage): every draw is ``splitmix64(key[chunk] + (counter + 1) * GAMMA)``, a SplitMix64
 stream seeded per chunk by (map name, tile column, tile row, chunk index, constants.seed) and
 read by index (counter-based). ``counter`` encodes (cell or pick, clump, stream), so the
 vectorized code and a plain per-cell loop draw the very same numbers, and a tile gives the same
@@ -57,7 +59,7 @@ from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE as UNIT
 
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
-PLACEMENT_VERSION = 1
+PLACEMENT_VERSION = 2
 
 CELLS = 64  # 8x8 cells per chunk
 TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
@@ -65,7 +67,6 @@ TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
 # Random streams (low 4 bits of the counter).
 STREAM_JITTER = 0  # high 32 bits -> u (east), low 32 bits -> v (south)
 STREAM_CHOICE = 1  # high 16 bits -> yaw, bits 32..47 -> scale, low 32 bits -> slot
-STREAM_PICK = 2  # client: bits 0..2 -> column, 3..5 -> row
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -86,12 +87,9 @@ CONSTANT_RANGES = {
     # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
     "max_placements_per_sample": (0, (1 << 20) - 1, "clumps per cell"),
     "coverage_scale": (1 / 4096, _SCALE_MAX, "bundles store scale in 1/4096 steps below 16"),
-    "client_picks": (0, (1 << 20) - 1, "cell picks per chunk"),
-    "client_zero_density": (0, (1 << 20) - 1, "doodads per pick"),
-    "client_density_max": (0, (1 << 20) - 1, "doodads per pick"),
+    "client_picks": (1, 256, "the clients clamp frillDensity / groundEffectDensity to 1 .. 256"),
     "client_min_normal_z": (-1.0, 1.0, "the z of a unit normal"),
-    "client_scale_jitter_112": (0.0, 0.99, "scale 1 + r * jitter must stay above 0"),
-    "client_scale_jitter_335": (0.0, 0.99, "scale 1 + r * jitter must stay above 0"),
+    "client_no_effect_335": (0, 1, "0 = as the 3.3.5 decode (no test), 1 = the 1.12 rule"),
     "seed": (-(1 << 63), (1 << 63) - 1, "a 64-bit integer"),
 }
 
@@ -110,15 +108,12 @@ class PlacementConstants:
     max_placements_per_sample: int = 12  # WOW_GRASS_MAX_PLACEMENTS_PER_SAMPLE: clumps per cell
     coverage_scale: float = 1.0  # the 2004 size oracle: detail models at scale 1.0
     road_patterns: tuple[str, ...] = ("*road*", "*cobble*", "*path*", "*trail*")
-    # --- client strategy (formats.md §6) ---
-    client_picks: int = 16  # frillDensity / groundEffectDensity default: cell picks per chunk
-    client_zero_density: int = 8  # Density 0 means 8 doodads per pick
-    client_density_max: int = 24  # wiki: Density above 24 acts as 24
-    client_min_normal_z: float = 0.4  # 3.3.5 MIN_NORMAL_Z slope limit (~66 degrees)
-    client_scale_jitter_112: float = 0.1  # 1.12/2.4.3: scale = 1 + r*0.1, r in [-1, 1)
-    client_scale_jitter_335: float = 0.33  # 3.3.5: scale = 1 + r*0.33
-    # --- both ---
-    seed: int = 0  # mixed into every chunk key; change it for a different but stable layout
+    # --- client strategy (client.md; docs/bake.md) ---
+    client_picks: int = 16  # frillDensity / groundEffectDensity (default 16): cell picks per chunk
+    client_min_normal_z: float = 0.4  # 3.3.5 MIN_NORMAL_Z (0.4f): steeper triangles get nothing
+    client_no_effect_335: int = 0  # 3.3.5: 1 also skips noEffectDoodad cells (the decode does not)
+    # --- coverage strategy ---
+    seed: int = 0  # mixed into every chunk key; the client strategy's seeds are the clients' own
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -160,7 +155,9 @@ class PlacementConstants:
 class Instances:
     """Placed instances of one tile, ordered by (chunk, cell or pick, clump).
 
-    ``model`` indexes ``models`` (the catalogue's model list); ``yaw`` is radians in [0, 2*pi);
+    ``model`` indexes ``models`` (the catalogue's model list); ``yaw`` is radians about +Z (the
+    coverage strategy's in [0, 2*pi); the client strategy keeps the client's own float32 angle:
+    1.12/2.4.3 in [-pi, pi], 3.3.5 in [0, 2*pi]);
     ``chunk`` is the MCNK index (IndexY*16+IndexX), ``cell`` is r*8+c inside it.
     """
 
@@ -446,21 +443,17 @@ def slot_probabilities(catalog, rows: np.ndarray) -> np.ndarray:
 def weight_bags(catalog, rows: np.ndarray) -> np.ndarray:
     """3.3.5's 16-slot bag for each catalogue row in ``rows``: (len(rows), 16) slot index.
 
-    Deal ``weight[k]`` copies of slot k at stride 13 (positions ``13*j & 15``), then fill the
-    remaining ``16 - sum(w)`` deals with slot ``j & 3``; later deals overwrite earlier ones.
+    Deal ``weight[k]`` copies of slot k at stride 13 (deal j lands on ``13*j & 15``), then, while
+    fewer than 16 were dealt, deal slot ``j & 3``; later deals overwrite earlier ones. So position p
+    keeps the last deal ``j ≡ 5p (mod 16)`` (13 * 5 ≡ 1): a closed form whatever the weights.
     """
-    w = np.maximum(np.asarray(catalog.slot_weight)[rows], 0).astype(np.int64)
+    w = np.maximum(np.asarray(catalog.slot_weight)[rows].astype(np.int64), 0).reshape(-1, 4)
     cum = np.cumsum(w, axis=1)
-    total = cum[:, 3]
-    deals = int(max(16, total.max(initial=0)))
-    bag = np.zeros((len(rows), 16), dtype=np.int64)
-    for j in range(deals):
-        weighted = j < total
-        slot = np.where(weighted, (cum <= j).sum(axis=1), j & 3)
-        live = weighted | (j < 16)
-        pos = (13 * j) & 15
-        bag[live, pos] = slot[live]
-    return bag
+    total = cum[:, 3:4]
+    deals = np.maximum(total, 16)
+    last = deals - 1 - ((deals - 1 - 5 * np.arange(16)[None, :]) % 16)
+    weighted_slot = (cum[:, None, :] <= last[:, :, None]).sum(axis=2)
+    return np.where(last < total, weighted_slot, last & 3).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -580,89 +573,456 @@ class CoveragePlacement:
         )
 
 
+# ----------------------------------------------------------------------------- the clients' own scatter
+#
+# ``--placement client`` reproduces the scatter of the real clients (client.md in the shared docs):
+# [B] the 1.12.1 routine as ported in steel97/benilla (ground_effects.rs; 2.4.3 shares it) and [F]
+# the 3.3.5a one as decoded in zeruth/FrozenClient (DetailDoodad.cpp). Where a decode computes in
+# float32, so does this code: one float32 rounding per operation, in the decode's order.
+
+#: ``gnoise32_``: the clients' 256-byte noise table as 64 little-endian words (a permutation of 0..255)
+CLIENT_NOISE = np.array([
+    0x9927148E, 0x08C7AAFD, 0x1F3EE6D5, 0xDA55BBF6, 0x6A4AA075, 0xFF97BDE8, 0x9FBC9BDE, 0x46A18A81,
+    0x63E30B6E, 0x5D6C7A76, 0xCA69D388, 0x25B947C3, 0x3FA2AB83, 0xBA7C41A6, 0x0195ACE5, 0xC109CF7E,
+    0x717062D9, 0x0205DB8D, 0x54EF8724, 0x3037D4C6, 0x7BCB1BD0, 0xECD8E4B8, 0xDCADCE49, 0xC494A913,
+    0x0DAE398F, 0x0EDD5218, 0x85F5FA78, 0x6DAFD258, 0x3B53B2A4, 0xBE50A551, 0x11F42DFC, 0xF1169848,
+    0x663DDF86, 0x2F2E445E, 0x176B0736, 0xB64C298B, 0xE75F89E2, 0xE121A7CD, 0xED65C94D, 0x239CEEFE,
+    0x04B77D33, 0x402A9A9E, 0xF35B10B3, 0x921C7782, 0x571E4E20, 0x8C067222, 0xFB732C67, 0xBF0AC259,
+    0x0CF95C79, 0x68121A28, 0x42193474, 0xF884C0B1, 0x9D15F038, 0x6F3AF260, 0x91EB90B4, 0x61357F1D,
+    0x5603325A, 0x932BC5A3, 0x434B0F80, 0x3CE0A8F7, 0x2664D196, 0x4FCC45D7, 0xB5E9B0C8, 0xEA31D600,
+], dtype="<u4")
+
+# The generator's four byte lanes each count down by a fixed step modulo their own period and
+# always hold a multiple of 4, so after t draws lane L holds 4 * ((q0 - step * t) mod period) with
+# q0 = seed mod period: every draw's increment is a closed form of (seed, t), and the 256 chunk
+# streams are whole arrays (the running sum is a uint32 cumsum) instead of 256 sequential loops.
+# (period, step, left rotation of its noise word), for state bytes 0 .. 3.
+_RNG_LANES = ((61, 7, 0), (59, 6, 3), (53, 3, 2), (47, 1, 1))
+
+
+def _noise_word(offset: int) -> int:
+    return int.from_bytes(CLIENT_NOISE.tobytes()[offset:offset + 4], "little")
+
+
+def _rotl32(x: int, k: int) -> int:
+    return ((x << k) | (x >> (32 - k))) & 0xFFFFFFFF if k else x
+
+
+_RNG_TERMS = tuple(np.array([_rotl32(_noise_word(4 * q), rot) for q in range(period)], dtype=np.uint32)
+                   for period, _step, rot in _RNG_LANES)
+# The same terms in the order one lane visits them: after t draws lane L reads
+# _RNG_SEQ[L][(j0 + t) % period] with j0 = -q0 / step (mod period), so a run of draws is a slice.
+_RNG_SEQ = tuple(terms[(-step * np.arange(period)) % period]
+                 for (period, step, _rot), terms in zip(_RNG_LANES, _RNG_TERMS))
+_RNG_INV = tuple(pow(step, -1, period) for period, step, _rot in _RNG_LANES)
+_RNG_EXT: dict = {}  # lane -> its sequence repeated, for slicing runs without a modulo
+
+
+def _lane_ext(lane: int, length: int) -> np.ndarray:
+    period = _RNG_LANES[lane][0]
+    ext = _RNG_EXT.get(lane)
+    if ext is None or ext.size < length + period:
+        reps = (length + period) // period + 1
+        ext = _RNG_EXT[lane] = np.tile(_RNG_SEQ[lane], max(reps, 64))
+    return ext
+
+
+def client_seed(gx, gy) -> np.ndarray:
+    """The clients' chunk seed ``(gy << 16) | gx`` from global chunk coordinates (client.md §2)."""
+    gx = np.asarray(gx, dtype=np.int64) & 0xFFFF
+    gy = np.asarray(gy, dtype=np.int64) & 0xFFFF
+    return ((gy << 16) | gx).astype(np.uint32)
+
+
+def client_chunk_seeds(tile) -> np.ndarray:
+    """(256,) u4: each MCNK's seed, ``gx = 16 * column + IndexX``, ``gy = 16 * row + IndexY``."""
+    idx = np.asarray(tile.index_xy, dtype=np.int64).reshape(256, 2)
+    return client_seed(16 * int(tile.col) + idx[:, 0], 16 * int(tile.row) + idx[:, 1])
+
+
+def _lane_offsets(seeds: np.ndarray, lane: int, t0) -> np.ndarray:
+    """Where lane ``lane`` of each stream reads its sequence for draw number ``t0 + 1``."""
+    period, _step, _rot = _RNG_LANES[lane]
+    q0 = seeds.astype(np.int64) % period
+    return (-q0 * _RNG_INV[lane] + np.asarray(t0, dtype=np.int64) + 1) % period
+
+
+def _stream_rows(seeds: np.ndarray, after: np.ndarray, first: int, length: int) -> np.ndarray:
+    """(len(seeds), length) u4: draws ``first + 1 .. first + length`` of each stream, whose sum after
+    ``first`` draws is ``after``. A lane's run is a window of its repeated sequence, so each row is
+    copied out whole; then one uint32 cumsum per row."""
+    inc = None
+    for lane in range(4):
+        windows = np.lib.stride_tricks.sliding_window_view(_lane_ext(lane, length), length)
+        term = windows[_lane_offsets(seeds, lane, first)]
+        if inc is None:
+            inc = term
+        else:
+            inc ^= term
+    np.cumsum(inc, axis=1, dtype=np.uint32, out=inc)
+    inc += np.asarray(after, dtype=np.uint32)[:, None]
+    return inc
+
+
+def client_draws(seeds, count: int) -> np.ndarray:
+    """``CRandom::uint32``: the first ``count`` draws of each seed's stream, (len(seeds), count) u4."""
+    seeds = np.asarray(seeds, dtype=np.uint32).reshape(-1)
+    if count <= 0:
+        return np.zeros((seeds.size, 0), np.uint32)
+    return _stream_rows(seeds, seeds, 0, int(count))
+
+
+def _client_stream(seeds, after, first: int, counts) -> tuple[np.ndarray, np.ndarray]:
+    """Draws ``first + 1 .. first + counts[k]`` of every stream k (its sum after ``first`` draws is
+    ``after[k]``) as one flat u4 array, and where each stream's run starts in it. Rows of equal
+    length when the runs are alike (fast), end to end otherwise (no padding)."""
+    seeds = np.asarray(seeds, dtype=np.uint32)
+    counts = np.asarray(counts, dtype=np.int64)
+    longest = int(counts.max(initial=0))
+    total = int(counts.sum())
+    if longest == 0:
+        return np.zeros(0, np.uint32), np.zeros(counts.size, np.int64)
+    if counts.size * longest <= 2 * total + 4096:
+        rows = _stream_rows(seeds, after, first, longest)
+        return rows.reshape(-1), np.arange(counts.size, dtype=np.int64) * longest
+    live = np.flatnonzero(counts)
+    starts = np.cumsum(counts) - counts
+    lane_of = np.repeat(live, counts[live])
+    local = np.arange(total, dtype=np.int64) - starts[lane_of]
+    inc = None
+    for lane in range(4):
+        term = _lane_ext(lane, longest)[_lane_offsets(seeds, lane, first)[lane_of] + local]
+        inc = term if inc is None else inc ^ term
+    cs = np.cumsum(inc, dtype=np.uint32)
+    before = np.zeros(counts.size, dtype=np.uint32)
+    before[live] = np.where(starts[live] > 0, cs[np.maximum(starts[live] - 1, 0)], 0)
+    return (np.asarray(after, dtype=np.uint32) - before)[lane_of] + cs, starts
+
+
+def client_reals(draws) -> np.ndarray:
+    """``reals_``: a draw as a float32 in [-1, 1]: the float ``f`` in [1, 2) with the draw's low 23
+    bits as mantissa, then ``2 - f`` where the draw's sign bit is set, else ``f - 2``."""
+    u = np.asarray(draws, dtype=np.uint32)
+    f = ((u & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32)
+    # f - 2 is exact and never 0, and 2 - f is exactly its negation: flip its sign bit
+    return ((f - _F2).view(np.uint32) ^ (u & np.uint32(0x80000000))).view(np.float32)
+
+
+def _mask32(cond: np.ndarray) -> np.ndarray:
+    """A bool array as uint32 all-ones / zero, for :func:`_pick32`."""
+    return np.negative(cond.view(np.uint8), dtype=np.uint8).astype(np.uint32) * np.uint32(0x01010101)
+
+
+def _pick32(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``where(mask, a, b)`` for float32 arrays by bits (np.where branches on random masks)."""
+    av = np.asarray(a, dtype=np.float32).view(np.uint32)
+    bv = np.asarray(b, dtype=np.float32).view(np.uint32)
+    return (bv ^ ((av ^ bv) & mask)).view(np.float32)
+
+
+_F0, _F05, _F1, _F2 = (np.float32(x) for x in (0.0, 0.5, 1.0, 2.0))
+_PI_F = np.float32(math.pi)  # 3.1415927f, both decodes
+_SCALE_112 = np.float32(0.1)  # [B]: scale = r * 0.1 + 1.0, yaw = r * pi
+_SCALE_335 = np.float32(0.33)  # [F] SCALE_JITTER 0.33000001f: scale = r * 0.33 + 1
+_CELL_HALF = np.float32(2.0833332538604736)  # [F] DAT_00a40474
+_CELL_POS = np.float32(4.166666507720947)  # [F] CELL_SIZE_POS (and -CELL_STEP)
+_CHUNK_F = np.float32(33.33333206176758)  # [F] CHUNK_SIZE
+_MAP_HALF = np.float32(17066.666015625)  # [F] MAP_HALF_EXTENT
+_CLIENT_DRAW_LIMIT = 1 << 27  # doodads one tile may ask for before the bake refuses (absurd Density)
+
+# [F] a cell's four triangles: the two corners (chunk-local (x, y) steps of CELL_STEP) and the
+# matching MCVT offsets from the cell's first vertex, for t = 0 west, 1 north, 2 south, 3 east.
+_TRI_CORNERS = ((3, 0), (0, 1), (2, 3), (1, 2))
+_TRI_VERTICES = ((17, 0), (0, 1), (18, 17), (1, 18))
+_CELL_CORNER = ((0, 0), (0, -1), (-1, -1), (-1, 0))  # in units of CELL_STEP's magnitude
+
+
+def _is_wotlk(catalog) -> bool:
+    """The 3.3.5 routine (weight bag, slope rule, rotation before scale) or the 1.12/2.4.3 one."""
+    return getattr(catalog, "build", None) == "3.3.5" or bool(catalog.has_weights)
+
+
+def _exact_effect_rows(tile, catalog) -> np.ndarray:
+    """(256, 4) i8: the table row whose ID is the layer's effectId, -1 past nLayers or when the
+    table has no such row. As the clients look it up: no id is special."""
+    ids = np.asarray(catalog.ids, dtype=np.uint32)
+    eff = np.asarray(tile.layer_effect, dtype=np.uint32).reshape(256, 4)
+    exists = np.arange(4)[None, :] < np.asarray(tile.n_layers, dtype=np.int64)[:, None]
+    if ids.size == 0:
+        return np.full((256, 4), -1, dtype=np.int64)
+    order = None if bool((ids[1:] >= ids[:-1]).all()) else np.argsort(ids, kind="stable")
+    sids = ids if order is None else ids[order]
+    pos = np.minimum(np.searchsorted(sids, eff), sids.size - 1)
+    hit = (sids[pos] == eff) & exists
+    rows = pos if order is None else order[pos]
+    return np.where(hit, rows, -1).astype(np.int64)
+
+
+def _slot_doodads(catalog, rows) -> np.ndarray:
+    """(len(rows), 4) DoodadID of catalogue ``rows`` as stored (u32 values); where a catalogue lacks
+    them, 1 for a slot with a model and 0 for an empty one."""
+    sd = getattr(catalog, "slot_doodad", None)
+    if sd is not None:
+        return np.asarray(sd)[rows].astype(np.int64).reshape(-1, 4) & 0xFFFFFFFF
+    return np.where(np.asarray(catalog.slot_model)[rows] >= 0, 1, 0).astype(np.int64).reshape(-1, 4)
+
+
+def _client_planes_335(heights, cells) -> tuple[np.ndarray, ...]:
+    """[F] PrepareCell: the planes of the four triangles of ``cells`` (flat chunk*64 + r*8 + c),
+    in the chunk's own space, as PlaneFromPoints(centre, corner B, corner A) builds them in float32.
+    Returns nx, ny, nz, d, each (len(cells), 4) f4."""
+    r = (cells >> 3) & 7
+    c = cells & 7
+    h = np.asarray(heights, dtype=np.float32).reshape(-1)
+    i0 = (cells >> 6) * 145 + r * 17 + c
+    step = -_CELL_POS
+    base_x = r.astype(np.float32) * step
+    base_y = c.astype(np.float32) * step
+    mid = np.float32(-2.0833332538604736)  # CELL_MID
+    ax_ = base_x + mid  # the centre: a in PlaneFromPoints
+    ay_ = base_y + mid
+    az_ = h[i0 + 9]
+    out = [np.empty((cells.size, 4), np.float32) for _ in range(4)]
+    for t, ((ca, cb), (va, vb)) in enumerate(zip(_TRI_CORNERS, _TRI_VERTICES)):
+        # b = corner B, c = corner A
+        bx = base_x + (np.float32(_CELL_CORNER[cb][0]) * _CELL_POS if _CELL_CORNER[cb][0] else _F0)
+        by = base_y + (np.float32(_CELL_CORNER[cb][1]) * _CELL_POS if _CELL_CORNER[cb][1] else _F0)
+        cx = base_x + (np.float32(_CELL_CORNER[ca][0]) * _CELL_POS if _CELL_CORNER[ca][0] else _F0)
+        cy = base_y + (np.float32(_CELL_CORNER[ca][1]) * _CELL_POS if _CELL_CORNER[ca][1] else _F0)
+        bz = h[i0 + vb]
+        cz = h[i0 + va]
+        bxa, bya, bza = bx - ax_, by - ay_, bz - az_
+        cxa, cya, cza = cx - ax_, cy - ay_, cz - az_
+        nx = bya * cza - bza * cya
+        ny = bza * cxa - cza * bxa
+        nz = bxa * cya - bya * cxa
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            inv = _F1 / np.sqrt(nx * nx + ny * ny + nz * nz)
+            d = -(((ny * inv) * ay_ + (ax_ * nx) * inv) + (az_ * nz) * inv)
+            out[0][:, t], out[1][:, t], out[2][:, t], out[3][:, t] = nx * inv, ny * inv, nz * inv, d
+    return tuple(out)
+
+
+def _segment_starts(key: np.ndarray, n: int) -> np.ndarray:
+    """For sorted ``key`` in 0..n-1: index of each key's first element (n + 1 entries)."""
+    return np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n))))
+
+
 @dataclass
 class ClientPlacement:
-    """What the 1.12 / 3.3.5 clients do (formats.md §6), with wowgrass's own random stream."""
+    """What the real clients scatter, draw for draw (client.md; docs/bake.md): the 1.12/2.4.3
+    routine [B] or the 3.3.5 one [F], by the catalogue's build."""
 
     constants: PlacementConstants = field(default_factory=PlacementConstants)
     name: str = "client"
 
-    def place(self, tile, catalog, *, map_name: str) -> Instances:
+    def place(self, tile, catalog, *, map_name: str) -> Instances:  # noqa: ARG002 (the seeds are global)
         k = self.constants
-        bag_mode = bool(catalog.has_weights)  # 3.3.5: weight bag + slope limit
+        wotlk = _is_wotlk(catalog)
         picks = int(k.client_picks)
-        keys_all = _tile_keys(tile, map_name, k)
-        # picks: (256, P) random cells, with repetition
-        pick_idx = np.arange(picks, dtype=np.int64)
-        pbits = draw(keys_all[:, None], counters(pick_idx[None, :], 0, STREAM_PICK))
-        pc = (pbits & np.uint64(7)).astype(np.int64)
-        pr = ((pbits >> np.uint64(3)) & np.uint64(7)).astype(np.int64)
-        chunk_p = np.broadcast_to(np.arange(256)[:, None], pc.shape)
-        n_layers = np.asarray(tile.n_layers).astype(np.int64)
-        ok = n_layers[chunk_p] > 0
-        ok &= ~np.asarray(tile.no_effect_doodad, dtype=bool).reshape(256, 8, 8)[chunk_p, pr, pc]
-        ok &= ~hole_cells(tile.holes)[chunk_p, pr, pc]
-        layer = np.asarray(tile.doodad_mapping).astype(np.int64).reshape(256, 8, 8)[chunk_p, pr, pc]
-        ok &= layer < n_layers[chunk_p]
-        rows = resolve_effects(tile, catalog)
-        row = np.where(ok, rows[chunk_p, np.minimum(layer, 3)], -1)
+        seeds = client_chunk_seeds(tile)
+        n_layers = np.asarray(tile.n_layers).astype(np.int64).reshape(256)
+        rows = _exact_effect_rows(tile, catalog)  # (256, 4)
+        # the few table rows the tile's layers reach, renumbered 0 .. len(used) - 1
+        used, urow = np.unique(np.maximum(rows, 0), return_inverse=True)
+        urow = np.where(rows >= 0, urow.reshape(256, 4), -1)
+        slot_model = np.asarray(catalog.slot_model)[used].astype(np.int64).reshape(-1, 4)
+        slot_doodad = _slot_doodads(catalog, used)
+        density = np.asarray(catalog.density)[used].astype(np.int64).reshape(-1) & 0xFFFFFFFF
+
+        # the picks: column then row, three bits of a draw each, with repeats
+        pick_draws = client_draws(seeds, 2 * picks)
+        pc = (pick_draws[:, 0::2] & np.uint32(7)).astype(np.int64)
+        pr = (pick_draws[:, 1::2] & np.uint32(7)).astype(np.int64)
+        pcell = pr * 8 + pc + (np.arange(256) * 64)[:, None]  # flat chunk*64 + r*8 + c
+        ok = np.broadcast_to((n_layers > 0)[:, None], pc.shape)
+        if wotlk:
+            # [F] DetailDoodadsReady: a non-zero DoodadID of any layer's effect that names no doodad
+            # the client can load keeps the whole chunk waiting: it never scatters
+            blocked_row = ((slot_doodad != 0) & (slot_model < 0)).any(axis=1)
+            blocked = np.where(urow >= 0, blocked_row[np.maximum(urow, 0)], False).any(axis=1)
+            ok = ok & ~blocked[:, None]
+        if not wotlk or k.client_no_effect_335:
+            ok = ok & ~np.asarray(tile.no_effect_doodad, dtype=bool).reshape(-1)[pcell]
+        ok = ok & ~hole_cells(np.asarray(tile.holes).reshape(256)).reshape(-1)[pcell]
+        layer = np.asarray(tile.doodad_mapping).astype(np.int64).reshape(-1)[pcell]
+        ok &= layer < n_layers[:, None]
+        row = np.take_along_axis(urow, np.minimum(layer, 3), axis=1)
         ok &= row >= 0
-        density = np.asarray(catalog.density).astype(np.int64)
-        d = density[np.where(ok, row, 0)]
-        d = np.where(d <= 0, k.client_zero_density, np.minimum(d, k.client_density_max))
-        count = np.where(ok, d, 0).reshape(-1)
-        sel = np.nonzero(count)[0]
+        row = np.maximum(row, 0)
+        if not wotlk:  # [B]: an effect none of whose slots names a doodad is no effect at all
+            ok &= (slot_model >= 0).any(axis=1)[row]
+        d = density[row]
+        count = np.where(ok, np.where(d == 0, 8, d), 0).reshape(-1)
+        total = int(count.sum())
+        if total > _CLIENT_DRAW_LIMIT:
+            raise UsageError(f"client placement: this tile asks for {total} doodads (GroundEffectTexture Density "
+                             f"up to {int(d[ok].max())}); wowgrass stops at {_CLIENT_DRAW_LIMIT}")
+        sel = np.flatnonzero(count)
         if sel.size == 0:
             return _empty(catalog.models)
+
+        # per pick that scatters (p), then per doodad it visits, in the client's order
         cnt = count[sel]
-        total = int(cnt.sum())
-        src = np.repeat(sel, cnt)  # flat (chunk, pick)
-        starts = np.cumsum(cnt) - cnt
-        n = np.arange(total, dtype=np.int64) - np.repeat(starts, cnt)
-        chunk = src // picks
-        pick = src % picks
-        r = pr.reshape(-1)[src]
-        c = pc.reshape(-1)[src]
-        irow = row.reshape(-1)[src]
-        slot_model = np.asarray(catalog.slot_model)
-        if bag_mode:
-            sel_rows = row.reshape(-1)[sel]  # per pick, then repeated: no per-instance sort
-            urows = np.unique(sel_rows)
-            bag_of = np.repeat(np.searchsorted(urows, sel_rows), cnt)
-            slot = weight_bags(catalog, urows)[bag_of, (n + pick) & 15]
+        row_p = row.reshape(-1)[sel]
+        cell_p = pcell.reshape(-1)[sel]
+        chunk_p = cell_p >> 6
+        start_p = np.cumsum(cnt) - cnt  # its first doodad
+        chunk_first = np.concatenate(([0], np.cumsum(np.bincount(chunk_p, weights=cnt, minlength=256)))).astype(np.int64)
+        of = np.repeat(np.arange(sel.size), cnt)  # the pick of each doodad
+        every = np.arange(total, dtype=np.int64)
+        turn = every - (start_p - sel % picks)[of]  # n + the pick's index: the slot key
+        if wotlk:
+            bags = weight_bags(catalog, used) + 4 * np.arange(used.size)[:, None]  # into the flat slot tables
+            slot = bags.reshape(-1)[(row_p * 16)[of] + (turn & 15)]
+            kind = slot_doodad.reshape(-1)[slot] != 0
+            model = slot_model.reshape(-1)[slot]
+            # the slope rule needs the point; first what is certain without it
+            mark = np.zeros(256 * 64, dtype=bool)
+            mark[cell_p] = True
+            ucells = np.flatnonzero(mark)
+            dense = np.zeros(256 * 64, dtype=np.int64)
+            dense[ucells] = np.arange(ucells.size)
+            plane_p = dense[cell_p]
+            planes = _client_planes_335(np.asarray(tile.heights).reshape(256, 145), ucells)
+            nz = planes[2]
+            tri_ok = ~(nz < np.float32(k.client_min_normal_z)) & (nz != _F0)
+            n_ok = tri_ok.sum(axis=1)[plane_p][of]
+            placed = kind & (n_ok == 4)
+            unsure = kind & (n_ok > 0) & (n_ok < 4)
+            possible = placed | unsure
         else:
-            slot = (n + pick) & 3
-        model = slot_model[irow, slot]
-        keys = keys_all[chunk]
-        u, v = split_jitter(draw(keys, counters(pick, n, STREAM_JITTER)))
-        yaw16, rs, _s = split_choice(draw(keys, counters(pick, n, STREAM_CHOICE)))
-        sel_cells = (sel // picks) * 64 + pr.reshape(-1)[sel] * 8 + pc.reshape(-1)[sel]
-        pos, nz = _place_on_fan(
-            np.asarray(tile.positions, dtype=np.float64),
-            fan_planes(np.asarray(tile.heights, dtype=np.float64), sel_cells),
-            np.repeat(np.arange(sel.size), cnt),
-            chunk,
-            r,
-            c,
-            u,
-            v,
-            normals=bag_mode,
-        )
-        keep = model >= 0
-        if bag_mode:
-            keep &= nz >= k.client_min_normal_z
-        jitter = k.client_scale_jitter_335 if bag_mode else k.client_scale_jitter_112
-        scale = (1.0 + rs * jitter).astype(np.float32)
+            model = slot_model[row_p].reshape(-1)[of * 4 + (turn & 3)]
+            placed = possible = model >= 0
+            unsure = None
+
+        # every doodad takes two draws (its point), a placed one two more (1.12: scale, yaw;
+        # 3.3.5: rotation, scale). Only a 3.3.5 point on a cell of mixed slope is not known here.
+        chunk_cnt = np.diff(chunk_first)
+        cs = np.concatenate(([0], np.cumsum(possible)))
+        need = 2 * (chunk_cnt + (cs[chunk_first[1:]] - cs[chunk_first[:-1]]))
+        stream, stream_start = _client_stream(seeds, pick_draws[:, -1], 2 * picks, need)
+        # where each doodad's draws start if none before it in its chunk were placed
+        first = 2 * every + (stream_start - 2 * chunk_first[:-1])[chunk_p][of]
+        if unsure is not None and unsure.any():
+            placed = self._settle_slopes(placed, unsure, chunk_p[of], first, chunk_first, stream, tri_ok,
+                                         plane_p[of])
+        idx = np.flatnonzero(placed)
+        cs = np.cumsum(placed)
+        chunk = chunk_p[of[idx]]
+        before = (cs[idx] - 1) - np.concatenate(([0], cs))[chunk_first[:-1]][chunk]
+        at = first[idx] + 2 * before
+        ja, jb, e1, e2 = (client_reals(stream[at + i]) for i in range(4))
+        cell = cell_p[of[idx]] & 63
+        if wotlk:
+            pos = self._positions_335(tile, seeds, chunk, cell, ja, jb, planes, plane_p[of[idx]])
+            yaw = (e1 + _F1) * _PI_F
+            scale = e2 * _SCALE_335 + _F1
+        else:
+            pos = self._positions_112(tile, chunk, cell, ja, jb)
+            scale = e1 * _SCALE_112 + _F1
+            yaw = e2 * _PI_F
         return Instances(
-            model=model[keep].astype(np.int32),
-            pos=pos[keep],
-            yaw=yaw_radians(yaw16[keep]),
-            scale=scale[keep],
-            chunk=chunk[keep].astype(np.uint16),
-            cell=(r * 8 + c)[keep].astype(np.uint8),
+            model=model[idx].astype(np.int32),
+            pos=pos,
+            yaw=yaw,
+            scale=scale,
+            chunk=chunk.astype(np.uint16),
+            cell=cell.astype(np.uint8),
             models=list(catalog.models),
         )
 
+    @staticmethod
+    def _settle_slopes(placed, unsure, chunk, first, chunk_first, stream, tri_ok, plane):
+        """3.3.5 points on cells whose triangles differ in the slope rule: where each one's draws
+        start depends on how many before it in its chunk were placed, so walk them in order, all
+        chunks at once."""
+        placed = placed.copy()
+        certain = placed & ~unsure
+        cs = np.concatenate(([0], np.cumsum(certain)))
+        u = np.flatnonzero(unsure)  # by chunk, then in order within it
+        uc = chunk[u]
+        det_before = cs[u] - cs[chunk_first[:-1]][uc]
+        rank = np.arange(u.size) - _segment_starts(uc, 256)[uc]
+        order = np.argsort(rank, kind="stable")
+        bounds = _segment_starts(rank[order], int(rank.max()) + 1)
+        at0 = first[u] + 2 * det_before
+        plane_u = plane[u]
+        ok_u = np.zeros(u.size, dtype=bool)
+        done = np.zeros(256, dtype=np.int64)  # unsure doodads placed so far, per chunk
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            g = order[lo:hi]  # the k-th unsure doodad of every chunk that has one
+            gc = uc[g]
+            at = at0[g] + 2 * done[gc]
+            ja = client_reals(stream[at])
+            jb = client_reals(stream[at + 1])
+            ok = tri_ok[plane_u[g], _triangle_335(ja * _CELL_HALF + _CELL_HALF, jb * _CELL_HALF + _CELL_HALF)]
+            ok_u[g] = ok
+            done[gc] += ok
+        placed[u] = ok_u
+        return placed
+
+    @staticmethod
+    def _positions_335(tile, seeds, chunk, cell, ja, jb, planes, plane):
+        """[F]: the point in the chunk's own space on its triangle's plane, then the chunk origin
+        the client draws it at (from the global chunk indices), all float32."""
+        r = (cell >> 3).astype(np.float32)
+        c = (cell & 7).astype(np.float32)
+        ox = ja * _CELL_HALF + _CELL_HALF
+        oy = jb * _CELL_HALF + _CELL_HALF
+        at = plane * 4 + _triangle_335(ox, oy)
+        x = -oy - r * _CELL_POS
+        y = -ox - c * _CELL_POS
+        nx, ny, nz, dd = (p.reshape(-1)[at] for p in planes)
+        z = -(((y * ny + nx * x) + dd) / nz)
+        gx = (seeds & np.uint32(0xFFFF)).astype(np.float32)
+        gy = (seeds >> np.uint32(16)).astype(np.float32)
+        origin_x = (-(_CHUNK_F * gy) + _MAP_HALF)[chunk]
+        origin_y = (-(gx * _CHUNK_F) + _MAP_HALF)[chunk]
+        base_z = np.ascontiguousarray(np.asarray(tile.positions, dtype=np.float32).reshape(256, 3)[:, 2])[chunk]
+        return np.stack([origin_x + x, origin_y + y, base_z + z], axis=1)
+
+    @staticmethod
+    def _positions_112(tile, chunk, cell, rx, ry):
+        """[B]: ``u = (rx + 1) / 2`` east, ``v = (ry + 1) / 2`` south; the height on the cell's fan
+        as the port's fan_point weighs it (float32 barycentric weights of the wedge the point is in,
+        over the vertices' absolute heights); X and Y the exact ``pos - (cell + f) * UNIT``."""
+        fx = (rx + _F1) * _F05
+        fy = (ry + _F1) * _F05
+        pos = np.asarray(tile.positions, dtype=np.float32).reshape(256, 3)
+        h = np.asarray(tile.heights, dtype=np.float32).reshape(-1)
+        r = cell >> 3
+        c = cell & 7
+        i0 = chunk * 145 + r * 17 + c
+        wz = np.ascontiguousarray(pos[:, 2])[chunk]
+        tl, tr, bl, br, ctr = (wz + h[i0 + o] for o in (0, 1, 17, 18, 9))
+        sum_ = fx + fy
+        low = _mask32(sum_ <= _F1)
+        north = _mask32(fy <= fx)  # in the low half; west otherwise
+        south = _mask32(fy >= fx)  # in the high half; east otherwise
+
+        def wedge(n, w, s, e):  # north (centre, TL, TR), west (BL, TL), south (BR, BL), east (TR, BR)
+            return _pick32(low, _pick32(north, n, w), _pick32(south, s, e))
+
+        rest = (_F1 - fx) - fy  # 1 - fx - fy
+        over = sum_ - _F1  # fx + fy - 1
+        wc = _F2 * wedge(fy, fx, _F1 - fy, _F1 - fx)
+        wa = wedge(rest, fy - fx, over, fx - fy)
+        wb = wedge(fx - fy, rest, fy - fx, over)
+        z = (wc * ctr + wa * wedge(tl, bl, br, tr)) + wb * wedge(tr, tl, bl, br)
+        px = pos[:, 0].astype(np.float64)[chunk]
+        py = pos[:, 1].astype(np.float64)[chunk]
+        x = (px - (r + fy.astype(np.float64)) * UNIT).astype(np.float32)
+        y = (py - (c + fx.astype(np.float64)) * UNIT).astype(np.float32)
+        return np.stack([x, y, z], axis=1)
+
+
+def _triangle_335(ox, oy) -> np.ndarray:
+    """[F]: which triangle (0 west, 1 north, 2 south, 3 east) holds the cell offsets (ox east, oy
+    south), by the signs the decode tests in float32 (x = -oy, y = -ox)."""
+    x = -oy
+    y = -ox
+    return ((y - x) < _F0).view(np.int8) + 2 * (((-y - _CELL_POS) - x) > _F0).view(np.int8)
 
 STRATEGIES = {"coverage": CoveragePlacement, "client": ClientPlacement}
 #: old names still accepted (``--placement seed`` before the strategies were named for what they do)
