@@ -534,6 +534,56 @@ def _bundle_parse(parts, workdir):
             m.info.to_dict()
 
 
+# -- grid (.wgc: the camera grid's cache file)
+def _grid_bases():
+    import tempfile
+
+    import numpy as np
+
+    from wowgrass import bundle as B
+    from wowgrass.bake import bake_tile, load_catalog
+    from wowgrass.data import open_data
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    from wowgrass import grid_tiles as grid
+    from wowgrass.bake import map_tiles
+
+    with open_data(sample_data_path()) as data:
+        catalog = load_catalog(data=data)
+        _tiles, big_alpha = map_tiles(data, MAP_NAME)
+        name = next(p for p in data.list("*.adt"))
+        raw = data.read(name)
+    tile = AdtTile.from_bytes(raw, name, big_alpha=big_alpha)
+    with tempfile.TemporaryDirectory() as tmp:
+        res = bake_tile(raw, catalog, map_name=MAP_NAME, out=Path(tmp) / "t.wgb", tile=tile, big_alpha=big_alpha)
+        with B.read_bundle(res.path) as b:
+            grass = {m.path: np.array(m.instances) for m in b.models if len(m.instances)}
+    out = [("sample", (grid.grid_tile_bytes(grid.build_grid_tile(tile, grass, provenance={"bundle_key": res.key})),))]
+    out.append(("empty", (grid.grid_tile_bytes(grid.build_grid_tile(tile, {}, provenance={"bundle_key": "0" * 64})),)))
+    return out
+
+
+def _grid_parse(parts, workdir):
+    from wowgrass import grid_tiles as grid
+    p = workdir / "case.wgc"
+    p.write_bytes(parts[0])
+    t = grid.read_grid_tile(p)
+    t.counts
+    t.model_totals()
+    t.chunk_model_counts()
+
+
+def _grid_fix(parts: list[bytes], rng: random.Random) -> None:
+    """As _bundle_fix: most cases get the grid file's checksum made right again."""
+    from wowgrass import grid_tiles
+
+    if rng.random() < 0.75 and len(parts[0]) >= grid_tiles.HEADER_SIZE:
+        b = bytearray(parts[0])
+        struct.pack_into("<I", b, grid_tiles.HEADER_SIZE - 4, grid_tiles.file_checksum(b))
+        parts[0] = bytes(b)
+
+
 # -- CLI
 def _cli_bases():
     out = []
@@ -633,7 +683,8 @@ for _t in (Target("mpq", _mpq_bases, _mpq_parse), Target("dbc", _dbc_bases, _dbc
            Target("wdt", _wdt_bases, _wdt_parse), Target("adt", _adt_bases, _adt_parse),
            Target("m2", _m2_bases, _m2_parse), Target("blp", _blp_bases, _blp_parse),
            Target("bundle", _bundle_bases, _bundle_parse, _bundle_fix), Target("liquid", _liquid_bases, _liquid_parse),
-           Target("wmo", _wmo_bases, _wmo_parse), Target("cli", _cli_bases, None)):
+           Target("wmo", _wmo_bases, _wmo_parse), Target("grid", _grid_bases, _grid_parse, _grid_fix),
+           Target("cli", _cli_bases, None)):
     TARGETS[_t.name] = _t
 FORMATS = tuple(TARGETS)
 

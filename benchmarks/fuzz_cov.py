@@ -8,9 +8,9 @@ Each format runs in its own process: wowgrass's modules are imported under ather
 instrumentation, the corpus (``DIR/corpus/<fmt>``) is seeded from the inputs ``benchmarks/fuzz.py``
 builds (sample-world files and writer output) plus ``tests/fixtures/crashes/`` of that format, and
 libFuzzer mutates towards new branches for ``--runs`` executions. The targets are those of
-``fuzz.py`` (so a format added there, e.g. WMO or WDL, is fuzzed here too) plus the camera grid's
-``.wgc`` cache files; bundles and grid files whose checksum fails are parsed a second time with the
-checksum made right, so the structure behind the check is reached.
+``fuzz.py`` (so a format added there, e.g. WDL, is fuzzed here too); bundles and grid files whose
+checksum fails are parsed a second time with the checksum made right, so the structure behind the
+check is reached.
 
 A case ends as fuzz.py classifies it (parsed, clean, escape, memory). An escape or memory case does
 not stop the run: the input is saved as ``DIR/crashes/<fmt>-<digest>`` in fuzz.py's crash format
@@ -48,11 +48,7 @@ MODULES = {"mpq": "wowgrass/formats/mpq.py", "dbc": "wowgrass/formats/dbc.py", "
 
 
 def _grid_module():
-    """The camera-grid module (``wowgrass.grid``; ``wowgrass.grid_tiles`` after the renderer's layout)."""
-    for name in ("wowgrass.grid_tiles", "wowgrass.grid"):
-        if importlib.util.find_spec(name) is not None:
-            return importlib.import_module(name)
-    raise ImportError("no camera-grid module")
+    return importlib.import_module("wowgrass.grid_tiles")
 
 
 def _load_fuzz():
@@ -64,35 +60,6 @@ def _load_fuzz():
 
 
 # ------------------------------------------------------------------------------------ targets
-def _grid_bases():
-    import tempfile
-
-    import numpy as np
-
-    from wowgrass import bundle as B
-    from wowgrass.bake import bake_tile, load_catalog
-    from wowgrass.data import open_data
-    from wowgrass.formats.adt import AdtTile
-    from wowgrass.samples import MAP_NAME, sample_data_path
-
-    grid = _grid_module()
-    from wowgrass.bake import map_tiles
-
-    with open_data(sample_data_path()) as data:
-        catalog = load_catalog(data=data)
-        _tiles, big_alpha = map_tiles(data, MAP_NAME)
-        name = next(p for p in data.list("*.adt"))
-        raw = data.read(name)
-    tile = AdtTile.from_bytes(raw, name, big_alpha=big_alpha)
-    with tempfile.TemporaryDirectory() as tmp:
-        res = bake_tile(raw, catalog, map_name=MAP_NAME, out=Path(tmp) / "t.wgb", tile=tile, big_alpha=big_alpha)
-        with B.read_bundle(res.path) as b:
-            grass = {m.path: np.array(m.instances) for m in b.models if len(m.instances)}
-    out = [("sample", (grid.grid_tile_bytes(grid.build_grid_tile(tile, grass, provenance={"bundle_key": res.key})),))]
-    out.append(("empty", (grid.grid_tile_bytes(grid.build_grid_tile(tile, {}, provenance={"bundle_key": "0" * 64})),)))
-    return out
-
-
 def _adt_compressed_bases(bases):
     """The sample tiles again with every alpha layer stored compressed (MCNK flag 0x200): the
     run-length branch the sample world does not use."""
@@ -112,16 +79,6 @@ def _adt_compressed_bases(bases):
         t.alpha_encoding = np.where(np.asarray(t.alpha_encoding) > 0, 3, 0).astype(np.uint8)
         out.append((f"{label}-compressed", (write_adt(t),)))
     return out
-
-
-def _grid_parse(parts, workdir):
-    grid = _grid_module()
-    p = workdir / "case.wgc"
-    p.write_bytes(parts[0])
-    t = grid.read_grid_tile(p)
-    t.counts
-    t.model_totals()
-    t.chunk_model_counts()
 
 
 def _grid_fix(parts):
@@ -149,12 +106,12 @@ def _bundle_fix(parts):
 
 
 def targets(fuzz):
-    """name -> (bases(), parse(parts, workdir), checksum_fix(parts) | None): fuzz.py's formats, the grid."""
+    """name -> (bases(), parse(parts, workdir), checksum_fix(parts) | None): fuzz.py's formats."""
     out = {}
+    fixes = {"bundle": _bundle_fix, "grid": _grid_fix}
     for name, t in fuzz.TARGETS.items():
         if name != "cli":
-            out[name] = (t.inputs, t.parse, _bundle_fix if name == "bundle" else None)
-    out["grid"] = (_grid_bases, _grid_parse, _grid_fix)
+            out[name] = (t.inputs, t.parse, fixes.get(name))
     adt_bases = out["adt"][0]
     out["adt"] = (lambda: adt_bases() + _adt_compressed_bases(adt_bases()), *out["adt"][1:])
     # issue 24 (WMO, liquids) and 26 (WDL): add a Target to fuzz.TARGETS and it is fuzzed here too;

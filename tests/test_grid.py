@@ -184,3 +184,32 @@ def test_load_grid_tile_caches_beside_the_bundle_and_rebuilds_damage(tile_and_gr
     newer = tmp_path / "Map_31_33.coverage.fedcba9876543210.wgb"
     _, hit = load_grid_tile(adt, grass, bundle_path=newer, bundle_key="ef" * 32)
     assert not hit and grid_path_for(newer).exists() and not path.exists()
+
+
+def test_a_tile_without_grass_reads_back_and_counts_nothing(tile_and_grass, tmp_path):
+    """Found by benchmarks/fuzz_cov.py (tests/fixtures/crashes/grid-01b19f342bf1): the grid file
+    of a tile with no grass (an empty model table) made chunk_model_counts raise IndexError."""
+    adt, _grass = tile_and_grass
+    p = tmp_path / "t.wgc"
+    write_grid_tile(p, build_grid_tile(adt, {}, provenance={"bundle_key": "0" * 64}))
+    back = read_grid_tile(p)
+    assert back.models == [] and back.chunk_model_counts().shape == (256, 0)
+    assert back.model_totals().shape == (0,)
+
+
+def test_blades_of_a_model_the_table_lacks_are_refused(tile_and_grass, tmp_path):
+    """A control texel counting blades of model 0 in a file whose model table is empty."""
+    import struct
+
+    from wowgrass.grid_tiles import HEADER_SIZE, file_checksum, grid_tile_bytes
+
+    adt, _grass = tile_and_grass
+    tile = build_grid_tile(adt, {}, provenance={"bundle_key": "0" * 64})
+    tile.control[3, 4, 0] = 5 << 16   # model 0, 5 blades
+    raw = bytearray(grid_tile_bytes(tile))
+    struct.pack_into("<I", raw, HEADER_SIZE - 4, file_checksum(raw))
+    p = tmp_path / "t.wgc"
+    p.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match="model") as err:
+        read_grid_tile(p)
+    assert err.value.offset is not None

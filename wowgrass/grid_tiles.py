@@ -195,7 +195,8 @@ class GridTile:
     def model_totals(self) -> np.ndarray:
         """Blades per model over the tile."""
         c, m = self.counts.reshape(-1), self.model_index.reshape(-1)
-        return np.bincount(m, weights=c, minlength=len(self.models)).astype(np.int64)
+        used = c > 0  # an empty channel's model field is 0, a model a bare tile does not have
+        return np.bincount(m[used], weights=c[used], minlength=len(self.models)).astype(np.int64)
 
     def chunk_model_counts(self) -> np.ndarray:
         """(256, models) blades per chunk (the chunk holding each slot's anchor) and model."""
@@ -205,7 +206,9 @@ class GridTile:
         gr, gc = owner_cells(np.broadcast_to(i, (a, b)), np.broadcast_to(j, (a, b)))
         chunk = np.repeat(chunk_of_cells(gr, gc).reshape(-1), MAX_CHANNELS)
         out = np.zeros((256, len(self.models)), np.int64)
-        np.add.at(out, (chunk, self.model_index.reshape(-1)), self.counts.reshape(-1))
+        c, m = self.counts.reshape(-1), self.model_index.reshape(-1)
+        used = c > 0
+        np.add.at(out, (chunk[used], m[used]), c[used])
         return out
 
 
@@ -395,8 +398,10 @@ def read_grid_tile(path, *, expect_key: str | None = None) -> GridTile:
     except ValueError as exc:
         raise FormatError(f"provenance is not JSON: {exc}", path=spath, offset=po) from None
     control = np.frombuffer(buf, "<u4", a * b * MAX_CHANNELS, h["control_offset"]).reshape(a, b, MAX_CHANNELS)
-    if len(models) and int((control & 0xFFFF).max()) >= len(models):
-        raise FormatError("control names a model beyond the model table", path=spath, offset=h["control_offset"])
+    named = (control & 0xFFFF)[(control >> 16) > 0]   # the model of every channel with blades
+    if named.size and int(named.max()) >= len(models):
+        raise FormatError(f"control counts blades of model {int(named.max())}, the model table has {len(models)}",
+                          path=spath, offset=h["control_offset"])
     heights = np.frombuffer(buf, "<f4", ATLAS_SIDE * ATLAS_SIDE, h["heights_offset"]).reshape(ATLAS_SIDE, ATLAS_SIDE)
     return GridTile(h["tile_col"], h["tile_row"], h["slot_i0"], h["slot_j0"], control.copy(), heights.copy(), models,
                     prov, key)
