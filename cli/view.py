@@ -217,3 +217,13 @@ def _print_result(result, as_json, stats, frames, quit_after):
                       else f"resident grass instances {result['resident_grass_instances']:,}"))
         click.echo("  cpu: CPU time to record and submit a frame; gpu: the GPU's own time for a frame (timer "
                    "queries, read once the frame finished); wall: elapsed time per frame, waiting for the GPU included")
+    if stats and "gpu_memory" in result:
+        click.echo(memory_line(result["gpu_memory"]))
+
+
+def memory_line(m: dict) -> str:
+    """``--stats``: the GPU bytes by kind and per resident tile (``--json``: ``gpu_memory``)."""
+    kinds = ", ".join(f"{k} {v / 1e6:.1f}" for k, v in m["by_kind"].items() if v)
+    tiles = "; ".join(f"{t['tiles']} {name} tile(s) {t['mean_bytes'] / 1e6:.2f} MB each"
+                      for name, t in m["per_tile"].items() if t["tiles"])
+    return f"gpu memory {m['total_bytes'] / 1e6:.1f} MB ({kinds}; MB){'; ' + tiles if tiles else ''}"

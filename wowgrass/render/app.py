@@ -93,6 +93,7 @@ def run_view(opts: ViewOptions) -> dict:
         report_missing(scene, opts, say)
         result.update(present(viewer, target, opts, say, mode, keys=ZONE_KEYS,
                               before_frame=last_frame_stats(viewer, opts)))
+        result["gpu_memory"] = scene.memory_report()
         return result
 
 

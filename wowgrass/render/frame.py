@@ -151,7 +151,11 @@ class FrameUniforms:
             for buf in self._ring:
                 buf.release()
             self._slots = max(len(views), 2)
-            self._ring = [self.ctx.buffer(reserve=self._slots * self.stride, dynamic=True) for _ in range(self.RING)]
+            from .gl.memory import gpu_memory
+
+            mem = gpu_memory(self.ctx)
+            self._ring = [mem.track(self.ctx.buffer(reserve=self._slots * self.stride, dynamic=True), "frame")
+                          for _ in range(self.RING)]
         self._turn = (self._turn + 1) % self.RING
         self.buffer = self._ring[self._turn]
         self.buffer.write(raw)

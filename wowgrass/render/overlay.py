@@ -45,7 +45,9 @@ class Overlay:
         if old is not None:
             old[2].release()
         img = np.ascontiguousarray(text_image(text, width, scale=scale)[::-1])  # GL rows bottom-up
-        tex = self.ctx.texture((img.shape[1], img.shape[0]), 4, img.tobytes())
+        from .gl.memory import gpu_memory
+
+        tex = gpu_memory(self.ctx).track(self.ctx.texture((img.shape[1], img.shape[0]), 4, img.tobytes()), "frame")
         self._textures[key] = (text, width, tex)
         return tex
 

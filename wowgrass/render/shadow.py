@@ -48,7 +48,9 @@ class ShadowMap:
 
         self.ctx, self.size = ctx, int(size)
         self.reach, self.caster_height, self.depth_bias = float(reach), float(caster_height), float(depth_bias)
-        self.texture = ctx.depth_texture((self.size, self.size))
+        from .gl.memory import gpu_memory
+
+        self.texture = gpu_memory(ctx).track(ctx.depth_texture((self.size, self.size)), "frame")
         self.texture.compare_func = "<="
         self.texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
         self.texture.repeat_x = self.texture.repeat_y = False

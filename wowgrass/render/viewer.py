@@ -22,6 +22,7 @@ import numpy as np
 from .camera import Camera
 from .constants import FOG_START, VIEW_DISTANCE
 from .frame import AMBIENT, SKY, SUN_COLOR, SUN_DIR, Frame, FrameUniforms, draw_frame  # noqa: F401 - SKY: for callers
+from .gl.memory import gpu_memory
 from .gl.timer import GpuTimer
 from .passes import ColourPass, ShadowPass
 from .views import frame_views, reset_viewport
@@ -36,6 +37,7 @@ class FrameStats:
     triangles: int = 0
     grass_instances: int = 0
     resident_tiles: int = 0
+    gpu_bytes: int = 0  # what the renderer holds on the GPU (gl.memory)
     frame: int = -1  # index of this frame (the viewer's count)
     gpu_frame: int = -1  # the frame gpu_ms measured: read once its fence signalled (no stall)
     # GPU-driven grass (read back only when statistics are on): instances the compute pass tested
@@ -49,7 +51,8 @@ class FrameStats:
     def line(self) -> str:
         gpu = f"{self.gpu_ms:7.3f}" if self.gpu_ms == self.gpu_ms else "    n/a"
         line = (f"cpu {self.cpu_ms:6.3f} ms  gpu {gpu} ms  draws {self.draw_calls:4d}  "
-                f"instances {self.instances:9,d}  triangles {self.triangles:11,d}  tiles {self.resident_tiles}")
+                f"instances {self.instances:9,d}  triangles {self.triangles:11,d}  tiles {self.resident_tiles}  "
+                f"gpu mem {self.gpu_bytes / 1e6:,.0f} MB")
         if self.grass_tested is not None:
             line += (f"  grass: gpu-tested {self.grass_tested:,d} kept per ring "
                      + "/".join(f"{k:,d}" for k in self.grass_kept_per_ring) + f" drawn {self.grass_instances:,d}")
@@ -110,6 +113,7 @@ class Viewer:
         self._status_at = -1e9
         self.last_stats: FrameStats | None = None
         self.uniforms = FrameUniforms(self.ctx)
+        self._memory = gpu_memory(self.ctx)
         self.camera.far = max(fog[1] * 1.1, 500.0)
         self._timer = GpuTimer(self.ctx) if time_query else None
         self.gpu_times: deque = deque(maxlen=4096)  # (frame, gpu ms) as the timer queries come back
@@ -125,7 +129,7 @@ class Viewer:
         :meth:`drain_gpu_times` collects the rest."""
         cam, tg, sc = self.camera, self.toggles, self.scene
         t0 = _time.perf_counter()
-        st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame)
+        st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame, gpu_bytes=self._memory.total())
         px, py, pz = (float(v) for v in cam.position)
         # fog and far plane open up with height above the ground (a flight sees to the horizon),
         # never past the far tiles the scene loads

@@ -66,6 +66,21 @@ def release_context(ctx) -> None:
         alive[-1]().__enter__()
 
 
+def release_framebuffers(*fbos) -> None:
+    """Release framebuffers and their attachments (a framebuffer's release leaves its
+    renderbuffers alive: a resized window kept every old size's)."""
+    seen = set()
+    for fbo in fbos:
+        if fbo is None or id(fbo) in seen:
+            continue
+        seen.add(id(fbo))
+        for att in [*fbo.color_attachments, fbo.depth_attachment]:
+            if att is not None and id(att) not in seen:
+                seen.add(id(att))
+                att.release()
+        fbo.release()
+
+
 class RenderTarget:
     """Where frames go: ``ctx``, ``fbo`` and ``size``; :meth:`read_rgba` returns the last frame."""
 
@@ -90,12 +105,14 @@ class RenderTarget:
                              f"context cannot make the framebuffer ({exc}); try a smaller size") from None
 
     def _make_fbos(self):
-        ctx, size = self.ctx, self.size
-        color = ctx.renderbuffer(size, 4, samples=self.samples)
-        depth = ctx.depth_renderbuffer(size, samples=self.samples)
+        from .memory import gpu_memory
+
+        ctx, size, mem = self.ctx, self.size, gpu_memory(self.ctx)
+        color = mem.track(ctx.renderbuffer(size, 4, samples=self.samples), "frame")
+        depth = mem.track(ctx.depth_renderbuffer(size, samples=self.samples), "frame")
         self.fbo = ctx.framebuffer([color], depth)
         if self.samples:
-            self._resolve = ctx.framebuffer([ctx.renderbuffer(size, 4)])
+            self._resolve = ctx.framebuffer([mem.track(ctx.renderbuffer(size, 4), "frame")])
         else:
             self._resolve = self.fbo
 
@@ -111,9 +128,7 @@ class RenderTarget:
         pass
 
     def release(self):
-        for obj in (getattr(self, "_resolve", None), getattr(self, "fbo", None)):
-            if obj is not None:
-                obj.release()
+        release_framebuffers(getattr(self, "_resolve", None), getattr(self, "fbo", None))
         if self.owns_ctx:
             release_context(self.ctx)
 
@@ -192,14 +207,12 @@ class WindowTarget(RenderTarget):
         if self.samples:
             self._present = self._resolve
         else:
-            self._present = self.ctx.framebuffer([self.ctx.renderbuffer(self.size, 4)])
+            from .memory import gpu_memory
+
+            self._present = self.ctx.framebuffer([gpu_memory(self.ctx).track(self.ctx.renderbuffer(self.size, 4), "frame")])
 
     def _release_fbos(self):
-        seen = set()
-        for obj in (getattr(self, "_present", None), getattr(self, "_resolve", None), getattr(self, "fbo", None)):
-            if obj is not None and id(obj) not in seen:
-                seen.add(id(obj))
-                obj.release()
+        release_framebuffers(getattr(self, "_present", None), getattr(self, "_resolve", None), getattr(self, "fbo", None))
         self._present = self._resolve = self.fbo = None
 
     def framebuffer_size(self) -> tuple[int, int]:

@@ -201,18 +201,21 @@ class GpuMesh:
         self.z_min, self.z_max, self.radius_xy = data.z_min, data.z_max, data.radius_xy
         self.index_count = int(len(data.indices))
         self.triangles = data.triangles
+        from .memory import gpu_memory
+
+        mem = gpu_memory(ctx)
         vbo, grass_vbo, ibo, lbo, self.lite_index_count, tex = data.upload_arrays()
-        self.vbo = ctx.buffer(vbo)
+        self.vbo = mem.track(ctx.buffer(vbo), "models")
         # grass reads no normals; one attribute instead of two (see grass.glsl)
-        self.grass_vbo = ctx.buffer(grass_vbo)
+        self.grass_vbo = mem.track(ctx.buffer(grass_vbo), "models")
         self.grass_format = GRASS_MESH_FORMAT
         # a prefix of the indices is the lighter mesh of the outer LOD ring (lite_split)
-        self.ibo = ctx.buffer(ibo)
-        self.lbo = ctx.buffer(lbo)  # lines views (the lite prefix doubles too)
+        self.ibo = mem.track(ctx.buffer(ibo), "models")
+        self.lbo = mem.track(ctx.buffer(lbo), "models")  # lines views (the lite prefix doubles too)
         # the bounding sphere about the model's axis (the GPU culling's per-instance test)
         self.bound_z = 0.5 * (self.z_min + self.z_max)
         self.bound_radius = float(np.hypot(self.radius_xy, 0.5 * (self.z_max - self.z_min)))
-        self.texture = ctx.texture((tex.shape[1], tex.shape[0]), 4, tex.tobytes())
+        self.texture = mem.track(ctx.texture((tex.shape[1], tex.shape[0]), 4, tex.tobytes()), "models", mipmaps=True)
         self.texture.build_mipmaps()
         self.texture.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         self.texture.repeat_x = self.texture.repeat_y = False

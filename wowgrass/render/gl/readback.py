@@ -42,7 +42,9 @@ class Readback:
         ctx.memory_barrier(BUFFER_UPDATE_BARRIER)
         if self._scratch is None or self._scratch.size < size:
             self.release()
-            self._scratch = ctx.buffer(reserve=max(size, 4096))
+            from .memory import gpu_memory
+
+            self._scratch = gpu_memory(ctx).track(ctx.buffer(reserve=max(size, 4096)), "frame")
         ctx.copy_buffer(self._scratch, buffer, size=size, read_offset=offset)
         return self._scratch.read(size)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constants import ZEROPOINT
+from ..gl.memory import gpu_memory
 from ..gl.state import use_texture
 from ..gl.meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
 from ..gl.programs import VaoCache, read_by
@@ -73,7 +74,8 @@ class ModelDoodads:
                     self.buffer.release()
                 self.vao.release()  # vertex arrays of the old buffer
                 self.line_vao.release()
-                self.buffer = self.ctx.buffer(reserve=1 << max(data.nbytes - 1, 63).bit_length())
+                self.buffer = gpu_memory(self.ctx).track(
+                    self.ctx.buffer(reserve=1 << max(data.nbytes - 1, 63).bit_length()), "doodads")
         if len(data):
             self.buffer.write(data.tobytes(), offset=self.count * 64)
             self.count += len(data)
@@ -106,10 +108,12 @@ class DoodadSet(Source):
         mats = np.ascontiguousarray(matrices, np.float32).reshape(-1, 16)
         old = m.parts.get(tile)
         m.parts[tile] = mats if old is None else np.concatenate([old, mats])
+        gpu_memory(self.ctx).add_use(tile, "doodads", mats.nbytes)
         m.added.append(mats)
         self._dirty.add(id(mesh))
 
     def remove_tile(self, tile):
+        gpu_memory(self.ctx).use(tile, "doodads", 0)
         for key, m in self.models.items():
             if m.parts.pop(tile, None) is not None:
                 m.removed = True

@@ -27,6 +27,7 @@ from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; re
 
 from ..camera import BoxSet
 from ..constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from ..gl.memory import gpu_memory
 from ..gl.state import ALPHA_TO_COVERAGE, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, GpuMesh, line_commands
 from ..gl.programs import DEFAULT_INSTANCE_LAYOUT, VaoCache
@@ -56,7 +57,8 @@ class CommandRing:
         if not self.buffers or self.buffers[0].size < nbytes:
             self.release()
             size = max(nbytes, CMD_DTYPE.itemsize) * 2
-            self.buffers = [self.ctx.buffer(reserve=size, dynamic=True) for _ in range(self.SIZE)]
+            self.buffers = [gpu_memory(self.ctx).track(self.ctx.buffer(reserve=size, dynamic=True), "grass")
+                            for _ in range(self.SIZE)]
 
     def write(self, cmds: np.ndarray):
         """Write ``cmds`` into the next buffer of the ring and return it."""
@@ -146,7 +148,7 @@ class GrassBatch:
         # a few thousand positions kept on the CPU (start-up heuristics, never per frame)
         self.sample_xy = np.array(inst["pos"][:: max(1, self.count // 4096), :2], np.float64)
         data = instances_to_mat4(inst) if layout == "mat4" else inst
-        self.buffer = ctx.buffer(np.ascontiguousarray(data).tobytes())  # the bundle bytes, as is
+        self.buffer = gpu_memory(ctx).track(ctx.buffer(np.ascontiguousarray(data).tobytes()), "grass")  # the bundle bytes
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
@@ -213,12 +215,14 @@ class GrassField(BatchedGrass, Source):
             return None
         layout = layout or self.layout
         batch = GrassBatch(self.ctx, mesh, instances, layout=layout, tile=tile)
+        gpu_memory(self.ctx).add_use(tile, "grass", batch.buffer.size)
         self.buffers_created += 1  # a batch makes exactly one instance buffer
         self.batches.append(batch)
         self._dirty = True
         return batch
 
     def remove_tile(self, tile):
+        gpu_memory(self.ctx).use(tile, "grass", 0)
         keep = []
         for b in self.batches:
             if b.tile == tile:

@@ -33,6 +33,7 @@ import numpy as np
 from wowgrass.bundle import INSTANCE_DTYPE
 
 from ..constants import GrassSettings
+from ..gl.memory import gpu_memory
 from ..gl.state import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
                       use_texture)
 from .grass_cpu import BatchedGrass, group_by_chunk
@@ -241,9 +242,11 @@ class GpuGrass(BatchedGrass, Source):
         self.batches.append(b)
         self._queue.append(b)
         self.buffers_created += 1
+        gpu_memory(self.ctx).add_use(tile, "grass", len(inst) * 16 + len(recs) * GROUP_DTYPE.itemsize)
         return b
 
     def remove_tile(self, tile):
+        gpu_memory(self.ctx).use(tile, "grass", 0)
         keep = []
         for b in self.batches:
             if b.tile != tile:
@@ -319,7 +322,7 @@ class GpuGrass(BatchedGrass, Source):
     def _grow(self, old, ranges: RangeAllocator, capacity: int, item: int, zero: bool):
         """A bigger buffer with the old one's contents (a GPU copy); ``zero``: zeros after them
         (free group slots must read as empty)."""
-        new = self.ctx.buffer(bytes(capacity * item)) if zero else self.ctx.buffer(reserve=capacity * item)
+        new = gpu_memory(self.ctx).track(self.ctx.buffer(bytes(capacity * item)) if zero else self.ctx.buffer(reserve=capacity * item), "grass")
         if old is not None:
             self.ctx.copy_buffer(new, old, size=old.size)
             old.release()
@@ -354,15 +357,15 @@ class GpuGrass(BatchedGrass, Source):
         for b in (self.model_table, self.commands, self.stats):
             if b is not None:
                 b.release()
-        self.model_table = self.ctx.buffer(models.tobytes())
+        self.model_table = gpu_memory(self.ctx).track(self.ctx.buffer(models.tobytes()), "grass")
         # both sets' commands, then both sets' counters (zero: the cull appends to them)
-        self.commands = self.ctx.buffer(cmds.tobytes() * 2 + bytes(2 * cmds.size * 4))
-        self.stats = self.ctx.buffer(bytes(2 * self._n_views * STATS_SIZE * 4))  # set 0, set 1
+        self.commands = gpu_memory(self.ctx).track(self.ctx.buffer(cmds.tobytes() * 2 + bytes(2 * cmds.size * 4)), "grass")
+        self.stats = gpu_memory(self.ctx).track(self.ctx.buffer(bytes(2 * self._n_views * STATS_SIZE * 4)), "grass")  # set 0, set 1
         need = per_view * self._n_views * 16
         if self.visible is None or self.visible.size < need:
             if self.visible is not None:
                 self.visible.release()
-            self.visible = self.ctx.buffer(reserve=need)
+            self.visible = gpu_memory(self.ctx).track(self.ctx.buffer(reserve=need), "grass")
             for c in (*self._vaos, *self._line_vaos):
                 c.release()
             self._vaos, self._line_vaos = [], []
@@ -481,7 +484,7 @@ class GpuGrass(BatchedGrass, Source):
             if self._arena_cmds is not None:
                 self._arena_cmds.release()
             both = np.concatenate([cmds, line_commands(cmds)])
-            self._arena_cmds = self.ctx.buffer(both.tobytes() or bytes(CMD_DTYPE.itemsize))
+            self._arena_cmds = gpu_memory(self.ctx).track(self.ctx.buffer(both.tobytes() or bytes(CMD_DTYPE.itemsize)), "grass")
             self._arena_line_first = len(cmds)
             models = np.array([b.model for b in ready], np.int64)
             starts = np.searchsorted(models, np.arange(len(self.models) + 1))

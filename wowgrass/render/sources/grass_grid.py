@@ -32,6 +32,7 @@ import numpy as np
 from wowgrass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, SLOT_SPACING, GridTile
 
 from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, TILE_SIZE, ZEROPOINT, GrassSettings
+from ..gl.memory import gpu_memory
 from ..gl.state import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, GpuMesh
 from ..gl.programs import MODEL_UNIT, VaoCache
@@ -77,7 +78,7 @@ class GridGrass(Source):
         self._index: dict[str, int] = {}
         self.meshes: dict[int, GpuMesh] = {}
         self._table = np.full((64, 64, 4), -1, np.int32)
-        self._table_tex = ctx.texture((64, 64), 4, self._table.tobytes(), dtype="i4")
+        self._table_tex = gpu_memory(ctx).track(ctx.texture((64, 64), 4, self._table.tobytes(), dtype="i4"), "grass")
         self._model_tex = None
         self._write_model_table()
         self._capacity = 0
@@ -110,8 +111,8 @@ class GridGrass(Source):
             if t is not None:
                 t.release()
         self._capacity = capacity
-        self._control = self.ctx.texture_array((CONTROL_SIDE, CONTROL_SIDE, capacity), 4, dtype="u4")
-        self._heights = self.ctx.texture_array((ATLAS_SIDE, ATLAS_SIDE, capacity), 1, dtype="f4")
+        self._control = gpu_memory(self.ctx).track(self.ctx.texture_array((CONTROL_SIDE, CONTROL_SIDE, capacity), 4, dtype="u4"), "grass")
+        self._heights = gpu_memory(self.ctx).track(self.ctx.texture_array((ATLAS_SIDE, ATLAS_SIDE, capacity), 1, dtype="f4"), "grass")
         for t in (self._control, self._heights, self._table_tex):
             t.filter = (moderngl.NEAREST, moderngl.NEAREST)
         for layer, tile, *_ in self.tiles.values():
@@ -144,7 +145,7 @@ class GridGrass(Source):
         if self._model_tex is None or self._model_tex.size[1] != rows:
             if self._model_tex is not None:
                 self._model_tex.release()
-            self._model_tex = self.ctx.texture((MODEL_ROW, rows), 4, dtype="f4")
+            self._model_tex = gpu_memory(self.ctx).track(self.ctx.texture((MODEL_ROW, rows), 4, dtype="f4"), "grass")
             self._model_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self._model_tex.write(info.tobytes())
 
@@ -175,6 +176,7 @@ class GridGrass(Source):
         self._samples[key] = np.zeros((0, 2)) if sample_xy is None else np.asarray(sample_xy, np.float64)
         self._upload(layer, glob)
         self._set_table(tile.col, tile.row, (layer, tile.slot_i0, tile.slot_j0, 0))
+        gpu_memory(self.ctx).use(key, "grass", CONTROL_SIDE * CONTROL_SIDE * 16 + ATLAS_SIDE * ATLAS_SIDE * 4)
 
     def _set_table(self, col: int, row: int, value):
         self._table[row, col] = value
@@ -185,6 +187,7 @@ class GridGrass(Source):
     def remove_tile(self, key):
         entry = self.tiles.pop(key, None)
         self._samples.pop(key, None)
+        gpu_memory(self.ctx).use(key, "grass", 0)
         if entry is not None:
             self._set_table(entry[1].col, entry[1].row, (-1, -1, -1, -1))
 
@@ -272,14 +275,14 @@ class GridGrass(Source):
         for b in (self.regions, self.commands, self.stats):
             if b is not None:
                 b.release()
-        self.stats = self.ctx.buffer(bytes(2 * n_views * STATS_SIZE * 4))  # set 0, set 1
-        self.regions = self.ctx.buffer(regions.tobytes())
-        self.commands = self.ctx.buffer(cmds.tobytes() * 2 or bytes(CMD_DTYPE.itemsize))  # set 0, set 1
+        self.stats = gpu_memory(self.ctx).track(self.ctx.buffer(bytes(2 * n_views * STATS_SIZE * 4)), "grass")  # set 0, set 1
+        self.regions = gpu_memory(self.ctx).track(self.ctx.buffer(regions.tobytes()), "grass")
+        self.commands = gpu_memory(self.ctx).track(self.ctx.buffer(cmds.tobytes() * 2 or bytes(CMD_DTYPE.itemsize)), "grass")  # set 0, set 1
         need_bytes = max(per_view * n_views * 8, 8)
         if self.visible is None or self.visible.size < need_bytes:
             if self.visible is not None:
                 self.visible.release()
-            self.visible = self.ctx.buffer(reserve=need_bytes)
+            self.visible = gpu_memory(self.ctx).track(self.ctx.buffer(reserve=need_bytes), "grass")
         self._drop_plans()
         self._layout = {"models": models, "blades": blades, "version": self.version}
         self._cmd_per_view, self._visible_per_view, self._n_views = len(models), per_view, n_views

@@ -29,6 +29,7 @@ import numpy as np
 
 from .blades import INSTANCE_ATTRS, INSTANCE_FLOATS, INSTANCE_FORMAT, BladeSettings, place_blades
 from ..constants import GrassSettings
+from ..gl.memory import gpu_memory
 from ..gl.state import bind_storage, disable, enable, set_uniform, use_texture
 from .heightfield import Heightfield, TerrainSettings
 from ..gl.meshes import CMD_DTYPE, blade_strip, line_indices, plane_grid
@@ -36,6 +37,11 @@ from ..gl.programs import HEIGHT_UNIT, ProgramSet, VaoCache, load_program, read_
 from ..gl.readback import read_buffer
 from . import DrawCounts, Source
 from .terrain import TerrainLod
+
+
+def _buffer(ctx, *args, **kw):
+    """A buffer counted as the meadow's (gl.memory)."""
+    return gpu_memory(ctx).track(ctx.buffer(*args, **kw), "meadow")
 
 
 @dataclass
@@ -102,7 +108,7 @@ class Meadow:
                              else np.asarray(fixed_blades, np.float32).reshape(-1, INSTANCE_FLOATS))
         self.field = heightfield or Heightfield.generate(s.terrain, self.seed)
         f = self.field
-        self.height_texture = ctx.texture((f.n, f.n), 1, f.heights.tobytes(), dtype="f4")
+        self.height_texture = gpu_memory(ctx).track(ctx.texture((f.n, f.n), 1, f.heights.tobytes(), dtype="f4"), "meadow")
         self.height_texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self.height_texture.repeat_x = self.height_texture.repeat_y = False
         self.programs = ProgramSet(ctx, {"meadow_terrain.glsl": {}, "blade.glsl": {}}, program_cache)
@@ -243,22 +249,22 @@ class MeadowTerrain(Source):
         self.lod = TerrainLod(morph=s.geomorph)  # the viewer's L key sets .debug (LOD colours), as for ADT terrain
         self.tiles_per_side = int(round(meadow.field.world_size / s.tile_size))
         n = self.tiles_per_side ** 2
-        self.lists = ctx.buffer(reserve=8 * n * len(s.lod_cells))
-        self.tile_z = ctx.buffer(meadow.field.tile_z_ranges(s.tile_size).reshape(-1, 2).tobytes())
-        self.counters = ctx.buffer(reserve=4 * len(s.lod_cells))
+        self.lists = _buffer(ctx, reserve=8 * n * len(s.lod_cells))
+        self.tile_z = _buffer(ctx, meadow.field.tile_z_ranges(s.tile_size).reshape(-1, 2).tobytes())
+        self.counters = _buffer(ctx, reserve=4 * len(s.lod_cells))
         self.counters.clear()
-        self.commands = ctx.buffer(reserve=CMD_DTYPE.itemsize * 2 * len(s.lod_cells))
+        self.commands = _buffer(ctx, reserve=CMD_DTYPE.itemsize * 2 * len(s.lod_cells))
         self.commands.clear()
         self.meshes, slots = [], []
         for lod, cells in enumerate(s.lod_cells):
             pos, tris = plane_grid(cells, s.tile_size)
             lines = line_indices(tris)
-            vbo, ibo, lbo = ctx.buffer(pos.tobytes()), ctx.buffer(tris.tobytes()), ctx.buffer(lines.tobytes())
+            vbo, ibo, lbo = _buffer(ctx, pos.tobytes()), _buffer(ctx, tris.tobytes()), _buffer(ctx, lines.tobytes())
             tri_vaos, line_vaos = _mesh_vaos(ctx, vbo, "2f", ("in_grid",), self.lists, "2f/i", ("i_tile",), ibo, lbo)
             self.meshes.append({"step": s.tile_size / cells, "buffers": (vbo, ibo, lbo), "tri_vaos": tri_vaos,
                                 "line_vaos": line_vaos, "triangles": len(tris) // 3})
             slots.append((len(tris), len(lines), lod * n, n))
-        self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
+        self.slots = _buffer(ctx, np.array(slots, np.uint32).tobytes())
         cs = meadow.tiles_cs
         ends = list(s.lod_band_ends) + [1e9] * (4 - len(s.lod_band_ends))
         set_uniform(cs, "uBandEnds", tuple(ends[:4]))
@@ -346,22 +352,22 @@ class MeadowBlades(Source):
         if meadow.fixed_blades is not None:
             caps = np.full(len(rings), max(len(meadow.fixed_blades), 1), np.int64)
         self.caps, self.bases = caps, np.r_[0, np.cumsum(caps)[:-1]]
-        self.instances = ctx.buffer(reserve=int(caps.sum()) * INSTANCE_FLOATS * 4)
-        self.counters = ctx.buffer(reserve=4 * len(rings))
+        self.instances = _buffer(ctx, reserve=int(caps.sum()) * INSTANCE_FLOATS * 4)
+        self.counters = _buffer(ctx, reserve=4 * len(rings))
         self.counters.clear()
-        self.commands = ctx.buffer(reserve=CMD_DTYPE.itemsize * 2 * len(rings))
+        self.commands = _buffer(ctx, reserve=CMD_DTYPE.itemsize * 2 * len(rings))
         self.commands.clear()
         self.meshes, slots = [], []
         for k, ring in enumerate(rings):
             verts, tris = blade_strip(ring.segments, b.tip_taper)
             lines = line_indices(tris)
-            vbo, ibo, lbo = ctx.buffer(verts.tobytes()), ctx.buffer(tris.tobytes()), ctx.buffer(lines.tobytes())
+            vbo, ibo, lbo = _buffer(ctx, verts.tobytes()), _buffer(ctx, tris.tobytes()), _buffer(ctx, lines.tobytes())
             tri_vaos, line_vaos = _mesh_vaos(ctx, vbo, "3f", ("in_blade",), self.instances, INSTANCE_FORMAT,
                                              INSTANCE_ATTRS, ibo, lbo)
             self.meshes.append({"buffers": (vbo, ibo, lbo), "tri_vaos": tri_vaos, "line_vaos": line_vaos,
                                 "triangles": len(tris) // 3, "indices": len(tris), "line_indices": len(lines)})
             slots.append((len(tris), len(lines), int(self.bases[k]), int(caps[k])))
-        self.slots = ctx.buffer(np.array(slots, np.uint32).tobytes())
+        self.slots = _buffer(ctx, np.array(slots, np.uint32).tobytes())
         cs = meadow.blades_cs
         table = b.ring_table()
         set_uniform(cs, "uRingCount", len(rings))

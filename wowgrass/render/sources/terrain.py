@@ -45,6 +45,7 @@ import numpy as np
 
 from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
 
+from ..gl.memory import gpu_memory
 from ..gl.state import bind_storage, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, edge_indices  # DrawElementsIndirectCommand, as grass has it
 from ..gl.programs import VaoCache, load_program, read_by
@@ -300,6 +301,7 @@ def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float 
 SLOT_VERTICES = 256 * 145
 SLOT_INDICES = 256 * sum(int(np.prod(c.shape)) for c in LEVEL_CELLS)  # all levels, no holes: the most a tile uses
 ATLAS = 1024  # a tile's alpha maps as one 1024x1024 slice: 16x16 chunks of 64x64
+SLOT_BYTES = SLOT_VERTICES * VERTEX_DTYPE.itemsize + SLOT_INDICES * 4 + ATLAS * ATLAS * 4  # a tile's slot
 
 
 @dataclass
@@ -453,10 +455,11 @@ class TerrainArena:
         import moderngl
 
         ctx = self.ctx
-        vbo = ctx.buffer(reserve=capacity * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
-        ibo = ctx.buffer(reserve=capacity * SLOT_INDICES * 4)
-        lbo = ctx.buffer(reserve=capacity * SLOT_INDICES * 8)
-        alpha = ctx.texture_array((ATLAS, ATLAS, capacity), 4)
+        mem = gpu_memory(ctx)
+        vbo = mem.track(ctx.buffer(reserve=capacity * SLOT_VERTICES * VERTEX_DTYPE.itemsize), "terrain-near")
+        ibo = mem.track(ctx.buffer(reserve=capacity * SLOT_INDICES * 4), "terrain-near")
+        lbo = mem.track(ctx.buffer(reserve=capacity * SLOT_INDICES * 8), "terrain-lines")
+        alpha = mem.track(ctx.texture_array((ATLAS, ATLAS, capacity), 4), "terrain-near")
         alpha.repeat_x = alpha.repeat_y = False
         alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
         if self.capacity:
@@ -473,7 +476,8 @@ class TerrainArena:
     def _grow_layers(self, capacity: int):
         import moderngl
 
-        layers = self.ctx.texture_array((LAYER_SIZE, LAYER_SIZE, capacity), 4)
+        layers = gpu_memory(self.ctx).track(self.ctx.texture_array((LAYER_SIZE, LAYER_SIZE, capacity), 4),
+                                            "terrain-layers", mipmaps=True)
         layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         if "llvmpipe" not in self.ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
             layers.anisotropy = ANISOTROPY
@@ -496,7 +500,8 @@ class TerrainArena:
             import moderngl
 
             self._mip = self.ctx.compute_shader(_MIP_COPY_SHADER)
-            self._mip_tex = self.ctx.texture((LAYER_SIZE, LAYER_SIZE), 4)
+            self._mip_tex = gpu_memory(self.ctx).track(self.ctx.texture((LAYER_SIZE, LAYER_SIZE), 4), "terrain-layers",
+                                                       mipmaps=True)
             self._mip_tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         self._mip_tex.write(data)
         self._mip_tex.build_mipmaps()
@@ -611,6 +616,9 @@ class TerrainSet(Source):
         """Draw ``tile`` (from the last of :meth:`TerrainArena.add_steps`) as ``key``'s terrain."""
         self.tiles[key] = tile
         self._dirty = True
+        mem = gpu_memory(self.ctx)
+        mem.use(key, "terrain-near", SLOT_BYTES)
+        mem.use(key, "terrain-lines", SLOT_INDICES * 8)
         return tile
 
     def remove(self, key):
@@ -618,6 +626,9 @@ class TerrainSet(Source):
         if t is not None:
             self.arena.remove(t)
             self._dirty = True
+            mem = gpu_memory(self.ctx)
+            mem.use(key, "terrain-near", 0)
+            mem.use(key, "terrain-lines", 0)
 
     def _upload(self):
         """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
@@ -635,8 +646,9 @@ class TerrainSet(Source):
                     b.release()
             self._commands, self._command_views = None, 0
             self._capacity = max(n, 2 * self._capacity, 4)
-            self._chunks = self.ctx.buffer(reserve=self._capacity * 256 * 32)
-            self._ranges = self.ctx.buffer(reserve=self._capacity * 256 * 8 * LEVELS)
+            mem = gpu_memory(self.ctx)
+            self._chunks = mem.track(self.ctx.buffer(reserve=self._capacity * 256 * 32), "terrain-tables")
+            self._ranges = mem.track(self.ctx.buffer(reserve=self._capacity * 256 * 8 * LEVELS), "terrain-tables")
         self._chunks.write(boxes.tobytes())
         self._ranges.write(ranges.tobytes())
         self._dirty = False
@@ -647,7 +659,8 @@ class TerrainSet(Source):
             if self._commands is not None:
                 self._commands.release()
             self._command_views = max(n_views, 2)
-            self._commands = self.ctx.buffer(reserve=self._command_views * self._capacity * 256 * CMD_DTYPE.itemsize)
+            self._commands = gpu_memory(self.ctx).track(
+                self.ctx.buffer(reserve=self._command_views * self._capacity * 256 * CMD_DTYPE.itemsize), "terrain-tables")
         return self._commands
 
     def prepare(self, frame):

@@ -450,6 +450,19 @@ class Scene:
         """What a frame draws, in order (terrain first: early depth rejection of what it hides)."""
         return [self.terrain, self.doodads, self.grass]
 
+    def memory_report(self) -> dict:
+        """The GPU bytes of this scene's context (:mod:`~wowgrass.render.gl.memory`): per kind,
+        per resident tile (near: complete; far: terrain alone) and each tile's own figures."""
+        from ..gl.memory import gpu_memory, tile_summary
+
+        mem = gpu_memory(self.ctx)
+        near = [k for k, t in self.tiles.items() if t.full]
+        far = [k for k, t in self.tiles.items() if not t.full]
+        use = mem.tiles()
+        return {**mem.report(), "per_tile": tile_summary(mem, {"near": near, "far": far}),
+                "tiles": {f"{c},{r}": {"full": self.tiles[(c, r)].full, **use.get((c, r), {})}
+                          for c, r in sorted(self.tiles)}}
+
     def ground_height(self, x: float, y: float) -> float | None:
         """Terrain height under (x, y) where a resident tile covers it."""
         t = self.tiles.get(tile_of(x, y))
