@@ -16,6 +16,7 @@ from wowgrass.errors import GameFileNotFound, OutputError, UsageError, WowgrassE
 STOP_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # extraction stops: no other file would fit
 
 _GLOB = re.compile(r"[*?\[]")
+ARCHIVE_SUFFIXES = (".mpq", ".w3m", ".w3x", ".sc2map", ".sc2replay", ".s2ma")
 
 
 class _Source:
@@ -27,6 +28,9 @@ class _Source:
         if not archive and not data_path:
             raise UsageError("give an ARCHIVE (an .MPQ file) or --data DIR (a client's Data folder)")
         if archive and Path(archive).is_dir():
+            if Path(archive).suffix.lower() in ARCHIVE_SUFFIXES:
+                raise UsageError(f"{archive} is a folder, not an MPQ archive (to read a folder of archives or of "
+                                 f"loose files, give --data {archive})")
             data_path, archive = archive, None
         self.label = archive or data_path
         from wowgrass.data import LOCALES
@@ -54,6 +58,26 @@ class _Source:
 
     def names(self) -> list[str]:
         return self.mpq.names() if self.mpq else self.data.list()
+
+    def archives(self):
+        return [self.mpq] if self.mpq else [self.data.archive(p) for p in self.data.archives]
+
+    def unreachable(self) -> list[str]:
+        """Names the listfiles give that no lookup can reach (and no other archive provides)."""
+        found = {n for a in self.archives() for n in a.unreachable_names()}
+        if self.data is not None:
+            found = {n for n in found if not self.data.exists(n)}
+        return sorted(found, key=str.lower)
+
+    def warn(self) -> None:
+        """One line for what opening the archives tolerated, one for unreachable names."""
+        for a in self.archives():
+            for w in a.warnings:
+                note(f"warning: {a.path}: {w}")
+        lost = self.unreachable()
+        if lost:
+            note(f"warning: {plural(len(lost), 'name')} from the listfile with no hash entry on its probe path "
+                 f"(skipped; a damaged or protected archive): " + ", ".join(lost[:5]) + (" …" if len(lost) > 5 else ""))
 
     def read(self, name: str) -> bytes:
         return self.mpq.read(name, self.lcid) if self.mpq else self.data.read(name)
@@ -89,11 +113,14 @@ class _Source:
                 row = _row(arc.lookup(name, self.data._lcid))
                 row["archive"] = str(where.relative_to(self.data.root))
                 out.append(row)
-        if not pats:  # what no listfile names, archive by archive, as `mpq ls ARCHIVE` shows it
-            for p in self.data.archives:
-                for e in sorted(self.data.archive(p).entries(), key=lambda e: e.block_index):
-                    if e.name is None and not e.is_delete_marker:
-                        out.append(dict(_row(e), archive=str(p.relative_to(self.data.root))))
+        listed = {r["name"].upper() for r in out}
+        for p in self.data.archives:  # what no listfile names (or no lookup reaches), as `mpq ls ARCHIVE` shows it
+            for e in sorted(self.data.archive(p).entries(), key=lambda e: e.block_index):
+                if e.is_delete_marker:
+                    continue
+                lost = e.name is not None and not e.reachable and e.name.upper() not in listed
+                if (e.name is None and not pats) or (lost and wanted(e.name)):
+                    out.append(dict(_row(e), archive=str(p.relative_to(self.data.root))))
         return out
 
     def select(self, patterns) -> list[str]:
@@ -110,6 +137,8 @@ class _Source:
                         chosen.setdefault(n.upper(), n)
             else:
                 if not (self.mpq.exists(p, self.lcid) if self.mpq else self.data.exists(p)):
+                    if self.mpq:
+                        raise self.mpq.missing_error(p)
                     raise GameFileNotFound(f"{self.label}: no file {p!r}")
                 chosen.setdefault(p.replace("/", "\\").upper(), p)
         return list(chosen.values())
@@ -136,7 +165,7 @@ def source_options(f):
 
 def _row(e) -> dict:
     return {"name": e.name, "size": e.size, "packed_size": e.packed_size, "flags": e.flags,
-            "flag_names": e.flag_names, "locale": e.locale, "block": e.block_index}
+            "flag_names": e.flag_names, "locale": e.locale, "block": e.block_index, "reachable": e.reachable}
 
 
 def safe_target(out_dir: Path, name: str) -> Path | None:
@@ -167,6 +196,8 @@ def info(archive, data_path, as_json):
     """Header of ARCHIVE (format, sector size, tables, files), or the archives --data mounts, in order."""
     src = _Source(archive, data_path)
     try:
+        if not as_json:
+            src.warn()
         if src.mpq:
             obj = _archive_info(src.mpq)
         else:
@@ -233,13 +264,18 @@ def ls(args, data_path, listfiles, locale, as_json):
     Columns, in order: size (bytes), packed (bytes stored), locale (hex LCID, 0000 = neutral),
     flags, name, and with --data the archive that provides the file.
 
-    Entries no listfile names are shown as <unnamed #block> (give names with -L FILE); GLOBS
-    filter by name ('*', '?').
+    Entries no listfile names are shown as <unnamed #block> (give names with -L FILE); a listed
+    name whose entry no lookup by that name reaches (a damaged or protected archive) is marked
+    <no hash entry> and cannot be read. GLOBS filter by name ('*', '?').
     """
     archive, patterns = _split(args, data_path)
     src = _Source(archive, data_path, listfiles, locale)
     try:
         rows = src.rows(patterns)
+        if not as_json:
+            for a in src.archives():
+                for w in a.warnings:
+                    note(f"warning: {a.path}: {w}")
     finally:
         src.close()
     if locale and src.mpq:
@@ -252,6 +288,8 @@ def ls(args, data_path, listfiles, locale, as_json):
     click.echo(head)
     for r in rows:
         name = r["name"] if r["name"] is not None else f"<unnamed #{r['block']}>"
+        if not r.get("reachable", True):
+            name += "  <no hash entry>"
         extra = f"  [{r['archive']}]" if "archive" in r else ""
         flags = "|".join(n.lower() for n in r["flag_names"] if n != "EXISTS") or "-"
         click.echo(f"{r['size']:>10} {r['packed_size']:>10}  {r['locale']:04x}    {flags:32} {name}{extra}".rstrip())
@@ -293,6 +331,9 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
     done, skipped, failed, existing, total = [], [], [], [], 0
     try:
         names = src.select(patterns)
+        unreachable = src.unreachable()
+        if not as_json:
+            src.warn()
         targets = {n: safe_target(out, n) for n in names}
         skipped = [n for n, t in targets.items() if t is None]
         if not force:
@@ -325,7 +366,7 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
         src.close()
     if as_json:
         echo_json({"output": str(out), "files": done, "skipped": skipped, "existing": existing, "failed": failed,
-                   "bytes": total})
+                   "unreachable": unreachable, "bytes": total})
     else:
         for s in skipped:
             note(f"warning: skipped {s!r} (no safe path under {out})")

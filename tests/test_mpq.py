@@ -344,7 +344,7 @@ def test_truncation_sweep_never_escapes_format_error():
 
 @pytest.mark.parametrize(("off", "value", "match"), [
     (0x18, 0x40000000, "past the end"),          # hash table entries
-    (0x18, 100, "power of two"),
+    (0x18, 100, "past the end"),                # (a size that is not a power of two is read as StormLib does)
     (0x1C, 0x10000000, "past the end"),          # block table entries
     (0x10, 0xFFFFFF00, "past the end"),          # hash table position
     (0x0E, 40, "sector shift"),
@@ -579,3 +579,20 @@ def test_real_archive_details(realdata):
             assert flags & FileFlags.ENCRYPTED and flags & FileFlags.FIX_KEY
     with MpqArchive.open(realdata / "mpq" / "tbc-standard.mpq") as a:
         assert a.lookup("fixture.txt").flags & FileFlags.SECTOR_CRC
+
+
+def test_reachability_of_named_entries_matches_a_walk_of_each_probe():
+    """The vectorised run-length rule says the same as walking each name's probe path."""
+    from mpq_builders import unreachable_entry
+
+    files = {f"dir\\file{i:03d}.txt": b"x" * (i % 7) for i in range(40)}
+    data = write_mpq(files, hash_table_size=64)          # 41 of 64 slots: long collision chains
+    a = MpqArchive.from_bytes(data)
+    assert all(e.reachable for e in a.entries()) and a.unreachable_names() == []
+    for victim in ("dir\\file007.txt", "dir\\file031.txt"):
+        b = MpqArchive.from_bytes(unreachable_entry(data, victim))
+        walk = {e.hash_index: e.hash_index in b._candidates(e.name) for e in b.entries() if e.name}
+        assert {e.hash_index: e.reachable for e in b.entries() if e.name} == walk
+        assert b.unreachable_names() == [victim] and victim not in b.names()
+        with pytest.raises(GameFileNotFound, match="no hash entry"):
+            b.read(victim)

@@ -172,3 +172,105 @@ def test_cli_real_archives(realdata, tmp_path):
     assert len([p for p in out.rglob("*") if p.is_file()]) == 21
     rows = json.loads(run("ls", mpq_dir / "size.mpq", "--json").stdout)
     assert {r["name"]: r["size"] for r in rows}["fixture-128kb.txt"] == 131072
+
+
+# ----------------------------------------------------------------------------- real folders (issue 25)
+
+def _cli(*args):
+    """CliRunner with exceptions caught, as a user's shell sees the command (exit status, streams)."""
+    return CliRunner().invoke(cli, ["mpq", *map(str, args)])
+
+
+def _war3_map(archive: bytes) -> bytes:
+    return b"HM3W" + bytes(508) + archive      # a Warcraft III map: the MPQ at the next 512-byte boundary
+
+
+@pytest.mark.parametrize("keep", ["before the hash table", "before the block table"])
+def test_truncated_protected_map_is_an_error_with_both_sizes(tmp_path, keep):
+    data = _war3_map(write_mpq_file(tmp_path / "x.mpq", FILES).read_bytes())
+    from wowgrass.formats.mpq import MpqArchive
+
+    h = MpqArchive.from_bytes(data, "m.w3x").header
+    cut = h.offset + (h.hash_table_pos - 100 if keep == "before the hash table" else h.block_table_pos - 8)
+    path = tmp_path / "cut.w3x"
+    path.write_bytes(data[:cut])
+    for args in (["info", path], ["ls", path], ["extract", path, "-o", tmp_path / "o"]):
+        r = _cli(*args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "past the end" in r.stderr and f"{cut:,} bytes" in r.stderr and f"{len(data):,}" in r.stderr, r.stderr
+        assert "Traceback" not in r.output
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("keep", [30000, 44000])
+def test_truncated_real_map_is_an_error(realdata, tmp_path, keep):
+    whole = (realdata / "mpq" / "normalMap.w3x").read_bytes()
+    assert len(whole) == 45170
+    path = tmp_path / "cut.w3x"
+    path.write_bytes(whole[:keep])
+    for args in (["info", path], ["ls", path], ["extract", path, "-o", tmp_path / "o"]):
+        r = _cli(*args)
+        assert r.exit_code == 2 and "past the end" in r.stderr, (args, r.output)
+        assert f"{keep:,} bytes" in r.stderr and "45,170" in r.stderr, r.stderr
+
+
+def test_a_folder_named_like_an_archive_is_not_an_archive(tmp_path):
+    folder = tmp_path / "x.mpq"
+    folder.mkdir()
+    for args in (["info", folder], ["ls", folder], ["extract", folder, "-o", tmp_path / "o"]):
+        r = _cli(*args)
+        assert r.exit_code == 2 and "is a folder" in r.stderr and "--data" in r.stderr, (args, r.output)
+
+
+def _unreachable(tmp_path, name="readme.txt"):
+    from mpq_builders import unreachable_entry
+    from wowgrass.formats.mpq import write_mpq
+
+    path = tmp_path / "unreachable.mpq"
+    path.write_bytes(unreachable_entry(write_mpq(FILES, hash_table_size=64), name))
+    return path
+
+
+def test_listfile_names_without_a_hash_entry_are_marked_and_skipped(tmp_path):
+    path = _unreachable(tmp_path)
+    r = _cli("ls", path)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if "readme.txt" in x)
+    assert "<no hash entry>" in line
+    rows = {row["name"]: row for row in json.loads(_cli("ls", path, "--json").stdout)}
+    assert rows["readme.txt"]["reachable"] is False and rows["(listfile)"]["reachable"] is True
+    out = tmp_path / "out"
+    r = _cli("extract", path, "-o", out)
+    assert r.exit_code == 0, r.output
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warnings) == 1 and "readme.txt" in warnings[0] and "no hash entry" in warnings[0], r.stderr
+    assert (out / "World" / "Maps" / "Test" / "Test_1_2.adt").is_file() and not (out / "readme.txt").exists()
+    r = _cli("cat", path, "readme.txt")
+    assert r.exit_code == 2 and "no hash entry" in r.stderr, r.output
+    # a Data folder skips it the same way (with one warning)
+    d = tmp_path / "Data"
+    d.mkdir()
+    path.rename(d / "patch.MPQ")
+    r = _cli("extract", "--data", d, "-o", tmp_path / "out2")
+    assert r.exit_code == 0 and sum(x.startswith("warning:") for x in r.stderr.splitlines()) == 1, r.output
+    assert "<no hash entry>" in _cli("ls", "--data", d).stdout
+
+
+@pytest.mark.parametrize("size", [48, 24, 100])
+def test_hash_table_size_not_a_power_of_two_reads_as_stormlib_reads_it(tmp_path, size):
+    from mpq_builders import odd_hash_table
+    from wowgrass.formats.mpq import write_mpq
+
+    path = tmp_path / "odd.mpq"
+    path.write_bytes(odd_hash_table(write_mpq(FILES), size))
+    r = _cli("info", path, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["hash_table_size"] == size
+    rows = json.loads(_cli("ls", path, "--json").stdout)
+    assert sorted(row["name"] for row in rows) == sorted([*FILES, "(listfile)"])
+    out = tmp_path / "out"
+    assert _cli("extract", path, "-o", out).exit_code == 0
+    for name, data in FILES.items():
+        assert (out / name.replace("\\", "/")).read_bytes() == data
+    assert _cli("cat", path, "nope.txt").exit_code == 2   # a miss ends (the probe cycle is short)

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from adt_build import generated_tile
 from wowgrass.cli.main import cli
-from wowgrass.errors import FormatError
+from wowgrass.errors import FormatError, TruncatedError
 from wowgrass.formats import dbc as D
 from wowgrass.formats.adt import AdtTile, write_adt
 from wowgrass.formats.mpq import MpqArchive, write_mpq
@@ -444,6 +444,38 @@ def test_protected_archives_read_as_stormlib_reads_them(tmp_path, name):
     with MpqArchive.open(p) as a:
         ours = {n: a.read(n) for n in PROTECTED_FILES}
     assert ours == theirs == PROTECTED_FILES
+
+
+@pytest.mark.storm
+@pytest.mark.parametrize("size", [20, 24, 48, 100])
+def test_hash_table_size_not_a_power_of_two_reads_as_stormlib_reads_it(tmp_path, size):
+    """A map protector's trick: StormLib masks with size - 1 and probes within that mask."""
+    import _storm
+    from mpq_builders import odd_hash_table
+
+    storm = _storm.load()
+    if storm is None:
+        pytest.skip("libstorm9 is not installed")
+    p = tmp_path / "odd.mpq"
+    p.write_bytes(odd_hash_table(write_mpq(PROTECTED_FILES), size))
+    theirs = storm.read_archive(p, list(PROTECTED_FILES), check_crc=False)
+    with MpqArchive.open(p) as a:
+        assert a.header.hash_table_size == size
+        ours = {n: a.read(n) for n in PROTECTED_FILES}
+        assert sorted(a.names()) == sorted([*PROTECTED_FILES, "(listfile)"])
+        assert not a.exists("war3map.nope")
+    assert ours == theirs == PROTECTED_FILES
+
+
+def test_truncated_protected_map_says_how_long_it_should_be():
+    """A Warcraft III map cut before its tables: StormLib refuses it (the tables' positions lie past
+    the end of the file); so does wowgrass, with the size expected and the size found."""
+    data = _war3_map(write_mpq(PROTECTED_FILES))
+    a = MpqArchive.from_bytes(data, "map.w3x")
+    for cut in (a.header.offset + a.header.hash_table_pos - 1, a.header.offset + a.header.block_table_pos):
+        with pytest.raises(TruncatedError, match="past the end") as err:
+            MpqArchive.from_bytes(data[:cut], "map.w3x")
+        assert f"{cut:,} bytes" in str(err.value) and f"{len(data):,}" in str(err.value)
 
 
 def test_war3_block_table_size_past_the_file_is_cut_as_storm_dll_does(tmp_path):

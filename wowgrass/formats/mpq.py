@@ -163,6 +163,28 @@ def hash_string(name: str | bytes, kind: int) -> int:
     return s1
 
 
+def hash_strings(names, kind: int) -> np.ndarray:
+    """:func:`hash_string` of many names at once (uint32), one numpy step per character column."""
+    enc = [_name_bytes(n) for n in names]
+    if not enc:
+        return np.zeros(0, np.uint32)
+    lengths = np.fromiter((len(b) for b in enc), np.int64, len(enc))
+    width = int(lengths.max())
+    chars = np.frombuffer(b"".join(b.ljust(width, b"\0") for b in enc), np.uint8).reshape(len(enc), width)
+    table = CRYPT_TABLE[kind << 8:(kind << 8) + 256]
+    s1 = np.full(len(enc), 0x7FED7FED, np.uint32)
+    s2 = np.full(len(enc), 0xEEEEEEEE, np.uint32)
+    with np.errstate(over="ignore"):
+        for j in range(width):
+            on = lengths > j
+            ch = chars[:, j].astype(np.uint32)
+            n1 = table[chars[:, j]] ^ (s1 + s2)
+            n2 = ch + n1 + s2 + (s2 << np.uint32(5)) + np.uint32(3)
+            s1 = np.where(on, n1, s1)
+            s2 = np.where(on, n2, s2)
+    return s1
+
+
 @functools.lru_cache(maxsize=4096)
 def _name_hashes(name: str) -> tuple[int, int, int]:
     """(table offset, hash A, hash B) of ``name``; cached because a Data folder probes every archive
@@ -579,6 +601,7 @@ class MpqEntry:
     file_pos: int = 0
     hash_a: int = field(default=0, repr=False)
     hash_b: int = field(default=0, repr=False)
+    reachable: bool = True    # False: a lookup by ``name`` cannot reach this entry (see MpqArchive.entries)
 
     @property
     def is_delete_marker(self) -> bool:
@@ -626,6 +649,9 @@ class MpqArchive:
         self._file = _file
         self._name_map: dict[tuple[int, int], str] | None = None
         self._listfile: list[str] | None = None
+        self._reach: dict[int, bool] | None = None   # hash index of a named entry -> a lookup finds it
+        self._lost: list[str] | None = None           # unreachable_names(), once known
+        self.warnings: list[str] = []   # what was tolerated while opening (protected-map quirks)
         self.header = self._read_header()
         self._read_tables()
 
@@ -725,16 +751,25 @@ class MpqArchive:
         start = self.header.offset + pos
         return start & 0xFFFFFFFF if self.header.format_version == 0 else start
 
-    def _table(self, pos: int, count: int, key: int, dtype, what: str, *, fill: bool = False) -> np.ndarray:
+    def _table(self, pos: int, count: int, key: int, dtype, what: str, *, fill: bool = False,
+               need: int | None = None) -> np.ndarray:
         """``count`` decrypted entries at ``pos``. ``fill``: a table running past the end of the file is
         read as far as it goes and the rest is zeros before decryption (Storm.dll does this for v1; the
-        "Spazzler" map protector declares 0x100000 hash entries)."""
+        "Spazzler" map protector declares 0x100000 hash entries), but one that starts past the end is
+        a truncated file, as StormLib finds. ``need``: the file size the header's tables call for."""
         start = self._abs(pos)
         nbytes = count * 16
-        have = max(0, min(nbytes, len(self._buf) - start)) // 16 * 16
-        if have < nbytes and not (fill and count <= _MAX_FILLED_HASH_ENTRIES):
-            raise self._err(f"{what}: {count} entries ({nbytes} bytes) at 0x{start:X} run past the end "
-                            f"of the file ({len(self._buf)} bytes)", start, TruncatedError)
+        size = len(self._buf)
+        need = max(need or 0, start + nbytes)
+        have = max(0, min(nbytes, size - start)) // 16 * 16
+        if have < nbytes and (not (fill and count <= _MAX_FILLED_HASH_ENTRIES) or start >= size):
+            where = "start" if start >= size else "run"
+            raise self._err(f"{what}: {count:,} entries at 0x{start:X} {where} past the end of the file: it has "
+                            f"{size:,} bytes, the header's tables need {need:,} (a truncated copy?)",
+                            start, TruncatedError)
+        if have < nbytes:
+            self.warnings.append(f"{what}: {count:,} entries declared, {have // 16:,} in the file; the rest read "
+                                 "as zeros (as Storm.dll reads a protected map)")
         raw = np.frombuffer(self._buf, "<u4", count=have // 4, offset=start if have else 0)
         if have < nbytes:
             raw = np.concatenate([raw, np.zeros((nbytes - have) // 4, "<u4")])
@@ -745,18 +780,30 @@ class MpqArchive:
         if h.hash_table_size == 0 and (h.het_table_pos or h.bet_table_pos):
             raise self._err("archive has only HET/BET tables (format v3+ without a hash table)",
                             h.offset, UnsupportedError)
-        if h.hash_table_size == 0 or h.hash_table_size & (h.hash_table_size - 1):
-            raise self._err(f"hash table size {h.hash_table_size} is not a power of two", h.offset + 24)
+        if h.hash_table_size == 0:
+            raise self._err("hash table size 0: the archive has no hash table", h.offset + 24)
+        # A size that is not a power of two (a map protector's trick) is read as StormLib reads it:
+        # the whole table is loaded and indices are masked with size - 1 (see _candidates).
         # Storm.dll reads v1 tables that run past the end of the file as far as they go, and map
         # protectors use that; for other archives it means a truncated file, reported as such.
         lenient = h.format_version == 0 and self._is_warcraft3_map()
+        need = max(self._abs(h.hash_table_pos) + 16 * h.hash_table_size,
+                   self._abs(h.block_table_pos) + 16 * h.block_table_size)
         self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table",
-                                 fill=lenient)
-        if lenient:   # the block table is cut to the entries present
-            fits = max(0, len(self._buf) - self._abs(h.block_table_pos)) // 16
+                                 fill=lenient, need=need)
+        if lenient:   # the block table is cut to the entries present (EWIX-style sizes)
+            start = self._abs(h.block_table_pos)
+            if h.block_table_size and start >= len(self._buf):
+                raise self._err(f"block table: {h.block_table_size:,} entries at 0x{start:X} start past the end "
+                                f"of the file: it has {len(self._buf):,} bytes, the header's tables need "
+                                f"{need:,} (a truncated copy?)", start, TruncatedError)
+            fits = max(0, len(self._buf) - start) // 16
             if fits < h.block_table_size:
+                self.warnings.append(f"block table: {h.block_table_size:,} entries declared, {fits:,} in the file "
+                                     "(cut to those, as Storm.dll does)")
                 h = self.header = replace(h, block_table_size=fits)
-        self._block = self._table(h.block_table_pos, h.block_table_size, KEY_BLOCK_TABLE, BLOCK_DTYPE, "block table")
+        self._block = self._table(h.block_table_pos, h.block_table_size, KEY_BLOCK_TABLE, BLOCK_DTYPE, "block table",
+                                  need=need)
         self._hi = None
         if h.hi_block_table_pos:
             start = h.offset + h.hi_block_table_pos
@@ -771,20 +818,24 @@ class MpqArchive:
 
     # lookup -----------------------------------------------------------------------------------
     def _candidates(self, name: str) -> list[int]:
-        """Hash-table indices whose name hashes match ``name``, in probe order."""
+        """Hash-table indices whose name hashes match ``name``, in probe order: from the name's
+        index & mask, one slot on (& mask) at a time, to an empty slot or back to the start (a mask
+        that is not all ones, from a size that is not a power of two, cycles sooner)."""
         i, a, b = _name_hashes(name)
         mask = self._mask
-        i &= mask
+        start = i = i & mask
         nblocks = self.header.block_table_size
         ha, hb, hblk = self._hash_a, self._hash_b, self._hash_block
         found = []
-        for _ in range(mask + 1):
+        while True:
             blk = int(hblk[i])
             if blk == HASH_ENTRY_EMPTY:
                 break
             if blk < nblocks and int(ha[i]) == a and int(hb[i]) == b:
                 found.append(i)
             i = (i + 1) & mask
+            if i == start:
+                break
         return found
 
     def _find(self, name: str, locale: int | None = None) -> int | None:
@@ -799,14 +850,14 @@ class MpqArchive:
             return cands[locs.index(0)]
         return cands[0]
 
-    def _entry(self, hi: int, name: str | None) -> MpqEntry:
+    def _entry(self, hi: int, name: str | None, reachable: bool = True) -> MpqEntry:
         he = self._hash[hi]
         bi = int(he["block_index"])
         be = self._block[bi]
         return MpqEntry(name=name, size=int(be["size"]), packed_size=int(be["packed_size"]),
                         flags=int(be["flags"]), locale=int(he["locale"]), platform=int(he["platform"]),
                         block_index=bi, hash_index=hi, file_pos=self._file_pos(bi),
-                        hash_a=int(he["hash_a"]), hash_b=int(he["hash_b"]))
+                        hash_a=int(he["hash_a"]), hash_b=int(he["hash_b"]), reachable=reachable)
 
     def _file_pos(self, bi: int) -> int:
         pos = int(self._block["file_pos"][bi])
@@ -827,8 +878,20 @@ class MpqArchive:
         """The file's bytes; GameFileNotFound when absent or hidden by a delete marker."""
         e = self.lookup(name, locale)
         if e is None or e.is_delete_marker or not e.flags & _EXISTS:
-            raise GameFileNotFound(f"{self.path or '<bytes>'}: no file {name!r}")
+            raise self.missing_error(name)
         return self.read_entry(e)
+
+    def missing_error(self, name: str) -> GameFileNotFound:
+        """The error for a name no lookup finds (saying so when the listfile names it all the same)."""
+        where = self.path or "<bytes>"
+        try:
+            unreachable = {n.upper() for n in self.unreachable_names()}
+        except WowgrassError:   # an unreadable (listfile): the plain message
+            unreachable = set()
+        if name.upper().replace("/", "\\") in unreachable:
+            return GameFileNotFound(f"{where}: no file {name!r}: the listfile names it but no hash entry on its "
+                                    "probe path leads to it (a damaged or protected archive)")
+        return GameFileNotFound(f"{where}: no file {name!r}")
 
     # listing ----------------------------------------------------------------------------------
     def _listfile_names(self) -> list[str]:
@@ -847,33 +910,67 @@ class MpqArchive:
         """Names from an outside listfile (like smpq's -L), for archives whose (listfile) lacks them."""
         self._listfile = self._listfile_names() + [n.strip() for n in names if n.strip()]
         self._name_map = None
+        self._reach = self._lost = None
 
     def _names_by_hash(self) -> dict[tuple[int, int], str]:
         if self._name_map is None:
             m: dict[tuple[int, int], str] = {}
-            for n in list(SPECIAL_FILES) + self._listfile_names():
-                m.setdefault((hash_string(n, HASH_A), hash_string(n, HASH_B)), n)
+            names = list(SPECIAL_FILES) + self._listfile_names()
+            for a, b, n in zip(hash_strings(names, HASH_A).tolist(), hash_strings(names, HASH_B).tolist(), names):
+                m.setdefault((a, b), n)
             self._name_map = m
         return self._name_map
 
+    def _reachable(self) -> dict[int, bool]:
+        """Hash index -> whether a lookup by its (listfile) name reaches it, for every named entry.
+        An entry off its name's probe path (an empty slot comes first: damage, or a protector's
+        trick) is there but cannot be read by name, as in StormLib."""
+        if self._reach is None:
+            used = np.nonzero(self._hash_block < self.header.block_table_size)[0]
+            names = self._names_by_hash()
+            named = [(hi, n) for hi in used.tolist()
+                     if (n := names.get((int(self._hash_a[hi]), int(self._hash_b[hi])))) is not None]
+            size, mask = len(self._hash), self._mask
+            empty = self._hash_block == HASH_ENTRY_EMPTY
+            if size & (size - 1) == 0 and empty.any():
+                # run[i]: non-empty slots ending at slot i (cyclic); slot s reaches i when the walk
+                # s, s+1, ... i never meets an empty slot, i.e. (i - s) & mask < run[i]
+                idx = np.arange(size)
+                shift = int(np.flatnonzero(empty)[-1]) + 1         # start the scan right after an empty
+                rolled = np.roll(np.where(empty, idx, -1), -shift)
+                last = np.maximum.accumulate(np.where(rolled >= 0, np.arange(size), -1))
+                run = np.roll(np.arange(size) - last, shift)
+                his = np.fromiter((hi for hi, _ in named), np.int64, len(named))
+                starts = hash_strings([n for _, n in named], HASH_OFFSET).astype(np.int64) & mask
+                ok = ((his - starts) & mask) < run[his]
+                self._reach = dict(zip(his.tolist(), ok.tolist()))
+            elif size & (size - 1) == 0:    # no empty slot: every walk goes round the whole table
+                self._reach = {hi: True for hi, _ in named}
+            else:                           # a mask that is not all ones: walk each name's cycle
+                self._reach = {hi: hi in self._candidates(n) for hi, n in named}
+        return self._reach
+
     def entries(self) -> list[MpqEntry]:
-        """Every used hash slot with a valid block (all locales, delete markers included)."""
+        """Every used hash slot with a valid block (all locales, delete markers included); a named
+        entry a lookup by that name cannot reach has ``reachable`` False."""
         used = np.nonzero(self._hash_block < self.header.block_table_size)[0]
         names = self._names_by_hash()
+        reach = self._reachable()
         out = []
         for hi in used.tolist():
             key = (int(self._hash_a[hi]), int(self._hash_b[hi]))
-            out.append(self._entry(hi, names.get(key)))
+            out.append(self._entry(hi, names.get(key), reach.get(hi, True)))
         return out
 
     def names(self) -> list[str]:
-        """Names of existing files known from ``(listfile)`` (plus the special files present)."""
+        """Names of existing files known from ``(listfile)`` (plus the special files present) that a
+        lookup by name finds (:meth:`unreachable_names` lists the others)."""
         seen = set()
         out = []
         names = self._names_by_hash()
         for e in self.entries():
             # a slot whose block lacks EXISTS holds no file (a deleted one): not listed
-            if e.name is None or e.is_delete_marker or not e.flags & _EXISTS:
+            if e.name is None or e.is_delete_marker or not e.flags & _EXISTS or not e.reachable:
                 continue
             key = (e.hash_a, e.hash_b)
             if key in seen:
@@ -881,6 +978,17 @@ class MpqArchive:
             seen.add(key)
             out.append(names[key])
         return sorted(out, key=str.lower)
+
+    def unreachable_names(self) -> list[str]:
+        """Names the listfile gives to entries a lookup by that name cannot reach (no hash entry on
+        the name's probe path leads to them): shown by ``mpq ls``, skipped by :meth:`names`."""
+        if self._lost is None:
+            if not any(not ok for ok in self._reachable().values()):
+                self._lost = []
+            else:
+                found = {e.name for e in self.entries() if e.name is not None and not e.reachable}
+                self._lost = sorted(found - set(self.names()), key=str.lower)
+        return list(self._lost)
 
     # file data --------------------------------------------------------------------------------
     def read_entry(self, e: MpqEntry) -> bytes:
@@ -900,7 +1008,7 @@ class MpqArchive:
         def plan(name):
             e = self.lookup(name, locale)
             if e is None or e.is_delete_marker or not e.flags & _EXISTS:
-                raise GameFileNotFound(f"{self.path or '<bytes>'}: no file {name!r}")
+                raise self.missing_error(name)
             return self.decode_plan(e, chunk)
 
         return decode_files(((n, functools.partial(plan, n)) for n in names),
