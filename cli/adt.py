@@ -26,7 +26,8 @@ def tile_source(func):
 
     @click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
     @data_option
-    @click.option("--map", "map_name", metavar="NAME", help="Map folder name, e.g. Azeroth (with --data).")
+    @click.option("--map", "map_name", metavar="NAME",
+                  help="Map folder name, e.g. Azeroth (with --data; default: the only map there).")
     @click.option("--tile", "tile", metavar="COL,ROW", help="Tile column and row, e.g. 32,48 (with --data).")
     @click.option("--wdt", type=click.Path(exists=True, dir_okay=False),
                   help="The map's WDT, for the big-alpha flag (default: the WDT beside FILE or in --data).")
@@ -39,8 +40,15 @@ def tile_source(func):
         from wowgrass.tiles import load_tile, parse_tile_arg
 
         if file is None and data_path is None:
-            raise UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
+            raise UsageError("give an ADT FILE, or --data DIR with --tile COL,ROW (and --map NAME when it holds "
+                             "several maps)")
         col_row = parse_tile_arg(tile) if tile is not None else None
+        if file is None and not map_name:   # the only map, as bake, view and export take it
+            from wowgrass.data import open_data
+            from wowgrass.maps import choose_map
+
+            with open_data(data_path) as data:
+                map_name = choose_map(data, None, warn=note)
         loaded = load_tile(file, data=data_path, map_name=map_name, tile=col_row, wdt=wdt, big_alpha=big_alpha,
                            doodad_map_msb_first=doodad_map_msb_first)
         loaded[2].update(data_dir=data_path, map=map_name, file=file)  # what --kind grass needs for its tables
@@ -171,10 +179,10 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     data_dir = source.get("data_dir")
     if data_dir and dbc_dir:
         raise UsageError("give --data or --dbc, not both")
-    if not data_dir and not dbc_dir:
-        from wowgrass.bake import sample_tables_for
+    if not data_dir and not dbc_dir:   # the sample world's, or tables beside or above the file
+        from wowgrass.bake import tables_for
 
-        data_dir = sample_tables_for(Path(source["file"]))
+        data_dir, dbc_dir = tables_for(Path(source["file"]))
     map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
     if data_dir:
         with open_data(data_dir) as data:

@@ -48,7 +48,7 @@ def _open(data_path, build):
                    "map name mixed into the random streams (default: from the file name).")
 @tile_option
 @click.option("--tiles", "old_tiles", multiple=True, hidden=True)  # the old name of --tile's range form
-@click.option("--all", "all_tiles", is_flag=True, help="Every tile the map's WDT lists (the default).")
+@click.option("--all", "all_tiles", is_flag=True, help="Every tile of the map present in the data (the default).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Processes baking tiles in parallel.")
 @click.option("--big-alpha/--small-alpha", "big_alpha", default=None,
@@ -63,13 +63,16 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
-    wowgrass bake map.adt (--data DIR | --dbc DIR) [-o FILE]    one ADT file
+    wowgrass bake map.adt [--data DIR | --dbc DIR] [-o FILE]    one ADT file
     wowgrass bake --data DIR [--map NAME] [--tile C,R ...]      many tiles, in parallel
-    wowgrass bake DIR                                           a Data folder or a map folder
+    wowgrass bake DIR [--dbc DIR]                               a Data folder or a map folder
     wowgrass bake                                               the built-in sample world
 
-    A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt or stale bundle is
-    rebuilt. See docs/bake.md.
+    The tables come from --dbc, else --data, else the nearest folder above a map folder or ADT
+    file that has them (an extracted client's DBFilesClient). A map's tiles are the ADTs present:
+    those its WDT lists (a partial extract holds a few: a note says how many are absent) or, without
+    a WDT, its ADT files. A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt
+    or stale bundle is rebuilt. See docs/bake.md.
     """
     constants = placement_constants(seed, overrides)
     tiles = tuple(tiles) + tuple(old_tiles)
@@ -95,9 +98,9 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         else:
             writable_cache_dir()  # the cache is this command's output: a read-only one is an error
         if not data_path and not dbc_dir:
-            from wowgrass.bake import sample_tables_for
+            from wowgrass.bake import tables_for
 
-            data_path = sample_tables_for(adt)
+            data_path, dbc_dir = tables_for(adt)
         data = _open(data_path, build) if data_path else None
         from wowgrass.bake import bake_file
 
@@ -120,47 +123,38 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError("-o/--output is for one ADT file; a map's bundles go to the cache")
     if big_alpha is not None:
         raise UsageError("--big-alpha/--small-alpha is for one ADT file; a map's WDT says which")
-    if dbc_dir:
-        raise UsageError("--dbc is for one ADT file; a map reads its tables from --data")
     if tiles and all_tiles:
         raise UsageError("give --tile or --all, not both")
     from wowgrass.bake import bake_map, default_data
+    from wowgrass.maps import choose_map, map_tiles
 
     writable_cache_dir()
     if data_path is None:
         data_path, sample_map = default_data()
         map_name = map_name or sample_map
-    if not map_name:
-        from wowgrass.data import choose_map
-
-        with _open(data_path, build) as data:
-            map_name = choose_map(data, None)
-    results, failures = [], []
+    with _open(data_path, build) as data:
+        map_name = choose_map(data, map_name, warn=note)
+        mt = map_tiles(data, map_name, parse_tiles(tiles))
+    if mt.note():
+        note(mt.note())
     t0 = time.perf_counter()
-    for ranges in parse_tiles(tiles) or [None]:
-        done, failed = _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement,
-                                           constants, force, quiet=as_json)
-        seen = {tuple(r.tile) for r in results}
-        results += [r for r in done if tuple(r.tile) not in seen]
-        failures += failed
+    results, failures = _bake_with_progress(bake_map, data_path, map_name, mt.tiles, jobs, build, placement,
+                                            constants, force, dbc_dir, quiet=as_json)
     seconds = time.perf_counter() - t0
     warn_unknown_effects(results)
     if export_file and results:
         write_rows([r.path for r in results], export_fmt, export_file)
     if as_json:
         echo_json({"map": map_name, "data": str(data_path), "seconds": round(seconds, 3),
-                   "tiles": [r.to_dict() for r in results], "failures": [f.to_dict() for f in failures]})
+                   "tiles": [r.to_dict() for r in results], "failures": [f.to_dict() for f in failures],
+                   "absent_tiles": [list(t) for t in mt.absent]})
     else:
         hits = sum(r.cache_hit for r in results)
         rebuilt = sum(r.rebuilt is not None for r in results)
         inst = sum(r.instances for r in results)
         click.echo(f"{map_name}: {plural(len(results), 'tile')} baked ({hits} cached, {rebuilt} rebuilt), "
                    f"{plural(inst, 'instance')}, {seconds:.1f} s ({len(results) / max(seconds, 1e-9):.1f} tiles/s)")
-        missing = sorted({m for r in results for m in r.missing_models})
-        if missing:
-            click.echo(f"  {plural(len(missing), 'model')} missing from the data (the viewer names them; "
-                       "`view --placeholders` draws stand-ins): "
-                       + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
+        warn_missing_models(sorted({m for r in results for m in r.missing_models}))
         if results:
             click.echo(f"  bundles in {Path(results[0].path).parent}")
     if failures:
@@ -168,6 +162,13 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError(f"{plural(len(failures), 'tile')} failed: {lines}" + (" …" if len(failures) > 3 else ""))
     if not results:
         raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {', '.join(tiles)}" if tiles else ""))
+
+
+def warn_missing_models(names) -> None:
+    """One warning for grass models the data lacks (their instances are baked all the same)."""
+    if names:
+        note(f"note: {plural(len(names), 'grass model')} missing from the data (view and export draw "
+             "stand-ins; --no-placeholders leaves them out): " + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
 
 
 def warn_unknown_effects(results) -> None:
@@ -180,23 +181,21 @@ def warn_unknown_effects(results) -> None:
              "no grass there (are the tables from the tiles' client build?)")
 
 
-def _bake_with_progress(bake_map, data_path, map_name, ranges, jobs, build, placement, constants, force, quiet):
+def _bake_with_progress(bake_map, data_path, map_name, tiles, jobs, build, placement, constants, force, dbc_dir,
+                        quiet):
     with progress_bar("bake", "tiles", quiet=quiet, rate=True) as bar:
         def step(res):
             bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 
-        return bake_map(data_path, map_name, ranges=ranges, jobs=jobs, build=build, placement=placement,
-                        constants=constants, force=force, progress=step, on_start=bar.total)
+        return bake_map(data_path, map_name, tiles=tiles, jobs=jobs, build=build, placement=placement,
+                        constants=constants, force=force, progress=step, on_start=bar.total, dbc_dir=dbc_dir)
 
 
 def _echo_result(res):
     state = "cache hit" if res.cache_hit else ("rebuilt" if res.rebuilt else "baked")  # why: the warning before
     click.echo(f"{res.path}: {plural(res.instances, 'instance')}, {plural(res.models, 'model')}, tile {res.tile[0]},{res.tile[1]} "
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
-    if res.missing_models:
-        names = res.missing_models
-        click.echo(f"  {plural(len(names), 'model')} missing from the data (the viewer names them; `view --placeholders` draws stand-ins): "
-                   + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
+    warn_missing_models(res.missing_models)
 
 
 @click.group()

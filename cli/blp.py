@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from wowgrass.cli.common import echo_json, json_option
+from wowgrass.cli.common import echo_json, json_option, note
 from wowgrass.errors import UsageError
 
 ENCODINGS = ("dxt1", "dxt3", "dxt5", "palette", "raw")
@@ -62,7 +62,7 @@ def convert(src, dst, mip, encoding, no_mipmaps):
         img.image(mip).save(buf, fmt)
         write_atomic(dst, buf.getvalue())
         w, h = img.mip_size(mip)
-        click.echo(f"wrote {dst} ({w}×{h}, mip {mip} of {img.mip_count})", err=True)
+        note(f"wrote {dst} ({w}×{h}, mip {mip} of {img.mip_count})")
         return
     if Path(dst).suffix.lower() != ".blp":
         raise UsageError(f"{src} is not a BLP; to encode an image give DST a .blp suffix")
@@ -72,4 +72,4 @@ def convert(src, dst, mip, encoding, no_mipmaps):
     except (UnidentifiedImageError, OSError) as exc:
         raise UsageError(f"{src}: not a BLP and not an image Pillow reads ({exc})") from None
     write_atomic(dst, write_blp(rgba, encoding, mipmaps=not no_mipmaps))
-    click.echo(f"wrote {dst} ({rgba.shape[1]}×{rgba.shape[0]} {encoding})", err=True)
+    note(f"wrote {dst} ({rgba.shape[1]}×{rgba.shape[0]} {encoding})")

@@ -10,6 +10,7 @@ from wowgrass.cli.common import (
     dbc_option,
     echo_json,
     json_option,
+    note,
     output_path,
     parse_tiles,
     placement_constants,
@@ -48,9 +49,12 @@ def export():
 @click.option("--no-terrain", is_flag=True, help="Leave the terrain out.")
 @click.option("--no-doodads", is_flag=True, help="Leave the tiles' own doodads (MDDF) out.")
 @click.option("--no-grass", is_flag=True, help="Leave the ground-effect grass out.")
+@click.option("--placeholders/--no-placeholders", default=True, show_default=True,
+              help="Draw grass models missing from the data as straw-coloured stand-ins (as view does); "
+                   "--no-placeholders leaves their instances out.")
 @json_option
 def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, output, instancing,
-         texture_size, origin, no_terrain, no_doodads, no_grass, as_json):
+         texture_size, origin, no_terrain, no_doodads, no_grass, placeholders, as_json):
     """Write tiles as one glTF 2.0 binary (.glb): terrain, its doodads and the grass.
 
     \b
@@ -61,8 +65,9 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     The terrain's texture layers are baked into one texture per tile (what every importer shows
     the same way); each model's mesh and textures are written once and its instances use
     EXT_mesh_gpu_instancing (or one node each with --instancing nodes). Grass models the data
-    lacks are drawn as straw-coloured stand-ins. Grass comes from the tiles' bundles (baked
-    first when the cache has none). See docs/export.md.
+    lacks are drawn as straw-coloured stand-ins (--no-placeholders leaves them out), as in view.
+    Grass comes from the tiles' bundles (baked first when the cache has none). A map's tiles are
+    the ADTs present (see `wowgrass maps`). See docs/export.md.
     """
     from wowgrass.cli.bake import warn_unknown_effects
     from wowgrass.export.scene import check_texture_size, export_scene
@@ -80,12 +85,15 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,
                          ranges=parse_tiles(tiles), build=build, placement=placement, constants=constants,
                          on_tile=on_tile)
+    if src.note:
+        note(src.note)
     warn_unknown_effects(baked)
     try:
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
             glb, summary = export_scene(src.tiles, src.read, map_name=src.map_name, instancing=instancing,
                                         texture_size=texture_size, origin=origin, terrain=not no_terrain,
-                                        doodads=not no_doodads, grass=not no_grass, progress=bar.advance)
+                                        doodads=not no_doodads, grass=not no_grass, placeholders=placeholders,
+                                        progress=bar.advance)
     finally:
         src.close()
     write_atomic(out, glb)
@@ -94,16 +102,18 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         echo_json(summary.to_dict())
         return
     s = summary
-    click.echo(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
-               f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "
-               f"{s.bytes / 1e6:.1f} MB ({'EXT_mesh_gpu_instancing' if instancing == 'ext' else 'one node per instance'})")
+    note(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
+         f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "
+         f"{s.bytes / 1e6:.1f} MB ({'EXT_mesh_gpu_instancing' if instancing == 'ext' else 'one node per instance'})")
     if s.stand_ins:
-        click.echo(f"  {plural(len(s.stand_ins), 'grass model')} missing from the data, drawn as stand-ins: "
-                   + ", ".join(s.stand_ins[:3]) + (" …" if len(s.stand_ins) > 3 else ""))
+        note(f"note: {plural(len(s.stand_ins), 'grass model')} missing from the data, drawn as stand-ins "
+             "(--no-placeholders leaves them out): " + ", ".join(s.stand_ins[:3]) + (" …" if len(s.stand_ins) > 3 else ""))
+    if s.missing_grass:
+        note(f"note: {plural(len(s.missing_grass), 'grass model')} missing from the data, left out: "
+             + ", ".join(s.missing_grass[:3]) + (" …" if len(s.missing_grass) > 3 else ""))
     if s.missing_doodads:
-        click.echo(f"  {plural(len(s.missing_doodads), 'doodad model')} missing from the data, left out: "
-                   + ", ".join(s.missing_doodads[:3]) + (" …" if len(s.missing_doodads) > 3 else ""))
+        note(f"note: {plural(len(s.missing_doodads), 'doodad model')} missing from the data, left out: "
+             + ", ".join(s.missing_doodads[:3]) + (" …" if len(s.missing_doodads) > 3 else ""))
     if s.missing_textures:
-        click.echo(f"  {plural(len(s.missing_textures), 'terrain texture')} missing, painted flat: "
-                   + ", ".join(s.missing_textures[:3]) + (" …" if len(s.missing_textures) > 3 else ""))
-
+        note(f"note: {plural(len(s.missing_textures), 'terrain texture')} missing, painted flat: "
+             + ", ".join(s.missing_textures[:3]) + (" …" if len(s.missing_textures) > 3 else ""))

@@ -34,8 +34,11 @@ def _span(tiles) -> str:
 def maps(wdt, data_path, list_tiles, as_json):
     """List the maps of a data source and their tiles (or the tiles of one WDT file).
 
-    For each map: whether it has a WDT, the tiles its WDT lists and the ADT files present. With
-    no --data, the sample world's.
+    Maps are found as the client knows them: DBFilesClient\\Map.dbc's directories (each WDT looked
+    up by hash, so archives without a listfile show theirs), then the files listed. For each map:
+    whether it has a WDT, the tiles its WDT lists and how many of their ADT files are present (a
+    partial extract holds a few; commands use those). A map without a WDT is the ADT files present.
+    With no --data, the sample world's. --long lists the tiles present.
     """
     from wowgrass.formats.wdt import WdtFile
 
@@ -52,8 +55,8 @@ def maps(wdt, data_path, list_tiles, as_json):
             click.echo(_tile_lines(tiles, "  "))
         return
 
-    from wowgrass.data import list_maps, open_data
-    from wowgrass.tiles import wdt_game_path
+    from wowgrass.data import open_data
+    from wowgrass.maps import list_maps, map_tiles
 
     if data_path is None:
         from wowgrass.bake import default_data
@@ -61,15 +64,15 @@ def maps(wdt, data_path, list_tiles, as_json):
         data_path = default_data()[0]
     out = []
     with open_data(data_path) as data:
-        for name, found in list_maps(data).items():
-            listed = []
-            if found["wdt"]:
-                w = WdtFile.from_bytes(data.read(wdt_game_path(name)), wdt_game_path(name))
-                listed = sorted(w.tiles(), key=lambda t: (t[1], t[0]))
-            adts = sorted(set(found["adts"]), key=lambda t: (t[1], t[0]))
-            out.append({"map": name, "wdt": found["wdt"], "wdt_tile_count": len(listed),
-                        "wdt_tiles": [list(t) for t in listed], "adt_count": len(adts),
-                        "adt_tiles": [list(t) for t in adts]})
+        for name, found in list_maps(data, warn=note).items():
+            mt = map_tiles(data, name, need_tiles=False) if found["wdt"] else None
+            listed = mt.wdt_tiles if mt is not None else []
+            adts = mt.tiles if mt is not None else sorted(set(found["adts"]), key=lambda t: (t[1], t[0]))
+            out.append({"map": name, "wdt": found["wdt"], "found_in": found["found_in"],
+                        "wdt_tile_count": len(listed), "wdt_tiles": [list(t) for t in listed],
+                        "adt_count": len(adts), "adt_tiles": [list(t) for t in adts],
+                        "absent_tiles": [list(t) for t in (mt.absent if mt is not None else [])],
+                        "big_alpha": bool(mt.big_alpha) if mt is not None else False})
     if as_json:
         echo_json({"data": str(data_path), "map_count": len(out), "maps": out})
         return
@@ -77,11 +80,17 @@ def maps(wdt, data_path, list_tiles, as_json):
     for m in out:
         wdt_text = (f"WDT lists {plural(m['wdt_tile_count'], 'tile')}"
                     + (f" ({_span(m['wdt_tiles'])})" if m["wdt_tiles"] else "")) if m["wdt"] else "no WDT"
-        adt_text = f"{plural(m['adt_count'], 'ADT file')} listed" if m["adt_count"] or not m["wdt"] else (
-            "ADT files not in the listing")
-        click.echo(f"  {m['map']}: {wdt_text}; {adt_text}")
+        if not m["wdt"]:
+            adt_text = f"{plural(m['adt_count'], 'ADT file')} listed"
+        elif m["absent_tiles"]:
+            adt_text = (f"{m['adt_count']:,} of them present, {len(m['absent_tiles']):,} not in the data "
+                        "(a partial extract)")
+        else:
+            adt_text = "all present"
+        click.echo(f"  {m['map']}: {wdt_text}; {adt_text}"
+                   + (" (known from Map.dbc)" if m["found_in"] == "Map.dbc" else ""))
         if list_tiles:
-            tiles = m["wdt_tiles"] or m["adt_tiles"]
+            tiles = m["adt_tiles"]
             click.echo(_tile_lines(tiles, "    "))
 
 
@@ -167,12 +176,13 @@ def cache_clean(which, map_name, dry_run, as_json):
 
 # ----------------------------------------------------------------------------- doctor
 
-def _check(name, fn):
+def _check(name, fn, *, optional=False):
+    """One check's line. ``optional``: failing it leaves the machine healthy (a note, exit 0)."""
     try:
         ok, detail, fix = fn()
     except Exception as exc:  # a check must report, never crash the report
         ok, detail, fix = False, f"{type(exc).__name__}: {exc}", "run with -v and report this"
-    return {"check": name, "ok": bool(ok), "detail": detail, "fix": None if ok else fix}
+    return {"check": name, "ok": bool(ok), "optional": optional, "detail": detail, "fix": None if ok else fix}
 
 
 def _python():
@@ -210,8 +220,11 @@ def _window():
 
 def _data(data_path):
     def check():
-        from wowgrass.data import list_maps, open_data
+        from wowgrass.bake import load_catalog
+        from wowgrass.data import open_data
         from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH
+        from wowgrass.errors import WowgrassError
+        from wowgrass.maps import list_maps, map_tiles
 
         if data_path is None:
             from wowgrass.samples import sample_root
@@ -220,14 +233,31 @@ def _data(data_path):
             return True, "no --data: the built-in sample world (" + (
                 "built" if built else "built on first use, a few seconds") + ")", ""
         with open_data(data_path) as data:
-            tables = [p for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
-            n_maps = len(list_maps(data))
+            warnings: list[str] = []
+            maps = list_maps(data, warn=warnings.append)
             what = f"{len(data.archives)} archives, build {data.build or 'unknown'}" if data.archives else "loose files"
-            detail = f"{data.root}: {what}, {plural(n_maps, 'map')}"
+            detail = f"{data.root}: {what}, {plural(len(maps), 'map')}"
+            tables = [p for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
             if tables:
                 return False, detail + "; missing " + ", ".join(tables), (
                     "bake needs both ground-effect tables: point --data at the client's Data folder, or give --dbc")
-            return True, detail + ", ground-effect tables present", ""
+            try:   # present is not enough: they must parse, as the bake reads them
+                catalog = load_catalog(data=data)
+            except WowgrassError as exc:
+                return False, f"{detail}; the ground-effect tables cannot be read: {exc}", (
+                    "extract GroundEffectTexture.dbc and GroundEffectDoodad.dbc again from the client")
+            bad = []
+            for name, found in maps.items():
+                if found["wdt"]:
+                    try:
+                        map_tiles(data, name, need_tiles=False)
+                    except WowgrassError as exc:
+                        bad.append(f"{name}: {exc}")
+            if bad or warnings:
+                return False, detail + "; " + "; ".join(bad + warnings), (
+                    "extract the map's files again (a WDT that does not parse is not a map wowgrass can read)")
+            return True, (detail + f", ground-effect tables read ({catalog.build}, "
+                          f"{plural(len(catalog.ids), 'effect')}, {plural(len(catalog.models), 'model')})"), ""
     return check
 
 
@@ -263,20 +293,28 @@ def doctor(data_path, as_json):
     """Check what wowgrass needs: Python, OpenGL through EGL and through a window, the data source,
     the cache and StormLib. One line each, OK or problem, and what to do about a problem.
 
-    Exits 1 when a check fails (a window without a display and a missing StormLib count, too).
+    Exits 1 when a check fails. A machine without a display that renders offscreen through EGL is
+    healthy (the window check is a note: `view -o` and `view --frames` work), and so is one without
+    StormLib (only the cross-check tests need it). The data check reads the ground-effect tables
+    and every map's WDT: present is not enough.
     """
-    checks = [_check("python", _python), _check("gl-egl", _egl), _check("gl-window", _window),
-              _check("data", _data(data_path)), _check("cache", _cache), _check("stormlib", _storm)]
+    egl = _check("gl-egl", _egl)
+    checks = [_check("python", _python), egl, _check("gl-window", _window, optional=egl["ok"]),
+              _check("data", _data(data_path)), _check("cache", _cache), _check("stormlib", _storm, optional=True)]
+    healthy = all(c["ok"] or c["optional"] for c in checks)
     if as_json:
-        echo_json({"ok": all(c["ok"] for c in checks), "checks": checks})
+        echo_json({"ok": healthy, "checks": checks})
     else:
         width = max(len(c["check"]) for c in checks)
         for c in checks:
-            click.echo(f"{'OK     ' if c['ok'] else 'problem'}  {c['check']:<{width}}  {c['detail']}")
+            state = "OK     " if c["ok"] else ("note   " if c["optional"] else "problem")
+            click.echo(f"{state}  {c['check']:<{width}}  {c['detail']}")
             if not c["ok"]:
                 click.echo(f"         {'':<{width}}  -> {c['fix']}")
-        bad = [c for c in checks if not c["ok"]]
+        bad = [c for c in checks if not c["ok"] and not c["optional"]]
         if bad:
             note(f"{plural(len(bad), 'problem')} found")
-    if not all(c["ok"] for c in checks):
+        elif any(not c["ok"] for c in checks):
+            note("note: healthy; " + ", ".join(c["check"] for c in checks if not c["ok"]) + " not available")
+    if not healthy:
         sys.exit(1)

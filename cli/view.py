@@ -9,7 +9,17 @@ import click
 from wowgrass.errors import UsageError
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES
 
-from .common import data_option, dbc_option, echo_json, json_option, output_path, parse_tiles, placement_option, tile_option
+from .common import (
+    data_option,
+    dbc_option,
+    echo_json,
+    json_option,
+    note,
+    output_path,
+    parse_tiles,
+    placement_option,
+    tile_option,
+)
 
 
 def _vec(text, name, sizes=(3,)):
@@ -34,25 +44,34 @@ def _numbers(text, name):
 
 
 def _loose_input(source, data_path, dbc_dir, map_name, tiles):
-    """``view ADT|DIR`` as bake reads it: a folder is --data; an ADT file is its folder (which answers
-    for World\\Maps\\<Map>\\...) plus its map and tile, the tables from --dbc (or the sample world's)."""
+    """``view ADT|DIR`` as bake reads it: a folder is --data; an ADT file is its map and tile (from a
+    ``<Map>_<col>_<row>.adt`` name, else the file's stem and its chunks' position) in its folder,
+    which also serves its WDT, models and textures; the tables from --dbc, beside or above the
+    file, or the sample world's for its own tiles. Returns (data, map, tiles, dbc, {game path: file})."""
     from pathlib import Path
 
-    from wowgrass.tiles import tile_from_name
+    from wowgrass.tiles import adt_game_path, tile_from_name
 
     if data_path:
         raise UsageError(f"give {source} or --data, not both")
     path = Path(source)
     if path.is_dir():
-        return source, map_name, tiles
+        return source, map_name, tiles, dbc_dir, None
     name, tile = tile_from_name(path)
     if tile is None:
-        raise UsageError(f"{source}: an ADT file is named <Map>_<col>_<row>.adt (its map and tile come from the name)")
-    if not dbc_dir:
-        from wowgrass.bake import sample_tables_for
+        from wowgrass.tiles import read_adt
 
-        return sample_tables_for(path), name, (f"{tile[0]},{tile[1]}",)
-    return str(path.parent), map_name or name, (f"{tile[0]},{tile[1]}",)
+        t = read_adt(path.read_bytes(), str(path))
+        tile = (t.col, t.row)
+    map_name = map_name or name
+    if not dbc_dir:
+        from wowgrass.bake import tables_for
+
+        data, dbc_dir = tables_for(path)
+        if data is not None:   # the sample world's tile
+            return str(data), map_name, (f"{tile[0]},{tile[1]}",), None, {adt_game_path(map_name, *tile): path}
+    return (str(path.parent), map_name, (f"{tile[0]},{tile[1]}",), str(dbc_dir),
+            {adt_game_path(map_name, *tile): path})
 
 
 def _size(text):
@@ -110,9 +129,9 @@ def _size(text):
                    "(independent X/Y sines at 1.3 and 0.9 rad/s) or 'gust' (a travelling raised-cosine gust band).")
 @click.option("--wind-falloff", type=click.Choice(list(WIND_FALLOFFS)), default="smoothstep", show_default=True,
               help="How sway grows with blade height: smoothstep from the root fraction, or quadratic.")
-@click.option("--placeholders", is_flag=True,
+@click.option("--placeholders/--no-placeholders", default=True, show_default=True,
               help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
-                   "clumps, so the placement still shows.")
+                   "clumps, so the placement still shows (as export gltf does); --no-placeholders leaves them out.")
 @click.option("--culling", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True,
               help="Grass culling: on the GPU (compute shader, OpenGL 4.3), per chunk on the CPU, or auto (GPU where possible).")
 @click.option("--rings/--no-rings", default=True, show_default=True,
@@ -153,8 +172,9 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, 
     """
     from wowgrass.render.app import ViewOptions, run_view
 
+    files = None
     if source is not None:
-        data_path, map_name, tiles = _loose_input(source, data_path, dbc_dir, map_name, tiles)
+        data_path, map_name, tiles, dbc_dir, files = _loose_input(source, data_path, dbc_dir, map_name, tiles)
 
     if frames is not None and frames < 1:
         raise UsageError("--frames must be at least 1")
@@ -185,7 +205,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, 
         grass_culling=culling, rings=ring_settings,
         split=split, shadows=not no_shadows, wireframe=wireframe,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
-        log=lambda s: click.echo(s, err=True),
+        log=note, files=files,
     )
     result = run_view(opts)
     _print_result(result, as_json, stats, frames, quit_after)
@@ -199,9 +219,9 @@ def _print_result(result, as_json, stats, frames, quit_after):
         echo_json(result)
         return
     if "file" in result:
-        click.echo(f"wrote {result['file']} ({result['size'][0]}x{result['size'][1]}, {result['renderer']})")
+        note(f"wrote {result['file']} ({result['size'][0]}x{result['size'][1]}, {result['renderer']})")
     if "screenshot" in result:
-        click.echo(f"wrote {result['screenshot']} ({result['size'][0]}x{result['size'][1]}, window, {result['renderer']})")
+        note(f"wrote {result['screenshot']} ({result['size'][0]}x{result['size'][1]}, window, {result['renderer']})")
     if result.get("window"):
         if (stats or frames or quit_after) and "stats_line" in result:
             click.echo(f"{result['frames']} frame(s) in {result['seconds']:.1f} s ({result['fps']:.1f} fps): "

@@ -179,9 +179,12 @@ def test_doctor_reports_each_check(world, tmp_path):
     assert set(checks) == {"python", "gl-egl", "gl-window", "data", "cache", "stormlib"}
     assert checks["python"]["ok"] and checks["cache"]["ok"] and checks["data"]["ok"]
     assert not checks["gl-window"]["ok"] and "xvfb-run" in checks["gl-window"]["fix"]
-    assert proc.returncode == 1 and not js["ok"]
+    # offscreen-only is a healthy machine (issue 25): the missing window is a note, not a problem
+    # (this test asserted exit 1 and "problem  gl-window" before)
+    assert checks["gl-egl"]["ok"] and checks["gl-window"]["optional"]
+    assert proc.returncode == 0 and js["ok"], proc.stdout
     text = sub("doctor", "--data", world, env=env).stdout
-    assert "problem  gl-window" in text and "OK       python" in text
+    assert "note     gl-window" in text and "OK       python" in text and "problem" not in text
     # a data folder without the tables is a problem with what to do
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -301,7 +304,7 @@ def test_plain_view_without_a_display_says_where_the_frame_went(world, tmp_path)
                cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"no display: rendering one frame offscreen to {tmp_path / 'view.png'}" in proc.stderr
-    assert (tmp_path / "view.png").is_file() and f"wrote {tmp_path / 'view.png'}" in proc.stdout
+    assert (tmp_path / "view.png").is_file() and f"wrote {tmp_path / 'view.png'}" in proc.stderr
 
 
 def test_dbc_show_prints_arrays_as_dump_names_them(realdata):
@@ -383,6 +386,129 @@ def test_view_takes_an_adt_file_as_bake_does(realdata, world, tmp_path):
     assert js["file"] == str(out.resolve()) and js["map"] == "Azeroth" and js["tiles"] == [[38, 46]]
     for args, text in [([adt, "-o", out], "--dbc"),  # a real tile needs its tables, as for bake
                        ([adt, "--data", world, "-o", out], "not both"),
-                       ([realdata / "adt" / "continent4229.adt", "--dbc", tmp_path, "-o", out], "<Map>_<col>_<row>")]:
+                       ([realdata / "adt" / "continent4229.adt", "--dbc", tmp_path, "-o", out],
+                        "GroundEffectTexture.dbc")]:
         res = run("view", *args)
         assert res.exit_code == 2 and text in res.stderr, (args, res.output)
+
+
+# ----------------------------------------------------------------------------- issue 25: one rule each
+
+
+def _wrote_commands(world, realdata, tmp_path):
+    bundle = json.loads(run("bake", "--data", world, "--tile", "31,32", "--json").stdout)["tiles"][0]["file"]
+    return {
+        "view": ["view", "--data", world, "--tile", "31,32", "--size", "48x32", "--samples", 0,
+                 "-o", tmp_path / "v.png"],
+        "export gltf": ["export", "gltf", "--data", world, "--tile", "31,32", "--texture-size", "128",
+                        "--no-doodads", "-o", tmp_path / "e.glb"],
+        "adt image": ["adt", "image", "--data", world, "--map", MAP_NAME, "--tile", "31,32", "--size", "64",
+                      "-o", tmp_path / "a.png"],
+        "bundle export": ["bundle", "export", bundle, "-o", tmp_path / "rows.csv"],
+        "blp convert": ["blp", "convert", realdata / "blp" / "WHITE8X8.blp", tmp_path / "w.png"],
+        "dbc dump": ["dbc", "dump", realdata / "dbc" / "3.3.5" / "GroundEffectDoodad.dbc", "-o", tmp_path / "d.csv"],
+    }
+
+
+def test_wrote_goes_to_stderr_and_quiet_silences_it_everywhere(world, realdata, tmp_path, egl):
+    for name, args in _wrote_commands(world, realdata, tmp_path).items():
+        res = run(*args)
+        assert res.exit_code == 0, (name, res.output)
+        assert "wrote" not in res.stdout and "wrote " in res.stderr, (name, res.stdout, res.stderr)
+        res = run(*args, "-q")
+        assert res.exit_code == 0 and res.stderr == "", (name, res.stderr)
+
+
+@pytest.mark.realdata
+def test_view_quiet_prints_no_loading_or_missing_model_lines(realdata, tmp_path, egl):
+    adt = realdata / "adt" / "Azeroth_38_46.adt"
+    res = run("view", adt, "--dbc", realdata / "dbc" / "1.12", "-o", tmp_path / "v.png", "--size", "48x32",
+              "--samples", 0, "-q")
+    assert res.exit_code == 0, res.output
+    assert res.stderr == "" and res.stdout == "", res.output
+    res = run("view", adt, "--dbc", realdata / "dbc" / "1.12", "-o", tmp_path / "v.png", "--size", "48x32",
+              "--samples", 0)
+    assert "loading" in res.stderr and "missing grass models" in res.stderr   # without -q they are there
+
+
+@pytest.mark.realdata
+def test_bake_names_missing_models_on_stderr(realdata, tmp_path):
+    res = run("bake", realdata / "adt" / "Azeroth_38_46.adt", "--dbc", realdata / "dbc" / "1.12", "-o",
+              tmp_path / "a.wgb")
+    assert res.exit_code == 0, res.output
+    assert "missing from the data" not in res.stdout and "missing from the data" in res.stderr
+
+
+@pytest.mark.realdata
+def test_every_command_takes_an_adt_not_named_map_col_row(realdata, tmp_path, egl):
+    """continent4229.adt: its map from the file's name, its tile from its chunks, in every command."""
+    adt, dbc = realdata / "adt" / "continent4229.adt", realdata / "dbc" / "3.3.5"
+    res = run("view", adt, "--dbc", dbc, "-o", tmp_path / "c.png", "--size", "48x32", "--samples", 0, "--json")
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["map"] == "continent4229" and js["tiles"] == [[42, 29]]
+    baked = json.loads(run("bake", adt, "--dbc", dbc, "--json").stdout)
+    assert baked["map"] == "continent4229" and baked["tile"] == [42, 29]
+    assert [b["file"] for b in js["bundles"]] == [baked["file"]]   # the very bundle bake made
+
+
+def test_adt_commands_default_to_the_only_map(world, tmp_path):
+    res = run("adt", "info", "--data", world, "--tile", "31,32", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tile"] == {"col": 31, "row": 32}
+    res = run("adt", "image", "--data", world, "--tile", "31,32", "--size", "32", "-o", tmp_path / "i.png")
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.realdata
+def test_a_map_folder_takes_dbc_and_finds_the_tables_above_it(realdata, tmp_path):
+    from loose_world import loose_world
+
+    root = loose_world(tmp_path, realdata, "Azeroth_38_46.adt", "Azeroth", 38, 46, build="1.12")
+    folder = root / "World" / "Maps" / "Azeroth"
+    res = run("bake", folder, "--dbc", realdata / "dbc" / "1.12", "--json")      # --dbc for a map folder
+    assert res.exit_code == 0, res.output
+    assert [t["tile"] for t in json.loads(res.stdout)["tiles"]] == [[38, 46]]
+    res = run("bake", folder, "--json")                                          # tables found above it
+    assert res.exit_code == 0, res.output
+    res = run("bake", folder / "Azeroth_38_46.adt", "-o", tmp_path / "a.wgb")     # and above an ADT file
+    assert res.exit_code == 0, res.output
+    res = run("export", "gltf", "--data", folder, "--dbc", realdata / "dbc" / "1.12", "--texture-size", "128",
+              "--no-doodads", "-o", tmp_path / "a.glb")
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.realdata
+def test_missing_grass_models_are_stand_ins_in_view_and_export_alike(realdata, tmp_path, egl):
+    adt, dbc = realdata / "adt" / "Azeroth_38_46.adt", realdata / "dbc" / "1.12"
+    view = ["view", adt, "--dbc", dbc, "--size", "48x32", "--samples", 0, "--json", "--camera", "-7500,-3250"]
+    res = run(*view, "-o", tmp_path / "a.png")
+    assert res.exit_code == 0, res.output
+    on = json.loads(res.stdout)
+    assert on["missing_models"] and on["resident_grass_instances"] > 0   # drawn as stand-ins by default
+    off = json.loads(run(*view, "--no-placeholders", "-o", tmp_path / "b.png").stdout)
+    assert off["resident_grass_instances"] == 0
+    export = ["export", "gltf", adt, "--dbc", dbc, "--texture-size", "128", "--no-doodads", "--json"]
+    on = json.loads(run(*export, "-o", tmp_path / "a.glb").stdout)
+    assert on["stand_ins"] and on["grass_instances"] > 0
+    off = json.loads(run(*export, "--no-placeholders", "-o", tmp_path / "b.glb").stdout)
+    assert off["stand_ins"] == [] and off["grass_instances"] == 0
+
+
+def test_doctor_wants_tables_and_wdts_that_parse(world, tmp_path):
+    from wowgrass.maps import map_tiles  # noqa: F401  (the data check reads each map's WDT)
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    extract = tmp_path / "x"
+    assert run("mpq", "extract", "--data", world, "-o", extract, "-q").exit_code == 0
+    good = json.loads(sub("doctor", "--data", extract, "--json", env=env).stdout)
+    assert next(c for c in good["checks"] if c["check"] == "data")["ok"]
+    for rel, junk in (("DBFilesClient/GroundEffectTexture.dbc", b"junk"),
+                      (f"World/Maps/{MAP_NAME}/{MAP_NAME}.wdt", b"REVM\x04\0\0\0\x12\0\0")):
+        bad = tmp_path / ("bad-" + Path(rel).stem)
+        shutil.copytree(extract, bad)
+        (bad / rel).write_bytes(junk)
+        proc = sub("doctor", "--data", bad, "--json", env=env)
+        data = next(c for c in json.loads(proc.stdout)["checks"] if c["check"] == "data")
+        assert proc.returncode == 1 and not data["ok"], (rel, data)
+        assert Path(rel).name in data["detail"], (rel, data)

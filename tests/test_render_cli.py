@@ -77,7 +77,8 @@ def test_real_tile_continent_4229_names_missing_models(tmp_path, realdata):
     root = loose_world(tmp_path, realdata, "continent4229.adt", "continent", 42, 29, wdt="continent.wdt")
     out = tmp_path / "continent.png"
     r = CliRunner().invoke(cli, ["view", "--data", str(root), "--map", "continent", "--tile", "42,29",
-                                 "--build", "3.3.5", "--output", str(out), "--size", "160x120", "--json"])
+                                 "--build", "3.3.5", "--output", str(out), "--size", "160x120", "--json",
+                                 "--no-placeholders"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert res["tiles"] == [[42, 29]]
@@ -112,7 +113,8 @@ def test_real_tile_placeholders_draw_missing_grass_models(tmp_path, realdata):
     out = tmp_path / "continent.png"
     args = ["view", "--data", str(root), "--map", "continent", "--tile", "42,29", "--build", "3.3.5",
             "--size", "160x120", "--json", "--camera", "1595,-5440"]
-    plain = json.loads(CliRunner().invoke(cli, [*args, "--output", str(tmp_path / "plain.png")]).stdout)
+    plain = json.loads(CliRunner().invoke(cli, [*args, "--no-placeholders", "--output",
+                                                str(tmp_path / "plain.png")]).stdout)
     r = CliRunner().invoke(cli, [*args, "--placeholders", "--output", str(out)])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)

@@ -67,9 +67,14 @@ class BakeResult:
 
 
 def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
-    """The GroundEffectCatalog from a data source or a folder of loose .dbc files."""
+    """The GroundEffectCatalog from a folder of loose .dbc files (``dbc_dir``), else from a data
+    source; a loose folder without the tables (a map folder of an extracted client) takes them from
+    the nearest folder above it that has them (see :func:`wowgrass.paths.tables_above`)."""
     from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 
+    if dbc_dir is None and data is not None and not all(data.exists(p) for p in (TEXTURE_PATH, DOODAD_PATH)):
+        if not getattr(data, "archives", None):
+            dbc_dir = tables_above(data.root)
     if dbc_dir is not None:
         folder = Path(dbc_dir)
         if not folder.is_dir():
@@ -85,8 +90,19 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
                                                   texture_path=str(tables[0]), doodad_path=str(tables[1]))
     for path in (TEXTURE_PATH, DOODAD_PATH):
         if not data.exists(path):
-            raise UsageError(f"{data.root} has no {path} (the bake needs both ground-effect tables)")
+            raise UsageError(f"{data.root} has no {path} (the bake needs both ground-effect tables; give --dbc DIR, "
+                             "or --data the client's Data folder)")
     return GroundEffectCatalog.from_data(data, build)
+
+
+def tables_above(folder) -> Path | None:
+    """The nearest folder above ``folder`` (up to three levels: World\\Maps\\<Map> in a client tree)
+    holding both ground-effect tables, itself or in its DBFilesClient folder; None if none does."""
+    here = Path(folder).resolve()
+    for parent in list(here.parents)[:3]:
+        if all(find_table(parent, n) is not None for n in (TEXTURE_TABLE, DOODAD_TABLE)):
+            return parent
+    return None
 
 
 class ModelTable:
@@ -150,7 +166,7 @@ def bake_tile(
     placement: str = "coverage",
     constants: PlacementConstants | None = None,
     models: ModelTable | None = None,
-    big_alpha: bool = False,
+    big_alpha: bool | None = False,
     adt_path: str | None = None,
     out: str | os.PathLike | None = None,
     force: bool = False,
@@ -163,12 +179,13 @@ def bake_tile(
     viewer needs it too); the provenance still hashes ``adt_bytes``. ``folder``: the cache
     folder's listing, when many tiles are baked (see :class:`BundleFolder`).
     """
-    from wowgrass.formats.adt import AdtTile
+    from wowgrass.tiles import read_adt
 
     models = models or ModelTable(None)
     t0 = time.perf_counter()
-    if tile is None:
-        tile = AdtTile.from_bytes(adt_bytes, adt_path, big_alpha=big_alpha)
+    if tile is None:   # big_alpha None (no WDT): as the tile parses (terrain.read_adt)
+        tile = read_adt(adt_bytes, adt_path, big_alpha)
+    big_alpha = bool(tile.big_alpha)
     t1 = time.perf_counter()
     strategy = make_strategy(placement, constants)
     effect_ids = used_effect_ids(tile, catalog)
@@ -290,8 +307,7 @@ def bake_file(
     name, _ = tile_from_name(path)
     map_name = map_name or name
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
-    if big_alpha is None:
-        big_alpha = False
+    if big_alpha is None:   # the WDT beside the file or in the data; without one, from the tile itself
         wdt = sibling_wdt(path)
         if wdt is not None:
             big_alpha = WdtFile.from_bytes(wdt.read_bytes(), str(wdt)).big_alpha
@@ -322,29 +338,22 @@ def parse_tile_ranges(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], bool]:
-    """(col, row) of every tile the map's WDT lists (within ``ranges``), and its big-alpha flag."""
-    from wowgrass.formats.wdt import WdtFile
-    from wowgrass.tiles import wdt_game_path
+    """(col, row) of the map's tiles present in ``data`` (those its WDT lists, or its ADT files
+    without a WDT; within ``ranges``), and the WDT's big-alpha flag (see :mod:`wowgrass.maps`)."""
+    from wowgrass.maps import map_tiles as tiles_of
 
-    wpath = wdt_game_path(map_name)
-    if not data.exists(wpath):
-        raise UsageError(f"map {map_name!r}: {wpath} is not in {data.root}")
-    wdt = WdtFile.from_bytes(data.read(wpath), wpath)
-    tiles = sorted(wdt.tiles(), key=lambda cr: (cr[1], cr[0]))
-    if ranges is not None:
-        (c0, c1), (r0, r1) = ranges
-        tiles = [(c, r) for c, r in tiles if c0 <= c <= c1 and r0 <= r <= r1]
-    return tiles, wdt.big_alpha
+    mt = tiles_of(data, map_name, [ranges] if ranges is not None else None)
+    return mt.tiles, mt.big_alpha
 
 
 _WORKER: dict = {}
 
 
-def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads):
+def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None):
     from wowgrass.data import open_data
 
     data = open_data(data_root, build=build, threads=threads)
-    catalog = load_catalog(data=data, build=build)
+    catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
                    constants=constants, big_alpha=big_alpha, force=force,
                    folder=BundleFolder(cache_dir() / "bundles" / map_name))
@@ -408,10 +417,13 @@ def bake_map(
     progress: Callable[[BakeResult | TileFailure], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     chunk: int | None = None,
+    dbc_dir=None,
 ) -> tuple[list[BakeResult], list[TileFailure]]:
     """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
 
-    Each process opens the data source and loads the tables once and is handed chunks of
+    ``dbc_dir``: the tables from there instead of the data source (as ``--dbc``). The tiles are
+    those present (a WDT may list tiles a partial extract lacks). Each process opens the data
+    source and loads the tables once and is handed chunks of
     ``chunk`` tiles (default :func:`chunk_size`); every bundle goes to the cache as soon as it
     is placed. ``on_start`` gets the number of tiles to bake before the first; ``progress`` is
     called in the parent after every tile, as chunks come back. Failures (a tile's ADT missing
@@ -422,7 +434,7 @@ def bake_map(
 
     make_strategy(placement, constants)  # fail early on a bad name
     with open_data(data_root, build=build, threads=1) as data:
-        listed, big_alpha = map_tiles(data, map_name, ranges)
+        listed, big_alpha = map_tiles(data, map_name, ranges if tiles is None else None)
         build = build or data.build
     folder = cache_dir() / "bundles" / map_name
     if folder.is_dir():
@@ -432,7 +444,8 @@ def bake_map(
         on_start(len(todo))
     jobs = max(1, min(jobs, len(todo)))
     threads = max(1, default_threads() // jobs)    # decompression threads per worker
-    args = (str(data_root), build, map_name, placement, constants, big_alpha, force, threads)
+    args = (str(data_root), build, map_name, placement, constants, big_alpha, force, threads,
+            None if dbc_dir is None else str(dbc_dir))
     size = chunk or chunk_size(len(todo), jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     results: list[BakeResult] = []
@@ -487,3 +500,25 @@ def sample_tables_for(adt) -> Path:
         raise UsageError(f"{adt}: no ground-effect tables; give --data DIR (the client's Data folder) or --dbc DIR "
                          "(a folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")
     return default_data()[0]
+
+
+def tables_for(adt) -> tuple[Path | None, Path | None]:
+    """Where the tables for an ADT file given without --data or --dbc come from, as (data folder,
+    tables folder): the sample world for its own tiles, else the tables beside the file or in the
+    nearest folder above it that has them (an extracted client's DBFilesClient); else an error
+    naming both options: a real ADT's grass needs its client's tables."""
+    from wowgrass.samples import MAP_NAME
+    from wowgrass.tiles import tile_from_name
+
+    path = Path(adt)
+    name, _ = tile_from_name(path)
+    if name.lower() == MAP_NAME.lower():
+        return default_data()[0], None
+    folder = path.resolve().parent
+    if all(find_table(folder, n) is not None for n in (TEXTURE_TABLE, DOODAD_TABLE)):
+        return None, folder
+    above = tables_above(folder)
+    if above is not None:
+        return None, above
+    raise UsageError(f"{adt}: no ground-effect tables beside it or above it; give --data DIR (the client's Data "
+                     "folder) or --dbc DIR (a folder with GroundEffectTexture.dbc and GroundEffectDoodad.dbc)")

@@ -135,6 +135,7 @@ class GameData:
         self.archives: list[Path] = list(archives or [])
         self._mpqs: list[MpqArchive] = []
         self._loose: dict[str, Path] | None = None
+        self._files: dict[str, tuple[str, Path]] = {}   # add_file: normalised path -> (shown path, file)
         self._lcid = LOCALES.get(locale) if locale else None
         try:
             for p in self.archives:
@@ -199,9 +200,17 @@ class GameData:
             return f"{head}\\{rel}"
         return rel
 
+    def add_file(self, path: str, file) -> None:
+        """Let the loose ``file`` answer for the game path ``path``, above every archive and folder
+        (``view map.adt`` streams that file as its map's tile)."""
+        self._files[_norm(path)] = (path.replace("/", "\\"), Path(file))
+
     # lookup -----------------------------------------------------------------------------------
     def locate(self, path: str) -> tuple[Path, MpqArchive | None] | None:
         """(archive path, archive) providing ``path`` (or (file, None) when loose), else None."""
+        added = self._files.get(_norm(path))
+        if added is not None:
+            return added[1], None
         if not self.archives:
             p = self._loose_index().get(_norm(path))
             return (p, None) if p is not None else None
@@ -251,45 +260,31 @@ class GameData:
     def list(self, pattern: str = "*") -> list[str]:
         """Known paths matching a case-insensitive glob ('/' or '\\'); MPQs need a (listfile)."""
         pat = _norm(pattern) if pattern not in ("", "*") else "*"
+        added = [shown for k, (shown, _) in self._files.items() if fnmatch.fnmatchcase(k, pat)]
         if not self.archives:
             idx = self._loose_index()
-            return sorted((self._loose_name(k, p) for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)),
-                          key=str.lower)
+            listed = {self._loose_name(k, p) for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)}
+            return sorted(listed | set(added), key=str.lower)
         names: dict[str, str] = {}
         for arc in self._mpqs:
             for n in arc.names():
                 names.setdefault(_norm(n), n)
         out = [n for k, n in names.items() if fnmatch.fnmatchcase(k, pat) and self.exists(n)]
-        return sorted(out, key=str.lower)
+        return sorted(set(out) | set(added), key=str.lower)
 
 
-def list_maps(data) -> dict[str, dict]:
-    """Maps of a data source: name -> {"wdt": bool, "adts": [(col, row), ...]} (from the listing)."""
-    maps: dict[str, dict] = {}
-    for n in data.list("world\\maps\\*"):
-        p = n.replace("/", "\\").split("\\")
-        if len(p) != 4:
-            continue
-        low = p[3].lower()
-        if low.endswith(".wdt") and low[:-4] == p[2].lower():
-            maps.setdefault(p[2], {"wdt": False, "adts": []})["wdt"] = True
-        elif low.endswith(".adt"):
-            parts = p[3][:-4].rsplit("_", 2)
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                maps.setdefault(p[2], {"wdt": False, "adts": []})["adts"].append((int(parts[1]), int(parts[2])))
-    return {k: maps[k] for k in sorted(maps, key=str.lower)}
+def list_maps(data, **kw) -> dict[str, dict]:
+    """Maps of a data source (see :func:`wowgrass.maps.list_maps`, where the rule lives)."""
+    from wowgrass.maps import list_maps as _list_maps
+
+    return _list_maps(data, **kw)
 
 
-def choose_map(data, map_name: str | None) -> str:
-    """``map_name``, or the data source's only map; an error listing them when there are several."""
-    if map_name:
-        return map_name
-    names = list(list_maps(data))
-    if len(names) != 1:
-        shown = ", ".join(names[:20]) + (" …" if len(names) > 20 else "")
-        raise UsageError(f"{data.root} holds {len(names)} maps; choose one with --map ({shown or 'none found'}; "
-                         "`wowgrass maps --data DIR` lists them)")
-    return names[0]
+def choose_map(data, map_name: str | None, **kw) -> str:
+    """``map_name``, or the data source's only map (see :func:`wowgrass.maps.choose_map`)."""
+    from wowgrass.maps import choose_map as _choose_map
+
+    return _choose_map(data, map_name, **kw)
 
 
 def open_data(path, *, build: str | None = None, locale: str | None = None,

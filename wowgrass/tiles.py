@@ -73,12 +73,26 @@ def sibling_wdt(adt_path: Path) -> Path | None:
     return find_file(adt_path.parent, f"{map_name}.wdt") if tile is not None else None
 
 
+def read_adt(raw: bytes, path: str | None = None, big_alpha: bool | None = None, **kw) -> AdtTile:
+    """Parse an ADT; ``big_alpha`` None (no WDT says which): 8-bit / RLE alpha maps when the tile
+    parses so (a 4-bit tile never does: each of its maps is 2048 bytes, an 8-bit read needs 4096),
+    else 4-bit (an 8-bit tile read as 4-bit would parse, wrongly: hence this order)."""
+    from wowgrass.errors import FormatError
+
+    if big_alpha is not None:
+        return AdtTile.from_bytes(raw, path, big_alpha=big_alpha, **kw)
+    try:
+        return AdtTile.from_bytes(raw, path, big_alpha=True, **kw)
+    except FormatError:
+        return AdtTile.from_bytes(raw, path, big_alpha=False, **kw)
+
+
 def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_alpha=None,
               doodad_map_msb_first=False) -> tuple[AdtTile, bytes, dict]:
     """Read a tile from ``file`` or from a data source (``data`` folder + ``map_name`` + (col, row)).
 
     The big-alpha flag comes from ``big_alpha`` when given, else from the map's WDT (``wdt`` path,
-    the WDT beside the file, or the data source's); without a WDT, 4-bit alpha is assumed.
+    the WDT beside the file, or the data source's); without a WDT, from the tile (:func:`read_adt`).
     Returns (tile, raw bytes, source description).
     """
     wdt_bytes = wdt_name = None
@@ -106,13 +120,12 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
             wdt_name = wdt_game_path(map_name)
             wdt_bytes = source.read(wdt_name)
     wdt_info = None
-    if big_alpha is None:
-        big_alpha = False
-        if wdt_bytes is not None:
-            w = WdtFile.from_bytes(wdt_bytes, wdt_name)
-            big_alpha = w.big_alpha
-            wdt_info = {"path": wdt_name, "flags": w.flags, "big_alpha": w.big_alpha, "tiles": int(w.main.sum())}
-    t = AdtTile.from_bytes(raw, name, big_alpha=big_alpha, doodad_map_msb_first=doodad_map_msb_first)
+    if big_alpha is None and wdt_bytes is not None:
+        w = WdtFile.from_bytes(wdt_bytes, wdt_name)
+        big_alpha = w.big_alpha
+        wdt_info = {"path": wdt_name, "flags": w.flags, "big_alpha": w.big_alpha, "tiles": int(w.main.sum())}
+    t = read_adt(raw, name, big_alpha, doodad_map_msb_first=doodad_map_msb_first)
+    big_alpha = t.big_alpha
     return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
 
 

@@ -1,7 +1,8 @@
 """The tiles an export reads: loose ADT files or a map of a data source, each with its baked bundle.
 
-Inputs mirror ``wowgrass bake``: ADT files (tables from ``data`` or ``dbc_dir``), or ``data`` +
-map name + tile ranges (default: every tile the WDT lists), or nothing at all (the sample world).
+Inputs mirror ``wowgrass bake``: ADT files (tables from ``data`` or ``dbc_dir``, else beside or
+above the files), or ``data`` + map name + tile ranges (default: every tile of the map present,
+:mod:`wowgrass.maps`; tables from ``dbc_dir`` when given), or nothing at all (the sample world).
 Bundles come from the cache when valid, else they are baked first.
 """
 
@@ -22,6 +23,7 @@ class ExportSource:
     tiles: list[TileInput]
     read: Callable[[str], bytes] | None  # models and textures (None: tables only)
     data: object = None  # an open GameData to close
+    note: str | None = None  # a partial extract's "note: ..." (the WDT lists tiles the data lacks)
 
     def close(self):
         if self.data is not None:
@@ -30,16 +32,16 @@ class ExportSource:
 
 def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ranges=None, build=None,
                placement="coverage", constants=None, force=False, on_tile=None) -> ExportSource:
-    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, map_tiles, sample_tables_for
-    from wowgrass.data import choose_map, open_data
-    from wowgrass.formats.adt import AdtTile
-    from wowgrass.tiles import adt_game_path, load_tile, select_tiles, tile_from_name
+    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, tables_for
+    from wowgrass.data import open_data
+    from wowgrass.maps import choose_map, map_tiles
+    from wowgrass.tiles import adt_game_path, load_tile, read_adt, tile_from_name
 
     if adt_files:
         if ranges:
             raise UsageError("--tile is for a map (--data, --map), not for ADT files")
-        if not data_path and not dbc_dir:  # the sample world's tiles only: a real ADT needs its tables
-            data_path = sample_tables_for(adt_files[0])
+        if not data_path and not dbc_dir:  # the sample world's, or tables beside or above the file
+            data_path, dbc_dir = tables_for(adt_files[0])
         data = open_data(data_path, build=build) if data_path else None
         tiles = []
         for f in adt_files:
@@ -52,23 +54,21 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
         name = map_name or tile_from_name(Path(adt_files[0]))[0]
         return ExportSource(name, tiles, data.read if data else None, data)
 
-    if dbc_dir:
-        raise UsageError("--dbc is for ADT files; a map reads its tables from --data")
     if data_path is None:
         data_path, sample_map = default_data()
         map_name = map_name or sample_map
     data = open_data(data_path, build=build)
     try:
         map_name = choose_map(data, map_name)
-        listed, big_alpha = map_tiles(data, map_name, None)
-        wanted = select_tiles(listed, ranges, map_name)
-        catalog = load_catalog(data=data, build=build or data.build)
+        mt = map_tiles(data, map_name, ranges)
+        wanted, big_alpha = mt.tiles, mt.big_alpha
+        catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
         models = ModelTable(data.read)
         tiles = []
         for col, row in wanted:
             name = adt_game_path(map_name, col, row)
             raw = data.read(name)
-            adt = AdtTile.from_bytes(raw, name, big_alpha=big_alpha)
+            adt = read_adt(raw, name, big_alpha)
             res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants,
                             models=models, big_alpha=big_alpha, adt_path=name, tile=adt, force=force)
             tiles.append(TileInput(adt, Path(res.path)))
@@ -77,4 +77,4 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
     except BaseException:
         data.close()
         raise
-    return ExportSource(map_name, tiles, data.read, data)
+    return ExportSource(map_name, tiles, data.read, data, mt.note())

@@ -47,6 +47,7 @@ class ExportSummary:
     meshes: int = 0
     nodes: int = 0
     stand_ins: list = field(default_factory=list)  # grass models drawn as stand-ins
+    missing_grass: list = field(default_factory=list)  # grass models left out (placeholders off)
     missing_doodads: list = field(default_factory=list)
     missing_textures: list = field(default_factory=list)
     instancing: str = "ext"
@@ -145,9 +146,10 @@ def scene_origin(tiles: list[TileInput]) -> np.ndarray:
 
 def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *, map_name: str,
                  instancing: str = "ext", texture_size: int = 1024, origin: str = "centre",
-                 doodads: bool = True, grass: bool = True, terrain: bool = True,
+                 doodads: bool = True, grass: bool = True, terrain: bool = True, placeholders: bool = True,
                  progress: Callable[[str], None] | None = None) -> tuple[bytes, ExportSummary]:
-    """The .glb bytes of ``tiles`` and what went into them."""
+    """The .glb bytes of ``tiles`` and what went into them. Grass models the data lacks are
+    stand-in clumps (``placeholders``, as the viewer draws them) or left out."""
     if instancing not in INSTANCING_MODES:
         raise UsageError(f"instancing must be one of {', '.join(INSTANCING_MODES)}")
     if origin not in ORIGINS:
@@ -161,7 +163,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
     s = ExportSummary(instancing=instancing, origin=[float(v) for v in o])
     root = b.node(map_name, translation=to_gltf(o)[0] if origin == "world" else None,
                   extras={"wow_origin": s.origin, "wow_axes": "glTF +X north, +Y up, +Z east"})
-    stand_ins, missing_doodads, missing_tex = set(), set(), set()
+    stand_ins, missing_doodads, missing_tex, missing_grass = set(), set(), set(), set()
     for t in tiles:
         col, row = t.adt.col, t.adt.row
         s.tiles.append([col, row])
@@ -201,6 +203,9 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
                     if len(m) == 0:
                         continue
                     mesh = lib.m2(m.path) if m.info.present else None
+                    if mesh is None and not placeholders:
+                        missing_grass.add(m.path)
+                        continue
                     if mesh is None:
                         stand_ins.add(m.path)
                         mesh = lib.stand_in()
@@ -214,6 +219,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
     data = b.glb()
     s.meshes, s.nodes, s.bytes = len(b.doc.meshes), len(b.doc.nodes), len(data)
     s.stand_ins, s.missing_doodads, s.missing_textures = sorted(stand_ins), sorted(missing_doodads), sorted(missing_tex)
+    s.missing_grass = sorted(missing_grass)
     return data, s
 
 

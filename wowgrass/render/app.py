@@ -42,7 +42,7 @@ class ViewOptions:
     doodads: bool = True
     terrain: bool = True
     stats: bool = False
-    placeholders: bool = False  # draw grass models missing from the data as stand-in clumps
+    placeholders: bool = True  # draw grass models missing from the data as stand-in clumps (as export does)
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
     lod_colors: bool = False  # colour the terrain by LOD level
     grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid_tiles)
@@ -63,6 +63,7 @@ class ViewOptions:
     cpu_instances: bool = False  # procedural: the lesson's per-frame CPU placement and upload
     meadow_settings: object = field(default=None, repr=False)  # procedural: a MeadowSettings (None: defaults)
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
+    files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
 
 
 
@@ -144,6 +145,8 @@ def open_source(opts: ViewOptions):
     else:
         data = open_data(opts.data, build=opts.build)
         map_name = opts.map_name
+    for game_path, file in (opts.files or {}).items():
+        data.add_file(game_path, file)
     try:
         map_name = choose_map(data, map_name)
         src = GameSource(data, map_name, tiles=opts.tiles, placement=opts.placement,
@@ -192,6 +195,8 @@ def open_scene(target, src, opts: ViewOptions, say):
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
                   grid_draw=opts.grid_draw)
+    if src.note:   # a partial extract: the WDT lists tiles the data lacks
+        say(src.note)
     say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
         f"(baked on demand, cached in {_cache()})")
     return scene
@@ -243,15 +248,16 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
 def report_missing(scene, opts: ViewOptions, say) -> None:
     """One line each for the grass models, doodad models and textures the data lacks."""
     if scene.missing_grass_models:
-        how = "drawn as straw-coloured stand-ins" if opts.placeholders else "not drawn (--placeholders shows them)"
-        say(f"missing grass models ({len(scene.missing_grass_models)}, {how}): "
+        how = ("drawn as straw-coloured stand-ins; --no-placeholders leaves them out" if opts.placeholders
+               else "not drawn")
+        say(f"note: missing grass models ({len(scene.missing_grass_models)}, {how}): "
             + ", ".join(sorted(scene.missing_grass_models)))
     if scene.missing_doodad_models:
         names = sorted(scene.missing_doodad_models)
-        say(f"missing doodad models ({len(names)}, not drawn): " + ", ".join(names[:5])
+        say(f"note: missing doodad models ({len(names)}, not drawn): " + ", ".join(names[:5])
             + (f", ... (--json lists all {len(names)})" if len(names) > 5 else ""))
     if scene.missing_textures:
-        say(f"missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
+        say(f"note: missing textures ({len(scene.missing_textures)}, drawn in a flat colour)")
 
 
 def last_frame_stats(viewer, opts: ViewOptions):

@@ -80,3 +80,23 @@ def ground_effect_doodad(build: str) -> bytes:
         if not wotlk:
             rows[i]["DoodadIdTag"] = doodad_tag(i)
     return write_dbc(rows, bytes(sb))
+
+
+# Map.dbc rows: the sample map, and two maps a client's table names that the sample does not hold
+# (as a real table names maps an extract lacks: their WDTs are looked up and not found).
+MAP_ID = 9001
+MAPS = ((0, "Azeroth", "Eastern Kingdoms"), (1, "Kalimdor", "Kalimdor"), (MAP_ID, "WowgrassSample", "Wowgrass Sample"))
+
+
+def map_table(build: str) -> bytes:
+    """Map.dbc bytes in ``build``'s layout (WoWDBDefs Map.dbd: ID, Directory, ..., MapName_lang): the
+    fields the sample has no use for are 0."""
+    from wowgrass.maps import DIRECTORY_FIELD, ID_FIELD, MAP_FIELDS, MAP_NAME_FIELD
+
+    rows = np.zeros((len(MAPS), MAP_FIELDS[build]), "<u4")
+    sb = StringBlock()
+    for i, (map_id, directory, name) in enumerate(MAPS):
+        rows[i, ID_FIELD] = map_id
+        rows[i, DIRECTORY_FIELD] = sb.add(directory)
+        rows[i, MAP_NAME_FIELD[build]] = sb.add(name)
+    return write_dbc(rows, bytes(sb))

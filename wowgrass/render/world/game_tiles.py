@@ -10,10 +10,8 @@ the data lacks are reported, never fatal: the rest of the tile is drawn.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import threading
-from pathlib import Path
 
 import numpy as np
 
@@ -37,8 +35,7 @@ class GameSource:
     def __init__(self, data, map_name: str, *, tiles=None, placement: str = "coverage", build: str | None = None,
                  dbc_dir=None, grass_path: str = "instanced"):
         from wowgrass.bake import ModelTable, load_catalog
-        from wowgrass.formats.wdt import WdtFile
-        from wowgrass.tiles import adt_game_path, wdt_game_path
+        from wowgrass.maps import map_tiles
 
         self.data, self.map = data, map_name
         self.name = f"{map_name} ({data.root})"
@@ -46,28 +43,12 @@ class GameSource:
         self.catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
         self.model_table = ModelTable(data.read)
         self._lock = threading.Lock()  # GameData and the model table are not promised to be thread-safe
-        wpath = wdt_game_path(map_name)
-        if data.exists(wpath):
-            wdt = WdtFile.from_bytes(data.read(wpath), wpath)
-            listed = sorted(wdt.tiles())
-            self.big_alpha = bool(wdt.big_alpha)
-            # a WDT may list tiles an extract lacks: keep those the data has
-            listed = [t for t in listed if data.exists(adt_game_path(map_name, *t))]
-        else:  # a loose folder of ADTs without their WDT
-            pat = f"world\\maps\\{map_name}\\{map_name}_*_*.adt".lower()
-            listed = []
-            for n in data.list("*"):
-                if fnmatch.fnmatch(n.lower().replace("/", "\\"), pat):
-                    stem = Path(n.replace("\\", "/")).stem
-                    c, r = stem.rsplit("_", 2)[-2:]
-                    listed.append((int(c), int(r)))
-            self.big_alpha = False
-        if not listed:
-            raise UsageError(f"map {map_name!r} has no tiles in {data.root}")
-        if tiles is not None:  # (col, row) pairs or ((c0, c1), (r0, r1)) ranges, as --tile gives them
-            from wowgrass.tiles import select_tiles
-
-            listed = sorted(select_tiles(listed, tiles, map_name))
+        # the ADTs present: those the WDT lists that the data has, or without a WDT the ADT files
+        # (wowgrass.maps, as bake and export read a map); --tile selects among them
+        mt = map_tiles(data, map_name, tiles)
+        self.big_alpha = mt.big_alpha   # None without a WDT: each tile as it parses
+        self.note = mt.note()
+        listed = mt.tiles
         self.tiles = listed
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
         self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid_tiles)
@@ -87,12 +68,11 @@ class GameSource:
             return None
 
     def _adt(self, col: int, row: int):
-        from wowgrass.formats.adt import AdtTile
-        from wowgrass.tiles import adt_game_path
+        from wowgrass.tiles import adt_game_path, read_adt
 
         name = adt_game_path(self.map, col, row)
         raw = self._read(name)
-        return name, raw, AdtTile.from_bytes(raw, name, big_alpha=self.big_alpha)
+        return name, raw, read_adt(raw, name, self.big_alpha)
 
     def _textures(self, adt) -> dict:
         textures = {}
