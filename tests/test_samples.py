@@ -19,7 +19,7 @@ from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.mpq import MpqArchive
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.samples import (
-    MAP_NAME, adt_path, archive_layout, build_sample_world, sample_data_path, sample_root, wdt_path,
+    MAP_NAME, SAMPLE_VERSION, adt_path, archive_layout, build_sample_world, sample_data_path, sample_root, wdt_path,
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
@@ -282,7 +282,7 @@ def test_sample_cli_help_build_path_and_errors(tmp_path):
     r = runner.invoke(cli, ["sample", "path", "--tiles", "1x1", "--seed", "5", "--json"])
     assert r.exit_code == 0
     p = json.loads(r.stdout)
-    assert p["exists"] is False and p["data"].endswith(os.path.join("3.3.5-1x1-5-v1", "Data"))
+    assert p["exists"] is False and p["data"].endswith(os.path.join(f"3.3.5-1x1-5-v{SAMPLE_VERSION}", "Data"))
     r = runner.invoke(cli, ["sample", "build", "--tiles", "1x1", "--seed", "5"])
     assert r.exit_code == 0, r.output
     assert Path(r.stdout.split()[0]).is_dir()

@@ -17,18 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wowgrass.errors import FormatError, UsageError, WowgrassError
-from wowgrass.tiles import adt_game_path, wdt_game_path
 
 log = logging.getLogger(__name__)
 
 MAP_TABLE = "DBFilesClient\\Map.dbc"
-# Map.dbc's fields per build (WoWDBDefs Map.dbd): ID is field 0 and Directory (a string) field 1 in
-# all three; the counts tell a table's build apart and let the sample world write a real layout.
-MAP_FIELDS = {"1.12": 42, "2.4.3": 125, "3.3.5": 66}
-MAP_NAME_FIELD = {"1.12": 4, "2.4.3": 4, "3.3.5": 5}   # MapName_lang's first (enUS) slot
+# ID is field 0 and Directory (a string) field 1 in the Map.dbc of every build here (the layouts:
+# formats.dbc.MAP_LAYOUTS); only those two are read, so a table of another build reads too.
 ID_FIELD, DIRECTORY_FIELD = 0, 1
 
 Warn = Callable[[str], None]
+
+
+def wdt_game_path(map_name: str) -> str:
+    return f"World\\Maps\\{map_name}\\{map_name}.wdt"
+
+
+def adt_game_path(map_name: str, col: int, row: int) -> str:
+    return f"World\\Maps\\{map_name}\\{map_name}_{col}_{row}.adt"
 
 
 def _row_major(tiles) -> list[tuple[int, int]]:
@@ -194,4 +199,4 @@ def map_tiles(data, map_name: str, ranges=None, *, need_tiles: bool = True) -> M
     return out
 
 
-__all__ = ["MAP_TABLE", "MapTiles", "choose_map", "list_maps", "map_directories", "map_tiles", "read_map_table"]
+__all__ = ["MAP_TABLE", "MapTiles", "adt_game_path", "choose_map", "list_maps", "map_directories", "map_tiles", "read_map_table", "wdt_game_path"]

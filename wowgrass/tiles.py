@@ -18,18 +18,11 @@ from wowgrass.errors import UsageError
 from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
+from wowgrass.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
 from wowgrass.paths import find_file
 
 IMAGE_KINDS = ("height", "layers", "effects", "mask")
 _TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
-
-
-def adt_game_path(map_name: str, col: int, row: int) -> str:
-    return f"World\\Maps\\{map_name}\\{map_name}_{col}_{row}.adt"
-
-
-def wdt_game_path(map_name: str) -> str:
-    return f"World\\Maps\\{map_name}\\{map_name}.wdt"
 
 
 def parse_tile_arg(text: str) -> tuple[int, int]:

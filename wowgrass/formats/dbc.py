@@ -48,6 +48,14 @@ MAX_RECORD_SIZE = 1 << 16
 
 GROUND_EFFECT_TEXTURE = "GroundEffectTexture"
 GROUND_EFFECT_DOODAD = "GroundEffectDoodad"
+MAP = "Map"
+
+# Map.dbc, which wowgrass reads for its Directory column (the client's list of maps). No .dbd ships
+# for it: the layout is written here, its field counts and the positions of the named fields read
+# from WoWDBDefs' Map.dbd (1.12.1.5875, 2.4.3.8606, 3.3.5.12340). ID is field 0 and Directory field 1
+# in all three; the fields wowgrass has no use for stay numbered. build -> (fields, MapName_lang's
+# first field, locales in a locstring)
+MAP_LAYOUTS = {"1.12": (42, 4, 8), "2.4.3": (125, 4, 16), "3.3.5": (66, 5, 16)}
 
 # Sizes documented in formats.md §3.2/§3.3, checked against the .dbd-derived dtypes below.
 DOCUMENTED_RECORD_SIZES = {
@@ -118,10 +126,28 @@ class DbcSchema:
         return out
 
 
+def _map_schema(short: str) -> DbcSchema:
+    if short not in MAP_LAYOUTS:
+        raise UnsupportedError(f"no Map.dbc layout for build {short} (have: {', '.join(MAP_LAYOUTS)})")
+    count, name_at, locales = MAP_LAYOUTS[short]
+    fields = [("ID", "<i4"), ("Directory", "<u4"), ("InstanceType", "<i4")]
+    fields += [(f"field{i}", "<u4") for i in range(3, name_at)]
+    fields += [("MapName_lang", "<u4", (locales,)), ("MapName_lang_flags", "<u4")]
+    fields += [(f"field{i}", "<u4") for i in range(name_at + locales + 1, count)]
+    return DbcSchema(MAP, short, BUILDS[short], np.dtype(fields), ("Directory", "MapName_lang"), "ID")
+
+
+def schema_tables() -> tuple[str, ...]:
+    """Tables with a schema: the vendored .dbd files, and Map."""
+    return tuple(sorted(set(dbd.vendored_tables()) | {MAP}))
+
+
 @functools.lru_cache(maxsize=None)
 def schema_for(table: str, build: str) -> DbcSchema:
     """The schema of ``table`` in ``build`` from the vendored .dbd (UnsupportedError if none)."""
     short = normalize_build(build)
+    if table.lower() == MAP.lower():
+        return _map_schema(short)
     definition_file = dbd.load_dbd(table)
     full = dbd.parse_build(BUILDS[short])
     d = definition_file.definition_for(full)
@@ -457,7 +483,7 @@ def detect_schema(dbc: DbcFile, table: str | None = None, build: str | None = No
             det.notes.append(f"the data source says {short}; the table's layout says {det.build}")
         return det
     table = table or (table_name(dbc.path) if dbc.path else None)
-    known = {t.lower(): t for t in dbd.vendored_tables()}
+    known = {t.lower(): t for t in schema_tables()}
     canonical = known.get((table or "").lower())
     if canonical is None:
         return Detection(table, None, None, "no vendored .dbd for this table" if table else "table name unknown")

@@ -89,14 +89,12 @@ MAPS = ((0, "Azeroth", "Eastern Kingdoms"), (1, "Kalimdor", "Kalimdor"), (MAP_ID
 
 
 def map_table(build: str) -> bytes:
-    """Map.dbc bytes in ``build``'s layout (WoWDBDefs Map.dbd: ID, Directory, ..., MapName_lang): the
-    fields the sample has no use for are 0."""
-    from wowgrass.maps import DIRECTORY_FIELD, ID_FIELD, MAP_FIELDS, MAP_NAME_FIELD
-
-    rows = np.zeros((len(MAPS), MAP_FIELDS[build]), "<u4")
+    """Map.dbc bytes in ``build``'s layout (ID, Directory, ..., MapName_lang: formats.dbc.MAP_LAYOUTS);
+    the fields the sample has no use for are 0."""
+    rows = np.zeros(len(MAPS), schema_for("Map", build).dtype)
     sb = StringBlock()
     for i, (map_id, directory, name) in enumerate(MAPS):
-        rows[i, ID_FIELD] = map_id
-        rows[i, DIRECTORY_FIELD] = sb.add(directory)
-        rows[i, MAP_NAME_FIELD[build]] = sb.add(name)
+        rows[i]["ID"] = map_id
+        rows[i]["Directory"] = sb.add(directory)
+        rows[i]["MapName_lang"][0] = sb.add(name)      # enUS
     return write_dbc(rows, bytes(sb))
