@@ -134,7 +134,8 @@ def _echo_modf(mf: dict) -> None:
 @adt.command()
 @tile_source
 @click.option("--kind", type=click.Choice(["height", "layers", "effects", "mask", "grass"]), default="height",
-              show_default=True, help="height: shaded relief; layers: textures blended by alpha; "
+              show_default=True, help="height: shaded relief, green lowlands to snowy peaks over the tile's range "
+              "(blue below sea level), bands in yards as the legend; layers: textures blended by alpha; "
               "effects: effectId per cell; mask: noEffectDoodad cells and holes; grass: a dot per placed "
               "grass instance, coloured by model, over the relief (needs the tables: --data or --dbc).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
@@ -157,12 +158,20 @@ def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_js
     else:
         if dbc_dir:
             raise UsageError("--dbc is for --kind grass")
-        rgb, legend = tile_image(tile, kind, size), image_legend(tile, kind)
+        rgb, legend = tile_image(tile, kind, size), image_legend(tile, kind, size)
     path = write_image(out, rgb)
+    heights = None
+    if kind == "height":
+        heights = {"min": float(tile.abs_heights.min()), "max": float(tile.abs_heights.max()), "unit": "yards",
+                   "sea_level": 0.0}
     if as_json:
-        echo_json({"file": str(path), "kind": kind, "size": [size, size], "source": source["path"], "legend": legend})
+        echo_json({"file": str(path), "kind": kind, "size": [size, size], "source": source["path"], "legend": legend,
+                   **({"height": heights} if heights else {})})
         return
     note(f"wrote {path} ({size}×{size}, {kind}) from {source['path']}")
+    if heights:
+        click.echo(f"  heights {heights['min']:.1f} .. {heights['max']:.1f} yd (land ramp above sea level 0, "
+                   "blue below it)")
     for item in legend:  # what the colours mean
         click.echo(f"  {item['rgb']}  {item['label']}  ({plural(item['count'], item['unit'].rstrip('s'))})")
 

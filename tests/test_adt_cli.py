@@ -152,3 +152,47 @@ def test_errors(tmp_path):
     out = tmp_path / "x.png"
     r = CliRunner().invoke(cli, ["adt", "image", str(bad), "-o", str(out)])
     assert r.exit_code == 2 and not out.exists()
+
+
+def _blueish(img, where=None):
+    img = img.astype(int)
+    blue = (img[..., 2] > img[..., 0] + 25) & (img[..., 2] > img[..., 1] + 10)
+    return blue if where is None else blue[where]
+
+
+@pytest.mark.realdata
+def test_height_image_is_a_terrain_ramp_with_a_legend_in_yards(realdata, tmp_path):
+    """Issue 25: a mountain tile (170.9 .. 445.8 yd) looked like sea (the ramp started at deep blue)."""
+    out = tmp_path / "h.png"
+    r = run("adt", "image", str(realdata / "adt" / "Azeroth_38_46.adt"), "--kind", "height", "--size", "256",
+            "-o", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.stdout)
+    assert js["height"]["unit"] == "yards"
+    assert js["height"]["min"] == pytest.approx(170.881, abs=0.01) and js["height"]["max"] == pytest.approx(445.756, abs=0.01)
+    legend = js["legend"]
+    assert len(legend) >= 3 and all(item["label"].endswith(" yd") for item in legend)
+    assert legend[0]["label"].startswith("170.9") and legend[-1]["label"].endswith("445.8 yd")
+    assert sum(item["count"] for item in legend) == 256 * 256
+    img = np.asarray(Image.open(out))
+    assert _blueish(img).mean() == 0               # no sea on a mountain
+    text = run("adt", "image", str(realdata / "adt" / "Azeroth_38_46.adt"), "--kind", "height", "--size", "256",
+               "-o", str(out)).stdout
+    assert "170.9" in text and "445.8 yd" in text
+
+
+@pytest.mark.realdata
+def test_height_image_is_blue_only_below_sea_level(realdata, tmp_path):
+    from wowgrass.tiles import load_tile
+
+    adt = realdata / "adt" / "continent4229.adt"      # -515 .. 263 yd: a coast
+    out = tmp_path / "c.png"
+    r = run("adt", "image", str(adt), "--kind", "height", "--size", "128", "-o", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    img = np.asarray(Image.open(out))
+    t = load_tile(adt)[0]
+    from wowgrass.tiles import height_picture_z
+
+    z = height_picture_z(t, 128)
+    blue = _blueish(img)
+    assert blue[z < -5].mean() > 0.95 and blue[z > 5].mean() < 0.02

@@ -249,14 +249,49 @@ def _hillshade(z: np.ndarray, pixel_yards: float) -> np.ndarray:
     return np.clip(n @ light, 0, 1)
 
 
-_TERRAIN_RAMP = np.array([[40, 70, 140], [70, 140, 90], [150, 170, 90], [160, 120, 70], [235, 235, 235]], float)
+# Land from low to high (greens, dry grass, earth, rock, snow) over the tile's range above sea level,
+# and blues below it (sea level is 0 in the clients' worlds: the oceans' MH2O height): a mountain
+# tile never looks like sea, and a coast shows where the water is.
+_LAND_RAMP = np.array([[72, 128, 62], [134, 160, 84], [176, 158, 100], [146, 112, 80], [132, 126, 122],
+                       [242, 242, 244]], float)
+_SEA_RAMP = np.array([[18, 42, 96], [46, 96, 160], [96, 150, 196]], float)
+SEA_LEVEL = 0.0
 
 
-def _ramp(v: np.ndarray) -> np.ndarray:
-    v = np.clip(v, 0, 1) * (len(_TERRAIN_RAMP) - 1)
-    i = np.minimum(v.astype(int), len(_TERRAIN_RAMP) - 2)
+def _ramp(v: np.ndarray, ramp: np.ndarray = _LAND_RAMP) -> np.ndarray:
+    v = np.clip(v, 0, 1) * (len(ramp) - 1)
+    i = np.minimum(v.astype(int), len(ramp) - 2)
     f = (v - i)[..., None]
-    return _TERRAIN_RAMP[i] * (1 - f) + _TERRAIN_RAMP[i + 1] * f
+    return ramp[i] * (1 - f) + ramp[i + 1] * f
+
+
+def height_colours(z: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """RGB (float) of heights ``z`` (yards) on a tile spanning ``lo`` .. ``hi``: the land ramp over the
+    part above sea level, the sea ramp (deep to shallow) below it."""
+    z = np.asarray(z, np.float64)
+    land_lo = max(lo, SEA_LEVEL)
+    land = _ramp((z - land_lo) / max(hi - land_lo, 1e-6))
+    sea = _ramp((z - lo) / max(min(hi, SEA_LEVEL) - lo, 1e-6), _SEA_RAMP)
+    return np.where((z < SEA_LEVEL)[..., None], sea, land)
+
+
+def height_picture_z(t: AdtTile, size: int) -> np.ndarray:
+    """The terrain height (yards) at each pixel centre of a size×size picture of the tile."""
+    return _relief(t, size)[0]
+
+
+def height_bands(t: AdtTile) -> list[tuple[float, float]]:
+    """The legend's height bands (yards): four over the land range, two under the sea."""
+    lo, hi = float(t.abs_heights.min()), float(t.abs_heights.max())
+    out = []
+    if lo < SEA_LEVEL:
+        top = min(hi, SEA_LEVEL)
+        out += [(float(a), float(b)) for a, b in zip(np.linspace(lo, top, 3)[:-1], np.linspace(lo, top, 3)[1:])]
+    if hi > SEA_LEVEL or lo >= SEA_LEVEL:
+        base = max(lo, SEA_LEVEL)
+        edges = np.linspace(base, hi, 5) if hi > base else np.array([base, hi])
+        out += [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
+    return out
 
 
 def _relief(t: AdtTile, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -268,7 +303,8 @@ def _relief(t: AdtTile, size: int) -> tuple[np.ndarray, np.ndarray]:
 def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray:
     """A (size, size, 3) uint8 RGB picture of the tile, north up, east right.
 
-    ``height``: shaded relief coloured by height; ``layers``: texture colours blended by the
+    ``height``: shaded relief coloured by height, a land ramp above sea level (0) over the tile's
+    range and blues below it (:func:`image_legend` gives the bands in yards); ``layers``: texture colours blended by the
     alpha maps; ``effects``: each cell coloured by the effectId its doodadMapping layer selects
     (dark where there is none); ``mask``: noEffectDoodad cells red, holes black, over the relief.
     """
@@ -287,8 +323,8 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
 
     if kind == "height":
         z, shade = _relief(t, size)
-        lo, hi = (float(v) for v in np.percentile(z, [1, 99]))
-        rgb = _ramp((z - lo) / max(hi - lo, 1e-6)) * (0.45 + 0.55 * shade[..., None])
+        lo, hi = float(t.abs_heights.min()), float(t.abs_heights.max())
+        rgb = height_colours(z, lo, hi) * (0.55 + 0.45 * shade[..., None])
         return np.clip(rgb, 0, 255).astype(np.uint8)
     if kind == "layers":
         tex = np.where(t.layer_texture >= 0, t.layer_texture, -1)
@@ -320,10 +356,24 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
     return _grid_lines(np.clip(rgb, 0, 255).astype(np.uint8))
 
 
-def image_legend(t: AdtTile, kind: str) -> list[dict]:
-    """What the colours of :func:`tile_image` stand for: ``[{"label", "rgb", "count"}]``."""
+def image_legend(t: AdtTile, kind: str, size: int = 1024) -> list[dict]:
+    """What the colours of :func:`tile_image` stand for: ``[{"label", "rgb", "count", "unit"}]``
+    (``height``: bands in yards, the pixels of a ``size`` picture in each)."""
     def hexrgb(c):
         return "#%02x%02x%02x" % tuple(int(v) for v in c)
+
+    if kind == "height":
+        lo, hi = float(t.abs_heights.min()), float(t.abs_heights.max())
+        z = np.clip(height_picture_z(t, size), lo, hi)
+        bands = height_bands(t)
+        out = []
+        for k, (a, b) in enumerate(bands):
+            last = k == len(bands) - 1
+            n = int(((z >= a) & ((z <= b) if last else (z < b))).sum())
+            mid = height_colours(np.array([(a + b) / 2]), lo, hi)[0]
+            out.append({"label": f"{a:.1f} .. {b:.1f} yd", "rgb": hexrgb(mid), "count": n, "unit": "pixels",
+                        "below_sea_level": b <= SEA_LEVEL and a < SEA_LEVEL})
+        return out
 
     if kind == "layers":
         used = t.layer_texture[t.layer_texture >= 0]
