@@ -166,6 +166,7 @@ class Scene:
         self._done: queue.Queue = queue.Queue()
         self._threaded = threaded
         self._worker = None
+        self._closing = False
         if threaded:
             self._worker = threading.Thread(target=self._work, name="wowgrass-tiles", daemon=True)
             self._worker.start()
@@ -227,7 +228,8 @@ class Scene:
 
     def _work(self):
         while (req := self._requests.get()) is not None:
-            self._prepare_into_done(*req)
+            if not self._closing:   # released: what is still queued is not loaded
+                self._prepare_into_done(*req)
 
     # -- GL side --
     @property
@@ -474,8 +476,13 @@ class Scene:
         return float(t.adt.heights_at(int(ch), x, y))
 
     def release(self):
+        """Stop the worker (the tile it is loading finishes, nothing queued starts) and wait for it,
+        so no load reads the data source after the caller closes it; then free the GL objects."""
         if self._worker is not None:
+            self._closing = True
             self._requests.put(None)
+            self._worker.join()
+            self._worker = None
         self._steps.clear()
         for key in list(self.tiles):
             self._unload(key)
