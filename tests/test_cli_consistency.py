@@ -512,3 +512,19 @@ def test_doctor_wants_tables_and_wdts_that_parse(world, tmp_path):
         data = next(c for c in json.loads(proc.stdout)["checks"] if c["check"] == "data")
         assert proc.returncode == 1 and not data["ok"], (rel, data)
         assert Path(rel).name in data["detail"], (rel, data)
+
+
+def test_a_camera_off_the_map_or_under_the_ground_is_warned_about(world, tmp_path, egl):
+    base = ["view", "--data", world, "--tile", "31:32,32", "--size", "48x32", "--samples", 0, "-o", tmp_path / "c.png"]
+    res = run(*base, "--camera", "100000,100000")
+    assert res.exit_code == 0, res.output
+    warning = [x for x in res.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warning) == 1 and "no tile" in warning[0] and "31,32" in warning[0], res.stderr
+    from wowgrass.render.world.streaming import tiles_centre
+
+    x, y = tiles_centre([(31, 32)])
+    res = run(*base, "--camera", f"{x:.0f},{y:.0f},-500")
+    assert res.exit_code == 0, res.output
+    assert "under the ground" in res.stderr and "warning:" in res.stderr, res.stderr
+    res = run(*base, "--camera", f"{x:.0f},{y:.0f}")              # X,Y alone: eye height, no warning
+    assert res.exit_code == 0 and "warning:" not in res.stderr, res.stderr

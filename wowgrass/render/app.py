@@ -207,10 +207,13 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
     (offscreen: the whole far view too) and a :class:`~wowgrass.render.viewer.Viewer` with the
     options' toggles."""
     from .viewer import Toggles, Viewer
-    from .world.firstframe import default_camera
+    from .world.firstframe import camera_warnings, default_camera
 
     camera = default_camera(scene, src, camera=opts.camera, target=opts.target)
     scene.update(camera.position, block=True, block_far=not mode.window)
+    if opts.camera is not None:   # a frame of sky or of the underside of the ground: say why
+        for line in camera_warnings(scene, src, camera.position):
+            (opts.log or (lambda s: print(s, file=sys.stderr)))(line)
     toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe)

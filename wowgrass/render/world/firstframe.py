@@ -152,6 +152,32 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
     return cam
 
 
+def camera_warnings(scene, source, position) -> list[str]:
+    """``warning: ...`` lines for a camera that shows nothing of the map: over no tile of it (say
+    where its tiles are), or under the ground of the tile it is over."""
+    from .streaming import tile_of, tiles_centre
+    from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
+
+    x, y, z = (float(v) for v in position)
+    tiles = sorted(source.tiles, key=lambda t: (t[1], t[0]))
+    if not tiles:
+        return []
+    if tile_of(x, y) not in set(tiles):
+        cols, rows = [c for c, _ in tiles], [r for _, r in tiles]
+        x_lo, x_hi = ZEROPOINT - (max(rows) + 1) * TILE_SIZE, ZEROPOINT - min(rows) * TILE_SIZE
+        y_lo, y_hi = ZEROPOINT - (max(cols) + 1) * TILE_SIZE, ZEROPOINT - min(cols) * TILE_SIZE
+        cx, cy = tiles_centre([tiles[0]])
+        return [f"warning: the camera ({x:.0f}, {y:.0f}) is over no tile of {getattr(source, 'map', 'the map')}: "
+                f"its {len(tiles)} tile(s) span X {x_lo:.0f}..{x_hi:.0f}, Y {y_lo:.0f}..{y_hi:.0f} (columns "
+                f"{min(cols)}..{max(cols)}, rows {min(rows)}..{max(rows)}); e.g. --camera {cx:.0f},{cy:.0f} stands "
+                f"on tile {tiles[0][0]},{tiles[0][1]}"]
+    ground = scene.ground_height(x, y)
+    if ground is not None and z < ground:
+        return [f"warning: the camera is {ground - z:.1f} yards under the ground (at ({x:.0f}, {y:.0f}) the "
+                f"ground is at {ground:.1f}): give a Z above it, or X,Y alone to stand at eye height"]
+    return []
+
+
 def grassiest_heading(scene, x: float, y: float, radius: float = 60.0, bins: int = 16) -> float:
     """Yaw (radians) towards the most resident grass within ``radius`` of (x, y); 30 deg if none."""
     pts = scene.grass.sample_xy()
