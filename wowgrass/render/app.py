@@ -271,7 +271,7 @@ def last_frame_stats(viewer, opts: ViewOptions):
     return before_frame
 
 
-def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_frame=None) -> dict:
+def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_frame=None, counts=None) -> dict:
     """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line) or render
     ``opts.frames`` offscreen frames after a warm-up and write the last to ``mode.output``; returns
     the figures for the ``--json`` result. ``before_frame(i, n)`` runs before offscreen frame ``i``."""
@@ -298,7 +298,20 @@ def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_fr
             before_frame(i, n)
         frames.append(viewer.render_frame(opts.time + i / 60.0))
     target.ctx.finish()
+    if counts is not None:   # what the GPU drew where only it knows (the meadow's indirect draws)
+        c = counts()
+        frames[-1].instances += int(c.get("instances", 0))
+        frames[-1].triangles += int(c.get("triangles", 0))
     result = summarise_frames(viewer, frames, (_time.perf_counter() - t0) * 1000.0 / n)
+    if viewer.overlay_shown:
+        # the picture's stats line is the console's: the last frame again (same time, same picture)
+        # with the summary's line, which exists only once the frames' GPU times are back
+        viewer.status_fixed = result["stats_line"]
+        viewer.render_frame(opts.time + (n - 1) / 60.0)
+        target.ctx.finish()
+        viewer.drain_gpu_times()
+        viewer.status_fixed = None
+    result["overlay_status"] = viewer.overlay_status
     if mode.output is not None:
         viewer.save_png(mode.output)
         result["file"] = str(Path(mode.output).resolve())
@@ -376,11 +389,20 @@ def run_meadow(opts: ViewOptions, mode: OutputMode, say) -> dict:
                   "split": toggles.split, "shadows": toggles.shadows,
                   "blade_source": "cpu-upload" if meadow.cpu_instances else "gpu-generated",
                   "load_seconds": _time.perf_counter() - t_load}
-        result.update(present(viewer, target, opts, say, mode, keys=MEADOW_KEYS))
+        result.update(present(viewer, target, opts, say, mode, keys=MEADOW_KEYS, counts=meadow_counts(meadow)))
         if not mode.window:
             result.update(meadow.drawn_counts())
             result["upload_bytes_per_frame"] = meadow.upload_bytes
         return result
+
+
+def meadow_counts(meadow):
+    """The meadow's instances (terrain tiles and blades) and triangles of the last frame: its draws
+    are indirect, so only a read of the GPU's draw commands knows them."""
+    def counts() -> dict:
+        c = meadow.drawn_counts()
+        return {"instances": sum(c["tiles_per_lod"]) + c["blades"], "triangles": c["triangles"]}
+    return counts
 
 
 def meadow_viewer(target, meadow: Meadow, camera: Camera, toggles: Toggles | None = None, **kw) -> Viewer:

@@ -37,6 +37,7 @@ class Overlay:
         self.ctx, self.program = ctx, program
         self.vao = ctx.vertex_array(program, [])
         self._textures: dict = {}  # key -> (text, width, texture)
+        self.last_status: str | None = None  # the stats line the last draw showed
 
     def _texture(self, key, text, width, scale):
         old = self._textures.get(key)
@@ -69,6 +70,7 @@ class Overlay:
                 tex = self._texture(("label", i), label, None, scale)
                 x, y = v.rect[0] + 6, v.rect[1] + v.rect[3] - 6 - tex.height
                 items.append((tex, x, y))
+        self.last_status = status or None
         if status:
             tex = self._texture("status", status, w, scale)
             items.append((tex, 0, 0))

@@ -110,6 +110,7 @@ class Viewer:
         self._overlay = None
         self.status = ""  # the stats line the overlay shows
         self.status_every = 0.5  # seconds between its refreshes (a window's; offscreen runs: 0, every frame)
+        self.status_fixed: str | None = None  # shown instead of the live line (an offscreen run's summary)
         self._status_at = -1e9
         self.last_stats: FrameStats | None = None
         self.uniforms = FrameUniforms(self.ctx)
@@ -209,6 +210,16 @@ class Viewer:
         return [self._shadow_pass, self.colour_pass]
 
     @property
+    def overlay_shown(self) -> bool:
+        """Whether frames carry the stats line (a split screen with statistics on)."""
+        return self.toggles.stats and len(self.views) >= 2
+
+    @property
+    def overlay_status(self) -> str | None:
+        """The stats line the last frame's overlay showed (None: no overlay)."""
+        return self._overlay.last_status if self._overlay is not None else None
+
+    @property
     def shadow_map(self):
         """The sun's shadow map (None until shadows were drawn)."""
         return self._shadow_pass.map if self._shadow_pass is not None else None
@@ -226,7 +237,9 @@ class Viewer:
 
             self._overlay = Overlay(self.ctx, load_program(self.ctx, "overlay.glsl"))
         now = _time.perf_counter()
-        if self.toggles.stats and self.last_stats is not None and now - self._status_at >= self.status_every:
+        if self.status_fixed is not None:
+            self.status = self.status_fixed
+        elif self.toggles.stats and self.last_stats is not None and now - self._status_at >= self.status_every:
             self._status_at = now
             self.status = self.last_stats.line()  # the last finished frame's figures
         labels = ["filled" if v.fill == "filled" else "wireframe" for v in self.views]
