@@ -10,6 +10,7 @@ from wowgrass.errors import UsageError
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES
 
 from .common import (
+    PlacementChoice,
     data_option,
     dbc_option,
     echo_json,
@@ -17,7 +18,6 @@ from .common import (
     note,
     output_path,
     parse_tiles,
-    placement_option,
     tile_option,
 )
 
@@ -89,7 +89,19 @@ def _size(text):
 @dbc_option
 @click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
               help="Client build of the data (default: detected).")
-@placement_option
+@click.option("--placement", type=PlacementChoice(), default=None,
+              help="Grass placement strategy of tiles baked on the way: coverage (the grass reference's formula; "
+                   "the default) or client (what the 1.12/2.4.3/3.3.5 clients scatter; the default with --look client).")
+@click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Override a placement constant for the tiles baked on the way, e.g. -C client_picks=48 "
+                   "(names in docs/bake.md).")
+@click.option("--look", type=click.Choice(["default", "client"]), default="default", show_default=True,
+              help="default: the grass reference's look (draw distance 220, fade from 160, wind sway, LOD rings). "
+                   "client: what the clients draw (draw distance 70 with the fade over its last 15%, no wind, lit by "
+                   "the terrain's normal, MCCV vertex colour and MCSH darkening, alpha test at 128); implies "
+                   "--placement client.")
+@click.option("--grass-distance", type=float, default=None, metavar="UNITS",
+              help="Grass draw distance (default: the look's, 220 or 70); the fade moves with it.")
 @click.option("--camera", metavar="X,Y[,Z]",
               help="Camera position in world units; X,Y alone stands at eye height on the ground "
                    "(default: at eye height where grass grows on the tile nearest the centre of the data).")
@@ -153,7 +165,8 @@ def _size(text):
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
 @json_option
-def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, target, time_, size, samples, output,
+def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, camera,
+         target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
          no_shadows, wireframe, procedural, seed, cpu_instances, as_json):
@@ -194,9 +207,17 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, camera, 
         raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
     if cpu_instances and not procedural:
         raise UsageError("--cpu-instances is for --procedural")
+    if procedural and (look != "default" or placement or overrides):
+        raise UsageError("--look, --placement and -C are for game data, not --procedural")
+    constants = None
+    if overrides:
+        from wowgrass.placement import PlacementConstants
+
+        constants = PlacementConstants().with_overrides(overrides)
     opts = ViewOptions(
         data=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir,
-        build=build, placement=placement, camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
+        build=build, placement=placement, constants=constants, look=look, grass_distance=grass_distance,
+        camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=samples, output=output, frames=frames,
         grass_path=grass_path, grid_draw=grid_draw, wind=wind, wind_falloff=wind_falloff,
         grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,

@@ -134,3 +134,32 @@ def test_client_vectorized_matches_reference_on_real_tiles(realdata, adt, build)
     got = as_client_rows(ClientPlacement(k).place(tile, cat, map_name="m"))
     assert got == client_reference(tile, cat, k)
     assert len(got) > (10 if adt.startswith("continent") and build == "1.12" else 5000)
+
+
+def test_bake_client_export_and_provenance_carry_the_clients_scatter(realdata, tmp_path):
+    import csv
+    import json
+
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+
+    adt = tmp_path / "Azeroth_38_46.adt"
+    adt.write_bytes((realdata / "adt" / "Azeroth_38_46.adt").read_bytes())
+    rows = tmp_path / "rows.csv"
+    r = CliRunner().invoke(cli, ["bake", str(adt), "--dbc", str(realdata / "dbc" / "1.12"), "--placement", "client",
+                                 "-o", str(tmp_path / "az.wgb"), "--export", str(rows), "--json"])
+    assert r.exit_code == 0, r.output
+    with open(rows, newline="") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 20480
+    found = {(t["model"].rsplit("\\", 1)[-1], round(float(t["x"]), 3), round(float(t["y"]), 3)) for t in table}
+    for model, x, y in (("BstBra05.m2", -7479.799, -3224.698), ("BstBra08.m2", -7482.702, -3221.128),
+                        ("BstRoc02.m2", -7481.476, -3222.543)):  # client.md, chunk 0's first three
+        assert any(m == model and abs(fx - x) < 2e-3 and abs(fy - y) < 2e-3 for m, fx, fy in found), model
+    r = CliRunner().invoke(cli, ["bake", str(adt), "--dbc", str(realdata / "dbc" / "1.12"), "--placement", "client",
+                                 "-C", "client_picks=48", "-o", str(tmp_path / "az48.wgb"), "--json"])
+    assert r.exit_code == 0, r.output
+    with read_bundle(tmp_path / "az48.wgb") as b:
+        assert b.instance_count == 3 * 20480
+        assert b.provenance["placement"] == "client" and b.provenance["constants"]["client_picks"] == 48

@@ -30,7 +30,10 @@ class ViewOptions:
     tiles: list | None = None  # --tile selections: (col, row) or ((c0, c1), (r0, r1)); None: all
     dbc: str | None = None
     build: str | None = None
-    placement: str = "coverage"
+    placement: str | None = None  # None: coverage, or client with the client look
+    constants: object = None  # PlacementConstants for tiles baked on the way (-C), None: the defaults
+    look: str = "default"  # "client": what the clients draw (docs/view.md); implies --placement client
+    grass_distance: float | None = None  # grass draw distance; None: the look's (220, client 70)
     camera: tuple | None = None
     target: tuple | None = None
     time: float = 0.0
@@ -78,6 +81,7 @@ class OutputMode:
 def run_view(opts: ViewOptions) -> dict:
     """Render as ``opts`` asks; returns what the command prints (paths, frame statistics, missing models)."""
     say = opts.log or (lambda s: print(s, file=sys.stderr))
+    check_look(opts)
     mode = output_mode(opts, say)
     if opts.procedural:
         return run_meadow(opts, mode, say)
@@ -130,6 +134,25 @@ def output_mode(opts: ViewOptions, say) -> OutputMode:
     return OutputMode(want_window, output)
 
 
+def view_placement(opts: ViewOptions) -> str:
+    """The placement the view bakes with: as asked, else client for the client look, else coverage."""
+    if opts.placement is not None:
+        return opts.placement
+    return "client" if opts.look == "client" else "coverage"
+
+
+def check_look(opts: ViewOptions) -> None:
+    """``--look``, ``--grass-distance`` and what they go with, or ``error:``."""
+    from .gl.programs import LOOKS
+
+    if opts.look not in LOOKS:
+        raise UsageError(f"--look {opts.look}: choose one of {', '.join(LOOKS)}")
+    if opts.look == "client" and opts.grass_path != "instanced":
+        raise UsageError("--look client draws the instanced grass (the clients have no camera grid): drop --grass grid")
+    if opts.grass_distance is not None and not 1.0 <= opts.grass_distance <= 3000.0:
+        raise UsageError(f"--grass-distance {opts.grass_distance:g}: give 1 .. 3000 world units")
+
+
 def open_source(opts: ViewOptions):
     """The data source and a :class:`~wowgrass.render.world.game_tiles.GameSource` for ``opts``."""
     from wowgrass.data import choose_map, open_data
@@ -149,8 +172,8 @@ def open_source(opts: ViewOptions):
         data.add_file(game_path, file)
     try:
         map_name = choose_map(data, map_name)
-        src = GameSource(data, map_name, tiles=opts.tiles, placement=opts.placement,
-                         build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path)
+        src = GameSource(data, map_name, tiles=opts.tiles, placement=view_placement(opts),
+                         build=opts.build, dbc_dir=opts.dbc, grass_path=opts.grass_path, constants=opts.constants)
     except BaseException:
         data.close()
         raise
@@ -190,11 +213,12 @@ def open_scene(target, src, opts: ViewOptions, say):
     from .world.streaming import Scene, tiles_centre
 
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
-                          wind=opts.wind, wind_falloff=opts.wind_falloff)
-    grass_settings = GrassSettings(rings=opts.rings if opts.rings is not None else RingSettings())
+                          wind=opts.wind, wind_falloff=opts.wind_falloff, look=opts.look)
+    rings = opts.rings if opts.rings is not None else RingSettings()
+    grass_settings = GrassSettings.for_look(opts.look, opts.grass_distance, rings)
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
-                  grid_draw=opts.grid_draw)
+                  grid_draw=opts.grid_draw, client_look=opts.look == "client")
     if src.note:   # a partial extract: the WDT lists tiles the data lacks
         say(src.note)
     say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
@@ -243,6 +267,8 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "load_seconds": load_s,
         "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
         "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
+        "look": opts.look, "placement": src.placement, "grass_distance": scene.grass.settings.draw_distance,
+        "grass_fade_start": scene.grass.settings.fade_start,
         "grid_draw": getattr(scene.grass, "draw_mode", None),
         "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
     }

@@ -41,6 +41,11 @@ FOG_START = 700.0
 VIEW_DISTANCE = 2400.0
 TERRAIN_REACH = 3200.0
 
+# view --look client (client.md section 5): groundEffectDist's default, and the fade over its last 15%
+CLIENT_DRAW_DISTANCE = 70.0
+CLIENT_FADE_FROM = 0.85  # fraction of the draw distance where the fade starts
+DEFAULT_FADE_FROM = FADE_START_DISTANCE / DRAW_DISTANCE  # the default look's, when --grass-distance moves it
+
 EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the grass reference's size oracle)
 
 # The defines every shader sees; values are Python numbers formatted as GLSL floats.
@@ -140,6 +145,20 @@ class GrassSettings:
     direction: tuple[float, float] = SWAY_DIRECTION
     enabled: bool = True  # sway on/off (column 3 .z); grass itself is toggled by the viewer
     rings: RingSettings = field(default_factory=RingSettings)
+
+    @classmethod
+    def for_look(cls, look: str = "default", distance: float | None = None, rings: RingSettings | None = None):
+        """The settings of a look: ``"default"`` (the grass reference's: fade 160 -> 220, sway, the
+        rings) or ``"client"`` (the clients': draw distance 70, fade from 85% of it, no sway, no
+        rings); ``distance`` moves the draw distance (and the fade with it, in proportion)."""
+        if look == "client":
+            d = CLIENT_DRAW_DISTANCE if distance is None else float(distance)
+            return cls(fade_start=d * CLIENT_FADE_FROM, draw_distance=d, enabled=False,
+                       rings=RingSettings(enabled=False))
+        rings = rings if rings is not None else RingSettings()
+        if distance is None:
+            return cls(rings=rings)
+        return cls(fade_start=float(distance) * DEFAULT_FADE_FROM, draw_distance=float(distance), rings=rings)
 
     def params(self, camera_xy, time: float, z_min: float, z_max: float) -> np.ndarray:
         """The ``uGrassParams`` mat4 as a (4, 4) float32 array whose row i is GLSL column i.

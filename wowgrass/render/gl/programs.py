@@ -28,6 +28,7 @@ from wowgrass.errors import WowgrassError
 from ..constants import SHADER_DEFINES, wind_defines
 
 DEFAULT_INSTANCE_LAYOUT = "16p"  # see make_programs; measured in benchmarks/bench_render.py --variants
+LOOKS = ("default", "client")  # grass looks (make_programs; view --look)
 
 MANIFEST = {
     # program name -> file; the one list of programs the renderer uses
@@ -223,18 +224,23 @@ def frame_slot_defines(ctx, binding: int) -> dict:
 
 def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str = DEFAULT_INSTANCE_LAYOUT,
                   cache: dict | None = None, grass_path: str = "instanced", wind: str = "classic",
-                  wind_falloff: str = "smoothstep") -> ProgramSet:
+                  wind_falloff: str = "smoothstep", look: str = "default") -> ProgramSet:
     """The renderer's programs: ``terrain``, ``grass`` and ``doodad`` (a :class:`ProgramSet`), and
     ``grass_grid`` (grass.glsl's camera-grid variant) with ``grass_path="grid"``.
 
     ``instance_layout``: ``"16p"`` (the default: the bundle's 16 bytes as one ``4u4`` attribute,
     1.3x faster on the H200 than two), ``"16"`` (the same bytes as ``3f 2u2``) or ``"mat4"`` (the
     grass reference's 64-byte matrices, for comparison). ``wind``/``wind_falloff``: the sway.glsl
-    options (constants.WIND_MODES, WIND_FALLOFFS) both grass paths are built with.
+    options (constants.WIND_MODES, WIND_FALLOFFS) both grass paths are built with. ``look``:
+    ``"default"`` or ``"client"`` (grass.glsl's ``GRASS_CLIENT``: the clients' drawing, with its
+    alpha test instead of alpha to coverage; the instanced path only).
     """
+    if look not in LOOKS:
+        raise ValueError(f"look must be one of {LOOKS}, not {look!r}")
+    client = look == "client"
     windd = wind_defines(wind, wind_falloff)
-    grass_defines = {"GRASS_A2C": alpha_to_coverage, "INSTANCE_MAT4": instance_layout == "mat4",
-                     "INSTANCE_PACKED": instance_layout == "16p", **windd}
+    grass_defines = {"GRASS_A2C": alpha_to_coverage and not client, "INSTANCE_MAT4": instance_layout == "mat4",
+                     "INSTANCE_PACKED": instance_layout == "16p", "GRASS_CLIENT": client, **windd}
     from ..constants import UNIT_SIZE, ZEROPOINT
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)

@@ -10,6 +10,12 @@
 // Frame values (matrices, time, wind, rings) come from frame.glsl's block; per draw only the
 // model's z range (uModelZ). The LOD rings (rings.glsl) thin and dissolve instances here too, so
 // the GPU-culled path and the CPU fallback draw the same picture.
+//
+// GRASS_CLIENT (`view --look client`, docs/view.md): what the clients draw (client.md section 5).
+// Each instance carries 16 more bytes (i_extra: render/world/client_look.py): its vertex colour
+// (MCCV doubled, MCSH darkening applied), the terrain triangle's normal and the doodad's flags.
+// No sway; lit by the ground's normal; flag 0x1 models stood along the slope; the fade a linear
+// alpha ramp over the last 15% of the draw distance under an alpha test at 128 of 255.
 
 #include "frame.glsl"
 
@@ -41,6 +47,24 @@ in uvec2 i_yaw_scale;        // yaw / (2 pi) * 65536, scale * 4096
 #endif
 
 out vec4 v_data;              // uv, ring * 2 + fade, height fraction: one varying (vertex output bandwidth)
+#if defined GRASS_CLIENT
+in uvec4 i_extra;             // colour RGBA8, terrain normal (snorm16 x, y; z up), flags (0x1 along the slope)
+#if !defined SHADOW_PASS && !defined WIREFRAME
+out vec3 v_colour;
+out vec3 v_normal;
+#endif
+
+// FrozenClient's SlopeBasis and RotateBasisAboutZ (FUN_007b1b50): rows n x u, u = (0, n.z, -n.y)
+// normalised, and n, the first two turned about z; a model vertex v lands at
+// v.x * row0 + v.y * row1 + v.z * n. (On flat ground row 0 is -x: the decode's frame mirrors.)
+vec3 alongSlope(vec3 v, vec3 n, float c, float s) {
+    float len = length(vec2(n.z, n.y));
+    float inv = len != 0.0 ? 1.0 / len : 0.0;
+    vec3 u = vec3(0.0, n.z * inv, -n.y * inv);
+    vec3 r0 = vec3(n.y * u.z - n.z * u.y, -u.z * n.x, u.y * n.x);
+    return v.x * (r0 * c + u * s) + v.y * (u * c - r0 * s) + v.z * n;
+}
+#endif
 
 void main() {
 #if defined INSTANCE_MAT4
@@ -61,6 +85,9 @@ void main() {
 #else
     float ringFade = grassRingFade(d, grassInstanceHash(floatBitsToUint(i_pos)));
 #endif
+#if defined GRASS_CLIENT
+    ringFade = 1.0;   // the clients have no density rings
+#endif
     if (d >= uGrassParams[0].w || ringFade <= 0.0) {
         gl_Position = vec4(0.0, 0.0, 2.0, 1.0);   // outside the clip volume: the blade is dropped
         v_data = vec4(0.0);
@@ -78,6 +105,21 @@ void main() {
     float c = cos(yaw), s = sin(yaw);
     vec2 yawCS = vec2(c, s);
 #endif
+#if defined GRASS_CLIENT
+    // no wind; upright and turned, or (flag 0x1) along the terrain's normal
+    vec2 nxy = unpackSnorm2x16(i_extra.y);
+    vec3 n = vec3(nxy, sqrt(max(1.0 - dot(nxy, nxy), 0.0)));
+    vec3 turned = (i_extra.z & 1u) != 0u ? alongSlope(p, n, c, s) : vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z);
+    vec3 world = i_pos + turned * scale;
+    // opaque to 85% of the draw distance, gone at 100%: an alpha ramp (the clients' c9 constant)
+    float fade = clamp((uGrassParams[0].w - d) / max(uGrassParams[0].w - uGrassParams[0].z, 1e-3), 0.0, 1.0);
+    gl_Position = uViewProj * vec4(world, 1.0);
+    v_data = vec4(in_uv, fade, height);
+#if !defined SHADOW_PASS && !defined WIREFRAME
+    v_colour = unpackUnorm4x8(i_extra.x).rgb;
+    v_normal = n;
+#endif
+#else
     p.xy += grassSwayOffset(height, instanceXY, uGrassParams, grassWindInModel(yawCS));
 #if defined INSTANCE_MAT4
     vec3 world = (i_instance * vec4(p, 1.0)).xyz;
@@ -86,6 +128,7 @@ void main() {
 #endif
     gl_Position = uViewProj * vec4(world, 1.0);
     v_data = vec4(in_uv, float(grassRing(d)) * 2.0 + grassFadeAt(d, uGrassParams) * ringFade, height);
+#endif
 #if !defined SHADOW_PASS && !defined WIREFRAME
     v_shadow = shadowFactor(world, d);   // per vertex: a blade is a few pixels wide
 #endif
@@ -100,6 +143,10 @@ uniform float uAlphaRef;      // alpha test threshold (0.5 without multisampling
 in vec4 v_data;
 #if !defined SHADOW_PASS && !defined WIREFRAME
 in float v_shadow;
+#if defined GRASS_CLIENT
+in vec3 v_colour;
+in vec3 v_normal;
+#endif
 #endif
 out vec4 f_color;
 
@@ -115,9 +162,25 @@ float bayer4(vec2 p) {
 
 void main() {
     vec2 v_uv = v_data.xy;
+    vec4 tex = texture(uTexture, v_uv);
+#if defined GRASS_CLIENT
+    // the alpha test at 128 of 255 on the texture's alpha times the distance fade
+    if (tex.a * v_data.z < 128.0 / 255.0) discard;
+    float a = 1.0;
+#if defined SHADOW_PASS
+    f_color = vec4(1.0);
+#elif defined WIREFRAME
+    f_color = vec4(0.55, 0.85, 0.35, 1.0);
+#else
+    // lit like the ground under it (its triangle's normal), coloured by the MCCV, MCSH darkening in it
+    vec3 color = applyLightShadowed(tex.rgb * v_colour, v_normal, v_shadow);
+    float zn = gl_FragCoord.z * 2.0 - 1.0;
+    float dist = 2.0 * uNearFar.x * uNearFar.y / (uNearFar.y + uNearFar.x - zn * (uNearFar.y - uNearFar.x));
+    f_color = vec4(applyFog(color, dist), a);
+#endif
+#else
     float ring = floor(v_data.z * 0.5);
     float v_fade = v_data.z - ring * 2.0, v_height = v_data.w;
-    vec4 tex = texture(uTexture, v_uv);
     if (v_fade < 1.0 && v_fade <= bayer4(gl_FragCoord.xy)) discard;   // bayer4 < 1: only fading blades
     float a = tex.a;
 #ifdef GRASS_A2C
@@ -145,6 +208,7 @@ void main() {
     float zn = gl_FragCoord.z * 2.0 - 1.0;
     float dist = 2.0 * uNearFar.x * uNearFar.y / (uNearFar.y + uNearFar.x - zn * (uNearFar.y - uNearFar.x));
     f_color = vec4(applyFog(color, dist), a);
+#endif
 #endif
 }
 #endif

@@ -13,6 +13,9 @@
 // The commands, counters and statistics come in two sets used in turn (CULL_SET, one program per
 // set): work group 0 zeroes the other set, which the next frame's dispatch uses. So a frame needs
 // no reset or finalize pass of its own: one dispatch and one barrier.
+//
+// GRASS_EXTRA (`view --look client`): each arena and compacted record is 32 bytes, the bundle's
+// 16-byte instance and 16 bytes of the client look's (render/world/client_look.py), copied together.
 
 #include "frame.glsl"
 #include "rings.glsl"
@@ -98,9 +101,17 @@ void main() {
         bool keep = false;
         uint lod = 0u;
         uvec4 q = uvec4(0u);
+#if defined GRASS_EXTRA
+        uvec4 e = uvec4(0u);
+#endif
         int ring = 0;
         if (i < count) {
+#if defined GRASS_EXTRA
+            q = arena[(grp.info.x + i) * 2u];
+            e = arena[(grp.info.x + i) * 2u + 1u];
+#else
             q = arena[grp.info.x + i];
+#endif
             vec3 p = uintBitsToFloat(q.xyz);
             float s = float(q.w >> 16) * (1.0 / 4096.0);
             float d = distance(p.xy, camXY);
@@ -128,7 +139,15 @@ void main() {
         barrier();
         uint at = sBase[lod] + slot;
         uint cap = lod == 0u ? model.region.y : model.region.w;
+#if defined GRASS_EXTRA
+        if (keep && at < cap) {
+            uint v = visibleBase + (lod == 0u ? model.region.x : model.region.z) + at;
+            visible[v * 2u] = q;
+            visible[v * 2u + 1u] = e;
+        }
+#else
         if (keep && at < cap) visible[visibleBase + (lod == 0u ? model.region.x : model.region.z) + at] = q;
+#endif
         barrier();                                    // sCount is reset by the next round
     }
     if (uCollectStats) {

@@ -14,7 +14,9 @@ instance beyond the draw distance. This is the fallback where compute shaders ar
 ``--culling cpu``); :mod:`wowgrass.render.sources.grass_gpu` is the GPU-driven path.
 
 Instances within a model's array are grouped by chunk at upload time (the placement already
-emits them in chunk order; anything else is stably sorted once).
+emits them in chunk order; anything else is stably sorted once). With ``extra`` (``view --look
+client``) each instance record is 32 bytes: the instance, then its 16 bytes of the client look
+(``render/world/client_look.py``), read as a second attribute ``i_extra``.
 """
 
 from __future__ import annotations
@@ -114,6 +116,29 @@ class GrassGroupTable:
     s_max: np.ndarray = None  # (g,) largest scale (1.0 = unscaled)
 
 
+def sort_with_extra(inst: np.ndarray, extra) -> tuple[np.ndarray, np.ndarray]:
+    """``inst`` in chunk order as :func:`group_by_chunk` puts it, and ``extra`` (16 bytes per
+    instance, the client look's) in the same order."""
+    if extra is None:
+        raise ValueError("this grass source draws the client look: give each batch its extra bytes")
+    extra = np.asarray(extra)
+    if len(extra) != len(inst) or extra.dtype.itemsize != 16:
+        raise ValueError(f"extra: {len(extra)} records of {extra.dtype.itemsize} bytes for {len(inst)} instances")
+    keys = chunk_keys(inst["pos"])
+    if len(keys) > 1 and np.any(keys[1:] < keys[:-1]):
+        order = np.argsort(keys, kind="stable")
+        return inst[order], extra[order]
+    return inst, extra
+
+
+def interleave(inst: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """(n, 32) bytes: each instance's 16 bytes, then its extra 16."""
+    out = np.empty((len(inst), 32), np.uint8)
+    out[:, :16] = np.ascontiguousarray(inst).view(np.uint8).reshape(-1, 16)
+    out[:, 16:] = np.ascontiguousarray(extra).view(np.uint8).reshape(-1, 16)
+    return out
+
+
 def group_by_chunk(inst: np.ndarray) -> tuple[np.ndarray, GrassGroupTable]:
     """Stable-sort instances by chunk (no copy when already sorted) and tabulate the groups."""
     keys = chunk_keys(inst["pos"])
@@ -137,21 +162,27 @@ class GrassBatch:
     """One model's instances of one tile: a static instance buffer (made once) and its VAO."""
 
     def __init__(self, ctx, mesh: GpuMesh, instances: np.ndarray, *,
-                 layout: str = DEFAULT_INSTANCE_LAYOUT, tile=None):
+                 layout: str = DEFAULT_INSTANCE_LAYOUT, tile=None, extra: np.ndarray | None = None):
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
+        if extra is not None:
+            if layout == "mat4":
+                raise ValueError("the client look's extra bytes go with the bundle's 16-byte layouts, not mat4")
+            inst, extra = sort_with_extra(inst, extra)
         inst, self.groups = group_by_chunk(inst)
         self.mesh, self.tile, self.layout = mesh, tile, layout
         self.count = len(inst)
         self.max_scale = float(inst["scale"].max()) / 4096.0 if self.count else 1.0
         # a few thousand positions kept on the CPU (start-up heuristics, never per frame)
         self.sample_xy = np.array(inst["pos"][:: max(1, self.count // 4096), :2], np.float64)
-        data = instances_to_mat4(inst) if layout == "mat4" else inst
+        data = instances_to_mat4(inst) if layout == "mat4" else inst if extra is None else interleave(inst, extra)
         self.buffer = gpu_memory(ctx).track(ctx.buffer(np.ascontiguousarray(data).tobytes()), "grass")  # the bundle bytes
         inst_fmt = {"16": (self.buffer, INSTANCE_FORMAT, *INSTANCE_ATTRS),
                     "16p": (self.buffer, PACKED_FORMAT, "i_packed"),
                     "mat4": (self.buffer, MAT4_FORMAT, "i_instance")}[layout]
+        if extra is not None:  # the client look's 16 bytes after each instance's
+            inst_fmt = (self.buffer, inst_fmt[1].replace("/i", " 4u4/i"), *inst_fmt[2:], "i_extra")
         self.vao, self.line_vao = (VaoCache(lambda prog, ibo=ibo: ctx.vertex_array(
             prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst_fmt],
             index_buffer=ibo, index_element_size=4)) for ibo in (mesh.ibo, mesh.lbo))  # lines views: edges
@@ -198,8 +229,9 @@ class GrassField(BatchedGrass, Source):
     name = "grass"
 
     def __init__(self, ctx, programs, settings: GrassSettings | None = None, *, indirect: bool | None = None,
-                 layout: str | None = None, program_name: str = "grass"):
+                 layout: str | None = None, program_name: str = "grass", extra: bool = False):
         self.ctx, self.programs, self.program_name = ctx, programs, program_name
+        self.extra = bool(extra)  # batches carry the client look's 16 bytes per instance
         self.layout = layout or DEFAULT_INSTANCE_LAYOUT  # the layout the program was built for (make_programs)
         self.settings = settings or GrassSettings()
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
@@ -210,11 +242,14 @@ class GrassField(BatchedGrass, Source):
         self.cull = True
 
     # -- residency --
-    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None) -> GrassBatch | None:
+    def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None,
+            extra: np.ndarray | None = None) -> GrassBatch | None:
         if len(instances) == 0:
             return None
+        if self.extra and extra is None:
+            raise ValueError("this grass source draws the client look: give each batch its extra bytes")
         layout = layout or self.layout
-        batch = GrassBatch(self.ctx, mesh, instances, layout=layout, tile=tile)
+        batch = GrassBatch(self.ctx, mesh, instances, layout=layout, tile=tile, extra=extra if self.extra else None)
         gpu_memory(self.ctx).add_use(tile, "grass", batch.buffer.size)
         self.buffers_created += 1  # a batch makes exactly one instance buffer
         self.batches.append(batch)

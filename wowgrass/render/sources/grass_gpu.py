@@ -16,6 +16,10 @@ in turn, each dispatch zeroing the other set for the next: one dispatch and one 
 no reset pass, and GL state set only when it changed (:mod:`.glstate`). The CPU reads nothing
 back; :meth:`GpuGrass.read_stats` and :meth:`GpuGrass.read_visible` do, for ``--stats`` and tests.
 
+With ``extra`` (``view --look client``) every arena and compacted record is 32 bytes: the
+instance and the 16 bytes of the client look beside it (``render/world/client_look.py``), culled
+and copied together (``GRASS_EXTRA`` in the cull pass; the vertex stage reads ``i_extra``).
+
 Streaming: a new batch's instances are written into the arena at most ``upload_budget`` bytes a
 frame, and its groups join the table once all of it is there; ranges of released batches are
 zeroed in the table at once but handed out again only ``REUSE_DELAY`` frames later, so no write
@@ -36,7 +40,7 @@ from ..constants import GrassSettings
 from ..gl.memory import gpu_memory
 from ..gl.state import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
                       use_texture)
-from .grass_cpu import BatchedGrass, group_by_chunk
+from .grass_cpu import BatchedGrass, group_by_chunk, interleave, sort_with_extra
 from ..gl.meshes import CMD_DTYPE, GpuMesh, line_commands
 from ..gl.programs import frame_slot_defines
 from ..gl.programs import VaoCache
@@ -152,12 +156,14 @@ class GpuGrass(BatchedGrass, Source):
     layout = "16p"
 
     def __init__(self, ctx, programs, settings: GrassSettings | None = None, *, upload_budget: int = 8 << 20,
-                 max_visible: int = 1 << 18, reserve_instances: int = 1 << 16):
+                 max_visible: int = 1 << 18, reserve_instances: int = 1 << 16, extra: bool = False):
         self.ctx, self.programs = ctx, programs
         self.settings = settings or GrassSettings()
         self.upload_budget = int(upload_budget)
         self.max_visible = int(max_visible)  # compacted capacity per model and LOD mesh (grows to it)
-        defines = {"STATS_SIZE": STATS_SIZE, **frame_slot_defines(ctx, FRAME_BINDING)}
+        self.extra = bool(extra)  # 16 bytes of the client look beside each instance
+        self.record = 32 if self.extra else 16  # bytes per arena and compacted record
+        defines = {"STATS_SIZE": STATS_SIZE, "GRASS_EXTRA": self.extra, **frame_slot_defines(ctx, FRAME_BINDING)}
         # one program per command set (CULL_SET): which set a frame uses costs no uniform write
         self._culls = tuple(programs.variant("grass_cull", {**defines, "CULL_SET": k}) for k in (0, 1))
         self._set = 1  # the command set the last dispatch used (the first frame uses set 0)
@@ -217,14 +223,17 @@ class GpuGrass(BatchedGrass, Source):
             self._grow_groups(max(self._groups.capacity * 2, self._groups.capacity + groups, groups * scale * 5 // 4))
 
     def add(self, mesh: GpuMesh, instances: np.ndarray, *, tile=None, layout: str | None = None,
-            groups=None) -> GpuBatch | None:
+            groups=None, extra: np.ndarray | None = None) -> GpuBatch | None:
         """Queue a batch; ``groups``: its table when ``instances`` are chunk-sorted already
-        (:func:`~wowgrass.render.sources.grass_cpu.group_by_chunk`, done off the GL thread)."""
+        (:func:`~wowgrass.render.sources.grass_cpu.group_by_chunk`, done off the GL thread);
+        ``extra``: the 16 bytes per instance of the client look (required with ``extra``)."""
         inst = np.asarray(instances)
         if inst.dtype != INSTANCE_DTYPE:
             raise TypeError(f"instances must have INSTANCE_DTYPE, not {inst.dtype}")
         if not len(inst):
             return None
+        if self.extra:  # in the order group_by_chunk leaves the instances (the groups follow it)
+            inst, extra = sort_with_extra(inst, extra)
         inst, table = (inst, groups) if groups is not None else group_by_chunk(inst)
         m = self._model_of.get(id(mesh))
         if m is None:
@@ -237,12 +246,13 @@ class GpuGrass(BatchedGrass, Source):
         recs = group_records(table, start, m, mesh)
         gstart = self._alloc(self._groups, len(recs), self._grow_groups)
         # a view of the instances, not a copy: the GL thread writes slices of it over frames
-        b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, memoryview(np.ascontiguousarray(inst)).cast("B"),
+        data = interleave(inst, extra) if self.extra else np.ascontiguousarray(inst)
+        b = GpuBatch(mesh, tile, m, len(inst), start, gstart, recs, memoryview(data).cast("B"),
                      np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
         self.batches.append(b)
         self._queue.append(b)
         self.buffers_created += 1
-        gpu_memory(self.ctx).add_use(tile, "grass", len(inst) * 16 + len(recs) * GROUP_DTYPE.itemsize)
+        gpu_memory(self.ctx).add_use(tile, "grass", len(inst) * self.record + len(recs) * GROUP_DTYPE.itemsize)
         return b
 
     def remove_tile(self, tile):
@@ -271,7 +281,7 @@ class GpuGrass(BatchedGrass, Source):
         while self._queue and done < budget:
             b = self._queue[0]
             n = min(len(b.data) - b.uploaded, budget - done)
-            self._write(self.arena, b.data[b.uploaded:b.uploaded + n], b.start * 16 + b.uploaded)
+            self._write(self.arena, b.data[b.uploaded:b.uploaded + n], b.start * self.record + b.uploaded)
             b.uploaded += n
             done += n
             if b.uploaded == len(b.data):
@@ -312,7 +322,7 @@ class GpuGrass(BatchedGrass, Source):
         return start
 
     def _grow_arena(self, capacity: int):
-        self.arena = self._grow(self.arena, self._inst, capacity, 16, zero=False)
+        self.arena = self._grow(self.arena, self._inst, capacity, self.record, zero=False)
         for c in (*getattr(self, "_arena_vaos", ()), *getattr(self, "_arena_line_vaos", ())):  # the old buffer
             c.release()
 
@@ -361,7 +371,7 @@ class GpuGrass(BatchedGrass, Source):
         # both sets' commands, then both sets' counters (zero: the cull appends to them)
         self.commands = gpu_memory(self.ctx).track(self.ctx.buffer(cmds.tobytes() * 2 + bytes(2 * cmds.size * 4)), "grass")
         self.stats = gpu_memory(self.ctx).track(self.ctx.buffer(bytes(2 * self._n_views * STATS_SIZE * 4)), "grass")  # set 0, set 1
-        need = per_view * self._n_views * 16
+        need = per_view * self._n_views * self.record
         if self.visible is None or self.visible.size < need:
             if self.visible is not None:
                 self.visible.release()
@@ -380,8 +390,9 @@ class GpuGrass(BatchedGrass, Source):
         self._plans.clear()
 
     def _vao_cache(self, mesh, buffer, index_buffer=None):
+        inst = (buffer(), "4u4 4u4/i", "i_packed", "i_extra") if self.extra else (buffer(), "4u4/i", "i_packed")
         return VaoCache(lambda prog: self.ctx.vertex_array(
-            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), (buffer(), "4u4/i", "i_packed")],
+            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst],
             index_buffer=index_buffer or mesh.ibo, index_element_size=4))
 
     # -- a frame --
@@ -543,13 +554,19 @@ class GpuGrass(BatchedGrass, Source):
         out = {}
         for c, cmd in enumerate(cmds):
             n = int(cmd["instances"])
-            raw = self._readback.read(self.visible, n * 16, int(cmd["base_instance"]) * 16)
-            out[(c // 2, c % 2)] = np.frombuffer(raw, INSTANCE_DTYPE).copy()
+            raw = self._readback.read(self.visible, n * self.record, int(cmd["base_instance"]) * self.record)
+            out[(c // 2, c % 2)] = self._instances_of(raw, n)
         return out
+
+    def _instances_of(self, raw: bytes, n: int) -> np.ndarray:
+        """INSTANCE_DTYPE copies of the first 16 bytes of ``n`` records."""
+        rec = np.frombuffer(raw, np.uint8).reshape(n, self.record)[:, :16]
+        return np.ascontiguousarray(rec).view(INSTANCE_DTYPE).reshape(n)
 
     def read_resident(self, model: int) -> np.ndarray:
         """Every uploaded instance of ``model``, read back from the arena (tests, validation)."""
-        parts = [np.frombuffer(read_buffer(self.ctx, self.arena, b.count * 16, b.start * 16), INSTANCE_DTYPE)
+        rec = self.record
+        parts = [self._instances_of(read_buffer(self.ctx, self.arena, b.count * rec, b.start * rec), b.count)
                  for b in self.batches if b.model == model and b.ready]
         return np.concatenate(parts) if parts else np.zeros(0, INSTANCE_DTYPE)
 

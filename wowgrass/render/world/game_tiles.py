@@ -33,14 +33,18 @@ def m2_name(path: str) -> str:
 
 class GameSource:
     def __init__(self, data, map_name: str, *, tiles=None, placement: str = "coverage", build: str | None = None,
-                 dbc_dir=None, grass_path: str = "instanced"):
+                 dbc_dir=None, grass_path: str = "instanced", constants=None):
         from wowgrass.bake import ModelTable, load_catalog
         from wowgrass.maps import map_tiles
 
         self.data, self.map = data, map_name
         self.name = f"{map_name} ({data.root})"
         self.placement = placement
+        self.constants = constants  # PlacementConstants for the bakes (view -C), None: the defaults
         self.catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
+        from .client_look import model_flags
+
+        self.grass_flags = model_flags(self.catalog)  # GroundEffectDoodad.Flags per model (the client look)
         self.model_table = ModelTable(data.read)
         self._lock = threading.Lock()  # GameData and the model table are not promised to be thread-safe
         # the ADTs present: those the WDT lists that the data has, or without a WDT the ADT files
@@ -93,7 +97,7 @@ class GameSource:
 
         name, raw, adt = self._adt(col, row)  # parsed once: bake and terrain share it
         with self._lock:
-            res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement,
+            res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement, constants=self.constants,
                             models=self.model_table, big_alpha=self.big_alpha, adt_path=name, tile=adt)
         self.bakes.append(res)
         grass, missing = {}, []
@@ -112,7 +116,8 @@ class GameSource:
             mats = mddf_matrices(adt.mddf[ok])
             for k in np.unique(ids[ok]).tolist():
                 doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
-        payload = {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing}
+        payload = {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing,
+                   "grass_flags": self.grass_flags, "build": self.catalog.build}
         if self.grass_path == "grid":
             from wowgrass.grid_tiles import grid_path_for, load_grid_tile
 

@@ -84,7 +84,7 @@ GRASS_CULLING = ("auto", "gpu", "cpu")
 
 
 def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect: bool | None = None,
-               layout: str | None = None):
+               layout: str | None = None, extra: bool = False):
     """The grass source: GPU-driven culling (:class:`~wowgrass.render.sources.grass_gpu.GpuGrass`) where
     compute shaders exist (GL 4.3) and the instance layout is the bundle's 16 bytes; per-chunk
     culling on the CPU (:class:`~wowgrass.render.sources.grass_cpu.GrassField`) otherwise or when asked."""
@@ -97,10 +97,10 @@ def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect:
         raise UsageError(f"GPU culling needs OpenGL 4.3 and the packed instance layout "
                          f"(this context: {ctx.version_code // 100}.{ctx.version_code % 100 // 10})")
     if culling == "cpu" or not can_gpu:
-        return GrassField(ctx, programs, settings, indirect=indirect, layout=layout)
+        return GrassField(ctx, programs, settings, indirect=indirect, layout=layout, extra=extra)
     from ..sources.grass_gpu import GpuGrass
 
-    return GpuGrass(ctx, programs, settings)
+    return GpuGrass(ctx, programs, settings, extra=extra)
 
 
 @dataclass
@@ -120,9 +120,14 @@ class Scene:
                  hysteresis: float = 300.0, threaded: bool = True, max_uploads: int = 1,
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
-                 terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact"):
+                 terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact",
+                 client_look: bool = False):
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
+        # view --look client: each instance gets the client look's 16 bytes (world/client_look.py)
+        self.client_look = bool(client_look)
+        if self.client_look and grass_path != "instanced":
+            raise ValueError("the client look draws the instanced grass path")
         self._source_keys = np.array(source.tiles, np.int64).reshape(-1, 2)  # wanted() tests them
         # grass models the data lacks drawn as a stand-in clump (still reported as missing)
         self.placeholders = placeholders
@@ -139,7 +144,7 @@ class Scene:
             self.grass = GridGrass(ctx, programs, grass_settings, draw_mode=grid_draw)
         else:
             self.grass = make_grass(ctx, programs, grass_settings, culling=grass_culling, indirect=indirect,
-                                    layout=instance_layout)
+                                    layout=instance_layout, extra=self.client_look)
         # the instanced grass's arena writes share the scene's budget: made here, after the tiles' steps
         self._grass_upload = getattr(self.grass, "upload", None)
         if self._grass_upload is not None:
@@ -206,6 +211,14 @@ class Scene:
                        if inst.dtype == INSTANCE_DTYPE and len(inst)}
             payload["grass"] = {**payload.get("grass", {}), **{n: g[0] for n, g in grouped.items()}}
             payload["grass_groups"] = {n: g[1] for n, g in grouped.items()}
+        if self.client_look and adt is not None:  # per tuft: its ground's normal, colour, flags
+            from .client_look import tuft_extras, white_extras
+
+            flags, build = payload.get("grass_flags", {}), payload.get("build", "3.3.5")
+            payload["grass_extra"] = {n: tuft_extras(adt, inst, flags=flags.get(n, 0), build=build)
+                                      for n, inst in payload.get("grass", {}).items()}
+        elif self.client_look:
+            payload["grass_extra"] = {n: white_extras(len(inst)) for n, inst in payload.get("grass", {}).items()}
         pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
         pos = np.concatenate(pos) if pos else np.zeros((0, 2))
         payload["grass_xy"] = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)  # a sample, for start-up
@@ -316,6 +329,8 @@ class Scene:
         n_grass = 0
         grass_meshes, samples = {}, []
         groups = payload.get("grass_groups", {})
+        extras = payload.get("grass_extra", {})
+        more = {}
         for name, inst in payload.get("grass", {}).items():
             self._model_missing(name, missing, grass=True)
             mesh = self.meshes.get(name)
@@ -326,10 +341,13 @@ class Scene:
                 if self.grass_path == "grid":  # the instanced path's start-up sample (GrassBatch.sample_xy)
                     grass_meshes[name] = mesh
                     samples.append(np.array(inst["pos"][:: max(1, len(inst) // 4096), :2], np.float64))
-                elif name in groups and self._grass_upload is not None:  # the GPU path (GpuGrass)
-                    self.grass.add(mesh, inst, tile=key, groups=groups[name])
                 else:
-                    self.grass.add(mesh, inst, tile=key)
+                    if self.client_look:
+                        more = {"extra": extras[name]}
+                    if name in groups and self._grass_upload is not None:  # the GPU path (GpuGrass)
+                        self.grass.add(mesh, inst, tile=key, groups=groups[name], **more)
+                    else:
+                        self.grass.add(mesh, inst, tile=key, **more)
         if self.grass_path == "grid" and payload.get("grid") is not None:
             self.grass.add_tile(key, payload["grid"], grass_meshes, np.concatenate(samples) if samples else None)
         return n_grass
