@@ -37,13 +37,13 @@ def _tempdir(prefix: str) -> str:
     return path
 
 
-def timed(fn, runs=RUNS):
+def timed(fn, runs=RUNS, clock=time.perf_counter):
     fn()  # warm up
     ts = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     return min(ts) * 1e3, statistics.median(ts) * 1e3
 
 
@@ -119,11 +119,18 @@ def bench_client(root: Path, tmp: str):
         client = ClientPlacement()
         n = len(client.place(tile, catalog, map_name=map_name))
         best, med = timed(lambda: client.place(tile, catalog, map_name=map_name))
-        print(f"client {name} ({build} tables, {n} instances): placement best {best:6.2f} ms  median {med:6.2f} ms")
+        cbest, _ = timed(lambda: client.place(tile, catalog, map_name=map_name), clock=time.process_time)
+        print(f"client {name} ({build} tables, {n} instances): placement best {best:6.2f} ms  median {med:6.2f} ms"
+              f"  (CPU time best {cbest:6.2f} ms)")
         out = Path(tmp) / f"client-{name}.wgb"
-        bbest, bmed = timed(lambda: bake_tile(raw, catalog, map_name=map_name, placement="client", out=out, force=True))
-        print(f"  client bake (parse+place+write): best {bbest:6.2f} ms  median {bmed:6.2f} ms  target <= "
-              f"{BAKE_TARGET_MS:.0f} ms  {'OK' if bbest <= BAKE_TARGET_MS else 'MISSED'}")
+
+        def bake():
+            return bake_tile(raw, catalog, map_name=map_name, placement="client", out=out, force=True)
+
+        bbest, bmed = timed(bake)
+        bcpu, _ = timed(bake, clock=time.process_time)
+        print(f"  client bake (parse+place+write): best {bbest:6.2f} ms  median {bmed:6.2f} ms  (CPU time best "
+              f"{bcpu:6.2f} ms)  target <= {BAKE_TARGET_MS:.0f} ms  {'OK' if bbest <= BAKE_TARGET_MS else 'MISSED'}")
         t0 = time.perf_counter()
         ref = client_reference(tile, catalog)
         ref_ms = (time.perf_counter() - t0) * 1e3
