@@ -85,4 +85,5 @@ class OutputError(WowgrassError, OSError):
         """``exc`` as an OutputError naming ``path`` (unchanged when it is one already)."""
         if isinstance(exc, OutputError):
             return exc
-        return cls(path, exc.errno, OUTPUT_REASONS.get(exc.errno) or exc.strerror)
+        # an OSError without an errno (raised by hand, a library's own) keeps its message as the reason
+        return cls(path, exc.errno, OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc) or None)
