@@ -195,20 +195,24 @@ def soak(minutes: float, size, tiles: int, speed: float, every: float, samples: 
 
 
 def verdict(result: dict, tolerance: float) -> dict:
-    """Each figure from the end of the first loop on: its change and whether it stayed flat."""
+    """Each figure from the end of the first loop on: the mean of the last third of the samples
+    against the mean of the first third (growth that keeps going shows; the allocator's ups and
+    downs and a buffer grown once to a new peak of residency do not), and the highest value seen."""
     rows = result["rows"]
     after = [r for r in rows if r["loop"] >= 1.0]
     out = {"loops": rows[-1]["loop"] if rows else 0, "gl_errors": sum(result["gl_errors"].values()),
            "tile_errors": rows[-1]["tile_errors"] if rows else 0}
-    if len(after) < 2:
+    if len(after) < 3:
         out["flat"] = None
-        out["why"] = "fewer than two samples after the first loop: fly longer"
+        out["why"] = "fewer than three samples after the first loop: fly longer"
         return out
+    third = max(1, len(after) // 3)
     for key in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes"):
-        base, vals = after[0][key], [r[key] for r in after]
-        growth = (max(vals) - base) / max(base, 1)
-        out[key] = {"after_first_loop": base, "max_after": max(vals), "end": vals[-1], "growth": round(growth, 4),
-                    "flat": growth <= tolerance}
+        vals = [r[key] for r in after]
+        first, last = float(np.mean(vals[:third])), float(np.mean(vals[-third:]))
+        growth = (last - first) / max(first, 1)
+        out[key] = {"first_third": first, "last_third": last, "max_after": max(vals), "min_after": min(vals),
+                    "growth": round(growth, 4), "flat": growth <= tolerance}
     objs = [sum(r["objects"].values()) for r in after]
     out["objects"] = {"after_first_loop": objs[0], "max_after": max(objs), "end": objs[-1],
                       "flat": max(objs) - objs[0] <= max(8, tolerance * objs[0])}
@@ -228,12 +232,16 @@ def main(argv=None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.05, help="growth after the first loop that counts as flat")
     ap.add_argument("--json", type=Path, help="write the rows and the verdict here")
     ap.add_argument("--png-dir", type=Path, help="the last frame as a PNG here")
+    ap.add_argument("--judge", type=Path, help="judge the rows of an earlier --json again; fly nothing")
     args = ap.parse_args(argv)
     w, h = (int(v) for v in args.size.lower().split("x"))
-    result = soak(args.minutes, (w, h), args.tiles, args.speed, args.every, args.samples, args.png_dir)
+    if args.judge:
+        result = json.loads(args.judge.read_text())
+    else:
+        result = soak(args.minutes, (w, h), args.tiles, args.speed, args.every, args.samples, args.png_dir)
     result["verdict"] = verdict(result, args.tolerance)
     vd = result["verdict"]
-    print(f"after the first loop ({vd['loops']:.1f} loops flown): " + ", ".join(
+    print(f"after the first loop ({vd['loops']:.1f} loops flown), last third against first third: " + ", ".join(
         f"{k} {vd[k]['growth'] * 100:+.1f}%" for k in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes")
         if isinstance(vd.get(k), dict)) + (f", objects {vd['objects']['after_first_loop']} -> "
                                            f"{vd['objects']['end']} (max {vd['objects']['max_after']})"

@@ -87,6 +87,18 @@ def test_output_faults_are_one_error_line_and_leave_nothing(loose, tmp_path, com
     assert left == [], left      # no partial file, no temporary one, no half-made folder
 
 
+@pytest.mark.parametrize("fault", ["ENOSPC", "EROFS"])
+def test_view_png_on_a_full_or_read_only_place(egl, loose, tmp_path, fault):
+    out = tmp_path / "out"
+    out.mkdir()
+    with failing_folder(out, fault):
+        res = run("view", "--data", loose["data"], "--output", out / "v.png", "--size", "96x54", "--camera", "60,60",
+                  "--frames", "1")
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert f"error: cannot write {out / 'v.png'}: {REASON[fault]}" in res.output, res.output
+    assert tree(out) == []
+
+
 def test_a_failed_write_keeps_the_old_file(tmp_path):
     from wowgrass.errors import OutputError
     from wowgrass.fileio import write_atomic
