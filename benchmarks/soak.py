@@ -11,7 +11,8 @@ background loading).
 
 Every ``--every`` seconds it prints: resident memory (VmRSS), the GPU bytes of the live buffers,
 textures and renderbuffers (summed here from every object the GL context made and has not
-released; textures at their base level, mipmaps not counted), the live GL objects by kind, the
+released; textures at their base level, mipmaps not counted), the renderer's own books of GPU
+memory (``books``: render/gl/memory.py, mipmaps counted), the live GL objects by kind, the
 resident tiles, uploads so far, frames per second and GL errors so far (glGetError after every
 frame). At the end: each figure's change from the end of the first loop to the end of the run
 (flat: within ``--tolerance``), and whether any GL error or tile error was seen.
@@ -88,6 +89,15 @@ class GlLedger:
         return dict(out)
 
 
+def _books(ctx) -> int | None:
+    """The renderer's own GPU memory books (render/gl/memory.py, mipmaps counted), where it keeps them."""
+    try:
+        from wowgrass.render.gl.memory import gpu_memory
+    except ImportError:
+        return None
+    return int(gpu_memory(ctx).total())
+
+
 def rss_bytes() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -144,7 +154,7 @@ def soak(minutes: float, size, tiles: int, speed: float, every: float, samples: 
     end = t_start + minutes * 60.0
     say(f"soak: {tiles}x{tiles} tiles, {size[0]}x{size[1]}, loop {path.length:,.0f} units, speed "
         f"{speed / 3:.0f}..{speed * 2:.0f} units/s, {minutes:g} min")
-    say(f"{'t s':>6} {'loop':>5} {'fps':>5} {'rss MB':>7} {'gpu MB':>7} {'buf MB':>7} {'tex MB':>7} "
+    say(f"{'t s':>6} {'loop':>5} {'fps':>5} {'rss MB':>7} {'gpu MB':>7} {'buf MB':>7} {'tex MB':>7} {'books':>7} "
         f"{'objects':>7} {'tiles':>5} {'uploads':>7} {'gl err':>6}  objects by kind")
     while True:
         now = time.perf_counter()
@@ -167,10 +177,12 @@ def soak(minutes: float, size, tiles: int, speed: float, every: float, samples: 
         if now >= next_row or now >= end:
             target.ctx.finish()
             b = ledger.bytes()
+            books = _books(target.ctx)
             row = {"t": round(now - t_start, 1), "loop": round(dist / path.length, 2),
                    "fps": round((frames - frames_at_row) / max(now - (next_row - every), 1e-9), 2) if rows else None,
                    "rss": rss_bytes(), "gpu_bytes": b.get("total", 0), "buffer_bytes": b.get("buffers", 0),
                    "texture_bytes": b.get("textures", 0) + b.get("renderbuffers", 0), "objects": ledger.counts(),
+                   "books_bytes": books,
                    "tiles": len(scene.tiles), "uploads": uploads, "gl_errors": sum(gl_errors.values()),
                    "tile_errors": len(scene.errors), "frames": frames}
             rows.append(row)
@@ -179,7 +191,7 @@ def soak(minutes: float, size, tiles: int, speed: float, every: float, samples: 
             kinds = " ".join(f"{k}={n}" for k, n in sorted(row["objects"].items()))
             say(f"{row['t']:>6.0f} {row['loop']:>5.2f} {row['fps'] or 0:>5.1f} {row['rss'] / 2**20:>7.1f} "
                 f"{row['gpu_bytes'] / 2**20:>7.1f} {row['buffer_bytes'] / 2**20:>7.1f} "
-                f"{row['texture_bytes'] / 2**20:>7.1f} {n_obj:>7} {row['tiles']:>5} {uploads:>7} "
+                f"{row['texture_bytes'] / 2**20:>7.1f} {(books or 0) / 2**20:>7.1f} {n_obj:>7} {row['tiles']:>5} {uploads:>7} "
                 f"{row['gl_errors']:>6}  {kinds}")
             next_row += every
             if now >= end:
@@ -207,8 +219,10 @@ def verdict(result: dict, tolerance: float) -> dict:
         out["why"] = "fewer than three samples after the first loop: fly longer"
         return out
     third = max(1, len(after) // 3)
-    for key in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes"):
-        vals = [r[key] for r in after]
+    for key in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes", "books_bytes"):
+        vals = [r.get(key) for r in after]
+        if any(v is None for v in vals):
+            continue
         first, last = float(np.mean(vals[:third])), float(np.mean(vals[-third:]))
         growth = (last - first) / max(first, 1)
         out[key] = {"first_third": first, "last_third": last, "max_after": max(vals), "min_after": min(vals),
@@ -242,7 +256,8 @@ def main(argv=None) -> int:
     result["verdict"] = verdict(result, args.tolerance)
     vd = result["verdict"]
     print(f"after the first loop ({vd['loops']:.1f} loops flown), last third against first third: " + ", ".join(
-        f"{k} {vd[k]['growth'] * 100:+.1f}%" for k in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes")
+        f"{k} {vd[k]['growth'] * 100:+.1f}%" for k in ("rss", "gpu_bytes", "buffer_bytes", "texture_bytes",
+                                                        "books_bytes")
         if isinstance(vd.get(k), dict)) + (f", objects {vd['objects']['after_first_loop']} -> "
                                            f"{vd['objects']['end']} (max {vd['objects']['max_after']})"
                                            if "objects" in vd else "")

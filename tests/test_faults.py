@@ -201,3 +201,23 @@ def test_real_full_disk_and_read_only_mount(loose, tiny_tmpfs):
                env={"WOWGRASS_CACHE": str(tiny_tmpfs / "cache")})
     assert out.returncode == 0 and out.stderr.count("read-only file system") == 1, out.stderr
     assert (tiny_tmpfs.parent / "z.glb").stat().st_size > 1000
+
+
+def test_a_world_set_aside_by_a_killed_build_comes_back(tmp_path):
+    """Killed between moving the old Data aside and renaming the new one in: the next build (even
+    one that fails) puts the old world back first."""
+    import subprocess as sp
+
+    from wowgrass.samples import write_sample_world
+
+    w = tmp_path / "w"
+    write_sample_world(w, tiles=(1, 1))
+    before = {p: (w / p).read_bytes() for p in tree(w) if (w / p).is_file()}
+    dead = sp.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.replace(w / "Data", w / f".tmp-{dead.pid}-old-Data")
+    from wowgrass.errors import OutputError
+
+    with failing_folder(w, "ENOSPC"), pytest.raises(OutputError):   # the next build fails: full disk
+        write_sample_world(w, tiles=(1, 1), seed=5)
+    assert {p: (w / p).read_bytes() for p in tree(w) if (w / p).is_file()} == before

@@ -338,8 +338,14 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     out = Path(out_dir)
     made = not out.exists()
     make_dirs(out)
-    _sweep_stale(out)
     data = out / "Data"
+    if not data.exists():  # a build killed between setting the old world aside and renaming the new one
+        for old in out.glob(".tmp-*-old-Data"):
+            m = re.match(r"\.tmp-(\d+)-", old.name)
+            if m and not pid_alive(int(m.group(1))):
+                os.replace(old, data)
+                break
+    _sweep_stale(out)
     tmp = None
     try:
         tmp = temp_dir(f".tmp-{os.getpid()}-sample-", out)
