@@ -238,12 +238,25 @@ def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: i
             return fuzz.classify(exc)
         return "parsed", ""
 
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+    start_rss = rss_mb()
+
     def test_one_input(data: bytes) -> None:
         parts = split_parts(data)
         outcome, detail = one(parts)
         rec.record(outcome, detail, parts)
         if rec.execs >= target_runs:
             rec.write()
+        elif rec.execs % 1000 == 0 and rss_mb() - start_rss > mem_mb / 2:
+            # the worker itself grows under atheris (the same inputs replayed without it do not):
+            # start afresh with the corpus before the address-space limit turns that into findings
+            rec.write()
+            print(f"[fuzz_cov] {fmt}: worker grew by {rss_mb() - start_rss:.0f} MB: restarting", file=sys.stderr,
+                  flush=True)
+            os._exit(RESTART_EXIT)
 
     print(f"[fuzz_cov] {fmt}: {seeded} seeds written, {rec.execs} executions before, {runs} to go",
           file=sys.stderr, flush=True)
@@ -312,6 +325,7 @@ def line_coverage(fmt: str, files: list[Path]) -> dict:
 
 
 # ------------------------------------------------------------------------------------ parent
+RESTART_EXIT = 75  # a worker that grew and asks to be started again (not a finding)
 LIBFUZZER_STAT = re.compile(r"#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)")
 
 
@@ -326,7 +340,7 @@ def run_format(fmt: str, args, out: Path) -> dict:
     t0 = time.time()
     while True:
         done = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
-        if done >= goal or len(restarts) > args.max_restarts:
+        if done >= goal or sum(r["exit"] != RESTART_EXIT for r in restarts) > args.max_restarts:
             break
         cmd = [sys.executable, __file__, "--worker", fmt, "--runs", str(goal - done), "--out", str(out),
                "--mem-mb", str(args.mem_mb), "--timeout", str(args.timeout), "--max-len", str(args.max_len)]
@@ -340,6 +354,9 @@ def run_format(fmt: str, args, out: Path) -> dict:
         if rc != 0 and after == done and any(r["at_exec"] == done for r in restarts):
             restarts.append({"exit": rc, "why": "no progress twice: stopped", "at_exec": done})
             break
+        if rc == RESTART_EXIT:
+            restarts.append({"exit": rc, "why": "worker grew: restarted", "at_exec": done})
+            continue
         if rc != 0:
             tail = [ln for ln in text.splitlines() if "ERROR: libFuzzer" in ln or "==ERROR" in ln][-1:]
             restarts.append({"exit": rc, "why": tail[0] if tail else "", "at_exec": done})
