@@ -156,7 +156,25 @@ def _export_gltf(m, src, out, texture_file, no_textures):
 
 
 def _export_obj(m, src, out, texture_file, no_textures):
-    from wowgrass.fileio import write_atomic
+    """The .obj, its .mtl and PNGs; a write that fails (full disk) takes back the files written before it."""
+    from wowgrass.errors import OutputError
+    from wowgrass.fileio import write_atomic as write_one
+
+    written: list[Path] = []
+
+    def write_atomic(path, data):
+        write_one(path, data)
+        written.append(Path(path))
+
+    try:
+        _write_obj(m, src, out, texture_file, no_textures, write_atomic)
+    except OutputError:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+
+
+def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
     from wowgrass.formats.blp import read_blp
 
     rm = m.render_mesh()

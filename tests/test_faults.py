@@ -221,3 +221,22 @@ def test_a_world_set_aside_by_a_killed_build_comes_back(tmp_path):
     with failing_folder(w, "ENOSPC"), pytest.raises(OutputError):   # the next build fails: full disk
         write_sample_world(w, tiles=(1, 1), seed=5)
     assert {p: (w / p).read_bytes() for p in tree(w) if (w / p).is_file()} == before
+
+
+def test_an_obj_export_that_fails_half_way_takes_back_its_files(loose, tmp_path, monkeypatch):
+    """The .obj and PNGs are written, then the .mtl meets a full disk: none of the set is left."""
+    import errno
+
+    from wowgrass import fileio
+
+    real = fileio.write_atomic
+
+    def full_at_mtl(path, data, **kw):
+        if str(path).endswith(".mtl"):
+            raise fileio.OutputError(path, errno.ENOSPC)
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(fileio, "write_atomic", full_at_mtl)
+    res = run("m2", "export", loose["m2"], "--data", loose["data"], "-o", tmp_path / "m.obj")
+    assert res.exit_code == 2 and "no space left" in res.output, res.output
+    assert tree(tmp_path) == []
