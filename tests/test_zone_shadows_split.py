@@ -16,6 +16,9 @@ pytestmark = pytest.mark.gl
 COL, ROW = 32, 32
 X0, Y0 = tile_origin(COL, ROW)
 CX, CY = X0 - 266.0, Y0 - 266.0  # the tile's centre
+# the sun these views were framed for: north-east, in front of a camera looking north, so the grass's
+# shadows fall towards it (the zone view's default sun moved to the south-west in issue 25)
+SUN = tuple(np.array([0.45, -0.35, 0.82]) / np.linalg.norm([0.45, -0.35, 0.82]))
 
 
 def zone_viewer(ctx, eye, target, *, size=(192, 108), sway=True, **toggles):
@@ -35,7 +38,7 @@ def zone_viewer(ctx, eye, target, *, size=(192, 108), sway=True, **toggles):
     sc.update(eye, block=True)
     cam = Camera.looking_at(eye, target)
     tog = Toggles(**{"doodads": False, **toggles})
-    return Viewer(tg, sc, cam, tog, time_query=False, light=Light(shadow_reach=20.0, shadow_size=1024))
+    return Viewer(tg, sc, cam, tog, time_query=False, light=Light(sun_dir=SUN, shadow_reach=20.0, shadow_size=1024))
 
 
 def shadow_depths(v, times):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 
 from .constants import GrassSettings
@@ -24,10 +26,17 @@ from .gl.programs import FRAME_BLOCK_BYTES, frame_stride
 from .gl.state import bind_uniform_block
 from .sources import DrawCounts
 
-SUN_DIR = np.array([0.45, -0.35, 0.82])
-SUN_DIR = SUN_DIR / np.linalg.norm(SUN_DIR)
-SUN_COLOR = (0.75, 0.72, 0.62)
-AMBIENT = (0.45, 0.48, 0.52)
+# The zone view's sun: an afternoon sun in the south-west (azimuth 130 deg from north towards west,
+# X north, Y west), 25 deg up, so grass, doodads and relief cast shadows long enough to be seen
+# (a sun 55 deg up in the north-east, behind the sample's views, left them hidden behind their
+# casters: the pictures with and without shadows were nearly identical). Sun against ambient is
+# about 2.3 : 1 on flat ground, so a shadow reads as one.
+SUN_ELEVATION, SUN_AZIMUTH = 25.0, 130.0
+SUN_DIR = np.array([math.cos(math.radians(SUN_ELEVATION)) * math.cos(math.radians(SUN_AZIMUTH)),
+                    math.cos(math.radians(SUN_ELEVATION)) * math.sin(math.radians(SUN_AZIMUTH)),
+                    math.sin(math.radians(SUN_ELEVATION))])
+SUN_COLOR = (1.15, 1.10, 0.95)
+AMBIENT = (0.40, 0.43, 0.48)
 SKY = (0.62, 0.74, 0.86)
 
 # std140 layout of shaders/frame.glsl's block, as float32 offsets
