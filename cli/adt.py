@@ -40,8 +40,12 @@ def tile_source(func):
         from wowgrass.tiles import load_tile, parse_tile_arg
 
         if file is None and data_path is None:
-            raise UsageError("give an ADT FILE, or --data DIR with --tile COL,ROW (and --map NAME when it holds "
-                             "several maps)")
+            if tile is None:
+                raise UsageError("give an ADT FILE, or --tile COL,ROW with --data DIR (and --map NAME when it "
+                                 "holds several maps; no --data: the sample world)")
+            from wowgrass.bake import default_data
+
+            data_path = str(default_data()[0])   # the sample world, as bake, view and export take it
         col_row = parse_tile_arg(tile) if tile is not None else None
         if file is None and not map_name:   # the only map, as bake, view and export take it
             from wowgrass.data import open_data

@@ -458,6 +458,10 @@ def test_adt_commands_default_to_the_only_map(world, tmp_path):
     assert json.loads(res.stdout)["tile"] == {"col": 31, "row": 32}
     res = run("adt", "image", "--data", world, "--tile", "31,32", "--size", "32", "-o", tmp_path / "i.png")
     assert res.exit_code == 0, res.output
+    # and with no --data, the built-in sample world's, as bake, view and export take it
+    res = run("adt", "info", "--tile", "31,31", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["source"]["path"].endswith(f"{MAP_NAME}_31_31.adt")
 
 
 @pytest.mark.realdata
