@@ -200,7 +200,7 @@ def test_terrain_mesh_fans_and_holes():
     idx = arr.indices.reshape(-1, 3)
     assert not np.isin(np.arange(17 * 145, 18 * 145), idx).any()
     # every fan triangle has the cell's centre vertex and faces up (counter-clockwise from +Z)
-    p = arr.vertices["pos"][idx]
+    p = arr.positions[idx]
     nz = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])[:, 2]
     assert (nz > 0).all()
     assert arr.missing_textures == ["synthetic\\grass.blp", "synthetic\\dirt.blp"]

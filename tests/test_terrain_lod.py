@@ -85,10 +85,10 @@ def test_chunks_sharing_a_vertex_give_it_bit_identical_values(realdata):
         assert len(pairs) > 4000
         assert np.abs(pos[pairs[:, 0], :2] - pos[pairs[:, 1], :2]).max() > 1e-4  # the file's own positions differ
         v = a.vertices
-        for f in ("pos", "normal", "grid"):
+        for f in ("height", "normal", "grid"):
             assert np.array_equal(v[f][pairs[:, 0]], v[f][pairs[:, 1]]), (name, f)
         # and they stay on the file's positions (within float32 rounding of the grid)
-        assert np.abs(v["pos"][:, :2] - pos[:, :2]).max() < 2e-3
+        assert np.abs(a.positions[:, :2] - pos[:, :2]).max() < 2e-3
 
 
 def test_neighbouring_tiles_share_their_border_vertices_exactly():

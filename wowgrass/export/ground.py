@@ -59,8 +59,8 @@ def export_terrain(tile, textures: dict[str, np.ndarray], size: int = 1024):
     the baked (size, size, 3) texture and the MTEX names the textures lacked."""
     arrays = build_terrain_arrays(tile, textures)
     v = arrays.vertices
-    pos = v["pos"].astype(np.float64)
+    pos = arrays.positions.astype(np.float64)
     uv = np.empty((len(pos), 2), np.float32)
     uv[:, 0] = (ZEROPOINT - tile.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE  # east
     uv[:, 1] = (ZEROPOINT - tile.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE  # south
-    return pos, v["normal"], uv, arrays.indices, bake_texture(tile, arrays, size), arrays.missing_textures
+    return pos, v["normal"][:, :3].astype(np.float32), uv, arrays.indices, bake_texture(tile, arrays, size), arrays.missing_textures

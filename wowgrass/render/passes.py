@@ -35,12 +35,13 @@ class Pass:
     def views(self, frame) -> list:
         return frame.views
 
-    def program(self, programs, name: str, view=None):
+    def program(self, programs, name: str, view=None, extra: dict | None = None):
         """``programs``' program ``name`` built with this pass's defines (and ``WIREFRAME`` for a
-        view drawn in lines: flat colour, fed by the sources' line index buffers)."""
+        view drawn in lines: flat colour, fed by the sources' line index buffers), plus a source's
+        own ``extra`` defines (a variant of its program: the far terrain's, say)."""
         if view is not None and view.fill == "lines":
-            return programs.variant(name, {**self.defines, "WIREFRAME": True})
-        return programs.variant(name, self.defines)
+            return programs.variant(name, {**self.defines, **(extra or {}), "WIREFRAME": True})
+        return programs.variant(name, {**self.defines, **extra} if extra else self.defines)
 
     def begin(self, frame, view) -> None:
         pass

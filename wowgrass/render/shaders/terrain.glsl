@@ -7,7 +7,10 @@
 // blended by the decoded MCAL alpha maps. Every resident tile shares two texture arrays
 // (render/terrain.py's TerrainArena): MTEX layers, one slice per name; alpha atlases, one
 // 1024x1024 slice per tile of 16x16 chunk maps (R, G, B = alpha of layers 1, 2, 3; A = the MCSH
-// shadow bit). Geomorphing: see wowgrass/render/terrain.py.
+// shadow bit). FAR_TILE: a far tile (render/sources/terrain.py's FarArena): no layers, no alpha
+// atlas; one low-resolution colour slice per tile (16x16 chunks of 16x16 texels, the layers' mean
+// colours blended by the alpha maps, A = the MCSH shadow's share). Geomorphing: see
+// wowgrass/render/sources/terrain.py.
 
 #include "frame.glsl"
 
@@ -19,14 +22,14 @@ uniform vec4 uLodBands;   // ends of the distance bands of levels 0..3
 uniform float uLodZScale; // heights count this much in the LOD distance
 uniform float uLodMorph;  // 0: no geomorphing (levels pop; for comparison)
 
-in vec3 in_position;    // .z: height (x, y come from in_grid)
-in vec3 in_normal;
-in vec2 in_uv;          // 0..1 across the chunk (the alpha map's space)
-in float in_chunk;      // the chunk's place in the alpha atlases: slot * 256 + MCNK index
-in vec4 in_layers;      // texture array slice per layer, -1 where the layer does not exist
+in float in_height;     // (x, y come from in_grid)
 in vec2 in_grid;        // (column, row) on the map-wide half-cell grid: whole numbers
-in vec4 in_morph;       // the collapse target's normal (xyz) and height (w)
-in float in_level;      // the level on whose grid this vertex is odd (4: never morphs)
+in float in_morph_height; // the collapse target's height
+in float in_chunk;      // the chunk's place in the alpha atlases: slot * 256 + MCNK index
+in vec4 in_normal;      // xyz; w: the level on whose grid this vertex is odd (4: never morphs)
+in vec4 in_morph_normal; // xyz: the collapse target's normal
+in vec4 in_layers;      // texture array slice per layer, -1 where the layer does not exist
+in vec2 in_uv;          // 0..1 across the chunk (the alpha map's space)
 
 out vec3 v_normal;
 out vec2 v_uv;
@@ -41,8 +44,8 @@ vec2 gridToWorld(vec2 g) {
 }
 
 void main() {
-    int level = int(in_level);
-    vec3 d = vec3(gridToWorld(in_grid), in_position.z) - uLodEye;
+    int level = int(in_normal.w + 0.5);
+    vec3 d = vec3(gridToWorld(in_grid), in_height) - uLodEye;
     d.z *= uLodZScale;
     // a hair early (0.05 units), so the chunk box test of terrain_lod.glsl never switches to the
     // coarser level while a vertex of the finer one is a rounding error short of collapsed
@@ -51,8 +54,8 @@ void main() {
         k = morph_factor(length(d) + 0.05, level == 0 ? 0.0 : uLodBands[level - 1], uLodBands[level]);
     vec2 g = level < 4 ? morph_grid(in_grid, exp2(float(level)), k) : in_grid;
     bool done = k >= 1.0;  // exactly the target's values, not mix()'s rounding of them
-    float h = done ? in_morph.w : mix(in_position.z, in_morph.w, k);
-    vec3 n = done ? in_morph.xyz : mix(in_normal, in_morph.xyz, k);
+    float h = done ? in_morph_height : mix(in_height, in_morph_height, k);
+    vec3 n = done ? in_morph_normal.xyz : mix(in_normal.xyz, in_morph_normal.xyz, k);
     vec3 p = vec3(gridToWorld(g), h);
     gl_Position = uViewProj * vec4(p, 1.0);
     v_normal = n;
@@ -79,8 +82,12 @@ void main() { f_color = vec4(0.45, 0.5, 0.38, 1.0); }
 #include "lighting.glsl"
 #include "shadow.glsl"
 
+#ifdef FAR_TILE
+uniform sampler2DArray uFarColour;  // a slice per far tile: 16x16 chunks of FAR_COLOUR texels
+#else
 uniform sampler2DArray uLayers;
 uniform sampler2DArray uAlpha;
+#endif
 uniform float uTexRepeat;     // texture repeats across one chunk
 uniform float uLodDebug;      // 1: colour by LOD level
 uniform float uMcsh;          // 1: darken where the ADT's baked MCSH shadow bit is set
@@ -98,23 +105,31 @@ out vec4 f_color;
 const vec3 LOD_COLORS[5] = vec3[5](vec3(0.95, 0.25, 0.2), vec3(0.95, 0.8, 0.2), vec3(0.3, 0.85, 0.3),
                                     vec3(0.2, 0.55, 0.95), vec3(0.6, 0.35, 0.95));
 
+#ifndef FAR_TILE
 vec3 layer(float slice, vec2 uv) {
     return texture(uLayers, vec3(uv, slice)).rgb;
 }
+#endif
 
 void main() {
+    float slot = floor(v_chunk / 256.0);
+    float c = v_chunk - slot * 256.0;
+    vec2 chunk = vec2(c - 16.0 * floor(c / 16.0), floor(c / 16.0));
+#ifdef FAR_TILE
+    // texel j of a chunk's block stands where the near tile samples the alpha at uv j / 15
+    vec4 alpha = texture(uFarColour, vec3((chunk * 16.0 + 0.5 + v_uv * 15.0) / 256.0, slot));
+    vec3 albedo = alpha.rgb;
+#else
     vec2 tuv = v_uv * uTexRepeat;
     // sample the 64x64 alpha map at texel centres: texel i covers [i/64, (i+1)/64)
     // the chunk's 64x64 block of its tile's 1024x1024 atlas (16x16 chunks), sampled at texel
     // centres: texel i covers [i/64, (i+1)/64) of the chunk, and no filtering reaches a neighbour
-    float slot = floor(v_chunk / 256.0);
-    float c = v_chunk - slot * 256.0;
-    vec2 block = vec2(c - 16.0 * floor(c / 16.0), floor(c / 16.0)) * 64.0;
-    vec4 alpha = texture(uAlpha, vec3((block + 0.5 + v_uv * 63.0) / 1024.0, slot));
+    vec4 alpha = texture(uAlpha, vec3((chunk * 64.0 + 0.5 + v_uv * 63.0) / 1024.0, slot));
     vec3 albedo = v_layers.x >= 0.0 ? layer(v_layers.x, tuv) : vec3(0.45, 0.42, 0.35);
     if (v_layers.y >= 0.0) albedo = mix(albedo, layer(v_layers.y, tuv), alpha.r);
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
     if (v_layers.w >= 0.0) albedo = mix(albedo, layer(v_layers.w, tuv), alpha.b);
+#endif
     if (uLodDebug > 0.5 && v_level >= 0.0) albedo = mix(albedo, LOD_COLORS[int(v_level)], 0.7);
     vec3 lit = applyLightShadowed(albedo, v_normal, shadowFactor(v_world, v_dist));
     lit *= 1.0 - 0.45 * uMcsh * alpha.a;  // baked MCSH: darker where the shadow bit is set

@@ -24,6 +24,7 @@ uniform vec3 uLodEye;     // the main camera: levels are the same in every view
 uniform vec4 uLodBands;   // ends of the bands of levels 0..3
 uniform float uLodZScale;
 uniform uint uLineViews;  // bit v: view v draws the edge list
+uniform uint uMinLevel;   // the finest level the arena's tiles keep (far tiles: coarse levels only)
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
@@ -42,6 +43,7 @@ void main() {
     uint level = 0u;
     for (int l = 0; l < 4; ++l)
         if (d >= uLodBands[l]) level = uint(l + 1);
+    level = max(level, uMinLevel);
     uint base = i * 10u, k = (uLineViews >> view & 1u) != 0u ? 2u : 1u;
     uint at = (view * uViewChunks + i) * 5u;
     commands[at + 0u] = visible ? k * ranges[base + 5u + level] : 0u;

@@ -56,12 +56,18 @@ LAYER_SIZE = 256  # every MTEX texture is resized to this square for the texture
 LAYER_LEVELS = LAYER_SIZE.bit_length()  # its mipmap levels, down to 1x1
 ANISOTROPY = 4.0  # layer textures' anisotropic filtering (not on llvmpipe, where it costs minutes);
 # on the H200 at 1920x1080 8x cost ~1 ms a frame over 1x (benchmarks/bench_render.py --variants)
-VERTEX_FORMAT = "3f 3f 2f 1f 4f 2f 4f 1f"
-VERTEX_ATTRS = ("in_position", "in_normal", "in_uv", "in_chunk", "in_layers", "in_grid", "in_morph", "in_level")
-# pos: X, Y for the CPU's boxes (the shader computes them from grid), Z the height
-VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("normal", "<f4", 3), ("uv", "<f4", 2),
-                         ("chunk", "<f4"), ("layers", "<f4", 4), ("grid", "<f4", 2),
-                         ("morph", "<f4", 4), ("level", "<f4")])
+# 48 bytes a vertex: XY come from the grid index (the shader computes them), heights and grid
+# indices stay float32 (the geomorph's bit-exact collapse), normals, layer slices and the chunk's
+# UV are half floats (whole numbers up to 2048 and k/8 are exact in them)
+VERTEX_FORMAT = "f 2f f f 4f2 4f2 4f2 2f2"
+VERTEX_ATTRS = ("in_height", "in_grid", "in_morph_height", "in_chunk", "in_normal", "in_morph_normal",
+                "in_layers", "in_uv")
+VERTEX_DTYPE = np.dtype([("height", "<f4"), ("grid", "<f4", 2), ("morph_height", "<f4"), ("chunk", "<f4"),
+                         ("normal", "<f2", 4),  # xyz, w: the level on whose grid the vertex is odd
+                         ("morph_normal", "<f2", 4),  # the collapse target's normal (w unused)
+                         ("layers", "<f2", 4),  # texture array slice per layer, -1 where none
+                         ("uv", "<f2", 2)])  # 0..1 across the chunk (the alpha map's space)
+assert VERTEX_DTYPE.itemsize == 48
 
 LEVELS = 5  # 0: fans of 145 vertices; 1..4: grids of 9x9, 5x5, 3x3, 2x2 outer vertices
 # Where each level's distance band ends (world units; level 4 has no end). A chunk takes the level
@@ -71,6 +77,7 @@ LEVELS = 5  # 0: fans of 145 vertices; 1..4: grids of 9x9, 5x5, 3x3, 2x2 outer v
 LOD_BANDS = (40.0, 160.0, 400.0, 900.0)
 LOD_Z_SCALE = 0.5  # heights count half in the LOD distance: a cliff chunk's box stays small
 HALF_UNIT = UNIT_SIZE / 2.0  # one step of the map-wide vertex grid (inner vertices sit on odd steps)
+NO_LAYER = (0.45, 0.42, 0.35)  # a chunk without a first layer (terrain.glsl draws the same)
 
 # (145,) cell offsets (south, east) of each MCVT vertex from the chunk's NW corner
 ROWS, COLS = VERTEX_ROWCOL[:, 0], VERTEX_ROWCOL[:, 1]
@@ -135,7 +142,7 @@ def level_holes(holes: np.ndarray) -> list[np.ndarray]:
 
 @dataclass
 class TerrainArrays:
-    """Everything a tile's terrain needs on the GPU, built off the GL thread."""
+    """Everything a complete tile's terrain needs on the GPU, built off the GL thread."""
 
     vertices: np.ndarray  # (256*145,) VERTEX_DTYPE
     indices: np.ndarray  # (k,) u4: level 0 of all chunks, then level 1, ... (hole cells left out)
@@ -149,12 +156,16 @@ class TerrainArrays:
     chunk_hi: np.ndarray = None
 
     _atlas: bytes | None = field(default=None, repr=False)
-    _edges: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def triangles(self) -> int:
         """Triangles of the full-detail mesh (level 0)."""
         return int(self.lod_count[:, 0].sum()) // 3
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(n, 3) float32 world positions of the vertices (as the vertex shader computes them)."""
+        return vertex_positions(self.vertices)
 
     def atlas(self) -> bytes:
         """The alpha maps as one ATLAS x ATLAS slice (16 x 16 chunks), built once (the tile worker
@@ -165,10 +176,49 @@ class TerrainArrays:
         return self._atlas
 
     def edges(self) -> np.ndarray:
-        """:func:`~.meshes.edge_indices` of ``indices`` (the lines views'), built once (worker)."""
-        if self._edges is None:
-            self._edges = edge_indices(self.indices)
-        return self._edges
+        """:func:`~.meshes.edge_indices` of ``indices`` (what a lines view draws)."""
+        return edge_indices(self.indices)
+
+
+FAR_COLOUR = 16  # a far tile's colour texels per chunk side (the alpha maps have 64)
+FAR_ATLAS = 16 * FAR_COLOUR  # its colour as one 256x256 slice of 16x16 chunks
+
+
+@dataclass
+class FarArrays:
+    """A far tile's terrain: the vertices and indices of levels ``first_level``..4 only, and one
+    low-resolution colour image (the layers' mean colours blended by the alpha maps, MCSH in A)
+    instead of the alpha atlas and the layer textures (built off the GL thread)."""
+
+    vertices: np.ndarray  # (256 * per_chunk,) VERTEX_DTYPE
+    indices: np.ndarray  # (k,) u4: levels first_level..4, chunk-major within a level
+    colour: np.ndarray  # (FAR_ATLAS, FAR_ATLAS, 4) u1: the tile's colour, rows south, columns east
+    first_level: int
+    lod_first: np.ndarray = None  # (256, LEVELS); levels below first_level: count 0
+    lod_count: np.ndarray = None
+    chunk_lo: np.ndarray = None
+    chunk_hi: np.ndarray = None
+    missing_textures: list[str] = field(default_factory=list)
+
+    @property
+    def triangles(self) -> int:
+        """Triangles at the tile's finest level (``first_level``)."""
+        return int(self.lod_count[:, self.first_level].sum()) // 3
+
+    @property
+    def positions(self) -> np.ndarray:
+        return vertex_positions(self.vertices)
+
+    def edges(self) -> np.ndarray:
+        return edge_indices(self.indices)
+
+
+def vertex_positions(v: np.ndarray) -> np.ndarray:
+    """(n, 3) float32 world positions of VERTEX_DTYPE vertices (XY from the grid index)."""
+    out = np.empty((len(v), 3), np.float32)
+    out[:, :2] = grid_to_world(v["grid"])
+    out[:, 2] = v["height"]
+    return out
 
 
 def placeholder_texture(name: str, size: int = LAYER_SIZE) -> np.ndarray:
@@ -223,6 +273,58 @@ def _shared_outer(tile, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return out
 
 
+def chunk_layers(tile) -> np.ndarray:
+    """(256, 4) MTEX index of each chunk's layers, -1 where the layer does not exist."""
+    lt = np.asarray(tile.layer_texture, np.int64)
+    nl = np.asarray(tile.n_layers, np.int64)
+    exists = (np.arange(4)[None, :] < nl[:, None]) & (lt >= 0) & (lt < max(len(tile.textures), 1))
+    return np.where(exists, lt, -1)
+
+
+def _tile_vertices(tile) -> np.ndarray:
+    """(256, 145) VERTEX_DTYPE of every MCVT vertex, layers -1 (the caller fills them)."""
+    grid = map_grid(tile)
+    n = np.asarray(tile.normals, np.float32) / 127.0
+    norm = np.linalg.norm(n, axis=-1, keepdims=True)
+    n = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
+    hn = _shared_outer(tile, np.concatenate([np.asarray(tile.abs_heights, np.float32)[..., None], n], -1), grid)
+    v = np.zeros((256, 145), VERTEX_DTYPE)
+    v["height"] = hn[..., 0]
+    v["grid"] = grid
+    v["morph_height"] = hn[:, MORPH_TARGET, 0]
+    v["chunk"] = np.arange(256, dtype=np.float32)[:, None]
+    v["normal"][..., :3] = hn[..., 1:]
+    v["normal"][..., 3] = VERTEX_LEVEL[None, :]
+    v["morph_normal"][..., :3] = hn[:, MORPH_TARGET, 1:]
+    v["uv"][..., 0] = COLS[None, :] / 8.0  # u east (alpha map column), v south (alpha map row)
+    v["uv"][..., 1] = ROWS[None, :] / 8.0
+    v["layers"] = -1.0
+    return v
+
+
+def _level_indices(tile, levels, per_chunk: int = 145, remap: np.ndarray | None = None):
+    """Triangle indices of ``levels`` (level-major, chunk-major within a level, hole cells left
+    out), with each chunk's (first, count) per level; ``remap``: MCVT index -> the index among
+    the ``per_chunk`` vertices a chunk keeps."""
+    holes = level_holes(tile.hole_cells())  # (256, 8, 8) per level, coarsened
+    base = (np.arange(256) * per_chunk)[:, None, None, None]
+    parts, first, count, k0 = [], np.zeros((256, LEVELS), np.int64), np.zeros((256, LEVELS), np.int64), 0
+    for lv in levels:
+        cells = LEVEL_CELLS[lv] if remap is None else remap[LEVEL_CELLS[lv]]
+        idx = (cells[None] + base)[~holes[lv]].reshape(-1)
+        per = (~holes[lv]).reshape(256, -1).sum(axis=1) * cells.shape[-1]
+        count[:, lv] = per
+        first[:, lv] = k0 + np.r_[0, np.cumsum(per)[:-1]]
+        k0 += len(idx)
+        parts.append(idx)
+    return np.concatenate(parts).astype(np.uint32), first, count
+
+
+def _boxes(v: np.ndarray):
+    p = vertex_positions(v.reshape(-1)).reshape(256, -1, 3)
+    return p.min(axis=1), p.max(axis=1)
+
+
 def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) -> TerrainArrays:
     """Mesh (five levels) + alpha + layer textures of an :class:`~wowgrass.formats.adt.AdtTile`.
 
@@ -230,39 +332,9 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
     and are listed in ``missing_textures``.
     """
     textures = textures or {}
-    grid = map_grid(tile)
-    n = np.asarray(tile.normals, np.float32) / 127.0
-    norm = np.linalg.norm(n, axis=-1, keepdims=True)
-    n = np.where(norm > 1e-6, n / np.maximum(norm, 1e-6), np.array([0, 0, 1], np.float32))
-    hn = _shared_outer(tile, np.concatenate([np.asarray(tile.abs_heights, np.float32)[..., None], n], -1), grid)
-    v = np.zeros((256, 145), VERTEX_DTYPE)
-    v["pos"][..., :2] = grid_to_world(grid)
-    v["pos"][..., 2] = hn[..., 0]
-    v["normal"] = hn[..., 1:]
-    v["uv"][..., 0] = COLS[None, :] / 8.0  # u east (alpha map column), v south (alpha map row)
-    v["uv"][..., 1] = ROWS[None, :] / 8.0
-    v["chunk"] = np.arange(256, dtype=np.float32)[:, None]
-    lt = np.asarray(tile.layer_texture, np.int64)
-    nl = np.asarray(tile.n_layers, np.int64)
-    exists = (np.arange(4)[None, :] < nl[:, None]) & (lt >= 0) & (lt < max(len(tile.textures), 1))
-    v["layers"] = np.where(exists, lt, -1).astype(np.float32)[:, None, :]
-    v["grid"] = grid
-    v["morph"][..., :3] = hn[:, MORPH_TARGET, 1:]
-    v["morph"][..., 3] = hn[:, MORPH_TARGET, 0]
-    v["level"] = VERTEX_LEVEL[None, :]
-
-    holes = level_holes(tile.hole_cells())  # (256, 8, 8) per level, coarsened
-    base = (np.arange(256) * 145)[:, None, None, None]
-    parts, first, count, k0 = [], np.zeros((256, LEVELS), np.int64), np.zeros((256, LEVELS), np.int64), 0
-    for lv in range(LEVELS):
-        cells = LEVEL_CELLS[lv]
-        idx = (cells[None] + base)[~holes[lv]].reshape(-1)  # chunk-major within the level
-        per = (~holes[lv]).reshape(256, -1).sum(axis=1) * cells.shape[-1]
-        count[:, lv] = per
-        first[:, lv] = k0 + np.r_[0, np.cumsum(per)[:-1]]
-        k0 += len(idx)
-        parts.append(idx)
-    indices = np.concatenate(parts).astype(np.uint32)
+    v = _tile_vertices(tile)
+    v["layers"] = chunk_layers(tile).astype(np.float32)[:, None, :]
+    indices, first, count = _level_indices(tile, range(LEVELS))
 
     alpha = np.zeros((256, 64, 64, 4), np.uint8)
     a = np.asarray(tile.alpha, np.uint8)
@@ -276,8 +348,94 @@ def build_terrain_arrays(tile, textures: dict[str, np.ndarray] | None = None) ->
             missing.append(name)
             rgba = placeholder_texture(name)
         layers.append(resize_rgba(rgba))
+    lo, hi = _boxes(v)
     return TerrainArrays(v.reshape(-1), indices, alpha, np.stack(layers), missing, list(tile.textures or ["<none>"]),
-                         first, count, v["pos"].min(axis=1), v["pos"].max(axis=1))
+                         first, count, lo, hi)
+
+
+def far_vertex_set(first_level: int) -> np.ndarray:
+    """The MCVT indices a chunk keeps when drawn at levels ``first_level``..4 only (every vertex of
+    those levels' grids: their morph targets are among them)."""
+    if first_level <= 0:
+        return np.arange(145)
+    s = 1 << (first_level - 1)
+    r, c = ROWS[_OUTER].astype(int), COLS[_OUTER].astype(int)
+    return _OUTER[(r % s == 0) & (c % s == 0)]
+
+
+def layer_means(tile, textures: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(n, 3) float mean colour of each MTEX layer (what its coarsest mip is; placeholders where
+    the data lacks a texture) and the names it lacked."""
+    textures = textures or {}
+    means, missing = [], []
+    for name in tile.textures or ["<none>"]:
+        rgba = textures.get(name)
+        if rgba is None:
+            missing.append(name)
+            rgba = placeholder_texture(name, 4)
+        # the mean of the texture as the GPU's mip chain sees it: resized to LAYER_SIZE first
+        means.append(resize_rgba(rgba)[..., :3].reshape(-1, 3).astype(np.float64).mean(axis=0))
+    return np.array(means), missing
+
+
+def far_colour(tile, means: np.ndarray) -> np.ndarray:
+    """(FAR_ATLAS, FAR_ATLAS, 4) u1: the tile's albedo as terrain.glsl blends it, with each layer
+    at its mean colour, at FAR_COLOUR texels a chunk (A: the MCSH shadow's share). Texel j of a
+    chunk stands where terrain.glsl samples the alpha map at uv j / (FAR_COLOUR - 1), the alpha
+    box-filtered over the 5 texels around it (what a far texel stands for)."""
+    lay = chunk_layers(tile)
+    table = np.concatenate([means, np.array(NO_LAYER)[None] * 255.0]).astype(np.float32)  # index -1 -> no layer
+    m = _RESAMPLE
+    planes = np.empty((256, 4, FAR_COLOUR, FAR_COLOUR), np.float32)
+    alpha = np.asarray(tile.alpha)
+    for k in range(3):  # one plane at a time: (256, 64, 64) float32 at most
+        planes[:, k] = m @ (alpha[:, k + 1].astype(np.float32) * np.float32(1 / 255)) @ m.T
+    planes[:, 3] = m @ np.asarray(tile.shadow, np.float32) @ m.T
+    albedo = np.repeat(table[lay[:, 0]][:, None, None, :], FAR_COLOUR, 1).repeat(FAR_COLOUR, 2)  # (256, F, F, 3)
+    for k in range(1, 4):
+        a = np.where((lay[:, k] >= 0)[:, None, None], planes[:, k - 1], 0.0)[..., None]
+        albedo = albedo * (1.0 - a) + table[lay[:, k]][:, None, None, :] * a
+    out = np.empty((256, FAR_COLOUR, FAR_COLOUR, 4), np.uint8)
+    out[..., :3] = np.clip(np.round(albedo), 0, 255)
+    out[..., 3] = np.clip(np.round(planes[:, 3] * 255.0), 0, 255)
+    iy, ix = np.asarray(tile.index_xy[:, 1], np.int64), np.asarray(tile.index_xy[:, 0], np.int64)
+    img = np.zeros((16, 16, FAR_COLOUR, FAR_COLOUR, 4), np.uint8)
+    img[iy, ix] = out
+    return np.ascontiguousarray(img.transpose(0, 2, 1, 3, 4).reshape(FAR_ATLAS, FAR_ATLAS, 4))
+
+
+def _resample_matrix(n: int = 64, f: int = FAR_COLOUR, box: int = 5) -> np.ndarray:
+    """(f, n) float32: a ``box``-texel box filter (clamped at the chunk's edge), then the values
+    at the alpha map's continuous index (n - 1) j / (f - 1), linearly interpolated."""
+    b = np.zeros((n, n))
+    for i in range(n):
+        for d in range(-(box // 2), box // 2 + 1):
+            b[i, min(max(i + d, 0), n - 1)] += 1.0 / box
+    t = np.arange(f) * ((n - 1) / (f - 1))
+    i0 = np.minimum(np.floor(t).astype(np.int64), n - 2)
+    w = t - i0
+    s = np.zeros((f, n))
+    s[np.arange(f), i0] = 1.0 - w
+    s[np.arange(f), i0 + 1] += w
+    return (s @ b).astype(np.float32)
+
+
+_RESAMPLE = _resample_matrix()
+
+
+def build_far_arrays(tile, textures: dict[str, np.ndarray] | None = None, first_level: int = 3) -> FarArrays:
+    """A far tile's :class:`FarArrays`: levels ``first_level``..4 of the mesh and the colour."""
+    first_level = int(min(max(first_level, 0), LEVELS - 1))
+    keep = far_vertex_set(first_level)
+    remap = np.full(145, -1, np.int64)
+    remap[keep] = np.arange(len(keep))
+    whole = _tile_vertices(tile)
+    lo, hi = _boxes(whole)  # the complete tile's boxes: the LOD pass picks the same levels for both
+    v = whole[:, keep]
+    indices, first, count = _level_indices(tile, range(first_level, LEVELS), len(keep), remap)
+    means, missing = layer_means(tile, textures)
+    return FarArrays(np.ascontiguousarray(v.reshape(-1)), indices, far_colour(tile, means), first_level,
+                     first, count, lo, hi, missing)
 
 
 def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float = LOD_Z_SCALE,
@@ -301,12 +459,26 @@ def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float 
 SLOT_VERTICES = 256 * 145
 SLOT_INDICES = 256 * sum(int(np.prod(c.shape)) for c in LEVEL_CELLS)  # all levels, no holes: the most a tile uses
 ATLAS = 1024  # a tile's alpha maps as one 1024x1024 slice: 16x16 chunks of 64x64
-SLOT_BYTES = SLOT_VERTICES * VERTEX_DTYPE.itemsize + SLOT_INDICES * 4 + ATLAS * ATLAS * 4  # a tile's slot
+SLOT_BYTES = SLOT_VERTICES * VERTEX_DTYPE.itemsize + SLOT_INDICES * 4 + ATLAS * ATLAS * 4  # a complete tile's slot
+LINE_SLOT_BYTES = SLOT_INDICES * 8  # its edge list, where a lines view asked for one
+FAR_LEVEL = 3  # the finest level a far tile keeps by default (the band 400-900 units: reach 800 is in it)
+
+
+def far_slot_sizes(first_level: int) -> tuple[int, int]:
+    """(vertices, indices) of a far tile's slot that keeps levels ``first_level``..4."""
+    return (256 * len(far_vertex_set(first_level)),
+            256 * sum(int(np.prod(LEVEL_CELLS[lv].shape)) for lv in range(first_level, LEVELS)))
+
+
+def far_level_for(reach: float, bands=LOD_BANDS) -> int:
+    """The level of the LOD band ``reach`` falls in: the finest a tile beyond ``reach`` is drawn at
+    (a chunk's LOD distance is never below its tile's distance in XY)."""
+    return int(np.searchsorted(np.asarray(bands, np.float64), float(reach), side="right"))
 
 
 @dataclass
 class TerrainTile:
-    """A resident tile's place in the arena: its slot, level ranges (absolute), boxes, layer names."""
+    """A resident tile's place in an arena: its slot, level ranges (absolute), boxes, layer names."""
 
     slot: int
     lod_first: np.ndarray  # (256, LEVELS) first index in the arena's index buffer
@@ -314,33 +486,34 @@ class TerrainTile:
     chunk_lo: np.ndarray
     chunk_hi: np.ndarray
     layer_names: list
-    triangles: int  # at level 0
+    triangles: int  # at its finest level (0 for a complete tile)
+    far: bool = False  # in the far arena (FarArrays)
+    first_level: int = 0
 
 
-class TerrainArena:
-    """Every resident tile's terrain in shared GPU storage, so that one draw covers them all: a
-    vertex buffer and an index buffer of fixed-size slots (a tile's 256 x 145 vertices; its five
-    levels' indices, absolute), one RGBA texture array of alpha atlases (a 1024x1024 slice per
-    slot) and one texture array of MTEX layers shared by name (reference-counted slices). Grows by
-    doubling: buffers by a GPU copy, textures by a compute copy (GL 4.3) or from CPU copies kept
-    for that on older GL."""
+class _SlotArena:
+    """What both terrain arenas share: a vertex and an index buffer of fixed-size slots (one tile
+    each, indices absolute), one RGBA texture array with a slice per slot, an edge-list buffer made
+    only when a lines view first asks for it (:meth:`lines`), growth by doubling (buffers by a GPU
+    copy, textures by a compute copy on GL 4.3, from CPU copies kept for that on older GL)."""
 
-    def __init__(self, ctx):
+    kind = "terrain-near"
+
+    def __init__(self, ctx, slot_vertices: int, slot_indices: int, tex_size: int, tex_mipmaps: bool):
         self.ctx = ctx
+        self.slot_vertices, self.slot_indices = slot_vertices, slot_indices
+        self.tex_size, self.tex_mipmaps = tex_size, tex_mipmaps
         self.capacity = 0  # slots
-        self.vbo = self.ibo = self.lbo = self.alpha = self.layers = None
+        self.vbo = self.ibo = self.lbo = self.tex = None
         self._free: list[int] = []
         self._used = 0  # slots handed out so far (free ones are reused first)
-        self._names: dict[str, list] = {}  # MTEX name -> [slice, references]
-        self._free_layers: list[int] = []
-        self._layer_capacity = 0
-        self._layer_used = 0
-        self._copy = self._mip = self._mip_tex = None
+        self._copy = self._mip = self._mip_tex = self._edge_cs = None
         self._gpu_copy = ctx.version_code >= 430  # else textures grow from CPU copies
-        self._cpu_alpha: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
-        self._cpu_layers: dict[int, bytes] = {}
+        self._cpu_tex: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
+        self._cpu_indices: dict[int, np.ndarray] = {}  # GL < 4.3 with lines: a slot's indices (edges)
         self.vao = VaoCache(lambda prog: self._make_vao(prog, self.ibo))
-        self.line_vao = VaoCache(lambda prog: self._make_vao(prog, self.lbo))  # lines views
+        self.line_vao = VaoCache(lambda prog: self._make_vao(prog, self.lines()))  # lines views
+        self._mem = gpu_memory(ctx)
 
     def _make_vao(self, prog, index_buffer):
         return self.ctx.vertex_array(prog, [(self.vbo, *read_by(prog, VERTEX_FORMAT, *VERTEX_ATTRS))],
@@ -349,6 +522,190 @@ class TerrainArena:
     @property
     def slots(self) -> int:
         return self._used
+
+    @property
+    def slot_bytes(self) -> int:
+        """GPU bytes of one slot (vertices, indices, its texture slice)."""
+        tex = self.tex_size * self.tex_size * 4
+        return (self.slot_vertices * VERTEX_DTYPE.itemsize + self.slot_indices * 4
+                + (tex * 4 // 3 if self.tex_mipmaps else tex))
+
+    def _take_slot(self) -> int:
+        slot = self._free.pop() if self._free else self._used
+        self._used = max(self._used, slot + 1)
+        if slot >= self.capacity:
+            self._grow(max(4, 2 * self.capacity))
+        return slot
+
+    def _free_slot(self, slot: int):
+        self._free.append(slot)
+        self._cpu_tex.pop(slot, None)
+        self._cpu_indices.pop(slot, None)
+
+    def _write_indices(self, slot: int, indices: np.ndarray):
+        """A slot's indices (made absolute), and its edges where a lines buffer exists."""
+        shift = np.uint32(slot * self.slot_vertices)
+        self.ibo.write((indices + shift).tobytes(), offset=slot * self.slot_indices * 4)
+        if not self._gpu_copy:
+            self._cpu_indices[slot] = indices
+        if self.lbo is not None:
+            self._edges_of(slot)
+
+    def fits(self, slots: int) -> bool:
+        return self._used - len(self._free) + slots <= self.capacity
+
+    def _reserve_slots(self, slots: int, at_least: int = 0):
+        if not self.fits(slots):  # at least half again: a bounded number of copies of everything
+            self._grow(max(4, self.capacity + self.capacity // 2, self._used + slots, at_least))
+
+    def _grow(self, capacity: int):
+        import moderngl
+
+        ctx, mem, kind = self.ctx, self._mem, self.kind
+        vbo = mem.track(ctx.buffer(reserve=capacity * self.slot_vertices * VERTEX_DTYPE.itemsize), kind)
+        ibo = mem.track(ctx.buffer(reserve=capacity * self.slot_indices * 4), kind)
+        lbo = None if self.lbo is None else mem.track(ctx.buffer(reserve=capacity * self.slot_indices * 8),
+                                                      "terrain-lines")
+        tex = mem.track(ctx.texture_array((self.tex_size, self.tex_size, capacity), 4), kind,
+                        mipmaps=self.tex_mipmaps)
+        tex.repeat_x = tex.repeat_y = False
+        if self.tex_mipmaps:
+            tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+            if self._gpu_copy:
+                tex.build_mipmaps()  # allocates the levels the copies write
+        else:
+            tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        if self.capacity:
+            ctx.copy_buffer(vbo, self.vbo)
+            ctx.copy_buffer(ibo, self.ibo)
+            if lbo is not None:
+                ctx.copy_buffer(lbo, self.lbo)
+            self._copy_levels(tex, self.tex, self._cpu_tex, self.tex_size, self.tex_mipmaps)
+            for obj in (self.vbo, self.ibo, self.lbo, self.tex):
+                if obj is not None:
+                    obj.release()
+            self.vao.release()
+            self.line_vao.release()
+        self.vbo, self.ibo, self.lbo, self.tex, self.capacity = vbo, ibo, lbo, tex, capacity
+
+    # -- the edge lists of lines views --
+    def lines(self):
+        """The edge-list buffer (index k of the triangles is index 2k of the edges: a line command
+        is a triangle one doubled), made from the triangle indices the first time a lines view
+        draws, and kept up as tiles arrive from then on."""
+        if self.lbo is None:
+            self.lbo = self._mem.track(self.ctx.buffer(reserve=max(self.capacity, 1) * self.slot_indices * 8),
+                                       "terrain-lines")
+            self.line_vao.release()
+            for slot in range(self._used):
+                if slot not in self._free:
+                    self._edges_of(slot)
+        return self.lbo
+
+    def _edges_of(self, slot: int):
+        """Write slot ``slot``'s edges from its triangle indices (a compute pass; GL < 4.3: from the
+        CPU copy of its indices)."""
+        if not self._gpu_copy:
+            idx = self._cpu_indices.get(slot)
+            if idx is not None:
+                shift = np.uint32(slot * self.slot_vertices)
+                self.lbo.write((edge_indices(idx) + shift).tobytes(), offset=slot * self.slot_indices * 8)
+            return
+        if self._edge_cs is None:
+            self._edge_cs = self.ctx.compute_shader(_EDGE_SHADER)
+        tris = self.slot_indices // 3
+        self._edge_cs["uFirst"] = slot * tris
+        self._edge_cs["uCount"] = tris
+        bind_storage(self.ctx, (self.ibo, self.lbo))
+        self._edge_cs.run((tris + 63) // 64)
+        self.ctx.memory_barrier()
+
+    # -- texture slices with their mipmaps --
+    def _mip_slice(self, dst, i: int, data: bytes, size: int):
+        """Slice ``i`` of ``dst`` with its mipmap levels: built by the driver in a 2D texture (the
+        levels a whole-array ``build_mipmaps`` gives), then copied level by level into the slice."""
+        import moderngl
+
+        if self._mip_tex is None or self._mip_tex.width != size:
+            if self._mip_tex is not None:
+                self._mip_tex.release()
+            self._mip = self._mip or self.ctx.compute_shader(_MIP_COPY_SHADER)
+            self._mip_tex = self._mem.track(self.ctx.texture((size, size), 4), self.kind, mipmaps=True)
+            self._mip_tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        self._mip_tex.write(data)
+        self._mip_tex.build_mipmaps()
+        self._mip["slice_"] = i
+        for level in range(size.bit_length()):
+            self._mip_tex.bind_to_image(1, read=True, write=False, level=level)
+            dst.bind_to_image(0, read=False, write=True, level=level)
+            s = size >> level
+            self._mip.run(group_x=(s + 7) // 8, group_y=(s + 7) // 8)
+        self.ctx.memory_barrier()
+
+    def _write_slice(self, dst, i: int, data: bytes, size: int, mipmaps: bool, cpu: dict):
+        dst.write(data, viewport=(0, 0, i, size, size, 1))
+        if not self._gpu_copy:
+            cpu[i] = data
+            if mipmaps:
+                dst.build_mipmaps()
+        elif mipmaps:  # this slice's levels only: a whole-array rebuild grows with what is resident
+            self._mip_slice(dst, i, data, size)
+
+    def _copy_levels(self, dst, src, cpu: dict, size: int, mipmaps: bool):
+        """Every slice of ``src`` (all its levels where ``mipmaps``) into ``dst``."""
+        if not self._gpu_copy:
+            for i, data in cpu.items():
+                dst.write(data, viewport=(0, 0, i, size, size, 1))
+            if mipmaps:
+                dst.build_mipmaps()
+            return
+        for level in range(size.bit_length() if mipmaps else 1):
+            self._copy_texture(dst, src, size >> level, level)
+
+    def _copy_texture(self, dst, src, size: int, level: int = 0):
+        """Level ``level`` (``size`` square) of every layer of ``src`` into ``dst`` (a compute copy)."""
+        if self._copy is None:
+            self._copy = self.ctx.compute_shader(_COPY_SHADER)
+        src.bind_to_image(1, read=True, write=False, level=level)
+        dst.bind_to_image(0, read=False, write=True, level=level)
+        self._copy.run(group_x=(size + 7) // 8, group_y=(size + 7) // 8, group_z=src.layers)
+        self.ctx.memory_barrier()
+
+    def release(self):
+        self.vao.release()
+        self.line_vao.release()
+        for obj in (self.vbo, self.ibo, self.lbo, self.tex, self._mip_tex):
+            if obj is not None:
+                obj.release()
+        self.vbo = self.ibo = self.lbo = self.tex = self._mip_tex = None
+        for obj in (self._copy, self._mip, self._edge_cs):
+            if obj is not None:
+                obj.release()
+        self._copy = self._mip = self._edge_cs = None
+        self.capacity = 0
+
+
+class TerrainArena(_SlotArena):
+    """Every complete tile's terrain in shared GPU storage, so that one draw covers them all: slots
+    of a tile's 256 x 145 vertices and its five levels' indices, one RGBA texture array of alpha
+    atlases (a 1024x1024 slice per slot) and one texture array of MTEX layers shared by name
+    (reference-counted slices)."""
+
+    kind = "terrain-near"
+
+    def __init__(self, ctx):
+        super().__init__(ctx, SLOT_VERTICES, SLOT_INDICES, ATLAS, False)
+        self.layers = None
+        self._names: dict[str, list] = {}  # MTEX name -> [slice, references]
+        self._free_layers: list[int] = []
+        self._layer_capacity = 0
+        self._layer_used = 0
+        self._cpu_layers: dict[int, bytes] = {}
+
+    @property
+    def alpha(self):
+        """The alpha atlases (the arena's texture array)."""
+        return self.tex
 
     def add(self, arrays: TerrainArrays) -> TerrainTile:
         """Upload a tile into a free slot at once (:meth:`add_steps` spreads it over frames)."""
@@ -359,17 +716,14 @@ class TerrainArena:
 
     def add_steps(self, arrays: TerrainArrays) -> list:
         """A tile's upload as ``(bytes, step)`` pairs to run in order, one or more a frame: its
-        vertices, triangle indices, edge indices and alpha atlas, each written by a step of its
-        own (on the H200 the driver copies such writes at 1-2 GB/s: the 11 MB of a tile in one
-        frame took 6-18 ms). The slot draws nothing until the last step returns its
-        :class:`TerrainTile` (its level ranges are zero until the caller registers it)."""
+        vertices, triangle indices and alpha atlas, each written by a step of its own (on the
+        H200 the driver copies such writes at 1-2 GB/s: the 11 MB of a tile in one frame took
+        6-18 ms). The slot draws nothing until the last step returns its :class:`TerrainTile`
+        (its level ranges are zero until the caller registers it)."""
         state = {}
 
         def vertices():
-            slot = state["slot"] = self._free.pop() if self._free else self._used
-            self._used = max(self._used, slot + 1)
-            if slot >= self.capacity:
-                self._grow(max(4, 2 * self.capacity))
+            slot = state["slot"] = self._take_slot()
             names = list(arrays.layer_names)
             slices = np.array([self._layer(n, arrays.layers[i]) for i, n in enumerate(names)], np.float32)
             v = arrays.vertices.copy()
@@ -379,28 +733,20 @@ class TerrainArena:
             self.vbo.write(v.tobytes(), offset=slot * SLOT_VERTICES * VERTEX_DTYPE.itemsize)
 
         def indices():
-            shift = np.uint32(state["slot"] * SLOT_VERTICES)
-            self.ibo.write((arrays.indices + shift).tobytes(), offset=state["slot"] * SLOT_INDICES * 4)
-
-        def edges():
-            # index k of the triangles is index 2k of the edges: a line command is a triangle one doubled
-            shift = np.uint32(state["slot"] * SLOT_VERTICES)
-            self.lbo.write((arrays.edges() + shift).tobytes(), offset=state["slot"] * SLOT_INDICES * 8)
+            self._write_indices(state["slot"], arrays.indices)
 
         def alpha():
-            slot, atlas = state["slot"], arrays.atlas()
-            self.alpha.write(atlas, viewport=(0, 0, slot, ATLAS, ATLAS, 1))
-            if not self._gpu_copy:
-                self._cpu_alpha[slot] = atlas
+            slot = state["slot"]
+            self._write_slice(self.tex, slot, arrays.atlas(), ATLAS, False, self._cpu_tex)
             return TerrainTile(slot, arrays.lod_first + slot * SLOT_INDICES, arrays.lod_count, arrays.chunk_lo,
                                arrays.chunk_hi, list(arrays.layer_names), arrays.triangles)
 
-        return [(arrays.vertices.nbytes, vertices), (arrays.indices.nbytes, indices),
-                (2 * arrays.indices.nbytes, edges), (ATLAS * ATLAS * 4, alpha)]
+        edges = 2 * arrays.indices.nbytes if self.lbo is not None else 0
+        return [(arrays.vertices.nbytes, vertices), (arrays.indices.nbytes + edges, indices),
+                (ATLAS * ATLAS * 4, alpha)]
 
     def remove(self, tile: TerrainTile):
-        self._free.append(tile.slot)
-        self._cpu_alpha.pop(tile.slot, None)
+        self._free_slot(tile.slot)
         for n in tile.layer_names:
             ref = self._names[n]
             ref[1] -= 1
@@ -417,19 +763,14 @@ class TerrainArena:
             if i >= self._layer_capacity:
                 self._grow_layers(max(16, 2 * self._layer_capacity))
             data = np.ascontiguousarray(rgba, np.uint8).tobytes()
-            self.layers.write(data, viewport=(0, 0, i, LAYER_SIZE, LAYER_SIZE, 1))
-            if self._gpu_copy:  # this slice's levels only: a whole-array rebuild grows with what is resident
-                self._mip_slice(i, data)
-            else:
-                self._cpu_layers[i] = data
-                self.layers.build_mipmaps()
+            self._write_slice(self.layers, i, data, LAYER_SIZE, True, self._cpu_layers)
             ref = self._names[name] = [i, 0]
         ref[1] += 1
         return ref[0]
 
-    def fits(self, slots: int, layers: int) -> bool:
+    def fits(self, slots: int, layers: int = 0) -> bool:
         """Whether ``slots`` more tiles and ``layers`` more MTEX layers fit without growing."""
-        return (self._used - len(self._free) + slots <= self.capacity
+        return (super().fits(slots)
                 and self._layer_used - len(self._free_layers) + layers <= self._layer_capacity)
 
     def reserve(self, slots: int, layers: int, at_least: int = 0, layers_at_least: int = 0):
@@ -437,8 +778,7 @@ class TerrainArena:
         without a growth inside :meth:`add` (streaming does this as a step of its own), to at
         least ``at_least`` slots and ``layers_at_least`` layers when it grows (a first size
         for what will be resident: each growth is a copy of everything)."""
-        if self._used - len(self._free) + slots > self.capacity:
-            self._grow(max(4, 2 * self.capacity, self._used + slots, at_least))
+        self._reserve_slots(slots, at_least)
         if self._layer_used - len(self._free_layers) + layers > self._layer_capacity:
             self._grow_layers(max(16, 2 * self._layer_capacity, self._layer_used + layers, layers_at_least))
 
@@ -451,92 +791,78 @@ class TerrainArena:
             self._layer(name, rgba)
             self._names[name][1] -= 1  # add() takes the reference
 
-    def _grow(self, capacity: int):
-        import moderngl
-
-        ctx = self.ctx
-        mem = gpu_memory(ctx)
-        vbo = mem.track(ctx.buffer(reserve=capacity * SLOT_VERTICES * VERTEX_DTYPE.itemsize), "terrain-near")
-        ibo = mem.track(ctx.buffer(reserve=capacity * SLOT_INDICES * 4), "terrain-near")
-        lbo = mem.track(ctx.buffer(reserve=capacity * SLOT_INDICES * 8), "terrain-lines")
-        alpha = mem.track(ctx.texture_array((ATLAS, ATLAS, capacity), 4), "terrain-near")
-        alpha.repeat_x = alpha.repeat_y = False
-        alpha.filter = (moderngl.LINEAR, moderngl.LINEAR)
-        if self.capacity:
-            ctx.copy_buffer(vbo, self.vbo)
-            ctx.copy_buffer(ibo, self.ibo)
-            ctx.copy_buffer(lbo, self.lbo)
-            self._copy_texture(alpha, self.alpha, self._cpu_alpha, ATLAS)
-            for obj in (self.vbo, self.ibo, self.lbo, self.alpha):
-                obj.release()
-            self.vao.release()
-            self.line_vao.release()
-        self.vbo, self.ibo, self.lbo, self.alpha, self.capacity = vbo, ibo, lbo, alpha, capacity
-
     def _grow_layers(self, capacity: int):
         import moderngl
 
-        layers = gpu_memory(self.ctx).track(self.ctx.texture_array((LAYER_SIZE, LAYER_SIZE, capacity), 4),
-                                            "terrain-layers", mipmaps=True)
+        layers = self._mem.track(self.ctx.texture_array((LAYER_SIZE, LAYER_SIZE, capacity), 4),
+                                 "terrain-layers", mipmaps=True)
         layers.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         if "llvmpipe" not in self.ctx.info.get("GL_RENDERER", ""):  # llvmpipe: minutes per frame with it
             layers.anisotropy = ANISOTROPY
         if self._gpu_copy:
             layers.build_mipmaps()  # allocates the levels that _mip_slice and the copy write
         if self._layer_capacity:
-            if self._gpu_copy:
-                for level in range(LAYER_LEVELS):
-                    self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE >> level, level)
-            else:
-                self._copy_texture(layers, self.layers, self._cpu_layers, LAYER_SIZE)
-                layers.build_mipmaps()
+            self._copy_levels(layers, self.layers, self._cpu_layers, LAYER_SIZE, True)
             self.layers.release()
         self.layers, self._layer_capacity = layers, capacity
 
-    def _mip_slice(self, i: int, data: bytes):
-        """Layer slice ``i`` with its mipmap levels: built by the driver in a 2D texture (the levels
-        a whole-array ``build_mipmaps`` gives), then copied level by level into the slice."""
-        if self._mip is None:
-            import moderngl
-
-            self._mip = self.ctx.compute_shader(_MIP_COPY_SHADER)
-            self._mip_tex = gpu_memory(self.ctx).track(self.ctx.texture((LAYER_SIZE, LAYER_SIZE), 4), "terrain-layers",
-                                                       mipmaps=True)
-            self._mip_tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
-        self._mip_tex.write(data)
-        self._mip_tex.build_mipmaps()
-        self._mip["slice_"] = i
-        for level in range(LAYER_LEVELS):
-            self._mip_tex.bind_to_image(1, read=True, write=False, level=level)
-            self.layers.bind_to_image(0, read=False, write=True, level=level)
-            size = LAYER_SIZE >> level
-            self._mip.run(group_x=(size + 7) // 8, group_y=(size + 7) // 8)
-        self.ctx.memory_barrier()
-
-    def _copy_texture(self, dst, src, cpu: dict, size: int, level: int = 0):
-        """Level ``level`` (``size`` square) of every layer of ``src`` into ``dst`` (a compute copy;
-        on GL < 4.3 level 0 from ``cpu``)."""
-        if not self._gpu_copy:
-            for i, data in cpu.items():
-                dst.write(data, viewport=(0, 0, i, size, size, 1))
-            return
-        if self._copy is None:
-            self._copy = self.ctx.compute_shader(_COPY_SHADER)
-        src.bind_to_image(1, read=True, write=False, level=level)
-        dst.bind_to_image(0, read=False, write=True, level=level)
-        self._copy.run(group_x=(size + 7) // 8, group_y=(size + 7) // 8, group_z=src.layers)
-        self.ctx.memory_barrier()
-
     def release(self):
-        self.vao.release()
-        self.line_vao.release()
-        for obj in (self.vbo, self.ibo, self.lbo, self.alpha, self.layers):
-            if obj is not None:
-                obj.release()
-        self.vbo = self.ibo = self.lbo = self.alpha = self.layers = None
-        for obj in (self._copy, self._mip, self._mip_tex):
-            if obj is not None:
-                obj.release()
+        super().release()
+        if self.layers is not None:
+            self.layers.release()
+            self.layers = None
+        self._layer_capacity = 0
+
+
+class FarArena(_SlotArena):
+    """Every far tile's terrain: slots of the vertices and indices of levels ``first_level``..4
+    (a 2304-vertex slot at level 3 against a complete tile's 37120) and one texture array of the
+    tiles' low-resolution colours (a 256x256 slice per slot, mipmapped); no alpha atlas, no
+    layer textures (:class:`FarArrays`)."""
+
+    kind = "terrain-far"
+
+    def __init__(self, ctx, first_level: int = FAR_LEVEL):
+        self.first_level = int(first_level)
+        super().__init__(ctx, *far_slot_sizes(self.first_level), FAR_ATLAS, True)
+
+    @property
+    def colour(self):
+        return self.tex
+
+    def add(self, arrays: FarArrays) -> TerrainTile:
+        tile = None
+        for _, step in self.add_steps(arrays):
+            tile = step()
+        return tile
+
+    def add_steps(self, arrays: FarArrays) -> list:
+        """A far tile's upload in two steps (its vertices and indices; its colour)."""
+        if arrays.first_level != self.first_level:
+            raise ValueError(f"a far tile of levels {arrays.first_level}.. in an arena of levels {self.first_level}..")
+        state = {}
+
+        def mesh():
+            slot = state["slot"] = self._take_slot()
+            v = arrays.vertices.copy()
+            v["chunk"] += slot * 256
+            self.vbo.write(v.tobytes(), offset=slot * self.slot_vertices * VERTEX_DTYPE.itemsize)
+            self._write_indices(slot, arrays.indices)
+
+        def colour():
+            slot = state["slot"]
+            self._write_slice(self.tex, slot, arrays.colour.tobytes(), FAR_ATLAS, True, self._cpu_tex)
+            return TerrainTile(slot, arrays.lod_first + slot * self.slot_indices, arrays.lod_count, arrays.chunk_lo,
+                               arrays.chunk_hi, [], arrays.triangles, far=True, first_level=self.first_level)
+
+        edges = 2 * arrays.indices.nbytes if self.lbo is not None else 0
+        return [(arrays.vertices.nbytes + arrays.indices.nbytes + edges, mesh), (arrays.colour.nbytes, colour)]
+
+    def remove(self, tile: TerrainTile):
+        self._free_slot(tile.slot)
+
+    def reserve(self, slots: int, at_least: int = 0):
+        self._reserve_slots(slots, at_least)
 
 
 _COPY_SHADER = """#version 430
@@ -563,6 +889,24 @@ void main() {
 }
 """
 
+# a slot's triangle list as its edge list: triangle k's (a, b, c) -> (a b, b c, c a) at line index 6k
+_EDGE_SHADER = """#version 430
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Tris { uint tris[]; };
+layout(std430, binding = 1) writeonly buffer Lines { uint lines[]; };
+uniform uint uFirst;
+uniform uint uCount;
+void main() {
+    uint t = gl_GlobalInvocationID.x;
+    if (t >= uCount) return;
+    uint k = uFirst + t;
+    uint a = tris[3u * k], b = tris[3u * k + 1u], c = tris[3u * k + 2u];
+    lines[6u * k] = a; lines[6u * k + 1u] = b;
+    lines[6u * k + 2u] = b; lines[6u * k + 3u] = c;
+    lines[6u * k + 4u] = c; lines[6u * k + 5u] = a;
+}
+"""
+
 
 @dataclass
 class TerrainLod:
@@ -581,166 +925,244 @@ class TerrainLod:
 FRAME_BINDING = 3  # storage binding of the frame block's buffer in terrain_lod.glsl (frame.glsl)
 
 
+class _LodTables:
+    """One arena's inputs to the LOD compute pass (per-chunk boxes and level ranges, uploaded when
+    its resident set changes) and the indirect commands the pass writes for it, a section per view."""
+
+    def __init__(self, ctx, arena):
+        self.ctx, self.arena = ctx, arena
+        self.capacity = 0  # slots the chunk and command buffers hold
+        self.slots = 0  # slots the last upload wrote (what the compute pass and the draw cover)
+        self.dirty = True
+        self.chunks = self.ranges = self.commands = None
+        self.command_views = 0
+
+    def upload(self, tiles):
+        """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
+        # the slots the tables cover: the arena may hand out a slot before its tile is registered
+        # (add_steps), and the compute pass must not read past what was written here
+        n = self.slots = max(self.arena.slots, 1)
+        boxes = np.zeros((n, 256, 8), np.float32)
+        ranges = np.zeros((n, 256, 2 * LEVELS), np.uint32)
+        for t in tiles:
+            boxes[t.slot, :, :3], boxes[t.slot, :, 4:7] = t.chunk_lo, t.chunk_hi
+            ranges[t.slot, :, :LEVELS], ranges[t.slot, :, LEVELS:] = t.lod_first, t.lod_count
+        if n > self.capacity:
+            for b in (self.chunks, self.ranges, self.commands):
+                if b is not None:
+                    b.release()
+            self.commands, self.command_views = None, 0
+            self.capacity = max(n, 2 * self.capacity, 4)
+            mem = gpu_memory(self.ctx)
+            self.chunks = mem.track(self.ctx.buffer(reserve=self.capacity * 256 * 32), "terrain-tables")
+            self.ranges = mem.track(self.ctx.buffer(reserve=self.capacity * 256 * 8 * LEVELS), "terrain-tables")
+        self.chunks.write(boxes.tobytes())
+        self.ranges.write(ranges.tobytes())
+        self.dirty = False
+
+    def commands_for(self, n_views: int):
+        """The command buffer, with a section for each of ``n_views`` views."""
+        if self.commands is None or self.command_views < n_views:
+            if self.commands is not None:
+                self.commands.release()
+            self.command_views = max(n_views, 2)
+            self.commands = gpu_memory(self.ctx).track(
+                self.ctx.buffer(reserve=self.command_views * self.capacity * 256 * CMD_DTYPE.itemsize), "terrain-tables")
+        return self.commands
+
+    def release(self):
+        for b in (self.chunks, self.ranges, self.commands):
+            if b is not None:
+                b.release()
+        self.chunks = self.ranges = self.commands = None
+        self.capacity = self.command_views = 0
+
+
 class TerrainSet(Source):
-    """Resident terrain tiles in a :class:`TerrainArena`. GL 4.3: each frame one compute dispatch
-    over every resident chunk (frustum, view distance, LOD level -> one indirect command per chunk
-    and view) and one ``glMultiDrawElementsIndirect`` over all of them: the CPU's work per frame
-    does not depend on how many tiles are resident, and it reads nothing back. The per-chunk
-    inputs (boxes, index ranges per level) are uploaded when the resident set changes. Older GL:
-    each tile's level 0 drawn whole (the vertex shader's morph still makes far terrain look as
-    coarse as the levels would)."""
+    """Resident terrain tiles: complete ones in a :class:`TerrainArena`, far ones (terrain alone,
+    levels ``far_level``..4, a low-resolution colour) in a :class:`FarArena`. GL 4.3: each frame
+    one compute dispatch per arena over every resident chunk (frustum, view distance, LOD level
+    -> one indirect command per chunk and view) and one ``glMultiDrawElementsIndirect`` per arena:
+    the CPU's work per frame does not depend on how many tiles are resident, and it reads nothing
+    back. The per-chunk inputs (boxes, index ranges per level) are uploaded when the resident set
+    changes. Older GL: each tile's finest level drawn whole (the vertex shader's morph still makes
+    far terrain look as coarse as the levels would)."""
 
     name = "terrain"
 
-    def __init__(self, ctx, programs=None, indirect: bool | None = None, lod: TerrainLod | None = None):
+    def __init__(self, ctx, programs=None, indirect: bool | None = None, lod: TerrainLod | None = None,
+                 far_level: int = FAR_LEVEL):
         self.ctx, self.programs = ctx, programs
         self.indirect = (ctx.version_code >= 430) if indirect is None else indirect
         self.lod = lod or TerrainLod()
         self.arena = TerrainArena(ctx)
+        self.far = FarArena(ctx, far_level)
         self.tiles: dict = {}
-        self._capacity = 0  # slots the chunk and command buffers hold
-        self._slots = 0  # slots the last _upload wrote (what the compute pass and the draw cover)
-        self._dirty = True
-        self._chunks = self._ranges = None
-        self._commands = None  # a section of capacity * 256 commands per view
-        self._command_views = 0  # the sections it holds
+        self.version = 0  # bumped when a tile is registered or removed (the horizon's mask follows it)
+        self._tables = {id(self.arena): _LodTables(ctx, self.arena), id(self.far): _LodTables(ctx, self.far)}
         self._lod_eye = None
         self._cull = None
         self._readback = Readback(ctx)  # statistics and tests
 
-    def add(self, key, arrays: TerrainArrays) -> TerrainTile:
-        """Upload a tile's :class:`TerrainArrays` into the arena."""
-        return self.register(key, self.arena.add(arrays))
+    @property
+    def far_level(self) -> int:
+        return self.far.first_level
+
+    def _arena_of(self, tile: TerrainTile):
+        return self.far if tile.far else self.arena
+
+    def add(self, key, arrays) -> TerrainTile:
+        """Upload a tile's :class:`TerrainArrays` (or :class:`FarArrays`) into its arena."""
+        arena = self.far if isinstance(arrays, FarArrays) else self.arena
+        return self.register(key, arena.add(arrays))
 
     def register(self, key, tile: TerrainTile) -> TerrainTile:
-        """Draw ``tile`` (from the last of :meth:`TerrainArena.add_steps`) as ``key``'s terrain."""
+        """Draw ``tile`` (from the last of an arena's ``add_steps``) as ``key``'s terrain (in place
+        of what ``key`` had: a far tile's complete one, or the other way round)."""
+        old = self.tiles.get(key)
+        if old is not None and old is not tile:
+            self.remove(key)
         self.tiles[key] = tile
-        self._dirty = True
-        mem = gpu_memory(self.ctx)
-        mem.use(key, "terrain-near", SLOT_BYTES)
-        mem.use(key, "terrain-lines", SLOT_INDICES * 8)
+        self._tables[id(self._arena_of(tile))].dirty = True
+        self.version += 1
+        self._account(key, tile)
         return tile
+
+    def _account(self, key, tile: TerrainTile | None):
+        mem = gpu_memory(self.ctx)
+        near = tile is not None and not tile.far
+        mem.use(key, "terrain-near", self.arena.slot_bytes if near else 0)
+        mem.use(key, "terrain-far", self.far.slot_bytes if tile is not None and tile.far else 0)
+        arena = None if tile is None else self._arena_of(tile)
+        lines = arena is not None and arena.lbo is not None
+        mem.use(key, "terrain-lines", arena.slot_indices * 8 if lines else 0)
 
     def remove(self, key):
         t = self.tiles.pop(key, None)
         if t is not None:
-            self.arena.remove(t)
-            self._dirty = True
-            mem = gpu_memory(self.ctx)
-            mem.use(key, "terrain-near", 0)
-            mem.use(key, "terrain-lines", 0)
+            arena = self._arena_of(t)
+            arena.remove(t)
+            self._tables[id(arena)].dirty = True
+            self.version += 1
+            self._account(key, None)
 
-    def _upload(self):
-        """Per-chunk boxes and level ranges of every slot (zero counts in free slots)."""
-        # the slots the tables cover: the arena may hand out a slot before its tile is registered
-        # (add_steps), and the compute pass must not read past what was written here
-        n = self._slots = max(self.arena.slots, 1)
-        boxes = np.zeros((n, 256, 8), np.float32)
-        ranges = np.zeros((n, 256, 2 * LEVELS), np.uint32)
-        for t in self.tiles.values():
-            boxes[t.slot, :, :3], boxes[t.slot, :, 4:7] = t.chunk_lo, t.chunk_hi
-            ranges[t.slot, :, :LEVELS], ranges[t.slot, :, LEVELS:] = t.lod_first, t.lod_count
-        if n > self._capacity:
-            for b in (self._chunks, self._ranges, self._commands):
-                if b is not None:
-                    b.release()
-            self._commands, self._command_views = None, 0
-            self._capacity = max(n, 2 * self._capacity, 4)
-            mem = gpu_memory(self.ctx)
-            self._chunks = mem.track(self.ctx.buffer(reserve=self._capacity * 256 * 32), "terrain-tables")
-            self._ranges = mem.track(self.ctx.buffer(reserve=self._capacity * 256 * 8 * LEVELS), "terrain-tables")
-        self._chunks.write(boxes.tobytes())
-        self._ranges.write(ranges.tobytes())
-        self._dirty = False
-
-    def _commands_for(self, n_views: int):
-        """The command buffer, with a section for each of ``n_views`` views."""
-        if self._commands is None or self._command_views < n_views:
-            if self._commands is not None:
-                self._commands.release()
-            self._command_views = max(n_views, 2)
-            self._commands = gpu_memory(self.ctx).track(
-                self.ctx.buffer(reserve=self._command_views * self._capacity * 256 * CMD_DTYPE.itemsize), "terrain-tables")
-        return self._commands
+    @property
+    def _dirty(self) -> bool:
+        return any(t.dirty for t in self._tables.values())
 
     def prepare(self, frame):
-        """The compute pass for every view of ``frame`` in one dispatch: LOD levels from the first
-        (main) view's camera in every view, so a shadow view draws the same geometry."""
+        """The compute pass for every view of ``frame``, one dispatch per arena: LOD levels from the
+        first (main) view's camera in every view, so a shadow view draws the same geometry."""
         if not frame.views:
             return
         self._lod_eye = tuple(float(v) for v in frame.views[0].camera.position)
-        if not self.tiles or not self.indirect:
+        if not self.tiles:
             return
-        if self._dirty:
-            self._upload()
+        views = frame.all_views
+        line_views = sum(1 << v.slot for v in views if v.fill == "lines")
+        if line_views:  # the edge lists, made the first time a lines view asks
+            for arena in (self.arena, self.far):
+                if arena.capacity and arena.lbo is None:
+                    arena.lines()
+                    for key, t in self.tiles.items():
+                        self._account(key, t)
+        if not self.indirect:
+            return
         if self._cull is None:
             from ..gl.programs import frame_slot_defines
 
             self._cull = load_program(self.ctx, "terrain_lod.glsl", frame_slot_defines(self.ctx, FRAME_BINDING))
-        cs, views = self._cull, frame.all_views
-        set_uniform(cs, "uChunks", self._slots * 256)
-        set_uniform(cs, "uViewChunks", self._capacity * 256)
+        cs = self._cull
         set_uniform(cs, "uLodEye", self._lod_eye)
         set_uniform(cs, "uLodBands", self.lod.shader_bands())
         set_uniform(cs, "uLodZScale", LOD_Z_SCALE)
-        set_uniform(cs, "uLineViews", sum(1 << v.slot for v in views if v.fill == "lines"))  # draw edge lists
-        bind_storage(self.ctx, (self._chunks, self._ranges, self._commands_for(len(views)), frame.uniforms.buffer))
-        cs.run((self._slots * 256 + 63) // 64, 1, len(views))
-        self.ctx.memory_barrier()
+        set_uniform(cs, "uLineViews", line_views)  # draw edge lists
+        dispatched = False
+        for arena in (self.arena, self.far):
+            tab = self._tables[id(arena)]
+            if not arena.slots:
+                continue
+            if tab.dirty:
+                tab.upload(t for t in self.tiles.values() if self._arena_of(t) is arena)
+            set_uniform(cs, "uChunks", tab.slots * 256)
+            set_uniform(cs, "uViewChunks", tab.capacity * 256)
+            set_uniform(cs, "uMinLevel", getattr(arena, "first_level", 0))
+            bind_storage(self.ctx, (tab.chunks, tab.ranges, tab.commands_for(len(views)), frame.uniforms.buffer))
+            cs.run((tab.slots * 256 + 63) // 64, 1, len(views))
+            dispatched = True
+        if dispatched:
+            self.ctx.memory_barrier()
 
-    def read_commands(self, view) -> np.ndarray:
-        """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` (tests and statistics);
-        slot ``t.slot`` of tile ``t`` holds its 256 chunks."""
+    def read_commands(self, view, far: bool = False) -> np.ndarray:
+        """(slots * 256,) CMD_DTYPE the compute pass wrote for ``view`` in the complete (or, with
+        ``far``, the far) arena (tests and statistics); slot ``t.slot`` of tile ``t`` holds its 256
+        chunks."""
+        tab = self._tables[id(self.far if far else self.arena)]
+        if tab.commands is None:
+            return np.zeros(0, CMD_DTYPE)
         size = CMD_DTYPE.itemsize
-        return np.frombuffer(self._readback.read(self._commands, self._slots * 256 * size,
-                                                 view.slot * self._capacity * 256 * size), CMD_DTYPE)
+        return np.frombuffer(self._readback.read(tab.commands, tab.slots * 256 * size,
+                                                 view.slot * tab.capacity * 256 * size), CMD_DTYPE)
 
     def read_stats(self, view) -> dict:
         """Triangles and chunks per level the compute pass chose for ``view`` (waits for the GPU:
-        statistics only)."""
-        cmds = self.read_commands(view)
-        drawn = cmds["count"] > 0
+        statistics only), both arenas."""
         per_triangle = 6 if view.fill == "lines" else 3  # a lines view's commands count edge indices
-        return {"triangles": int(cmds["count"].sum()) // per_triangle,
-                "chunks_per_level": np.bincount(cmds["base_instance"][drawn], minlength=LEVELS).tolist()}
+        tris, per_level = 0, np.zeros(LEVELS, np.int64)
+        for far in (False, True):
+            cmds = self.read_commands(view, far)
+            drawn = cmds["count"] > 0
+            tris += int(cmds["count"].sum()) // per_triangle
+            per_level += np.bincount(cmds["base_instance"][drawn], minlength=LEVELS)[:LEVELS]
+        return {"triangles": tris, "chunks_per_level": per_level.tolist()}
 
     def draw(self, pass_, view) -> DrawCounts:
-        """All resident chunks in one indirect multi-draw (GL 4.3), or each tile's level 0."""
+        """Each arena's resident chunks in one indirect multi-draw (GL 4.3), or each tile's finest level."""
         import moderngl
 
         if not self.tiles:
             return DrawCounts()
-        prog = pass_.program(self.programs, "terrain", view)
-        for name, value in (("uLodEye", self._lod_eye or tuple(view.camera.position)),
-                            ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
-                            ("uLodMorph", float(self.lod.morph)), ("uLodDebug", float(self.lod.debug)),
-                            ("uMcsh", float(self.lod.mcsh))):
-            set_uniform(prog, name, value)
-        arena = self.arena
-        use_texture(self.ctx, arena.layers, 0)
-        use_texture(self.ctx, arena.alpha, 1)
-        # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
-        k, mode, vao = (2, moderngl.LINES, arena.line_vao(prog)) if view.fill == "lines" else \
-            (1, moderngl.TRIANGLES, arena.vao(prog))
-        if self.indirect:
-            if self._dirty:  # a tile arrived after prepare: drawn from the next frame on
-                return DrawCounts()
-            vao.render_indirect(self._commands, mode=mode, count=self._slots * 256, first=view.slot * self._capacity * 256)
-            # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
-            return DrawCounts(1, 0, 0)
-        for t in self.tiles.values():
-            vao.render(mode, first=k * t.slot * SLOT_INDICES, vertices=k * int(t.lod_count[:, 0].sum()))
-        return DrawCounts(len(self.tiles), 0, sum(t.triangles for t in self.tiles.values()))
+        lines = view.fill == "lines"
+        k, mode = (2, moderngl.LINES) if lines else (1, moderngl.TRIANGLES)
+        out = DrawCounts()
+        for arena, texture in ((self.arena, self.arena.alpha), (self.far, self.far.colour)):
+            if not arena.slots:
+                continue
+            far = arena is self.far
+            prog = pass_.program(self.programs, "terrain", view, {"FAR_TILE": True} if far else None)
+            for name, value in (("uLodEye", self._lod_eye or tuple(view.camera.position)),
+                                ("uLodBands", self.lod.shader_bands()), ("uLodZScale", LOD_Z_SCALE),
+                                ("uLodMorph", float(self.lod.morph)), ("uLodDebug", float(self.lod.debug)),
+                                ("uMcsh", float(self.lod.mcsh))):
+                set_uniform(prog, name, value)
+            if not far:
+                use_texture(self.ctx, self.arena.layers, 0)
+            use_texture(self.ctx, texture, 1)
+            # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
+            vao = arena.line_vao(prog) if lines else arena.vao(prog)
+            tab = self._tables[id(arena)]
+            if self.indirect:
+                if tab.dirty or tab.commands is None:  # a tile arrived after prepare: drawn from the next frame on
+                    continue
+                vao.render_indirect(tab.commands, mode=mode, count=tab.slots * 256, first=view.slot * tab.capacity * 256)
+                # triangles are counted on the GPU only (read_stats); the CPU reads nothing back
+                out += DrawCounts(1, 0, 0)
+                continue
+            for t in self.tiles.values():
+                if self._arena_of(t) is not arena:
+                    continue
+                lv = t.first_level
+                first = int(t.lod_first[0, lv])
+                vao.render(mode, first=k * first, vertices=k * int(t.lod_count[:, lv].sum()))
+                out += DrawCounts(1, 0, t.triangles)
+        return out
 
     def release(self):
         self.tiles.clear()
         self.arena.release()
-        for b in (self._chunks, self._ranges, self._commands):
-            if b is not None:
-                b.release()
-        self._commands, self._command_views = None, 0
-        self._chunks = self._ranges = None
-        self._capacity = 0
+        self.far.release()
+        for tab in self._tables.values():
+            tab.release()
         self._readback.release()
         if self._cull is not None:
             self._cull.release()

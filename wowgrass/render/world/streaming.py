@@ -37,18 +37,44 @@ import numpy as np
 
 from wowgrass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
+from wowgrass.formats.adt import AdtTile
 
 from ..constants import TILE_SIZE, ZEROPOINT
 from ..sources.doodads import DoodadSet
 from ..sources.grass_cpu import GrassField, group_by_chunk
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from ..sources.terrain import LAYER_SIZE, TerrainSet, TerrainTile, build_terrain_arrays
+from ..sources.terrain import (LAYER_SIZE, TerrainSet, TerrainTile, build_far_arrays, build_terrain_arrays,
+                               far_level_for)
 
 log = logging.getLogger(__name__)
 
 
 LAYER_BYTES = LAYER_SIZE * LAYER_SIZE * 4 * 4 // 3  # an MTEX layer slice with its mipmaps
-LAYERS_PER_TILE = 4  # the layer array's first size per expected tile (MTEX names are shared)
+DONE_AHEAD = 2  # payloads the worker may have ready before the GL thread takes them
+FIRST_LAYERS = 16  # the layer array's first size (MTEX names are shared: it doubles when it must)
+
+
+def tiles_within(radius: float, available: int) -> int:
+    """How many tiles can lie within ``radius`` of a point: the tile centres in the disc grown by
+    a tile (its Minkowski sum with a tile square: pi r^2 + 4 r T + T^2), at most ``available``."""
+    r, t = float(radius), TILE_SIZE
+    return int(min(available, math.ceil((math.pi * r * r + 4 * r * t + t * t) / (t * t))))
+
+
+class TileGround:
+    """A resident tile's heights alone (``Scene.ground_height``, the first frame): the
+    :class:`~wowgrass.formats.adt.AdtTile`'s chunk positions, heights and chunk order, the same
+    height queries, without the alpha maps, shadows and the rest (a tile's ~5 MB)."""
+
+    def __init__(self, adt):
+        self.positions = np.array(adt.positions, np.float32)
+        self.heights = np.array(adt.heights, np.float32)
+        self.index_xy = np.array(adt.index_xy)
+
+    chunk_index_at = AdtTile.chunk_index_at
+    _fan = AdtTile._fan
+    heights_at = AdtTile.heights_at
+    height_at = AdtTile.height_at
 
 
 def tile_of(x: float, y: float) -> tuple[int, int]:
@@ -107,7 +133,7 @@ def make_grass(ctx, programs, settings=None, *, culling: str = "auto", indirect:
 class ResidentTile:
     key: tuple[int, int]
     terrain: TerrainTile | None
-    adt: object
+    adt: object  # a TileGround: the tile's heights (ground_height)
     grass_instances: int = 0
     doodad_instances: int = 0
     missing: list = field(default_factory=list)
@@ -135,9 +161,9 @@ class Scene:
         self.reach, self.hysteresis = reach, hysteresis
         self.terrain_reach = max(terrain_reach or reach, reach)  # far tiles: terrain alone
         self.max_uploads = max_uploads
-        # what can be resident at once: the terrain arena's first size
-        r = self.terrain_reach + hysteresis + TILE_SIZE
-        self._expected_tiles = int(min(len(source.tiles), math.ceil(math.pi * r * r / (TILE_SIZE * TILE_SIZE))))
+        # what can be resident at once: the arenas' first sizes (complete tiles: grass too)
+        self._expected_near = tiles_within(self.reach + hysteresis, len(source.tiles))
+        self._expected_tiles = tiles_within(self.terrain_reach + hysteresis, len(source.tiles))
         if grass_path == "grid":
             from ..sources.grass_grid import GridGrass
 
@@ -150,7 +176,8 @@ class Scene:
         if self._grass_upload is not None:
             self.grass.upload_budget = 0
         self.doodads = DoodadSet(ctx, programs)
-        self.terrain = TerrainSet(ctx, programs, indirect=indirect)
+        # a far tile keeps the levels a tile beyond reach is drawn at: from the reach's band on
+        self.terrain = TerrainSet(ctx, programs, indirect=indirect, far_level=far_level_for(self.reach))
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
         self.version = 0  # bumped when a tile is uploaded or released (per-frame caches key on it)
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
@@ -168,7 +195,9 @@ class Scene:
         self._steps: deque = deque()
         self.uploaded_bytes = self.uploaded_steps = 0  # by the last update
         self._requests: queue.Queue = queue.Queue()
-        self._done: queue.Queue = queue.Queue()
+        # a worker runs at most DONE_AHEAD payloads ahead of the uploads (each holds a tile's
+        # arrays until uploaded: unbounded, a start-up held dozens of them at once)
+        self._done: queue.Queue = queue.Queue(maxsize=DONE_AHEAD if threaded else 0)
         self._threaded = threaded
         self._worker = None
         self._closing = False
@@ -202,10 +231,15 @@ class Scene:
         else:
             payload = {**load_terrain(*key), "full": False}
         adt = payload["adt"]
-        payload["terrain"] = build_terrain_arrays(adt, payload.get("textures")) if adt is not None else None
-        if payload["terrain"] is not None:
+        if adt is None:
+            payload["terrain"] = None
+        elif payload["full"]:
+            payload["terrain"] = build_terrain_arrays(adt, payload.get("textures"))
             payload["terrain"].atlas()  # built here, off the GL thread
-            payload["terrain"].edges()
+        else:  # a far tile: its coarse levels and a low-resolution colour
+            payload["terrain"] = build_far_arrays(adt, payload.get("textures"), self.terrain.far_level)
+        payload["textures"] = None  # decoded MTEX images: in the arrays now
+        payload["ground"] = TileGround(adt) if adt is not None else None
         if self.grass_path == "instanced":  # chunk-sorted with its group table: GpuGrass.add skips both
             grouped = {name: group_by_chunk(inst) for name, inst in payload.get("grass", {}).items()
                        if inst.dtype == INSTANCE_DTYPE and len(inst)}
@@ -232,12 +266,19 @@ class Scene:
 
     def _prepare_into_done(self, key, full: bool = True):
         try:
-            self._done.put((key, self.prepare(key, full), None))
+            item = (key, self.prepare(key, full), None)
         except WowgrassError as exc:  # bad data: reported once on the GL side, the tile stays out
-            self._done.put((key, None, exc))
+            item = (key, None, exc)
         except Exception as exc:  # a bug: its traceback is worth seeing
             log.exception("tile %s failed", key)
-            self._done.put((key, None, exc))
+            item = (key, None, exc)
+        while True:  # the queue is bounded (threaded): wait for room, unless the scene closes
+            try:
+                self._done.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                if self._closing:
+                    return
 
     def _work(self):
         while (req := self._requests.get()) is not None:
@@ -260,18 +301,22 @@ class Scene:
         self.missing_grass_models.update(missing)
         made = {"terrain": None, "grass": 0, "doodads": 0}
         arrays = payload["terrain"]
-        if arrays is not None:
+        if arrays is not None and payload.get("full", True):
             arena = self.terrain.arena
             n_layers = len(set(arrays.layer_names))
             grow = 0 if arena.fits(1, n_layers) else self.upload_budget
-            # sized ahead for what can be resident at once
-            steps.append((grow, lambda: arena.reserve(1, n_layers, self._expected_tiles,
-                                                      LAYERS_PER_TILE * self._expected_tiles)))
+            # first sized for the tiles in reach now, then at once for what can be complete at once
+            # (each growth is a copy of everything resident: one, not a doubling after another)
+            steps.append((grow, lambda: arena.reserve(1, n_layers, self._near_size(arena), FIRST_LAYERS)))
             for i, name in enumerate(arrays.layer_names):
                 if not arena.has_layer(name):
                     steps.append((LAYER_BYTES, lambda n=name, i=i: arena.upload_layer(n, arrays.layers[i])))
-
-            parts = arena.add_steps(arrays)  # vertices, indices, edges, alpha: a step each
+        elif arrays is not None:
+            arena = self.terrain.far
+            grow = 0 if arena.fits(1) else self.upload_budget
+            steps.append((grow, lambda: arena.reserve(1, self._expected_tiles)))
+        if arrays is not None:
+            parts = arena.add_steps(arrays)  # vertices, indices (edges), alpha or colour: a step each
             steps.extend(parts[:-1])
             last_size, last = parts[-1]
 
@@ -294,7 +339,7 @@ class Scene:
             n_inst = sum(len(grass[n]) for n in groups)
             n_groups = sum(len(t.keys) for t in groups.values())
             grow = 0 if self.grass.fits(n_inst, n_groups) else self.upload_budget
-            steps.append((grow, lambda: self.grass.reserve(n_inst, n_groups, self._expected_tiles)))
+            steps.append((grow, lambda: self.grass.reserve(n_inst, n_groups, max(self._wanted_count, 1))))
 
         def add_grass():
             made["grass"] = self._add_grass(key, payload, missing)
@@ -304,7 +349,7 @@ class Scene:
             steps.append((int(mats.nbytes), lambda n=name, m=mats: self._add_doodads(key, n, m, made, missing)))
 
         def resident():
-            self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("adt"), made["grass"], made["doodads"],
+            self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("ground"), made["grass"], made["doodads"],
                                            missing, payload.get("grass_xy"), payload.get("full", True))
             self._pending.pop(key, None)
             self.version += 1
@@ -312,6 +357,11 @@ class Scene:
 
         steps.append((0, resident))
         return steps
+
+    def _near_size(self, arena) -> int:
+        """The complete tiles' arena size to grow to: the tiles in reach now at first, then what can
+        be complete at once (within reach + hysteresis)."""
+        return max(self._wanted_count, 1) if not arena.capacity else self._expected_near
 
     def _add_mesh(self, name: str, data: MeshData | None):
         if name not in self.meshes:
@@ -377,12 +427,22 @@ class Scene:
         self.doodads.remove_tile(key)
 
     def _drop_models(self, key):
-        """A complete tile that moved out of reach keeps its terrain (far view) only."""
+        """A complete tile that moved out of reach keeps its terrain (far view) only: its grass and
+        doodads go now, its complete terrain once the far one (asked for here) replaces it."""
         t = self.tiles[key]
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)
         t.full, t.grass_instances, t.doodad_instances = False, 0, 0
         self.version += 1
+        if key not in self._pending and not (t.terrain is not None and t.terrain.far):
+            self._request(key, False)
+
+    def _request(self, key, full: bool):
+        self._pending[key] = full
+        if self._threaded:
+            self._requests.put((key, full))
+        else:
+            self._prepare_into_done(key, full)
 
     def wanted(self, x: float, y: float, reach: float | None = None) -> list[tuple[int, int]]:
         """The source's tiles within ``reach`` (default: the scene's) of (x, y), nearest first
@@ -400,11 +460,7 @@ class Scene:
             full = key in near
             have = self.tiles.get(key)
             if (have is None or (full and not have.full)) and key not in self._pending and key not in self.errors:
-                self._pending[key] = full
-                if self._threaded:
-                    self._requests.put((key, full))
-                else:
-                    self._prepare_into_done(key, full)
+                self._request(key, full)
         for key in list(self.tiles):
             d = tile_distance(*key, x, y)
             if d > self.terrain_reach + self.hysteresis:
