@@ -349,6 +349,27 @@ def _wdt_parse(parts, workdir):
     w.big_alpha
 
 
+# -- WDL
+def _wdl_bases():
+    from wowgrass.formats.wdl import WdlFile, write_wdl
+
+    rng = np.random.default_rng(26)
+    w = WdlFile([(30, 31), (31, 31), (5, 60)], rng.integers(-500, 900, (3, 17, 17)), rng.integers(-500, 900, (3, 16, 16)),
+                rng.integers(0, 1 << 16, (3, 16)), extra_chunks=[(b"MWMO", b"x.wmo\0"), (b"MWID", b"\0" * 4), (b"MODF", b"")])
+    return [(f"sample-{b}", (_pick(sample(b), ".wdl")[0][1],)) for b in ("3.3.5", "1.12")] + [
+        ("objects", (write_wdl(w),))]
+
+
+def _wdl_parse(parts, workdir):
+    from wowgrass.formats.wdl import WdlFile
+
+    w = WdlFile.from_bytes(parts[0], "x.wdl")
+    w.hole_chunks()
+    w.present.sum()
+    for c, r in w.tiles[:4]:
+        w.index(int(c), int(r))
+
+
 # -- ADT
 def _adt_bases():
     return [(f"sample-{b}", (_pick(sample(b), ".adt")[0][1],)) for b in ("3.3.5", "1.12")]
@@ -680,7 +701,8 @@ def _cli_case(label: str, parts: tuple[bytes, ...], workdir: Path) -> int:
 
 TARGETS: dict[str, Target] = {}
 for _t in (Target("mpq", _mpq_bases, _mpq_parse), Target("dbc", _dbc_bases, _dbc_parse),
-           Target("wdt", _wdt_bases, _wdt_parse), Target("adt", _adt_bases, _adt_parse),
+           Target("wdt", _wdt_bases, _wdt_parse), Target("wdl", _wdl_bases, _wdl_parse),
+           Target("adt", _adt_bases, _adt_parse),
            Target("m2", _m2_bases, _m2_parse), Target("blp", _blp_bases, _blp_parse),
            Target("bundle", _bundle_bases, _bundle_parse, _bundle_fix), Target("liquid", _liquid_bases, _liquid_parse),
            Target("wmo", _wmo_bases, _wmo_parse), Target("grid", _grid_bases, _grid_parse, _grid_fix),

@@ -44,7 +44,7 @@ PART_SEP = b"\n--wowgrass-part--\n"   # an input of several files (an M2 and its
 MODULES = {"mpq": "wowgrass/formats/mpq.py", "dbc": "wowgrass/formats/dbc.py", "wdt": "wowgrass/formats/wdt.py",
            "adt": "wowgrass/formats/adt.py", "m2": "wowgrass/formats/m2.py", "blp": "wowgrass/formats/blp.py",
            "bundle": "wowgrass/bundle.py", "grid": "wowgrass/grid_tiles.py", "wmo": "wowgrass/formats/wmo.py",
-           "liquid": "wowgrass/formats/liquid.py"}
+           "liquid": "wowgrass/formats/liquid.py", "wdl": "wowgrass/formats/wdl.py"}
 
 
 def _grid_module():
@@ -114,8 +114,8 @@ def targets(fuzz):
             out[name] = (t.inputs, t.parse, fixes.get(name))
     adt_bases = out["adt"][0]
     out["adt"] = (lambda: adt_bases() + _adt_compressed_bases(adt_bases()), *out["adt"][1:])
-    # issue 24 (WMO, liquids) and 26 (WDL): add a Target to fuzz.TARGETS and it is fuzzed here too;
-    # give MODULES its module for the line coverage
+    # a new format: add a Target to fuzz.TARGETS and it is fuzzed here too; give MODULES its module
+    # for the line coverage
     return out
 
 

@@ -26,7 +26,7 @@ fuzz = _load()
 
 #: cases per format in CI (seconds under load on 2 cores: ~1 s each for the small formats, ~10 s
 #: for ADT, ~10 s for the CLI, which forks a real command per case)
-CI_CASES = {"dbc": 2000, "wdt": 2000, "blp": 2000, "m2": 2000, "mpq": 2000, "bundle": 1500, "adt": 500, "liquid": 2000,
+CI_CASES = {"dbc": 2000, "wdt": 2000, "wdl": 2000, "blp": 2000, "m2": 2000, "mpq": 2000, "bundle": 1500, "adt": 500, "liquid": 2000,
             "wmo": 1000, "grid": 300, "cli": 250}
 
 

@@ -67,6 +67,17 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
             w = WdtFile.from_bytes(raw, path)
             assert sorted(w.tiles()) == [(31, 32), (32, 32)]
             assert w.big_alpha == (build == "3.3.5")
+        elif low.endswith(".wdl"):  # the horizon's heights: every tile's, as its ADT has them
+            from wowgrass.formats.wdl import WdlFile, wdl_tile_from_adt
+
+            w = WdlFile.from_bytes(raw, path)
+            assert sorted(map(tuple, w.tiles.tolist())) == [(31, 32), (32, 32)]
+            assert w.has_maho.all() == (build != "1.12") and w.has_maho.any() == (build != "1.12")
+            for (c, r), outer, inner in zip(w.tiles.tolist(), w.outer, w.inner):
+                adt = AdtTile.from_bytes(data.read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_{c}_{r}.adt"),
+                                         big_alpha=build == "3.3.5")
+                want = wdl_tile_from_adt(adt)
+                assert np.array_equal(outer, want[0]) and np.array_equal(inner, want[1])
         elif low.endswith(".m2"):
             m = M2Model.from_bytes(raw, path, read=data.read)
             assert m.version == M2_VERSION[build]

@@ -9,8 +9,8 @@ is given.  See docs/sample.md.
 
 from wowgrass.samples.sample_world import (
     BUILDS, MAP_NAME, SAMPLE_VERSION, adt_path, archive_layout, build_sample_world, parse_tiles,
-    sample_data_path, sample_root, wdt_path, world_files, write_sample_world,
+    sample_data_path, sample_root, wdl_path, wdt_path, world_files, write_sample_world,
 )
 
 __all__ = ["BUILDS", "MAP_NAME", "SAMPLE_VERSION", "adt_path", "archive_layout", "build_sample_world",
-           "parse_tiles", "sample_data_path", "sample_root", "wdt_path", "world_files", "write_sample_world"]
+           "parse_tiles", "sample_data_path", "sample_root", "wdl_path", "wdt_path", "world_files", "write_sample_world"]
