@@ -34,6 +34,11 @@ in real time (``--flight-pace``), as the viewer's do, so that tiles have the tim
     python benchmarks/bench_render.py                       # llvmpipe-friendly defaults (small)
     python benchmarks/bench_render.py --size 1920x1080 --counts 100000,1000000,4000000,16000000,45000000 \
         --frames 200 --flight --json out/render.json --png-dir out     # the H200 run (docs/gpu.md)
+    python benchmarks/bench_render.py --size 1920x1080 --counts "" --no-sample --horizon --flight \
+        --frames 200 --json out/horizon.json --png-dir out             # issue 26: horizon + flight
+
+With --horizon: the WDL horizon over a 16x16 sample world from 600 units up, on and off (frame
+times, GPU bytes, a PNG of each); the world is built on first use (minutes).
 
 Uses EGL offscreen (Mesa llvmpipe here; the NVIDIA driver on the lent H200, see docs/gpu.md).
 """
@@ -611,6 +616,60 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     return results
 
 
+def bench_horizon(size, samples, tiles=16, height=600.0, frames=60, png_dir=None):
+    """The horizon (render/sources/horizon.py) over a ``tiles`` x ``tiles`` sample world from a
+    flight ``height`` above the ground at its south-west quarter, looking north-east across it:
+    the view with the map's WDL drawn beyond the far tiles (the fog opening to the horizon's
+    reach) and without it (the fog closing at the far tiles' 3200 units), timed as the viewer
+    draws them (shadows on), with the GPU bytes and the PNG of each."""
+    from wowgrass.data import open_data
+    from wowgrass.render.constants import TILE_SIZE
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.game_tiles import GameSource
+    from wowgrass.render.world.streaming import Scene, tiles_centre
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    t0 = time.perf_counter()
+    root = sample_data_path(tiles=(tiles, tiles), jobs=4)
+    built = time.perf_counter() - t0
+    data = open_data(root)
+    src = GameSource(data, MAP_NAME)
+    wdl = src.load_horizon()
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    cx, cy = tiles_centre(src.tiles)
+    x, y = cx - (tiles / 4 + 0.3) * TILE_SIZE, cy + (tiles / 4 + 0.3) * TILE_SIZE  # the south-west quarter
+    scene = Scene(target.ctx, progs, src, terrain_reach=3200.0, horizon=wdl)
+    t0 = time.perf_counter()
+    scene.update((x, y, 0.0), block=True, block_far=True)
+    load = time.perf_counter() - t0
+    cam = Camera(position=np.array([x, y, (scene.ground_height(x, y) or 0.0) + height]))
+    cam.yaw, cam.pitch = math.radians(-45.0), math.radians(-6.0)  # north-east, a little down
+    v = Viewer(target, scene, cam, Toggles())
+    results = {"world": f"{tiles}x{tiles}", "world_build_s": built, "load_s": load, "height": height,
+               "camera": [float(c) for c in cam.position], "wdl_tiles": len(wdl) if wdl is not None else 0,
+               "resident_tiles": len(scene.tiles),
+               "far_tiles": sum(not t.full for t in scene.tiles.values()), "gpu_memory": scene.memory_report()}
+    for on in (True, False):
+        v.toggles.horizon = on
+        r = time_viewer(v, target, frames)
+        v.toggles.stats = True
+        st = v.render_frame(0.0)
+        v.toggles.stats = False
+        r.update(fog_end=float(v.last_frame.fog[1]), triangles_with_terrain_lod=st.triangles,
+                 horizon_triangles=scene.horizon.triangles if on and scene.horizon is not None else 0)
+        if png_dir:
+            name = f"horizon_{'on' if on else 'off'}_{tiles}x{tiles}_{size[0]}x{size[1]}.png"
+            v.save_png(Path(png_dir) / name)
+            r["png"] = name
+        results["on" if on else "off"] = r
+    v.release()
+    scene.release()
+    target.release()
+    data.close()
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="640x360", help="frame size WxH (default 640x360; 1920x1080 on a GPU)")
@@ -639,6 +698,11 @@ def main(argv=None):
                     help="frames of --flight drawn at the start point before it, timed apart (start-up: program "
                          "compilation at first draw, GPU clocks coming up)")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
+    ap.add_argument("--horizon", action="store_true",
+                    help="the WDL horizon over a --horizon-tiles sample world from a flight height, on and off "
+                         "(frame times, GPU bytes, PNGs in --png-dir)")
+    ap.add_argument("--horizon-tiles", type=int, default=16, help="sample world size of --horizon (NxN tiles)")
+    ap.add_argument("--horizon-height", type=float, default=600.0, help="--horizon: the camera's height above the ground")
     ap.add_argument("--terrain", action="store_true",
                     help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
     ap.add_argument("--terrain-tiles", type=int, default=6, help="sample world size of --terrain (NxN tiles)")
@@ -670,7 +734,8 @@ def main(argv=None):
           f"max SSBO {info['max_ssbo_bytes']} bytes", flush=True)
     progs = {lay: make_programs(ctx, instance_layout=lay) for lay in ("16", "16p", "mat4")}
     mesh = GpuMesh(ctx, clump("ref18"))
-    out = {"info": info, "gpu": [], "cpu": [], "probes": [], "layout": [], "sample": None, "flight": None}
+    out = {"info": info, "gpu": [], "cpu": [], "probes": [], "layout": [], "sample": None, "flight": None,
+           "horizon": None}
 
     def save():  # after every section: a run cut short still leaves its figures
         if a.json:
@@ -833,6 +898,21 @@ def main(argv=None):
                   + (f"; {r['startup_frames']} start-up frames before it: first {r['startup_ms_first']:.1f} ms, "
                      f"slowest of the rest {r['startup_ms_max_after_first'] or float('nan'):.1f} ms"
                      if r["startup_frames"] else ""))
+    if a.horizon:
+        print(f"\nthe horizon over a {a.horizon_tiles}x{a.horizon_tiles} sample world, {a.horizon_height:g} units up, "
+              f"{w}x{h}, MSAA {a.samples}x, shadows on:", flush=True)
+        hz = out["horizon"] = bench_horizon((w, h), a.samples, a.horizon_tiles, a.horizon_height,
+                                            max(a.frames, 10), png_dir=a.png_dir)
+        save()
+        fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
+        print(f"  {hz['resident_tiles']} tiles resident ({hz['far_tiles']} far), {hz['wdl_tiles']} WDL tiles, "
+              f"GPU {hz['gpu_memory']['total_bytes'] / 1e6:.1f} MB; world built in {hz['world_build_s']:.1f} s, "
+              f"loaded in {hz['load_s']:.1f} s")
+        for k in ("on", "off"):
+            r = hz[k]
+            print(f"  horizon {k:<3}  gpu {fmt(r['gpu_ms'])} ms (max {fmt(r['gpu_ms_max'])})  cpu {r['cpu_ms']:.3f} ms  "
+                  f"wall {r['wall_ms']:.2f} ms/frame  fog to {r['fog_end']:.0f}  horizon triangles "
+                  f"{r['horizon_triangles']:,}  draws {r['draw_calls']}" + (f"  -> {r['png']}" if "png" in r else ""))
     if a.terrain:
         print(f"\nterrain LOD over a {a.terrain_tiles}x{a.terrain_tiles} sample world (terrain alone), {w}x{h}, "
               f"MSAA {a.samples}x:")

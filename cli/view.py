@@ -157,6 +157,9 @@ def _size(text):
               help="Split screen: the left half filled, the right half the same view as a wireframe (key V).")
 @click.option("--no-shadows", is_flag=True, help="Start with the sun's shadow map off (key H).")
 @click.option("--wireframe", is_flag=True, help="Start with the whole view as a wireframe (key F).")
+@click.option("--horizon/--no-horizon", default=True, show_default=True,
+              help="Draw the map's WDL (its low-resolution heights) beyond the loaded terrain, out to the "
+                   "whole map under the fog, as the clients do (key Z); a map without a WDL has none.")
 @click.option("--procedural", is_flag=True,
               help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no game data.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
@@ -169,7 +172,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
          target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
-         no_shadows, wireframe, procedural, seed, cpu_instances, as_json):
+         no_shadows, wireframe, horizon, procedural, seed, cpu_instances, as_json):
     """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
 
     With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
@@ -224,7 +227,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
         grass_culling=culling, rings=ring_settings,
-        split=split, shadows=not no_shadows, wireframe=wireframe,
+        split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
         log=note, files=files,
     )

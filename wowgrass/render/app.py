@@ -61,6 +61,7 @@ class ViewOptions:
     split: bool = False  # left half filled, right half wireframe (key V)
     shadows: bool = True  # the sun's shadow map (key H)
     wireframe: bool = False  # the whole view as a wireframe (key F)
+    horizon: bool = True  # the map's WDL beyond the far tiles, where the data has one (key Z)
     procedural: bool = False  # the procedural meadow instead of game data
     seed: int = 1  # procedural: terrain and blade placement
     cpu_instances: bool = False  # procedural: the lesson's per-frame CPU placement and upload
@@ -102,7 +103,7 @@ def run_view(opts: ViewOptions) -> dict:
         return result
 
 
-ZONE_KEYS = "G grass, O doodads, T terrain, C culling, L terrain LOD colours, M MCSH shadows"
+ZONE_KEYS = "G grass, O doodads, T terrain, Z horizon, C culling, L terrain LOD colours, M MCSH shadows"
 MEADOW_KEYS = "G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"
 
 
@@ -218,12 +219,26 @@ def open_scene(target, src, opts: ViewOptions, say):
     grass_settings = GrassSettings.for_look(opts.look, opts.grass_distance, rings)
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
-                  grid_draw=opts.grid_draw, client_look=opts.look == "client")
+                  grid_draw=opts.grid_draw, client_look=opts.look == "client", horizon=open_horizon(src, opts, say))
     if src.note:   # a partial extract: the WDT lists tiles the data lacks
         say(src.note)
     say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "
         f"(baked on demand, cached in {_cache()})")
     return scene
+
+
+def open_horizon(src, opts: ViewOptions, say):
+    """The map's WDL for the horizon (None with ``--no-horizon``, for a map without one, or, said
+    on a line of its own, for a damaged one: the view goes on without it)."""
+    from wowgrass.errors import FormatError
+
+    if not opts.horizon or not hasattr(src, "load_horizon"):
+        return None
+    try:
+        return src.load_horizon()
+    except FormatError as exc:
+        say(f"no horizon: {exc}")
+        return None
 
 
 def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
@@ -241,7 +256,7 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
             (opts.log or (lambda s: print(s, file=sys.stderr)))(line)
     toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
-                      wireframe=opts.wireframe)
+                      wireframe=opts.wireframe, horizon=opts.horizon)
     return Viewer(target, scene, camera, toggles)
 
 
@@ -269,6 +284,8 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "camera": [float(v) for v in camera.position], "yaw_deg": math.degrees(camera.yaw),
         "pitch_deg": math.degrees(camera.pitch), "time": opts.time, "size": [w, h],
         "split": opts.split, "shadows": opts.shadows,
+        "horizon": ({"tiles": len(scene.horizon.wdl), "triangles": scene.horizon.index_count // 3,
+                     "reach": scene.view_reach} if scene.horizon is not None else None),
         "renderer": target.ctx.info.get("GL_RENDERER"), "gl_version": target.ctx.version_code,
         "samples": target.samples, "resident_grass_instances": scene.grass.total_instances,
         "grass_culling": ("grid" if opts.grass_path == "grid"  # the grid is its own cull

@@ -40,6 +40,9 @@ WIND_FALLOFFS = ("smoothstep", "quadratic")  # WOW_GRASS_WIND_FALLOFF 0, 1
 FOG_START = 700.0
 VIEW_DISTANCE = 2400.0
 TERRAIN_REACH = 3200.0
+# With a map's WDL drawn beyond the far tiles (sources/horizon.py) the fog's end opens up to this,
+# half the map (32 tiles): from high up, the horizon is the whole map as far as the fog lets it be.
+HORIZON_REACH = 32 * TILE_SIZE
 
 # view --look client (client.md section 5): groundEffectDist's default, and the fade over its last 15%
 CLIENT_DRAW_DISTANCE = 70.0

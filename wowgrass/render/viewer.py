@@ -28,6 +28,9 @@ from .passes import ColourPass, ShadowPass
 from .views import frame_views, reset_viewport
 
 
+NEAR = 0.2  # the near plane at eye height (Camera's default)
+
+
 @dataclass
 class FrameStats:
     cpu_ms: float = 0.0
@@ -79,6 +82,7 @@ class Toggles:
     split: bool = False  # two views: filled left, wireframe right (key V, --split)
     shadows: bool = True  # the sun's shadow map (key H, --no-shadows)
     wireframe: bool = False  # the single view as a wireframe (key F, --wireframe)
+    horizon: bool = True  # the map's WDL beyond the far tiles (key Z, --no-horizon)
 
 
 @dataclass
@@ -140,9 +144,14 @@ class Viewer:
             self._ground = (key, sc.ground_height(px, py))
         ground = self._ground[1]
         above = max(pz - ground, 0.0) if ground is not None else 0.0
-        end = min(self.fog[1] + 4.0 * above, max(sc.terrain_reach, self.fog[1]))
+        # (with a horizon, to the horizon's reach: the WDL fills in beyond the far tiles)
+        reach = sc.view_reach if tg.horizon and hasattr(sc, "view_reach") else sc.terrain_reach
+        end = min(self.fog[1] + 4.0 * above, max(reach, self.fog[1]))
         fog = (min(self.fog[0] + above, 0.5 * end), end)
         cam.far = max(fog[1] * 1.1, 500.0)
+        # the near plane backs off with the height (nothing is nearer than the ground): depth
+        # precision for a far plane kilometres away (0.2 at eye height, 4 from 400 units up)
+        cam.near = min(max(NEAR, 0.01 * above), 4.0)
         self.views = self._frame_views(cam, tg)
         lt = self.light
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,

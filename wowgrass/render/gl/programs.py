@@ -33,6 +33,7 @@ LOOKS = ("default", "client")  # grass looks (make_programs; view --look)
 MANIFEST = {
     # program name -> file; the one list of programs the renderer uses
     "terrain": "terrain.glsl",
+    "horizon": "horizon.glsl",  # the WDL beyond the terrain (sources/horizon.py)
     "grass": "grass.glsl",
     "doodad": "doodad.glsl",
     "grass_cull": "grass_cull.glsl",  # compute (GL 4.3): GPU-driven grass culling
@@ -48,7 +49,8 @@ HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfiel
 MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
 LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
                       "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
-                      "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT}
+                      "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
+                      "uHorizonMask": 6}
 
 FRAME_BLOCK_BYTES = 432  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
 
@@ -245,7 +247,7 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
-    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}}
+    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}, "horizon": {}}
     if grass_path == "grid":
         from ..constants import GRID_DEFINES, GRID_FRAME_BINDING, GRID_STATS_SIZE
 

@@ -201,6 +201,11 @@ class FarArrays:
     missing_textures: list[str] = field(default_factory=list)
 
     @property
+    def mean_colour(self) -> tuple:
+        """The tile's mean colour (0..1 RGB: the horizon beyond it takes it)."""
+        return tuple(float(c) for c in self.colour[..., :3].reshape(-1, 3).mean(axis=0) / 255.0)
+
+    @property
     def triangles(self) -> int:
         """Triangles at the tile's finest level (``first_level``)."""
         return int(self.lod_count[:, self.first_level].sum()) // 3
@@ -489,6 +494,7 @@ class TerrainTile:
     triangles: int  # at its finest level (0 for a complete tile)
     far: bool = False  # in the far arena (FarArrays)
     first_level: int = 0
+    mean_colour: tuple | None = None  # a far tile's mean colour (0..1 RGB)
 
 
 class _SlotArena:
@@ -853,7 +859,8 @@ class FarArena(_SlotArena):
             slot = state["slot"]
             self._write_slice(self.tex, slot, arrays.colour.tobytes(), FAR_ATLAS, True, self._cpu_tex)
             return TerrainTile(slot, arrays.lod_first + slot * self.slot_indices, arrays.lod_count, arrays.chunk_lo,
-                               arrays.chunk_hi, [], arrays.triangles, far=True, first_level=self.first_level)
+                               arrays.chunk_hi, [], arrays.triangles, far=True, first_level=self.first_level,
+                               mean_colour=arrays.mean_colour)
 
         edges = 2 * arrays.indices.nbytes if self.lbo is not None else 0
         return [(arrays.vertices.nbytes + arrays.indices.nbytes + edges, mesh), (arrays.colour.nbytes, colour)]
@@ -999,6 +1006,7 @@ class TerrainSet(Source):
         self.far = FarArena(ctx, far_level)
         self.tiles: dict = {}
         self.version = 0  # bumped when a tile is registered or removed (the horizon's mask follows it)
+        self._colour_sum, self._colour_n = np.zeros(3), 0  # of the far tiles' mean colours
         self._tables = {id(self.arena): _LodTables(ctx, self.arena), id(self.far): _LodTables(ctx, self.far)}
         self._lod_eye = None
         self._cull = None
@@ -1026,7 +1034,17 @@ class TerrainSet(Source):
         self._tables[id(self._arena_of(tile))].dirty = True
         self.version += 1
         self._account(key, tile)
+        self._count_colour(tile, 1)
         return tile
+
+    def _count_colour(self, tile: TerrainTile, sign: int):
+        if tile.mean_colour is not None:
+            self._colour_sum += sign * np.asarray(tile.mean_colour)
+            self._colour_n += sign
+
+    def far_mean_colour(self):
+        """The resident far tiles' mean colour (0..1 RGB), None without any."""
+        return tuple(self._colour_sum / self._colour_n) if self._colour_n > 0 else None
 
     def _account(self, key, tile: TerrainTile | None):
         mem = gpu_memory(self.ctx)
@@ -1045,6 +1063,7 @@ class TerrainSet(Source):
             self._tables[id(arena)].dirty = True
             self.version += 1
             self._account(key, None)
+            self._count_colour(t, -1)
 
     @property
     def _dirty(self) -> bool:
@@ -1159,6 +1178,7 @@ class TerrainSet(Source):
 
     def release(self):
         self.tiles.clear()
+        self._colour_sum, self._colour_n = np.zeros(3), 0
         self.arena.release()
         self.far.release()
         for tab in self._tables.values():

@@ -125,6 +125,17 @@ class GameSource:
             self.grids.append(((col, row), str(grid_path_for(res.path)), hit))
         return payload
 
+    def load_horizon(self):
+        """The map's WDL (:class:`~wowgrass.formats.wdl.WdlFile`: every tile's low-resolution
+        heights, the horizon), None when the data has none. A damaged one raises FormatError."""
+        from wowgrass.formats.wdl import WdlFile
+        from wowgrass.tiles import wdt_game_path
+
+        path = wdt_game_path(self.map)[:-4] + ".wdl"
+        if not self.data.exists(path):
+            return None
+        return WdlFile.from_bytes(self._read(path), path)
+
     def load_model(self, path: str) -> MeshData | None:
         from wowgrass.formats.m2 import M2Model
 

@@ -39,7 +39,7 @@ from wowgrass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
 from wowgrass.formats.adt import AdtTile
 
-from ..constants import TILE_SIZE, ZEROPOINT
+from ..constants import HORIZON_REACH, TILE_SIZE, ZEROPOINT
 from ..sources.doodads import DoodadSet
 from ..sources.grass_cpu import GrassField, group_by_chunk
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
@@ -147,7 +147,9 @@ class Scene:
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
                  terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact",
-                 client_look: bool = False):
+                 client_look: bool = False, horizon=None, horizon_reach: float = HORIZON_REACH):
+        """``horizon``: the map's :class:`~wowgrass.formats.wdl.WdlFile` (None: no horizon), drawn
+        where no ADT terrain is resident; the fog may then open up to ``horizon_reach``."""
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         # view --look client: each instance gets the client look's 16 bytes (world/client_look.py)
@@ -178,6 +180,12 @@ class Scene:
         self.doodads = DoodadSet(ctx, programs)
         # a far tile keeps the levels a tile beyond reach is drawn at: from the reach's band on
         self.terrain = TerrainSet(ctx, programs, indirect=indirect, far_level=far_level_for(self.reach))
+        self.horizon = None
+        if horizon is not None and len(horizon):
+            from ..sources.horizon import Horizon
+
+            self.horizon = Horizon(ctx, programs, horizon, self.terrain)
+        self.horizon_reach = max(float(horizon_reach), self.terrain_reach)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
         self.version = 0  # bumped when a tile is uploaded or released (per-frame caches key on it)
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
@@ -523,8 +531,16 @@ class Scene:
 
     @property
     def sources(self) -> list:
-        """What a frame draws, in order (terrain first: early depth rejection of what it hides)."""
+        """What a frame draws, in order (terrain first: early depth rejection of what it hides;
+        the horizon, beyond it all, next)."""
+        if self.horizon is not None:
+            return [self.terrain, self.horizon, self.doodads, self.grass]
         return [self.terrain, self.doodads, self.grass]
+
+    @property
+    def view_reach(self) -> float:
+        """How far there is something to see: the far tiles' reach, or with a horizon the horizon's."""
+        return self.horizon_reach if self.horizon is not None else self.terrain_reach
 
     def memory_report(self) -> dict:
         """The GPU bytes of this scene's context (:mod:`~wowgrass.render.gl.memory`): per kind,
@@ -563,6 +579,9 @@ class Scene:
         self.grass.release()
         self.doodads.release()
         self.terrain.release()
+        if self.horizon is not None:
+            self.horizon.release()
+            self.horizon = None
         for m in [*self.meshes.values(), self._placeholder]:
             if m is not None:
                 m.release()
