@@ -1,5 +1,6 @@
 """The horizon (render/sources/horizon.py): the WDL's mesh, drawn where no ADT terrain is
-resident and nowhere else, the view's --horizon/--no-horizon, a map without a WDL, a damaged one."""
+resident and nowhere else, a map without a WDL, a damaged one (the view's --json horizon and
+--no-horizon: tests/test_render_cli.py)."""
 
 from __future__ import annotations
 
@@ -97,26 +98,6 @@ def test_the_horizon_draws_where_no_adt_terrain_is_and_nowhere_else(ctx):
     hole, ground = only_horizon, ~terrain_alone
     assert hole.sum() > 200 and ground.sum() == hole.sum()
     assert (hole == ground).mean() > 0.995  # (edge pixels: the WDL's rounded heights, the ADT's fans)
-
-
-def _view(tmp_path, *args):
-    import json
-
-    from click.testing import CliRunner
-
-    from wowgrass.cli.main import cli
-
-    res = CliRunner().invoke(cli, ["view", "-o", str(tmp_path / "v.png"), "--size", "96x64", "--json", *args])
-    return res, (json.loads(res.stdout) if res.exit_code == 0 else None)
-
-
-def test_view_reports_the_horizon_and_no_horizon_leaves_it_out(tmp_path):
-    res, out = _view(tmp_path)
-    assert res.exit_code == 0, res.output
-    assert out["horizon"]["tiles"] >= 1 and out["horizon"]["reach"] > 3200
-    assert out["gpu_memory"]["by_kind"]["horizon"] > 0
-    res, out = _view(tmp_path, "--no-horizon")
-    assert res.exit_code == 0 and out["horizon"] is None and "horizon" not in out["gpu_memory"]["by_kind"]
 
 
 def test_a_map_without_a_wdl_has_no_horizon_and_a_damaged_one_is_said_and_skipped(tmp_path):

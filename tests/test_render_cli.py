@@ -43,6 +43,9 @@ def test_view_sample_world_offscreen_png_and_json(tmp_path):
     assert res["frames"] == 2 and res["frame"]["grass_instances"] > 0
     assert res["frame"]["draw_calls"] >= 2 and res["resident_grass_instances"] > 100_000
     assert res["missing_models"] == []
+    # the sample world's WDL: the horizon is there, in the GPU books too
+    assert res["horizon"]["tiles"] >= 1 and res["horizon"]["reach"] > 3200
+    assert res["gpu_memory"]["by_kind"]["horizon"] > 0 and res["gpu_memory"]["per_tile"]["near"]["tiles"] >= 1
     img = read_png(out)
     assert img.shape == (90, 160, 3)
     # lower half is ground covered in grass: mostly green
@@ -51,9 +54,11 @@ def test_view_sample_world_offscreen_png_and_json(tmp_path):
     # grass off: the same view has fewer grass-dark pixels
     out2 = tmp_path / "nograss.png"
     r = CliRunner().invoke(cli, ["view", "--output", str(out2), "--size", "160x90", "--camera", "60,60",
-                                 "--no-grass", "--stats"])
+                                 "--no-grass", "--stats", "--no-horizon"])
     assert r.exit_code == 0, r.output
     assert "instances" in r.output
+    memory = next(line for line in r.output.splitlines() if line.startswith("gpu memory"))
+    assert "terrain-near" in memory and "horizon" not in memory  # --no-horizon: none made
     assert not np.array_equal(read_png(out2), img)
 
 
