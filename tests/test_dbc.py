@@ -137,6 +137,10 @@ def test_impossible_counts_fail_before_allocating():
     size_zero = struct.pack("<4s4I", b"WDBC", 5, 0, 0, 1) + b"\0"
     with pytest.raises(FormatError, match="size 0"):
         DbcFile.from_bytes(size_zero)
+    # no records, but a field count no record size can hold (the fuzzer's 21-byte file: 2**32-1 fields)
+    no_records = struct.pack("<4s4I", b"WDBC", 0, 0xFFFFFFFF, 0xFFFF, 1) + b"\0"
+    with pytest.raises(FormatError, match="fields need"):
+        DbcFile.from_bytes(no_records)
 
 
 def test_record_size_not_fields_times_four_is_kept_as_bytes():
