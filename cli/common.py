@@ -251,11 +251,24 @@ def _set_verbose(ctx, param, value):
     return value
 
 
+class _LogFormat:
+    """Warnings read as the commands' own ``warning: ...`` lines; -v/-vv detail names its module."""
+
+    def format(self, record) -> str:
+        import logging
+
+        if record.levelno >= logging.WARNING:
+            return f"{record.levelname.lower()}: {record.getMessage()}"
+        return f"{record.levelname.lower()} {record.name}: {record.getMessage()}"
+
+
 def _set_level(level: int) -> None:
     import logging
 
     _VERBOSITY["level"] = level
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig()
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_LogFormat())
     logging.getLogger("wowgrass").setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO,
                                             2: logging.DEBUG}[level])
 

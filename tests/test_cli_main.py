@@ -32,3 +32,15 @@ def test_cli_is_not_a_top_level_module(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "None"
+
+
+def test_log_warnings_read_as_the_commands_own_lines():
+    import logging
+
+    from wowgrass.cli.common import _LogFormat
+
+    fmt = _LogFormat()
+    warn = logging.LogRecord("wowgrass.paths", logging.WARNING, __file__, 1, "cannot write %s: read-only", ("/c",), None)
+    assert fmt.format(warn) == "warning: cannot write /c: read-only"
+    info = logging.LogRecord("wowgrass.data", logging.INFO, __file__, 1, "reading %s", ("x.mpq",), None)
+    assert fmt.format(info) == "info wowgrass.data: reading x.mpq"
