@@ -124,6 +124,8 @@ def _size(text):
 @click.option("--no-grass", is_flag=True, help="Start with grass off (r_grass 0; key G).")
 @click.option("--no-doodads", is_flag=True, help="Start with doodads off (r_doodads 0; key O).")
 @click.option("--no-terrain", is_flag=True, help="Start with terrain off (r_terrain 0; key T).")
+@click.option("--no-liquids", is_flag=True, help="Start with water, ocean, magma and slime off (key R).")
+@click.option("--no-wmos", is_flag=True, help="Start with WMOs (buildings: MODF placements) off (key B).")
 @click.option("--stats", is_flag=True, help="Print frame statistics (r_stats 1; key F3).")
 @click.option("--mcsh", is_flag=True,
               help="Darken the terrain where the ADT's baked MCSH shadow map is set (key M).")
@@ -170,13 +172,15 @@ def _size(text):
 @json_option
 def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, camera,
          target, time_, size, samples, output,
-         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, stats, grass_path, grid_draw, wind,
+         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
+         grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
          no_shadows, wireframe, horizon, procedural, seed, cpu_instances, as_json):
-    """Render a zone: terrain, its doodads and resident instanced grass with the wind-sway shader.
+    """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
+    wind-sway shader.
 
-    With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T toggle
-    grass/doodads/terrain, L/M terrain LOD colours/MCSH shadows, H sun shadows, V split view, F
+    With a display this opens a window (WASD, mouse drag to look, Shift to go faster, G/O/T/B/R toggle
+    grass/doodads/terrain/WMOs/liquids, L/M terrain LOD colours/MCSH shadows, H sun shadows, V split view, F
     wireframe, F3 stats, Esc quits). --output or --frames render offscreen through EGL (what CI
     and headless machines use). For scripted window runs: --window --frames N (or --quit-after S)
     --screenshot PNG. ADT|DIR takes what `bake` takes: one <Map>_<col>_<row>.adt (with --dbc for
@@ -223,7 +227,8 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
         time=time_, size=_size(size), samples=samples, output=output, frames=frames,
         grass_path=grass_path, grid_draw=grid_draw, wind=wind, wind_falloff=wind_falloff,
-        grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, stats=stats, placeholders=placeholders,
+        grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, liquids=not no_liquids, wmos=not no_wmos,
+        stats=stats, placeholders=placeholders,
         mcsh=mcsh, lod_colors=lod_colors,
         window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
         grass_culling=culling, rings=ring_settings,

@@ -44,6 +44,8 @@ class ViewOptions:
     grass: bool = True
     doodads: bool = True
     terrain: bool = True
+    liquids: bool = True  # water, ocean, magma, slime (key R)
+    wmos: bool = True  # WMOs placed by MODF (key B)
     stats: bool = False
     placeholders: bool = True  # draw grass models missing from the data as stand-in clumps (as export does)
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
@@ -103,7 +105,7 @@ def run_view(opts: ViewOptions) -> dict:
         return result
 
 
-ZONE_KEYS = "G grass, O doodads, T terrain, Z horizon, C culling, L terrain LOD colours, M MCSH shadows"
+ZONE_KEYS = "G grass, O doodads, T terrain, B WMOs, R liquids, Z horizon, C culling, L terrain LOD colours, M MCSH shadows"
 MEADOW_KEYS = "G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"
 
 
@@ -254,7 +256,8 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
     if opts.camera is not None:   # a frame of sky or of the underside of the ground: say why
         for line in camera_warnings(scene, src, camera.position):
             (opts.log or (lambda s: print(s, file=sys.stderr)))(line)
-    toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, stats=opts.stats,
+    toggles = Toggles(grass=opts.grass, doodads=opts.doodads, terrain=opts.terrain, liquids=opts.liquids,
+                      wmos=opts.wmos, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe, horizon=opts.horizon)
     return Viewer(target, scene, camera, toggles)
@@ -295,6 +298,10 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "missing_models": sorted(scene.missing_grass_models),
         "missing_doodad_models": sorted(scene.missing_doodad_models),
         "missing_textures": sorted(scene.missing_textures),
+        "liquid_cells": scene.liquids.cells, "liquid_triangles": scene.liquids.triangles,
+        "wmo_placements": scene.wmos.placement_count, "wmo_models": len(scene.wmos.models),
+        "missing_wmos": sorted(getattr(src, "missing_wmos", ())),
+        "liquid_errors": {f"{c},{r}": e for (c, r), e in getattr(src, "liquid_errors", {}).items()},
         "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
         "load_seconds": load_s,
         "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],

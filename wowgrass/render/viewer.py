@@ -50,6 +50,9 @@ class FrameStats:
     grass_culling: str = "cpu"
     # terrain LOD (read back only when statistics are on): chunks drawn at levels 0..4
     terrain_chunks_per_level: list | None = None
+    # WMO placements drawn (GPU-culled: read back only when statistics are on) and liquid triangles
+    wmo_instances: int | None = None
+    liquid_triangles: int = 0
 
     def line(self) -> str:
         gpu = f"{self.gpu_ms:7.3f}" if self.gpu_ms == self.gpu_ms else "    n/a"
@@ -61,6 +64,10 @@ class FrameStats:
                      + "/".join(f"{k:,d}" for k in self.grass_kept_per_ring) + f" drawn {self.grass_instances:,d}")
         if self.terrain_chunks_per_level is not None:
             line += "  terrain chunks per level " + "/".join(f"{k:,d}" for k in self.terrain_chunks_per_level)
+        if self.wmo_instances is not None:
+            line += f"  wmos {self.wmo_instances:,d}"
+        if self.liquid_triangles:
+            line += f"  liquid triangles {self.liquid_triangles:,d}"
         return line
 
     def as_dict(self) -> dict:
@@ -75,6 +82,8 @@ class Toggles:
     grass: bool = True  # r_grass
     doodads: bool = True  # r_doodads
     terrain: bool = True  # r_terrain
+    liquids: bool = True  # water, ocean, magma, slime (key R, --no-liquids)
+    wmos: bool = True  # WMOs placed by MODF (key B, --no-wmos)
     stats: bool = False  # r_stats
     cull: bool = True  # per-chunk culling of grass (off: one draw per model, shader-only cull)
     lod_colors: bool = False  # terrain coloured by LOD level (key L, --lod-colors)
@@ -181,6 +190,17 @@ class Viewer:
             st.grass_instances = sum(x["drawn"] for x in g)
             st.instances += st.grass_instances
             st.triangles += sum(x["drawn_triangles"] for x in g)
+        if "liquids" in frame.counts:
+            st.liquid_triangles = frame.counts["liquids"].triangles
+        wmos = getattr(sc, "wmos", None)
+        if wmos is not None and tg.wmos and "wmos" in frame.counts:
+            if tg.stats and wmos.gpu_cull:  # what the GPU culling drew (waits for it)
+                w = [wmos.read_stats(v) for v in frame.views]
+                st.wmo_instances = sum(x["instances"] for x in w)
+                st.instances += st.wmo_instances
+                st.triangles += sum(x["triangles"] for x in w)
+            elif not wmos.gpu_cull:
+                st.wmo_instances = frame.counts["wmos"].instances
         if tg.stats and tg.terrain and getattr(sc.terrain, "indirect", False) and sc.terrain.tiles:  # the same for the terrain
             t = [sc.terrain.read_stats(v) for v in frame.views]
             st.terrain_chunks_per_level = [sum(x["chunks_per_level"][k] for x in t) for k in range(5)]

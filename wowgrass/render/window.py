@@ -102,7 +102,8 @@ class WindowControls:
         g = glfw
         self.toggle_keys = {g.KEY_G: "grass", g.KEY_O: "doodads", g.KEY_T: "terrain", g.KEY_C: "cull",
                             g.KEY_L: "lod_colors", g.KEY_M: "mcsh", g.KEY_F3: "stats", g.KEY_V: "split",
-                            g.KEY_H: "shadows", g.KEY_F: "wireframe", g.KEY_Z: "horizon"}
+                            g.KEY_H: "shadows", g.KEY_F: "wireframe", g.KEY_Z: "horizon",
+                            g.KEY_B: "wmos", g.KEY_R: "liquids"}
 
     def install(self):
         g, w = self.glfw, self.window

@@ -127,15 +127,16 @@ def _exterior() -> _Mesh:
     t = 0.22
     for cx in (x0, x1):
         for cy in (y0, y1):
-            m.box((cx - t, cy - t, base), (cx + t, cy + t, WALL + 0.1), _m("timber"))
-    m.box((x0 - t, y0 - t, WALL - 0.25), (x1 + t, y0 + 0.02, WALL), _m("timber"), skip=("+y",))
-    m.box((x0 - t, y1 - 0.02, WALL - 0.25), (x1 + t, y1 + t, WALL), _m("timber"), skip=("-y",))
+            m.box((cx - t, cy - t, base), (cx + t, cy + t, WALL - 0.25), _m("timber"))
+    # (kept under the roof: its outer edge stays below the roof's slope)
+    m.box((x0 - t, y0 - t, WALL - 0.5), (x1 + t, y0 + 0.02, WALL - 0.25), _m("timber"), skip=("+y",))
+    m.box((x0 - t, y1 - 0.02, WALL - 0.5), (x1 + t, y1 + t, WALL - 0.25), _m("timber"), skip=("-y",))
     for dx in (d0 - t, d1):
         m.box((dx, y0 - t, base), (dx + t, y0 + 0.02, DOOR_H + t), _m("timber"), skip=("+y",))
     m.box((d0 - t, y0 - t, DOOR_H), (d1 + t, y0 + 0.02, DOOR_H + t), _m("timber"), skip=("+y",))
     for sx in (-3.0, 3.0):
-        m.box((sx - t / 2, y0 - t, base), (sx + t / 2, y0 + 0.02, WALL - 0.25), _m("timber"), skip=("+y",))
-        m.box((sx - t / 2, y1 - 0.02, base), (sx + t / 2, y1 + t, WALL - 0.25), _m("timber"), skip=("-y",))
+        m.box((sx - t / 2, y0 - t, base), (sx + t / 2, y0 + 0.02, WALL - 0.5), _m("timber"), skip=("+y",))
+        m.box((sx - t / 2, y1 - 0.02, base), (sx + t / 2, y1 + t, WALL - 0.5), _m("timber"), skip=("-y",))
     # the door's reveal (the wall's thickness) and threshold
     m.quad((d0, y0, base), (d0, y0 + 0.3, base), (d0, y0 + 0.3, DOOR_H), (d0, y0, DOOR_H), _m("timber"))
     m.quad((d1, y0 + 0.3, base), (d1, y0, base), (d1, y0, DOOR_H), (d1, y0 + 0.3, DOOR_H), _m("timber"))

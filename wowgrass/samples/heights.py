@@ -115,10 +115,64 @@ class SampleTerrain:
         self.width_e = self.ncols * TILE_SIZE
         self.width_s = self.nrows * TILE_SIZE
         self._band: tuple[int, Lattice] | None = None
+        self._features()
+
+    # -- the lake and the house (sample_world.py writes their MCLQ/MH2O and MODF) -----------
+    LAKE_OFFSET = (43.0, -37.0)      # world (X, Y) from the sample's centre: ahead of make demo's camera
+    LAKE_RADIUS = 27.0
+    LAKE_DEPTH = 7.5                 # the basin's depth below the ground it is dug into
+    LAKE_FREEBOARD = 2.4             # the water's surface below that ground
+    HOUSE_OFFSET = (14.0, 36.5)
+    HOUSE_HEADING = -95.0            # MODF rotation[1] (degrees): the door faces a little west of north
+    HOUSE_PAD = ((-7.8, -11.2), (7.8, 5.8))   # the levelled ground, in the house's own (x, y)
+
+    def _features(self):
+        cx = ZEROPOINT - (self.row0 + self.nrows / 2) * TILE_SIZE
+        cy = ZEROPOINT - (self.col0 + self.ncols / 2) * TILE_SIZE
+        self.lake_xy = (cx + self.LAKE_OFFSET[0], cy + self.LAKE_OFFSET[1])
+        self.house_xy = (cx + self.HOUSE_OFFSET[0], cy + self.HOUSE_OFFSET[1])
+        a = np.radians(self.HOUSE_HEADING + 180.0)    # the client turns a placement by heading + 180
+        self._house_rot = (np.cos(a), np.sin(a))
+        self.lake_level = float(np.round((self._raw_at(*self.lake_xy) - self.LAKE_FREEBOARD) / HEIGHT_QUANTUM)
+                                * HEIGHT_QUANTUM)
+        self.house_z = float(np.round(self._raw_at(*self.house_xy) / HEIGHT_QUANTUM) * HEIGHT_QUANTUM)
+
+    def _raw_at(self, x, y):
+        return self._raw_height((ZEROPOINT - np.asarray(x)) / HALF, (ZEROPOINT - np.asarray(y)) / HALF)
+
+    def house_local(self, x, y):
+        """World (x, y) in the house's own axes (x along the ridge, y across; the door faces -y)."""
+        c, s = self._house_rot
+        dx, dy = np.asarray(x, np.float64) - self.house_xy[0], np.asarray(y, np.float64) - self.house_xy[1]
+        return c * dx + s * dy, -s * dx + c * dy
+
+    def lake_depth(self, x, y) -> np.ndarray:
+        """How far the basin lowers the ground at world (x, y): the lake's bowl, its shore wavy."""
+        dx, dy = np.asarray(x, np.float64) - self.lake_xy[0], np.asarray(y, np.float64) - self.lake_xy[1]
+        ang = np.arctan2(dy, dx)
+        r = self.LAKE_RADIUS * (1.0 + 0.16 * np.sin(3 * ang + 1.0) + 0.09 * np.sin(5 * ang + 2.3))
+        return self.LAKE_DEPTH * (1.0 - smoothstep(0.4, 1.0, np.hypot(dx, dy) / r))
+
+    def house_pad(self, x, y) -> np.ndarray:
+        """Weight (0..1) of the house's level pad at world (x, y): 1 under it, 0 from 7 yards out."""
+        lx, ly = self.house_local(x, y)
+        (x0, y0), (x1, y1) = self.HOUSE_PAD
+        dx = np.maximum(np.maximum(x0 - lx, lx - x1), 0.0)
+        dy = np.maximum(np.maximum(y0 - ly, ly - y1), 0.0)
+        return 1.0 - smoothstep(0.0, 7.0, np.hypot(dx, dy))
 
     # -- heights ---------------------------------------------------------------------------
     def height_at_fine(self, fi, fj) -> np.ndarray:
-        """Raw (unquantised) height at global fine-lattice coordinates (may be fractional)."""
+        """Raw (unquantised) height at global fine-lattice coordinates (may be fractional): the
+        rolling ground, the lake's basin dug into it, the house's pad levelled."""
+        h = self._raw_height(fi, fj)
+        x = ZEROPOINT - np.asarray(fi, dtype=np.float64) * HALF
+        y = ZEROPOINT - np.asarray(fj, dtype=np.float64) * HALF
+        h = h - self.lake_depth(x, y)
+        w = self.house_pad(x, y)
+        return h * (1.0 - w) + self.house_z * w
+
+    def _raw_height(self, fi, fj) -> np.ndarray:
         e = np.asarray(fj, dtype=np.float64) * HALF      # yards east of the map's west edge
         s = np.asarray(fi, dtype=np.float64) * HALF      # yards south of the map's north edge
         seed = self.seed

@@ -37,6 +37,8 @@ from wowgrass.maps import MAP_TABLE
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
 from wowgrass.samples import textures as X
+from wowgrass.formats.liquid import put_tile_liquid
+from wowgrass.samples.features import tile_features
 from wowgrass.samples.heights import DIRT, GRASS, KINDS, ROAD, ROCK, ZEROPOINT, SampleTerrain
 from wowgrass.tiles import adt_game_path, wdt_game_path
 
@@ -228,6 +230,8 @@ def tile_object(build: str, terrain: SampleTerrain, col: int, row: int, uid_base
         refs[chunk].append(n)
     headers = np.zeros(256, MCNK_HEADER_DTYPE)
     headers["n_doodad_refs"] = [len(r) for r in refs]
+    feat = tile_features(build, terrain, t, col, row)   # the lake's liquid, the house's MODF
+    refs = [r + m for r, m in zip(refs, feat["map_obj_refs"])]
 
     flags = np.full(256, McnkFlags.HAS_MCSH, "<u4")
     if not classic:
@@ -237,11 +241,14 @@ def tile_object(build: str, terrain: SampleTerrain, col: int, row: int, uid_base
         alpha_encoding=_alpha_encoding(build, t.alpha, t.n_layers),
         positions=t.positions, normals=t.normals, index_xy=t.index_xy, n_layers=t.n_layers,
         textures=textures, layer_texture=layer_texture, layer_effect=layer_effect, alpha=t.alpha,
-        holes=t.holes, shadow=t.shadow, doodad_mapping=t.doodad_mapping, no_effect_doodad=t.no_effect_doodad,
+        holes=t.holes, shadow=t.shadow, doodad_mapping=t.doodad_mapping,
+        no_effect_doodad=t.no_effect_doodad | feat["no_effect"], wmos=feat["wmos"], modf=feat["modf"],
         area_id=np.full(256, AREA_ID, "<u4"), chunk_flags=flags, models=models, mddf=mddf,
         refs=[np.asarray(r, "<u4") for r in refs], mcnk_headers=headers,
         big_alpha=build == "3.3.5",
     )
+    if feat["liquid"] is not None:
+        put_tile_liquid(tile, feat["liquid"], fmt="mh2o" if build == "3.3.5" else "mclq")
     return tile
 
 
@@ -287,7 +294,8 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
     files += [(T.TEXTURE_DBC, T.ground_effect_texture(build, patched=False), False),
               (T.TEXTURE_DBC, T.ground_effect_texture(build), True),
               (T.DOODAD_DBC, T.ground_effect_doodad(build), False),
-              (MAP_TABLE, T.map_table(build), False)]
+              (MAP_TABLE, T.map_table(build), False),
+              (T.LIQUID_TYPE_DBC, T.liquid_type(build), False)]
     big = MphdFlags.BIG_ALPHA if build == "3.3.5" else 0
     main = np.zeros((64, 64), bool)
     main[terrain.row0:terrain.row0 + rows, terrain.col0:terrain.col0 + cols] = True
@@ -299,6 +307,9 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
     final_tex = texture_files(build)
     files += [(p, b, False) for p, b in base_tex.items()]
     files += [(p, b, True) for p, b in final_tex.items() if base_tex.get(p) != b]
+    from wowgrass.samples.building import building_files, liquid_texture_files
+
+    files += [(p, b, False) for p, b in {**building_files(build), **liquid_texture_files(build)}.items()]
     tick("textures")
     make = functools.partial(_tile_row, build, (cols, rows), seed)
     if jobs > 1:

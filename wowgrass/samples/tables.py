@@ -17,6 +17,7 @@ from wowgrass.effects import TEXTURE_PATH as TEXTURE_DBC
 from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, StringBlock, schema_for, write_dbc
 from wowgrass.samples.models import GRASS
 
+LIQUID_TYPE_DBC = "DBFilesClient\\LiquidType.dbc"
 FIRST_DOODAD_ID = 4          # ElwGra01..08 are rows 4..11 in the real tables
 
 
@@ -97,4 +98,30 @@ def map_table(build: str) -> bytes:
         rows[i]["ID"] = map_id
         rows[i]["Directory"] = sb.add(directory)
         rows[i]["MapName_lang"][0] = sb.add(name)      # enUS
+    return write_dbc(rows, bytes(sb))
+
+
+# LiquidType rows: (id, name, kind) as the real tables have them; 3.3.5 rows name their frames
+LIQUID_TYPES = ((1, "Water", 0), (2, "Ocean", 1), (3, "Magma", 2), (4, "Slime", 3), (13, "WMO Water", 0),
+                (14, "WMO Ocean", 1), (19, "WMO Magma", 2), (20, "WMO Slime", 3))
+
+
+def liquid_type(build: str) -> bytes:
+    """LiquidType.dbc: 1.12/2.4.3 ``ID, Name, Type, SpellID``; 3.3.5 the 45-field layout with the
+    type in its fourth column and the texture frames' pattern in ``Texture[0]``."""
+    from wowgrass.liquid_types import CLASSIC_TEXTURES
+
+    rows = np.zeros(len(LIQUID_TYPES), schema_for("LiquidType", build).dtype)
+    sb = StringBlock()
+    for i, (lid, name, kind) in enumerate(LIQUID_TYPES):
+        rows[i]["ID"] = lid
+        rows[i]["Name"] = sb.add(name)
+        if build == "3.3.5":
+            rows[i]["SoundBank"] = kind
+            rows[i]["MaterialID"] = kind + 1
+            tex = list(rows[i]["Texture"])
+            tex[0] = sb.add(CLASSIC_TEXTURES[kind])
+            rows[i]["Texture"] = tex
+        else:
+            rows[i]["Flags"] = kind
     return write_dbc(rows, bytes(sb))

@@ -40,6 +40,9 @@ MANIFEST = {
     "grass_grid": "grass.glsl",  # with GRASS_GRID (constants.GRID_DEFINES): the camera-grid path
     "grass_grid_compact": "grass.glsl",  # the same, drawing the compacted blades (GRID_COMPACT)
     "grass_grid_cull": "grass_grid_cull.glsl",  # compute (GL 4.3): the camera grid's compaction pass
+    "liquid": "liquid.glsl",  # water, ocean, magma, slime surfaces (render/sources/liquids.py)
+    "wmo": "wmo.glsl",  # WMO groups, instanced (render/sources/wmo.py)
+    "wmo_cull": "wmo_cull.glsl",  # compute (GL 4.3): WMO placements culled per view
 }
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference
@@ -47,7 +50,7 @@ MANIFEST = {
 SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
 HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
 MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
-LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
+LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
                       "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}
@@ -247,7 +250,7 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
-    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}, "horizon": {}}
+    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}, "horizon": {}, "liquid": {}, "wmo": {}}
     if grass_path == "grid":
         from ..constants import GRID_DEFINES, GRID_FRAME_BINDING, GRID_STATS_SIZE
 

@@ -57,6 +57,14 @@ class GameSource:
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
         self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid_tiles)
         self.grids: list = []  # (tile, control file, cache hit) per loaded tile, grid path only
+        from wowgrass.liquid_types import LiquidTypes
+
+        self.liquid_types = LiquidTypes.from_data(data, build or data.build)
+        self._tile_set = set(self.tiles)
+        self._wmo_models: dict = {}  # WMO path (lower case) -> WmoModel | None (the data lacks it)
+        self._frames: dict = {}  # liquid texture pattern (lower case) -> [RGBA] x 30 | None
+        self.missing_wmos: set = set()
+        self.liquid_errors: dict = {}  # (col, row) -> why its liquid is not drawn
 
     def _read(self, path: str) -> bytes:
         with self._lock:
@@ -87,9 +95,97 @@ class GameSource:
         return textures
 
     def load_terrain(self, col: int, row: int) -> dict:
-        """The tile's terrain alone (ADT and MTEX textures): far tiles, drawn without grass or doodads."""
+        """The tile's terrain alone (ADT and MTEX textures) and its liquids: far tiles, drawn
+        without grass, doodads or WMOs."""
         adt = self._adt(col, row)[2]
-        return {"adt": adt, "textures": self._textures(adt)}
+        return {"adt": adt, "textures": self._textures(adt), **self._liquids(col, row, adt, [])}
+
+    # -- liquids and WMOs --
+    def _liquids(self, col, row, adt, wmos) -> dict:
+        """The tile's liquid mesh (its own layers, the MLIQ of its WMOs) and the frames of its kinds."""
+        from .liquid_tiles import adt_liquid_mesh, merge, wmo_liquid_mesh
+
+        mesh, err = adt_liquid_mesh(adt, self.liquid_types)
+        if err:
+            self.liquid_errors[(col, row)] = err
+        parts = [mesh]
+        for model, matrix in wmos:
+            for _gi, liquid, type_id in model.liquids:
+                t = self.liquid_types.get(type_id)
+                part = wmo_liquid_mesh(liquid, matrix, t.kind)
+                if part:
+                    part.textures[t.kind] = t.texture
+                    part.types[int(type_id)] = part.cells
+                parts.append(part)
+        mesh = merge(parts)
+        frames = {k: f for k, pat in mesh.textures.items() if (f := self.liquid_frames(pat)) is not None}
+        return {"liquid": mesh, "liquid_frames": frames}
+
+    def liquid_frames(self, pattern: str | None):
+        """The 30 RGBA frames of a LiquidType texture pattern (None: the data lacks them)."""
+        if not pattern:
+            return None
+        key = pattern.lower()
+        if key not in self._frames:
+            from wowgrass.liquid_types import LiquidType
+
+            frames = []
+            for path in LiquidType(0, "", 0, pattern).frame_paths():
+                rgba = self._texture(path)
+                if rgba is None:
+                    break
+                frames.append(rgba)
+            self._frames[key] = frames or None
+            if not frames:
+                log.info("liquid texture %s: not in the data (drawn in its colour)", pattern)
+        return self._frames[key]
+
+    def load_wmo(self, path: str):
+        """A WMO as the renderer takes it (cached per path; None when the data lacks its root or
+        it does not parse: reported in ``missing_wmos``)."""
+        key = path.lower()
+        if key in self._wmo_models:
+            return self._wmo_models[key]
+        from wowgrass.formats.wmo import load_wmo
+
+        from .wmo_models import build_wmo_model
+
+        try:
+            wmo = load_wmo(path, self._read)
+            model = build_wmo_model(wmo, self._texture)
+            if wmo.missing or wmo.errors:
+                log.info("WMO %s: %d group files missing, %d unreadable", path, len(wmo.missing), len(wmo.errors))
+        except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
+            log.info("WMO %s: %s", path, exc)
+            model = None
+            self.missing_wmos.add(path)
+        self._wmo_models[key] = model
+        return model
+
+    def _wmos(self, col: int, row: int, adt) -> list:
+        """The tile's MODF placements this tile draws: (path, model, world matrix, doodad set).
+        A WMO spanning tiles is listed by each: the tile holding its origin draws it (or this one,
+        where the data lacks that tile), once per unique id."""
+        if not len(adt.modf):
+            return []
+        from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+        from wowgrass.mapobjects import modf_placements
+
+        p = modf_placements(adt)
+        out, seen = [], set()
+        for k, name in enumerate(p.names):
+            uid = int(p.unique_id[k])
+            if not name or uid in seen:
+                continue
+            x, y = p.matrices[k, 0, 3], p.matrices[k, 1, 3]
+            owner = (int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE)))
+            if owner != (col, row) and owner in self._tile_set:
+                continue
+            seen.add(uid)
+            model = self.load_wmo(name)
+            if model is not None:
+                out.append((name, model, p.matrices[k], int(p.doodad_set[k])))
+        return out
 
     def load_tile(self, col: int, row: int) -> dict:
         from wowgrass.bake import bake_tile
@@ -116,8 +212,22 @@ class GameSource:
             mats = mddf_matrices(adt.mddf[ok])
             for k in np.unique(ids[ok]).tolist():
                 doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
+        wmos = self._wmos(col, row, adt)
+        if wmos:
+            from wowgrass.mapobjects import wmo_doodads
+
+            for _name, model, matrix, dset in wmos:  # the WMOs' doodad sets: M2s like the MDDF ones
+                names, mats = wmo_doodads(model.root, matrix, dset)
+                cols = np.ascontiguousarray(mats.transpose(0, 2, 1), np.float32).reshape(-1, 16)
+                keys, inverse = np.unique(np.array([m2_name(n) for n in names], dtype=object), return_inverse=True)
+                for k, key in enumerate(keys.tolist()):
+                    sel = cols[inverse == k]
+                    doodads[key] = np.concatenate([doodads[key], sel]) if key in doodads else sel
         payload = {"adt": adt, "textures": textures, "grass": grass, "doodads": doodads, "missing": missing,
-                   "grass_flags": self.grass_flags, "build": self.catalog.build}
+                   "grass_flags": self.grass_flags, "build": self.catalog.build,
+                   "wmos": [(name, matrix) for name, _m, matrix, _d in wmos],
+                   "wmo_models": {name: model for name, model, _x, _d in wmos},
+                   **self._liquids(col, row, adt, [(model, matrix) for _n, model, matrix, _d in wmos])}
         if self.grass_path == "grid":
             from wowgrass.grid_tiles import grid_path_for, load_grid_tile
 

@@ -41,6 +41,8 @@ from wowgrass.formats.adt import AdtTile
 
 from ..constants import HORIZON_REACH, TILE_SIZE, ZEROPOINT
 from ..sources.doodads import DoodadSet
+from ..sources.liquids import LiquidSet
+from ..sources.wmo import WmoSet
 from ..sources.grass_cpu import GrassField, group_by_chunk
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
 from ..sources.terrain import (LAYER_SIZE, TerrainSet, TerrainTile, build_far_arrays, build_terrain_arrays,
@@ -139,6 +141,8 @@ class ResidentTile:
     missing: list = field(default_factory=list)
     grass_xy: np.ndarray | None = None  # (<= 4096, 2) of the bundle's grass, drawn or not (start-up choices)
     full: bool = True  # False: terrain only (a far tile)
+    liquid_cells: int = 0
+    wmo_instances: int = 0
 
 
 class Scene:
@@ -178,6 +182,8 @@ class Scene:
         if self._grass_upload is not None:
             self.grass.upload_budget = 0
         self.doodads = DoodadSet(ctx, programs)
+        self.liquids = LiquidSet(ctx, programs)
+        self.wmos = WmoSet(ctx, programs)
         # a far tile keeps the levels a tile beyond reach is drawn at: from the reach's band on
         self.terrain = TerrainSet(ctx, programs, indirect=indirect, far_level=far_level_for(self.reach))
         self.horizon = None
@@ -355,10 +361,12 @@ class Scene:
         steps.append((0, add_grass))
         for name, mats in payload.get("doodads", {}).items():
             steps.append((int(mats.nbytes), lambda n=name, m=mats: self._add_doodads(key, n, m, made, missing)))
+        steps.extend(self._water_and_wmo_steps(key, payload, made))
 
         def resident():
             self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("ground"), made["grass"], made["doodads"],
-                                           missing, payload.get("grass_xy"), payload.get("full", True))
+                                           missing, payload.get("grass_xy"), payload.get("full", True),
+                                           made.get("liquid", 0), made.get("wmos", 0))
             self._pending.pop(key, None)
             self.version += 1
             return True
@@ -370,6 +378,23 @@ class Scene:
         """The complete tiles' arena size to grow to: the tiles in reach now at first, then what can
         be complete at once (within reach + hysteresis)."""
         return max(self._wanted_count, 1) if not arena.capacity else self._expected_near
+
+    def _water_and_wmo_steps(self, key, payload, made) -> list:
+        """The tile's WMO models (each uploaded once), its placements and its liquid mesh."""
+        steps = []
+        for name, model in payload.get("wmo_models", {}).items():
+            if not self.wmos.has_model(name):
+                steps.append((model.upload_bytes, lambda n=name, m=model: self.wmos.add_model(n, m)))
+        if payload.get("wmos"):
+            steps.append((0, lambda: made.__setitem__("wmos", self.wmos.add(key, payload["wmos"]))))
+        mesh = payload.get("liquid")
+        if mesh is not None:
+            def liquid():
+                self.liquids.add(key, mesh, payload.get("liquid_frames"))
+                made["liquid"] = mesh.cells
+
+            steps.append((mesh.nbytes, liquid))
+        return steps
 
     def _add_mesh(self, name: str, data: MeshData | None):
         if name not in self.meshes:
@@ -433,13 +458,16 @@ class Scene:
         self.terrain.remove(key)
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)
+        self.wmos.remove_tile(key)
+        self.liquids.remove_tile(key)
 
     def _drop_models(self, key):
-        """A complete tile that moved out of reach keeps its terrain (far view) only: its grass and
-        doodads go now, its complete terrain once the far one (asked for here) replaces it."""
+        """A complete tile that moved out of reach keeps its terrain (far view) and liquids only: its
+        grass, doodads and WMOs go now, its complete terrain once the far one (asked for here) replaces it."""
         t = self.tiles[key]
         self.grass.remove_tile(key)
         self.doodads.remove_tile(key)
+        self.wmos.remove_tile(key)
         t.full, t.grass_instances, t.doodad_instances = False, 0, 0
         self.version += 1
         if key not in self._pending and not (t.terrain is not None and t.terrain.far):
@@ -532,10 +560,10 @@ class Scene:
     @property
     def sources(self) -> list:
         """What a frame draws, in order (terrain first: early depth rejection of what it hides;
-        the horizon, beyond it all, next)."""
+        the horizon, beyond it all, next; liquids last: blended over the rest)."""
         if self.horizon is not None:
-            return [self.terrain, self.horizon, self.doodads, self.grass]
-        return [self.terrain, self.doodads, self.grass]
+            return [self.terrain, self.horizon, self.wmos, self.doodads, self.grass, self.liquids]
+        return [self.terrain, self.wmos, self.doodads, self.grass, self.liquids]
 
     @property
     def view_reach(self) -> float:
@@ -578,6 +606,8 @@ class Scene:
             self._unload(key)
         self.grass.release()
         self.doodads.release()
+        self.liquids.release()
+        self.wmos.release()
         self.terrain.release()
         if self.horizon is not None:
             self.horizon.release()

@@ -1,0 +1,93 @@
+#version 330 core
+// Liquid surfaces (render/sources/liquids.py): every resident tile's water, ocean, magma and
+// slime in one draw after the opaque sources, blended over them. A vertex carries its kind and
+// the water's depth above the terrain there: shallow water lets the ground show, deep water is
+// its own colour. Textures are the LiquidType frames (30, one every 60 ms, cross-faded), or the
+// kind's colour where the data has none; water and ocean also ripple (two scrolling wave normals)
+// and reflect the sky and the sun. Magma and slime are opaque and glow a little.
+
+#include "frame.glsl"
+
+#if defined VERTEX_SHADER
+
+in vec3 in_position;
+in float in_depth;
+in float in_kind;
+in vec2 in_uv;
+
+out vec3 v_world;
+out float v_depth;
+flat out int v_kind;
+out vec2 v_uv;
+out float v_dist;
+
+void main() {
+    v_world = in_position;
+    gl_Position = uViewProj * vec4(in_position, 1.0);
+    v_depth = in_depth;
+    v_kind = int(in_kind + 0.5);
+    v_uv = in_uv;
+    v_dist = distance(in_position, uCameraPos);
+}
+
+#elif defined FRAGMENT_SHADER
+#include "lighting.glsl"
+#include "shadow.glsl"
+
+uniform sampler2DArray uFrames;   // kind * 30 + frame
+uniform vec4 uHasTexture;         // per kind: 1 when its frames are in uFrames
+uniform float uFrameSeconds;      // one texture frame lasts this long (the client: 60 ms)
+uniform vec4 uKindColour[4];      // rgb and deep-water opacity of each kind
+uniform vec4 uDepthRange;         // per kind: depth (world units) at which the liquid is fully its colour
+
+in vec3 v_world;
+in float v_depth;
+flat in int v_kind;
+in vec2 v_uv;
+in float v_dist;
+out vec4 f_color;
+
+void main() {
+#if defined WIREFRAME
+    f_color = vec4(0.35, 0.65, 0.95, 1.0);
+#else
+    int k = clamp(v_kind, 0, 3);
+    bool wet = k < 2;                 // water and ocean ripple and reflect
+    float t = uTime;
+    vec2 w1 = v_world.xy * 0.41 + vec2(t * 0.9, t * 0.55);
+    vec2 w2 = v_world.xy * vec2(0.23, 0.29) - vec2(t * 0.6, -t * 0.8);
+    vec2 slope = wet ? 0.08 * vec2(cos(w1.x) + 0.6 * cos(w2.y + w1.y * 0.3), sin(w1.y) + 0.6 * sin(w2.x)) : vec2(0.0);
+    vec2 uv = v_uv + slope * 0.15 + (wet ? vec2(0.0) : vec2(t * 0.01, t * 0.004));
+    vec3 base;
+    if (uHasTexture[k] > 0.5) {
+        float step = t / uFrameSeconds;
+        float frame = mod(floor(step), 30.0);
+        float f0 = float(k) * 30.0 + frame;
+        float f1 = float(k) * 30.0 + mod(frame + 1.0, 30.0);
+        base = mix(texture(uFrames, vec3(uv, f0)).rgb, texture(uFrames, vec3(uv, f1)).rgb, fract(step));
+    } else {
+        float grain = 0.5 + 0.5 * sin(uv.x * 25.0 + slope.x * 30.0) * sin(uv.y * 23.0 - slope.y * 30.0);
+        base = uKindColour[k].rgb * (0.85 + 0.3 * grain);
+    }
+    vec3 n = normalize(vec3(-slope, 1.0));
+    vec3 view = normalize(uCameraPos - v_world);
+    float sh = shadowFactor(v_world, v_dist);
+    vec3 c;
+    float alpha;
+    if (wet) {
+        float fresnel = 0.04 + 0.96 * pow(1.0 - max(dot(n, view), 0.0), 5.0);
+        vec3 lit = base * (uAmbient + uSunColor * max(dot(n, uSunDir), 0.0) * sh);
+        vec3 h = normalize(uSunDir + view);
+        vec3 spec = uSunColor * pow(max(dot(n, h), 0.0), 90.0) * 1.6 * sh;
+        c = mix(lit, uFogColor, 0.55 * fresnel) + spec;
+        float deep = smoothstep(0.0, uDepthRange[k], v_depth);
+        alpha = clamp(mix(0.22, uKindColour[k].a, deep) + 0.5 * fresnel, 0.0, 1.0);
+    } else {
+        float glow = k == 2 ? 0.55 : 0.2;
+        c = base * (glow + (1.0 - glow) * (uAmbient + uSunColor * max(n.z * uSunDir.z, 0.0) * sh));
+        alpha = 1.0;
+    }
+    f_color = vec4(applyFog(c, v_dist), alpha);
+#endif
+}
+#endif

@@ -1,0 +1,192 @@
+"""Liquid surfaces: every resident tile's liquid mesh (render/world/liquid_tiles.py) in one
+buffer, drawn in one call per view after the opaque sources, blended by depth over the terrain
+(``shaders/liquid.glsl``).
+
+A tile's arrival appends its vertices and indices; a departure rewrites the buffers from the
+tiles left (a tile's liquid is kilobytes); buffers grow by doubling. Each kind's 30 texture
+frames go into one array texture (slices ``kind * 30 ..``) the first time a tile brings that
+kind; a kind without frames in the data is drawn in its colour (wowgrass.liquid_types.KIND_COLOURS).
+The frame shown follows the scene time (one every 60 ms, as the client steps them). Liquids cast
+no shadow: the shadow pass draws nothing here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wowgrass.liquid_types import FRAME_SECONDS, FRAMES, KIND_COLOURS
+
+from ..gl.meshes import edge_indices
+from ..gl.programs import VaoCache, read_by
+from ..gl.state import disable, enable, set_uniform, use_texture
+from ..world.liquid_tiles import VERTEX_ATTRS, VERTEX_DTYPE, VERTEX_FORMAT
+from . import DrawCounts, Source
+
+FRAME_SIZE = 128
+DEPTH_RANGE = (3.0, 9.0, 1.0, 1.0)   # yards of depth to full colour: water, ocean (magma, slime: opaque)
+
+
+def _resize(rgba) -> np.ndarray:
+    if rgba.shape[:2] == (FRAME_SIZE, FRAME_SIZE):
+        return np.ascontiguousarray(rgba, np.uint8)
+    from PIL import Image
+
+    img = Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA")
+    return np.asarray(img.resize((FRAME_SIZE, FRAME_SIZE), Image.BILINEAR), np.uint8)
+
+
+class LiquidSet(Source):
+    name = "liquids"
+
+    def __init__(self, ctx, programs):
+        self.ctx, self.programs = ctx, programs
+        self.parts: dict = {}           # tile -> LiquidMesh
+        self.vbo = self.ibo = self.lbo = None
+        self.vertex_count = self.index_count = 0
+        self._added: list = []          # meshes waiting to be appended
+        self._removed = False
+        self.frames = None              # texture array: 4 kinds x 30 frames
+        self.has_texture = [0.0, 0.0, 0.0, 0.0]
+        self._vaos = None
+
+    # -- residency --
+    def add(self, tile, mesh, frames: dict | None = None) -> None:
+        """A tile's liquid mesh; ``frames``: {kind: [RGBA] x 30} for kinds not textured yet."""
+        for kind, images in (frames or {}).items():
+            self.set_frames(kind, images)
+        if not mesh:
+            return
+        old = self.parts.get(tile)
+        if old is not None:
+            self._removed = True
+        self.parts[tile] = mesh
+        self._added.append(mesh)
+
+    def remove_tile(self, tile) -> None:
+        if self.parts.pop(tile, None) is not None:
+            self._removed = True
+
+    def set_frames(self, kind: int, images) -> None:
+        if not images or self.has_texture[kind]:
+            return
+        import moderngl
+
+        if self.frames is None:
+            self.frames = self.ctx.texture_array((FRAME_SIZE, FRAME_SIZE, 4 * FRAMES), 4)
+            self.frames.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        for k in range(FRAMES):
+            img = _resize(images[k % len(images)])
+            self.frames.write(img.tobytes(), viewport=(0, 0, kind * FRAMES + k, FRAME_SIZE, FRAME_SIZE, 1))
+        self.frames.build_mipmaps()    # at most once per kind a session
+        self.has_texture[kind] = 1.0
+
+    @property
+    def triangles(self) -> int:
+        return self.index_count // 3
+
+    @property
+    def cells(self) -> int:
+        return sum(m.cells for m in self.parts.values())
+
+    def _update(self):
+        if self._removed or self.vbo is None:
+            meshes, base_v, base_i = list(self.parts.values()), 0, 0
+        else:
+            meshes, base_v, base_i = self._added, self.vertex_count, self.index_count
+        self._added, self._removed = [], False
+        if not meshes and base_v == 0:
+            self.vertex_count = self.index_count = 0
+            return
+        verts = np.concatenate([m.vertices for m in meshes]) if meshes else np.zeros(0, VERTEX_DTYPE)
+        offs = np.cumsum([base_v] + [len(m.vertices) for m in meshes[:-1]]) if meshes else []
+        idx = np.concatenate([m.indices + np.uint32(o) for m, o in zip(meshes, offs)]) if meshes else \
+            np.zeros(0, np.uint32)
+        edges = edge_indices(idx)
+        need_v, need_i = (base_v + len(verts)) * VERTEX_DTYPE.itemsize, (base_i + len(idx)) * 4
+        if self.vbo is None or self.vbo.size < need_v or self.ibo.size < need_i:
+            old = (self.vbo, self.ibo, self.lbo)
+            size_v = 1 << max(need_v - 1, 1023).bit_length()
+            size_i = 1 << max(need_i - 1, 1023).bit_length()
+            self.vbo = self.ctx.buffer(reserve=size_v)
+            self.ibo = self.ctx.buffer(reserve=size_i)
+            self.lbo = self.ctx.buffer(reserve=2 * size_i)
+            if base_v and old[0] is not None:   # appending: keep what is there
+                self.ctx.copy_buffer(self.vbo, old[0], size=base_v * VERTEX_DTYPE.itemsize)
+                self.ctx.copy_buffer(self.ibo, old[1], size=base_i * 4)
+                self.ctx.copy_buffer(self.lbo, old[2], size=base_i * 8)
+            for b in old:
+                if b is not None:
+                    b.release()
+            if self._vaos is not None:
+                for c in self._vaos:
+                    c.release()
+            self._vaos = None
+        if len(verts):
+            self.vbo.write(verts.tobytes(), offset=base_v * VERTEX_DTYPE.itemsize)
+            self.ibo.write(idx.tobytes(), offset=base_i * 4)
+            self.lbo.write(edges.tobytes(), offset=base_i * 8)
+        self.vertex_count, self.index_count = base_v + len(verts), base_i + len(idx)
+
+    def prepare(self, frame) -> None:
+        if self._added or self._removed:
+            self._update()
+
+    def _vao(self, prog, lines: bool):
+        if self._vaos is None:
+            self._vaos = tuple(VaoCache(lambda p, ib=ib: self.ctx.vertex_array(
+                p, [(self.vbo, *read_by(p, VERTEX_FORMAT, *VERTEX_ATTRS))], index_buffer=ib, index_element_size=4))
+                for ib in (self.ibo, self.lbo))
+        return self._vaos[1 if lines else 0](prog)
+
+    def draw(self, pass_, view) -> DrawCounts:
+        import moderngl
+
+        if pass_.name == "shadow":
+            return DrawCounts()
+        if self._added or self._removed:
+            self._update()
+        if not self.index_count:
+            return DrawCounts()
+        prog = pass_.program(self.programs, "liquid", view)
+        lines = view.fill == "lines"
+        if lines:
+            self._vao(prog, True).render(moderngl.LINES, vertices=2 * self.index_count)
+            return DrawCounts(1, 0, self.triangles)
+        if self.frames is not None:
+            use_texture(self.ctx, self.frames, 0)
+        set_uniform(prog, "uHasTexture", tuple(self.has_texture))
+        for name, value in STATIC_UNIFORMS.items():
+            set_uniform(prog, name, value)
+        enable(self.ctx, moderngl.BLEND)
+        blend_alpha(self.ctx)
+        fbo = self.ctx.fbo
+        fbo.depth_mask = False         # blended over what is drawn; hides nothing behind it
+        self._vao(prog, False).render(vertices=self.index_count)
+        fbo.depth_mask = True
+        disable(self.ctx, moderngl.BLEND)
+        return DrawCounts(1, 0, self.triangles)
+
+    def release(self):
+        if self._vaos is not None:
+            for c in self._vaos:
+                c.release()
+        for b in (self.vbo, self.ibo, self.lbo, self.frames):
+            if b is not None:
+                b.release()
+        self.vbo = self.ibo = self.lbo = self.frames = None
+        self.parts.clear()
+        self._added = []
+        self.vertex_count = self.index_count = 0
+
+
+STATIC_UNIFORMS = {"uKindColour": tuple(tuple(KIND_COLOURS[k]) for k in range(4)), "uDepthRange": DEPTH_RANGE,
+                   "uFrameSeconds": FRAME_SECONDS}
+
+
+def blend_alpha(ctx) -> None:
+    """Blending by source alpha, set once per context (every blend in the renderer uses it)."""
+    import moderngl
+
+    if getattr(ctx, "_blend_alpha", False) is not True:
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        ctx._blend_alpha = True
