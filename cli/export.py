@@ -52,10 +52,12 @@ def export():
 @click.option("--placeholders/--no-placeholders", default=True, show_default=True,
               help="Draw grass models missing from the data as straw-coloured stand-ins (as view does); "
                    "--no-placeholders leaves their instances out.")
+@click.option("--no-liquids", is_flag=True, help="Leave the water, ocean, magma and slime out.")
+@click.option("--no-wmos", is_flag=True, help="Leave the WMOs (MODF placements) and their doodads out.")
 @json_option
 def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, output, instancing,
-         texture_size, origin, no_terrain, no_doodads, no_grass, placeholders, as_json):
-    """Write tiles as one glTF 2.0 binary (.glb): terrain, its doodads and the grass.
+         texture_size, origin, no_terrain, no_doodads, no_grass, placeholders, no_liquids, no_wmos, as_json):
+    """Write tiles as one glTF 2.0 binary (.glb): terrain, its doodads, liquids, WMOs and the grass.
 
     \b
     wowgrass export gltf map.adt (--data DIR | --dbc DIR) -o tile.glb    loose ADT files
@@ -93,7 +95,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
             glb, summary = export_scene(src.tiles, src.read, map_name=src.map_name, instancing=instancing,
                                         texture_size=texture_size, origin=origin, terrain=not no_terrain,
                                         doodads=not no_doodads, grass=not no_grass, placeholders=placeholders,
-                                        progress=bar.advance)
+                                        liquids=not no_liquids, wmos=not no_wmos, progress=bar.advance)
     finally:
         src.close()
     write_atomic(out, glb)
@@ -105,6 +107,12 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     note(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
          f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "
          f"{s.bytes / 1e6:.1f} MB ({'EXT_mesh_gpu_instancing' if instancing == 'ext' else 'one node per instance'})")
+    if s.liquid_cells or s.wmo_placements:
+        note(f"  liquids: {plural(s.liquid_cells, 'cell')}; WMOs: {plural(s.wmo_placements, 'placement')} "
+             f"with {s.wmo_doodad_instances:,} doodads")
+    if s.missing_wmos:
+        note(f"note: {plural(len(s.missing_wmos), 'WMO')} missing from the data, left out: "
+             + ", ".join(s.missing_wmos[:3]) + (" …" if len(s.missing_wmos) > 3 else ""))
     if s.stand_ins:
         note(f"note: {plural(len(s.stand_ins), 'grass model')} missing from the data, drawn as stand-ins "
              "(--no-placeholders leaves them out): " + ", ".join(s.stand_ins[:3]) + (" …" if len(s.stand_ins) > 3 else ""))

@@ -103,6 +103,18 @@ class LiquidTypes:
             log.warning("LiquidType.dbc unreadable (%s): using the default liquid types", exc)
             return cls(build, source=f"defaults ({exc.reason})")
 
+    @classmethod
+    def from_read(cls, read, build: str | None = None) -> "LiquidTypes":
+        """:meth:`from_data` through a ``read(path) -> bytes`` callable (None: the defaults)."""
+        if read is None:
+            return cls(build)
+
+        class _Read:
+            def __init__(self, f):
+                self.read, self.build = f, build
+
+        return cls.from_data(_Read(read), build)
+
     def get(self, type_id: int, fmt: int | None = None) -> LiquidType:
         t = self.rows.get(int(type_id))
         if t is not None:

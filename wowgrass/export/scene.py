@@ -46,6 +46,10 @@ class ExportSummary:
     doodad_instances: int = 0
     meshes: int = 0
     nodes: int = 0
+    liquid_cells: int = 0
+    wmo_placements: int = 0
+    wmo_doodad_instances: int = 0
+    missing_wmos: list = field(default_factory=list)
     stand_ins: list = field(default_factory=list)  # grass models drawn as stand-ins
     missing_grass: list = field(default_factory=list)  # grass models left out (placeholders off)
     missing_doodads: list = field(default_factory=list)
@@ -147,6 +151,7 @@ def scene_origin(tiles: list[TileInput]) -> np.ndarray:
 def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *, map_name: str,
                  instancing: str = "ext", texture_size: int = 1024, origin: str = "centre",
                  doodads: bool = True, grass: bool = True, terrain: bool = True, placeholders: bool = True,
+                 liquids: bool = True, wmos: bool = True,
                  progress: Callable[[str], None] | None = None) -> tuple[bytes, ExportSummary]:
     """The .glb bytes of ``tiles`` and what went into them. Grass models the data lacks are
     stand-in clumps (``placeholders``, as the viewer draws them) or left out."""
@@ -164,10 +169,13 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
     root = b.node(map_name, translation=to_gltf(o)[0] if origin == "world" else None,
                   extras={"wow_origin": s.origin, "wow_axes": "glTF +X north, +Y up, +Z east"})
     stand_ins, missing_doodads, missing_tex, missing_grass = set(), set(), set(), set()
+    world_objects = _WorldObjects(b, lib, read, o, instancing) if (liquids or wmos) else None
     for t in tiles:
         col, row = t.adt.col, t.adt.row
         s.tiles.append([col, row])
         node = b.node(f"tile {col}_{row}", parent=root, extras={"tile": [col, row]})
+        if world_objects is not None:
+            world_objects.add_tile(t.adt, node, s, liquids=liquids, wmos=wmos)
         if terrain:
             textures = _layer_textures(t.adt, read)
             from .ground import export_terrain
@@ -220,7 +228,51 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
     s.meshes, s.nodes, s.bytes = len(b.doc.meshes), len(b.doc.nodes), len(data)
     s.stand_ins, s.missing_doodads, s.missing_textures = sorted(stand_ins), sorted(missing_doodads), sorted(missing_tex)
     s.missing_grass = sorted(missing_grass)
+    if world_objects is not None:
+        s.missing_wmos = sorted(world_objects.missing)
+        s.missing_doodads = sorted(set(s.missing_doodads) | world_objects.missing_doodads)
     return data, s
+
+
+class _WorldObjects:
+    """Each tile's water meshes and WMO placements (:mod:`.water`), WMOs shared across tiles."""
+
+    def __init__(self, b, lib, read, origin, instancing):
+        from wowgrass.liquid_types import LiquidTypes
+
+        from .wmo import WmoLibrary
+
+        self.b, self.lib, self.read, self.origin, self.instancing = b, lib, read, origin, instancing
+        self.types = LiquidTypes.from_read(read)
+        self.wlib = WmoLibrary(b, lib)
+        self.cache: dict = {}
+        self.seen: set = set()
+        self.missing: set = set()
+        self.missing_doodads: set = set()
+
+    def add_tile(self, adt, node, s, *, liquids: bool, wmos: bool):
+        from wowgrass.formats.wmo import group_liquid_type
+        from wowgrass.render.world.liquid_tiles import adt_liquid_mesh, merge, wmo_liquid_mesh
+
+        from .water import add_water, add_wmos, tile_wmos
+
+        placed = tile_wmos(adt, self.read, self.cache, self.seen, self.missing) if wmos else []
+        if liquids:
+            meshes, _err = adt_liquid_mesh(adt, self.types, by_type=True)
+            for _name, w, m, _d, _uid in placed:
+                for gi in w.present:
+                    grp = w.groups[gi]
+                    if grp.liquid is None:
+                        continue
+                    tid = group_liquid_type(w.root, grp)
+                    part = wmo_liquid_mesh(grp.liquid, m, self.types.get(tid).kind)
+                    meshes[tid] = merge([meshes.get(tid), part]) if tid in meshes else part
+            s.liquid_cells += add_water(self.b, self.lib, node, meshes, self.types, self.origin, self.read)
+        if wmos:
+            got = add_wmos(self.b, self.wlib, self.lib, node, placed, self.origin, self.instancing)
+            s.wmo_placements += got["placements"]
+            s.wmo_doodad_instances += got["doodads"]
+            self.missing_doodads |= got["missing_doodads"]
 
 
 def _layer_textures(adt, read) -> dict[str, np.ndarray]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from wowgrass.liquid_types import FRAME_SECONDS, FRAMES, KIND_COLOURS
 
+from ..gl.memory import gpu_memory
 from ..gl.meshes import edge_indices
 from ..gl.programs import VaoCache, read_by
 from ..gl.state import disable, enable, set_uniform, use_texture
@@ -61,10 +62,12 @@ class LiquidSet(Source):
             self._removed = True
         self.parts[tile] = mesh
         self._added.append(mesh)
+        gpu_memory(self.ctx).use(tile, "liquids", mesh.nbytes + 2 * mesh.indices.nbytes)
 
     def remove_tile(self, tile) -> None:
         if self.parts.pop(tile, None) is not None:
             self._removed = True
+            gpu_memory(self.ctx).use(tile, "liquids", 0)
 
     def set_frames(self, kind: int, images) -> None:
         if not images or self.has_texture[kind]:
@@ -72,7 +75,8 @@ class LiquidSet(Source):
         import moderngl
 
         if self.frames is None:
-            self.frames = self.ctx.texture_array((FRAME_SIZE, FRAME_SIZE, 4 * FRAMES), 4)
+            self.frames = gpu_memory(self.ctx).track(
+                self.ctx.texture_array((FRAME_SIZE, FRAME_SIZE, 4 * FRAMES), 4), "liquids", mipmaps=True)
             self.frames.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         for k in range(FRAMES):
             img = _resize(images[k % len(images)])
@@ -107,9 +111,10 @@ class LiquidSet(Source):
             old = (self.vbo, self.ibo, self.lbo)
             size_v = 1 << max(need_v - 1, 1023).bit_length()
             size_i = 1 << max(need_i - 1, 1023).bit_length()
-            self.vbo = self.ctx.buffer(reserve=size_v)
-            self.ibo = self.ctx.buffer(reserve=size_i)
-            self.lbo = self.ctx.buffer(reserve=2 * size_i)
+            mem = gpu_memory(self.ctx)
+            self.vbo = mem.track(self.ctx.buffer(reserve=size_v), "liquids")
+            self.ibo = mem.track(self.ctx.buffer(reserve=size_i), "liquids")
+            self.lbo = mem.track(self.ctx.buffer(reserve=2 * size_i), "liquids")
             if base_v and old[0] is not None:   # appending: keep what is there
                 self.ctx.copy_buffer(self.vbo, old[0], size=base_v * VERTEX_DTYPE.itemsize)
                 self.ctx.copy_buffer(self.ibo, old[1], size=base_i * 4)

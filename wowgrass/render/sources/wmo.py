@@ -27,6 +27,7 @@ import numpy as np
 
 from wowgrass.mapobjects import transformed_bounds
 
+from ..gl.memory import gpu_memory
 from ..gl.meshes import CMD_DTYPE, edge_indices
 from ..gl.programs import VaoCache, frame_slot_defines, read_by
 from ..gl.readback import Readback
@@ -61,16 +62,19 @@ class GpuWmo:
     def __init__(self, ctx, model: WmoModel):
         import moderngl
 
+        mem = gpu_memory(ctx)
         n = max(len(model.textures), 1)
         data = model.images.tobytes() if len(model.images) else bytes(TEXTURE_SIZE * TEXTURE_SIZE * 4)
-        self.textures = ctx.texture_array((TEXTURE_SIZE, TEXTURE_SIZE, n), 4, data=data)
+        self.textures = mem.track(ctx.texture_array((TEXTURE_SIZE, TEXTURE_SIZE, n), 4, data=data), "wmo",
+                                  mipmaps=True)
         self.textures.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         self.textures.build_mipmaps()
         self.groups = []
         for g in model.groups:
-            self.groups.append(GpuGroup(ctx.buffer(g.vertices.tobytes()), ctx.buffer(g.indices.tobytes()),
-                                        ctx.buffer(edge_indices(g.indices).tobytes()), g.solid, len(g.indices),
-                                        g.bbox))
+            self.groups.append(GpuGroup(mem.track(ctx.buffer(g.vertices.tobytes()), "wmo"),
+                                        mem.track(ctx.buffer(g.indices.tobytes()), "wmo"),
+                                        mem.track(ctx.buffer(edge_indices(g.indices).tobytes()), "wmo"),
+                                        g.solid, len(g.indices), g.bbox))
         self.model = model
 
     def release(self):
@@ -129,11 +133,15 @@ class WmoSet(Source):
         if keep:
             self.placed.setdefault(tile, []).extend(keep)
             self._dirty = True
+            # a placement's matrices (all, and compacted in each of two views) and its records
+            n = sum(len(self.models[k].groups) for k, _ in keep)
+            gpu_memory(self.ctx).add_use(tile, "wmo", n * (RECORD_DTYPE.itemsize + 3 * 64))
         return len(keep)
 
     def remove_tile(self, tile) -> None:
         if self.placed.pop(tile, None) is not None:
             self._dirty = True
+            gpu_memory(self.ctx).use(tile, "wmo", 0)
 
     @property
     def placement_count(self) -> int:
@@ -167,7 +175,8 @@ class WmoSet(Source):
                 rec["lo"][:, :3], rec["hi"][:, :3] = box[:, 0], box[:, 1]
                 rec["info"][:, 0] = slot
                 records.append(rec)
-                self.slots.append(Slot(wmo, g, len(mats), region, self.ctx.buffer(cols.tobytes())))
+                self.slots.append(Slot(wmo, g, len(mats), region,
+                                       gpu_memory(self.ctx).track(self.ctx.buffer(cols.tobytes()), "wmo")))
                 region += len(mats)
         self._per_view = region
         rec = np.concatenate(records) if records else np.zeros(0, RECORD_DTYPE)
@@ -181,8 +190,9 @@ class WmoSet(Source):
             table[:, 0] = 2 * np.arange(len(self.slots))
             table[:, 1] = [s.region for s in self.slots]
             table[:, 2] = [s.count for s in self.slots]
-            self.records = self.ctx.buffer(rec.tobytes())
-            self.slot_table = self.ctx.buffer(table.tobytes())
+            mem = gpu_memory(self.ctx)
+            self.records = mem.track(self.ctx.buffer(rec.tobytes()), "wmo")
+            self.slot_table = mem.track(self.ctx.buffer(table.tobytes()), "wmo")
         self._n_views = 0          # commands and the compacted buffer follow at the next prepare
         self._static = None
 
@@ -197,12 +207,13 @@ class WmoSet(Source):
         cmds["base_instance"] = base[:, :, None]
         if self.commands is not None:
             self.commands.release()
-        self.commands = self.ctx.buffer(cmds.tobytes() * 2)       # set 0, set 1 (counts zero)
+        mem = gpu_memory(self.ctx)
+        self.commands = mem.track(self.ctx.buffer(cmds.tobytes() * 2), "wmo")  # set 0, set 1 (counts zero)
         need = max(self._n_views * self._per_view * 64, 64)
         if self.visible is None or self.visible.size < need:
             if self.visible is not None:
                 self.visible.release()
-            self.visible = self.ctx.buffer(reserve=need)
+            self.visible = mem.track(self.ctx.buffer(reserve=need), "wmo")
             for s in self.slots:
                 if s.vaos is not None:
                     s.vaos[0].release()

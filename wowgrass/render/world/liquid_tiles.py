@@ -66,22 +66,33 @@ def _compact(vertices: np.ndarray, quads: np.ndarray) -> tuple[np.ndarray, np.nd
     return vertices[used], inv.astype(np.uint32)
 
 
-def adt_liquid_mesh(adt, types) -> tuple[LiquidMesh, str | None]:
-    """The ADT's own liquid layers; a decoding error is returned (and logged), not raised: a
-    tile whose liquid is broken still shows its terrain."""
-    from wowgrass.formats.liquid import SOURCE_MH2O, heights_in_use, tile_liquid
+def adt_liquid_mesh(adt, types, *, by_type: bool = False):
+    """The ADT's own liquid layers as one mesh (``by_type``: a mesh per LiquidType id); a
+    decoding error is returned (and logged), not raised: a tile whose liquid is broken still
+    shows its terrain."""
+    from wowgrass.formats.liquid import SOURCE_MH2O, tile_liquid
 
     try:
         liq = tile_liquid(adt)
     except FormatError as exc:
         log.warning("liquid of %s not drawn: %s", adt.path or "tile", exc)
-        return LiquidMesh(), str(exc)
+        return ({} if by_type else LiquidMesh()), str(exc)
     lay = liq.layers
-    if not len(lay):
-        return LiquidMesh(), None
     kinds = types.kinds(lay["type"], lay["format"]) if liq.source == SOURCE_MH2O else lay["kind"].astype(np.uint8)
     kinds = np.where(kinds > 3, 0, kinds)
+    if not by_type:
+        return layers_mesh(adt, lay, kinds, types), None
+    return {int(t): layers_mesh(adt, lay[lay["type"] == t], kinds[lay["type"] == t], types)
+            for t in np.unique(lay["type"]).tolist()}, None
+
+
+def layers_mesh(adt, lay, kinds, types) -> LiquidMesh:
+    """The mesh of some of a tile's liquid layers (``kinds``: each layer's kind)."""
+    from wowgrass.formats.liquid import heights_in_use
+
     n = len(lay)
+    if not n:
+        return LiquidMesh()
     chunk = lay["chunk"].astype(np.int64)
     pos = adt.positions[chunk].astype(np.float64)
     r = np.arange(9)
@@ -100,7 +111,7 @@ def adt_liquid_mesh(adt, types) -> tuple[LiquidMesh, str | None]:
     v["uv"] = np.stack([-y * UV_SCALE, -x * UV_SCALE], axis=-1)
     cells = np.argwhere(lay["exists"])
     if not len(cells):
-        return LiquidMesh(layers=n), None
+        return LiquidMesh(layers=n)
     verts, idx = _compact(v.reshape(-1), _quads(81, 8, cells))
     textures = {}
     for k, t in zip(kinds.tolist(), lay["type"].tolist()):
@@ -109,7 +120,7 @@ def adt_liquid_mesh(adt, types) -> tuple[LiquidMesh, str | None]:
     per_type: dict = {}
     for t, c in zip(lay["type"].tolist(), counts.tolist()):
         per_type[int(t)] = per_type.get(int(t), 0) + int(c)
-    return LiquidMesh(verts, idx, textures, n, len(cells), per_type), None
+    return LiquidMesh(verts, idx, textures, n, len(cells), per_type)
 
 
 def wmo_liquid_mesh(liquid, matrix: np.ndarray, kind: int) -> LiquidMesh:
