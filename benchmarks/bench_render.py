@@ -427,7 +427,7 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
 
 
 def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, png_dir=None, pace=60.0,
-                 shadows=False, warmup=60):
+                 shadows=False, warmup=60, water=False):
     """A straight flight over a ``tiles`` x ``tiles`` sample world at ``speed`` units/s (60 fps
     steps), ``height`` above the ground, streaming tiles as the viewer does; a finish after every
     frame so that a stall shows in its frame. Flown twice: first as the cache stands (bundles
@@ -440,7 +440,9 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     Reported with it: the tiles that come into reach along the path (expected arrivals), the ones
     uploaded, the ones still missing in reach at the end, and how many slow frames had an upload.
     ``shadows``: a third flight, bundles cached, with the sun's shadow pass on (``cached_shadows``).
-    ``warmup``: frames drawn at the start point before the flight, timed apart (``startup_ms_*``)."""
+    ``warmup``: frames drawn at the start point before the flight, timed apart (``startup_ms_*``).
+    The sample world's lake and house lie by its centre, on the flight's path; every run draws
+    them, and ``water``: one more cached run with liquids and WMOs off (``cached_no_water``)."""
     from wowgrass.data import open_data
     from wowgrass.render.world.streaming import Scene, tile_distances, tiles_centre
     from wowgrass.render.world.game_tiles import GameSource
@@ -460,7 +462,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
     keys = np.array(src.tiles, np.int64).reshape(-1, 2)
     slot = 1.0 / pace if pace > 0 else 0.0
-    for run in ("first", "cached") + (("cached_shadows",) if shadows else ()):
+    for run in ("first", "cached") + (("cached_shadows",) if shadows else ()) + (("cached_no_water",) if water else ()):
         scene = Scene(target.ctx, progs, src)
         cam = Camera(position=start.copy())
         cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
@@ -473,6 +475,8 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
             reached |= tile_distances(keys, float(x), float(y)) <= scene.reach
         expected = {tuple(int(v) for v in k) for k in keys[reached]} - at_start
         toggles = {"shadows": run == "cached_shadows"} if "shadows" in Toggles.__dataclass_fields__ else {}
+        if run == "cached_no_water":
+            toggles.update(liquids=False, wmos=False)
         v = Viewer(target, scene, cam, Toggles(**toggles))
         # the first frames at the start point, kept apart: the driver finishes compiling programs at
         # their first draw, and the GPU's clocks come up from idle (the H200's first ~15 frames
@@ -505,6 +509,9 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
         missing_end = sorted(k for k in in_reach_end if k not in scene.tiles or not scene.tiles[k].full)
         slow = [i for i, t in enumerate(times) if t > 2 * med]
         results[run] = {"median_ms": med, "p99_ms": float(np.percentile(times, 99)), "max_ms": max(times),
+                        "liquids": bool(getattr(v.toggles, "liquids", False)),
+                        "wmos": bool(getattr(v.toggles, "wmos", False)),
+                        "liquid_cells_end": scene.liquids.cells, "wmo_placements_end": scene.wmos.placement_count,
                         "frames_over_4x_median": sum(t > 4 * med for t in times), "frames": frames,
                         "pace_fps": pace, "tile_uploads": int(sum(per_frame)),
                         "tiles_expected": len(expected), "tiles_arrived": len(expected & set(scene.tiles)),
@@ -520,6 +527,58 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
         if png_dir and run == "cached":
             v.save_png(Path(png_dir) / f"flight_end_{size[0]}x{size[1]}.png")
         scene.release()
+    target.release()
+    data.close()
+    return results
+
+
+DEMO_CAMERA, DEMO_TARGET = (60.0, 60.0), (26.0, 10.0, 60.0)   # make demo's view: the lake and the house
+
+
+def bench_water(size, frames, samples, png_dir=None):
+    """The sample zone's make-demo view (the lake on the left, the house on the right, grass in
+    front; the sun's shadows on, as the viewer's default) with liquids and WMOs on, then without
+    them, then each alone: the cost of water and the building, as GPU and wall ms and their
+    difference (the target: within 1.0 ms at 1920x1080 on the H200). Also the view from beside
+    the house (its shadow, the basin, the interior through the door) and over the lake."""
+    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.firstframe import default_camera
+    from wowgrass.render.world.streaming import Scene
+    from wowgrass.samples.heights import SampleTerrain
+
+    data, src = open_source(ViewOptions(size=size))
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    scene = Scene(target.ctx, progs, src)
+    terrain = SampleTerrain((2, 2), 0)
+    hx, hy = terrain.house_xy
+    lx, ly = terrain.lake_xy
+    views = (("demo", DEMO_CAMERA, DEMO_TARGET),
+             ("house", (hx + 16.0, hy + 8.0, terrain.house_z + 5.0), (hx, hy, terrain.house_z + 2.0)),
+             ("lake", (lx + 40.0, ly + 10.0, terrain.lake_level + 9.0), (lx, ly, terrain.lake_level)))
+    results = {}
+    for name, cam_at, look in views:
+        cam = default_camera(scene, src, camera=cam_at, target=look)
+        scene.update(cam.position, block=True)
+        v = Viewer(target, scene, cam, Toggles())
+        r = results[name] = {}
+        for label, tg in (("both", {}), ("none", {"liquids": False, "wmos": False}),
+                          ("liquids_only", {"wmos": False}), ("wmos_only", {"liquids": False})):
+            v.toggles = Toggles(**tg)
+            r[label] = time_viewer(v, target, frames)
+            if png_dir and label in ("both", "none"):
+                v.render_frame(0.0)
+                v.save_png(Path(png_dir) / f"water_{name}_{label}_{size[0]}x{size[1]}.png")
+        v.toggles = Toggles(stats=True)
+        st = v.render_frame(0.0)
+        r["drawn"] = {"wmo_instances": st.wmo_instances, "liquid_triangles": st.liquid_triangles,
+                      "liquid_cells": scene.liquids.cells, "wmo_placements": scene.wmos.placement_count,
+                      "camera": [round(float(c), 2) for c in cam.position]}
+        for key in ("gpu_ms", "wall_ms"):
+            both, none = r["both"][key], r["none"][key]
+            r[f"{key}_added"] = None if both is None or none is None else both - none
+    scene.release()
     target.release()
     data.close()
     return results
@@ -703,6 +762,9 @@ def main(argv=None):
                          "(frame times, GPU bytes, PNGs in --png-dir)")
     ap.add_argument("--horizon-tiles", type=int, default=16, help="sample world size of --horizon (NxN tiles)")
     ap.add_argument("--horizon-height", type=float, default=600.0, help="--horizon: the camera's height above the ground")
+    ap.add_argument("--water", action="store_true",
+                    help="the sample zone's lake and house: make demo's view (and two closer ones) with liquids and "
+                         "WMOs on and off; with --flight also a cached flight with them off")
     ap.add_argument("--terrain", action="store_true",
                     help="terrain LOD figures over a --terrain-tiles sample world (far view, LOD on/off, CPU vs tiles)")
     ap.add_argument("--terrain-tiles", type=int, default=6, help="sample world size of --terrain (NxN tiles)")
@@ -735,7 +797,7 @@ def main(argv=None):
     progs = {lay: make_programs(ctx, instance_layout=lay) for lay in ("16", "16p", "mat4")}
     mesh = GpuMesh(ctx, clump("ref18"))
     out = {"info": info, "gpu": [], "cpu": [], "probes": [], "layout": [], "sample": None, "flight": None,
-           "horizon": None}
+           "horizon": None, "water": None}
 
     def save():  # after every section: a run cut short still leaves its figures
         if a.json:
@@ -880,12 +942,26 @@ def main(argv=None):
                   + f"  | again: cpu {rep['cpu_ms']:.3f} gpu {fmt(rep['gpu_ms'])} wall {rep['wall_ms']:.2f}"
                   + (f"  | vs reference: {r['check']['missing']} missing, {r['check']['extra']} extra of "
                      f"{r['check']['reference']:,}" if "check" in r else ""))
+    if a.water:
+        print(f"\nthe sample zone's lake and house at {w}x{h}, MSAA {a.samples}x, shadows on "
+              f"(liquids and WMOs on vs off):")
+        wr = out["water"] = bench_water((w, h), a.sample_frames or a.frames, a.samples, a.png_dir)
+        fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
+        for name, r in wr.items():
+            d = r["drawn"]
+            print(f"  {name:<6} " + "  ".join(f"{k} gpu {fmt(r[k]['gpu_ms'])} wall {r[k]['wall_ms']:.3f}"
+                                              for k in ("both", "none", "liquids_only", "wmos_only"))
+                  + f"  | added: gpu {fmt(r['gpu_ms_added'])} ms, wall {fmt(r['wall_ms_added'])} ms"
+                  + f"  (wmo placements drawn {d['wmo_instances']}, liquid triangles {d['liquid_triangles']:,},"
+                    f" camera {d['camera']})")
+        save()
     if a.flight:
         print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "
               f"MSAA {a.samples}x, finish after every frame, "
               f"frames paced at {a.flight_pace:g} fps (0: unpaced):")
         f = out["flight"] = bench_flight((w, h), a.samples, a.flight_tiles, a.flight_frames, png_dir=a.png_dir,
-                                           pace=a.flight_pace, shadows=a.flight_shadows, warmup=a.flight_warmup)
+                                           pace=a.flight_pace, shadows=a.flight_shadows, warmup=a.flight_warmup,
+                                           water=a.water)
         for run, r in f.items():
             print(f"  {run:<14} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms ({r['p99_ms'] / r['median_ms']:.2f}x)"
                   f"  max {r['max_ms']:.2f} ms ({r['max_ms'] / r['median_ms']:.2f}x)  over 4x median: "
