@@ -18,10 +18,10 @@ test: $(STAMP)  ## run the test suite
 	$(PY) -m pytest -q
 
 demo: $(STAMP)  ## render the sample world to demo.png (1280x720), print frame stats; then a window if a display exists
-	$(PY) -m wowgrass view --output demo.png --size 1280x720 --camera 60,60 --target 26,10,60 --frames 5 --stats
+	$(PY) -m wowgrass view --output demo.png --size 1280x720 --camera -28,-38,71 --target -62,-95,58 --frames 5 --stats
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 		echo "opening the window (Esc closes it)"; \
-		$(PY) -m wowgrass view --window --camera 60,60 --target 26,10,60 --stats || echo "no window (see above); demo.png is written"; \
+		$(PY) -m wowgrass view --window --camera -28,-38,71 --target -62,-95,58 --stats || echo "no window (see above); demo.png is written"; \
 	else echo "no DISPLAY: window step skipped (demo.png is the frame)"; fi
 
 clean:  ## remove the virtual environment and caches

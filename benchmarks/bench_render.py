@@ -532,7 +532,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     return results
 
 
-DEMO_CAMERA, DEMO_TARGET = (60.0, 60.0), (26.0, 10.0, 60.0)   # make demo's view: the lake and the house
+DEMO_CAMERA, DEMO_TARGET = (-28.0, -38.0, 71.0), (-62.0, -95.0, 58.0)   # make demo's view: the lake and the house
 
 
 def bench_water(size, frames, samples, png_dir=None):

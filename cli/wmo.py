@@ -44,7 +44,7 @@ class _Files:
 
 
 def _load(file, data_path):
-    from wowgrass.export.wmo import open_wmo
+    from wowgrass.export.wmo_meshes import open_wmo
     from wowgrass.formats.wmo import WmoGroup, sniff_group
 
     src = _Files(file, data_path)
@@ -148,7 +148,7 @@ def export(file, data_path, output, doodad_set, no_doodads, instancing, as_json)
     Axes: glTF +X = WMO +X, +Y up (WMO +Z), +Z = WMO -Y, as the other exports.
     """
     from wowgrass.errors import UsageError
-    from wowgrass.export.wmo import export_wmo
+    from wowgrass.export.wmo_meshes import export_wmo
     from wowgrass.fileio import write_atomic
 
     out = output_path(output, (".glb",))

@@ -24,7 +24,7 @@ from wowgrass.samples import (
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
 from wowgrass.samples.heights import ROAD, ZEROPOINT, SampleTerrain
-from wowgrass.samples.sample_world import TERRAIN_TEXTURES, texture_files
+from wowgrass.samples.sample_world import SAMPLE_VERSION, TERRAIN_TEXTURES, texture_files
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
@@ -91,6 +91,14 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
         elif low.endswith(".dbc"):
             table, det = read_table(raw, path, build=build)
             assert det.schema is not None and table.record_count > 0
+        elif low.endswith(".wmo"):
+            from wowgrass.formats.wmo import WmoGroup, load_wmo, sniff_group
+
+            if sniff_group(raw[:16]):
+                assert WmoGroup.from_bytes(raw, path).triangle_count > 0
+            else:
+                w = load_wmo(path, data.read)
+                assert not w.missing and not w.errors and len(w.present) == 2
         else:
             pytest.fail(f"unexpected file {path}")
     if build == "3.3.5":
@@ -125,7 +133,11 @@ def test_tiles_hold_what_was_generated(worlds, terrain, build):
     assert np.array_equal(t.n_layers, gen.n_layers)
     assert np.array_equal(t.alpha, gen.alpha)
     assert np.array_equal(t.doodad_mapping, gen.doodad_mapping)
-    assert np.array_equal(t.no_effect_doodad, gen.no_effect_doodad)
+    from wowgrass.samples.features import tile_features
+
+    feat = tile_features(build, terrain, gen, 32, 32)   # no grass under the lake and the house
+    assert feat["liquid"] is not None and len(feat["modf"]) == 1
+    assert np.array_equal(t.no_effect_doodad, gen.no_effect_doodad | feat["no_effect"])
     assert np.array_equal(t.holes, gen.holes)
     assert np.array_equal(t.shadow, gen.shadow) and 0.01 < gen.shadow.mean() < 0.5
     # textures: the road layer uses a texture whose name says road

@@ -326,3 +326,26 @@ def test_modf_on_the_real_tile(realdata):
     # a box turned by a placement keeps its size
     bb = transformed_bounds(mats[:1], [[-1, -1, -1], [1, 1, 1]])
     assert np.all(bb[0, 1] - bb[0, 0] > 1.99)
+
+
+def test_mddf_doodads_use_the_same_placement_as_modf():
+    from wowgrass.formats.adt import MDDF_DTYPE
+    from wowgrass.render.sources.doodads import mddf_matrices
+
+    rec = np.zeros(3, MDDF_DTYPE)
+    rec["position"] = [[100, 50, 200], [17000, 12, 3], [5, 6, 7]]
+    rec["rotation"] = [[0, 30, 0], [10, 20, 30], [-5, 270, 2]]
+    rec["scale"] = [1024, 512, 2048]
+    got = mddf_matrices(rec).reshape(-1, 4, 4).transpose(0, 2, 1)
+    want = placement_matrices(rec["position"], rec["rotation"], rec["scale"] / 1024.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-3)
+
+
+def test_batch_material_large_flag():
+    _, w = _house()
+    g = w.groups[0]
+    mats = g.batch_materials()
+    assert mats.tolist() == g.batches["material"].tolist()
+    g.batches["flags"][0] |= W.BATCH_MATERIAL_LARGE
+    g.batches["bbox"][0, 0, 2] = 3            # the u16 material of a large-id batch
+    assert g.batch_materials()[0] == 3

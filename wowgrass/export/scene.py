@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pygltflib as g
 
 from wowgrass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
-from wowgrass.formats.m2 import BlendMode, RenderFlags
 from wowgrass.render.world.game_tiles import m2_name
 
 from .gltf import INSTANCING_MODES, GltfBuilder, MeshPart, Primitive, matrices_to_trs, to_gltf, yaw_quaternions
+from .model_meshes import ModelLibrary  # noqa: F401 - export.scene.ModelLibrary, as callers import it
 
 log = logging.getLogger(__name__)
 
@@ -60,77 +59,6 @@ class ExportSummary:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-class ModelLibrary:
-    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`."""
-
-    def __init__(self, builder: GltfBuilder, read: Callable[[str], bytes] | None):
-        self.b, self.read = builder, read
-        self.meshes: dict[str, int | None] = {}
-        self.textures: dict[str, int | None] = {}
-
-    def texture(self, name: str | None) -> int | None:
-        if not name or self.read is None:
-            return None
-        key = name.lower()
-        if key not in self.textures:
-            from wowgrass.formats.blp import read_blp
-
-            try:
-                rgba = read_blp(self.read(name), name).mip(0)
-                self.textures[key] = self.b.texture(rgba, name)
-            except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
-                log.info("texture %s: %s", name, exc)
-                self.textures[key] = None
-        return self.textures[key]
-
-    def m2(self, path: str, texture_override: int | None = None) -> int | None:
-        """The mesh index of an M2 (None when the data lacks it or it has no view)."""
-        key = m2_name(path).lower()
-        if key in self.meshes:
-            return self.meshes[key]
-        mesh = None
-        if self.read is not None:
-            from wowgrass.formats.m2 import M2Model
-
-            try:
-                model = M2Model.from_bytes(self.read(m2_name(path)), m2_name(path), read=self.read)
-                mesh = self.b.mesh(self.part(model, texture_override))
-            except (GameFileNotFound, FileNotFoundError, FormatError, UsageError) as exc:
-                log.info("model %s: %s", path, exc)
-        self.meshes[key] = mesh
-        return mesh
-
-    def part(self, model, texture_override: int | None = None) -> MeshPart:
-        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch, its texture and blending."""
-        rm = model.render_mesh()
-        name = Path(model.path.replace("\\", "/")).stem if model.path else model.name
-        part = MeshPart(name, to_gltf(rm.positions), to_gltf(rm.normals), rm.uv0)
-        for b in rm.batches or [None]:
-            if b is None:  # no batches: the whole index list, untextured
-                part.primitives.append(Primitive(rm.indices, self.b.material(name, None)))
-                continue
-            tex = self.texture(b.texture) if b.texture else texture_override
-            alpha = g.OPAQUE if b.blend_mode == BlendMode.OPAQUE else (
-                g.MASK if b.blend_mode == BlendMode.ALPHA_KEY else g.BLEND)
-            mat = self.b.material(f"{name} {b.texture or 'untextured'}", tex, alpha=alpha,
-                                  double_sided=bool(b.render_flags & RenderFlags.TWO_SIDED))
-            part.primitives.append(Primitive(rm.indices[b.index_start:b.index_start + b.index_count], mat))
-        return part
-
-    def stand_in(self) -> int:
-        """The crossed-quad clump the viewer draws for a grass model the data lacks."""
-        if "<stand-in>" not in self.meshes:
-            from wowgrass.render.gl.meshes import crossed_quads, placeholder_texture
-
-            q = crossed_quads()
-            tex = self.b.texture(placeholder_texture(q.texture), "stand-in blades")
-            mat = self.b.material("grass stand-in", tex, alpha=g.MASK, double_sided=True)
-            part = MeshPart("grass stand-in", to_gltf(q.positions), to_gltf(q.normals), q.uvs,
-                            [Primitive(q.indices, mat)])
-            self.meshes["<stand-in>"] = self.b.mesh(part)
-        return self.meshes["<stand-in>"]
 
 
 def check_texture_size(size: int) -> None:
@@ -240,7 +168,7 @@ class _WorldObjects:
     def __init__(self, b, lib, read, origin, instancing):
         from wowgrass.liquid_types import LiquidTypes
 
-        from .wmo import WmoLibrary
+        from .wmo_meshes import WmoLibrary
 
         self.b, self.lib, self.read, self.origin, self.instancing = b, lib, read, origin, instancing
         self.types = LiquidTypes.from_read(read)

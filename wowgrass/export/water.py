@@ -4,7 +4,7 @@ each WMO's groups written once with its placements as instances or nodes.
 Water: the tile's MH2O/MCLQ layers of one LiquidType make one mesh (``water`` / ``<name> (id)``),
 with a blended material in the kind's colour, or the LiquidType's first texture frame where the
 data has it; the MLIQ of the tile's WMOs joins it in world space. WMOs: every group of a WMO is a
-mesh written once (:class:`~wowgrass.export.wmo.WmoLibrary`); a tile's placements of it are
+mesh written once (:class:`~wowgrass.export.wmo_meshes.WmoLibrary`); a tile's placements of it are
 ``wmos`` / ``<wmo>`` / ``group NNN`` nodes with EXT_mesh_gpu_instancing (or one node each), and
 the doodad sets' M2s go under ``wmo doodads``. A WMO listed by several tiles (it spans them) is
 written once, with the first tile that lists it.

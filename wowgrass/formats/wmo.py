@@ -14,7 +14,9 @@ are kept as raw bytes so that read → write gives the file back byte for byte.
 
 Quirks:
 * MOBA is the 24-byte v17 batch: an int16 bounding box, the first MOVI index, the index count,
-  the first and last vertex, a flags byte and the material (MOMT index).
+  the first and last vertex, a flags byte and the material (MOMT index; with batch flag 0x2, from
+  Legion on, a u16 material in the box's third value instead). A batch's material 0xFF draws
+  nothing (collision only).
 * MOCV: with group flag 0x4 the first MOCV is the vertex colour (BGRA); flag 0x1000000 adds a
   second one whose alpha blends the material's second texture. Without 0x4 a single MOCV is
   that blend set. :func:`fixed_vertex_colours` applies the client's load-time fix (the MOHD
@@ -114,6 +116,7 @@ class MaterialFlags:
 #: MOMT blend modes (EGxBlend) the renderer distinguishes
 BLEND_OPAQUE, BLEND_ALPHA_KEY, BLEND_ALPHA, BLEND_ADD = 0, 1, 2, 3
 NO_MATERIAL = 0xFF                # MOPY material of a collision-only triangle
+BATCH_MATERIAL_LARGE = 0x2        # MOBA flag (Legion on): the material id is the u16 in the box's bz
 
 ROOT_ORDER = (b"MVER", b"MOHD", b"MOTX", b"MOMT", b"MOGN", b"MOGI", b"MOSB", b"MOPV", b"MOPT", b"MOPR", b"MOVV",
               b"MOVB", b"MOLT", b"MODS", b"MODN", b"MODD", b"MFOG", b"MCVP")
@@ -460,6 +463,13 @@ class WmoGroup:
         k = 1 if self.flags & GroupFlags.VERTEX_COLOURS else 0
         return self.colours[k][:, 3] if len(self.colours) > k else None
 
+    def batch_materials(self) -> np.ndarray:
+        """(n,) MOMT index of each batch: the u8 material, or where the batch's flag 0x2 says so
+        (Legion's large material ids) the u16 kept in its box's third value."""
+        b = self.batches
+        large = (b["flags"] & BATCH_MATERIAL_LARGE) != 0
+        return np.where(large, b["bbox"][:, 0, 2].view(np.uint16), b["material"]).astype(np.int64)
+
     @property
     def is_exterior(self) -> bool:
         return bool(self.flags & GroupFlags.EXTERIOR) and not self.flags & GroupFlags.INTERIOR
@@ -568,10 +578,12 @@ class WmoGroup:
                               f" do not fit MOVI's {len(indices)} (whole triangles)", path=path,
                               offset=ch.data_offset + 24 * i + 12)
         if n_materials is not None and len(batches):
-            bad = batches["material"].astype(np.int64) >= n_materials
+            large = (batches["flags"] & BATCH_MATERIAL_LARGE) != 0
+            mats = np.where(large, batches["bbox"][:, 0, 2].view(np.uint16), batches["material"]).astype(np.int64)
+            bad = (mats >= n_materials) & (mats != NO_MATERIAL)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise FormatError(f"MOBA batch {i}: material {int(batches['material'][i])}, the root has "
+                raise FormatError(f"MOBA batch {i}: material {int(mats[i])}, the root has "
                                   f"{n_materials}", path=path, offset=ch.data_offset + 24 * i + 23)
         liquid = None
         if b"MLIQ" in sub:
@@ -595,7 +607,7 @@ class WmoGroup:
             "vertices": len(self.vertices), "indices": len(self.indices), "triangles": self.triangle_count,
             "batches": len(b), "batch_split": {"trans": int(h["trans_batches"]), "int": int(h["int_batches"]),
                                                "ext": int(h["ext_batches"])},
-            "materials": sorted({int(m) for m in b["material"]}),
+            "materials": sorted({int(m) for m in self.batch_materials()}),
             "uv_sets": len(self.uvs), "colour_sets": len(self.colours),
             "vertex_colours": self.vertex_colours is not None,
             "liquid": None if self.liquid is None else {

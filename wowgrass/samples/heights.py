@@ -118,19 +118,18 @@ class SampleTerrain:
         self._features()
 
     # -- the lake and the house (sample_world.py writes their MCLQ/MH2O and MODF) -----------
-    LAKE_OFFSET = (43.0, -37.0)      # world (X, Y) from the sample's centre: ahead of make demo's camera
+    # world (X, Y) in tile 32_32, which every sample size has (heights do not depend on the size):
+    # ahead of make demo's camera at (-28, -38)
+    LAKE_XY = (-56.0, -121.0)
     LAKE_RADIUS = 27.0
     LAKE_DEPTH = 7.5                 # the basin's depth below the ground it is dug into
     LAKE_FREEBOARD = 2.4             # the water's surface below that ground
-    HOUSE_OFFSET = (14.0, 36.5)
+    HOUSE_XY = (-76.0, -63.5)
     HOUSE_HEADING = -95.0            # MODF rotation[1] (degrees): the door faces a little west of north
     HOUSE_PAD = ((-7.8, -11.2), (7.8, 5.8))   # the levelled ground, in the house's own (x, y)
 
     def _features(self):
-        cx = ZEROPOINT - (self.row0 + self.nrows / 2) * TILE_SIZE
-        cy = ZEROPOINT - (self.col0 + self.ncols / 2) * TILE_SIZE
-        self.lake_xy = (cx + self.LAKE_OFFSET[0], cy + self.LAKE_OFFSET[1])
-        self.house_xy = (cx + self.HOUSE_OFFSET[0], cy + self.HOUSE_OFFSET[1])
+        self.lake_xy, self.house_xy = self.LAKE_XY, self.HOUSE_XY
         a = np.radians(self.HOUSE_HEADING + 180.0)    # the client turns a placement by heading + 180
         self._house_rot = (np.cos(a), np.sin(a))
         self.lake_level = float(np.round((self._raw_at(*self.lake_xy) - self.LAKE_FREEBOARD) / HEIGHT_QUANTUM)

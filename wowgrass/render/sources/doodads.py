@@ -3,7 +3,8 @@ resident tile's instances of it (the draws a frame makes do not grow with the re
 
 MDDF positions are not in world space: world ``X = ZEROPOINT - p[2]``, ``Y = ZEROPOINT - p[0]``,
 ``Z = p[1]`` (formats.md section 0); rotations are degrees about the file's (x, y, z) axes, where
-its y is up, so the heading is ``rot[1]`` about world Z; scale is ``u16 / 1024``. Models the data
+its y is up: with no tilt a turn of ``rot[1] + 180`` degrees about world Z, as the client places
+them (wowgrass.mapobjects); scale is ``u16 / 1024``. Models the data
 source lacks are skipped and reported by the scene.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constants import ZEROPOINT
 from ..gl.memory import gpu_memory
 from ..gl.state import use_texture
 from ..gl.meshes import MESH_ATTRS, MESH_FORMAT, GpuMesh
@@ -20,28 +20,12 @@ from . import DrawCounts, Source
 
 
 def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
-    """(n, 16) f4 column-major model matrices of MDDF records (world space, Z up)."""
-    p = mddf["position"].astype(np.float64)
-    r = np.radians(mddf["rotation"].astype(np.float64))
-    s = mddf["scale"].astype(np.float64) / 1024.0
-    t = np.stack([ZEROPOINT - p[:, 2], ZEROPOINT - p[:, 0], p[:, 1]], axis=1)
-    # heading about world Z from the file's up axis (y); the small tilts about the horizontal axes
-    yaw, pitch, roll = r[:, 1], r[:, 0], r[:, 2]
-    cz, sz = np.cos(yaw), np.sin(yaw)
-    cy, sy = np.cos(roll), np.sin(roll)
-    cx, sx = np.cos(pitch), np.sin(pitch)
-    rz = np.zeros((len(p), 3, 3))
-    rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = cz, -sz, sz, cz, 1
-    ry = np.zeros((len(p), 3, 3))
-    ry[:, 0, 0], ry[:, 0, 2], ry[:, 2, 0], ry[:, 2, 2], ry[:, 1, 1] = cy, sy, -sy, cy, 1
-    rx = np.zeros((len(p), 3, 3))
-    rx[:, 1, 1], rx[:, 1, 2], rx[:, 2, 1], rx[:, 2, 2], rx[:, 0, 0] = cx, -sx, sx, cx, 1
-    rot = rz @ ry @ rx * s[:, None, None]
-    m = np.zeros((len(p), 4, 4), np.float32)
-    m[:, :3, :3] = rot
-    m[:, :3, 3] = t
-    m[:, 3, 3] = 1.0
-    return np.ascontiguousarray(m.transpose(0, 2, 1)).reshape(-1, 16)  # column-major
+    """(n, 16) f4 column-major model matrices of MDDF records (world space, Z up), composed as the
+    client composes them (:func:`wowgrass.mapobjects.placement_matrices`, the same as MODF's)."""
+    from wowgrass.mapobjects import placement_matrices
+
+    m = placement_matrices(mddf["position"], mddf["rotation"], mddf["scale"].astype(np.float64) / 1024.0)
+    return np.ascontiguousarray(m.transpose(0, 2, 1), np.float32).reshape(-1, 16)
 
 
 class ModelDoodads:

@@ -79,10 +79,14 @@ def _resize(rgba, size=TEXTURE_SIZE) -> np.ndarray:
 
 
 def _flat(name: str) -> np.ndarray:
+    """A texture the data lacks: a muted colour hashed from its name (walls, roofs and floors of a
+    building stay apart)."""
+    import colorsys
     import zlib
 
     h = zlib.crc32(name.lower().encode())
-    rgb = np.array([150 + (h & 31), 140 + ((h >> 5) & 31), 120 + ((h >> 10) & 31)], np.uint8)
+    rgb = np.round(np.array(colorsys.hsv_to_rgb((h % 360) / 360.0, 0.25 + ((h >> 9) % 20) / 100.0,
+                                                0.55 + ((h >> 17) % 30) / 100.0)) * 255).astype(np.uint8)
     img = np.empty((8, 8, 4), np.uint8)
     img[..., :3], img[..., 3] = rgb, 255
     return img
@@ -138,9 +142,8 @@ def _group_mesh(root, grp, gi: int, slot) -> WmoGroupMesh | None:
     normals = grp.normals if grp.normals is not None else np.tile(np.float32([0, 0, 1]), (len(grp.vertices), 1))
     verts_list, solid, blended_idx = [], [], []
     base = 0
-    for b in grp.batches:
+    for b, mat_id in zip(grp.batches, grp.batch_materials().tolist()):
         s, n = int(b["start_index"]), int(b["count"])
-        mat_id = int(b["material"])
         if not n or mat_id == NO_MATERIAL:
             continue
         mat = root.materials[mat_id] if mat_id < len(root.materials) else None

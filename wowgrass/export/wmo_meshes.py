@@ -19,7 +19,7 @@ import pygltflib as g
 
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.wmo import (
-    BLEND_ALPHA_KEY, BLEND_OPAQUE, MaterialFlags, Wmo, fixed_vertex_colours, load_wmo,
+    BLEND_ALPHA_KEY, BLEND_OPAQUE, NO_MATERIAL, MaterialFlags, Wmo, fixed_vertex_colours, load_wmo,
 )
 from wowgrass.mapobjects import wmo_doodads
 
@@ -58,10 +58,10 @@ def group_part(wmo: Wmo, index: int, material: Callable[[int], int | None], name
         colours = np.concatenate([np.minimum(col[:, :3] / 127.5, 1.0), np.ones((len(col), 1))], axis=1)
     part = MeshPart(name or f"group {index:03d}", to_gltf(grp.vertices),
                     None if grp.normals is None else to_gltf(grp.normals), uv, colours=colours)
-    for b in grp.batches:
+    for b, mat in zip(grp.batches, grp.batch_materials().tolist()):
         s, n = int(b["start_index"]), int(b["count"])
-        if n:
-            part.primitives.append(Primitive(grp.indices[s:s + n].astype(np.uint32), material(int(b["material"]))))
+        if n and mat != NO_MATERIAL:
+            part.primitives.append(Primitive(grp.indices[s:s + n].astype(np.uint32), material(mat)))
     return part
 
 
@@ -70,7 +70,7 @@ class WmoLibrary:
 
     def __init__(self, builder: GltfBuilder, models):
         self.b = builder
-        self.models = models          # export.scene.ModelLibrary: textures and M2s
+        self.models = models          # export.model_meshes.ModelLibrary: textures and M2s
         self.cache: dict = {}         # (wmo path lower) -> {group index: mesh}
         self.missing_textures: set = set()
 
@@ -109,7 +109,7 @@ def _group_label(wmo: Wmo, i: int) -> str:
 def export_wmo(wmo: Wmo, read: Callable[[str], bytes] | None, *, doodads: bool = True, doodad_set: int = 0,
                instancing: str = "ext") -> tuple[bytes, WmoExportSummary]:
     """The .glb bytes of one WMO (its own space: glTF +X = WMO +X, +Y up) and what went in."""
-    from .scene import ModelLibrary
+    from .model_meshes import ModelLibrary
 
     if instancing not in INSTANCING_MODES:
         raise UsageError(f"instancing must be one of {', '.join(INSTANCING_MODES)}")
