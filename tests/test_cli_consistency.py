@@ -555,4 +555,8 @@ def test_the_overlay_shows_the_consoles_figures(world, tmp_path, egl):
         js = json.loads(res.stdout)
         assert js["overlay_status"] == js["stats_line"], (js["overlay_status"], js["stats_line"])
         assert js["frame"]["instances"] > 0 and js["frame"]["triangles"] > 0, js["frame"]
-        assert _overlay_match(png, js["stats_line"]) > 0.93, name
+        # the overlay's band matches the console's line far better than the same line with other
+        # digits (an absolute threshold alone failed now and then: 0.9298 against 0.93)
+        other = "".join(str((int(ch) + 5) % 10) if ch.isdigit() else ch for ch in js["stats_line"])
+        same, differs = _overlay_match(png, js["stats_line"]), _overlay_match(png, other)
+        assert same > 0.85 and same - differs > 0.1, (name, same, differs)
