@@ -280,3 +280,35 @@ def test_a_tile_goes_far_and_comes_back_without_a_frame_missing_it(ctx):
     assert max(holes) == min(holes) > 0, (min(holes), max(holes))  # no frame lost a tile's ground
     sc.release()
     tg.release()
+
+
+@pytest.mark.gl
+def test_without_indirect_draws_far_tiles_cover_what_the_lod_pass_covers(ctx):
+    """The GL < 4.3 path (no compute: each tile's finest level drawn whole, morphed by distance)
+    draws far tiles from their own slots too: from high up, the same pixels as the LOD pass."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.constants import TILE_SIZE
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.synthetic import tile_origin
+
+    tg = create_offscreen_target((96, 64), samples=0, ctx=ctx)
+    x0, y0 = tile_origin(32, 32)
+    sky = {}
+    for indirect in (True, False):
+        sc = _scene(ctx, indirect=indirect)
+        sc.update((x0 - 100.0, y0 - 100.0, 0.0), block=True, block_far=True)
+        assert {k for k, t in sc.tiles.items() if t.terrain.far} == {(34, 32), (35, 32)}
+        cam = Camera(position=np.array([x0 - TILE_SIZE / 2, y0 - 2 * TILE_SIZE, 1500.0]), fov_y=120.0)
+        cam.pitch = -math.pi / 2 + 0.01
+        v = Viewer(tg, sc, cam, Toggles(grass=False, doodads=False, shadows=False), time_query=False)
+        v.passes[0].clear = (1.0, 0.0, 1.0)
+        st = v.render_frame(0.0)
+        img = v.read_rgba()[..., :3].astype(int)
+        sky[indirect] = np.abs(img - [255, 0, 255]).sum(-1) < 8
+        if not indirect:
+            assert st.draw_calls == 4  # a draw a tile, far ones at their level 3
+        sc.release()
+    assert 0 < sky[True].sum() < sky[True].size
+    assert np.array_equal(sky[True], sky[False])
+    tg.release()
