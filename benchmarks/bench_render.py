@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -689,7 +690,8 @@ def bench_horizon(size, samples, tiles=16, height=600.0, frames=60, png_dir=None
     from wowgrass.samples import MAP_NAME, sample_data_path
 
     t0 = time.perf_counter()
-    root = sample_data_path(tiles=(tiles, tiles), jobs=4)
+    # a 16x16 world is ~8 minutes of one core's work the first time: every core the machine has
+    root = sample_data_path(tiles=(tiles, tiles), jobs=max(1, min(16, os.cpu_count() or 1)))
     built = time.perf_counter() - t0
     data = open_data(root)
     src = GameSource(data, MAP_NAME)
