@@ -232,8 +232,11 @@ class DbcFile:
             raise FormatError(f"{n} records of size 0", path=path, offset=12)
         if n and f == 0:
             raise FormatError(f"{n} records of {rs} bytes but 0 fields", path=path, offset=8)
-        if f * 4 > rs:  # with no records too: column lists are built from the field count
+        if f * 4 > rs and n:
             raise FormatError(f"{f} fields need {f * 4} bytes per record, header says record size {rs}",
+                              path=path, offset=8)
+        if f * 4 > MAX_RECORD_SIZE:  # no records either: column lists are built from the field count
+            raise FormatError(f"{f} fields are implausible (WDBC records are at most {MAX_RECORD_SIZE} B)",
                               path=path, offset=8)
         records_end = HEADER_SIZE + n * rs  # Python ints: no overflow on absurd counts
         if records_end > len(data):
