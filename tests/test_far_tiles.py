@@ -312,3 +312,34 @@ def test_without_indirect_draws_far_tiles_cover_what_the_lod_pass_covers(ctx):
     assert 0 < sky[True].sum() < sky[True].size
     assert np.array_equal(sky[True], sky[False])
     tg.release()
+
+
+@pytest.mark.gl
+@pytest.mark.parametrize("moving", [True, False])
+def test_a_moving_view_sizes_its_arenas_once_before_the_flight(ctx, moving):
+    """A growth copies everything resident (25-90 ms in an H200 flight): a moving view's first
+    upload makes room for every tile that can be complete at once, so none falls inside the flight;
+    a still frame's arena holds the tiles in reach now."""
+    from wowgrass.render.constants import TILE_SIZE
+    from wowgrass.render.world.synthetic import tile_origin
+
+    row = [(32 + i, 32) for i in range(8)]
+    sc = _scene(ctx, tiles=row, moving=moving)
+    arena = sc.terrain.arena
+    grows = []
+    real_grow = arena._grow
+    arena._grow = lambda capacity: (grows.append(capacity), real_grow(capacity))[1]
+    x0, y0 = tile_origin(32, 32)
+    start = np.array([x0 - TILE_SIZE / 2, y0 - TILE_SIZE / 2, 0.0])
+    sc.update(start, block=True)
+    wanted_at_start = len(sc.wanted(float(start[0]), float(start[1])))
+    first = arena.capacity
+    for s in np.linspace(0, 7 * TILE_SIZE, 28):  # east along the row: every tile comes into reach
+        sc.update(start - [0.0, s, 0.0], block=True)
+    assert wanted_at_start < 4  # the arena's smallest size
+    if moving:
+        assert first == len(row) and grows == [len(row)]  # sized once, at the first upload
+    else:
+        assert first == 4 and grows == [4]  # room for the tiles in reach now (a row: never more)
+    assert sum(not t.terrain.far for t in sc.tiles.values()) >= 2
+    sc.release()

@@ -94,7 +94,7 @@ def run_view(opts: ViewOptions) -> dict:
         t_load = _time.perf_counter()
         target, mode = open_target(opts, mode, say, f"wowgrass - {src.map}")
         cleanup.callback(target.release)
-        scene = open_scene(target, src, opts, say)
+        scene = open_scene(target, src, opts, say, moving=mode.window)  # offscreen frames stand still
         cleanup.callback(scene.release)
         viewer = open_viewer(target, scene, src, opts, mode)
         result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
@@ -209,7 +209,7 @@ def open_target(opts: ViewOptions, mode: OutputMode, say, title: str):
     return target, mode
 
 
-def open_scene(target, src, opts: ViewOptions, say):
+def open_scene(target, src, opts: ViewOptions, say, moving: bool = True):
     """The zone's programs and tile streaming (:class:`~wowgrass.render.world.streaming.Scene`)."""
     from .constants import TERRAIN_REACH, GrassSettings, RingSettings
     from .gl.programs import make_programs
@@ -221,7 +221,8 @@ def open_scene(target, src, opts: ViewOptions, say):
     grass_settings = GrassSettings.for_look(opts.look, opts.grass_distance, rings)
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
-                  grid_draw=opts.grid_draw, client_look=opts.look == "client", horizon=open_horizon(src, opts, say))
+                  grid_draw=opts.grid_draw, client_look=opts.look == "client", horizon=open_horizon(src, opts, say),
+                  moving=moving)
     if src.note:   # a partial extract: the WDT lists tiles the data lacks
         say(src.note)
     say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "

@@ -514,6 +514,7 @@ class _SlotArena:
         self._free: list[int] = []
         self._used = 0  # slots handed out so far (free ones are reused first)
         self._copy = self._mip = self._mip_tex = self._edge_cs = None
+        self._stage = None  # the pixel buffer texture slices are uploaded through (_staged)
         self._gpu_copy = ctx.version_code >= 430  # else textures grow from CPU copies
         self._cpu_tex: dict[int, bytes] = {}  # GL < 4.3 only: what a texture grow re-uploads
         self._cpu_indices: dict[int, np.ndarray] = {}  # GL < 4.3 with lines: a slot's indices (edges)
@@ -638,7 +639,7 @@ class _SlotArena:
             self._mip = self._mip or self.ctx.compute_shader(_MIP_COPY_SHADER)
             self._mip_tex = self._mem.track(self.ctx.texture((size, size), 4), self.kind, mipmaps=True)
             self._mip_tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
-        self._mip_tex.write(data)
+        self._mip_tex.write(self._staged(data))
         self._mip_tex.build_mipmaps()
         self._mip["slice_"] = i
         for level in range(size.bit_length()):
@@ -648,8 +649,23 @@ class _SlotArena:
             self._mip.run(group_x=(s + 7) // 8, group_y=(s + 7) // 8)
         self.ctx.memory_barrier()
 
+    def _staged(self, data: bytes):
+        """``data`` in the arena's pixel buffer, for a texture write to read on the GPU: written
+        straight from the CPU into a slice of the array, the H200's driver took 10-80 ms for a 4 MB
+        atlas in a flight (1 ms alone); through a buffer the copy is the GPU's. Orphaned first, so a
+        write never waits for the last one's copy."""
+        n = len(data)
+        if self._stage is None or self._stage.size < n:  # the largest write so far (reads take their bytes)
+            if self._stage is not None:
+                self._stage.release()
+            self._stage = self._mem.track(self.ctx.buffer(reserve=n), self.kind)
+        else:
+            self._stage.orphan()
+        self._stage.write(data)
+        return self._stage
+
     def _write_slice(self, dst, i: int, data: bytes, size: int, mipmaps: bool, cpu: dict):
-        dst.write(data, viewport=(0, 0, i, size, size, 1))
+        dst.write(self._staged(data), viewport=(0, 0, i, size, size, 1))
         if not self._gpu_copy:
             cpu[i] = data
             if mipmaps:
@@ -680,10 +696,10 @@ class _SlotArena:
     def release(self):
         self.vao.release()
         self.line_vao.release()
-        for obj in (self.vbo, self.ibo, self.lbo, self.tex, self._mip_tex):
+        for obj in (self.vbo, self.ibo, self.lbo, self.tex, self._mip_tex, self._stage):
             if obj is not None:
                 obj.release()
-        self.vbo = self.ibo = self.lbo = self.tex = self._mip_tex = None
+        self.vbo = self.ibo = self.lbo = self.tex = self._mip_tex = self._stage = None
         for obj in (self._copy, self._mip, self._edge_cs):
             if obj is not None:
                 obj.release()

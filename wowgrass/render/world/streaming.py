@@ -151,9 +151,14 @@ class Scene:
                  indirect: bool | None = None, instance_layout: str | None = None,
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
                  terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact",
-                 client_look: bool = False, horizon=None, horizon_reach: float = HORIZON_REACH):
+                 client_look: bool = False, horizon=None, horizon_reach: float = HORIZON_REACH,
+                 moving: bool = True):
         """``horizon``: the map's :class:`~wowgrass.formats.wdl.WdlFile` (None: no horizon), drawn
-        where no ADT terrain is resident; the fog may then open up to ``horizon_reach``."""
+        where no ADT terrain is resident; the fog may then open up to ``horizon_reach``.
+        ``moving``: the camera moves (a window, a flight): the arenas of complete tiles are sized at
+        their first upload for every tile that can be complete at once, so that no growth (a copy
+        of everything resident, 25-90 ms on the H200) falls inside the flight; a still frame
+        (False) sizes them for the tiles in reach now."""
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         # view --look client: each instance gets the client look's 16 bytes (world/client_look.py)
@@ -167,6 +172,7 @@ class Scene:
         self.reach, self.hysteresis = reach, hysteresis
         self.terrain_reach = max(terrain_reach or reach, reach)  # far tiles: terrain alone
         self.max_uploads = max_uploads
+        self.moving = bool(moving)
         # what can be resident at once: the arenas' first sizes (complete tiles: grass too)
         self._expected_near = tiles_within(self.reach + hysteresis, len(source.tiles))
         self._expected_tiles = tiles_within(self.terrain_reach + hysteresis, len(source.tiles))
@@ -353,7 +359,7 @@ class Scene:
             n_inst = sum(len(grass[n]) for n in groups)
             n_groups = sum(len(t.keys) for t in groups.values())
             grow = 0 if self.grass.fits(n_inst, n_groups) else self.upload_budget
-            steps.append((grow, lambda: self.grass.reserve(n_inst, n_groups, max(self._wanted_count, 1))))
+            steps.append((grow, lambda: self.grass.reserve(n_inst, n_groups, self._near_tiles_hint())))
 
         def add_grass():
             made["grass"] = self._add_grass(key, payload, missing)
@@ -375,9 +381,13 @@ class Scene:
         return steps
 
     def _near_size(self, arena) -> int:
-        """The complete tiles' arena size to grow to: the tiles in reach now at first, then what can
-        be complete at once (within reach + hysteresis)."""
-        return max(self._wanted_count, 1) if not arena.capacity else self._expected_near
+        """The complete tiles' arena size to grow to: what can be complete at once (within reach +
+        hysteresis); for a still frame the tiles in reach now at first."""
+        return max(self._wanted_count, 1) if not arena.capacity and not self.moving else self._expected_near
+
+    def _near_tiles_hint(self) -> int:
+        """How many complete tiles' grass the grass arena makes room for when it grows."""
+        return self._expected_near if self.moving else max(self._wanted_count, 1)
 
     def _water_and_wmo_steps(self, key, payload, made) -> list:
         """The tile's WMO models (each uploaded once), its placements and its liquid mesh."""
