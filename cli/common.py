@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -18,6 +19,42 @@ data_option = click.option(
     default=None,
     help="A client's Data folder (MPQ chain) or a folder of loose extracted files.",
 )
+
+
+def game_file_data_option(argument: str, example: str):
+    """``--data`` for a command whose ``argument`` is a file on disk or, with it, a game path (``example``)."""
+    return click.option(
+        "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
+        help=f"A client's Data folder or loose folder; {argument} is then a game path such as '{example}'.",
+    )
+
+
+class GameOrDiskFiles:
+    """A file argument and its companions (skins, group files, textures, doodads): from ``--data``
+    when given, else from the disk, game paths found by base name beside the file (any case)."""
+
+    def __init__(self, file: str, data_path):
+        from wowgrass.data import open_data
+        from wowgrass.errors import GameFileNotFound
+
+        self.data = open_data(data_path) if data_path else None
+        self.file = file
+        if self.data is None and not Path(file).is_file():
+            raise GameFileNotFound(f"{file}: no such file")
+
+    def read(self, path: str) -> bytes:
+        from wowgrass.errors import GameFileNotFound
+        from wowgrass.paths import find_file
+
+        if self.data is not None:
+            return self.data.read(path)
+        p = Path(path)
+        if p.is_file():
+            return p.read_bytes()
+        found = find_file(Path(self.file).parent, path.replace("\\", "/").rsplit("/", 1)[-1])
+        if found is None:
+            raise GameFileNotFound(f"{path} (looked beside {self.file})")
+        return found.read_bytes()
 
 
 class PlacementChoice(click.Choice):

@@ -8,47 +8,18 @@ from pathlib import Path
 import click
 import numpy as np
 
-from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
+from wowgrass.cli.common import (GameOrDiskFiles, echo_json, game_file_data_option, json_option, note,
+                                 output_path, plural)
 from wowgrass.errors import GameFileNotFound, UsageError
 from wowgrass.formats.m2 import BlendMode
 
-data_opt = click.option(
-    "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
-    help="A client's Data folder or loose folder; MODEL is then a game path such as "
-         "'World\\NoDXT\\Detail\\ElwGra01.m2'.",
-)
-
-
-class _Source:
-    """Where a model and its companions (.skin, textures) come from: game data or the file system."""
-
-    def __init__(self, model: str, data_path):
-        from wowgrass.data import open_data
-
-        self.data = open_data(data_path) if data_path else None
-        self.model = model
-        if self.data is None and not Path(model).is_file():
-            raise FileNotFoundError(2, "no such file", model)
-
-    def read(self, path: str) -> bytes:
-        if self.data is not None:
-            return self.data.read(path)
-        p = Path(path)
-        if p.is_file():
-            return p.read_bytes()
-        # Game paths next to a loose file: match the base name, case-insensitively.
-        from wowgrass.paths import find_file
-
-        found = find_file(Path(self.model).parent, path.replace("\\", "/").rsplit("/", 1)[-1])
-        if found is None:
-            raise GameFileNotFound(f"{path} (looked next to {self.model})")
-        return found.read_bytes()
+data_opt = game_file_data_option("MODEL", "World\\NoDXT\\Detail\\ElwGra01.m2")
 
 
 def load_model(model: str, data_path, *, need_view: bool):
     from wowgrass.formats.m2 import M2Model
 
-    src = _Source(model, data_path)
+    src = GameOrDiskFiles(model, data_path)
     data = src.read(model)
     try:
         return M2Model.from_bytes(data, model, read=src.read), src

@@ -6,48 +6,17 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note, output_path, plural
-from wowgrass.errors import GameFileNotFound
+from wowgrass.cli.common import (GameOrDiskFiles, echo_json, game_file_data_option, json_option, note,
+                                 output_path, plural)
 
-data_opt = click.option(
-    "--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
-    help="A client's Data folder or loose folder; FILE is then a game path such as "
-         "'World\\wmo\\Azeroth\\Buildings\\Inn\\Inn.wmo'.",
-)
-
-
-class _Files:
-    """Reads a root, its groups, textures and doodads from --data or beside the file on disk."""
-
-    def __init__(self, file: str, data_path):
-        from wowgrass.data import open_data
-
-        self.data = open_data(data_path) if data_path else None
-        self.file = file
-        if self.data is None and not Path(file).is_file():
-            raise GameFileNotFound(f"{file}: no such file")
-
-    def read(self, path: str) -> bytes:
-        if self.data is not None:
-            return self.data.read(path)
-        p = Path(path)
-        if p.is_file():
-            return p.read_bytes()
-        from wowgrass.paths import find_file
-
-        # group files beside the root, game paths (textures, doodads) by base name beside it
-        base = Path(self.file).parent
-        found = find_file(base, path.replace("\\", "/").rsplit("/", 1)[-1])
-        if found is None:
-            raise GameFileNotFound(f"{path} (looked beside {self.file})")
-        return found.read_bytes()
+data_opt = game_file_data_option("FILE", "World\\wmo\\Azeroth\\Buildings\\Inn\\Inn.wmo")
 
 
 def _load(file, data_path):
     from wowgrass.export.wmo_meshes import open_wmo
     from wowgrass.formats.wmo import WmoGroup, sniff_group
 
-    src = _Files(file, data_path)
+    src = GameOrDiskFiles(file, data_path)
     head = src.read(file)
     if sniff_group(head[:16]):
         g = WmoGroup.from_bytes(head, file)
