@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import click
 
@@ -145,14 +146,17 @@ def _echo_modf(mf: dict) -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The image to write; its suffix names the format (.png, .jpg, .webp, ...).")
 @click.option("--size", default=1024, show_default=True, type=click.IntRange(16, 8192), help="Image width and height.")
+@click.option("--legend", "draw_legend", is_flag=True,
+              help="Draw the legend (what each colour stands for: height bands in yards, textures, effects, "
+                   "models) in a strip below the picture; it is printed (and in --json) either way.")
 @dbc_option
 @placement_option
 @constants_options
 @json_option
-def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_json):
+def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, overrides, as_json):
     """Draw a tile as an image, north up and east to the right."""
     from wowgrass.fileio import image_format, write_image
-    from wowgrass.tiles import grass_image, image_legend, tile_image
+    from wowgrass.tiles import grass_image, image_legend, legend_strip, tile_image
 
     tile, _raw, source = loaded
     out = output_path(output)
@@ -163,16 +167,21 @@ def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_js
         if dbc_dir:
             raise UsageError("--dbc is for --kind grass")
         rgb, legend = tile_image(tile, kind, size), image_legend(tile, kind, size)
-    path = write_image(out, rgb)
     heights = None
     if kind == "height":
         heights = {"min": float(tile.abs_heights.min()), "max": float(tile.abs_heights.max()), "unit": "yards",
                    "sea_level": 0.0}
+    if draw_legend and legend:
+        title = (f"{Path(source['path']).name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd"
+                 if heights else f"{Path(source['path']).name}: {kind}")
+        rgb = legend_strip(rgb, legend, title)
+    path = write_image(out, rgb)
     if as_json:
-        echo_json({"file": str(path), "kind": kind, "size": [size, size], "source": source["path"], "legend": legend,
+        echo_json({"file": str(path), "kind": kind, "size": [int(rgb.shape[1]), int(rgb.shape[0])], "source": source["path"], "legend": legend,
                    **({"height": heights} if heights else {})})
         return
-    note(f"wrote {path} ({size}×{size}, {kind}) from {source['path']}")
+    note(f"wrote {path} ({rgb.shape[1]}×{rgb.shape[0]}, {kind}{', with its legend' if draw_legend and legend else ''}) "
+         f"from {source['path']}")
     if heights:
         click.echo(f"  heights {heights['min']:.1f} .. {heights['max']:.1f} yd (land ramp above sea level 0, "
                    "blue below it)")
@@ -182,7 +191,6 @@ def image(loaded, kind, output, size, dbc_dir, placement, seed, overrides, as_js
 
 def _place(tile, source, dbc_dir, placement, seed, overrides):
     """The tile's grass as the bake places it (tables from --data or --dbc)."""
-    from pathlib import Path
 
     from wowgrass.bake import load_catalog
     from wowgrass.data import open_data

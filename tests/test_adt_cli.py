@@ -196,3 +196,23 @@ def test_height_image_is_blue_only_below_sea_level(realdata, tmp_path):
     z = height_picture_z(t, 128)
     blue = _blueish(img)
     assert blue[z < -5].mean() > 0.95 and blue[z > 5].mean() < 0.02
+
+
+@pytest.mark.parametrize("kind", ["height", "effects"])
+def test_legend_strip_draws_every_entry_below_the_unchanged_picture(adt_file, tmp_path, kind):
+    """--legend: the tile's picture as without it, then a strip with a swatch of each legend colour."""
+    plain, with_legend = tmp_path / "p.png", tmp_path / "l.png"
+    assert run("adt", "image", str(adt_file), "--kind", kind, "-o", str(plain), "--size", "256").exit_code == 0
+    r = run("adt", "image", str(adt_file), "--kind", kind, "-o", str(with_legend), "--size", "256", "--legend",
+            "--json")
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.stdout)
+    a, b = np.asarray(Image.open(plain)), np.asarray(Image.open(with_legend))
+    assert b.shape[1] == 256 and b.shape[0] > 256 + 16 and js["size"] == [256, b.shape[0]]
+    assert np.array_equal(a, b[:256])
+    strip = b[256:].reshape(-1, 3)
+    colours = {tuple(int(strip_px) for strip_px in px) for px in np.unique(strip, axis=0)}
+    for item in js["legend"][:32]:
+        rgb = tuple(int(item["rgb"][k:k + 2], 16) for k in (1, 3, 5))
+        assert rgb in colours, item
+    assert (strip.min(-1) < 60).mean() > 0.002  # the labels' text

@@ -356,6 +356,41 @@ def tile_image(t: AdtTile, kind: str = "height", size: int = 1024) -> np.ndarray
     return _grid_lines(np.clip(rgb, 0, 255).astype(np.uint8))
 
 
+def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items: int = 32) -> np.ndarray:
+    """``rgb`` with its legend drawn in a white strip below it: a swatch and the label of each entry
+    (its colour's meaning: a height band in yards, a texture, an effect, a model), in as many
+    columns as fit, the first ``max_items`` entries and a count of the rest."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    h, w = rgb.shape[:2]
+    px = max(10, min(16, w // 48))  # the text's size: readable from a 256 to an 8192 picture
+    try:
+        font = ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1: the fixed bitmap font
+        font = ImageFont.load_default()
+    items = list(legend[:max_items])
+    labels = [str(it["label"]) for it in items]
+    if len(legend) > max_items:
+        labels.append(f"... {len(legend) - max_items} more (--json lists all)")
+    probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    row_h = px + 6
+    cell = max((probe.textlength(s, font=font) for s in labels), default=0) + px + 14
+    cols = max(1, int((w - 8) // cell))
+    rows = -(-len(labels) // cols)
+    top = row_h + 4 if title else 4
+    out = Image.new("RGB", (w, h + top + rows * row_h + 4), (255, 255, 255))
+    out.paste(Image.fromarray(np.ascontiguousarray(rgb[..., :3])), (0, 0))
+    d = ImageDraw.Draw(out)
+    if title:
+        d.text((6, h + 4), title, fill=(0, 0, 0), font=font)
+    for k, text in enumerate(labels):
+        x, y = 6 + (k % cols) * cell, h + top + (k // cols) * row_h
+        if k < len(items):
+            d.rectangle([x, y + 2, x + px, y + 2 + px], fill=items[k]["rgb"], outline=(0, 0, 0))
+        d.text((x + px + 6, y + 1), text, fill=(0, 0, 0), font=font)
+    return np.asarray(out)
+
+
 def image_legend(t: AdtTile, kind: str, size: int = 1024) -> list[dict]:
     """What the colours of :func:`tile_image` stand for: ``[{"label", "rgb", "count", "unit"}]``
     (``height``: bands in yards, the pixels of a ``size`` picture in each)."""
@@ -447,5 +482,5 @@ def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, li
     return np.clip(rgb, 0, 255).astype(np.uint8), legend
 
 
-__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "load_tile", "parse_tile_arg", "select_tiles", "tile_image",
+__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "legend_strip", "load_tile", "parse_tile_arg", "select_tiles", "tile_image",
            "tile_summary", "write_tile_image"]
