@@ -63,9 +63,9 @@ def main(argv):
 
     from placement_reference import coverage_reference
 
-    from wowgrass.bake import bake_tile, load_catalog
+    from wowgrass.grass.bake import bake_tile, load_catalog
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.placement import ClientPlacement, CoveragePlacement
+    from wowgrass.grass.placement import ClientPlacement, CoveragePlacement
 
     raw = adt.read_bytes()
     catalog = load_catalog(dbc_dir=dbc)
@@ -107,9 +107,9 @@ def bench_client(root: Path, tmp: str):
     """--placement client: placement, the whole bake and the oracle's time, per real tile."""
     from placement_reference import client_reference
 
-    from wowgrass.bake import bake_tile, load_catalog
+    from wowgrass.grass.bake import bake_tile, load_catalog
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.placement import ClientPlacement
+    from wowgrass.grass.placement import ClientPlacement
 
     tiles = (("continent4229.adt", "3.3.5", "continent"), ("Azeroth_38_46.adt", "1.12", "Azeroth"))
     for name, build, map_name in tiles:
@@ -141,7 +141,7 @@ def bench_client(root: Path, tmp: str):
 
 def bench_map():
     from wowgrass import samples
-    from wowgrass.bake import bake_map
+    from wowgrass.grass.bake import bake_map
 
     t0 = time.perf_counter()
     data = samples.sample_data_path(tiles=(4, 4))

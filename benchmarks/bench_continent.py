@@ -54,7 +54,7 @@ def children_cpu() -> float:
 
 
 def bake_once(data, jobs: int, profile: int):
-    from wowgrass.bake import bake_map
+    from wowgrass.grass.bake import bake_map
     from wowgrass.samples import MAP_NAME
 
     cache = tempfile.mkdtemp(prefix=f"wowgrass-continent-j{jobs}-")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wowgrass.effects import GroundEffectCatalog
+from wowgrass.game.effects import GroundEffectCatalog
 from wowgrass.formats.dbc import read_table
 
 TARGET_MS = 20.0

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_render import (DENSITY, WARM_S, clump, eye_camera, field_instances, frame, make_field, median,  # noqa: E402
                           time_viewer)
 
-from wowgrass.grid_tiles import GridTile, build_grid_tile, tile_slots  # noqa: E402
+from wowgrass.grass.grid_tiles import GridTile, build_grid_tile, tile_slots  # noqa: E402
 from wowgrass.render.constants import TILE_SIZE, ZEROPOINT, GrassSettings  # noqa: E402
 from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import FrameUniforms  # noqa: E402
@@ -74,7 +74,7 @@ def grid_field(ctx, progs, mesh, n: int, settings, draw_mode="compact"):
     x0, y0 = tile_origin(c0, r0)
     k = int(DENSITY * TILE_SIZE * TILE_SIZE)
     rng = np.random.default_rng(0)
-    from wowgrass.bundle import pack_instances
+    from wowgrass.grass.bundle import pack_instances
 
     pos = np.column_stack([x0 - rng.uniform(0, TILE_SIZE, k), y0 - rng.uniform(0, TILE_SIZE, k), np.zeros(k)])
     template = build_grid_tile(adt, {"bench\\clump.m2": pack_instances(pos, 0.0, 1.0)})

@@ -63,7 +63,7 @@ from wowgrass.render.constants import GrassSettings  # noqa: E402
 from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import Frame, FrameUniforms, draw_frame  # noqa: E402
 from wowgrass.render.gl.timer import GpuTimer  # noqa: E402
-from wowgrass.bundle import INSTANCE_DTYPE  # noqa: E402
+from wowgrass.grass.bundle import INSTANCE_DTYPE  # noqa: E402
 from wowgrass.render.sources.grass_cpu import GrassField  # noqa: E402
 from wowgrass.render.sources.grass_gpu import GpuGrass  # noqa: E402
 from wowgrass.render.gl.meshes import GpuMesh, crossed_quads  # noqa: E402
@@ -445,7 +445,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     ``warmup``: frames drawn at the start point before the flight, timed apart (``startup_ms_*``).
     The sample world's lake and house lie by its centre, on the flight's path; every run draws
     them, and ``water``: one more cached run with liquids and WMOs off (``cached_no_water``)."""
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.world.streaming import Scene, tile_distances, tiles_centre
     from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.render.viewer import Toggles, Viewer
@@ -616,7 +616,7 @@ def bench_terrain(size, samples, tiles=6, frames=60, png_dir=None):
     (1, 9, then all tiles): one dispatch and one multi-draw whatever the number of tiles (the
     CPU figure on llvmpipe includes its software vertex work). PNGs of the far view, normal and in
     the LOD debug colours."""
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.constants import TERRAIN_REACH, TILE_SIZE
     from wowgrass.render.world.streaming import Scene, tiles_centre
     from wowgrass.render.world.game_tiles import GameSource
@@ -688,7 +688,7 @@ def bench_horizon(size, samples, tiles=16, height=600.0, frames=60, png_dir=None
     the view with the map's WDL drawn beyond the far tiles (the fog opening to the horizon's
     reach) and without it (the fog closing at the far tiles' 3200 units), timed as the viewer
     draws them (shadows on), with the GPU bytes and the PNG of each."""
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.constants import TILE_SIZE
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.game_tiles import GameSource

@@ -392,7 +392,7 @@ def _adt_parse(parts, workdir):
     t.vertex_positions()
     t.hole_cells()
     from wowgrass.formats.liquid import tile_liquid
-    from wowgrass.mapobjects import modf_placements
+    from wowgrass.game.mapobjects import modf_placements
 
     tile_liquid(t).summary()
     modf_placements(t)
@@ -519,7 +519,7 @@ def _wmo_parse(parts, workdir):
 
 # -- bundle
 def _bundle_bases():
-    from wowgrass.bundle import ModelInfo, bundle_bytes
+    from wowgrass.grass.bundle import ModelInfo, bundle_bytes
 
     rng = np.random.default_rng(0)
     n = 300
@@ -534,7 +534,7 @@ def _bundle_bases():
 
 def _bundle_fix(parts: list[bytes], rng: random.Random) -> None:
     """Most cases get a valid checksum again, so the structure behind it is exercised."""
-    from wowgrass import bundle
+    from wowgrass.grass import bundle
 
     if rng.random() < 0.75 and len(parts[0]) >= bundle.HEADER_SIZE:
         b = bytearray(parts[0])
@@ -543,7 +543,7 @@ def _bundle_fix(parts: list[bytes], rng: random.Random) -> None:
 
 
 def _bundle_parse(parts, workdir):
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
 
     p = workdir / "case.bundle"
     p.write_bytes(parts[0])
@@ -561,14 +561,14 @@ def _grid_bases():
 
     import numpy as np
 
-    from wowgrass import bundle as B
-    from wowgrass.bake import bake_tile, load_catalog
-    from wowgrass.data import open_data
+    from wowgrass.grass import bundle as B
+    from wowgrass.grass.bake import bake_tile, load_catalog
+    from wowgrass.game.data import open_data
     from wowgrass.formats.adt import AdtTile
     from wowgrass.samples import MAP_NAME, sample_data_path
 
-    from wowgrass import grid_tiles as grid
-    from wowgrass.bake import map_tiles
+    from wowgrass.grass import grid_tiles as grid
+    from wowgrass.grass.bake import map_tiles
 
     with open_data(sample_data_path()) as data:
         catalog = load_catalog(data=data)
@@ -586,7 +586,7 @@ def _grid_bases():
 
 
 def _grid_parse(parts, workdir):
-    from wowgrass import grid_tiles as grid
+    from wowgrass.grass import grid_tiles as grid
     p = workdir / "case.wgc"
     p.write_bytes(parts[0])
     t = grid.read_grid_tile(p)
@@ -597,7 +597,7 @@ def _grid_parse(parts, workdir):
 
 def _grid_fix(parts: list[bytes], rng: random.Random) -> None:
     """As _bundle_fix: most cases get the grid file's checksum made right again."""
-    from wowgrass import grid_tiles
+    from wowgrass.grass import grid_tiles
 
     if rng.random() < 0.75 and len(parts[0]) >= grid_tiles.HEADER_SIZE:
         b = bytearray(parts[0])

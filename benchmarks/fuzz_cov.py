@@ -43,12 +43,12 @@ PART_SEP = b"\n--wowgrass-part--\n"   # an input of several files (an M2 and its
 #: the module whose lines count as the format's coverage
 MODULES = {"mpq": "wowgrass/formats/mpq.py", "dbc": "wowgrass/formats/dbc.py", "wdt": "wowgrass/formats/wdt.py",
            "adt": "wowgrass/formats/adt.py", "m2": "wowgrass/formats/m2.py", "blp": "wowgrass/formats/blp.py",
-           "bundle": "wowgrass/bundle.py", "grid": "wowgrass/grid_tiles.py", "wmo": "wowgrass/formats/wmo.py",
+           "bundle": "wowgrass/grass/bundle.py", "grid": "wowgrass/grass/grid_tiles.py", "wmo": "wowgrass/formats/wmo.py",
            "liquid": "wowgrass/formats/liquid.py", "wdl": "wowgrass/formats/wdl.py"}
 
 
 def _grid_module():
-    return importlib.import_module("wowgrass.grid_tiles")
+    return importlib.import_module("wowgrass.grass.grid_tiles")
 
 
 def _load_fuzz():
@@ -96,7 +96,7 @@ def _grid_fix(parts):
 def _bundle_fix(parts):
     import struct
 
-    from wowgrass import bundle
+    from wowgrass.grass import bundle
 
     if len(parts[0]) < bundle.HEADER_SIZE:
         return None
@@ -188,7 +188,7 @@ def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: i
                                                                    "wowgrass.samples", "wowgrass.export"]):
         fuzz = _load_fuzz()
         import wowgrass.binary  # noqa: F401
-        import wowgrass.bundle  # noqa: F401
+        import wowgrass.grass.bundle  # noqa: F401
         import wowgrass.formats.adt  # noqa: F401
         import wowgrass.formats.blp  # noqa: F401
         import wowgrass.formats.chunks  # noqa: F401

@@ -127,7 +127,7 @@ class Path8:
 
 
 def soak(minutes: float, size, tiles: int, speed: float, every: float, samples: int, png_dir=None, say=print):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.render.world.streaming import Scene, tiles_centre

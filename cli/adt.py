@@ -38,19 +38,19 @@ def tile_source(func):
                   help="Read doodadMapping MSB first (maps saved by noggit3).")
     @functools.wraps(func)
     def wrapper(file, data_path, map_name, tile, wdt, big_alpha, doodad_map_msb_first, **kw):
-        from wowgrass.tiles import load_tile, parse_tile_arg
+        from wowgrass.game.tiles import load_tile, parse_tile_arg
 
         if file is None and data_path is None:
             if tile is None:
                 raise UsageError("give an ADT FILE, or --tile COL,ROW with --data DIR (and --map NAME when it "
                                  "holds several maps; no --data: the sample world)")
-            from wowgrass.bake import default_data
+            from wowgrass.grass.bake import default_data
 
             data_path = str(default_data()[0])   # the sample world, as bake, view and export take it
         col_row = parse_tile_arg(tile) if tile is not None else None
         if file is None and not map_name:   # the only map, as bake, view and export take it
-            from wowgrass.data import open_data
-            from wowgrass.maps import choose_map
+            from wowgrass.game.data import open_data
+            from wowgrass.game.maps import choose_map
 
             with open_data(data_path) as data:
                 map_name = choose_map(data, None, warn=note)
@@ -75,7 +75,7 @@ def info(loaded, as_json):
 
     FILE is an .adt file; or read World\\Maps\\<map>\\<map>_<col>_<row>.adt from --data.
     """
-    from wowgrass.tiles import tile_summary
+    from wowgrass.game.tiles import tile_summary
 
     tile, raw, source = loaded
     summary = {"source": source, **tile_summary(tile, raw)}
@@ -156,7 +156,7 @@ def _echo_modf(mf: dict) -> None:
 def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, overrides, as_json):
     """Draw a tile as an image, north up and east to the right."""
     from wowgrass.fileio import image_format, write_image
-    from wowgrass.tiles import grass_image, image_legend, legend_strip, tile_image
+    from wowgrass.game.tiles import grass_image, image_legend, legend_strip, tile_image
 
     tile, _raw, source = loaded
     out = output_path(output)
@@ -192,16 +192,16 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
 def _place(tile, source, dbc_dir, placement, seed, overrides):
     """The tile's grass as the bake places it (tables from --data or --dbc)."""
 
-    from wowgrass.bake import load_catalog
-    from wowgrass.data import open_data
-    from wowgrass.placement import make_strategy
-    from wowgrass.tiles import tile_from_name
+    from wowgrass.grass.bake import load_catalog
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.placement import make_strategy
+    from wowgrass.game.tiles import tile_from_name
 
     data_dir = source.get("data_dir")
     if data_dir and dbc_dir:
         raise UsageError("give --data or --dbc, not both")
     if not data_dir and not dbc_dir:   # the sample world's, or tables beside or above the file
-        from wowgrass.bake import tables_for
+        from wowgrass.grass.bake import tables_for
 
         data_dir, dbc_dir = tables_for(Path(source["file"]))
     map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]

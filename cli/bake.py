@@ -29,7 +29,7 @@ BUILDS = ("1.12", "2.4.3", "3.3.5")
 
 
 def _open(data_path, build):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
 
     return open_data(data_path, build=build)
 
@@ -98,11 +98,11 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         else:
             writable_cache_dir()  # the cache is this command's output: a read-only one is an error
         if not data_path and not dbc_dir:
-            from wowgrass.bake import tables_for
+            from wowgrass.grass.bake import tables_for
 
             data_path, dbc_dir = tables_for(adt)
         data = _open(data_path, build) if data_path else None
-        from wowgrass.bake import bake_file
+        from wowgrass.grass.bake import bake_file
 
         try:
             res = bake_file(adt, data=data, dbc_dir=dbc_dir, build=build, map_name=map_name, placement=placement,
@@ -125,8 +125,8 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError("--big-alpha/--small-alpha is for one ADT file; a map's WDT says which")
     if tiles and all_tiles:
         raise UsageError("give --tile or --all, not both")
-    from wowgrass.bake import bake_map, default_data
-    from wowgrass.maps import choose_map, map_tiles
+    from wowgrass.grass.bake import bake_map, default_data
+    from wowgrass.game.maps import choose_map, map_tiles
 
     writable_cache_dir()
     if data_path is None:
@@ -208,7 +208,7 @@ def bundle():
 @json_option
 def info(file, as_json):
     """Instances per model, per-cell statistics, bytes per instance and provenance of a bundle."""
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
 
     with read_bundle(file) as b:
         s = b.stats()
@@ -258,7 +258,7 @@ def export_rows(files, fmt, output):
 
 def write_rows(files, fmt, output) -> int:
     """Rows of ``files`` (bundle paths) to ``output`` or stdout as ``fmt``; returns the row count."""
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
     from wowgrass.export.placements import bundle_rows, rows_csv, rows_json
 
     if output is not None:

@@ -34,7 +34,7 @@ class GameOrDiskFiles:
     when given, else from the disk, game paths found by base name beside the file (any case)."""
 
     def __init__(self, file: str, data_path):
-        from wowgrass.data import open_data
+        from wowgrass.game.data import open_data
         from wowgrass.errors import GameFileNotFound
 
         self.data = open_data(data_path) if data_path else None
@@ -61,12 +61,12 @@ class PlacementChoice(click.Choice):
     """``coverage`` or ``client``; the old name ``seed`` is still accepted (with a note on stderr)."""
 
     def __init__(self):
-        from wowgrass.placement import STRATEGIES
+        from wowgrass.grass.placement import STRATEGIES
 
         super().__init__(list(STRATEGIES))
 
     def convert(self, value, param, ctx):
-        from wowgrass.placement import STRATEGY_ALIASES
+        from wowgrass.grass.placement import STRATEGY_ALIASES
 
         if value in STRATEGY_ALIASES:
             new = STRATEGY_ALIASES[value]
@@ -99,7 +99,7 @@ def parse_tiles(values) -> list | None:
     """``--tile`` values -> [((c0, c1), (r0, r1)), ...] (None when none were given)."""
     if not values:
         return None
-    from wowgrass.bake import parse_tile_ranges
+    from wowgrass.grass.bake import parse_tile_ranges
 
     return [parse_tile_ranges(v) for v in values]
 
@@ -168,10 +168,10 @@ def constants_options(f):
 
 
 def placement_constants(seed: int, overrides):
-    """The :class:`~wowgrass.placement.PlacementConstants` that ``--seed`` and ``-C`` ask for (None: defaults)."""
+    """The :class:`~wowgrass.grass.placement.PlacementConstants` that ``--seed`` and ``-C`` ask for (None: defaults)."""
     if not seed and not overrides:
         return None
-    from wowgrass.placement import PlacementConstants
+    from wowgrass.grass.placement import PlacementConstants
 
     return PlacementConstants(seed=seed).with_overrides(overrides)
 

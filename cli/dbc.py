@@ -51,7 +51,7 @@ def _open_mpq(path):
 
 
 def _open_data(path):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
 
     return open_data(path)
 
@@ -131,7 +131,7 @@ def info_report(src: Source, build=None, lenient=False) -> dict:
     """Everything `dbc info` shows, as plain data."""
     import numpy as np
 
-    from wowgrass.effects import density_stats, empty_slot_mask, resolve_model
+    from wowgrass.game.effects import density_stats, empty_slot_mask, resolve_model
     from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE
 
     f, det = _typed(src, build, lenient)
@@ -240,7 +240,7 @@ def info(source, table, mpq_path, data_path, build, lenient, as_json):
 
 # ---------------------------------------------------------------------------------------- show
 def show_report(src: Source, record_id: int, build=None, lenient=False) -> dict:
-    from wowgrass.effects import GroundEffectCatalog, resolve_model
+    from wowgrass.game.effects import GroundEffectCatalog, resolve_model
     from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE
 
     f, det = _typed(src, build, lenient)

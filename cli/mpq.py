@@ -33,14 +33,14 @@ class _Source:
                                  f"loose files, give --data {archive})")
             data_path, archive = archive, None
         self.label = archive or data_path
-        from wowgrass.data import LOCALES
+        from wowgrass.game.data import LOCALES
 
         if locale is not None and locale not in LOCALES:
             raise UsageError(f"--locale {locale}: not a client locale ({', '.join(LOCALES)})")
         self.lcid = LOCALES.get(locale) if locale else None
         extra = _listfile_names(listfiles)
         if data_path:
-            from wowgrass.data import open_data
+            from wowgrass.game.data import open_data
 
             self.data = open_data(data_path, locale=locale)
             self.mpq = None

@@ -55,11 +55,11 @@ def maps(wdt, data_path, list_tiles, as_json):
             click.echo(_tile_lines(tiles, "  "))
         return
 
-    from wowgrass.data import open_data
-    from wowgrass.maps import list_maps, map_tiles
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import list_maps, map_tiles
 
     if data_path is None:
-        from wowgrass.bake import default_data
+        from wowgrass.grass.bake import default_data
 
         data_path = default_data()[0]
     out = []
@@ -220,11 +220,11 @@ def _window():
 
 def _data(data_path):
     def check():
-        from wowgrass.bake import load_catalog
-        from wowgrass.data import open_data
-        from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH
+        from wowgrass.grass.bake import load_catalog
+        from wowgrass.game.data import open_data
+        from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
         from wowgrass.errors import WowgrassError
-        from wowgrass.maps import list_maps, map_tiles
+        from wowgrass.game.maps import list_maps, map_tiles
 
         if data_path is None:
             from wowgrass.samples import sample_root

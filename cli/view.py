@@ -50,7 +50,7 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
     file, or the sample world's for its own tiles. Returns (data, map, tiles, dbc, {game path: file})."""
     from pathlib import Path
 
-    from wowgrass.tiles import adt_game_path, tile_from_name
+    from wowgrass.game.tiles import adt_game_path, tile_from_name
 
     if data_path:
         raise UsageError(f"give {source} or --data, not both")
@@ -59,13 +59,13 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
         return source, map_name, tiles, dbc_dir, None
     name, tile = tile_from_name(path)
     if tile is None:
-        from wowgrass.tiles import read_adt
+        from wowgrass.game.tiles import read_adt
 
         t = read_adt(path.read_bytes(), str(path))
         tile = (t.col, t.row)
     map_name = map_name or name
     if not dbc_dir:
-        from wowgrass.bake import tables_for
+        from wowgrass.grass.bake import tables_for
 
         data, dbc_dir = tables_for(path)
         if data is not None:   # the sample world's tile
@@ -218,7 +218,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         raise UsageError("--look, --placement and -C are for game data, not --procedural")
     constants = None
     if overrides:
-        from wowgrass.placement import PlacementConstants
+        from wowgrass.grass.placement import PlacementConstants
 
         constants = PlacementConstants().with_overrides(overrides)
     opts = ViewOptions(

@@ -83,7 +83,7 @@ def texture_110(rows=TEXTURE_112_ROWS) -> bytes:
 
 
 class FakeData:
-    """Stand-in for wowgrass.data.GameData: case-insensitive dict of path → bytes."""
+    """Stand-in for wowgrass.game.data.GameData: case-insensitive dict of path → bytes."""
 
     def __init__(self, files: dict[str, bytes], build: str | None = None):
         self.files = {k.replace("/", "\\").lower(): v for k, v in files.items()}

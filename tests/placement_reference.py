@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from wowgrass.placement import UNIT, PlacementConstants
+from wowgrass.grass.placement import UNIT, PlacementConstants
 
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15

@@ -110,7 +110,7 @@ def test_mask_image_marks_masked_cells_and_holes(adt_file, tmp_path, tile):
     centres = img[4::8, 4::8]
     red = (centres[..., 0] > centres[..., 1] + 60)
     black = centres.sum(axis=-1) == 0
-    from wowgrass.tiles import tile_grid
+    from wowgrass.game.tiles import tile_grid
 
     holes = tile_grid(tile, tile.hole_cells())
     masked = tile_grid(tile, tile.no_effect_doodad) & ~holes
@@ -183,7 +183,7 @@ def test_height_image_is_a_terrain_ramp_with_a_legend_in_yards(realdata, tmp_pat
 
 @pytest.mark.realdata
 def test_height_image_is_blue_only_below_sea_level(realdata, tmp_path):
-    from wowgrass.tiles import load_tile
+    from wowgrass.game.tiles import load_tile
 
     adt = realdata / "adt" / "continent4229.adt"      # -515 .. 263 yd: a coast
     out = tmp_path / "c.png"
@@ -191,7 +191,7 @@ def test_height_image_is_blue_only_below_sea_level(realdata, tmp_path):
     assert r.exit_code == 0, r.output
     img = np.asarray(Image.open(out))
     t = load_tile(adt)[0]
-    from wowgrass.tiles import height_picture_z
+    from wowgrass.game.tiles import height_picture_z
 
     z = height_picture_z(t, 128)
     blue = _blueish(img)

@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 from wowgrass.cli.main import cli
 
-from wowgrass import bundle as B
-from wowgrass.bake import bake_file, bake_map, bake_tile, load_catalog, map_tiles, parse_tile_ranges
-from wowgrass.data import open_data
+from wowgrass.grass import bundle as B
+from wowgrass.grass.bake import bake_file, bake_map, bake_tile, load_catalog, map_tiles, parse_tile_ranges
+from wowgrass.game.data import open_data
 from wowgrass.errors import UsageError
-from wowgrass.placement import PlacementConstants
+from wowgrass.grass.placement import PlacementConstants
 from wowgrass.samples import MAP_NAME, build_sample_world
-from wowgrass.tiles import adt_game_path
+from wowgrass.game.tiles import adt_game_path
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ KILL = """
 import os, signal, sys
 os.environ["WOWGRASS_CACHE"] = sys.argv[1]
 import wowgrass.fileio as fileio
-from wowgrass.bake import bake_file
+from wowgrass.grass.bake import bake_file
 def die(*a, **k):
     os.kill(os.getpid(), signal.SIGKILL)
 if sys.argv[4] == "rename":
@@ -292,7 +292,7 @@ def test_cli_without_data_uses_the_sample_world(cache):
 
 
 def test_stale_temporaries_are_swept(world, cache):
-    from wowgrass.bake import sweep_temporaries
+    from wowgrass.grass.bake import sweep_temporaries
 
     folder = cache / "bundles" / MAP_NAME
     folder.mkdir(parents=True)
@@ -317,7 +317,7 @@ def test_cli_loose_adt_without_data_uses_the_sample_tables(world, cache):
 BAKE = """
 import os, sys
 os.environ["WOWGRASS_CACHE"] = sys.argv[1]
-from wowgrass.bake import bake_file
+from wowgrass.grass.bake import bake_file
 r = bake_file(sys.argv[2], dbc_dir=sys.argv[3])
 print(r.path)
 """

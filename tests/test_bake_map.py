@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from wowgrass.bake import ModelTable, bake_map, bake_tile, chunk_size, load_catalog, map_tiles
-from wowgrass.data import open_data
+from wowgrass.grass.bake import ModelTable, bake_map, bake_tile, chunk_size, load_catalog, map_tiles
+from wowgrass.game.data import open_data
 from wowgrass.formats.mpq import MpqArchive, write_mpq
 from wowgrass.samples import MAP_NAME, build_sample_world
-from wowgrass.tiles import adt_game_path
+from wowgrass.game.tiles import adt_game_path
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_chunk_size_keeps_workers_busy_to_the_end():
 
 
 def test_map_bake_replaces_older_bundles_of_each_tile(world, tmp_path, monkeypatch):
-    from wowgrass.placement import PlacementConstants
+    from wowgrass.grass.placement import PlacementConstants
 
     monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "c"))
     tiles = world["tiles"][:3]

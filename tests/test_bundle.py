@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from wowgrass import bundle as B
+from wowgrass.grass import bundle as B
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 
 PROV = {"format": "wowgrass-bundle", "map": "Test", "tile": [3, 4], "placement": "coverage", "constants": {"a": 1}}

@@ -500,7 +500,7 @@ def test_missing_grass_models_are_stand_ins_in_view_and_export_alike(realdata, t
 
 
 def test_doctor_wants_tables_and_wdts_that_parse(world, tmp_path):
-    from wowgrass.maps import map_tiles  # noqa: F401  (the data check reads each map's WDT)
+    from wowgrass.game.maps import map_tiles  # noqa: F401  (the data check reads each map's WDT)
 
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     extract = tmp_path / "x"

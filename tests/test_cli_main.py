@@ -42,5 +42,5 @@ def test_log_warnings_read_as_the_commands_own_lines():
     fmt = _LogFormat()
     warn = logging.LogRecord("wowgrass.paths", logging.WARNING, __file__, 1, "cannot write %s: read-only", ("/c",), None)
     assert fmt.format(warn) == "warning: cannot write /c: read-only"
-    info = logging.LogRecord("wowgrass.data", logging.INFO, __file__, 1, "reading %s", ("x.mpq",), None)
-    assert fmt.format(info) == "info wowgrass.data: reading x.mpq"
+    info = logging.LogRecord("wowgrass.game.data", logging.INFO, __file__, 1, "reading %s", ("x.mpq",), None)
+    assert fmt.format(info) == "info wowgrass.game.data: reading x.mpq"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wowgrass.bundle import pack_instances
+from wowgrass.grass.bundle import pack_instances
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
 from wowgrass.render.constants import CLIENT_DRAW_DISTANCE, TILE_SIZE, GrassSettings
 from wowgrass.render.world.client_look import EXTRA_DTYPE, model_flags, tuft_extras, white_extras
@@ -243,7 +243,7 @@ def test_view_look_client_bakes_the_client_placement_with_its_constants(tmp_path
 
     from click.testing import CliRunner
 
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
     from wowgrass.cli.main import cli
 
     out = tmp_path / "client.png"

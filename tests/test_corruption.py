@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wowgrass import bundle as B
-from wowgrass import grid_tiles as G
-from wowgrass.data import open_data
+from wowgrass.grass import bundle as B
+from wowgrass.grass import grid_tiles as G
+from wowgrass.game.data import open_data
 from wowgrass.render.world.game_tiles import GameSource
 from wowgrass.samples import MAP_NAME, build_sample_world
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wowgrass.data import GameData, archive_order, detect_build, open_data
+from wowgrass.game.data import GameData, archive_order, detect_build, open_data
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.mpq import write_mpq_file
 

@@ -173,8 +173,8 @@ def test_cli_text_mentions_the_coverage_caps(sources):
 
 @pytest.mark.parametrize("build", ["1.12", "3.3.5"])
 def test_catalog_from_a_real_data_folder(sources, build):
-    from wowgrass.data import open_data
-    from wowgrass.effects import GroundEffectCatalog
+    from wowgrass.game.data import open_data
+    from wowgrass.game.effects import GroundEffectCatalog
 
     cat = GroundEffectCatalog.from_data(open_data(sources[build]["data"]))
     assert cat.build == build and len(cat) == FACTS[(build, "GroundEffectTexture")]["records"]

@@ -16,7 +16,7 @@ from dbc_builders import (
     texture_112,
     texture_335,
 )
-from wowgrass.effects import (
+from wowgrass.game.effects import (
     DOODAD_PATH,
     TEXTURE_PATH,
     GroundEffectCatalog,

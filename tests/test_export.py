@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from wowgrass.cli.main import cli
 
-from wowgrass.bundle import read_bundle, unpack_instances
+from wowgrass.grass.bundle import read_bundle, unpack_instances
 from wowgrass.export.gltf import matrices_to_trs, rotation_quaternions, to_gltf, yaw_quaternions
 from wowgrass.samples import MAP_NAME, build_sample_world
 
@@ -235,11 +235,11 @@ def test_blender_imports_an_exported_tile(world, tmp_path):
 def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, monkeypatch):
     import csv
 
-    from wowgrass.bake import load_catalog
-    from wowgrass.data import open_data
+    from wowgrass.grass.bake import load_catalog
+    from wowgrass.game.data import open_data
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.placement import make_strategy
-    from wowgrass.tiles import adt_game_path
+    from wowgrass.grass.placement import make_strategy
+    from wowgrass.game.tiles import adt_game_path
 
     monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
     csv_out, json_out = tmp_path / "rows.csv", tmp_path / "rows.json"

@@ -39,7 +39,7 @@ def test_water_meshes_named_for_their_liquid_type(sample_glb):
     from wowgrass.formats.adt import AdtTile
     from wowgrass.formats.liquid import tile_liquid
     from wowgrass.samples import adt_path, sample_data_path
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
 
     out, s = sample_glb
     doc = pygltflib.GLTF2().load_binary(str(out))

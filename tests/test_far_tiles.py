@@ -129,8 +129,8 @@ def _switch_views(ctx, size=(320, 180), fov=10.0, up=150.0):
     reach: a far tile), looking at its middle with a field of view that gives its pixels the size
     they have at 1920x1080 with 60 degrees (0.8 units at 810). Returns the frame drawn with it far,
     then with it complete, and the LOD pass's choices each time."""
-    from wowgrass.bake import default_data
-    from wowgrass.data import open_data
+    from wowgrass.grass.bake import default_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.camera import Camera
     from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
     from wowgrass.render.gl.context import create_offscreen_target

@@ -1,4 +1,4 @@
-"""The camera-grid path's per-tile data (wowgrass.grid_tiles): lattice ownership, control texture, height
+"""The camera-grid path's per-tile data (wowgrass.grass.grid_tiles): lattice ownership, control texture, height
 atlas and their cache file. Pure numpy; the GL side is tests/test_grid_render.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from wowgrass.grid_tiles import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
+from wowgrass.grass.grid_tiles import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
                            chunk_of_cells, fan_heights, grid_path_for, instance_cells, load_grid_tile,
                            owner_cells, read_grid_tile, tile_slots, write_grid_tile)
 from wowgrass.render.world.synthetic import random_instances, synthetic_tile, tile_origin
@@ -120,7 +120,7 @@ def test_an_instance_rounded_over_a_cell_edge_counts_where_it_was_placed():
                     [edge + 0.004, y0 - 1.2, 0.0],  # row 9 by 0.004 units
                     [edge + 1.0, y0 - 1.0, 0.0],    # row 9
                     [edge + 2.0, y0 - 1.0, 0.0]])   # row 9
-    from wowgrass.bundle import pack_instances
+    from wowgrass.grass.bundle import pack_instances
 
     grass = {"a.m2": pack_instances(pos[[0, 1, 3, 4]], 0.0, 1.0), "b.m2": pack_instances(pos[[2, 5]], 0.0, 1.0)}
     a, b = instance_cells(COL, ROW, grass, ["a.m2", "b.m2"])
@@ -201,7 +201,7 @@ def test_blades_of_a_model_the_table_lacks_are_refused(tile_and_grass, tmp_path)
     """A control texel counting blades of model 0 in a file whose model table is empty."""
     import struct
 
-    from wowgrass.grid_tiles import HEADER_SIZE, file_checksum, grid_tile_bytes
+    from wowgrass.grass.grid_tiles import HEADER_SIZE, file_checksum, grid_tile_bytes
 
     adt, _grass = tile_and_grass
     tile = build_grid_tile(adt, {}, provenance={"bundle_key": "0" * 64})

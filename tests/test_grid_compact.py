@@ -21,7 +21,7 @@ SIZE = (256, 144)
 def sample_grid(ctx):
     if ctx.version_code < 430:
         pytest.skip("no OpenGL 4.3 here: no compute compaction")
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.samples import MAP_NAME, sample_data_path
 
@@ -176,7 +176,7 @@ def test_without_compute_the_grid_falls_back_to_the_full_draw(ctx):
     """GL < 4.3 (no compute shaders): GridGrass draws the reference's literal path."""
     from test_grid_render import synthetic
 
-    from wowgrass.grid_tiles import build_grid_tile
+    from wowgrass.grass.grid_tiles import build_grid_tile
     from wowgrass.render.sources.grass_grid import GridGrass
     from wowgrass.render.gl.programs import make_programs
 

@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.gl
 
 from wowgrass.formats.adt import TILE_SIZE  # noqa: E402
-from wowgrass.grid_tiles import build_grid_tile, chunk_of_cells, fan_heights, instance_cells, owner_cells  # noqa: E402
+from wowgrass.grass.grid_tiles import build_grid_tile, chunk_of_cells, fan_heights, instance_cells, owner_cells  # noqa: E402
 from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES  # noqa: E402
 from wowgrass.render.world.synthetic import random_instances, synthetic_tile, tile_origin  # noqa: E402
 
@@ -177,9 +177,9 @@ def test_no_blade_where_the_control_texture_says_none(ctx):
     # by the coverage strategy, its bundle's instances as the control's input
     from placement_fakes import random_tile, std_catalog
 
-    from wowgrass.bundle import pack_instances
+    from wowgrass.grass.bundle import pack_instances
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.placement import CoveragePlacement
+    from wowgrass.grass.placement import CoveragePlacement
 
     fake, cat = random_tile(seed=4, col=36, row=29), std_catalog(has_weights=True)
     adt = AdtTile.from_arrays(fake.col, fake.row, heights=fake.heights, base_heights=fake.positions[:, 2],
@@ -217,8 +217,8 @@ def test_counts_per_chunk_and_model_match_the_bundle_synthetic(ctx):
 
 
 def _bundle_grass(raw, catalog, map_name, **kw):
-    from wowgrass.bake import bake_tile
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bake import bake_tile
+    from wowgrass.grass.bundle import read_bundle
     from wowgrass.formats.adt import AdtTile
 
     adt = AdtTile.from_bytes(raw, **kw)
@@ -228,7 +228,7 @@ def _bundle_grass(raw, catalog, map_name, **kw):
 
 
 def test_counts_per_chunk_and_model_match_the_bundle_sample_world(ctx):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.world.game_tiles import GameSource
     from wowgrass.samples import MAP_NAME, sample_data_path
 
@@ -243,7 +243,7 @@ def test_counts_per_chunk_and_model_match_the_bundle_sample_world(ctx):
 
 
 def test_counts_per_chunk_and_model_match_the_bundle_real_tiles(ctx, realdata):
-    from wowgrass.bake import load_catalog
+    from wowgrass.grass.bake import load_catalog
 
     for name, dbc, map_name in (("continent4229.adt", "3.3.5", "Continent"), ("Azeroth_38_46.adt", "1.12", "Azeroth")):
         catalog = load_catalog(dbc_dir=realdata / "dbc" / dbc)

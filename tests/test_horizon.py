@@ -101,7 +101,7 @@ def test_the_horizon_draws_where_no_adt_terrain_is_and_nowhere_else(ctx):
 
 
 def test_a_map_without_a_wdl_has_no_horizon_and_a_damaged_one_is_said_and_skipped(tmp_path):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.app import ViewOptions, open_horizon
     from wowgrass.samples import sample_data_path, wdl_path
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from wowgrass import bundle as B
+from wowgrass.grass import bundle as B
 from wowgrass.samples import build_sample_world
 
 #: ``python -c RUNNER FAULT ARGS...``: the CLI with a kill injected inside the writer.

@@ -34,3 +34,24 @@ def test_every_module_is_installed():
     listed = set(re.findall(r'"([\w.]+)"', re.search(r"^packages = \[(.*?)\]", text, re.M | re.S).group(1)))
     packages = {m for m, p in project_modules().items() if Path(p).name == "__init__.py"}
     assert packages <= listed, sorted(packages - listed)
+
+
+def test_package_top_is_small():
+    # the package's top shows the pipeline in folders; only plumbing stays beside them
+    top = sorted(p.name for p in (ROOT / "wowgrass").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= 6, top
+    folders = {p.name for p in (ROOT / "wowgrass").iterdir() if (p / "__init__.py").exists()}
+    assert {"formats", "game", "grass", "edit", "render", "export", "samples"} <= folders, sorted(folders)
+
+
+def test_lower_layers_do_not_import_upper_ones():
+    # formats know nothing of the game's meaning; the game knows nothing of grass; neither renders
+    order = ["formats", "game", "grass"]
+    graph = import_graph()
+    for module, imported in graph.items():
+        parts = module.split(".")
+        if len(parts) < 3 or parts[0] != "wowgrass" or parts[1] not in order:
+            continue
+        above = order[order.index(parts[1]) + 1:] + ["render", "export", "edit", "cli"]
+        bad = sorted(i for i in imported if i.split(".")[1:2] and i.split(".")[1] in above)
+        assert not bad, (module, bad)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
-from wowgrass.data import open_data
+from wowgrass.game.data import open_data
 from wowgrass.samples import MAP_NAME, build_sample_world
 
 TILES = [[31, 32], [32, 32]]   # the (2, 1) sample world's tiles
@@ -54,7 +54,7 @@ def _map_dir(root):
 
 
 def test_sample_world_has_a_map_table(vanilla):
-    from wowgrass.maps import map_directories
+    from wowgrass.game.maps import map_directories
 
     with open_data(vanilla) as data:
         assert not any(n.lower().startswith("world\\maps\\") for n in data.list())   # no listfile names them

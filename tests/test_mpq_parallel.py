@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
-from wowgrass.data import open_data
+from wowgrass.game.data import open_data
 from wowgrass.errors import ChecksumError, FormatError, GameFileNotFound
 from wowgrass.formats import mpq
 from wowgrass.formats.mpq import MpqArchive, write_mpq, write_mpq_file

@@ -14,7 +14,7 @@ from placement_fakes import make_catalog, make_tile, random_tile, std_catalog
 from placement_reference import (ClientRandom, as_client_rows, as_rows, bag_reference, client_reference,
                                  coverage_reference)
 
-from wowgrass.placement import (
+from wowgrass.grass.placement import (
     CLIENT_NOISE,
     UNIT,
     ClientPlacement,
@@ -218,7 +218,7 @@ def test_same_result_in_another_process():
     code = (
         "import sys, hashlib; sys.path.insert(0, sys.argv[1])\n"
         "from placement_fakes import random_tile, std_catalog\n"
-        "from wowgrass.placement import CoveragePlacement\n"
+        "from wowgrass.grass.placement import CoveragePlacement\n"
         "i = CoveragePlacement().place(random_tile(seed=5), std_catalog(True), map_name='Proc')\n"
         "print(hashlib.sha256(i.pos.tobytes() + i.model.tobytes() + i.yaw.tobytes()).hexdigest())\n"
     )
@@ -235,7 +235,7 @@ def test_random_stream_matches_pure_python_splitmix():
 
     keys = chunk_keys("Azeroth", 38, 46)
     assert [int(k) for k in keys[:3]] == [chunk_key("Azeroth", 38, 46, i) for i in range(3)]
-    from wowgrass.placement import counters
+    from wowgrass.grass.placement import counters
 
     got = draw(keys[7], counters(np.arange(5), 3, 1))
     assert [int(x) for x in got] == [ref_draw(int(keys[7]), a, 3, 1) for a in range(5)]
@@ -282,7 +282,7 @@ def test_client_streams_are_the_sequential_generator():
     assert reals[5].tolist() == [rng.real() for _ in range(1000)]
     assert reals.min() >= -1 and reals.max() <= 1 and reals.dtype == np.float32
     # runs continued from a later draw, in rows of one length and end to end, give the same numbers
-    from wowgrass.placement import _client_stream
+    from wowgrass.grass.placement import _client_stream
 
     for counts in ([300] * 40, [1, 0, 900] + [2] * 37):
         flat, start = _client_stream(seeds, got[:, 99], 100, counts)
@@ -454,8 +454,8 @@ def test_client_slope_limit_only_for_weighted_builds():
 
 @pytest.mark.parametrize("build", ["1.12", "2.4.3", "3.3.5"])
 def test_client_vectorized_matches_reference_on_the_sample_world(build):
-    from wowgrass.bake import load_catalog, map_tiles
-    from wowgrass.data import open_data
+    from wowgrass.grass.bake import load_catalog, map_tiles
+    from wowgrass.game.data import open_data
     from wowgrass.formats.adt import AdtTile
     from wowgrass.samples import MAP_NAME, sample_data_path
 

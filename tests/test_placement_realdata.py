@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from placement_reference import as_client_rows, as_rows, client_reference, coverage_reference
 
-from wowgrass.bake import bake_file, load_catalog
-from wowgrass.bundle import read_bundle
+from wowgrass.grass.bake import bake_file, load_catalog
+from wowgrass.grass.bundle import read_bundle
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
-from wowgrass.placement import ClientPlacement, PlacementConstants, CoveragePlacement
+from wowgrass.grass.placement import ClientPlacement, PlacementConstants, CoveragePlacement
 
 
 @pytest.fixture(scope="module")

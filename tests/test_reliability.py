@@ -331,7 +331,7 @@ def test_obj_export_writes_each_triangle_once_with_the_first_opaque_batch(tmp_pa
 # ----------------------------------------------------------------------------------- bundle provenance
 def _bundle_with_provenance(tmp_path, text: str):
     """A valid, checksummed bundle whose provenance bytes are ``text`` (padded with spaces)."""
-    from wowgrass import bundle as B
+    from wowgrass.grass import bundle as B
 
     data = bytearray(B.bundle_bytes(model_index=np.zeros(2, np.int64), pos=np.zeros((2, 3)), yaw=np.zeros(2),
                                     scale=np.ones(2), models=[B.ModelInfo("a.m2", True)],
@@ -359,7 +359,7 @@ def _bundle_with_provenance(tmp_path, text: str):
     "[" * 200 + "]" * 200,
 ])
 def test_bundle_provenance_of_the_wrong_shape_is_a_format_error(tmp_path, text):
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
 
     p = _bundle_with_provenance(tmp_path, text)
     with pytest.raises(FormatError) as err:
@@ -369,7 +369,7 @@ def test_bundle_provenance_of_the_wrong_shape_is_a_format_error(tmp_path, text):
 
 
 def test_bundle_provenance_of_the_right_shape_reads(tmp_path):
-    from wowgrass.bundle import read_bundle
+    from wowgrass.grass.bundle import read_bundle
 
     p = _bundle_with_provenance(tmp_path, '{"map": "Azeroth", "tile": [1, 2], "constants": {"a": 1.5}, "x": null}')
     with read_bundle(p) as b:

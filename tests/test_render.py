@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.gl
 
-from wowgrass.bundle import pack_instances  # noqa: E402
+from wowgrass.grass.bundle import pack_instances  # noqa: E402
 from wowgrass.render.constants import (  # noqa: E402
     DRAW_DISTANCE, ROOT_FRACTION, TILE_SIZE, WIND_AMPLITUDE, WIND_PHASE_X, WIND_PHASE_Y, WIND_SPEED,
     GrassSettings,

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from adt_build import generated_tile
-from wowgrass import bundle as B
-from wowgrass import grid_tiles as G
+from wowgrass.grass import bundle as B
+from wowgrass.grass import grid_tiles as G
 from wowgrass.formats import dbc as D
 from wowgrass.formats.adt import AdtTile, write_adt
 from wowgrass.formats.blp import read_blp, write_blp

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
-from wowgrass.data import open_data
+from wowgrass.game.data import open_data
 from wowgrass.formats.adt import AdtTile
 from wowgrass.formats.blp import read_blp
 from wowgrass.formats.dbc import read_table
@@ -167,7 +167,7 @@ def test_reference_figure_is_placed_and_human_sized(worlds):
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_ground_effects_resolve_to_grass_models(worlds, build):
-    from wowgrass.effects import GroundEffectCatalog
+    from wowgrass.game.effects import GroundEffectCatalog
 
     data = open_data(worlds[build][0])
     cat = GroundEffectCatalog.from_data(data, build=build)

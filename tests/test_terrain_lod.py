@@ -169,7 +169,7 @@ class _NoHoles:
 
 
 def _game_source(root, map_name):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.render.world.game_tiles import GameSource
 
     data = open_data(root)
@@ -186,7 +186,7 @@ WORLDS = {
 def world(request, tmp_path):
     """(tile source, data to close) for the two real tiles and the sample world."""
     if request.param == "sample":
-        from wowgrass.bake import default_data
+        from wowgrass.grass.bake import default_data
 
         root, map_name = default_data()
         data, src = _game_source(root, map_name)
@@ -342,7 +342,7 @@ def test_a_chunk_crossing_an_lod_band_changes_almost_no_pixels(ctx):
     more than 24 (|dR|+|dG|+|dB|) at 256x144. With geomorphing the chunk already has its coarser
     shape when it switches: at most 4 pixels change (the same as a 0.01 move that crosses no
     band); the same switches without geomorphing change up to ~20."""
-    from wowgrass.bake import default_data
+    from wowgrass.grass.bake import default_data
     from wowgrass.render.world.streaming import tiles_centre
 
     root, map_name = default_data()
@@ -482,7 +482,7 @@ def test_first_frame_does_not_look_down_a_road(ctx):
     behind: no 4-unit corridor 16..60 units ahead within 6 units of the view's centre line is bare
     (without the road rule the view looks down the road)."""
     from wowgrass.render.world.firstframe import choose_start
-    from wowgrass.bundle import INSTANCE_DTYPE
+    from wowgrass.grass.bundle import INSTANCE_DTYPE
     from wowgrass.render.world.synthetic import tile_origin
     from wowgrass.render.constants import TILE_SIZE
 

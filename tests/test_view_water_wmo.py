@@ -144,7 +144,7 @@ def _frustum_outside(planes, lo, hi):
 def test_gpu_culling_matches_a_cpu_reference(demo):
     """Many placements of the house around the camera: what the compute pass draws per view is
     exactly what a frustum test of their boxes on the CPU keeps."""
-    from wowgrass.mapobjects import placement_matrices, transformed_bounds, world_to_file
+    from wowgrass.game.mapobjects import placement_matrices, transformed_bounds, world_to_file
 
     sc, w = demo.scene, demo.scene.wmos
     if not w.gpu_cull:
@@ -229,7 +229,7 @@ def test_continent4229_ocean(ocean):
 # -- the meshes, without GL ----------------------------------------------------------------------
 def test_ocean_mesh_of_the_real_tile(realdata):
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.liquid_types import LiquidTypes
+    from wowgrass.game.liquid_types import LiquidTypes
     from wowgrass.render.world.liquid_tiles import adt_liquid_mesh
 
     t = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes(), "continent4229.adt")
@@ -244,7 +244,7 @@ def test_ocean_mesh_of_the_real_tile(realdata):
 
 def test_broken_liquid_keeps_the_tile():
     from wowgrass.formats.adt import AdtTile
-    from wowgrass.liquid_types import LiquidTypes
+    from wowgrass.game.liquid_types import LiquidTypes
     from wowgrass.render.world.liquid_tiles import adt_liquid_mesh
 
     t = AdtTile.from_arrays(30, 30, abs_heights=np.zeros((256, 145)))
@@ -255,7 +255,7 @@ def test_broken_liquid_keeps_the_tile():
 
 def test_house_basin_mesh_in_world_space():
     from wowgrass.formats.wmo import load_wmo
-    from wowgrass.mapobjects import placement_matrices
+    from wowgrass.game.mapobjects import placement_matrices
     from wowgrass.render.world.liquid_tiles import wmo_liquid_mesh
     from wowgrass.samples import building
 

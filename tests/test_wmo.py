@@ -12,7 +12,7 @@ import pytest
 from wowgrass.errors import FormatError, GameFileNotFound, TruncatedError, UnsupportedError
 from wowgrass.formats import wmo as W
 from wowgrass.formats.chunks import iter_chunks
-from wowgrass.mapobjects import (
+from wowgrass.game.mapobjects import (
     file_to_world, modf_bounds, modf_matrices, placement_matrices, transformed_bounds, wmo_doodads, world_to_file,
 )
 from wowgrass.samples import building

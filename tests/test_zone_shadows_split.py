@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wowgrass.bundle import pack_instances
+from wowgrass.grass.bundle import pack_instances
 from wowgrass.render.world.synthetic import SyntheticSource, tile_origin
 
 pytestmark = pytest.mark.gl

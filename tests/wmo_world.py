@@ -19,7 +19,7 @@ def inn_world(tmp_path, realdata, *, heading: float = 30.0, ground: float = GROU
     (root, world position of the inn)."""
     from wowgrass.formats.adt import MODF_DTYPE, AdtTile, write_adt
     from wowgrass.formats.wdt import WdtFile, write_wdt
-    from wowgrass.mapobjects import placement_matrices, transformed_bounds, world_to_file
+    from wowgrass.game.mapobjects import placement_matrices, transformed_bounds, world_to_file
     from wowgrass.formats.wmo import WmoRoot
 
     root = tmp_path / "Data"

@@ -2,7 +2,7 @@
 
 Inputs mirror ``wowgrass bake``: ADT files (tables from ``data`` or ``dbc_dir``, else beside or
 above the files), or ``data`` + map name + tile ranges (default: every tile of the map present,
-:mod:`wowgrass.maps`; tables from ``dbc_dir`` when given), or nothing at all (the sample world).
+:mod:`wowgrass.game.maps`; tables from ``dbc_dir`` when given), or nothing at all (the sample world).
 Bundles come from the cache when valid, else they are baked first.
 """
 
@@ -32,10 +32,10 @@ class ExportSource:
 
 def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ranges=None, build=None,
                placement="coverage", constants=None, force=False, on_tile=None) -> ExportSource:
-    from wowgrass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, tables_for
-    from wowgrass.data import open_data
-    from wowgrass.maps import choose_map, map_tiles
-    from wowgrass.tiles import adt_game_path, load_tile, read_adt, tile_from_name
+    from wowgrass.grass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, tables_for
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import choose_map, map_tiles
+    from wowgrass.game.tiles import adt_game_path, load_tile, read_adt, tile_from_name
 
     if adt_files:
         if ranges:

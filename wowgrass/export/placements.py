@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from wowgrass.bundle import unpack_instances
+from wowgrass.grass.bundle import unpack_instances
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
 
 COLUMNS = ("model", "x", "y", "z", "yaw", "scale", "tile_col", "tile_row", "chunk", "cell")
@@ -31,7 +31,7 @@ def chunk_cell(pos: np.ndarray, col: int, row: int) -> tuple[np.ndarray, np.ndar
 
 
 def bundle_rows(bundle) -> dict[str, np.ndarray]:
-    """Column arrays of every instance of an open :class:`~wowgrass.bundle.Bundle`, model by model."""
+    """Column arrays of every instance of an open :class:`~wowgrass.grass.bundle.Bundle`, model by model."""
     col, row = (int(v) for v in bundle.tile)
     counts = [len(m) for m in bundle.models]
     inst = bundle.instances()

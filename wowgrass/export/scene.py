@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from wowgrass.bundle import read_bundle, unpack_instances
+from wowgrass.grass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
 from wowgrass.render.world.game_tiles import m2_name
@@ -166,7 +166,7 @@ class _WorldObjects:
     """Each tile's water meshes and WMO placements (:mod:`.water`), WMOs shared across tiles."""
 
     def __init__(self, b, lib, read, origin, instancing):
-        from wowgrass.liquid_types import LiquidTypes
+        from wowgrass.game.liquid_types import LiquidTypes
 
         from .wmo_meshes import WmoLibrary
 

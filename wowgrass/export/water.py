@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 def _water_material(b, lib, types, type_id: int, kind: int, read) -> int:
-    from wowgrass.liquid_types import KIND_COLOURS, kind_name
+    from wowgrass.game.liquid_types import KIND_COLOURS, kind_name
 
     t = types.get(type_id)
     tex = None
@@ -63,7 +63,7 @@ def add_water(b, lib, tile_node: int, meshes: dict, types, origin, read) -> int:
 def tile_wmos(adt, read, cache: dict, seen: set, missing: set) -> list:
     """The tile's MODF placements not written yet: (path, Wmo, world matrix, doodad set, uid)."""
     from wowgrass.formats.wmo import load_wmo
-    from wowgrass.mapobjects import modf_placements
+    from wowgrass.game.mapobjects import modf_placements
 
     if not len(adt.modf) or read is None:
         return []
@@ -91,7 +91,7 @@ def tile_wmos(adt, read, cache: dict, seen: set, missing: set) -> list:
 
 def add_wmos(b, wlib, models, tile_node: int, placements: list, origin, instancing: str) -> dict:
     """Write a tile's WMO placements; returns counts (placements, doodads) and doodads missing."""
-    from wowgrass.mapobjects import wmo_doodads
+    from wowgrass.game.mapobjects import wmo_doodads
 
     out = {"placements": 0, "doodads": 0, "missing_doodads": set()}
     if not placements:

@@ -21,7 +21,7 @@ from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.wmo import (
     BLEND_ALPHA_KEY, BLEND_OPAQUE, NO_MATERIAL, MaterialFlags, Wmo, fixed_vertex_colours, load_wmo,
 )
-from wowgrass.mapobjects import wmo_doodads
+from wowgrass.game.mapobjects import wmo_doodads
 
 from .gltf import INSTANCING_MODES, GltfBuilder, MeshPart, Primitive, matrices_to_trs, to_gltf
 

@@ -27,7 +27,7 @@ Quirks:
   the group's groupLiquid and MOHD flag 0x4 (:func:`group_liquid_type`).
 
 Coordinates are the WMO's local space, X/Y/Z like the world (Z up); MODF places it
-(:mod:`wowgrass.mapobjects`). Sources: wowdev.wiki WMO; wowserhq/format ``mapobj``; noggit3
+(:mod:`wowgrass.game.mapobjects`). Sources: wowdev.wiki WMO; wowserhq/format ``mapobj``; noggit3
 ``WMO.cpp``, ``wmo_liquid.cpp``; pywowlib ``wmo_format_*``. Read, not copied.
 """
 

@@ -50,7 +50,7 @@ class ViewOptions:
     placeholders: bool = True  # draw grass models missing from the data as stand-in clumps (as export does)
     mcsh: bool = False  # darken the terrain where the ADT's baked MCSH shadow map is set
     lod_colors: bool = False  # colour the terrain by LOD level
-    grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grid_tiles)
+    grass_path: str = "instanced"  # "grid": the camera-grid path over control textures (wowgrass.grass.grid_tiles)
     grid_draw: str = "compact"  # the grid's draw: "compact" (compute compaction) or "full" (render/grid.py)
     wind: str = "classic"  # sway.glsl's wind option (constants.WIND_MODES), both grass paths
     wind_falloff: str = "smoothstep"  # constants.WIND_FALLOFFS
@@ -158,12 +158,12 @@ def check_look(opts: ViewOptions) -> None:
 
 def open_source(opts: ViewOptions):
     """The data source and a :class:`~wowgrass.render.world.game_tiles.GameSource` for ``opts``."""
-    from wowgrass.data import choose_map, open_data
+    from wowgrass.game.data import choose_map, open_data
 
     from .world.game_tiles import GameSource
 
     if opts.data is None:
-        from wowgrass.bake import default_data
+        from wowgrass.grass.bake import default_data
 
         root, sample_map = default_data()
         data = open_data(root, build=opts.build)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT  # noqa: F401 - world geometry (formats.md section 0)
-from wowgrass.grid_tiles import ANCHOR, GRID_HALF, GRID_SIDE, JITTER, SLOT_SPACING
+from wowgrass.grass.grid_tiles import ANCHOR, GRID_HALF, GRID_SIDE, JITTER, SLOT_SPACING
 
 # The grass reference's shared constants table (r_wowmap.h).
 WIND_PHASE_X = 0.917  # rad / world unit along X: adjacent blades 2.5 u apart differ by ~131 deg
@@ -70,7 +70,7 @@ SHADER_DEFINES = {
     "WOW_GRASS_GUST_STRENGTH": GUST_STRENGTH,
 }
 
-GRID_DEFINES = {  # the camera grid's (sources/grass_grid.py; the lattice: wowgrass.grid_tiles)
+GRID_DEFINES = {  # the camera grid's (sources/grass_grid.py; the lattice: wowgrass.grass.grid_tiles)
     "GRASS_GRID": True,
     "GRID_SIDE": GRID_SIDE,
     "GRID_HALF": GRID_HALF,

@@ -318,7 +318,7 @@ def building_files(build: str) -> dict[str, bytes]:
 def liquid_texture_files(build: str, kinds=("water",)) -> dict[str, bytes]:
     """The lake's 30 animation frames, under the names the build's client uses."""
     from wowgrass.formats.liquid import KIND_NAMES
-    from wowgrass.liquid_types import CLASSIC_TEXTURES
+    from wowgrass.game.liquid_types import CLASSIC_TEXTURES
 
     out = {}
     enc = "dxt5" if build == "3.3.5" else "dxt1"

@@ -14,7 +14,7 @@ import numpy as np
 
 from wowgrass.formats import liquid as L
 from wowgrass.formats.adt import MODF_DTYPE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from wowgrass.mapobjects import placement_matrices, transformed_bounds, world_to_file
+from wowgrass.game.mapobjects import placement_matrices, transformed_bounds, world_to_file
 
 HOUSE_UID = 7_000_001
 WATER_TYPE = 1                  # LiquidType "Water" in every build's table

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.effects import DETAIL_DIR
+from wowgrass.game.effects import DETAIL_DIR
 
 HUMAN_PATH = "Character\\Human\\Male\\HumanMale.m2"
 HUMAN_TEXTURE = "Character\\Human\\Male\\HumanMaleSkin00_00.blp"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.effects import DOODAD_PATH as DOODAD_DBC
-from wowgrass.effects import TEXTURE_PATH as TEXTURE_DBC
+from wowgrass.game.effects import DOODAD_PATH as DOODAD_DBC
+from wowgrass.game.effects import TEXTURE_PATH as TEXTURE_DBC
 from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, StringBlock, schema_for, write_dbc
 from wowgrass.samples.models import GRASS
 
@@ -109,7 +109,7 @@ LIQUID_TYPES = ((1, "Water", 0), (2, "Ocean", 1), (3, "Magma", 2), (4, "Slime", 
 def liquid_type(build: str) -> bytes:
     """LiquidType.dbc: 1.12/2.4.3 ``ID, Name, Type, SpellID``; 3.3.5 the 45-field layout with the
     type in its fourth column and the texture frames' pattern in ``Texture[0]``."""
-    from wowgrass.liquid_types import CLASSIC_TEXTURES
+    from wowgrass.game.liquid_types import CLASSIC_TEXTURES
 
     rows = np.zeros(len(LIQUID_TYPES), schema_for("LiquidType", build).dtype)
     sb = StringBlock()

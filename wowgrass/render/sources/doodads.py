@@ -4,7 +4,7 @@ resident tile's instances of it (the draws a frame makes do not grow with the re
 MDDF positions are not in world space: world ``X = ZEROPOINT - p[2]``, ``Y = ZEROPOINT - p[0]``,
 ``Z = p[1]`` (formats.md section 0); rotations are degrees about the file's (x, y, z) axes, where
 its y is up: with no tilt a turn of ``rot[1] + 180`` degrees about world Z, as the client places
-them (wowgrass.mapobjects); scale is ``u16 / 1024``. Models the data
+them (wowgrass.game.mapobjects); scale is ``u16 / 1024``. Models the data
 source lacks are skipped and reported by the scene.
 """
 
@@ -21,8 +21,8 @@ from . import DrawCounts, Source
 
 def mddf_matrices(mddf: np.ndarray) -> np.ndarray:
     """(n, 16) f4 column-major model matrices of MDDF records (world space, Z up), composed as the
-    client composes them (:func:`wowgrass.mapobjects.placement_matrices`, the same as MODF's)."""
-    from wowgrass.mapobjects import placement_matrices
+    client composes them (:func:`wowgrass.game.mapobjects.placement_matrices`, the same as MODF's)."""
+    from wowgrass.game.mapobjects import placement_matrices
 
     m = placement_matrices(mddf["position"], mddf["rotation"], mddf["scale"].astype(np.float64) / 1024.0)
     return np.ascontiguousarray(m.transpose(0, 2, 1), np.float32).reshape(-1, 16)

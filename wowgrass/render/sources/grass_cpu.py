@@ -1,6 +1,6 @@
 """Resident instanced grass: one static GL instance buffer per (tile, model), made once.
 
-The bundle's 16-byte instances (``wowgrass.bundle.INSTANCE_DTYPE``: ``pos 3f``, ``yaw u2``,
+The bundle's 16-byte instances (``wowgrass.grass.bundle.INSTANCE_DTYPE``: ``pos 3f``, ``yaw u2``,
 ``scale u2``) are uploaded as they are. The vertex shader reads them as one ``4u4/i`` attribute
 (layout ``"16p"``, the default: float bits of X, Y, Z and ``yaw | scale << 16``) or as
 ``3f 2u2/i`` (layout ``"16"``); the same bytes either way, and the same frame (a test checks it);
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; render only reads it
+from wowgrass.grass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; render only reads it
 
 from ..camera import BoxSet
 from ..constants import CHUNK_SIZE, ZEROPOINT, GrassSettings

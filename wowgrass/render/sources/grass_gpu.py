@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE
+from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..constants import GrassSettings
 from ..gl.memory import gpu_memory

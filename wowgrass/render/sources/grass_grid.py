@@ -1,7 +1,7 @@
 """The camera-grid grass source (``view --grass grid``): resident control and height textures, one
 draw per grass model over the camera-centred grid.
 
-Per tile, :class:`~wowgrass.grid_tiles.GridTile` (control texture + height atlas, built from the tile's
+Per tile, :class:`~wowgrass.grass.grid_tiles.GridTile` (control texture + height atlas, built from the tile's
 bundle and cached beside it) goes into one layer of two texture arrays; a 64 x 64 tile table maps
 a world tile to its layer, and a model table texture holds each model's z range and bounding
 sphere. Two ways to draw (``draw_mode``, docs/grid.md):
@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wowgrass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, SLOT_SPACING, GridTile
+from wowgrass.grass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, SLOT_SPACING, GridTile
 
 from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, TILE_SIZE, ZEROPOINT, GrassSettings
 from ..gl.memory import gpu_memory

@@ -5,7 +5,7 @@ buffer, drawn in one call per view after the opaque sources, blended by depth ov
 A tile's arrival appends its vertices and indices; a departure rewrites the buffers from the
 tiles left (a tile's liquid is kilobytes); buffers grow by doubling. Each kind's 30 texture
 frames go into one array texture (slices ``kind * 30 ..``) the first time a tile brings that
-kind; a kind without frames in the data is drawn in its colour (wowgrass.liquid_types.KIND_COLOURS).
+kind; a kind without frames in the data is drawn in its colour (wowgrass.game.liquid_types.KIND_COLOURS).
 The frame shown follows the scene time (one every 60 ms, as the client steps them). Liquids cast
 no shadow: the shadow pass draws nothing here.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.liquid_types import FRAME_SECONDS, FRAMES, KIND_COLOURS
+from wowgrass.game.liquid_types import FRAME_SECONDS, FRAMES, KIND_COLOURS
 
 from ..gl.memory import gpu_memory
 from ..gl.meshes import edge_indices

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE
+from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..constants import RingSettings
 

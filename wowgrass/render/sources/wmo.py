@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.mapobjects import transformed_bounds
+from wowgrass.game.mapobjects import transformed_bounds
 
 from ..gl.memory import gpu_memory
 from ..gl.meshes import CMD_DTYPE, edge_indices

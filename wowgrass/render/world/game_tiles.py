@@ -1,7 +1,7 @@
-"""Tile sources over game data: a :class:`~wowgrass.data.GameData` + map name -> tile payloads.
+"""Tile sources over game data: a :class:`~wowgrass.game.data.GameData` + map name -> tile payloads.
 
 :class:`GameSource` is what ``wowgrass view`` streams from. For each tile it reads the ADT, asks
-:func:`wowgrass.bake.bake_tile` for the tile's bundle (a cache hit when a valid bundle with the same
+:func:`wowgrass.grass.bake.bake_tile` for the tile's bundle (a cache hit when a valid bundle with the same
 provenance key exists, a bake otherwise; this runs on the scene's worker thread), reads the bundle's
 per-model instance arrays, decodes the MTEX textures (BLP) and turns the MDDF placements into
 model matrices. Models are read through the same data source (M2 + skin + first texture); models
@@ -34,8 +34,8 @@ def m2_name(path: str) -> str:
 class GameSource:
     def __init__(self, data, map_name: str, *, tiles=None, placement: str = "coverage", build: str | None = None,
                  dbc_dir=None, grass_path: str = "instanced", constants=None):
-        from wowgrass.bake import ModelTable, load_catalog
-        from wowgrass.maps import map_tiles
+        from wowgrass.grass.bake import ModelTable, load_catalog
+        from wowgrass.game.maps import map_tiles
 
         self.data, self.map = data, map_name
         self.name = f"{map_name} ({data.root})"
@@ -48,16 +48,16 @@ class GameSource:
         self.model_table = ModelTable(data.read)
         self._lock = threading.Lock()  # GameData and the model table are not promised to be thread-safe
         # the ADTs present: those the WDT lists that the data has, or without a WDT the ADT files
-        # (wowgrass.maps, as bake and export read a map); --tile selects among them
+        # (wowgrass.game.maps, as bake and export read a map); --tile selects among them
         mt = map_tiles(data, map_name, tiles)
         self.big_alpha = mt.big_alpha   # None without a WDT: each tile as it parses
         self.note = mt.note()
         listed = mt.tiles
         self.tiles = listed
         self.bakes: list = []  # BakeResult per loaded tile (cache hit or not)
-        self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grid_tiles)
+        self.grass_path = grass_path  # "grid": each tile also gets its control texture (wowgrass.grass.grid_tiles)
         self.grids: list = []  # (tile, control file, cache hit) per loaded tile, grid path only
-        from wowgrass.liquid_types import LiquidTypes
+        from wowgrass.game.liquid_types import LiquidTypes
 
         self.liquid_types = LiquidTypes.from_data(data, build or data.build)
         self._tile_set = set(self.tiles)
@@ -80,7 +80,7 @@ class GameSource:
             return None
 
     def _adt(self, col: int, row: int):
-        from wowgrass.tiles import adt_game_path, read_adt
+        from wowgrass.game.tiles import adt_game_path, read_adt
 
         name = adt_game_path(self.map, col, row)
         raw = self._read(name)
@@ -127,7 +127,7 @@ class GameSource:
             return None
         key = pattern.lower()
         if key not in self._frames:
-            from wowgrass.liquid_types import LiquidType
+            from wowgrass.game.liquid_types import LiquidType
 
             frames = []
             for path in LiquidType(0, "", 0, pattern).frame_paths():
@@ -169,7 +169,7 @@ class GameSource:
         if not len(adt.modf):
             return []
         from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
-        from wowgrass.mapobjects import modf_placements
+        from wowgrass.game.mapobjects import modf_placements
 
         p = modf_placements(adt)
         out, seen = [], set()
@@ -188,8 +188,8 @@ class GameSource:
         return out
 
     def load_tile(self, col: int, row: int) -> dict:
-        from wowgrass.bake import bake_tile
-        from wowgrass.bundle import read_bundle
+        from wowgrass.grass.bake import bake_tile
+        from wowgrass.grass.bundle import read_bundle
 
         name, raw, adt = self._adt(col, row)  # parsed once: bake and terrain share it
         with self._lock:
@@ -214,7 +214,7 @@ class GameSource:
                 doodads[m2_name(adt.models[k])] = mats[ids[ok] == k]
         wmos = self._wmos(col, row, adt)
         if wmos:
-            from wowgrass.mapobjects import wmo_doodads
+            from wowgrass.game.mapobjects import wmo_doodads
 
             for _name, model, matrix, dset in wmos:  # the WMOs' doodad sets: M2s like the MDDF ones
                 names, mats = wmo_doodads(model.root, matrix, dset)
@@ -229,7 +229,7 @@ class GameSource:
                    "wmo_models": {name: model for name, model, _x, _d in wmos},
                    **self._liquids(col, row, adt, [(model, matrix) for _n, model, matrix, _d in wmos])}
         if self.grass_path == "grid":
-            from wowgrass.grid_tiles import grid_path_for, load_grid_tile
+            from wowgrass.grass.grid_tiles import grid_path_for, load_grid_tile
 
             payload["grid"], hit = load_grid_tile(adt, grass, bundle_path=res.path, bundle_key=res.key)
             self.grids.append(((col, row), str(grid_path_for(res.path)), hit))
@@ -239,7 +239,7 @@ class GameSource:
         """The map's WDL (:class:`~wowgrass.formats.wdl.WdlFile`: every tile's low-resolution
         heights, the horizon), None when the data has none. A damaged one raises FormatError."""
         from wowgrass.formats.wdl import WdlFile
-        from wowgrass.tiles import wdt_game_path
+        from wowgrass.game.tiles import wdt_game_path
 
         path = wdt_game_path(self.map)[:-4] + ".wdl"
         if not self.data.exists(path):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE
+from wowgrass.grass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
 from wowgrass.formats.adt import AdtTile
 
@@ -279,7 +279,7 @@ class Scene:
         models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
         payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
         if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
-            from wowgrass.grid_tiles import build_grid_tile  # sources without a cache (synthetic ones)
+            from wowgrass.grass.grid_tiles import build_grid_tile  # sources without a cache (synthetic ones)
 
             payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
         return payload

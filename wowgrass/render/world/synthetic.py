@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.bundle import INSTANCE_DTYPE
+from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from ..gl.meshes import MeshData, crossed_quads

@@ -54,7 +54,7 @@ from typing import Protocol
 
 import numpy as np
 
-from wowgrass.effects import NO_EFFECT_IDS
+from wowgrass.game.effects import NO_EFFECT_IDS
 from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE as UNIT
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from wowgrass import bundle as B
+from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
+from wowgrass.grass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
     """The GroundEffectCatalog from a folder of loose .dbc files (``dbc_dir``), else from a data
     source; a loose folder without the tables (a map folder of an extracted client) takes them from
     the nearest folder above it that has them (see :func:`wowgrass.paths.tables_above`)."""
-    from wowgrass.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
+    from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 
     if dbc_dir is None and data is not None and not all(data.exists(p) for p in (TEXTURE_PATH, DOODAD_PATH)):
         if not getattr(data, "archives", None):
@@ -179,7 +179,7 @@ def bake_tile(
     viewer needs it too); the provenance still hashes ``adt_bytes``. ``folder``: the cache
     folder's listing, when many tiles are baked (see :class:`BundleFolder`).
     """
-    from wowgrass.tiles import read_adt
+    from wowgrass.game.tiles import read_adt
 
     models = models or ModelTable(None)
     t0 = time.perf_counter()
@@ -248,7 +248,7 @@ def sweep_temporaries(folder: Path, older_than: float = STALE_TEMP_SECONDS) -> i
     """Delete temporary bundle and grid files a killed process left in ``folder`` (its pid is gone,
     or the file is over ``older_than`` seconds old)."""
     from wowgrass.fileio import sweep_temporaries as sweep
-    from wowgrass.grid_tiles import SUFFIX as GRID_SUFFIX
+    from wowgrass.grass.grid_tiles import SUFFIX as GRID_SUFFIX
 
     return sum(sweep(folder, f".*{suffix}.*.tmp", older_than) for suffix in (B.SUFFIX, GRID_SUFFIX))
 
@@ -300,7 +300,7 @@ def bake_file(
 ) -> BakeResult:
     """Bake a loose ADT file; tables from ``data`` (a GameData) or ``dbc_dir``."""
     from wowgrass.formats.wdt import WdtFile
-    from wowgrass.tiles import sibling_wdt, tile_from_name, wdt_game_path
+    from wowgrass.game.tiles import sibling_wdt, tile_from_name, wdt_game_path
 
     path = Path(adt_file)
     raw = path.read_bytes()
@@ -339,8 +339,8 @@ def parse_tile_ranges(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
 
 def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], bool]:
     """(col, row) of the map's tiles present in ``data`` (those its WDT lists, or its ADT files
-    without a WDT; within ``ranges``), and the WDT's big-alpha flag (see :mod:`wowgrass.maps`)."""
-    from wowgrass.maps import map_tiles as tiles_of
+    without a WDT; within ``ranges``), and the WDT's big-alpha flag (see :mod:`wowgrass.game.maps`)."""
+    from wowgrass.game.maps import map_tiles as tiles_of
 
     mt = tiles_of(data, map_name, [ranges] if ranges is not None else None)
     return mt.tiles, mt.big_alpha
@@ -350,7 +350,7 @@ _WORKER: dict = {}
 
 
 def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None):
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
 
     data = open_data(data_root, build=build, threads=threads)
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
@@ -371,7 +371,7 @@ class TileFailure:
 def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]:
     """Bake a chunk of tiles with this process's data, catalogue and model table. The ADTs are
     read through ``read_many``, so the next ones decompress (on spare cores) while one is placed."""
-    from wowgrass.tiles import adt_game_path
+    from wowgrass.game.tiles import adt_game_path
 
     w = _WORKER
     names = [adt_game_path(w["map"], c, r) for c, r in tiles]
@@ -429,7 +429,7 @@ def bake_map(
     called in the parent after every tile, as chunks come back. Failures (a tile's ADT missing
     or corrupt) are returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
-    from wowgrass.data import open_data
+    from wowgrass.game.data import open_data
     from wowgrass.formats.mpq import default_threads, release_threads
 
     make_strategy(placement, constants)  # fail early on a bad name
@@ -493,7 +493,7 @@ def sample_tables_for(adt) -> Path:
     """The sample world's Data folder when ``adt`` is one of its tiles, else an error naming what is
     missing: a real ADT's grass needs its client's tables."""
     from wowgrass.samples import MAP_NAME
-    from wowgrass.tiles import tile_from_name
+    from wowgrass.game.tiles import tile_from_name
 
     name, _ = tile_from_name(Path(adt))
     if name.lower() != MAP_NAME.lower():
@@ -508,7 +508,7 @@ def tables_for(adt) -> tuple[Path | None, Path | None]:
     nearest folder above it that has them (an extracted client's DBFilesClient); else an error
     naming both options: a real ADT's grass needs its client's tables."""
     from wowgrass.samples import MAP_NAME
-    from wowgrass.tiles import tile_from_name
+    from wowgrass.game.tiles import tile_from_name
 
     path = Path(adt)
     name, _ = tile_from_name(path)

@@ -346,7 +346,7 @@ def write_bundle(path, *, durable: bool = True, **kwargs) -> Path:
 
 def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,
                            durable: bool = True) -> Path:
-    """Write a :class:`wowgrass.placement.Instances` (its ``models`` indexes ``models``)."""
+    """Write a :class:`wowgrass.grass.placement.Instances` (its ``models`` indexes ``models``)."""
     return write_bundle(
         path,
         durable=durable,

@@ -31,7 +31,7 @@ formula, either strategy) reaches the grid through the bundle, so no rule is wri
 **The height atlas** (257 x 257 float32 per tile) holds the tile's absolute MCVT heights: the
 129 x 129 outer vertices at even texels ``(2R, 2C)`` and the 128 x 128 cell centres at odd texels
 ``(2r+1, 2c+1)``; the vertex shader evaluates the same 4-triangle fan as the placement
-(:func:`wowgrass.placement.fan_surface`), so a blade's root sits on the terrain.
+(:func:`wowgrass.grass.placement.fan_surface`), so a blade's root sits on the terrain.
 
 Per-tile files (``.wgc``) are cached beside the bundles, keyed by the bundle's provenance key and
 :data:`GRID_VERSION`, with the bundle's header conventions (CRC-32 checksum, sha256 key, atomic
@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wowgrass.bundle import ALIGN, canonical_json, file_checksum, provenance_key
+from wowgrass.grass.bundle import ALIGN, canonical_json, file_checksum, provenance_key
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.fileio import write_atomic
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT

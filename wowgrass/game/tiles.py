@@ -18,7 +18,7 @@ from wowgrass.errors import UsageError
 from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
-from wowgrass.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
+from wowgrass.game.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
 from wowgrass.paths import find_file
 
 IMAGE_KINDS = ("height", "layers", "effects", "mask")
@@ -101,7 +101,7 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
     else:
         if data is None or not map_name or tile is None:
             raise UsageError("give an ADT FILE, or --data DIR with --map NAME and --tile COL,ROW")
-        from wowgrass.data import open_data
+        from wowgrass.game.data import open_data
 
         source = open_data(data) if not hasattr(data, "read") else data
         col, row = tile
@@ -125,8 +125,8 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
 def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
     """A JSON-able description of a tile (what ``wowgrass adt info`` prints)."""
     from wowgrass.formats.liquid import tile_liquid
-    from wowgrass.liquid_types import DEFAULT_NAMES
-    from wowgrass.mapobjects import modf_summary
+    from wowgrass.game.liquid_types import DEFAULT_NAMES
+    from wowgrass.game.mapobjects import modf_summary
 
     liquid = tile_liquid(t).summary(DEFAULT_NAMES)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
@@ -457,7 +457,7 @@ def write_tile_image(t: AdtTile, path, kind: str = "height", size: int = 1024) -
 def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, list[dict]]:
     """Where the grass was placed: one dot per instance, coloured by model, over the grey relief.
 
-    ``instances`` is a :class:`wowgrass.placement.Instances` of this tile. Returns the (size, size, 3)
+    ``instances`` is a :class:`wowgrass.grass.placement.Instances` of this tile. Returns the (size, size, 3)
     picture and its legend (one entry per model, with its instance count)."""
     if not 16 <= size <= 8192:
         raise UsageError(f"image size {size} outside 16..8192")

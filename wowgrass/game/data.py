@@ -274,15 +274,15 @@ class GameData:
 
 
 def list_maps(data, **kw) -> dict[str, dict]:
-    """Maps of a data source (see :func:`wowgrass.maps.list_maps`, where the rule lives)."""
-    from wowgrass.maps import list_maps as _list_maps
+    """Maps of a data source (see :func:`wowgrass.game.maps.list_maps`, where the rule lives)."""
+    from wowgrass.game.maps import list_maps as _list_maps
 
     return _list_maps(data, **kw)
 
 
 def choose_map(data, map_name: str | None, **kw) -> str:
-    """``map_name``, or the data source's only map (see :func:`wowgrass.maps.choose_map`)."""
-    from wowgrass.maps import choose_map as _choose_map
+    """``map_name``, or the data source's only map (see :func:`wowgrass.game.maps.choose_map`)."""
+    from wowgrass.game.maps import choose_map as _choose_map
 
     return _choose_map(data, map_name, **kw)
 
