@@ -70,6 +70,8 @@ class ViewOptions:
     meadow_settings: object = field(default=None, repr=False)  # procedural: a MeadowSettings (None: defaults)
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
     files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
+    clock: str | None = None  # "HH:MM": the light tables' light for that hour (docs/light.md); the
+    # client look takes them at 12:00 without it; otherwise None keeps the fixed sun
 
 
 
@@ -261,7 +263,34 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
                       wmos=opts.wmos, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe, horizon=opts.horizon)
-    return Viewer(target, scene, camera, toggles)
+    return Viewer(target, scene, camera, toggles, zone_light=open_zone_light(target, scene, src, opts))
+
+
+def open_zone_light(target, scene, src, opts: ViewOptions):
+    """The light tables' light for the view (``--clock``, or ``--look client`` at 12:00), or None:
+    the fixed sun (also, after a warning line, when the tables are missing, short or of another
+    build, or have no light for the map)."""
+    from wowgrass.errors import FormatError, UsageError as _Usage
+    from wowgrass.game.light import LightUnavailable, load_light_tables, parse_clock, resolve_map
+
+    if opts.clock is None and opts.look != "client":
+        return None
+    half = parse_clock(opts.clock if opts.clock is not None else "12:00")
+    say = opts.log or (lambda s: print(s, file=sys.stderr))
+    data = getattr(src, "data", None)
+    tables = load_light_tables(data, opts.dbc, warn=lambda m: say(f"warning: {m}"))
+    if tables is None:
+        return None
+    try:
+        map_id, _ = resolve_map(opts.dbc if opts.dbc is not None else data, src.map)
+        map_light = tables.map_light(map_id)
+    except (LightUnavailable, FormatError, _Usage) as exc:
+        say(f"warning: no light for map {src.map} ({exc}); keeping the fixed sun")
+        return None
+    from .sources.sky import SkyDome
+    from .viewer import ZoneLight
+
+    return ZoneLight(map_light, half, SkyDome(target.ctx, scene.programs))
 
 
 def trim_heap() -> None:
