@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note, text_console
+from wowgrass.cli.common import echo_json, json_option, note
 from wowgrass.errors import UsageError
 
 
@@ -76,22 +76,21 @@ def show(data_path, dbc_dir, map_name, at, clock, exact, as_json):
     if as_json:
         echo_json(result)
         return
-    con = text_console()
-    con.print(f"map {directory} (ID {map_id}) at ({pos[0]:.1f}, {pos[1]:.1f}, {pos[2]:.1f}), {clock_text(half)} "
+    click.echo(f"map {directory} (ID {map_id}) at ({pos[0]:.1f}, {pos[1]:.1f}, {pos[2]:.1f}), {clock_text(half)} "
               f"(half-minute {half}), build {tables.build}, {'exact' if exact else 'byte'} blending")
-    con.print("lights:")
+    click.echo("lights:")
     for li in result["lights"]:
         if li["global"]:
-            con.print(f"  Light {li['id']:>5}  global          params {li['params_id']:>5}  weight {li['weight']:.4f}")
+            click.echo(f"  Light {li['id']:>5}  global          params {li['params_id']:>5}  weight {li['weight']:.4f}")
         else:
-            con.print(f"  Light {li['id']:>5}  at {li['distance']:8.1f} yd (falloff {li['falloff'][0]:.1f}..."
+            click.echo(f"  Light {li['id']:>5}  at {li['distance']:8.1f} yd (falloff {li['falloff'][0]:.1f}..."
                       f"{li['falloff'][1]:.1f})  params {li['params_id']:>5}  weight {li['weight']:.4f}")
-    con.print("colours (0..255):")
+    click.echo("colours (0..255):")
     for name in COLOR_BANDS:
         r, g, b = result["colors"][name]
         hexv = f"#{int(round(r)):02x}{int(round(g)):02x}{int(round(b)):02x}"
-        con.print(f"  {name:<22} {r:7.2f} {g:7.2f} {b:7.2f}  {hexv}")
-    con.print("floats:")
+        click.echo(f"  {name:<22} {r:7.2f} {g:7.2f} {b:7.2f}  {hexv}")
+    click.echo("floats:")
     for name, v in result["floats"].items():
         unit = " yd" if name == "fog_end" else ""
-        con.print(f"  {name:<22} {v:10.4f}{unit}")
+        click.echo(f"  {name:<22} {v:10.4f}{unit}")
