@@ -32,9 +32,11 @@ def parse_at(text: str) -> tuple[tuple[float, float, float], bool]:
 @click.option("--map", "map_name", required=True, help="Map directory (Map.dbc, e.g. Azeroth) or numeric map ID.")
 @click.option("--at", "at", required=True, help="X,Y[,Z]: world position in yards (X north, Y west, Z up).")
 @click.option("--clock", "clock", required=True, help="Time of day HH:MM (00:00 to 23:59).")
+@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
+              help="The client build the tables must be (default: detected from Light.dbc's layout).")
 @click.option("--exact", is_flag=True, help="Blend in floats (default: whole bytes, as the client's colours).")
 @json_option
-def show(data_path, dbc_dir, map_name, at, clock, exact, as_json):
+def show(data_path, dbc_dir, map_name, at, clock, build, exact, as_json):
     """Print the lights found at a place, their weights, and every blended colour and float by name.
 
     \b
@@ -54,7 +56,7 @@ def show(data_path, dbc_dir, map_name, at, clock, exact, as_json):
         source = open_data(data_path)
     folder = dbc_dir
     warnings = []
-    tables = load_light_tables(source, folder, warn=warnings.append)
+    tables = load_light_tables(source, folder, warn=warnings.append, build=build)
     map_id, directory = resolve_map(folder if folder is not None else source, map_name)
     result = None
     if tables is not None:

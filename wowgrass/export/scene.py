@@ -152,8 +152,8 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
                     s.grass_instances += len(m)
         if progress:
             progress(f"{col}_{row}")
-    if light is not None:  # (SceneLight, info): the sun and the sky for the hour (export/light.py)
-        from .light import add_light
+    if light is not None:  # (SceneLight, info): the sun and the sky for the hour (export/daylight.py)
+        from .daylight import add_light
 
         add_light(b, root, *light)
     data = b.glb()

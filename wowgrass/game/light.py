@@ -133,12 +133,17 @@ class LightTables:
                    typed["LightFloatBand"], skyboxes, warnings)
 
     @classmethod
-    def from_data(cls, data) -> "LightTables":
-        """From a GameData (DBFilesClient paths) or a folder of loose .dbc files."""
+    def from_data(cls, data, *, build: str | None = None) -> "LightTables":
+        """From a GameData (DBFilesClient paths) or a folder of loose .dbc files; ``build`` (else
+        the GameData's, when it knows it) must be one the tables' layout fits."""
+        if data is None:
+            raise LightUnavailable("no data source for the light tables")
         raw = {}
         for t in TABLES:
             raw[t] = _read_table(data, t)
-        return cls.from_bytes(raw, build=getattr(data, "build", None) if not isinstance(data, (str, Path)) else None)
+        if build is None and not isinstance(data, (str, Path)):
+            build = getattr(data, "build", None)
+        return cls.from_bytes(raw, build=build)
 
     def maps(self) -> np.ndarray:
         return np.unique(self.lights["ContinentID"])
@@ -166,11 +171,11 @@ def _read_table(data, table: str) -> bytes | None:
     return None
 
 
-def load_light_tables(data=None, folder=None, *, warn=None) -> LightTables | None:
+def load_light_tables(data=None, folder=None, *, warn=None, build: str | None = None) -> LightTables | None:
     """The tables from ``folder`` (loose .dbc) or ``data``; None (after ``warn(message)``) when they
     are missing, short or of another build: the caller keeps the fixed sun."""
     try:
-        tables = LightTables.from_data(folder if folder is not None else data)
+        tables = LightTables.from_data(folder if folder is not None else data, build=build)
     except (LightUnavailable, FormatError, OSError) as exc:
         if warn is not None:
             warn(f"light tables unusable ({exc}); keeping the fixed sun")

@@ -278,7 +278,7 @@ def open_zone_light(target, scene, src, opts: ViewOptions):
     half = parse_clock(opts.clock if opts.clock is not None else "12:00")
     say = opts.log or (lambda s: print(s, file=sys.stderr))
     data = getattr(src, "data", None)
-    tables = load_light_tables(data, opts.dbc, warn=lambda m: say(f"warning: {m}"))
+    tables = load_light_tables(data, opts.dbc, warn=lambda m: say(f"warning: {m}"), build=opts.build)
     if tables is None:
         return None
     try:
