@@ -25,6 +25,7 @@ the per-light band values are recomputed only when the time changes.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -432,18 +433,27 @@ class SceneLight:
 
 
 def scene_light(map_light: MapLight, position, half_minutes: float) -> SceneLight:
+    """The light at ``position`` and hour as a renderer takes it (colours 0..1; fog in yards:
+    start = end x the start scaler, clamped as the clients do, end at least 10)."""
     map_light.evaluate(np.asarray(position, np.float64), half_minutes)
-    c = map_light.colors / 255.0
-    f = map_light.floats
-    end = max(float(f[0]) / UNITS, 10.0)
-    scaler = min(max(float(f[1]), -1.0), 1.0)
-    start = max(end * scaler, 0.0)
-    rgb = lambda i: tuple(float(v) for v in c[i])  # noqa: E731
+    v = map_light.blend.tolist()
+    k = 1.0 / 255.0
+
+    def rgb(i):
+        return (v[3 * i] * k, v[3 * i + 1] * k, v[3 * i + 2] * k)
+
+    f0 = 3 * BANDS_PER_SET
+    end = max(v[f0] / UNITS, 10.0)
+    scaler = min(max(v[f0 + 1], -1.0), 1.0)
     return SceneLight(
-        sun_dir=tuple(float(v) for v in client_sun_direction(half_minutes)),
-        sun_color=rgb(0), ambient=rgb(1), fog_color=rgb(7), fog=(start, end),
-        sky=tuple(rgb(i) for i in (2, 3, 4, 5, 6, 7)),
-        water=tuple(rgb(i) for i in (16, 17, 14, 15)))
+        sun_dir=_sun_tuple(int(half_minutes) % DAY), sun_color=rgb(0), ambient=rgb(1), fog_color=rgb(7),
+        fog=(max(end * scaler, 0.0), end), sky=(rgb(2), rgb(3), rgb(4), rgb(5), rgb(6), rgb(7)),
+        water=(rgb(16), rgb(17), rgb(14), rgb(15)))
+
+
+@functools.lru_cache(maxsize=DAY)
+def _sun_tuple(half_minutes: int) -> tuple:
+    return tuple(float(x) for x in client_sun_direction(half_minutes))
 
 
 def resolve_map(source, name) -> tuple[int, str]:
