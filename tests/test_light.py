@@ -371,3 +371,19 @@ def test_export_carries_the_sun_and_the_sky(tmp_path):
     sun = client_sun_direction(1440)
     assert np.allclose(turned, [-sun[0], -sun[2], sun[1]], atol=1e-6)   # glTF (x, z, -y) of the travel
     assert np.allclose(light["color"], extras["sun_color"])
+
+
+def test_the_views_light_follows_the_camera_and_steps_the_hour():
+    from wowgrass.render.viewer import ZoneLight
+
+    zl = ZoneLight(LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID), parse_clock("23:00"))
+    zl.step(120)
+    assert zl.clock == 0                      # 23:00 + an hour: midnight, across the day's end
+    zl.step(-240)
+    assert zl.clock == 2640
+    # walking out of the lake light: the colours change smoothly, step by step
+    steps = [zl.at((LAKE[0] + d, LAKE[1], LAKE[2])) for d in np.linspace(30, 110, 161)]
+    fog = np.array([s.fog_color for s in steps])
+    ends = np.array([s.fog[1] for s in steps])
+    assert not np.allclose(fog[0], fog[-1]) and np.abs(np.diff(fog, axis=0)).max() < 2 / 255
+    assert ends[0] < ends[-1] and np.abs(np.diff(ends)).max() < 2.0

@@ -100,6 +100,7 @@ def run_view(opts: ViewOptions) -> dict:
         cleanup.callback(scene.release)
         viewer = open_viewer(target, scene, src, opts, mode)
         result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
+        result["light"] = describe_light(viewer)
         report_missing(scene, opts, say)
         result.update(present(viewer, target, opts, say, mode, keys=ZONE_KEYS,
                               before_frame=last_frame_stats(viewer, opts)))
@@ -341,6 +342,22 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "grid_draw": getattr(scene.grass, "draw_mode", None),
         "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
     }
+
+
+def describe_light(viewer) -> dict | None:
+    """The light tables' light at the start camera, for ``--json`` (None: the fixed sun)."""
+    zl = viewer.zone_light
+    if zl is None:
+        return None
+    from wowgrass.game.light import clock_text
+
+    ml = zl.map_light
+    sl = zl.at(viewer.camera.position)
+    return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build,
+            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in range(len(ml))
+                       if ml.weights[i] > 0],
+            "sun_dir": list(sl.sun_dir), "sun_color": list(sl.sun_color), "ambient": list(sl.ambient),
+            "fog_color": list(sl.fog_color), "fog": list(sl.fog)}
 
 
 def report_missing(scene, opts: ViewOptions, say) -> None:
