@@ -6,9 +6,11 @@ at a fixed hour, as the view does (the hour changes only on a key press: that co
 bands at a new time, is printed separately).
 
     python benchmarks/bench_light.py [DBC_FOLDER] [--map ID] [--json OUT.json]
+    python benchmarks/bench_light.py --synthetic 265 --json OUT.json     # no real tables needed
 
 DBC_FOLDER holds the 3.3.5 light tables (default ``$WOWGRASS_REALDATA/dbc/3.3.5``); the map
-defaults to 0 (Eastern Kingdoms, 265 lights).
+defaults to 0 (Eastern Kingdoms, 265 lights). ``--synthetic N``: a map of N local lights (random
+places and falloffs over a continent, the sample world's day curves) and a global one.
 """
 
 from __future__ import annotations
@@ -29,15 +31,41 @@ from wowgrass.game.light import load_light_tables, scene_light
 TARGET_MS = 0.05
 
 
+def synthetic_tables(n: int):
+    """A map (9001) of ``n`` local lights over a continent's extent plus a global light, every one
+    with the sample world's global day (parameter set 1)."""
+    from wowgrass.formats.dbc import schema_for, write_dbc
+    from wowgrass.game.light import CORNER, UNITS, LightTables
+    from wowgrass.samples import tables as T
+
+    raw = {p.split("\\")[-1][:-4]: b for p, b in T.light_tables("3.3.5", (0.0, 0.0, 0.0)).items()}
+    rng = np.random.default_rng(7)
+    L = np.zeros(n + 1, schema_for("Light", "3.3.5").dtype)
+    L["ID"] = np.arange(1, n + 2)
+    L["ContinentID"] = 9001
+    L["LightParamsID"] = 1
+    xy = rng.uniform(-12000, 4000, (n, 2))
+    z = rng.uniform(0, 300, n)
+    L["GameCoords"][1:] = np.stack([(CORNER - xy[:, 1]) * UNITS, z * UNITS, (CORNER - xy[:, 0]) * UNITS], 1)
+    r1 = rng.uniform(50, 900, n)
+    L["GameFalloffStart"][1:], L["GameFalloffEnd"][1:] = r1 * UNITS, (r1 * rng.uniform(1.1, 1.5, n)) * UNITS
+    raw["Light"] = write_dbc(L)
+    return LightTables.from_bytes(raw)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folder", nargs="?", default=None)
     ap.add_argument("--map", type=int, default=0)
     ap.add_argument("--frames", type=int, default=20000)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--synthetic", type=int, default=None, metavar="N")
     a = ap.parse_args(argv)
     folder = a.folder or (Path(os.environ.get("WOWGRASS_REALDATA", "")) / "dbc" / "3.3.5")
-    tables = load_light_tables(folder=folder, warn=lambda m: print(m, file=sys.stderr))
+    if a.synthetic:
+        tables, a.map = synthetic_tables(a.synthetic), 9001
+    else:
+        tables = load_light_tables(folder=folder, warn=lambda m: print(m, file=sys.stderr))
     if tables is None:
         print(f"no light tables in {folder}", file=sys.stderr)
         return 2
