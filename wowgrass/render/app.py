@@ -108,7 +108,8 @@ def run_view(opts: ViewOptions) -> dict:
         return result
 
 
-ZONE_KEYS = "G grass, O doodads, T terrain, B WMOs, R liquids, Z horizon, C culling, L terrain LOD colours, M MCSH shadows"
+ZONE_KEYS = ("G grass, O doodads, T terrain, B WMOs, R liquids, Z horizon, C culling, L terrain LOD colours, M MCSH shadows, "
+             "[ ] the hour (--clock)")
 MEADOW_KEYS = "G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"
 
 
