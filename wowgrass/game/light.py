@@ -350,8 +350,8 @@ class MapLight:
 
     def evaluate(self, position, half_minutes: float) -> np.ndarray:
         """The light at ``position`` (world x, y, z) and time: fills :attr:`weights`,
-        :attr:`colors` and :attr:`floats` (views of one buffer, returned). No allocation once the
-        time is set: the few lights the camera is within are blended one by one."""
+        :attr:`colors` and :attr:`floats` (views of one buffer, returned). No array is allocated
+        once the time is set: the few lights the camera is within are blended one by one."""
         self.set_time(half_minutes)
         px, py, pz = position[0], position[1], position[2]
         w = self.weights
@@ -401,10 +401,11 @@ class MapLight:
     # ---- results by name
     def result(self, position, half_minutes: float) -> dict:
         """The JSON-ready light: ``{"colors": {name: [r, g, b]}, "floats": {name: v}, "lights": [...]}``."""
-        self.evaluate(np.asarray(position, np.float64), half_minutes)
+        here = np.asarray(position, np.float64)
+        self.evaluate(here, half_minutes)
         lights = []
         for i in np.flatnonzero(self.weights > 0):
-            d = float(np.linalg.norm(self.position[i] - np.asarray(position, np.float64))) if i != self.global_index else None
+            d = None if i == self.global_index else float(np.linalg.norm(self.position[i] - here))
             lights.append({
                 "id": int(self.ids[i]), "params_id": int(self.params_ids[i]),
                 "global": bool(i == self.global_index), "weight": float(self.weights[i]),
