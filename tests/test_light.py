@@ -387,3 +387,18 @@ def test_the_views_light_follows_the_camera_and_steps_the_hour():
     ends = np.array([s.fog[1] for s in steps])
     assert not np.allclose(fog[0], fog[-1]) and np.abs(np.diff(fog, axis=0)).max() < 2 / 255
     assert ends[0] < ends[-1] and np.abs(np.diff(ends)).max() < 2.0
+
+
+@pytest.mark.gl
+def test_view_clock_over_a_real_tile_takes_the_real_tables(tmp_path, realdata, egl):
+    r = CliRunner().invoke(cli, ["view", str(realdata / "adt" / "continent4229.adt"), "--map", "Azeroth",
+                                 "--dbc", str(realdata / "dbc" / "3.3.5"), "--clock", "12:00", "--size", "64x36",
+                                 "--frames", "1", "--output", str(tmp_path / "r.png"), "--no-grass", "--json"])
+    assert r.exit_code == 0, r.output
+    light = json.loads(r.stdout)["light"]
+    # Tyr's Hand (map 0): inside Light 1763's falloff (the start camera also in a smaller one's),
+    # the plagued lands' orange-red
+    assert light["map_id"] == 0 and 1763 in [li["id"] for li in light["lights"]]
+    assert sum(li["weight"] for li in light["lights"]) == pytest.approx(1.0)
+    red, green, blue = light["fog_color"]
+    assert red > green > blue
