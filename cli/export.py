@@ -54,9 +54,12 @@ def export():
                    "--no-placeholders leaves their instances out.")
 @click.option("--no-liquids", is_flag=True, help="Leave the water, ocean, magma and slime out.")
 @click.option("--no-wmos", is_flag=True, help="Leave the WMOs (MODF placements) and their doodads out.")
+@click.option("--clock", metavar="HH:MM", default=None,
+              help="Add the light tables' light for this hour at the tiles' centre: the sun as a KHR_lights_punctual "
+                   "directional light, sky/fog/water colours as the scene's extras (docs/light.md).")
 @json_option
 def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, output, instancing,
-         texture_size, origin, no_terrain, no_doodads, no_grass, placeholders, no_liquids, no_wmos, as_json):
+         texture_size, origin, no_terrain, no_doodads, no_grass, placeholders, no_liquids, no_wmos, clock, as_json):
     """Write tiles as one glTF 2.0 binary (.glb): terrain, its doodads, liquids, WMOs and the grass.
 
     \b
@@ -77,6 +80,10 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     from wowgrass.fileio import write_atomic
     out = output_path(output, (".glb",))
     check_texture_size(texture_size)  # before any bake
+    if clock is not None:
+        from wowgrass.game.light import parse_clock
+
+        parse_clock(clock)  # out of range: refused before anything is baked
     constants = placement_constants(seed, overrides)
     baked = []
     with progress_bar("bake", "tiles", quiet=as_json) as bar:
@@ -91,11 +98,13 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         note(src.note)
     warn_unknown_effects(baked)
     try:
+        light = _export_light(src, dbc_dir, clock) if clock is not None else None
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
             glb, summary = export_scene(src.tiles, src.read, map_name=src.map_name, instancing=instancing,
                                         texture_size=texture_size, origin=origin, terrain=not no_terrain,
                                         doodads=not no_doodads, grass=not no_grass, placeholders=placeholders,
-                                        liquids=not no_liquids, wmos=not no_wmos, progress=bar.advance)
+                                        liquids=not no_liquids, wmos=not no_wmos, progress=bar.advance,
+                                        light=light)
     finally:
         src.close()
     write_atomic(out, glb)
@@ -125,3 +134,37 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     if s.missing_textures:
         note(f"note: {plural(len(s.missing_textures), 'terrain texture')} missing, painted flat: "
              + ", ".join(s.missing_textures[:3]) + (" …" if len(s.missing_textures) > 3 else ""))
+
+
+def _export_light(src, dbc_dir, clock):
+    """(SceneLight, info) for the tiles' centre at ``clock``, or None after a warning (no tables)."""
+    import numpy as np
+
+    from wowgrass.errors import FormatError
+    from wowgrass.export.scene import scene_origin
+    from wowgrass.game.light import LightUnavailable, clock_text, load_light_tables, parse_clock, resolve_map, \
+        scene_light
+
+    from wowgrass.errors import UsageError
+
+    half = parse_clock(clock)
+    data = src.data
+    if data is None and dbc_dir is None:
+        note("warning: no data source for the light tables (give --data or --dbc); the export carries no light")
+        return None
+    tables = load_light_tables(data, dbc_dir, warn=lambda m: note(f"warning: {m}"))
+    if tables is None:
+        return None
+    try:
+        map_id, directory = resolve_map(dbc_dir if dbc_dir is not None else data, src.map_name)
+        ml = tables.map_light(map_id)
+    except (LightUnavailable, FormatError, UsageError) as exc:
+        note(f"warning: no light for map {src.map_name} ({exc}); the export carries no light")
+        return None
+    centre = np.asarray(scene_origin(src.tiles), np.float64)
+    centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))  # about the ground
+    sl = scene_light(ml, centre, half)
+    info = {"clock": clock_text(half), "half_minutes": half, "map": directory, "map_id": map_id,
+            "position": [float(v) for v in centre], "build": tables.build,
+            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in np.flatnonzero(ml.weights > 0)]}
+    return sl, info

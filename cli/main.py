@@ -23,6 +23,7 @@ COMMANDS = {
     "bundle": ("wowgrass.cli.bake:bundle", "Inspect baked instance bundles."),
     "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
     "export": ("wowgrass.cli.export:export", "Export tiles to glTF (Blender, engines)."),
+    "light": ("wowgrass.cli.light:light", "The zone's light (sky, fog, sun, water) from the client's tables."),
     "maps": ("wowgrass.cli.system:maps", "List the maps of a data source and their tiles."),
     "cache": ("wowgrass.cli.system:cache", "Show or empty the cache (sample worlds, bundles)."),
     "doctor": ("wowgrass.cli.system:doctor", "Check Python, OpenGL (EGL, window), data, cache, StormLib."),

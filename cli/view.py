@@ -102,6 +102,10 @@ def _size(text):
                    "--placement client.")
 @click.option("--grass-distance", type=float, default=None, metavar="UNITS",
               help="Grass draw distance (default: the look's, 220 or 70); the fade moves with it.")
+@click.option("--clock", metavar="HH:MM", default=None,
+              help="Light the view from the client's light tables (Light.dbc ...) for this hour: sky, fog, sun and "
+                   "ambient colours, water colours, the sun's direction; [ and ] step it an hour in a window. "
+                   "--look client takes them at 12:00 without it; otherwise the fixed sun (docs/light.md).")
 @click.option("--camera", metavar="X,Y[,Z]",
               help="Camera position in world units; X,Y alone stands at eye height on the ground "
                    "(default: at eye height where grass grows on the tile nearest the centre of the data).")
@@ -170,7 +174,7 @@ def _size(text):
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
 @json_option
-def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, camera,
+def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, clock, camera,
          target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
          grass_path, grid_draw, wind,
@@ -214,6 +218,12 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
     if cpu_instances and not procedural:
         raise UsageError("--cpu-instances is for --procedural")
+    if clock is not None:
+        from wowgrass.game.light import parse_clock
+
+        parse_clock(clock)  # out of range: refused with the accepted range, before anything loads
+        if procedural:
+            raise UsageError("--clock lights game data from its light tables: not for --procedural")
     if procedural and (look != "default" or placement or overrides):
         raise UsageError("--look, --placement and -C are for game data, not --procedural")
     constants = None
@@ -234,7 +244,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         grass_culling=culling, rings=ring_settings,
         split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
-        log=note, files=files,
+        log=note, files=files, clock=clock,
     )
     result = run_view(opts)
     _print_result(result, as_json, stats, frames, quit_after)

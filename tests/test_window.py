@@ -204,6 +204,11 @@ def test_window_controls_handlers(xdisplay, monkeypatch):
         assert v.camera.yaw == pytest.approx(2 * np.pi - 50 * WindowControls.LOOK_RADIANS_PER_PIXEL)
         c.on_scroll(win, 0.0, 1.0)
         assert c.speed == pytest.approx(12.5)
+        steps = []
+        v.zone_light = type("Clock", (), {"step": lambda self, n: steps.append(n)})()
+        press(glfw.KEY_RIGHT_BRACKET)
+        press(glfw.KEY_LEFT_BRACKET)
+        assert steps == [120, -120]  # the light tables' hour, an hour on and back (view --clock)
         press(glfw.KEY_W)
         c.on_focus(win, False)  # focus lost: held keys are dropped
         assert not c.keys_down

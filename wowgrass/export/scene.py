@@ -80,7 +80,7 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
                  instancing: str = "ext", texture_size: int = 1024, origin: str = "centre",
                  doodads: bool = True, grass: bool = True, terrain: bool = True, placeholders: bool = True,
                  liquids: bool = True, wmos: bool = True,
-                 progress: Callable[[str], None] | None = None) -> tuple[bytes, ExportSummary]:
+                 progress: Callable[[str], None] | None = None, light=None) -> tuple[bytes, ExportSummary]:
     """The .glb bytes of ``tiles`` and what went into them. Grass models the data lacks are
     stand-in clumps (``placeholders``, as the viewer draws them) or left out."""
     if instancing not in INSTANCING_MODES:
@@ -152,6 +152,10 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
                     s.grass_instances += len(m)
         if progress:
             progress(f"{col}_{row}")
+    if light is not None:  # (SceneLight, info): the sun and the sky for the hour (export/daylight.py)
+        from .daylight import add_light
+
+        add_light(b, root, *light)
     data = b.glb()
     s.meshes, s.nodes, s.bytes = len(b.doc.meshes), len(b.doc.nodes), len(data)
     s.stand_ins, s.missing_doodads, s.missing_textures = sorted(stand_ins), sorted(missing_doodads), sorted(missing_tex)

@@ -70,6 +70,8 @@ class ViewOptions:
     meadow_settings: object = field(default=None, repr=False)  # procedural: a MeadowSettings (None: defaults)
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
     files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
+    clock: str | None = None  # "HH:MM": the light tables' light for that hour (docs/light.md); the
+    # client look takes them at 12:00 without it; otherwise None keeps the fixed sun
 
 
 
@@ -98,6 +100,7 @@ def run_view(opts: ViewOptions) -> dict:
         cleanup.callback(scene.release)
         viewer = open_viewer(target, scene, src, opts, mode)
         result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
+        result["light"] = describe_light(viewer)
         report_missing(scene, opts, say)
         result.update(present(viewer, target, opts, say, mode, keys=ZONE_KEYS,
                               before_frame=last_frame_stats(viewer, opts)))
@@ -105,7 +108,8 @@ def run_view(opts: ViewOptions) -> dict:
         return result
 
 
-ZONE_KEYS = "G grass, O doodads, T terrain, B WMOs, R liquids, Z horizon, C culling, L terrain LOD colours, M MCSH shadows"
+ZONE_KEYS = ("G grass, O doodads, T terrain, B WMOs, R liquids, Z horizon, C culling, L terrain LOD colours, M MCSH shadows, "
+             "[ ] the hour (--clock)")
 MEADOW_KEYS = "G grass, T terrain, V split view, H shadows, F wireframe, L LOD colours"
 
 
@@ -261,7 +265,34 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
                       wmos=opts.wmos, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe, horizon=opts.horizon)
-    return Viewer(target, scene, camera, toggles)
+    return Viewer(target, scene, camera, toggles, zone_light=open_zone_light(target, scene, src, opts))
+
+
+def open_zone_light(target, scene, src, opts: ViewOptions):
+    """The light tables' light for the view (``--clock``, or ``--look client`` at 12:00), or None:
+    the fixed sun (also, after a warning line, when the tables are missing, short or of another
+    build, or have no light for the map)."""
+    from wowgrass.errors import FormatError, UsageError as _Usage
+    from wowgrass.game.light import LightUnavailable, load_light_tables, parse_clock, resolve_map
+
+    if opts.clock is None and opts.look != "client":
+        return None
+    half = parse_clock(opts.clock if opts.clock is not None else "12:00")
+    say = opts.log or (lambda s: print(s, file=sys.stderr))
+    data = getattr(src, "data", None)
+    tables = load_light_tables(data, opts.dbc, warn=lambda m: say(f"warning: {m}"), build=opts.build)
+    if tables is None:
+        return None
+    try:
+        map_id, _ = resolve_map(opts.dbc if opts.dbc is not None else data, src.map)
+        map_light = tables.map_light(map_id)
+    except (LightUnavailable, FormatError, _Usage) as exc:
+        say(f"warning: no light for map {src.map} ({exc}); keeping the fixed sun")
+        return None
+    from .sources.sky import SkyDome
+    from .viewer import ZoneLight
+
+    return ZoneLight(map_light, half, SkyDome(target.ctx, scene.programs))
 
 
 def trim_heap() -> None:
@@ -312,6 +343,22 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "grid_draw": getattr(scene.grass, "draw_mode", None),
         "grid_tiles": [{"tile": list(t), "path": p, "cache_hit": hit} for t, p, hit in src.grids],
     }
+
+
+def describe_light(viewer) -> dict | None:
+    """The light tables' light at the start camera, for ``--json`` (None: the fixed sun)."""
+    zl = viewer.zone_light
+    if zl is None:
+        return None
+    from wowgrass.game.light import clock_text
+
+    ml = zl.map_light
+    sl = zl.at(viewer.camera.position)
+    return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build,
+            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in range(len(ml))
+                       if ml.weights[i] > 0],
+            "sun_dir": list(sl.sun_dir), "sun_color": list(sl.sun_color), "ambient": list(sl.ambient),
+            "fog_color": list(sl.fog_color), "fog": list(sl.fog)}
 
 
 def report_missing(scene, opts: ViewOptions, say) -> None:

@@ -40,9 +40,9 @@ AMBIENT = (0.40, 0.43, 0.48)
 SKY = (0.62, 0.74, 0.86)
 
 # std140 layout of shaders/frame.glsl's block, as float32 offsets
-_FLOATS = FRAME_BLOCK_BYTES // 4  # 108
+_FLOATS = FRAME_BLOCK_BYTES // 4  # 124
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
-_GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW = 40, 56, 80, 84, 88, 104
+_GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW, _WATER = 40, 56, 80, 84, 88, 104, 108
 _F = struct.Struct("<f")
 _SHADOW_PART = struct.Struct("<20f")  # uShadowMatrix, uShadowParams (consecutive)
 # the scalar fields in the order _block lists them: one fancy-index write a view, not ten slices
@@ -69,6 +69,7 @@ class Frame:
     pass_views: list = field(default_factory=list)  # views passes added (the sun's): not drawn in colour
     uniforms: FrameUniforms | None = None  # set by draw_frame; sources bind a view's block for compute work
     shadow_map: object = None  # the sun's ShadowMap when a shadow pass drew one (colour passes sample it)
+    water: tuple | None = None  # the light tables' river shallow/deep, ocean shallow/deep (4 RGB, 0..1)
 
     def add_view(self, view):
         """Add a pass's own view (e.g. the sun's); it gets a uniform slot and sources prepare it."""
@@ -121,7 +122,7 @@ class FrameUniforms:
         key = (frame.sun_dir, frame.sun_color, frame.ambient, frame.fog_color, frame.fog, cam.near, cam.far,
                wind.fade_start, wind.draw_distance, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
                wind.phase, wind.direction, wind.enabled, rings.radii, rings.keep, rings.band, rings.enabled,
-               rings.debug)
+               rings.debug, frame.water)
         tpl = getattr(view, "_frame_block", None)
         try:
             same = tpl is not None and tpl[0] is vp and tpl[1] == key
@@ -136,6 +137,11 @@ class FrameUniforms:
                            *frame.fog, cam.near, cam.far,
                            *wind.frame_columns((px, py), 0.0),  # sway.glsl's columns 0-2, sway on
                            *rings.radii_padded(), rings.band, *rings.keep_padded(), 1.0 if rings.debug else 0.0)
+            if frame.water is not None:
+                w = np.zeros((4, 4), np.float32)
+                w[:, :3] = frame.water
+                w[0, 3] = 1.0
+                b[_WATER:_WATER + 16] = w.reshape(-1)
             tpl = view._frame_block = (vp, key, b.tobytes())  # no shadow map unless a frame has one
         block = bytearray(tpl[2])
         t = frame.time

@@ -105,14 +105,35 @@ class Light:
     caster_height: float = 250.0  # world units above the fitted view that can still cast into it
 
 
+class ZoneLight:
+    """The light tables' light for the view (``view --clock``): a map's lights
+    (:class:`wowgrass.game.light.MapLight`) looked up at the camera every frame, the hour in
+    half-minutes (``step`` moves it; the window's [ and ] keys), and the sky they colour."""
+
+    def __init__(self, map_light, clock: int, sky=None):
+        self.map_light, self.clock, self.sky = map_light, int(clock) % 2880, sky
+        self.last = None  # the SceneLight of the last frame
+
+    def step(self, half_minutes: int) -> None:
+        self.clock = (self.clock + int(half_minutes)) % 2880
+
+    def at(self, position):
+        from wowgrass.game.light import scene_light
+
+        self.last = scene_light(self.map_light, position, self.clock)
+        return self.last
+
+
 class Viewer:
     """Draws frames of a scene: the sun's shadow pass (toggle ``shadows``) and the colour pass
     over the views (one filling the target, or the split screen), the scene's sources that the
     toggles leave on; an overlay after the views."""
 
     def __init__(self, target, scene, camera: Camera, toggles: Toggles | None = None, *,
-                 fog=(FOG_START, VIEW_DISTANCE), time_query: bool = True, light: Light | None = None):
+                 fog=(FOG_START, VIEW_DISTANCE), time_query: bool = True, light: Light | None = None,
+                 zone_light: ZoneLight | None = None):
         self.target, self.scene, self.camera = target, scene, camera
+        self.zone_light = zone_light
         self.ctx = target.ctx
         self.toggles = toggles or Toggles()
         self.fog = fog
@@ -146,6 +167,16 @@ class Viewer:
         t0 = _time.perf_counter()
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame, gpu_bytes=self._memory.total())
         px, py, pz = (float(v) for v in cam.position)
+        zl, lt = self.zone_light, self.light
+        base_fog, water = self.fog, None
+        sun_dir, sun_color, ambient = lt.sun_dir, lt.sun_color, lt.ambient
+        if zl is not None:  # the light tables at the camera, for the hour
+            sl = zl.at(cam.position)
+            base_fog, water = sl.fog, sl.water
+            sun_dir, sun_color, ambient = sl.sun_dir, sl.sun_color, sl.ambient
+            self.colour_pass.clear = sl.fog_color
+            if zl.sky is not None:
+                zl.sky.colours = sl.sky
         # fog and far plane open up with height above the ground (a flight sees to the horizon),
         # never past the far tiles the scene loads
         key = (px, py, sc.version)
@@ -155,16 +186,17 @@ class Viewer:
         above = max(pz - ground, 0.0) if ground is not None else 0.0
         # (with a horizon, to the horizon's reach: the WDL fills in beyond the far tiles)
         reach = sc.view_reach if tg.horizon and hasattr(sc, "view_reach") else sc.terrain_reach
-        end = min(self.fog[1] + 4.0 * above, max(reach, self.fog[1]))
-        fog = (min(self.fog[0] + above, 0.5 * end), end)
+        end = min(base_fog[1] + 4.0 * above, max(reach, base_fog[1]))
+        fog = (min(base_fog[0] + above, 0.5 * end), end)
         cam.far = max(fog[1] * 1.1, 500.0)
         # the near plane backs off with the height (nothing is nearer than the ground): depth
         # precision for a far plane kilometres away (0.2 at eye height, 4 from 400 units up)
         cam.near = min(max(NEAR, 0.01 * above), 4.0)
         self.views = self._frame_views(cam, tg)
-        lt = self.light
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,
-                      sun_dir=lt.sun_dir, sun_color=lt.sun_color, ambient=lt.ambient)
+                      sun_dir=sun_dir, sun_color=sun_color, ambient=ambient, water=water)
+        if zl is not None:
+            frame.fog_color = zl.last.fog_color
         self._frame += 1
         grass = sc.grass
         grass.cull = tg.cull
@@ -173,6 +205,8 @@ class Viewer:
             grass.collect_stats = gpu_stats
         sc.terrain.lod.debug, sc.terrain.lod.mcsh = tg.lod_colors, tg.mcsh
         sources = [s for s in sc.sources if getattr(tg, s.name, True)]
+        if zl is not None and zl.sky is not None:
+            sources.insert(0, zl.sky)
         if self._timer is not None:
             self._timer.begin()
         total = draw_frame(frame, self.passes, sources, self.uniforms)
@@ -277,6 +311,8 @@ class Viewer:
 
     def release(self):
         """The viewer's own GL objects (shadow map, overlay, uniform buffer, timer queries)."""
+        if self.zone_light is not None and self.zone_light.sky is not None:
+            self.zone_light.sky.release()
         if self._shadow_pass is not None:
             self._shadow_pass.map.release()
         if self._overlay is not None:

@@ -128,6 +128,9 @@ class WindowControls:
             elif key in self.toggle_keys:
                 name = self.toggle_keys[key]
                 setattr(tg, name, not getattr(tg, name))
+            elif key in (g.KEY_LEFT_BRACKET, g.KEY_RIGHT_BRACKET) and self.viewer.zone_light is not None:
+                # the hour of the light tables' day, an hour back or on (view --clock)
+                self.viewer.zone_light.step(-120 if key == g.KEY_LEFT_BRACKET else 120)
         elif action == g.RELEASE:
             self.keys_down.discard(key)
 

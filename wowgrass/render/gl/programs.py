@@ -43,6 +43,7 @@ MANIFEST = {
     "liquid": "liquid.glsl",  # water, ocean, magma, slime surfaces (render/sources/liquids.py)
     "wmo": "wmo.glsl",  # WMO groups, instanced (render/sources/wmo.py)
     "wmo_cull": "wmo_cull.glsl",  # compute (GL 4.3): WMO placements culled per view
+    "sky": "sky.glsl",  # the light tables' sky behind everything (render/sources/sky.py, view --clock)
 }
 
 # uniforms that never change, set once at link time: texture units, the alpha-test reference
@@ -55,7 +56,7 @@ LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}
 
-FRAME_BLOCK_BYTES = 432  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
+FRAME_BLOCK_BYTES = 496  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")
@@ -250,7 +251,7 @@ def make_programs(ctx, *, alpha_to_coverage: bool = False, instance_layout: str 
 
     # the terrain computes vertex XY from the map-wide grid (render/terrain.py)
     terrain_defines = {"WOW_ZEROPOINT": float(ZEROPOINT), "WOW_HALF_UNIT": float(UNIT_SIZE / 2)}
-    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}, "horizon": {}, "liquid": {}, "wmo": {}}
+    defines = {"terrain": terrain_defines, "grass": grass_defines, "doodad": {}, "horizon": {}, "liquid": {}, "wmo": {}, "sky": {}}
     if grass_path == "grid":
         from ..constants import GRID_DEFINES, GRID_FRAME_BINDING, GRID_STATS_SIZE
 

@@ -39,6 +39,8 @@ layout(std140) uniform Frame {
     vec4 uRingKeep;                           // keep fraction of rings 1..3, debug colouring on (w)
     mat4 uShadowMatrix;                       // world -> the sun's shadow map [0, 1]^3 (shadow.glsl)
     vec4 uShadowParams;                       // shadows on, one map texel, depth bias, reach (world units)
+    vec4 uWaterLight[4];                      // the light tables' river shallow, river deep, ocean shallow,
+                                              // ocean deep (rgb 0..1); [0].w 1 when they are given
 };
 #endif
 

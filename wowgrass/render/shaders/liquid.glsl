@@ -69,6 +69,13 @@ void main() {
         float grain = 0.5 + 0.5 * sin(uv.x * 25.0 + slope.x * 30.0) * sin(uv.y * 23.0 - slope.y * 30.0);
         base = uKindColour[k].rgb * (0.85 + 0.3 * grain);
     }
+    if (wet && uWaterLight[0].w > 0.5) {
+        // the light tables' river (water) or ocean colours, shallow to deep; the frames' ripples
+        // kept as brightness (view --clock)
+        float d = smoothstep(0.0, uDepthRange[k], v_depth);
+        float lum = dot(base, vec3(0.3333));
+        base = mix(uWaterLight[k * 2].rgb, uWaterLight[k * 2 + 1].rgb, d) * (0.7 + 0.6 * lum);
+    }
     vec3 n = normalize(vec3(-slope, 1.0));
     vec3 view = normalize(uCameraPos - v_world);
     float sh = shadowFactor(v_world, v_dist);

@@ -1,0 +1,404 @@
+"""The zone's light: tables per build, bands across midnight, weights between the falloff radii,
+light show (text, JSON, errors), the sample world's tables, view --clock, export --clock."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from wowgrass.cli.main import cli
+from wowgrass.formats.dbc import schema_for, write_dbc
+from wowgrass.game.light import (BANDS_PER_SET, COLOR_BANDS, CORNER, FLOAT_BANDS, UNITS, LightTables,
+                                 LightUnavailable, client_sun_direction, light_world_positions, load_light_tables,
+                                 parse_clock, scene_light)
+from wowgrass.samples import tables as T
+
+LAKE = (-56.0, -121.0, 40.0)
+
+
+def sample_raw(build="3.3.5", lake=LAKE):
+    return {p.split("\\")[-1][:-4]: b for p, b in T.light_tables(build, lake).items()}
+
+
+def write_folder(folder, build="3.3.5", lake=LAKE, drop=(), mangle=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = sample_raw(build, lake)
+    raw["Map"] = T.map_table(build)
+    for name, data in raw.items():
+        if name in drop:
+            continue
+        if mangle and name in mangle:
+            data = mangle[name](data)
+        (folder / f"{name}.dbc").write_bytes(data)
+    return folder
+
+
+def one_light_tables(times, colours, floats=None, build="3.3.5", lights=None):
+    """Tables with parameter set 1 whose every colour band has ``times``/``colours`` keys."""
+    n = len(times)
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", build).dtype)
+    for b in range(BANDS_PER_SET):
+        ints[b]["ID"], ints[b]["Num"] = 1 + b, n
+        t = np.zeros(16, np.int32); t[:n] = times
+        v = np.zeros(16, np.int32); v[:n] = [(r << 16) | (g << 8) | bl for r, g, bl in colours]
+        ints[b]["Time"], ints[b]["Data"] = t, v
+    fl = np.zeros(6, schema_for("LightFloatBand", build).dtype)
+    for b in range(6):
+        fl[b]["ID"], fl[b]["Num"] = 1 + b, n
+        t = np.zeros(16, np.int32); t[:n] = times
+        v = np.zeros(16, np.float32); v[:n] = floats if floats is not None else [36.0 * (k + 1) for k in range(n)]
+        fl[b]["Time"], fl[b]["Data"] = t, v
+    L = np.zeros(len(lights or [None]), schema_for("Light", build).dtype)
+    for i, spec in enumerate(lights or [None]):
+        L[i]["ID"], L[i]["ContinentID"] = i + 1, 7
+        L[i]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
+        if spec is not None:
+            (x, y, z), r1, r2, pid = spec
+            L[i]["GameCoords"] = [(CORNER - y) * UNITS, z * UNITS, (CORNER - x) * UNITS]
+            L[i]["GameFalloffStart"], L[i]["GameFalloffEnd"] = r1 * UNITS, r2 * UNITS
+            L[i]["LightParamsID"] = np.full(L.dtype["LightParamsID"].shape, pid, np.int32)
+    return LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints),
+                                   "LightFloatBand": write_dbc(fl)})
+
+
+# ------------------------------------------------------------------------------------------ tables
+def test_real_335_tables_parse_with_the_readme_counts(realdata):
+    tables = load_light_tables(folder=realdata / "dbc" / "3.3.5")
+    assert tables is not None and tables.build == "3.3.5"
+    assert (len(tables.lights), len(tables.params), len(tables.int_bands), len(tables.float_bands)) == \
+        (1108, 1063, 18972, 6324)
+    assert len(tables.skyboxes) == 329
+    m = tables.map_light(0)   # Eastern Kingdoms: a global light and its local lights
+    assert m.global_index == len(m) - 1 and m.n_local == 264
+    # positions land on the map (within its 64 x 64 tiles) and the falloff end passes the start
+    assert (np.abs(m.position[:m.n_local, :2]) <= CORNER + 1).all()
+    assert (m.falloff[:m.n_local, 1] >= m.falloff[:m.n_local, 0]).all()
+
+
+def test_the_sample_tables_parse_in_each_builds_layout():
+    for build, fields in (("1.12", 12), ("2.4.3", 12), ("3.3.5", 15)):
+        raw = sample_raw(build)
+        assert int.from_bytes(raw["Light"][8:12], "little") == fields
+        t = LightTables.from_bytes(raw, build=build)
+        assert t.build == build and t.skyboxes == {1: "Environments\\Stars\\Stars.mdx"}
+        m = t.map_light(T.MAP_ID)
+        assert len(m) == 2 and m.global_index == 1
+        # the writer's inverse of the client's conversion: the lake light is at the lake
+        assert np.allclose(m.position[0], LAKE, atol=1e-2)
+        assert np.allclose(m.falloff[0], T.LAKE_LIGHT_FALLOFF, atol=1e-3)
+
+
+def test_the_world_transform_is_the_clients():
+    # X = 17066.666 - c[2]/36, Y = 17066.666 - c[0]/36, Z = c[1]/36
+    c = np.array([[612096.0, 0.0, 998400.0], [36.0 * 100, 36.0 * 5, 36.0 * 200]])
+    w = light_world_positions(c)
+    assert np.allclose(w[0], [CORNER - 998400 / 36, CORNER - 612096 / 36, 0.0])
+    assert np.allclose(w[1], [CORNER - 200, CORNER - 100, 5.0])
+
+
+def test_a_light_table_of_another_build_or_short_is_refused_as_unavailable():
+    raw = sample_raw("1.12")
+    with pytest.raises(LightUnavailable, match="layout"):
+        LightTables.from_bytes(raw, build="3.3.5")
+    raw = sample_raw("3.3.5")
+    raw["Light"] = raw["Light"][:30]
+    with pytest.raises(LightUnavailable):
+        LightTables.from_bytes(raw)
+    del raw["LightIntBand"]
+    with pytest.raises(LightUnavailable, match="LightIntBand"):
+        LightTables.from_bytes(raw)
+
+
+# ------------------------------------------------------------------------------------------ bands
+def test_bands_interpolate_between_keys_and_across_midnight():
+    times = [600, 2400]
+    colours = [(200, 100, 0), (0, 100, 200)]
+    t = one_light_tables(times, colours)
+    m = t.map_light(7, exact=True)
+    pos = np.zeros(3)
+    m.evaluate(pos, 600)
+    assert m.colors[0].tolist() == [200, 100, 0]
+    m.evaluate(pos, 1500)                      # halfway between the keys
+    assert np.allclose(m.colors[0], [100, 100, 100])
+    # 00:00: from the 20:00 key (yesterday) towards 05:00's: 480 of 1080 half-minutes on
+    m.evaluate(pos, 0)
+    f = 480 / 1080
+    assert np.allclose(m.colors[0], [200 * f, 100, 200 * (1 - f)])
+    m.evaluate(pos, 2700)                      # 22:30: after the last key, towards tomorrow's first
+    f = 300 / 1080
+    assert np.allclose(m.colors[0], [200 * f, 100, 200 * (1 - f)])
+    # floats the same way; fog_end in yards (the table stores 1/36 yard)
+    assert np.isclose(m.floats[0], 36 + 36 * (1 - f))
+    r = m.result(pos, 2700)
+    assert np.isclose(r["floats"]["fog_end"], 1 + (1 - f))
+    # the client's byte colours: the default rounds each blend to whole bytes
+    mb = t.map_light(7)
+    mb.evaluate(pos, 0)
+    f = 480 / 1080
+    assert mb.colors[0].tolist() == [round(200 * f), 100, round(200 * (1 - f))]
+
+
+def test_one_key_is_constant_and_no_key_is_zero():
+    t = one_light_tables([1000], [(10, 20, 30)])
+    m = t.map_light(7, exact=True)
+    for h in (0, 999, 1000, 2879):
+        m.evaluate(np.zeros(3), h)
+        assert m.colors[0].tolist() == [10, 20, 30]
+    t = one_light_tables([], [])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 1440)
+    assert not m.colors.any() and "without keys" in " ".join(m.notes)
+
+
+def test_colours_unpack_as_0x00rrggbb():
+    m = one_light_tables([0], [(0x12, 0x34, 0x56)]).map_light(7)
+    m.evaluate(np.zeros(3), 100)
+    assert m.colors[2].tolist() == [0x12, 0x34, 0x56]
+
+
+# ---------------------------------------------------------------------------------------- weights
+def test_weights_between_the_radii_are_linear_sum_to_one_and_continuous():
+    m = LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID, exact=True)
+    r1, r2 = T.LAKE_LIGHT_FALLOFF
+    xs = np.linspace(0.0, 130.0, 1301)
+    lake_w, prev_colour, jumps = [], None, []
+    for d in xs:
+        p = np.array([LAKE[0] + d, LAKE[1], LAKE[2]])
+        m.evaluate(p, 1440)
+        assert np.isclose(m.weights.sum(), 1.0)
+        lake_w.append(m.weights[0])
+        if prev_colour is not None:
+            jumps.append(np.abs(m.colors - prev_colour).max())
+        prev_colour = m.colors.copy()
+    lake_w = np.array(lake_w)
+    # (the table stores float32 positions: about 0.002 yards of play at the map's corner offset)
+    assert (lake_w[xs <= r1 - 0.01] == 1.0).all() and (lake_w[xs >= r2 + 0.01] == 0.0).all()
+    mid = (xs > r1) & (xs < r2)
+    assert np.allclose(lake_w[mid], 1 - (xs[mid] - r1) / (r2 - r1), atol=1e-4)
+    # no pop: 0.1-yard steps change no colour by more than the falloff's slope allows
+    assert max(jumps) < 1.0
+
+
+def test_smaller_lights_take_precedence_and_the_global_fills_the_rest():
+    big = ((0.0, 0.0, 0.0), 100.0, 200.0, 1)
+    small = ((150.0, 0.0, 0.0), 10.0, 30.0, 1)
+    t = one_light_tables([0], [(1, 1, 1)], lights=[None, big, small])
+    m = t.map_light(7, exact=True)
+    assert m.ids.tolist() == [3, 2, 1]        # smallest falloff end first, the global last
+    p = np.array([150.0 + 20.0, 0.0, 0.0])    # halfway through the small light's falloff, in the big one's
+    m.evaluate(p, 0)
+    r_small = (20.0 - 10.0) / 20.0
+    r_big = (170.0 - 100.0) / 100.0
+    assert np.allclose(m.weights, [1 - r_small, (1 - r_big) * r_small, r_big * r_small], atol=1e-3)  # float32 table
+    m.evaluate(np.array([150.0, 5.0, 0.0]), 0)   # inside the small light's start: it alone
+    assert m.weights.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_a_map_without_lights_of_its_own_takes_map_0s_global():
+    t = one_light_tables([0], [(9, 9, 9)])
+    t.lights = t.lights.copy()
+    t.lights["ContinentID"] = 0
+    m = t.map_light(123)
+    assert len(m) == 1 and "map 0" in m.notes[0]
+    t.lights["GameCoords"][0] = [1.0, 1.0, 1.0]
+    with pytest.raises(LightUnavailable):
+        t.map_light(123)
+
+
+def test_the_clients_light_direction_by_the_hour():
+    noon, six = client_sun_direction(1440), client_sun_direction(720)
+    assert np.isclose(np.linalg.norm(noon), 1.0)
+    assert np.isclose(np.degrees(np.arcsin(noon[2])), 90 - np.degrees(np.pi - 2.2165682), atol=1e-4)
+    assert np.isclose(np.degrees(np.arcsin(six[2])), 90 - np.degrees(np.pi - 1.9198623), atol=1e-4)
+    assert np.allclose(client_sun_direction(0), noon) and noon[0] > 0 and noon[1] > 0   # from the north-west
+    sl = scene_light(LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID), LAKE, 1440)
+    assert np.allclose(sl.sun_dir, noon) and len(sl.sky) == 6 and len(sl.water) == 4
+
+
+def test_parse_clock_accepts_the_day_and_names_the_range():
+    assert parse_clock("00:00") == 0 and parse_clock("12:00") == 1440 and parse_clock("23:59") == 2878
+    from wowgrass.errors import UsageError
+
+    for bad in ("24:00", "12:60", "-1:00", "noon", "7"):
+        with pytest.raises(UsageError, match="00:00"):
+            parse_clock(bad)
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_light_show_json_schema(tmp_path):
+    folder = write_folder(tmp_path / "t")
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "WowgrassSample",
+                                 "--at", f"{LAKE[0] + 60},{LAKE[1]},{LAKE[2]}", "--clock", "06:30", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out) == {"colors", "floats", "lights"}
+    assert list(out["colors"]) == list(COLOR_BANDS) and list(out["floats"]) == list(FLOAT_BANDS)
+    assert all(len(v) == 3 and all(0 <= c <= 255 for c in v) for v in out["colors"].values())
+    ids = {li["id"]: li for li in out["lights"]}
+    assert set(ids) == {1, 2} and ids[1]["global"] and not ids[2]["global"]
+    assert np.isclose(ids[2]["weight"], 1 - (60 - 40) / 55, atol=1e-4) and np.isclose(sum(li["weight"] for li in out["lights"]), 1)
+    # the same numbers as the library gives; by map ID too
+    m = LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID)
+    lib = m.result((LAKE[0] + 60, LAKE[1], LAKE[2]), parse_clock("06:30"))
+    assert out["colors"] == lib["colors"]
+    r2 = CliRunner().invoke(cli, ["light", "show", "--dbc", str(folder), "--map", str(T.MAP_ID),
+                                  "--at", f"{LAKE[0] + 60},{LAKE[1]},{LAKE[2]}", "--clock", "06:30", "--json"])
+    assert json.loads(r2.stdout) == out
+    text = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "wowgrasssample",
+                                    "--at", "0,0", "--clock", "12:00"])
+    assert text.exit_code == 0 and "sky_top" in text.stdout and "fog_end" in text.stdout and "Z 0 assumed" in text.stderr
+
+
+def test_light_show_errors(tmp_path):
+    folder = write_folder(tmp_path / "t")
+    run = lambda *a: CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "WowgrassSample", *a])  # noqa: E731
+    r = run("--at", "0,0", "--clock", "24:30")
+    assert r.exit_code == 2 and "00:00 to 23:59" in r.output and "Traceback" not in r.output
+    r = run("--at", "zero", "--clock", "12:00")
+    assert r.exit_code == 2 and "X,Y" in r.output
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Nowhere", "--at", "0,0",
+                                 "--clock", "12:00"])
+    assert r.exit_code == 2 and "not in Map.dbc" in r.output
+    # missing, short or another build's table: a warning and the fixed sun, exit 0
+    cases = {"missing": dict(drop=("LightIntBand",)), "short": dict(mangle={"Light": lambda b: b[:40]}),
+             "other build": dict(build="1.12")}
+    for name, kw in cases.items():
+        f = write_folder(tmp_path / name.replace(" ", "_"), **kw)
+        args = ["light", "show", "--data", str(f), "--map", "WowgrassSample", "--at", "0,0,0", "--clock", "12:00"]
+        if name == "other build":   # 1.12 tables where 3.3.5 ones are asked for
+            args += ["--build", "3.3.5"]
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, (name, r.output)
+        assert "warning: light tables unusable" in r.stderr and "fixed sun" in r.stdout, name
+        assert r.exception is None
+
+
+def test_real_light_show_two_maps(realdata):
+    folder = realdata / "dbc" / "3.3.5"
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Azeroth",
+                                 "--at", "-10560,-1150,28", "--clock", "00:00", "--json"])   # Darkshire
+    assert r.exit_code == 0, r.output
+    dusk = json.loads(r.stdout)
+    assert any(not li["global"] and li["weight"] == 1.0 for li in dusk["lights"])
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Kalimdor",
+                                 "--at", "-7180,-3780,10", "--clock", "12:00", "--json"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["colors"] != dusk["colors"]
+
+
+# -------------------------------------------------------------------------------------- the sample
+def test_the_sample_world_carries_its_light_tables():
+    from wowgrass.game.data import open_data
+    from wowgrass.samples import sample_data_path
+
+    data = open_data(sample_data_path(build="3.3.5"))
+    try:
+        tables = load_light_tables(data)
+        assert tables is not None and tables.build == "3.3.5"
+        m = tables.map_light(T.MAP_ID)
+        assert m.n_local == 1
+        m.evaluate(np.asarray(data_lake()), 1440)
+        assert m.weights.tolist() == [1.0, 0.0]
+    finally:
+        data.close()
+
+
+def data_lake():
+    from wowgrass.samples.heights import SampleTerrain
+
+    t = SampleTerrain((2, 2), 0)
+    return (*t.lake_xy, t.lake_level)
+
+
+# --------------------------------------------------------------------------------- view and export
+@pytest.mark.gl
+def test_view_clock_changes_the_frame_and_the_default_keeps_the_sun(tmp_path, egl):
+    from PIL import Image
+
+    def frame(*extra):
+        out = tmp_path / f"v{len(list(tmp_path.iterdir()))}.png"
+        r = CliRunner().invoke(cli, ["view", "--output", str(out), "--size", "96x54", "--camera", "-28,-38,71",
+                                     "--target", "-62,-95,58", "--frames", "1", "--no-grass", *extra])
+        assert r.exit_code == 0, r.output
+        return np.asarray(Image.open(out).convert("RGB"), np.float64)
+
+    plain, noon, night = frame(), frame("--clock", "12:00"), frame("--clock", "00:00")
+    assert np.abs(noon - plain).mean() > 3          # the tables' light, not the fixed sun
+    assert night.mean() < 0.5 * noon.mean()         # midnight is dark
+    sky_noon = noon[0].mean(axis=0)                 # the top row: the sky's top band at noon
+    assert sky_noon[2] > sky_noon[0]                # blue
+    r = CliRunner().invoke(cli, ["view", "--output", str(tmp_path / "x.png"), "--clock", "25:00"])
+    assert r.exit_code == 2 and "00:00 to 23:59" in r.output
+
+
+def test_frame_block_carries_the_water_colours():
+    from types import SimpleNamespace
+
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.frame import _WATER, Frame, FrameUniforms
+    from wowgrass.render.views import View
+
+    u = FrameUniforms(SimpleNamespace(info={"GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT": 256}))
+    view = View(Camera(position=np.array([1.0, 2.0, 3.0])), (0, 0, 64, 64))
+    off = u.pack(Frame(views=[view]), view)
+    assert not off[_WATER:_WATER + 16].any()
+    water = ((0.1, 0.2, 0.3), (0.4, 0.5, 0.6), (0.7, 0.8, 0.9), (0.0, 0.5, 1.0))
+    on = u.pack(Frame(views=[view], water=water), view)
+    assert np.allclose(on[_WATER:_WATER + 16].reshape(4, 4)[:, :3], water) and on[_WATER + 3] == 1.0
+
+
+def test_export_carries_the_sun_and_the_sky(tmp_path):
+    import pygltflib
+
+    out = tmp_path / "t.glb"
+    r = CliRunner().invoke(cli, ["export", "gltf", "-o", str(out), "--tile", "32,32", "--no-grass", "--no-doodads",
+                                 "--no-terrain", "--no-wmos", "--no-liquids", "--clock", "12:00", "-q"])
+    assert r.exit_code == 0, r.output
+    g = pygltflib.GLTF2.load(str(out))
+    assert "KHR_lights_punctual" in g.extensionsUsed
+    light = g.extensions["KHR_lights_punctual"]["lights"][0]
+    assert light["type"] == "directional"
+    extras = g.scenes[g.scene].extras["wow_light"]
+    assert extras["clock"] == "12:00" and set(extras["sky"]) >= {"sky_top", "sky_smog", "fog"}
+    node = next(n for n in g.nodes if n.extensions and "KHR_lights_punctual" in n.extensions)
+    x, y, z, w = node.rotation
+    q = np.array([x, y, z])
+    v = np.array([0.0, 0.0, -1.0])   # the light's -Z, turned by the node's rotation
+    turned = v + 2 * np.cross(q, np.cross(q, v) + w * v)
+    sun = client_sun_direction(1440)
+    assert np.allclose(turned, [-sun[0], -sun[2], sun[1]], atol=1e-6)   # glTF (x, z, -y) of the travel
+    assert np.allclose(light["color"], extras["sun_color"])
+
+
+def test_the_views_light_follows_the_camera_and_steps_the_hour():
+    from wowgrass.render.viewer import ZoneLight
+
+    zl = ZoneLight(LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID), parse_clock("23:00"))
+    zl.step(120)
+    assert zl.clock == 0                      # 23:00 + an hour: midnight, across the day's end
+    zl.step(-240)
+    assert zl.clock == 2640
+    # walking out of the lake light: the colours change smoothly, step by step
+    steps = [zl.at((LAKE[0] + d, LAKE[1], LAKE[2])) for d in np.linspace(30, 110, 161)]
+    fog = np.array([s.fog_color for s in steps])
+    ends = np.array([s.fog[1] for s in steps])
+    assert not np.allclose(fog[0], fog[-1]) and np.abs(np.diff(fog, axis=0)).max() < 2 / 255
+    assert ends[0] < ends[-1] and np.abs(np.diff(ends)).max() < 2.0
+
+
+@pytest.mark.gl
+def test_view_clock_over_a_real_tile_takes_the_real_tables(tmp_path, realdata, egl):
+    r = CliRunner().invoke(cli, ["view", str(realdata / "adt" / "continent4229.adt"), "--map", "Azeroth",
+                                 "--dbc", str(realdata / "dbc" / "3.3.5"), "--clock", "12:00", "--size", "64x36",
+                                 "--frames", "1", "--output", str(tmp_path / "r.png"), "--no-grass", "--json"])
+    assert r.exit_code == 0, r.output
+    light = json.loads(r.stdout)["light"]
+    # Tyr's Hand (map 0): inside Light 1763's falloff (the start camera also in a smaller one's),
+    # the plagued lands' orange-red
+    assert light["map_id"] == 0 and 1763 in [li["id"] for li in light["lights"]]
+    assert sum(li["weight"] for li in light["lights"]) == pytest.approx(1.0)
+    red, green, blue = light["fog_color"]
+    assert red > green > blue
