@@ -254,3 +254,20 @@ def exclude_cmd(data, map_name, ranges, msb_first, mask, slope_above, under_liqu
 
 
 # ============================================================================= new sets, previews (below)
+# `new-set` and `diff` are written in cli/effects_sets.py (new effect sets, patches, previews): they
+# join this group when that module is there.
+
+def _attach_sets() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("wowgrass.cli.effects_sets") is None:
+        return
+    from wowgrass.cli import effects_sets
+
+    for name in ("new_set", "diff"):
+        cmd = getattr(effects_sets, name, None)
+        if isinstance(cmd, click.Command) and cmd.name not in effects.commands:
+            effects.add_command(cmd)
+
+
+_attach_sets()
