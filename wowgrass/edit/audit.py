@@ -159,8 +159,10 @@ class Audit:
                        f"effects {effs}{flag}")
         out.append(f"  effect ids ({len(self.effects)}):")
         for e in self.effects:
-            if e["row"] is None:
+            if e["row"] is False:
                 what = "NO GroundEffectTexture ROW"
+            elif e["row"] is None:
+                what = "rows not checked"
             else:
                 models = [m.rsplit("\\", 1)[-1] for m in e["models"] if m]
                 what = (", ".join(models) if models else "no doodads") + f"; density {e['density']}"
@@ -208,7 +210,7 @@ class Audit:
                 rgb[:, edge] = (rgb[:, edge] * 0.8).astype(np.uint8)
                 edge = np.arange(0, h, 8 * scale)
                 rgb[edge] = (rgb[edge] * 0.8).astype(np.uint8)
-        if nc > 1 or nr > 1:  # tile borders
+        if (nc > 1 or nr > 1) and scale >= 4:  # tile borders (a line over one pixel of four or more)
             step = 128 * scale
             rgb[:, np.arange(step, rgb.shape[1], step)] = (255, 255, 255)
             rgb[np.arange(step, rgb.shape[0], step)] = (255, 255, 255)
@@ -408,7 +410,7 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
     for k, e in enumerate(used.tolist()):
         row = cat.row(e) if cat is not None else None
         entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
-                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": row is not None if cat else None,
+                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": (row is not None) if cat is not None else None,
                  "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
                  "missing_models": []}
         if row is not None:
@@ -429,8 +431,6 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
                     missing_models_all.setdefault(m, []).append(int(e))
             if entry["unresolved_doodads"]:
                 unresolved.append({"id": int(e), "doodad_ids": entry["unresolved_doodads"]})
-        elif cat is None:
-            entry["row"] = None
         effects.append(entry)
     effects.sort(key=lambda d: (-d["layers"], d["id"]))
 
