@@ -98,8 +98,8 @@ def test_sample_world_audits_clean(world):
     with open_data(world["mpq"]) as g:
         a = audit_map(g, MAP_NAME)
     f = a.findings()
-    assert f["unassigned_layers"] == 0 and f["missing_rows"] == 0 and f["unresolved_rows"] == 0
-    assert f["missing_models"] == 0 and f["stale_cells"] == 0
+    assert f["unassigned_layer_count"] == 0 and f["missing_row_count"] == 0 and f["unresolved_row_count"] == 0
+    assert f["missing_model_count"] == 0 and f["stale_cell_count"] == 0
     g = open_data(world["loose"])
     exp = sum(int(t.no_effect_doodad.sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
     assert a.cells["excluded"] == exp > 0
@@ -159,8 +159,8 @@ def test_fixes_clear_the_audit(broken, tmp_path):
               "--only-unassigned", "-o", out, "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["layers"] == broken["ua_layers"] and doc["changed_tile_count"] == 1
-    assert doc["fields"] == {"effect_id": doc["bytes_changed"]}
+    assert doc["layer_count"] == broken["ua_layers"] and doc["changed_tile_count"] == 1
+    assert doc["by_field"] == {"effect_id": doc["changed_byte_count"]}
     fixed = tmp_path / "Data"
     shutil.copytree(broken["root"], fixed)
     for f in doc["files"]:
@@ -171,7 +171,7 @@ def test_fixes_clear_the_audit(broken, tmp_path):
     assert stale >= int(broken["stale"].sum())          # those put in, and any excluded or in holes
     res = run("effects", "remap", "--data", fixed, "--in-place", "--json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["cells"] == stale
+    assert json.loads(res.stdout)["cell_count"] == stale
     a = audit_map(open_data(fixed), MAP_NAME)
     assert a.cells["unassigned"] == 0 and a.cells["stale"] == 0
     gp = game_file(fixed, f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_32_32.adt")
@@ -319,15 +319,17 @@ def test_real_tiles_audit(realdata, tmp_path):
     res = run("effects", "audit", "--data", real_folder(realdata, tmp_path, "3.3.5"), "--json")
     assert res.exit_code == 0, res.output
     a = json.loads(res.stdout)
-    layers = {e["id"]: e["layers"] for e in a["effects"]}
+    layers = {e["id"]: e["layer_count"] for e in a["effects"]}
     assert len(layers) == 20 and layers[7043] == 124 and layers[1493] == 87 and layers[5677] == 74
-    assert layers[40199] == 52 and len(a["textures"]) == 16 and a["cells"]["excluded"] == 340
-    assert a["missing_rows"] == [] and a["cells"]["stale"] == 0 and a["cells"]["unassigned"] == 0
+    s = a["summary"]
+    assert layers[40199] == 52 and len(a["textures"]) == 16 and s["excluded_cell_count"] == 340
+    assert a["missing_rows"] == [] and s["stale_cell_count"] == 0 and s["unassigned_cell_count"] == 0
     assert a["missing_models"]                          # no detail models in a tiles-and-tables folder
     res = run("effects", "audit", "--data", real_folder(realdata, tmp_path, "1.12"), "--json")
     a = json.loads(res.stdout)
-    assert [(e["id"], e["layers"]) for e in a["effects"]] == [(453, 256)]
-    assert a["textures"][0]["path"].endswith("BurningSteppsAsh01.blp") and a["cells"]["excluded"] == 0
+    assert [(e["id"], e["layer_count"]) for e in a["effects"]] == [(453, 256)]
+    assert a["textures"][0]["path"].endswith("BurningSteppsAsh01.blp") and a["summary"]["excluded_cell_count"] == 0
+    assert a["summary"]["cell_count"] == 16384 and a["findings"]["missing_model_count"] == 4
 
 
 def test_real_tile_assign_through_the_cli(realdata, tmp_path):
@@ -338,7 +340,7 @@ def test_real_tile_assign_through_the_cli(realdata, tmp_path):
               "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["layers"] == 158 and doc["files"] == [str(out / "World" / "Maps" / "continent" / "continent_42_29.adt")]
+    assert doc["layer_count"] == 158 and doc["files"] == [str(out / "World" / "Maps" / "continent" / "continent_42_29.adt")]
     old = (realdata / "adt" / "continent4229.adt").read_bytes()
     new = Path(doc["files"][0]).read_bytes()
     diff = np.flatnonzero(np.frombuffer(old, np.uint8) != np.frombuffer(new, np.uint8))
@@ -346,6 +348,6 @@ def test_real_tile_assign_through_the_cli(realdata, tmp_path):
     rock = t.textures.index("Tileset\\Wetlands\\WetlandsBaseRock.blp")
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
     assert np.array_equal(t2.layer_effect, np.where(exists & (t.layer_texture == rock), 1493, t.layer_effect))
-    assert diff.size == doc["bytes_changed"] == doc["fields"]["effect_id"] > 0
+    assert diff.size == doc["changed_byte_count"] == doc["by_field"]["effect_id"] > 0
     spans = t.field_offsets()["effect_id"]
     assert set(diff.tolist()) <= set((spans[spans >= 0][:, None] + np.arange(4)).ravel().tolist())

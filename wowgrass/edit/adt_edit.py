@@ -44,7 +44,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -184,10 +184,11 @@ class EditReport:
         return self.bytes_changed > 0
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d["changed"] = self.changed
-        d["before"] = {str(k): v for k, v in self.before.items()}
-        return d
+        """cli.md's names: ``*_count`` numbers, plural names lists."""
+        return {"path": self.path, "kind": self.kind, "changed": self.changed, "layer_count": self.layers,
+                "cell_count": self.cells, "chunk_count": self.chunks, "changed_byte_count": self.bytes_changed,
+                "by_field": dict(self.fields), "before": {str(k): v for k, v in self.before.items()},
+                "textures": list(self.textures)}
 
 
 # ----------------------------------------------------------------------------- the primitive

@@ -53,8 +53,10 @@ class MapEdit:
         return out
 
     def to_json(self) -> dict:
+        t = self.totals()
         return {"map": self.map, "kind": self.kind, **self.params, "tile_count": len(self.reports),
-                "changed_tile_count": len(self.files), **{f"{k}": v for k, v in self.totals().items()},
+                "changed_tile_count": len(self.files), "layer_count": t["layers"], "cell_count": t["cells"],
+                "chunk_count": t["chunks"], "changed_byte_count": t["bytes_changed"], "by_field": t["fields"],
                 "notes": list(self.notes), "tiles": [r.to_json() for r in self.reports]}
 
     def write(self, out_dir=None, *, in_place: bool = False, data=None):
