@@ -351,3 +351,31 @@ def test_real_tile_assign_through_the_cli(realdata, tmp_path):
     assert diff.size == doc["changed_byte_count"] == doc["by_field"]["effect_id"] > 0
     spans = t.field_offsets()["effect_id"]
     assert set(diff.tolist()) <= set((spans[spans >= 0][:, None] + np.arange(4)).ravel().tolist())
+
+
+def test_fixes_add_up_in_their_output_folder(broken, tmp_path):
+    """A second fix into the same -o DIR starts from the first one's tiles, and a table there (as
+    `effects new-set` writes it) counts for the effect check; `audit --overlay DIR` sees the result."""
+    from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, DbcFile, schema_for, write_dbc
+
+    fix = tmp_path / "fix"
+    fix.mkdir()
+    g = open_data(broken["root"])
+    tex_path = "DBFilesClient\\GroundEffectTexture.dbc"
+    rows = DbcFile.from_bytes(g.read(tex_path)).with_schema(schema_for(GROUND_EFFECT_TEXTURE, "3.3.5")).records
+    extra = rows[:1].copy()
+    extra["ID"] = 5555
+    game_file(fix, tex_path).parent.mkdir(parents=True)
+    game_file(fix, tex_path).write_bytes(write_dbc(np.concatenate([rows, extra]), b"\0"))
+    res = run("effects", "assign", "--data", broken["root"], "--texture", "SampleGrass", "--effect", 5555,
+              "--only-unassigned", "-o", fix, "--json")
+    assert res.exit_code == 0, res.output             # no --allow-missing: the row is in fix/
+    assert json.loads(res.stdout)["layer_count"] == broken["ua_layers"]
+    res = run("effects", "remap", "--data", broken["root"], "-o", fix, "--json")
+    assert res.exit_code == 0, res.output
+    res = run("effects", "audit", "--data", broken["root"], "--overlay", fix, "--json")
+    a = json.loads(res.stdout)
+    assert a["summary"]["unassigned_cell_count"] == 0 and a["summary"]["stale_cell_count"] == 0
+    assert {e["id"] for e in a["effects"]} >= {5555}
+    # the input folder itself stays as it was
+    assert audit_map(open_data(broken["root"]), MAP_NAME).cells["unassigned"] == broken["ua_cells"]

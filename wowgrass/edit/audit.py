@@ -66,10 +66,12 @@ def _key(path: str) -> str:
 _WORKER: dict = {}
 
 
-def _open_worker(root) -> None:
+def _open_worker(root, overlay=None) -> None:
+    from wowgrass.edit.batch import Overlay
     from wowgrass.game.data import open_data
 
-    _WORKER["data"] = open_data(root)
+    data = open_data(root)
+    _WORKER["data"] = Overlay(data, overlay) if overlay else data
 
 
 def _tile_facts(job) -> dict:
@@ -290,7 +292,8 @@ def _catalog(data, notes):
 
 def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float = STALE_MARGIN,
               msb_first: bool = False, progress: Progress | None = None, picture: bool = True) -> Audit:
-    """Audit ``map_name``'s tiles in ``data`` (a GameData; ``tiles`` ranges as ``--tile`` gives them)."""
+    """Audit ``map_name``'s tiles in ``data`` (a GameData, or a :class:`~wowgrass.edit.batch.Overlay` of
+    one; ``tiles`` ranges as ``--tile`` gives them)."""
     from wowgrass.game.maps import adt_game_path, map_tiles
 
     mt = map_tiles(data, map_name, tiles)
@@ -310,7 +313,11 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
         from wowgrass.formats.mpq import release_threads
 
         release_threads()
-        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker, initargs=(str(data.root),)) as pool:
+        from wowgrass.edit.batch import Overlay
+
+        overlay = str(data.folder) if isinstance(data, Overlay) else None
+        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
+                                 initargs=(str(data.root), overlay)) as pool:
             collect(pool.map(_tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
     else:
         _WORKER["data"] = data
