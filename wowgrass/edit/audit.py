@@ -178,7 +178,8 @@ class Audit:
             effs = ", ".join(f"{e['id']} x{e['layers']}" for e in t["effects"]) or "none"
             flag = f"   UNASSIGNED: {t['unassigned_layers']} layers in {t['unassigned_chunk_count']} chunks" \
                 if t["unassigned_layers"] else ""
-            out.append(f"    {t['path']}: {t['layers']} layers, {t['chunks']} chunks, {t['tile_count']} tiles; "
+            out.append(f"    {t['path']}: {t['layers']} layers, {t['chunks']} chunks, "
+                       f"{t['tile_count']} tile{'' if t['tile_count'] == 1 else 's'}; "
                        f"effects {effs}{flag}")
         out.append(f"  effect ids ({len(self.effects)}):")
         for e in self.effects:

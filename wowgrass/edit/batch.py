@@ -188,8 +188,8 @@ def assign_map(data, map_name: str, texture_glob: str, effect_id: int, *, tiles=
                          + (f"; closest: {', '.join(near)}" if near else "")
                          + " (`wowgrass effects audit` lists them)")
     if row is None and int(effect_id) not in NO_EFFECT_IDS:
-        edit.notes.append(f"warning: effect {effect_id} has no GroundEffectTexture row (--allow-missing): "
-                          "the client grows nothing there until one is added")
+        edit.notes.append(f"warning: effect {effect_id} has no GroundEffectTexture row here, or the tables cannot be "
+                          "read (--allow-missing): the client grows nothing there until the row is shipped")
     return edit
 
 
