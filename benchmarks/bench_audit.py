@@ -64,7 +64,8 @@ def main() -> None:
               f"target <= {TARGET_S:.0f} s on 2 cores: {ok}); CPU {min(cpus):.2f} s in all processes "
               f"(load average {load:.1f} before: other work on the machine stretches the wall time)")
     f = audit.findings()
-    print(f"  found: {audit.cells['total']:,} cells, {audit.cells['grass']:,} with grass, {f['unassigned_cell_count']:,} "
+    print(f"  found: {audit.cells['total']:,} cells, {audit.cells['grass']:,} with grass, "
+          f"{f['unassigned_cell_count']:,} "
           f"unassigned, {f['stale_cell_count']:,} stale, {f['excluded_cell_count']:,} excluded")
     t0 = time.perf_counter()
     if a.picture:

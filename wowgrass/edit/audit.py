@@ -196,7 +196,8 @@ class Audit:
                     what += f"; models not in the data: {len(e['missing_models'])}"
             out.append(f"    {e['id']:>10}: {e['layers']} layers, {e['cells']:,} cells; {what}")
         f = self.findings()
-        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)" if f["unassigned_layer_count"] else "",
+        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)"
+                    if f["unassigned_layer_count"] else "",
                     f"{f['missing_row_count']} effect ids without a row" if f["missing_row_count"] else "",
                     f"{f['unresolved_row_count']} rows with unknown doodads" if f["unresolved_row_count"] else "",
                     f"{f['missing_model_count']} doodad models missing" if f["missing_model_count"] else "",
@@ -378,7 +379,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             sel = lt_i == ti
             name = names[ti] if ti < len(keys) else f"<MTEX index {int(lt[sel][0])} out of range>"
             key = keys[ti] if ti < len(keys) else name
-            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(), "effects": Counter(),
+            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(),
+                                             "effects": Counter(),
                                              "unassigned_layers": 0, "unassigned_chunks": [], "cells": 0})
             info["layers"] += int(sel.sum())
             info["chunks"] += int(np.unique(lc[sel]).size)
@@ -388,7 +390,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             if ua.any():
                 info["unassigned_layers"] += int(ua.sum())
                 for ch in np.unique(lc[ua]).tolist():
-                    info["unassigned_chunks"].append({"tile": list(f["tile"]), "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
+                    info["unassigned_chunks"].append({"tile": list(f["tile"]),
+                                                      "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
                                                       "mcnk": int(ch)})
         eff_layers.update(le.tolist())
         for ti, e in set(zip(lt_i.tolist(), le.tolist())):
@@ -439,7 +442,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
     for k, e in enumerate(used.tolist()):
         row = cat.row(e) if cat is not None else None
         entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
-                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": (row is not None) if cat is not None else None,
+                 "textures": sorted(eff_textures.get(e, ()), key=str.lower),
+                 "row": (row is not None) if cat is not None else None,
                  "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
                  "missing_models": []}
         if row is not None:
