@@ -381,3 +381,16 @@ def test_fixes_add_up_in_their_output_folder(broken, tmp_path):
     assert {e["id"] for e in a["effects"]} >= {5555}
     # the input folder itself stays as it was
     assert audit_map(open_data(broken["root"]), MAP_NAME).cells["unassigned"] == broken["ua_cells"]
+
+
+def test_cells_png_is_the_grid_exclude_reads(world, tmp_path):
+    cells = tmp_path / "cells.png"
+    res = run("effects", "audit", "--data", world["loose"], "--cells-png", cells, "-q")
+    assert res.exit_code == 0 and cells.is_file()
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", cells, "-n", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["cell_count"] == 0              # white = excluded already: nothing new
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", cells, "--clear", "-n", "--json")
+    g = open_data(world["loose"])
+    excluded = sum(int(t.no_effect_doodad.sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
+    assert json.loads(res.stdout)["cell_count"] == excluded > 0
