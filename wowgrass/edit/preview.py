@@ -1,0 +1,280 @@
+"""Before and after a patch: the grass of a map's tiles without and with a patch MPQ placed in the
+client's Data folder, counted by the client placement and the coverage placement, and drawn side by
+side (``effects diff``).
+
+The patch is mounted where the client would mount it: a temporary folder of links mirrors the Data
+folder (its MPQs and locale folder) with the patch added under its own name, and the archive chain
+(formats.md §5.5) opens that folder, so a ``patch-2.MPQ`` ranks below the locale patches and a
+``patch-enUS-2.MPQ`` above everything, exactly as in the client. A name the client does not load is
+an error. Over a loose folder the patch simply answers first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from wowgrass.errors import GameFileNotFound, UsageError
+from wowgrass.formats.mpq import MpqArchive
+from wowgrass.game.data import GameData, open_data
+from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
+
+PLACEMENTS = ("client", "coverage")
+CHANGED_RGB = (255, 210, 0)    # the outline of cells whose grass changed
+
+
+class _Overlay:
+    """A loose folder with a patch archive answering first (what ``read``/``exists``/``list`` need)."""
+
+    def __init__(self, base: GameData, patch: Path):
+        self.base, self.root, self.build, self.locale = base, base.root, base.build, base.locale
+        self.archives: list = []
+        self._arc = MpqArchive.open(patch)
+        self._patch = patch
+
+    def locate(self, path):
+        e = self._arc.lookup(path, None)
+        if e is not None:
+            return (None if e.is_delete_marker else (self._patch, self._arc))
+        return self.base.locate(path)
+
+    def exists(self, path) -> bool:
+        return self.locate(path) is not None
+
+    def read(self, path) -> bytes:
+        found = self.locate(path)
+        if found is None:
+            raise GameFileNotFound(f"{path}: not in {self.root} nor in {self._patch.name}")
+        return found[1].read(path) if found[1] is not None else found[0].read_bytes()
+
+    def list(self, pattern="*"):
+        import fnmatch
+
+        pat = pattern.replace("/", "\\").upper()
+        mine = [n for n in self._arc.names() if fnmatch.fnmatchcase(n.upper(), pat)]
+        return sorted(set(self.base.list(pattern)) | set(mine), key=str.lower)
+
+    def close(self):
+        self._arc.close()
+        self.base.close()
+
+
+def _mirror(root: Path, patch: Path, into: Path) -> Path:
+    """Links to every MPQ of the Data folder ``root`` (and its locale folders) in ``into``, with
+    ``patch`` placed by its name: ``patch-xxXX-N.MPQ`` in ``xxXX/``, any other name at the top."""
+    from wowgrass.edit.patch import name_kind
+
+    kind, loc = name_kind(patch)
+    for p in root.iterdir():
+        if p.is_file() and p.suffix.lower() == ".mpq":
+            os.symlink(p.resolve(), into / p.name)
+        elif p.is_dir() and any(q.suffix.lower() == ".mpq" for q in p.iterdir() if q.is_file()):
+            (into / p.name).mkdir()
+            for q in p.iterdir():
+                if q.is_file() and q.suffix.lower() == ".mpq":
+                    os.symlink(q.resolve(), into / p.name / q.name)
+    folder = into
+    if kind == "locale":
+        existing = [d for d in into.iterdir() if d.is_dir() and d.name.lower() == loc.lower()]
+        folder = existing[0] if existing else into / loc
+        folder.mkdir(exist_ok=True)
+    target = folder / patch.name
+    for q in folder.iterdir():   # an archive of the same name (any case) is replaced, as a copy would
+        if q.name.lower() == patch.name.lower():
+            q.unlink()
+    os.symlink(patch.resolve(), target)
+    return target
+
+
+@contextlib.contextmanager
+def before_after(data_path, patch_path):
+    """``(before, after, where)``: the data source without and with the patch mounted; ``where``
+    says where it ranks. The patch may already lie in the Data folder (then ``before`` leaves it out)."""
+    patch = Path(patch_path)
+    if not patch.is_file():
+        raise GameFileNotFound(f"no such file: {patch}")
+    MpqArchive.open(patch).close()   # a patch that is no MPQ fails here, naming it
+    base = open_data(data_path)
+    tmp = None
+    try:
+        if not base.archives:
+            after = _Overlay(open_data(data_path), patch)
+            try:
+                yield base, after, {"mounted": "over the loose folder", "rank": 1, "archives": 1}
+            finally:
+                after.close()
+            return
+        me = patch.resolve()
+        resolved = [Path(a).resolve() for a in base.archives]
+        if me in resolved:   # already placed in the Data folder
+            keep = [a for a, r in zip(base.archives, resolved) if r != me]
+            before = GameData(base.root, archives=keep, build=base.build, locale=base.locale)
+            try:
+                yield before, base, {"mounted": str(patch), "rank": resolved.index(me) + 1,
+                                     "archives": len(resolved)}
+            finally:
+                before.close()
+            return
+        tmp = Path(tempfile.mkdtemp(prefix="wowgrass-diff-"))
+        placed = _mirror(base.root, patch, tmp)
+        after = open_data(tmp, build=base.build, locale=base.locale)
+        try:
+            names = [Path(a).resolve() for a in after.archives]
+            if me not in names:
+                from wowgrass.edit.patch import advice
+
+                hint = advice(patch, base.build, base.locale, [])[2]
+                raise UsageError(f"a {base.build or 'WoW'} client would not mount {patch.name}"
+                                 + (f": {hint[0]}" if hint else ""))
+            rel = placed.relative_to(tmp)
+            yield base, after, {"mounted": f"{base.root / rel}", "rank": names.index(me) + 1,
+                                "archives": len(names)}
+        finally:
+            after.close()
+    finally:
+        base.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class TileDiff:
+    tile: tuple[int, int]
+    counts: dict                                  # placement -> {"before", "after", "change", "cells_changed"}
+    edits: dict                                   # what changed in the ADT: layers, cells
+    adt_changed: bool
+    changed_cells: dict = field(default_factory=dict, repr=False)   # placement -> (256, 8, 8) bool
+    tiles: tuple = field(default=(), repr=False)  # (before AdtTile, after AdtTile)
+    instances: dict = field(default_factory=dict, repr=False)     # placement -> (before, after)
+
+    def to_dict(self) -> dict:
+        return {"tile": list(self.tile), "adt_changed": self.adt_changed, "edits": self.edits,
+                **{p: c for p, c in self.counts.items()}}
+
+
+def patch_tiles(after_names, map_name: str) -> list[tuple[int, int]]:
+    """The tiles of ``map_name`` whose ADT a patch holds (from its file names)."""
+    prefix = f"world\\maps\\{map_name.lower()}\\{map_name.lower()}_"
+    out = []
+    for n in after_names:
+        low = n.replace("/", "\\").lower()
+        if low.startswith(prefix) and low.endswith(".adt"):
+            parts = low[len(prefix):-4].split("_")
+            if len(parts) == 2 and all(p.isdigit() for p in parts):
+                out.append((int(parts[0]), int(parts[1])))
+    return sorted(set(out), key=lambda t: (t[1], t[0]))
+
+
+def _edits(a, b) -> dict:
+    """Which ground-effect fields of the ADT differ (counts), the rest as one flag."""
+    la = np.asarray(a.layer_effect, np.int64) * (np.asarray(a.layer_texture) >= 0)
+    lb = np.asarray(b.layer_effect, np.int64) * (np.asarray(b.layer_texture) >= 0)
+    return {
+        "layer_effects": int(np.count_nonzero(la != lb)),
+        "no_effect_doodad": int(np.count_nonzero(a.no_effect_doodad != b.no_effect_doodad)),
+        "doodad_mapping": int(np.count_nonzero(a.doodad_mapping != b.doodad_mapping)),
+        "textures": int(a.textures != b.textures),
+    }
+
+
+def diff_tiles(before, after, map_name: str, tiles, *, placements=PLACEMENTS, constants=None,
+               progress=None) -> list[TileDiff]:
+    """Place the grass of each of ``tiles`` before and after, with each of ``placements``."""
+    from wowgrass.game.tiles import load_tile
+    from wowgrass.grass.bake import load_catalog
+    from wowgrass.grass.placement import make_strategy
+
+    cat_b, cat_a = load_catalog(data=before), load_catalog(data=after)
+    strategies = {p: make_strategy(p, constants) for p in placements}
+    out = []
+    for k, (c, r) in enumerate(tiles):
+        tb, raw_b, _ = load_tile(data=before, map_name=map_name, tile=(c, r))
+        ta, raw_a, _ = load_tile(data=after, map_name=map_name, tile=(c, r))
+        counts, changed, inst = {}, {}, {}
+        for name, s in strategies.items():
+            ib = s.place(tb, cat_b, map_name=map_name)
+            ia = s.place(ta, cat_a, map_name=map_name)
+            cells = ib.cell_counts() != ia.cell_counts()
+            counts[name] = {"before": len(ib), "after": len(ia), "change": len(ia) - len(ib),
+                            "cells_changed": int(cells.sum())}
+            changed[name], inst[name] = cells, (ib, ia)
+        out.append(TileDiff((c, r), counts, _edits(tb, ta), raw_a != raw_b, changed, (tb, ta), inst))
+        if progress is not None:
+            progress(k + 1, len(tiles))
+    return out
+
+
+def tables_changed(before, after) -> bool:
+    """Whether the patch changes a ground-effect table."""
+    return any(before.read(p) != after.read(p) for p in (TEXTURE_PATH, DOODAD_PATH)
+               if before.exists(p) and after.exists(p))
+
+
+def _outline(mask_img: np.ndarray, size: int) -> np.ndarray:
+    """(size, size) bool: the border pixels of the True cells of a (128, 128) cell picture."""
+    idx = (np.arange(size) * mask_img.shape[0] // size)
+    big = mask_img[idx[:, None], idx[None, :]]
+    edge = np.zeros_like(big)
+    edge[1:] |= big[1:] != big[:-1]
+    edge[:-1] |= big[1:] != big[:-1]
+    edge[:, 1:] |= big[:, 1:] != big[:, :-1]
+    edge[:, :-1] |= big[:, 1:] != big[:, :-1]
+    return edge & big
+
+
+def _label(img: np.ndarray, text: str) -> np.ndarray:
+    from PIL import Image, ImageDraw, ImageFont
+
+    h, w = img.shape[:2]
+    px = max(10, min(16, w // 32))
+    try:
+        font = ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    out = Image.new("RGB", (w, h + px + 8), (255, 255, 255))
+    out.paste(Image.fromarray(np.ascontiguousarray(img[..., :3])), (0, px + 8))
+    ImageDraw.Draw(out).text((4, 3), text, fill=(0, 0, 0), font=font)
+    return np.asarray(out)
+
+
+def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int = 512,
+                 patch_name: str = "patch") -> np.ndarray:
+    """One row per tile: its grass before | after (a dot per instance, coloured by model, over the
+    relief; cells whose grass changed outlined on both), with the legend drawn in below."""
+    from wowgrass.game.tiles import grass_image, legend_strip, tile_grid
+
+    rows = []
+    legend: dict[str, dict] = {}
+    gap = np.full((1, 8, 3), 255, np.uint8)
+    for d in diffs:
+        tb, ta = d.tiles
+        ib, ia = d.instances[placement]
+        panels = []
+        mask = tile_grid(ta, d.changed_cells[placement])
+        edge = _outline(mask, size)
+        for which, t, inst in (("before", tb, ib), ("after", ta, ia)):
+            rgb, leg = grass_image(t, inst, size)
+            rgb = rgb.copy()
+            rgb[edge] = CHANGED_RGB
+            c = d.counts[placement]
+            title = (f"{d.tile[0]},{d.tile[1]} before: {c['before']:,} instances" if which == "before" else
+                     f"after {patch_name}: {c['after']:,} ({c['change']:+,}), {c['cells_changed']:,} cells changed")
+            panels.append(_label(rgb, title))
+            for e in leg:
+                slot = legend.setdefault(e["label"], {"label": e["label"], "rgb": e["rgb"], "before": 0, "after": 0})
+                slot[which] += e["count"]
+        h = panels[0].shape[0]
+        rows.append(np.concatenate([panels[0], np.broadcast_to(gap, (h, 8, 3)), panels[1]], axis=1))
+    width = max(r.shape[1] for r in rows)
+    rows = [np.pad(r, ((0, 8), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
+    img = np.concatenate(rows, axis=0)
+    entries = [{"label": f"{e['label'].rsplit(chr(92), 1)[-1]}: {e['before']:,} -> {e['after']:,}", "rgb": e["rgb"]}
+               for e in sorted(legend.values(), key=lambda e: -max(e["before"], e["after"]))]
+    entries.append({"label": "cell whose grass changed", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
+    return legend_strip(img, entries, title=f"grass by model, {placement} placement: before | after")
