@@ -82,8 +82,8 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
         if data is not None:
             data.close()
     outputs = {TEXTURE_PATH: tex2}
-    if dood2 != dood:
-        outputs[DOODAD_PATH] = dood2
+    if dood2 != dood or (Path(out_dir) / "DBFilesClient" / "GroundEffectDoodad.dbc").exists():
+        outputs[DOODAD_PATH] = dood2   # the pair under -o DIR always matches
     files = write_tables(out_dir, outputs, force=force, in_place=in_place, inputs=inputs)
     if as_json:
         echo_json({**done.to_dict(), "files": files, "missing_models": missing})
@@ -165,13 +165,15 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
     from rich.table import Table
 
     table = Table(title=f"{map_name}: grass before | after {Path(patch_path).name}")
-    for col in ("tile", "client", "cells", "coverage", "cells", "edited layers", "noEffect", "mapping"):
-        table.add_column(col, justify="right")
+    for col in ("tile", "client", "coverage", "cells", "edits"):
+        table.add_column(col, justify="right" if col != "edits" else "left", no_wrap=True)
     for d in diffs:
         c, v, e = d.counts["client"], d.counts["coverage"], d.edits
-        table.add_row(f"{d.tile[0]},{d.tile[1]}", f"{c['before']:,} -> {c['after']:,}", f"{c['cells_changed']:,}",
-                      f"{v['before']:,} -> {v['after']:,}", f"{v['cells_changed']:,}", f"{e['layer_effects']:,}",
-                      f"{e['no_effect_doodad']:,}", f"{e['doodad_mapping']:,}")
+        edits = ", ".join(f"{n:,} {what}" for n, what in ((e["layer_effects"], "layers"),
+                          (e["no_effect_doodad"], "noEffect"), (e["doodad_mapping"], "mapping")) if n) or "-"
+        table.add_row(f"{d.tile[0]},{d.tile[1]}", f"{c['before']:,}>{c['after']:,}", f"{v['before']:,}>{v['after']:,}",
+                      f"{c['cells_changed']:,}/{v['cells_changed']:,}", edits)
+    table.caption = "instances before>after; cells whose grass changed (client/coverage); ADT fields edited"
     text_console().print(table)
     note(f"note: the patch is mounted as {where['mounted']} (archive {where['rank']} of {where['archives']})")
     if out is not None:

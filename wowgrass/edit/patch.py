@@ -147,12 +147,15 @@ def advice(out: Path, build: str | None, locale: str | None, files) -> tuple[str
 
 def _data_folder(out: Path) -> Path | None:
     """The client Data folder ``out`` lies in (directly or in its locale folder), if it looks like one."""
-    for folder in (out.parent, out.parent.parent):
+    from wowgrass.game.data import detect_build
+
+    folders = [out.parent.parent] if LOCALE_NAME.match(out.parent.name) else [out.parent]
+    for folder in folders:
         try:
-            mpqs = [p for p in folder.iterdir() if p.suffix.lower() == ".mpq" and p.name != out.name]
+            names = [p.name for p in folder.iterdir() if p.suffix.lower() == ".mpq" and p.name != out.name]
         except OSError:
             continue
-        if mpqs:
+        if detect_build(names) is not None:   # the base archives of a client
             return folder
     return None
 

@@ -26,7 +26,9 @@ from wowgrass.game.data import GameData, open_data
 from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
 
 PLACEMENTS = ("client", "coverage")
-CHANGED_RGB = (255, 210, 0)    # the outline of cells whose grass changed
+CHANGED_RGB = (255, 255, 255)  # the outline of cells whose grass changed (no model's colour is white)
+MORE_RGB = np.array((60, 200, 80), np.float32)    # change panel: cells with more grass
+LESS_RGB = np.array((230, 60, 50), np.float32)    # and with less
 
 
 class _Overlay:
@@ -243,10 +245,27 @@ def _label(img: np.ndarray, text: str) -> np.ndarray:
     return np.asarray(out)
 
 
+def change_image(t, before_counts: np.ndarray, after_counts: np.ndarray, size: int) -> np.ndarray:
+    """The tile's relief with each cell tinted by its change in instances: green more, red fewer
+    (full colour at a change of half the densest cell's count or more)."""
+    from wowgrass.game.tiles import _relief, tile_grid
+
+    _z, shade = _relief(t, size)
+    grey = (35 + 60 * shade)[..., None] * np.ones(3, np.float32)
+    delta = tile_grid(t, after_counts.astype(np.int64) - before_counts.astype(np.int64))
+    scale = max(1.0, 0.5 * float(max(before_counts.max(), after_counts.max())))
+    idx = np.arange(size) * delta.shape[0] // size
+    d = delta[idx[:, None], idx[None, :]].astype(np.float32)
+    a = np.clip(np.abs(d) / scale, 0, 1)[..., None] * 0.5 + (d != 0)[..., None] * 0.5
+    colour = np.where((d > 0)[..., None], MORE_RGB, LESS_RGB)
+    return np.clip(grey * (1 - a) + colour * a, 0, 255).astype(np.uint8)
+
+
 def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int = 512,
                  patch_name: str = "patch") -> np.ndarray:
     """One row per tile: its grass before | after (a dot per instance, coloured by model, over the
-    relief; cells whose grass changed outlined on both), with the legend drawn in below."""
+    relief; cells whose grass changed outlined on both) | the change per cell (green more, red
+    fewer), with the legend drawn in below."""
     from wowgrass.game.tiles import grass_image, legend_strip, tile_grid
 
     rows = []
@@ -269,12 +288,18 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int = 5
             for e in leg:
                 slot = legend.setdefault(e["label"], {"label": e["label"], "rgb": e["rgb"], "before": 0, "after": 0})
                 slot[which] += e["count"]
+        cb, ca = ib.cell_counts(), ia.cell_counts()
+        more, fewer = int((ca > cb).sum()), int((ca < cb).sum())
+        panels.append(_label(change_image(ta, cb, ca, size), f"change: {more:,} cells more, {fewer:,} fewer"))
         h = panels[0].shape[0]
-        rows.append(np.concatenate([panels[0], np.broadcast_to(gap, (h, 8, 3)), panels[1]], axis=1))
+        sep = np.broadcast_to(gap, (h, 8, 3))
+        rows.append(np.concatenate([panels[0], sep, panels[1], sep, panels[2]], axis=1))
     width = max(r.shape[1] for r in rows)
     rows = [np.pad(r, ((0, 8), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
     img = np.concatenate(rows, axis=0)
     entries = [{"label": f"{e['label'].rsplit(chr(92), 1)[-1]}: {e['before']:,} -> {e['after']:,}", "rgb": e["rgb"]}
                for e in sorted(legend.values(), key=lambda e: -max(e["before"], e["after"]))]
-    entries.append({"label": "cell whose grass changed", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
-    return legend_strip(img, entries, title=f"grass by model, {placement} placement: before | after")
+    entries.append({"label": "cell whose grass changed (outline)", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
+    entries.append({"label": "more grass in the cell", "rgb": "#%02x%02x%02x" % tuple(int(v) for v in MORE_RGB)})
+    entries.append({"label": "less grass in the cell", "rgb": "#%02x%02x%02x" % tuple(int(v) for v in LESS_RGB)})
+    return legend_strip(img, entries, title=f"grass by model, {placement} placement: before | after | change")
