@@ -47,7 +47,7 @@ def build(folder, out, build, locale, force, as_json):
         note(f"warning: {w}")
     chain = result.chain
     if chain and chain["mounted"]:
-        note(f"note: {Path(out).name} ranks {chain['rank']} of {chain['archives']} archives in {chain['data']}"
+        note(f"note: {Path(out).name} ranks {chain['rank']} of {chain['archive_count']} archives in {chain['data']}"
              + (" (the highest)" if chain.get("highest") else ""))
     note(f"wrote {out} ({plural(len(result.files), 'file')}, {plural(result.size, 'byte')}, "
          f"MPQ v{result.format_version + 1}, "

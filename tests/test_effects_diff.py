@@ -53,7 +53,7 @@ def test_diff_counts_match_placing_the_edited_tile(edit, tmp_path):
                                  "-o", str(png), "--size", "128", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
-    assert res["mounted"]["rank"] == res["mounted"]["archives"]          # a locale patch ranks highest
+    assert res["mounted"]["rank"] == res["mounted"]["archive_count"]          # a locale patch ranks highest
     (t,) = res["tiles"]
     assert t["tile"] == list(TILE) and t["adt_changed"]
     cat = GroundEffectCatalog.from_dbc_bytes(*edit["tables"])

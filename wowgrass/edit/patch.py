@@ -176,13 +176,13 @@ def chain_check(out: Path, names) -> dict | None:
         archives = [Path(a).resolve() for a in data.archives]
         me = out.resolve()
         if me not in archives:
-            return {"data": str(root), "mounted": False, "rank": None, "archives": len(archives), "hidden": {}}
+            return {"data": str(root), "mounted": False, "rank": None, "archive_count": len(archives), "hidden": {}}
         hidden = {}
         for n in names:
             found = data.locate(n)
             if found is not None and Path(found[0]).resolve() != me:
                 hidden[n] = Path(found[0]).name
-        return {"data": str(root), "mounted": True, "rank": archives.index(me) + 1, "archives": len(archives),
+        return {"data": str(root), "mounted": True, "rank": archives.index(me) + 1, "archive_count": len(archives),
                 "highest": archives.index(me) == len(archives) - 1, "hidden": hidden}
 
 

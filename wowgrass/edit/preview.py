@@ -108,7 +108,7 @@ def before_after(data_path, patch_path):
         if not base.archives:
             after = _Overlay(open_data(data_path), patch)
             try:
-                yield base, after, {"mounted": "over the loose folder", "rank": 1, "archives": 1}
+                yield base, after, {"file": "over the loose folder", "rank": 1, "archive_count": 1}
             finally:
                 after.close()
             return
@@ -118,8 +118,8 @@ def before_after(data_path, patch_path):
             keep = [a for a, r in zip(base.archives, resolved) if r != me]
             before = GameData(base.root, archives=keep, build=base.build, locale=base.locale)
             try:
-                yield before, base, {"mounted": str(patch), "rank": resolved.index(me) + 1,
-                                     "archives": len(resolved)}
+                yield before, base, {"file": str(patch), "rank": resolved.index(me) + 1,
+                                     "archive_count": len(resolved)}
             finally:
                 before.close()
             return
@@ -135,8 +135,8 @@ def before_after(data_path, patch_path):
                 raise UsageError(f"a {base.build or 'WoW'} client would not mount {patch.name}"
                                  + (f": {hint[0]}" if hint else ""))
             rel = placed.relative_to(tmp)
-            yield base, after, {"mounted": f"{base.root / rel}", "rank": names.index(me) + 1,
-                                "archives": len(names)}
+            yield base, after, {"file": f"{base.root / rel}", "rank": names.index(me) + 1,
+                                "archive_count": len(names)}
         finally:
             after.close()
     finally:
