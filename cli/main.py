@@ -21,6 +21,7 @@ COMMANDS = {
     "sample": ("wowgrass.cli.sample:sample", "Build the built-in sample world."),
     "bake": ("wowgrass.cli.bake:bake", "Precompute grass placements into cached bundles."),
     "bundle": ("wowgrass.cli.bake:bundle", "Inspect baked instance bundles."),
+    "effects": ("wowgrass.cli.effects:effects", "Audit and fix a map's ground effects (the workbench)."),
     "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
     "export": ("wowgrass.cli.export:export", "Export tiles to glTF (Blender, engines)."),
     "maps": ("wowgrass.cli.system:maps", "List the maps of a data source and their tiles."),

@@ -125,3 +125,82 @@ def mcnk_offsets(data: bytes) -> list[int]:
             out.append(off)
         off += 8 + size
     return out
+
+
+# --- another editor's layout ------------------------------------------------------------------------
+# (MCNK header offset of each sub-chunk's ofs field, sub-chunk tag); MCLQ's size is in the header
+_SUBS = ((0x14, b"MCVT"), (0x18, b"MCNR"), (0x1C, b"MCLY"), (0x20, b"MCRF"), (0x2C, b"MCSH"), (0x24, b"MCAL"),
+         (0x60, b"MCLQ"), (0x58, b"MCSE"), (0x74, b"MCCV"))
+
+
+def _top_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    out, off = [], 0
+    while off + 8 <= len(data):
+        tag, size = struct.unpack_from("<4sI", data, off)
+        out.append((tag[::-1], data[off + 8:off + 8 + size]))
+        off += 8 + size
+    return out
+
+
+def _sub_chunks(payload: bytes) -> dict[bytes, bytes]:
+    """The sub-chunks of one MCNK payload (header first), whole (8-byte header + data; MCNR with the
+    13 padding bytes after it; MCLQ as long as the MCNK header's sizeLiquid says)."""
+    out = {}
+    for at, tag in _SUBS:
+        ofs = struct.unpack_from("<I", payload, at)[0]
+        if not ofs or (tag == b"MCCV" and payload[ofs - 8:ofs - 4][::-1] != b"MCCV"):
+            continue
+        start = ofs - 8                            # relative to the MCNK's 8-byte header
+        if tag == b"MCLQ":
+            n = struct.unpack_from("<I", payload, 0x64)[0]
+        else:
+            n = 8 + struct.unpack_from("<I", payload, start + 4)[0] + (13 if tag == b"MCNR" else 0)
+        out[tag] = payload[start:start + n]
+    return out
+
+
+def editor_layout(data: bytes, *, order=None, mcin="header", pad=True, top_pad=True) -> bytes:
+    """An ADT (wowgrass's layout) re-laid out as another map editor writes it: MCNK sub-chunks in
+    ``order`` (tags; default reversed), empty padding sub-chunks between them (``pad``), an empty
+    top-level padding chunk before the MCNKs (``top_pad``), MCIN sizes counting the 8-byte header
+    (``mcin="header"``) or not (``"payload"``). struct only: no wowgrass code."""
+    top = _top_chunks(data)
+    head = [(t, p) for t, p in top if t not in (b"MCNK", b"MCIN", b"MHDR", b"MVER")]
+    mcnks = [p for t, p in top if t == b"MCNK"]
+    new_mcnks = []
+    for k, payload in enumerate(mcnks):
+        hdr = bytearray(payload[:128])
+        subs = _sub_chunks(payload)
+        tags = list(order) if order else [t for _, t in reversed(_SUBS)]
+        tags = [t for t in tags if t in subs] + [t for t in subs if t not in tags]
+        body, pos = b"", 8 + 128
+        for i, t in enumerate(tags):
+            if pad and i % 2 == 1:                 # an empty chunk of an unknown tag, as padding
+                blob = chunk(b"MPAD", b"")
+                body += blob
+                pos += len(blob)
+            at = next(a for a, s in _SUBS if s == t)
+            struct.pack_into("<I", hdr, at, pos)
+            body += subs[t]
+            pos += len(subs[t])
+        new_mcnks.append(chunk(b"MCNK", bytes(hdr) + body))
+    pre = [chunk(t, p) for t, p in head]
+    if top_pad:
+        pre.append(chunk(b"MPAD", b""))
+    mver = chunk(b"MVER", struct.pack("<I", 18))
+    mhdr_data = len(mver) + 8
+    mcin_at = mhdr_data + 64
+    pos = mcin_at + 8 + 4096
+    ofs = {}
+    for (t, _p), blob in zip(head, pre):
+        ofs[t] = pos - mhdr_data
+        pos += len(blob)
+    pos += sum(len(b) for b in pre[len(head):])
+    entries, p = [], pos
+    for m in new_mcnks:
+        entries.append(struct.pack("<4I", p, len(m) if mcin == "header" else len(m) - 8, 0, 0))
+        p += len(m)
+    fields = [0, 64] + [ofs.get(t, 0) for t in (b"MTEX", b"MMDX", b"MMID", b"MWMO", b"MWID", b"MDDF", b"MODF",
+                                                  b"MFBO", b"MH2O", b"MTXF")]
+    mhdr = chunk(b"MHDR", struct.pack("<12I", *fields) + b"\0" * 16)
+    return b"".join([mver, mhdr, chunk(b"MCIN", b"".join(entries))] + pre + new_mcnks)

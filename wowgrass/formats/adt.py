@@ -273,6 +273,9 @@ class AdtTile:
     mtxf: bytes | None = None
     mhdr_flags: int = 0
     mcin: np.ndarray | None = None               # (256,) MCIN_DTYPE as read
+    # where a read tile's fields sit in its file, so an edit can patch bytes in place (edit/adt_edit.py)
+    mcnk_offsets: np.ndarray | None = None       # (256,) i8 file offset of each MCNK's 8-byte chunk header
+    mcly_offsets: np.ndarray | None = None       # (256,) i8 file offset of each MCLY payload, -1 where none
     extra_before: list = field(default_factory=list)   # unknown top-level chunks before the MCNKs
     extra_after: list = field(default_factory=list)    # ... and after them
     version: int = VERSION
@@ -473,6 +476,22 @@ class AdtTile:
         dom = self.dominant_layer().reshape(256, 8, 8, 8, 8)           # chunk, row, y, col, x
         counts = np.stack([(dom == k).sum(axis=(2, 4)) for k in range(4)], axis=-1)
         return counts.argmax(axis=-1).astype(np.uint8)
+
+    def field_offsets(self) -> dict:
+        """File offsets of the ground-effect fields of a tile read by :meth:`from_bytes` (in MCNK
+        order, as the arrays): ``effect_id`` (256, 4) i8, the u32 effectId of each MCLY record (-1
+        where the layer does not exist); ``doodad_mapping`` (256,) the first of its 16 header bytes;
+        ``no_effect_doodad`` (256,) the first of its 8. Found through each chunk's own ``ofs*``
+        fields, so they hold in any editor's layout. A tile built from arrays has none (ValueError)."""
+        if self.mcnk_offsets is None or self.mcly_offsets is None:
+            raise ValueError("this tile was not read from a file: it has no file offsets")
+        hdr = np.asarray(self.mcnk_offsets, np.int64) + HEADER_SIZE
+        exists = np.arange(4)[None, :] < np.asarray(self.n_layers)[:, None]
+        mcly = np.asarray(self.mcly_offsets, np.int64)[:, None] + MCLY_DTYPE.itemsize * np.arange(4)[None, :]
+        effect = np.where(exists & (mcly >= 0), mcly + MCLY_DTYPE.fields["effect_id"][1], -1)
+        return {"effect_id": effect,
+                "doodad_mapping": hdr + MCNK_HEADER_DTYPE.fields["doodad_mapping"][1],
+                "no_effect_doodad": hdr + MCNK_HEADER_DTYPE.fields["no_effect_doodad"][1]}
 
 
 # --- reader --------------------------------------------------------------------------------------
@@ -790,7 +809,8 @@ class _Reader:
                     doodad_mapping=doodad_mapping.astype(np.uint8), no_effect_doodad=no_effect.astype(bool),
                     mccv=mccv, has_mccv=has_mccv, mcnk_headers=hdr, mcnr_pad=mcnr_pad, refs=refs,
                     liquids=liquids, liquid_offsets=np.asarray(l0, np.int64), sound_emitters=sounds,
-                    extra_subchunks=extra)
+                    extra_subchunks=extra, mcnk_offsets=base.astype(np.int64),
+                    mcly_offsets=np.where(p_layer, base + o["ofs_layer"] + 8, -1).astype(np.int64))
 
     def _layers(self, starts, n_layers):
         """(256, 4) MCLY records; slots past nLayers are zero (their bytes are not read)."""

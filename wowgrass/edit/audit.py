@@ -1,0 +1,498 @@
+"""The ground-effect audit of a map: which textures carry which effects, and where grass goes missing.
+
+```python
+audit_map(data, map_name, tiles=None, *, jobs=1, margin=STALE_MARGIN, msb_first=False, progress=None,
+          picture=True) -> Audit
+Audit: map, tiles, build, margin, notes; textures [dict]; effects [dict]; cells {counts}; per_tile [dict];
+       missing_rows, unresolved_rows, missing_models; to_json(); text_lines();
+       picture(scale=None) -> (rgb, legend)   (the top-down picture, legend entries as legend_strip takes)
+write_audit_picture(audit, path, scale=None) -> Path     # picture + legend strip (game.tiles.legend_strip)
+write_cells_picture(audit, path) -> Path                 # one pixel a cell: the grid `exclude --mask` reads
+```
+What it finds (docs/workbench.md, "Audit"):
+
+* per texture (MTEX path, case-insensitive): layers, chunks and tiles using it, the effect ids its
+  layers carry with their layer counts;
+* **unassigned** (the patchy-grass case): layers with no effect id (0, 0xFFFF, 0xFFFFFFFF) of a
+  texture that carries grass elsewhere on the map (an effect whose row names doodads), and the
+  cells whose doodadMapping picks such a layer;
+* effect ids with no GroundEffectTexture row; rows whose DoodadID slots name no GroundEffectDoodad
+  row; doodad models the data lacks;
+* cells excluded by noEffectDoodad (and how many of them would grow grass), holes;
+* **stale** cells: doodadMapping names a missing layer, or one showing ``margin`` less of the cell
+  than the most visible layer (:func:`wowgrass.edit.adt_edit.stale_cells`).
+
+Tiles are read and measured in ``jobs`` processes (each opens the data source itself); the totals
+are gathered here.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wowgrass.edit.adt_edit import STALE_MARGIN, read_tile, stale_cells, visible_shares
+from wowgrass.errors import WowgrassError
+from wowgrass.formats.adt import NO_EFFECT_IDS
+
+Progress = Callable[[int, int, str], None]
+
+# cell categories of the picture, in the order they win
+HOLE, EXCLUDED, STALE, NO_ROW, UNASSIGNED, GRASS, NO_GRASS, BARE, ABSENT = range(9)
+CATEGORY_RGB = {HOLE: (0, 0, 0), EXCLUDED: (38, 48, 110), STALE: (255, 214, 0), NO_ROW: (220, 20, 20),
+                UNASSIGNED: (255, 0, 220), NO_GRASS: (196, 188, 172), BARE: (92, 92, 92), ABSENT: (240, 240, 240)}
+CATEGORY_LABEL = {HOLE: "hole", EXCLUDED: "excluded (noEffectDoodad)", STALE: "stale doodadMapping",
+                  NO_ROW: "effect id without a GroundEffectTexture row",
+                  UNASSIGNED: "unassigned: grass texture without an effect id",
+                  NO_GRASS: "effect without doodads (terrain type only)", BARE: "no effect id"}
+# effect sets: distinct colours that none of the categories above uses
+_SET_PALETTE = [(27, 158, 119), (117, 112, 179), (102, 166, 30), (55, 126, 184), (217, 95, 2), (77, 175, 74),
+                (152, 78, 163), (166, 206, 227), (31, 120, 180), (178, 223, 138), (166, 118, 29), (106, 61, 154),
+                (141, 211, 199), (253, 180, 98), (128, 177, 211), (188, 128, 189), (0, 109, 44), (140, 81, 10),
+                (1, 102, 94), (84, 39, 143)]
+
+
+def _key(path: str) -> str:
+    return path.replace("/", "\\").lower()
+
+
+# ----------------------------------------------------------------------------- one tile (a worker)
+
+_WORKER: dict = {}
+
+
+def _open_worker(root) -> None:
+    from wowgrass.game.data import open_data
+
+    _WORKER["data"] = open_data(root)
+
+
+def _tile_facts(job) -> dict:
+    """What the audit needs of one tile: layers, and per cell the mapped layer's texture and effect,
+    the best layer's, and the flags. Small arrays only (the tile itself stays in the worker)."""
+    gp, cr, big_alpha, msb_first, margin = job
+    data = _WORKER["data"]
+    raw = data.read(gp)
+    t = read_tile(raw, gp, big_alpha=big_alpha, msb_first=msb_first)
+    return tile_facts(t, cr, margin)
+
+
+def tile_facts(t, cr, margin: float = STALE_MARGIN) -> dict:
+    n = t.n_layers.astype(np.int64)
+    exists = np.arange(4)[None, :] < n[:, None]
+    ci, li = np.nonzero(exists)
+    shares = visible_shares(t)
+    dm = t.doodad_mapping.astype(np.int64)
+    valid = dm < n[:, None, None]
+    k = np.minimum(dm, 3).reshape(256, 64)
+    tex = np.where(valid, np.take_along_axis(t.layer_texture.astype(np.int64), k, 1).reshape(256, 8, 8), -1)
+    eff = np.where(valid, np.take_along_axis(t.layer_effect.astype(np.int64), k, 1).reshape(256, 8, 8), 0)
+    exists_c = np.arange(4)[None, :, None, None] < n[:, None, None, None]
+    best = np.where(exists_c, shares, -1.0).argmax(axis=1).reshape(256, 64)
+    best_eff = np.where(n[:, None, None] > 0,
+                        np.take_along_axis(t.layer_effect.astype(np.int64), best, 1).reshape(256, 8, 8), 0)
+    return {"tile": tuple(cr), "textures": list(t.textures), "index_xy": t.index_xy.astype(np.int16),
+            "layer_chunk": ci.astype(np.int16), "layer_texture": t.layer_texture[ci, li].astype(np.int32),
+            "layer_effect": t.layer_effect[ci, li].astype(np.uint32),
+            "cell_texture": tex.astype(np.int16), "cell_effect": eff.astype(np.uint32),
+            "best_effect": best_eff.astype(np.uint32), "valid": valid,
+            "stale": stale_cells(t, margin, shares), "excluded": t.no_effect_doodad.copy(),
+            "hole": t.hole_cells(), "has_layers": n > 0}
+
+
+# ----------------------------------------------------------------------------- the result
+
+@dataclass
+class Audit:
+    """The audit of a map's selected tiles (see the module docstring)."""
+
+    map: str
+    tiles: list
+    build: str | None = None
+    margin: float = STALE_MARGIN
+    notes: list = field(default_factory=list)
+    textures: list = field(default_factory=list)
+    effects: list = field(default_factory=list)
+    cells: dict = field(default_factory=dict)
+    per_tile: list = field(default_factory=list)
+    missing_rows: list = field(default_factory=list)
+    unresolved_rows: list = field(default_factory=list)
+    missing_models: list = field(default_factory=list)
+    tables: bool = True
+    _grids: dict = field(default_factory=dict, repr=False)     # (col, row) -> (128, 128) category, set index
+    _sets: list = field(default_factory=list, repr=False)      # effect ids in colour order
+
+    def to_json(self) -> dict:
+        return {"map": self.map, "build": self.build, "tile_count": len(self.tiles),
+                "tiles": [list(t) for t in self.tiles], "margin": self.margin, "tables": self.tables,
+                "notes": list(self.notes), "cells": dict(self.cells), "textures": self.textures,
+                "effects": self.effects, "missing_rows": self.missing_rows, "unresolved_rows": self.unresolved_rows,
+                "missing_models": self.missing_models, "per_tile": self.per_tile}
+
+    def findings(self) -> dict:
+        """The problems found, counted (what the text and the docs headline)."""
+        c = self.cells
+        return {"unassigned_layers": sum(t["unassigned_layers"] for t in self.textures),
+                "unassigned_cells": c.get("unassigned", 0), "missing_rows": len(self.missing_rows),
+                "unresolved_rows": len(self.unresolved_rows), "missing_models": len(self.missing_models),
+                "stale_cells": c.get("stale", 0), "excluded_cells": c.get("excluded", 0)}
+
+    def text_lines(self) -> list[str]:
+        c = self.cells
+        out = [f"{self.map}: {len(self.tiles):,} tile(s), {c['total']:,} cells; build {self.build or 'unknown'}"
+               + ("" if self.tables else " (no ground-effect tables: rows not checked)")]
+        out.append(f"  cells: {c['grass']:,} grow grass, {c['unassigned']:,} unassigned (grass texture, no effect id), "
+                   f"{c['stale']:,} stale doodadMapping ({c['stale_grass_missing']:,} lose grass, "
+                   f"{c['stale_wrong_ground']:,} grow it on the wrong ground), {c['excluded']:,} excluded by "
+                   f"noEffectDoodad ({c['excluded_grass']:,} of them on grass), {c['holes']:,} in holes")
+        out.append(f"  textures ({len(self.textures)}):")
+        for t in self.textures:
+            effs = ", ".join(f"{e['id']} x{e['layers']}" for e in t["effects"]) or "none"
+            flag = f"   UNASSIGNED: {t['unassigned_layers']} layers in {t['unassigned_chunk_count']} chunks" \
+                if t["unassigned_layers"] else ""
+            out.append(f"    {t['path']}: {t['layers']} layers, {t['chunks']} chunks, {t['tile_count']} tiles; "
+                       f"effects {effs}{flag}")
+        out.append(f"  effect ids ({len(self.effects)}):")
+        for e in self.effects:
+            if e["row"] is None:
+                what = "NO GroundEffectTexture ROW"
+            else:
+                models = [m.rsplit("\\", 1)[-1] for m in e["models"] if m]
+                what = (", ".join(models) if models else "no doodads") + f"; density {e['density']}"
+                if e["unresolved_doodads"]:
+                    what += f"; DoodadIDs without a GroundEffectDoodad row: {e['unresolved_doodads']}"
+                if e["missing_models"]:
+                    what += f"; models not in the data: {len(e['missing_models'])}"
+            out.append(f"    {e['id']:>10}: {e['layers']} layers, {e['cells']:,} cells; {what}")
+        f = self.findings()
+        problems = [f"{f['unassigned_layers']} unassigned layers ({f['unassigned_cells']:,} cells)" if f["unassigned_layers"] else "",
+                    f"{f['missing_rows']} effect ids without a row" if f["missing_rows"] else "",
+                    f"{f['unresolved_rows']} rows with unknown doodads" if f["unresolved_rows"] else "",
+                    f"{f['missing_models']} doodad models missing" if f["missing_models"] else "",
+                    f"{f['stale_cells']:,} stale cells" if f["stale_cells"] else ""]
+        problems = [p for p in problems if p]
+        out.append("  found: " + ("; ".join(problems) if problems else "nothing wrong"))
+        return out
+
+    # -- the picture --
+    def picture(self, scale: int | None = None) -> tuple[np.ndarray, list[dict]]:
+        """(rgb (h, w, 3) u1, legend) of the selection, north up, east right, ``scale`` pixels a cell."""
+        if not self._grids:
+            raise ValueError("this audit was made with picture=False")
+        cs = [c for c, _ in self.tiles]
+        rs = [r for _, r in self.tiles]
+        c0, r0, nc, nr = min(cs), min(rs), max(cs) - min(cs) + 1, max(rs) - min(rs) + 1
+        if scale is None:
+            scale = int(np.clip(1024 // (128 * nc), 1, 8))
+        cat = np.full((nr * 128, nc * 128), ABSENT, np.uint8)
+        sets = np.full(cat.shape, -1, np.int32)
+        for (c, r), (g_cat, g_set) in self._grids.items():
+            cat[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = g_cat
+            sets[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = g_set
+        palette = np.array([_set_colour(i, e) for i, e in enumerate(self._sets)] or [(0, 0, 0)], np.uint8)
+        rgb = np.zeros(cat.shape + (3,), np.uint8)
+        for k, col in CATEGORY_RGB.items():
+            rgb[cat == k] = col
+        g = cat == GRASS
+        rgb[g] = palette[np.maximum(sets[g], 0)]
+        if scale > 1:
+            rgb = rgb.repeat(scale, 0).repeat(scale, 1)
+            if scale >= 4:   # chunk borders, faint
+                h, w = rgb.shape[:2]
+                edge = np.arange(0, w, 8 * scale)
+                rgb[:, edge] = (rgb[:, edge] * 0.8).astype(np.uint8)
+                edge = np.arange(0, h, 8 * scale)
+                rgb[edge] = (rgb[edge] * 0.8).astype(np.uint8)
+        if nc > 1 or nr > 1:  # tile borders
+            step = 128 * scale
+            rgb[:, np.arange(step, rgb.shape[1], step)] = (255, 255, 255)
+            rgb[np.arange(step, rgb.shape[0], step)] = (255, 255, 255)
+        counts = Counter()
+        for k in range(ABSENT):
+            counts[k] = int((cat == k).sum())
+        legend = []
+        per_set = np.bincount(sets[g], minlength=len(self._sets)) if g.any() else np.zeros(len(self._sets), int)
+        for i, e in enumerate(self._sets):
+            if per_set[i]:
+                legend.append({"label": f"effect {e} ({per_set[i]:,} cells)", "rgb": _hex(palette[i]),
+                               "count": int(per_set[i]), "unit": "cells", "effect": int(e)})
+        for k in (UNASSIGNED, STALE, NO_ROW, EXCLUDED, NO_GRASS, BARE, HOLE):
+            if counts[k]:
+                legend.append({"label": f"{CATEGORY_LABEL[k]} ({counts[k]:,})", "rgb": _hex(CATEGORY_RGB[k]),
+                               "count": counts[k], "unit": "cells"})
+        return rgb, legend
+
+    def cells_picture(self) -> np.ndarray:
+        """(h, w) u1 grey picture, one pixel a cell over the selection's bounding box (the grid
+        ``exclude --mask`` reads): cells excluded now are white, the rest dark."""
+        cs = [c for c, _ in self.tiles]
+        rs = [r for _, r in self.tiles]
+        c0, r0 = min(cs), min(rs)
+        out = np.zeros(((max(rs) - r0 + 1) * 128, (max(cs) - c0 + 1) * 128), np.uint8)
+        for (c, r), (g_cat, _s) in self._grids.items():
+            out[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = np.where(
+                g_cat == EXCLUDED, 255, np.where(g_cat == UNASSIGNED, 96, np.where(g_cat == STALE, 64, 0)))
+        return out
+
+
+def _hex(c) -> str:
+    return "#%02x%02x%02x" % tuple(int(v) for v in c)
+
+
+def _set_colour(i: int, effect_id: int):
+    if i < len(_SET_PALETTE):
+        return _SET_PALETTE[i]
+    from wowgrass.game.tiles import _hsv
+
+    h = zlib.crc32(f"effect:{effect_id}".encode())
+    return _hsv((h % 360) / 360.0, 0.5 + ((h >> 9) % 40) / 100.0, 0.55 + ((h >> 17) % 30) / 100.0)
+
+
+# ----------------------------------------------------------------------------- the map
+
+def _catalog(data, notes):
+    from wowgrass.game.effects import GroundEffectCatalog
+
+    try:
+        return GroundEffectCatalog.from_data(data)
+    except WowgrassError as exc:
+        notes.append(f"warning: the ground-effect tables cannot be read ({exc}); effect rows are not checked")
+        return None
+
+
+def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float = STALE_MARGIN,
+              msb_first: bool = False, progress: Progress | None = None, picture: bool = True) -> Audit:
+    """Audit ``map_name``'s tiles in ``data`` (a GameData; ``tiles`` ranges as ``--tile`` gives them)."""
+    from wowgrass.game.maps import adt_game_path, map_tiles
+
+    mt = map_tiles(data, map_name, tiles)
+    notes = [mt.note()] if mt.note() else []
+    cat = _catalog(data, notes)
+    jobs_list = [(adt_game_path(mt.name, c, r), (c, r), mt.big_alpha, msb_first, float(margin)) for c, r in mt.tiles]
+    total = len(jobs_list)
+    facts: list[dict] = []
+
+    def collect(it):
+        for k, f in enumerate(it):
+            facts.append(f)
+            if progress:
+                progress(k + 1, total, "{},{}".format(*f["tile"]))
+
+    if jobs > 1 and total > 1:
+        from wowgrass.formats.mpq import release_threads
+
+        release_threads()
+        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker, initargs=(str(data.root),)) as pool:
+            collect(pool.map(_tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
+    else:
+        _WORKER["data"] = data
+        try:
+            collect(map(_tile_facts, jobs_list))
+        finally:
+            _WORKER.pop("data", None)
+    return _gather(mt.name, [tuple(t) for t in mt.tiles], facts, cat, data, float(margin), notes, picture)
+
+
+def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
+    """The map's totals from every tile's facts."""
+    no_eff = np.array(NO_EFFECT_IDS, np.uint32)
+    # every effect id used, and which of them grow grass (a row naming doodads)
+    used = np.unique(np.concatenate([f["layer_effect"] for f in facts] + [np.zeros(0, np.uint32)]))
+    used = used[~np.isin(used, no_eff)]
+    if cat is not None:
+        rows = cat.lookup(used)
+        has_row = rows >= 0
+        from wowgrass.game.effects import empty_slot_mask
+
+        slots = np.where(has_row[:, None], cat.slot_doodad[np.maximum(rows, 0)], -1)
+        empty = empty_slot_mask(slots, cat.build) | ~has_row[:, None]
+        grassy = has_row & (~empty).any(axis=1)
+    else:
+        rows = np.full(len(used), -1)
+        has_row = np.ones(len(used), bool)          # unknown: every id counts as a row
+        grassy = np.ones(len(used), bool)
+    grass_ids = used[grassy]
+    no_row_ids = used[~has_row] if cat is not None else np.zeros(0, np.uint32)
+
+    tex_info: dict[str, dict] = {}
+    eff_layers: Counter = Counter()
+    eff_cells: Counter = Counter()
+    eff_textures: dict[int, set] = {}
+    totals = Counter()
+    per_tile = []
+    grids = {}
+    # which textures carry grass anywhere (first pass over the layers)
+    grass_tex: set[str] = set()
+    for f in facts:
+        keys = [_key(p) for p in f["textures"]]
+        lt, le = f["layer_texture"], f["layer_effect"]
+        for ti in np.unique(lt[np.isin(le, grass_ids)]).tolist():
+            if 0 <= ti < len(keys):
+                grass_tex.add(keys[ti])
+    set_order: Counter = Counter()
+    for f in facts:
+        names = f["textures"]
+        keys = [_key(p) for p in names]
+        lt, le, lc = f["layer_texture"], f["layer_effect"], f["layer_chunk"]
+        ixy = f["index_xy"]
+        is_grass_tex = np.array([k in grass_tex for k in keys] + [False], bool)   # last: out-of-range ids
+        lt_i = np.where((lt >= 0) & (lt < len(keys)), lt, len(keys))
+        unassigned_layer = is_grass_tex[lt_i] & np.isin(le, no_eff)
+        for ti in np.unique(lt_i).tolist():
+            sel = lt_i == ti
+            name = names[ti] if ti < len(keys) else f"<MTEX index {int(lt[sel][0])} out of range>"
+            key = keys[ti] if ti < len(keys) else name
+            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(), "effects": Counter(),
+                                             "unassigned_layers": 0, "unassigned_chunks": [], "cells": 0})
+            info["layers"] += int(sel.sum())
+            info["chunks"] += int(np.unique(lc[sel]).size)
+            info["tiles"].add(f["tile"])
+            info["effects"].update(le[sel].tolist())
+            ua = sel & unassigned_layer
+            if ua.any():
+                info["unassigned_layers"] += int(ua.sum())
+                for ch in np.unique(lc[ua]).tolist():
+                    info["unassigned_chunks"].append({"tile": list(f["tile"]), "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
+                                                      "mcnk": int(ch)})
+        eff_layers.update(le.tolist())
+        for ti, e in set(zip(lt_i.tolist(), le.tolist())):
+            eff_textures.setdefault(int(e), set()).add(names[ti] if ti < len(keys) else "?")
+
+        # cells
+        ct, ce = f["cell_texture"].astype(np.int64), f["cell_effect"]
+        ct_i = np.where((ct >= 0) & (ct < len(keys)), ct, len(keys))
+        valid, has = f["valid"], f["has_layers"][:, None, None]
+        grows = np.isin(ce, grass_ids) & valid
+        no_row = np.isin(ce, no_row_ids) & valid
+        unassigned = is_grass_tex[ct_i] & np.isin(ce, no_eff) & valid
+        no_grass = valid & ~grows & ~no_row & ~np.isin(ce, no_eff)
+        stale, excl, hole = f["stale"], f["excluded"], f["hole"]
+        best_grows = np.isin(f["best_effect"], grass_ids)
+        live = ~excl & ~hole & has
+        c = {"total": 256 * 64, "grass": int((grows & live & ~stale).sum()),
+             "unassigned": int((unassigned & live).sum()), "stale": int((stale & live).sum()),
+             "stale_grass_missing": int((stale & live & best_grows & ~grows).sum()),
+             "stale_wrong_ground": int((stale & live & grows & ~best_grows).sum()),
+             "excluded": int(excl.sum()), "excluded_grass": int((excl & grows).sum()), "holes": int(hole.sum()),
+             "invalid_mapping": int((has & ~valid).sum()), "no_row": int((no_row & live).sum())}
+        totals.update(c)
+        per_tile.append({"tile": list(f["tile"]), **{k: v for k, v in c.items() if k != "total"}})
+        for ti in np.unique(ct_i[unassigned & live]).tolist():
+            key = keys[ti] if ti < len(keys) else None
+            if key in tex_info:
+                tex_info[key]["cells"] += int((unassigned & live & (ct_i == ti)).sum())
+        vals, n = np.unique(ce[valid & live], return_counts=True)
+        eff_cells.update(dict(zip(vals.tolist(), n.tolist())))
+        if picture:
+            category = np.full((256, 8, 8), BARE, np.uint8)
+            category[no_grass] = NO_GRASS
+            category[grows] = GRASS
+            category[unassigned] = UNASSIGNED
+            category[no_row] = NO_ROW
+            category[stale] = STALE
+            category[excl] = EXCLUDED
+            category[hole] = HOLE
+            gv, gn = np.unique(ce[grows & (category == GRASS)], return_counts=True)
+            set_order.update(dict(zip(gv.tolist(), gn.tolist())))
+            grids[f["tile"]] = (category, ce)
+    totals["total"] = 256 * 64 * len(facts)
+
+    # effects
+    effects, missing_models_all, unresolved = [], {}, []
+    exists_cache: dict[str, bool] = {}
+    for k, e in enumerate(used.tolist()):
+        row = cat.row(e) if cat is not None else None
+        entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
+                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": row is not None if cat else None,
+                 "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
+                 "missing_models": []}
+        if row is not None:
+            r = int(rows[k])
+            from wowgrass.game.effects import empty_slot_mask
+
+            empty = empty_slot_mask(cat.slot_doodad[r], cat.build)
+            entry["models"] = row["models"]
+            entry["density"] = row["density"]
+            entry["unresolved_doodads"] = [int(d) for d, m, z in zip(cat.slot_doodad[r].tolist(),
+                                                                      cat.slot_model[r].tolist(), empty.tolist())
+                                           if not z and m < 0]
+            for m in row["models"]:
+                if m and m not in exists_cache:
+                    exists_cache[m] = data.exists(m)
+                if m and not exists_cache[m]:
+                    entry["missing_models"].append(m)
+                    missing_models_all.setdefault(m, []).append(int(e))
+            if entry["unresolved_doodads"]:
+                unresolved.append({"id": int(e), "doodad_ids": entry["unresolved_doodads"]})
+        elif cat is None:
+            entry["row"] = None
+        effects.append(entry)
+    effects.sort(key=lambda d: (-d["layers"], d["id"]))
+
+    textures = []
+    for key, info in sorted(tex_info.items(), key=lambda kv: (-kv[1]["layers"], kv[0])):
+        textures.append({"path": info["path"], "layers": info["layers"], "chunks": info["chunks"],
+                         "tile_count": len(info["tiles"]), "carries_grass": key in grass_tex,
+                         "effects": [{"id": int(i), "layers": int(n)} for i, n in info["effects"].most_common()],
+                         "unassigned_layers": info["unassigned_layers"], "unassigned_cells": info["cells"],
+                         "unassigned_chunk_count": len(info["unassigned_chunks"]),
+                         "unassigned_chunks": info["unassigned_chunks"]})
+    audit = Audit(map_name, tiles, getattr(cat, "build", None) or getattr(data, "build", None), margin, notes,
+                  textures, effects, dict(totals), per_tile,
+                  missing_rows=[{"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e])}
+                                for e in no_row_ids.tolist()],
+                  unresolved_rows=unresolved,
+                  missing_models=[{"model": m, "effects": ids} for m, ids in sorted(missing_models_all.items())],
+                  tables=cat is not None)
+    if picture:
+        order = [e for e, _n in set_order.most_common()]
+        for t, (category, ce) in grids.items():
+            set_idx = np.full(ce.shape, -1, np.int32)
+            g = category == GRASS
+            if g.any():
+                set_idx[g] = _lookup_index(order, ce[g])
+            tile_ixy = next(f["index_xy"] for f in facts if f["tile"] == t)
+            audit._grids[t] = (_to_grid(tile_ixy, category), _to_grid(tile_ixy, set_idx))
+        audit._sets = order
+    return audit
+
+
+def _lookup_index(order: list, values: np.ndarray) -> np.ndarray:
+    """Index in ``order`` of every value (all present)."""
+    ids = np.array(order, np.int64)
+    srt = np.argsort(ids)
+    pos = np.searchsorted(ids[srt], values.astype(np.int64))
+    return srt[np.minimum(pos, len(ids) - 1)].astype(np.int32)
+
+
+def _to_grid(index_xy: np.ndarray, per_chunk: np.ndarray) -> np.ndarray:
+    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
+    grid[index_xy[:, 1], index_xy[:, 0]] = per_chunk
+    return grid.transpose(0, 2, 1, 3).reshape(128, 128)
+
+
+def write_audit_picture(audit: Audit, path, scale: int | None = None):
+    """The audit's picture with its legend drawn in below, written atomically (format by suffix)."""
+    from wowgrass.fileio import write_image
+    from wowgrass.game.tiles import legend_strip
+
+    rgb, legend = audit.picture(scale)
+    f = audit.findings()
+    title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {f['unassigned_cells']:,} cells, "
+             f"stale {f['stale_cells']:,}, excluded {f['excluded_cells']:,}")
+    return write_image(path, legend_strip(rgb, legend, title))
+
+
+def write_cells_picture(audit: Audit, path):
+    """:meth:`Audit.cells_picture` as a grey PNG (the grid ``effects exclude --mask`` reads)."""
+    from wowgrass.fileio import write_image
+
+    return write_image(path, audit.cells_picture())
+
+
+__all__ = ["Audit", "audit_map", "tile_facts", "write_audit_picture", "write_cells_picture"]

@@ -1,0 +1,165 @@
+"""Which cells to exclude (noEffectDoodad): a painted mask, steep ground, liquid, map objects.
+
+Every mask is (256, 8, 8) bool in a tile's MCNK order (as ``AdtTile.no_effect_doodad``).
+
+The picture grid (``--mask PNG``): **one pixel a cell**, 8x8 cells a chunk, 16x16 chunks a tile, so
+one tile is 128x128 pixels, north up and east to the right (pixel x = chunk IndexX * 8 + cell
+column, y = IndexY * 8 + cell row). Several tiles: the picture covers the bounding box of the
+selected tiles, their columns left to right and rows top to bottom: (128 * columns) x (128 * rows)
+pixels, tile (c, r) at pixel (128 * (c - c_min), 128 * (r - r_min)); a picture of such a selection
+is what ``effects audit --cells-png`` writes. A picture k times that size in both directions (a
+painting over a scaled-up audit picture) is reduced by averaging each k x k block. A pixel whose
+grey level (mean of its colour channels) is 128 or more selects its cell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wowgrass.errors import UsageError
+from wowgrass.formats.adt import UNIT_SIZE, AdtTile
+
+CELLS = 128                                  # cells across a tile
+
+
+# ----------------------------------------------------------------------------- grids
+
+def chunks_to_grid(tile: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
+    """(256, 8, 8, ...) in MCNK order -> (128, 128, ...) north up (rows: IndexY, columns: IndexX)."""
+    per_chunk = np.asarray(per_chunk)
+    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
+    grid[tile.index_xy[:, 1], tile.index_xy[:, 0]] = per_chunk
+    axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
+    return grid.transpose(axes).reshape((CELLS, CELLS) + per_chunk.shape[3:])
+
+
+def grid_to_chunks(tile: AdtTile, grid: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`chunks_to_grid`: (128, 128, ...) -> (256, 8, 8, ...) in MCNK order."""
+    grid = np.asarray(grid)
+    g = grid.reshape((16, 8, 16, 8) + grid.shape[2:]).transpose((0, 2, 1, 3) + tuple(range(4, grid.ndim + 2)))
+    return g[tile.index_xy[:, 1], tile.index_xy[:, 0]]
+
+
+def selection_box(tiles) -> tuple[int, int, int, int]:
+    """(c_min, r_min, columns, rows) of the bounding box of ``tiles`` [(col, row)]."""
+    cs = [c for c, _ in tiles]
+    rs = [r for _, r in tiles]
+    return min(cs), min(rs), max(cs) - min(cs) + 1, max(rs) - min(rs) + 1
+
+
+def read_mask_picture(path, tiles) -> dict:
+    """``{(col, row): (128, 128) bool}`` from a mask picture of the selection ``tiles`` (see the
+    module docstring for the grid); a picture of another size is an error giving the expected one."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+            grey = np.asarray(im.convert("RGB"), np.float32).mean(axis=-1) if im.mode not in ("L", "I", "F", "1") \
+                else np.asarray(im.convert("F"), np.float32) * (255.0 if im.mode == "1" else 1.0)
+    except OSError as exc:
+        raise UsageError(f"--mask {path}: not a picture Pillow reads ({exc})") from None
+    if grey.ndim != 2:
+        grey = grey.reshape(grey.shape[:2])
+    return mask_from_array(grey, tiles, name=str(path))
+
+
+def mask_from_array(grey: np.ndarray, tiles, *, name: str = "mask") -> dict:
+    """:func:`read_mask_picture` for an (h, w) grey array (0..255)."""
+    c0, r0, nc, nr = selection_box(tiles)
+    h, w = grey.shape
+    want_h, want_w = nr * CELLS, nc * CELLS
+    k = w // want_w if want_w else 0
+    if k < 1 or w != k * want_w or h != k * want_h:
+        raise UsageError(f"{name}: {w}x{h} pixels; the {len(tiles)} tile(s) selected ({nc} x {nr} tiles from "
+                         f"{c0},{r0}) need {want_w}x{want_h} (one pixel a cell) or a whole multiple of it")
+    if k > 1:
+        grey = grey.reshape(want_h, k, want_w, k).mean(axis=(1, 3))
+    sel = grey >= 128
+    return {(c, r): sel[(r - r0) * CELLS:(r - r0 + 1) * CELLS, (c - c0) * CELLS:(c - c0 + 1) * CELLS]
+            for c, r in tiles}
+
+
+# ----------------------------------------------------------------------------- terrain masks
+
+def cell_slopes(tile: AdtTile) -> np.ndarray:
+    """(256, 8, 8) float degrees: the slope of each cell, from the mean of the unit normals of its
+    four fan triangles (centre vertex and two corners each, as the client draws it)."""
+    h = tile.heights.astype(np.float64)
+    r = np.arange(8)[:, None]
+    c = np.arange(8)[None, :]
+    tl = r * 17 + c
+    corners = {"tl": (h[:, tl], 0.0, 0.0), "tr": (h[:, tl + 1], 1.0, 0.0), "bl": (h[:, tl + 17], 0.0, 1.0),
+               "br": (h[:, tl + 18], 1.0, 1.0)}
+    hc = h[:, tl + 9]
+    total = np.zeros((256, 8, 8, 3))
+    for a, b in (("tl", "tr"), ("tr", "br"), ("br", "bl"), ("bl", "tl")):
+        ha, xa, ya = corners[a]
+        hb, xb, yb = corners[b]
+        # local axes: x east, y south (cells), z up (yards); vectors from the centre (0.5, 0.5)
+        u = np.stack(np.broadcast_arrays((xa - 0.5) * UNIT_SIZE, (ya - 0.5) * UNIT_SIZE, ha - hc), axis=-1)
+        v = np.stack(np.broadcast_arrays((xb - 0.5) * UNIT_SIZE, (yb - 0.5) * UNIT_SIZE, hb - hc), axis=-1)
+        n = np.cross(u, v)
+        n *= np.sign(n[..., 2:3]) + (n[..., 2:3] == 0)          # upward
+        total += n / np.linalg.norm(n, axis=-1, keepdims=True)
+    nz = total[..., 2] / np.linalg.norm(total, axis=-1)
+    return np.degrees(np.arccos(np.clip(nz, -1.0, 1.0)))
+
+
+def slope_mask(tile: AdtTile, degrees: float) -> np.ndarray:
+    """Cells steeper than ``degrees``."""
+    return cell_slopes(tile) > float(degrees)
+
+
+def liquid_mask(tile: AdtTile) -> np.ndarray:
+    """Cells under liquid (any MH2O or MCLQ layer covering them)."""
+    from wowgrass.formats.liquid import tile_liquid
+
+    return tile_liquid(tile).cells()
+
+
+def map_objects(tiles) -> tuple[np.ndarray, np.ndarray]:
+    """World positions of the doodads (MDDF, (n, 2) X, Y) and boxes of the WMOs (MODF, (m, 2, 2)
+    min/max X, Y) of ``tiles`` (AdtTiles), each placement once (objects near a tile border are
+    listed by every tile they touch)."""
+    from wowgrass.game.mapobjects import file_to_world, modf_bounds
+
+    pts, boxes, seen_d, seen_w = [], [], set(), set()
+    for t in tiles:
+        if len(t.mddf):
+            keep = [i for i, u in enumerate(t.mddf["unique_id"].tolist()) if u not in seen_d]
+            seen_d.update(t.mddf["unique_id"][keep].tolist())
+            pts.append(file_to_world(t.mddf["position"][keep])[:, :2])
+        if len(t.modf):
+            keep = [i for i, u in enumerate(t.modf["unique_id"].tolist()) if u not in seen_w]
+            seen_w.update(t.modf["unique_id"][keep].tolist())
+            boxes.append(modf_bounds(t.modf[keep])[:, :, :2])
+    p = np.concatenate(pts) if pts else np.zeros((0, 2))
+    b = np.concatenate(boxes) if boxes else np.zeros((0, 2, 2))
+    return p, b
+
+
+def near_objects_mask(tile: AdtTile, yards: float, objects=None) -> np.ndarray:
+    """Cells whose centre lies within ``yards`` (on the ground plane) of a doodad's position or of
+    a WMO's bounding box; ``objects`` from :func:`map_objects` (default: this tile's own)."""
+    pts, boxes = map_objects([tile]) if objects is None else objects
+    yards = float(yards)
+    centre = tile.cell_centres().reshape(-1, 2)
+    lo, hi = centre.min(axis=0) - yards, centre.max(axis=0) + yards
+    out = np.zeros(len(centre), bool)
+    if len(pts):
+        p = pts[((pts >= lo) & (pts <= hi)).all(axis=1)]
+        for s in range(0, len(p), 256):          # bounded memory: 16,384 cells x 256 objects at a time
+            d2 = ((centre[:, None, :] - p[None, s:s + 256]) ** 2).sum(axis=-1)
+            out |= (d2 <= yards * yards).any(axis=1)
+    if len(boxes):
+        b = boxes[((boxes[:, 1] >= lo) & (boxes[:, 0] <= hi)).all(axis=1)]
+        for s in range(0, len(b), 256):
+            bb = b[s:s + 256]
+            gap = np.maximum(np.maximum(bb[None, :, 0] - centre[:, None], centre[:, None] - bb[None, :, 1]), 0.0)
+            out |= ((gap ** 2).sum(axis=-1) <= yards * yards).any(axis=1)
+    return out.reshape(256, 8, 8)
+
+
+__all__ = ["CELLS", "cell_slopes", "chunks_to_grid", "grid_to_chunks", "liquid_mask", "map_objects", "mask_from_array",
+           "near_objects_mask", "read_mask_picture", "selection_box", "slope_mask"]
