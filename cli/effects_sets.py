@@ -179,11 +179,3 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
     if out is not None:
         note(f"wrote {out} ({plural(len(diffs), 'tile')}, {placement} placement)")
 
-
-@click.group()
-def effects():
-    """Ground effects (temporary group until cli/effects.py's arrives): new sets, a patch's effect."""
-
-
-effects.add_command(new_set)
-effects.add_command(diff)

@@ -28,7 +28,6 @@ COMMANDS = {
     "cache": ("wowgrass.cli.system:cache", "Show or empty the cache (sample worlds, bundles)."),
     "doctor": ("wowgrass.cli.system:doctor", "Check Python, OpenGL (EGL, window), data, cache, StormLib."),
     "patch": ("wowgrass.cli.patch:patch", "Pack changed files into a patch MPQ the client loads."),
-    "effects": ("wowgrass.cli.effects_sets:effects", "Ground effects: new effect sets, a patch's effect on the grass."),
 }
 
 
