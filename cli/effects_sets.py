@@ -113,8 +113,8 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
               help="Write the before | after picture here (PNG or another image suffix).")
 @click.option("--placement", type=click.Choice(["client", "coverage"]), default="client", show_default=True,
               help="Which placement the picture draws (both are counted).")
-@click.option("--size", type=click.IntRange(64, 2048), default=512, show_default=True,
-              help="Pixels per tile picture.")
+@click.option("--size", type=click.IntRange(64, 2048), default=None,
+              help="Pixels per tile in the picture (default: about 1024 across each of its three panels).")
 @constants_options
 @json_option
 def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, overrides, as_json):

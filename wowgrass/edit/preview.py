@@ -261,42 +261,48 @@ def change_image(t, before_counts: np.ndarray, after_counts: np.ndarray, size: i
     return np.clip(grey * (1 - a) + colour * a, 0, 255).astype(np.uint8)
 
 
-def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int = 512,
+def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | None = None,
                  patch_name: str = "patch") -> np.ndarray:
-    """One row per tile: its grass before | after (a dot per instance, coloured by model, over the
-    relief; cells whose grass changed outlined on both) | the change per cell (green more, red
-    fewer), with the legend drawn in below."""
+    """The selection top down, three times side by side: its grass before | after (a dot per
+    instance, coloured by model, over the relief; the cells whose grass changed outlined on both) |
+    the change per cell (green more, red fewer), each tile where the map has it (north up), the
+    legend drawn in below. ``size``: pixels per tile (default: about 1024 across a panel)."""
     from wowgrass.game.tiles import grass_image, legend_strip, tile_grid
 
-    rows = []
+    cols = [d.tile[0] for d in diffs]
+    rows = [d.tile[1] for d in diffs]
+    c0, r0 = min(cols), min(rows)
+    nc, nr = max(cols) - c0 + 1, max(rows) - r0 + 1
+    if size is None:
+        size = int(np.clip(1024 // max(nc, nr), 64, 512))
+    panels = [np.full((nr * size, nc * size, 3), 235, np.uint8) for _ in range(3)]
     legend: dict[str, dict] = {}
-    gap = np.full((1, 8, 3), 255, np.uint8)
+    more = fewer = 0
     for d in diffs:
         tb, ta = d.tiles
         ib, ia = d.instances[placement]
-        panels = []
-        mask = tile_grid(ta, d.changed_cells[placement])
-        edge = _outline(mask, size)
-        for which, t, inst in (("before", tb, ib), ("after", ta, ia)):
+        edge = _outline(tile_grid(ta, d.changed_cells[placement]), size)
+        y, x = (d.tile[1] - r0) * size, (d.tile[0] - c0) * size
+        for k, (which, t, inst) in enumerate((("before", tb, ib), ("after", ta, ia))):
             rgb, leg = grass_image(t, inst, size)
             rgb = rgb.copy()
             rgb[edge] = CHANGED_RGB
-            c = d.counts[placement]
-            title = (f"{d.tile[0]},{d.tile[1]} before: {c['before']:,} instances" if which == "before" else
-                     f"after {patch_name}: {c['after']:,} ({c['change']:+,}), {c['cells_changed']:,} cells changed")
-            panels.append(_label(rgb, title))
+            panels[k][y:y + size, x:x + size] = rgb
             for e in leg:
                 slot = legend.setdefault(e["label"], {"label": e["label"], "rgb": e["rgb"], "before": 0, "after": 0})
                 slot[which] += e["count"]
         cb, ca = ib.cell_counts(), ia.cell_counts()
-        more, fewer = int((ca > cb).sum()), int((ca < cb).sum())
-        panels.append(_label(change_image(ta, cb, ca, size), f"change: {more:,} cells more, {fewer:,} fewer"))
-        h = panels[0].shape[0]
-        sep = np.broadcast_to(gap, (h, 8, 3))
-        rows.append(np.concatenate([panels[0], sep, panels[1], sep, panels[2]], axis=1))
-    width = max(r.shape[1] for r in rows)
-    rows = [np.pad(r, ((0, 8), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
-    img = np.concatenate(rows, axis=0)
+        more += int((ca > cb).sum())
+        fewer += int((ca < cb).sum())
+        panels[2][y:y + size, x:x + size] = change_image(ta, cb, ca, size)
+    total = {k: sum(d.counts[placement][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
+    where = f"{diffs[0].tile[0]},{diffs[0].tile[1]}" if len(diffs) == 1 else f"{len(diffs)} tiles"
+    titles = (f"{where} before: {total['before']:,} instances",
+              f"after {patch_name}: {total['after']:,} ({total['change']:+,}), {total['cells_changed']:,} cells changed",
+              f"change: {more:,} cells more, {fewer:,} fewer")
+    labelled = [_label(p, t) for p, t in zip(panels, titles)]
+    sep = np.full((labelled[0].shape[0], 8, 3), 255, np.uint8)
+    img = np.concatenate([labelled[0], sep, labelled[1], sep, labelled[2]], axis=1)
     entries = [{"label": f"{e['label'].rsplit(chr(92), 1)[-1]}: {e['before']:,} -> {e['after']:,}", "rgb": e["rgb"]}
                for e in sorted(legend.values(), key=lambda e: -max(e["before"], e["after"]))]
     entries.append({"label": "cell whose grass changed (outline)", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
