@@ -46,6 +46,8 @@ def build(folder, out, build, locale, force, as_json):
     for w in result.warnings:
         note(f"warning: {w}")
     chain = result.chain
+    if result.place and not chain:
+        note(f"note: the client loads it as {result.place}")
     if chain and chain["mounted"]:
         note(f"note: {Path(out).name} ranks {chain['rank']} of {chain['archive_count']} archives in {chain['data']}"
              + (" (the highest)" if chain.get("highest") else ""))

@@ -67,7 +67,7 @@ def test_patch_wins_in_the_archive_chain(tmp_path, build, where):
     out = data / where
     result = build_patch(src, out, build=build)
     assert result.chain["mounted"] and result.chain["highest"] and not result.chain["hidden"]
-    assert result.warnings == []
+    assert result.warnings == [] and result.place == "Data\\" + where.replace("/", "\\")
     with open_data(data) as d:
         assert d.build == build and d.archives[-1] == out
         for name, body in CHANGED.items():

@@ -45,12 +45,13 @@ class PatchResult:
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     chain: dict | None = None          # when written into a Data folder: where it ranks, what it overrides
+    place: str | None = None           # where the client loads it from (Data\patch-4.MPQ), None: nowhere
 
     def to_dict(self) -> dict:
         return {"file": self.file, "build": self.build, "locale": self.locale, "kind": self.kind,
                 "files": self.files, "file_count": len(self.files), "size": self.size,
                 "format_version": self.format_version, "compression": COMPRESSION,
-                "skipped": self.skipped, "warnings": self.warnings, "chain": self.chain}
+                "skipped": self.skipped, "warnings": self.warnings, "chain": self.chain, "place": self.place}
 
 
 def collect_files(folder) -> tuple[dict[str, bytes], list[str]]:
@@ -130,9 +131,11 @@ def advice(out: Path, build: str | None, locale: str | None, files) -> tuple[str
             warnings.append(f"{name}: 1.12 mounts no locale archives; name it patch-N.MPQ in Data")
         if locale and name_loc and locale.lower() != name_loc.lower():
             warnings.append(f"{name} is a {name_loc} patch but --locale says {locale}")
-        parent = out.parent.name
-        if parent.lower() != (name_loc or "").lower():
-            warnings.append(f"{name} is loaded from Data\\{name_loc}\\, not from a folder named {parent!r}")
+        parent = out.resolve().parent
+        if LOCALE_NAME.match(parent.name) and parent.name.lower() != name_loc.lower():
+            warnings.append(f"{name} is loaded from Data\\{name_loc}\\, not from the {parent.name} folder")
+        elif _is_data_folder(parent):
+            warnings.append(f"{name} is loaded from Data\\{name_loc}\\, not from Data itself")
         return kind, name_loc, warnings
     # a Data patch
     if locale and build != "1.12":
@@ -143,6 +146,21 @@ def advice(out: Path, build: str | None, locale: str | None, files) -> tuple[str
         warnings.append(f"{build} keeps its DBCs in the locale archives, which rank above Data\\{name}: ship the "
                         f"tables in Data\\{loc}\\patch-{loc}-N.MPQ")
     return kind, None, warnings
+
+
+def _is_data_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a client's base archives."""
+    from wowgrass.game.data import detect_build
+
+    try:
+        return detect_build(p.name for p in folder.iterdir() if p.suffix.lower() == ".mpq") is not None
+    except OSError:
+        return False
+
+
+def place(kind: str, locale: str | None, name: str) -> str | None:
+    """Where the client loads a patch of this name: ``Data\\patch-4.MPQ``, ``Data\\enUS\\...``."""
+    return {"data": f"Data\\{name}", "locale": f"Data\\{locale}\\{name}"}.get(kind)
 
 
 def _data_folder(out: Path) -> Path | None:
@@ -231,6 +249,7 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
     write_atomic(out, raw)
     result = PatchResult(str(out), build, loc, kind, sorted(files, key=str.lower), len(raw),
                          FORMAT_VERSION.get(build or "", 0), skipped, warnings)
+    result.place = place(kind, loc, out.name)
     result.chain = chain_check(out, files)
     if result.chain is not None:
         if not result.chain["mounted"]:
