@@ -97,3 +97,40 @@ def test_view_with_the_patch_in_data_shows_the_change(edit, tmp_path, egl):
     bare_b = _view(edit["data"], tmp_path / "bare_b.png", "--no-grass")
     bare_a = _view(patched, tmp_path / "bare_a.png", "--no-grass")
     assert np.array_equal(bare_a, bare_b)                    # ... and only the grass
+
+
+def test_diff_picture_to_a_read_only_folder_is_an_error(edit, tmp_path):
+    import faults
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    with faults.failing_folder(out, "EROFS"):
+        r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(edit["patch"]),
+                                     "-o", str(out / "d.png"), "--size", "64", "--placement", "coverage"])
+    assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
+    assert faults.tree(out) == []
+
+
+def test_1_12_new_set_keyed_on_tags_grows_in_a_data_patch(tmp_path):
+    """1.12: the new set's DoodadIDs are tags, the patch is Data/patch-2.MPQ above patch.MPQ."""
+    data = build_sample_world(tmp_path / "w", "1.12", (1, 1), seed=0)
+    with open_data(data) as d:
+        tex, dood = d.read(TEXTURE_PATH), d.read(DOODAD_PATH)
+        tile, _, _ = load_tile(data=d, map_name=MAP_NAME, tile=TILE)
+    tex2, dood2, eid = add_effect_set(tex, dood, doodads=["ElwGra05"], density=20)
+    rock = [i for i, n in enumerate(tile.textures) if "Rock" in n][0]
+    tile.layer_effect[tile.layer_texture == rock] = eid
+    fix = tmp_path / "fix"
+    for name, body in ((TEXTURE_PATH, tex2), (adt_game_path(MAP_NAME, *TILE), write_adt(tile))):
+        p = fix.joinpath(*name.split("\\"))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(body)
+    res = build_patch(fix, data / "patch-2.MPQ")
+    assert res.build == "1.12" and res.chain["highest"] and res.warnings == []
+    r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(data), "--patch", str(data / "patch-2.MPQ"),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    (t,) = json.loads(r.stdout)["tiles"]
+    assert t["client"]["after"] > t["client"]["before"] and t["coverage"]["after"] > t["coverage"]["before"]
+    cat = GroundEffectCatalog.from_dbc_bytes(tex2, dood2)
+    assert t["client"]["after"] == len(make_strategy("client").place(tile, cat, map_name=MAP_NAME))

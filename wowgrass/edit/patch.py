@@ -158,8 +158,10 @@ def _is_data_folder(folder: Path) -> bool:
         return False
 
 
-def place(kind: str, locale: str | None, name: str) -> str | None:
+def place(kind: str, locale: str | None, name: str, build: str | None = None) -> str | None:
     """Where the client loads a patch of this name: ``Data\\patch-4.MPQ``, ``Data\\enUS\\...``."""
+    if kind == "locale" and build == "1.12":
+        return None
     return {"data": f"Data\\{name}", "locale": f"Data\\{locale}\\{name}"}.get(kind)
 
 
@@ -240,8 +242,8 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
     detected = detect_files_build(files)
     if build is None:
         build = detected
-        if build == "1.12" and out.parent.name and LOCALE_NAME.match(out.parent.name):
-            build = None   # 1.12 and 2.4.3 share the table layout; a locale folder says 2.x
+        if build == "1.12" and name_kind(out)[0] == "locale":
+            build = "2.4.3"   # 1.12 and 2.4.3 share the table layout; of the two only 2.4.3 loads locale patches
     kind, loc, warnings = advice(out, build, locale, files)
     if detected and build and detected != build and not (detected == "1.12" and build == "2.4.3"):
         warnings.append(f"the folder's GroundEffectTexture.dbc is laid out for {detected}, not {build}")
@@ -249,7 +251,7 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
     write_atomic(out, raw)
     result = PatchResult(str(out), build, loc, kind, sorted(files, key=str.lower), len(raw),
                          FORMAT_VERSION.get(build or "", 0), skipped, warnings)
-    result.place = place(kind, loc, out.name)
+    result.place = place(kind, loc, out.name, build)
     result.chain = chain_check(out, files)
     if result.chain is not None:
         if not result.chain["mounted"]:
