@@ -175,7 +175,10 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
                       f"{c['cells_changed']:,}/{v['cells_changed']:,}", edits)
     table.caption = "instances before>after; cells whose grass changed (client/coverage); ADT fields edited"
     text_console().print(table)
-    note(f"note: the patch is mounted as {where['file']} (archive {where['rank']} of {where['archive_count']})")
+    if where["file"] is None:
+        note("note: the patch answers first, over the loose folder")
+    else:
+        note(f"note: the patch is mounted as {where['file']} (archive {where['rank']} of {where['archive_count']})")
     if out is not None:
         note(f"wrote {out} ({plural(len(diffs), 'tile')}, {placement} placement)")
 

@@ -26,8 +26,6 @@ from wowgrass.formats.dbc import (
     HEADER_SIZE,
     DbcFile,
     detect_schema,
-    normalize_build,
-    schema_for,
     write_dbc,
 )
 from wowgrass.game.effects import DETAIL_DIR, DOODAD_PATH, NO_EFFECT_IDS, SLOTS, TEXTURE_PATH, resolve_model

@@ -108,7 +108,7 @@ def before_after(data_path, patch_path):
         if not base.archives:
             after = _Overlay(open_data(data_path), patch)
             try:
-                yield base, after, {"file": "over the loose folder", "rank": 1, "archive_count": 1}
+                yield base, after, {"file": None, "rank": 1, "archive_count": 1}
             finally:
                 after.close()
             return
