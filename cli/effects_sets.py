@@ -100,6 +100,8 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
     note(f"effect set {eid} ({done.build}): {names}{weights_text}, density {done.density}, sound {done.sound}")
     for f in files:
         note(f"wrote {f}")
+    note(f"note: `wowgrass effects assign --texture GLOB --effect {eid} --allow-missing -o {out_dir}` gives it to "
+         f"a texture's layers; `wowgrass patch build {out_dir}` ships the tables and tiles together")
     click.echo(eid)
 
 
@@ -110,7 +112,7 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
               help="The patch MPQ, mounted where the client would mount it by its name.")
 @tile_option
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
-              help="Write the before | after picture here (PNG or another image suffix).")
+              help="Write the before | after | change picture here (PNG or another image suffix).")
 @click.option("--placement", type=click.Choice(["client", "coverage"]), default="client", show_default=True,
               help="Which placement the picture draws (both are counted).")
 @click.option("--size", type=click.IntRange(64, 2048), default=None,
@@ -121,8 +123,8 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
     """Before and after: the grass of each tile without and with the patch placed in the Data folder,
     counted with the client placement and with coverage (instances, and cells whose grass changed).
     Default tiles: those whose ADT the patch holds (every tile of the map when it changes only the
-    ground-effect tables). -o draws each tile before | after, a dot per instance coloured by model,
-    the changed cells outlined, with the legend drawn in.
+    ground-effect tables). -o draws the selection top down: before | after (a dot per instance,
+    coloured by model, the cells whose grass changed outlined) | the change per cell, with the legend.
     """
     from wowgrass.edit.preview import before_after, diff_picture, diff_tiles, patch_tiles, tables_changed
     from wowgrass.fileio import image_format, write_image

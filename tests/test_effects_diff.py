@@ -134,3 +134,23 @@ def test_1_12_new_set_keyed_on_tags_grows_in_a_data_patch(tmp_path):
     assert t["client"]["after"] > t["client"]["before"] and t["coverage"]["after"] > t["coverage"]["before"]
     cat = GroundEffectCatalog.from_dbc_bytes(tex2, dood2)
     assert t["client"]["after"] == len(make_strategy("client").place(tile, cat, map_name=MAP_NAME))
+
+
+def test_a_tables_only_patch_is_compared_on_the_maps_tiles(edit, tmp_path):
+    from wowgrass.formats.dbc import read_table, write_dbc
+
+    with open_data(edit["data"]) as d:
+        dbc, _ = read_table(d.read(TEXTURE_PATH), TEXTURE_PATH)
+    rows = dbc.records.copy()
+    rows["Density"][rows["ID"] == 1001] = 0     # the meadow set: 8 -> 0 (the client's default 8: no change)
+    rows["Density"][rows["ID"] == 1002] = 2     # the lush set: 16 -> 2
+    fix = tmp_path / "fix" / "DBFilesClient"
+    fix.mkdir(parents=True)
+    (fix / "GroundEffectTexture.dbc").write_bytes(write_dbc(rows, dbc.string_block))
+    patch = tmp_path / "patch-enUS-3.MPQ"
+    build_patch(tmp_path / "fix", patch)
+    r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(patch), "--json"])
+    assert r.exit_code == 0, r.output
+    (t,) = json.loads(r.stdout)["tiles"]
+    assert not t["adt_changed"] and t["edits"]["layer_effects"] == 0
+    assert t["client"]["after"] < t["client"]["before"]
