@@ -201,3 +201,29 @@ def test_cli_full_or_read_only_output_leaves_nothing(world, tmp_path, errno):
                                      "--doodad", "SampleFern", "-o", str(out)])
     assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
     assert faults.tree(out) in ([], ["DBFilesClient"])       # no table, no temporary
+
+
+def test_a_failing_rename_puts_back_the_tables_already_replaced(tmp_path, monkeypatch):
+    import os
+
+    from wowgrass.edit.effect_sets import write_tables
+    from wowgrass.errors import OutputError
+
+    out = tmp_path / "o"
+    write_tables(out, {"DBFilesClient\\A.dbc": b"old a", "DBFilesClient\\B.dbc": b"old b"})
+    real = os.replace
+    calls = []
+
+    def replace(src, dst, *a, **k):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device", str(dst))
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputError):
+        write_tables(out, {"DBFilesClient\\A.dbc": b"new a", "DBFilesClient\\B.dbc": b"new b"}, force=True)
+    monkeypatch.undo()
+    folder = out / "DBFilesClient"
+    assert (folder / "A.dbc").read_bytes() == b"old a" and (folder / "B.dbc").read_bytes() == b"old b"
+    assert sorted(p.name for p in folder.iterdir()) == ["A.dbc", "B.dbc"]     # no temporary left

@@ -270,7 +270,7 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
     """Write ``{game path: bytes}`` under ``out_dir`` in the client's layout, all or nothing: every
     file goes to a temporary beside its target first, the renames come last. An existing file is
     replaced only with ``force``; one of ``inputs`` only with ``in_place`` (its old bytes kept
-    beside it as ``<name>.bak``)."""
+    beside it as ``<name>.bak``). A rename that fails puts back the files already replaced."""
     import os
     import shutil
     import tempfile
@@ -309,8 +309,35 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
         for tmp, target in temps:
             if target.exists() and target.resolve() in same:
                 shutil.copy2(target, target.with_name(target.name + ".bak"))
-        for tmp, target in temps:
-            os.replace(tmp, target)
+        done: list[tuple[Path, Path | None]] = []   # (target, its old bytes' hard link) for a roll-back
+        keep = None
+        try:
+            for tmp, target in temps:
+                keep = None
+                if target.exists():
+                    keep = target.with_name(f".{target.name}.{os.getpid()}.old.tmp")
+                    os.link(target, keep)
+                os.replace(tmp, target)
+                done.append((target, keep))
+            keep = None
+        except OSError:
+            if keep is not None:      # the link of the target whose rename failed: it was not replaced
+                try:
+                    keep.unlink()
+                except OSError:
+                    pass
+            for target, keep in reversed(done):   # put the files already replaced back
+                try:
+                    os.replace(keep, target) if keep is not None else target.unlink()
+                except OSError:
+                    pass
+            raise
+        for _, keep in done:
+            if keep is not None:
+                try:
+                    keep.unlink()
+                except OSError:
+                    pass
     except OSError as exc:
         for tmp, _ in temps:
             try:
