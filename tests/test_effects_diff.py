@@ -154,3 +154,43 @@ def test_a_tables_only_patch_is_compared_on_the_maps_tiles(edit, tmp_path):
     (t,) = json.loads(r.stdout)["tiles"]
     assert not t["adt_changed"] and t["edits"]["layer_effects"] == 0
     assert t["client"]["after"] < t["client"]["before"]
+
+
+def test_real_tile_new_set_assign_patch_and_diff_over_a_loose_folder(realdata, tmp_path):
+    """continent_42_29 with the real 3.3.5 tables, as a loose extract: a new set on the real table,
+    its rock texture assigned to it byte-exactly, the patch compared over the loose folder."""
+    from wowgrass.edit.adt_edit import assign_effect
+
+    loose = tmp_path / "loose"
+    maps = loose / "World" / "Maps" / "continent"
+    maps.mkdir(parents=True)
+    (loose / "DBFilesClient").mkdir()
+    adt = (realdata / "adt" / "continent4229.adt").read_bytes()
+    (maps / "continent_42_29.adt").write_bytes(adt)
+    (maps / "continent.wdt").write_bytes((realdata / "adt" / "continent.wdt").read_bytes())
+    tex, dood = ((realdata / "dbc" / "3.3.5" / f"{t}.dbc").read_bytes() for t in ("GroundEffectTexture",
+                                                                                  "GroundEffectDoodad"))
+    (loose / TEXTURE_PATH.replace("\\", "/")).write_bytes(tex)
+    (loose / DOODAD_PATH.replace("\\", "/")).write_bytes(dood)
+    tex2, dood2, eid = add_effect_set(tex, dood, doodads=["TifGra01", "WesGra03"], density=6)
+    edited, rep = assign_effect(adt, "continent_42_29.adt", "WetlandsBaseRock", eid, big_alpha=False)
+    assert rep.layers == 158                       # the README's most common id, 7043, is on this texture
+    fix = tmp_path / "fix"
+    for name, body in ((TEXTURE_PATH, tex2), ("World\\Maps\\continent\\continent_42_29.adt", edited)):
+        p = fix.joinpath(*name.split("\\"))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(body)
+    build_patch(fix, tmp_path / "patch-enUS-4.MPQ", build="3.3.5")
+    r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(loose), "--patch", str(tmp_path / "patch-enUS-4.MPQ"),
+                                 "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["mounted"]["file"] is None                       # over a loose folder: the patch answers first
+    (t,) = res["tiles"]
+    assert t["tile"] == [42, 29] and t["edits"]["layer_effects"] == 158
+    tile = load_tile(maps / "continent_42_29.adt")[0]
+    tile.layer_effect[:] = load_tile(fix / "World" / "Maps" / "continent" / "continent_42_29.adt")[0].layer_effect
+    cat = GroundEffectCatalog.from_dbc_bytes(tex2, dood2)
+    for placement in ("client", "coverage"):
+        assert t[placement]["after"] == len(make_strategy(placement).place(tile, cat, map_name="continent"))
+        assert t[placement]["after"] > t[placement]["before"]
