@@ -157,3 +157,19 @@ def test_full_or_read_only_output_is_an_error_and_leaves_nothing(tmp_path, errno
         r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out_dir / "patch-4.MPQ")])
     assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
     assert faults.tree(out_dir) == []
+
+
+def test_archive_order_places_an_extra_archive_by_its_name(tmp_path):
+    from wowgrass.game.data import archive_order
+
+    data = _client(tmp_path / "client", "3.3.5")
+    write_mpq_file(data / "patch-3.MPQ", {"a": b"1"})
+    mine = write_mpq_file(tmp_path / "patch-2.MPQ", {"a": b"2"})
+    names = [p.name for p in archive_order(data, "3.3.5", "enUS", extra={"patch-2.MPQ": mine})]
+    assert names == ["common.MPQ", "lichking.MPQ", "locale-enUS.MPQ", "patch.MPQ", "patch-2.MPQ", "patch-3.MPQ",
+                     "patch-enUS.MPQ"]
+    other = write_mpq_file(tmp_path / "x" / "patch-3.MPQ", {"a": b"3"})   # same name: replaces the one there
+    order = archive_order(data, "3.3.5", "enUS", extra={"enUS/patch-enUS-2.MPQ": mine, "patch-3.MPQ": other})
+    assert order[-1] == mine and other in order and data / "patch-3.MPQ" not in order
+    assert archive_order(data, "3.3.5", "enUS", extra={"deDE/patch-deDE-2.MPQ": mine}) == archive_order(
+        data, "3.3.5", "enUS")                                            # another locale's folder: not mounted

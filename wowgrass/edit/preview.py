@@ -2,19 +2,16 @@
 client's Data folder, counted by the client placement and the coverage placement, and drawn side by
 side (``effects diff``).
 
-The patch is mounted where the client would mount it: a temporary folder of links mirrors the Data
-folder (its MPQs and locale folder) with the patch added under its own name, and the archive chain
-(formats.md §5.5) opens that folder, so a ``patch-2.MPQ`` ranks below the locale patches and a
-``patch-enUS-2.MPQ`` above everything, exactly as in the client. A name the client does not load is
-an error. Over a loose folder the patch simply answers first.
+The patch is mounted where the client would mount it: the archive chain (formats.md §5.5) is worked
+out for the Data folder as if the patch lay in it under its own name (``game.data.archive_order``'s
+``extra``), so a ``patch-2.MPQ`` ranks below the locale patches and a ``patch-enUS-2.MPQ`` above
+everything, as in the client; one of the same name as an archive there replaces it. A name the
+client does not load is an error. Over a loose folder the patch simply answers first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,33 +64,6 @@ class _Overlay:
         self.base.close()
 
 
-def _mirror(root: Path, patch: Path, into: Path) -> Path:
-    """Links to every MPQ of the Data folder ``root`` (and its locale folders) in ``into``, with
-    ``patch`` placed by its name: ``patch-xxXX-N.MPQ`` in ``xxXX/``, any other name at the top."""
-    from wowgrass.edit.patch import name_kind
-
-    kind, loc = name_kind(patch)
-    for p in root.iterdir():
-        if p.is_file() and p.suffix.lower() == ".mpq":
-            os.symlink(p.resolve(), into / p.name)
-        elif p.is_dir() and any(q.suffix.lower() == ".mpq" for q in p.iterdir() if q.is_file()):
-            (into / p.name).mkdir()
-            for q in p.iterdir():
-                if q.is_file() and q.suffix.lower() == ".mpq":
-                    os.symlink(q.resolve(), into / p.name / q.name)
-    folder = into
-    if kind == "locale":
-        existing = [d for d in into.iterdir() if d.is_dir() and d.name.lower() == loc.lower()]
-        folder = existing[0] if existing else into / loc
-        folder.mkdir(exist_ok=True)
-    target = folder / patch.name
-    for q in folder.iterdir():   # an archive of the same name (any case) is replaced, as a copy would
-        if q.name.lower() == patch.name.lower():
-            q.unlink()
-    os.symlink(patch.resolve(), target)
-    return target
-
-
 @contextlib.contextmanager
 def before_after(data_path, patch_path):
     """``(before, after, where)``: the data source without and with the patch mounted; ``where``
@@ -103,7 +73,6 @@ def before_after(data_path, patch_path):
         raise GameFileNotFound(f"no such file: {patch}")
     MpqArchive.open(patch).close()   # a patch that is no MPQ fails here, naming it
     base = open_data(data_path)
-    tmp = None
     try:
         if not base.archives:
             after = _Overlay(open_data(data_path), patch)
@@ -123,26 +92,32 @@ def before_after(data_path, patch_path):
             finally:
                 before.close()
             return
-        tmp = Path(tempfile.mkdtemp(prefix="wowgrass-diff-"))
-        placed = _mirror(base.root, patch, tmp)
-        after = open_data(tmp, build=base.build, locale=base.locale)
+        from wowgrass.edit.patch import advice, name_kind
+        from wowgrass.game.data import archive_order
+
+        kind, loc = name_kind(patch)
+        rel = f"{loc}/{patch.name}" if kind == "locale" else patch.name
+        if kind == "locale" and base.locale and loc.lower() == base.locale.lower():
+            rel = f"{base.locale}/{patch.name}"
+        order = archive_order(base.root, base.build, base.locale, extra={rel: patch})
+        if me not in [Path(a).resolve() for a in order]:
+            if kind == "unloaded":
+                hint = advice(patch, base.build, base.locale, [])[2][0]
+            elif kind == "locale":
+                hint = ("1.12 mounts no locale archives" if base.build == "1.12" else
+                        f"the Data folder's locale is {base.locale or 'none'}, the patch's {loc}")
+            else:
+                hint = "no rule of the archive order takes it"
+            raise UsageError(f"a {base.build or 'WoW'} client would not mount {patch.name} in {base.root}: {hint}")
+        after = GameData(base.root, archives=order, build=base.build, locale=base.locale)
         try:
             names = [Path(a).resolve() for a in after.archives]
-            if me not in names:
-                from wowgrass.edit.patch import advice
-
-                hint = advice(patch, base.build, base.locale, [])[2]
-                raise UsageError(f"a {base.build or 'WoW'} client would not mount {patch.name}"
-                                 + (f": {hint[0]}" if hint else ""))
-            rel = placed.relative_to(tmp)
-            yield base, after, {"file": f"{base.root / rel}", "rank": names.index(me) + 1,
+            yield base, after, {"file": str(base.root / rel), "rank": names.index(me) + 1,
                                 "archive_count": len(names)}
         finally:
             after.close()
     finally:
         base.close()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @dataclass
