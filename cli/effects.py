@@ -82,8 +82,11 @@ def _progress(label: str):
                    "--mask` reads (paint over it).")
 @click.option("--scale", type=click.IntRange(1, 16), default=None,
               help="Pixels per cell of the -o picture (default: about 1024 pixels across).")
+@click.option("--overlay", "overlay", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
+              help="Files under DIR (a fix's -o DIR, in the client's layout) answer before --data's: "
+                   "audit the map as fixed there.")
 @json_option
-def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, as_json):
+def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, overlay, as_json):
     """Which textures carry which ground effects, and where the grass goes missing.
 
     Per texture: the layers and chunks using it and the effect ids it carries; the patchy-grass
@@ -97,6 +100,10 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
 
     out = output_path(output, _image_suffixes()) if output else None
     cells = output_path(cells_png, (".png",), option="--cells-png") if cells_png else None
+    if overlay:
+        from wowgrass.edit.batch import Overlay
+
+        data = Overlay(data, overlay)
     bar_cm, cb, state = _progress("audit")
     with bar_cm as bar:
         state["bar"] = bar
@@ -131,22 +138,31 @@ def _image_suffixes():
 # ============================================================================= fixes: assign, remap, exclude
 
 def fix_outputs(func):
-    """-o DIR, --in-place, -n/--dry-run, --json: where a fix writes."""
+    """-o DIR, --in-place, -n/--dry-run, --json: where a fix writes. Files already under -o DIR
+    (earlier fixes, a table `new-set` wrote) are read before --data's, so fixes add up there."""
 
     @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
-                  help="Write the changed ADTs under this folder in the client's layout (World/Maps/M/M_C_R.adt).")
+                  help="Write the changed ADTs under this folder in the client's layout (World/Maps/M/M_C_R.adt); "
+                       "tiles and tables already there (earlier fixes) are read instead of --data's.")
     @click.option("--in-place", is_flag=True,
                   help="Replace the loose input tiles themselves (each old one kept beside it as <name>.bak).")
     @click.option("-n", "--dry-run", is_flag=True, help="Say what would change; write nothing.")
     @json_option
     @functools.wraps(func)
-    def wrapper(out_dir, in_place, dry_run, as_json, **kw):
-        if not dry_run:
-            if in_place and out_dir:
-                raise UsageError("give -o DIR or --in-place, not both")
-            if not in_place and not out_dir:
-                raise UsageError("give -o DIR for the changed tiles (or --in-place, or -n to see what would change)")
-        return func(out=dict(out_dir=out_dir, in_place=in_place, dry_run=dry_run, as_json=as_json), **kw)
+    def wrapper(out_dir, in_place, dry_run, as_json, data, **kw):
+        if in_place and out_dir:
+            raise UsageError("give -o DIR or --in-place, not both")
+        if not dry_run and not in_place and not out_dir:
+            raise UsageError("give -o DIR for the changed tiles (or --in-place, or -n to see what would change)")
+        if out_dir:
+            from pathlib import Path
+
+            from wowgrass.edit.batch import Overlay
+
+            if not Path(out_dir).is_dir():
+                raise UsageError(f"-o {out_dir}: folder does not exist")
+            data = Overlay(data, out_dir)
+        return func(out=dict(out_dir=out_dir, in_place=in_place, dry_run=dry_run, as_json=as_json), data=data, **kw)
 
     return wrapper
 

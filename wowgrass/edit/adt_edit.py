@@ -44,7 +44,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -114,21 +114,35 @@ def visible_shares(tile: AdtTile) -> np.ndarray:
     out = np.zeros((256, 4, 8, 8), np.float32)
     out[:, 0] = 1.0
     multi = np.flatnonzero(n > 1)
-    m = multi.size
-    if m == 0:
+    if multi.size == 0:
         return out
     a = tile.alpha[multi]                    # absent layers and layers without a map read as 0
-    rem = np.ones((m, 64, 64), np.float32)   # what the layers above left uncovered
-    shares = np.empty((m, 4, 8, 8), np.float32)
+    nm = n[multi]
+    rem = np.ones((multi.size, 64, 64), np.float32)   # what the layers above left uncovered
     for k in (3, 2, 1):                      # the top layer first
-        w = a[:, k].astype(np.float32)
+        sel = np.flatnonzero(nm > k)
+        if sel.size == 0:
+            continue
+        w = a[sel, k].astype(np.float32)
         w *= np.float32(1 / 255)
-        w *= rem
-        rem -= w
-        shares[:, k] = w.reshape(m, 8, 8, 8, 8).sum(axis=4).sum(axis=2)
-    shares[:, 0] = rem.reshape(m, 8, 8, 8, 8).sum(axis=4).sum(axis=2)
-    shares *= np.float32(1 / 64)
-    out[multi] = shares
+        if k < nm.max() - 1:                 # some layer above: it covers part of this one
+            w *= rem[sel]
+        rem[sel] -= w
+        out[multi[sel], k] = _cell_means(w)
+    out[multi, 0] = _cell_means(rem)
+    return out
+
+
+def _cell_means(w: np.ndarray) -> np.ndarray:
+    """(m, 64, 64) texels -> (m, 8, 8) the mean of each cell's 8x8: the 8 texel rows of each cell
+    row added up, then runs of 8 (no matrix products: BLAS threads would spin for such sizes)."""
+    m = w.shape[0]
+    rows = w.reshape(m, 8, 8, 64)
+    acc = rows[:, :, 0].copy()
+    for i in range(1, 8):
+        acc += rows[:, :, i]
+    out = acc.reshape(m, 8, 8, 8).sum(axis=3)
+    out *= np.float32(1 / 64)
     return out
 
 
@@ -170,10 +184,11 @@ class EditReport:
         return self.bytes_changed > 0
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d["changed"] = self.changed
-        d["before"] = {str(k): v for k, v in self.before.items()}
-        return d
+        """cli.md's names: ``*_count`` numbers, plural names lists."""
+        return {"path": self.path, "kind": self.kind, "changed": self.changed, "layer_count": self.layers,
+                "cell_count": self.cells, "chunk_count": self.chunks, "changed_byte_count": self.bytes_changed,
+                "by_field": dict(self.fields), "before": {str(k): v for k, v in self.before.items()},
+                "textures": list(self.textures)}
 
 
 # ----------------------------------------------------------------------------- the primitive

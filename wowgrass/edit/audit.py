@@ -66,10 +66,12 @@ def _key(path: str) -> str:
 _WORKER: dict = {}
 
 
-def _open_worker(root) -> None:
+def _open_worker(root, overlay=None) -> None:
+    from wowgrass.edit.batch import Overlay
     from wowgrass.game.data import open_data
 
-    _WORKER["data"] = open_data(root)
+    data = open_data(root)
+    _WORKER["data"] = Overlay(data, overlay) if overlay else data
 
 
 def _tile_facts(job) -> dict:
@@ -128,19 +130,40 @@ class Audit:
     _sets: list = field(default_factory=list, repr=False)      # effect ids in colour order
 
     def to_json(self) -> dict:
+        """The audit as JSON (cli.md's names: ``*_count`` numbers, plural names lists)."""
+        def counts(d):
+            return {("cell_count" if k == "total" else f"{k}_cell_count"): v for k, v in d.items()}
+
+        def texture(t):
+            return {"path": t["path"], "layer_count": t["layers"], "chunk_count": t["chunks"],
+                    "tile_count": t["tile_count"], "carries_grass": t["carries_grass"],
+                    "effects": [{"id": e["id"], "layer_count": e["layers"]} for e in t["effects"]],
+                    "unassigned_layer_count": t["unassigned_layers"], "unassigned_cell_count": t["unassigned_cells"],
+                    "unassigned_chunk_count": t["unassigned_chunk_count"], "unassigned_chunks": t["unassigned_chunks"]}
+
+        def effect(e):
+            out = {k: v for k, v in e.items() if k not in ("layers", "cells")}
+            out.update(layer_count=e["layers"], cell_count=e["cells"])
+            return out
+
         return {"map": self.map, "build": self.build, "tile_count": len(self.tiles),
                 "tiles": [list(t) for t in self.tiles], "margin": self.margin, "tables": self.tables,
-                "notes": list(self.notes), "cells": dict(self.cells), "textures": self.textures,
-                "effects": self.effects, "missing_rows": self.missing_rows, "unresolved_rows": self.unresolved_rows,
-                "missing_models": self.missing_models, "per_tile": self.per_tile}
+                "notes": list(self.notes), "summary": counts(self.cells),
+                "findings": self.findings(),
+                "textures": [texture(t) for t in self.textures], "effects": [effect(e) for e in self.effects],
+                "missing_rows": [{"id": r["id"], "layer_count": r["layers"], "cell_count": r["cells"]}
+                                 for r in self.missing_rows],
+                "unresolved_rows": self.unresolved_rows, "missing_models": self.missing_models,
+                "per_tile": [{"tile": t["tile"], **counts({k: v for k, v in t.items() if k != "tile"})}
+                             for t in self.per_tile]}
 
     def findings(self) -> dict:
         """The problems found, counted (what the text and the docs headline)."""
         c = self.cells
-        return {"unassigned_layers": sum(t["unassigned_layers"] for t in self.textures),
-                "unassigned_cells": c.get("unassigned", 0), "missing_rows": len(self.missing_rows),
-                "unresolved_rows": len(self.unresolved_rows), "missing_models": len(self.missing_models),
-                "stale_cells": c.get("stale", 0), "excluded_cells": c.get("excluded", 0)}
+        return {"unassigned_layer_count": sum(t["unassigned_layers"] for t in self.textures),
+                "unassigned_cell_count": c.get("unassigned", 0), "missing_row_count": len(self.missing_rows),
+                "unresolved_row_count": len(self.unresolved_rows), "missing_model_count": len(self.missing_models),
+                "stale_cell_count": c.get("stale", 0), "excluded_cell_count": c.get("excluded", 0)}
 
     def text_lines(self) -> list[str]:
         c = self.cells
@@ -149,18 +172,21 @@ class Audit:
         out.append(f"  cells: {c['grass']:,} grow grass, {c['unassigned']:,} unassigned (grass texture, no effect id), "
                    f"{c['stale']:,} stale doodadMapping ({c['stale_grass_missing']:,} lose grass, "
                    f"{c['stale_wrong_ground']:,} grow it on the wrong ground), {c['excluded']:,} excluded by "
-                   f"noEffectDoodad ({c['excluded_grass']:,} of them on grass), {c['holes']:,} in holes")
+                   f"noEffectDoodad ({c['excluded_grass']:,} of them on grass), {c['hole']:,} in holes")
         out.append(f"  textures ({len(self.textures)}):")
         for t in self.textures:
             effs = ", ".join(f"{e['id']} x{e['layers']}" for e in t["effects"]) or "none"
             flag = f"   UNASSIGNED: {t['unassigned_layers']} layers in {t['unassigned_chunk_count']} chunks" \
                 if t["unassigned_layers"] else ""
-            out.append(f"    {t['path']}: {t['layers']} layers, {t['chunks']} chunks, {t['tile_count']} tiles; "
+            out.append(f"    {t['path']}: {t['layers']} layers, {t['chunks']} chunks, "
+                       f"{t['tile_count']} tile{'' if t['tile_count'] == 1 else 's'}; "
                        f"effects {effs}{flag}")
         out.append(f"  effect ids ({len(self.effects)}):")
         for e in self.effects:
-            if e["row"] is None:
+            if e["row"] is False:
                 what = "NO GroundEffectTexture ROW"
+            elif e["row"] is None:
+                what = "rows not checked"
             else:
                 models = [m.rsplit("\\", 1)[-1] for m in e["models"] if m]
                 what = (", ".join(models) if models else "no doodads") + f"; density {e['density']}"
@@ -170,11 +196,11 @@ class Audit:
                     what += f"; models not in the data: {len(e['missing_models'])}"
             out.append(f"    {e['id']:>10}: {e['layers']} layers, {e['cells']:,} cells; {what}")
         f = self.findings()
-        problems = [f"{f['unassigned_layers']} unassigned layers ({f['unassigned_cells']:,} cells)" if f["unassigned_layers"] else "",
-                    f"{f['missing_rows']} effect ids without a row" if f["missing_rows"] else "",
-                    f"{f['unresolved_rows']} rows with unknown doodads" if f["unresolved_rows"] else "",
-                    f"{f['missing_models']} doodad models missing" if f["missing_models"] else "",
-                    f"{f['stale_cells']:,} stale cells" if f["stale_cells"] else ""]
+        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)" if f["unassigned_layer_count"] else "",
+                    f"{f['missing_row_count']} effect ids without a row" if f["missing_row_count"] else "",
+                    f"{f['unresolved_row_count']} rows with unknown doodads" if f["unresolved_row_count"] else "",
+                    f"{f['missing_model_count']} doodad models missing" if f["missing_model_count"] else "",
+                    f"{f['stale_cell_count']:,} stale cells" if f["stale_cell_count"] else ""]
         problems = [p for p in problems if p]
         out.append("  found: " + ("; ".join(problems) if problems else "nothing wrong"))
         return out
@@ -208,7 +234,7 @@ class Audit:
                 rgb[:, edge] = (rgb[:, edge] * 0.8).astype(np.uint8)
                 edge = np.arange(0, h, 8 * scale)
                 rgb[edge] = (rgb[edge] * 0.8).astype(np.uint8)
-        if nc > 1 or nr > 1:  # tile borders
+        if (nc > 1 or nr > 1) and scale >= 4:  # tile borders (a line over one pixel of four or more)
             step = 128 * scale
             rgb[:, np.arange(step, rgb.shape[1], step)] = (255, 255, 255)
             rgb[np.arange(step, rgb.shape[0], step)] = (255, 255, 255)
@@ -267,7 +293,8 @@ def _catalog(data, notes):
 
 def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float = STALE_MARGIN,
               msb_first: bool = False, progress: Progress | None = None, picture: bool = True) -> Audit:
-    """Audit ``map_name``'s tiles in ``data`` (a GameData; ``tiles`` ranges as ``--tile`` gives them)."""
+    """Audit ``map_name``'s tiles in ``data`` (a GameData, or a :class:`~wowgrass.edit.batch.Overlay` of
+    one; ``tiles`` ranges as ``--tile`` gives them)."""
     from wowgrass.game.maps import adt_game_path, map_tiles
 
     mt = map_tiles(data, map_name, tiles)
@@ -287,7 +314,11 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
         from wowgrass.formats.mpq import release_threads
 
         release_threads()
-        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker, initargs=(str(data.root),)) as pool:
+        from wowgrass.edit.batch import Overlay
+
+        overlay = str(data.folder) if isinstance(data, Overlay) else None
+        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
+                                 initargs=(str(data.root), overlay)) as pool:
             collect(pool.map(_tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
     else:
         _WORKER["data"] = data
@@ -378,7 +409,7 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
              "unassigned": int((unassigned & live).sum()), "stale": int((stale & live).sum()),
              "stale_grass_missing": int((stale & live & best_grows & ~grows).sum()),
              "stale_wrong_ground": int((stale & live & grows & ~best_grows).sum()),
-             "excluded": int(excl.sum()), "excluded_grass": int((excl & grows).sum()), "holes": int(hole.sum()),
+             "excluded": int(excl.sum()), "excluded_grass": int((excl & grows).sum()), "hole": int(hole.sum()),
              "invalid_mapping": int((has & ~valid).sum()), "no_row": int((no_row & live).sum())}
         totals.update(c)
         per_tile.append({"tile": list(f["tile"]), **{k: v for k, v in c.items() if k != "total"}})
@@ -408,7 +439,7 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
     for k, e in enumerate(used.tolist()):
         row = cat.row(e) if cat is not None else None
         entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
-                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": row is not None if cat else None,
+                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": (row is not None) if cat is not None else None,
                  "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
                  "missing_models": []}
         if row is not None:
@@ -429,8 +460,6 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
                     missing_models_all.setdefault(m, []).append(int(e))
             if entry["unresolved_doodads"]:
                 unresolved.append({"id": int(e), "doodad_ids": entry["unresolved_doodads"]})
-        elif cat is None:
-            entry["row"] = None
         effects.append(entry)
     effects.sort(key=lambda d: (-d["layers"], d["id"]))
 
@@ -483,8 +512,8 @@ def write_audit_picture(audit: Audit, path, scale: int | None = None):
 
     rgb, legend = audit.picture(scale)
     f = audit.findings()
-    title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {f['unassigned_cells']:,} cells, "
-             f"stale {f['stale_cells']:,}, excluded {f['excluded_cells']:,}")
+    title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {f['unassigned_cell_count']:,} cells, "
+             f"stale {f['stale_cell_count']:,}, excluded {f['excluded_cell_count']:,}")
     return write_image(path, legend_strip(rgb, legend, title))
 
 

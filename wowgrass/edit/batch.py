@@ -9,9 +9,11 @@ exclude_map(data, map_name, *, tiles=None, mask=None, slope_above=None, under_li
 MapEdit: map, kind, files {game path: new bytes} (changed tiles only), reports [EditReport] (every
          tile), notes; to_json();  write(out_dir, in_place=False, data=None) -> [Path]
 ```
-``data`` is a :class:`~wowgrass.game.data.GameData`; ``tiles`` ranges as ``--tile`` gives them
-(:func:`wowgrass.game.maps.map_tiles`); ``progress(done, total, what)``. Nothing is written until
-:meth:`MapEdit.write` (:func:`~wowgrass.edit.adt_edit.write_edited`).
+``data`` is a :class:`~wowgrass.game.data.GameData`, or an :class:`Overlay` of one: a folder of
+files in the client's layout (a fix's ``-o DIR``) answering before it, so fixes written there
+build on each other (and a table ``effects new-set`` wrote there counts); ``tiles`` ranges as
+``--tile`` gives them (:func:`wowgrass.game.maps.map_tiles`); ``progress(done, total, what)``.
+Nothing is written until :meth:`MapEdit.write` (:func:`~wowgrass.edit.adt_edit.write_edited`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,60 @@ from wowgrass.errors import UsageError, WowgrassError
 from wowgrass.formats.adt import NO_EFFECT_IDS
 
 Progress = Callable[[int, int, str], None]
+
+
+def _game_key(path: str) -> str:
+    return path.replace("/", "\\").strip("\\").upper()
+
+
+class Overlay:
+    """``data`` with the files under ``folder`` (laid out as the client's paths: ``World/Maps/...``,
+    ``DBFilesClient/...``) answering first. Hidden files, temporaries and ``.bak`` backups are not
+    game files. Reads only: writes go through :func:`write_edited`, given the data underneath."""
+
+    def __init__(self, data, folder):
+        from pathlib import Path
+
+        self.data = data
+        self.folder = Path(folder)
+        self.files: dict[str, tuple[str, Path]] = {}
+        if self.folder.is_dir():
+            for p in sorted(self.folder.rglob("*")):
+                rel = p.relative_to(self.folder)
+                if not p.is_file() or any(part.startswith(".") for part in rel.parts) or p.suffix.lower() in (
+                        ".bak", ".tmp", ".mpq"):
+                    continue
+                name = "\\".join(rel.parts)
+                self.files[_game_key(name)] = (name, p)
+
+    def __getattr__(self, name):        # root, build, locale, ... of the data underneath
+        return getattr(self.data, name)
+
+    def locate(self, path: str):
+        hit = self.files.get(_game_key(path))
+        return (hit[1], None) if hit else self.data.locate(path)
+
+    def exists(self, path: str) -> bool:
+        return _game_key(path) in self.files or self.data.exists(path)
+
+    def read(self, path: str) -> bytes:
+        hit = self.files.get(_game_key(path))
+        return hit[1].read_bytes() if hit else self.data.read(path)
+
+    def list(self, pattern: str = "*") -> list[str]:
+        import fnmatch
+
+        pat = _game_key(pattern) if pattern not in ("", "*") else "*"
+        mine = [n for k, (n, _p) in self.files.items() if fnmatch.fnmatchcase(k, pat)]
+        have = {_game_key(n) for n in mine}
+        return sorted(mine + [n for n in self.data.list(pattern) if _game_key(n) not in have], key=str.lower)
+
+
+def base_data(data):
+    """The data source under any overlays (what an edit must never overwrite without --in-place)."""
+    while isinstance(data, Overlay):
+        data = data.data
+    return data
 
 
 @dataclass
@@ -53,12 +109,14 @@ class MapEdit:
         return out
 
     def to_json(self) -> dict:
+        t = self.totals()
         return {"map": self.map, "kind": self.kind, **self.params, "tile_count": len(self.reports),
-                "changed_tile_count": len(self.files), **{f"{k}": v for k, v in self.totals().items()},
+                "changed_tile_count": len(self.files), "layer_count": t["layers"], "cell_count": t["cells"],
+                "chunk_count": t["chunks"], "changed_byte_count": t["bytes_changed"], "by_field": t["fields"],
                 "notes": list(self.notes), "tiles": [r.to_json() for r in self.reports]}
 
     def write(self, out_dir=None, *, in_place: bool = False, data=None):
-        return write_edited(self.files, out_dir, in_place=in_place, data=data)
+        return write_edited(self.files, out_dir, in_place=in_place, data=None if data is None else base_data(data))
 
 
 def load_map_tiles(data, map_name: str, tiles=None):
@@ -130,8 +188,8 @@ def assign_map(data, map_name: str, texture_glob: str, effect_id: int, *, tiles=
                          + (f"; closest: {', '.join(near)}" if near else "")
                          + " (`wowgrass effects audit` lists them)")
     if row is None and int(effect_id) not in NO_EFFECT_IDS:
-        edit.notes.append(f"warning: effect {effect_id} has no GroundEffectTexture row (--allow-missing): "
-                          "the client grows nothing there until one is added")
+        edit.notes.append(f"warning: effect {effect_id} has no GroundEffectTexture row here, or the tables cannot be "
+                          "read (--allow-missing): the client grows nothing there until the row is shipped")
     return edit
 
 
@@ -199,5 +257,5 @@ def exclude_map(data, map_name: str, *, tiles=None, mask=None, slope_above=None,
     return edit
 
 
-__all__ = ["MapEdit", "assign_map", "check_effect", "exclude_map", "iter_tiles", "load_map_tiles", "match_textures",
+__all__ = ["MapEdit", "Overlay", "base_data", "assign_map", "check_effect", "exclude_map", "iter_tiles", "load_map_tiles", "match_textures",
            "remap_map"]
