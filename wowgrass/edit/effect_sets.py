@@ -295,9 +295,13 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
                 raise UsageError(f"{target} exists; --force replaces it")
         plan.append((target, data))
     temps: list[tuple[Path, Path]] = []
+    made: list[Path] = []        # folders this call creates: removed again on failure
+    target = out
     try:
         for target, data in plan:
+            missing = [d for d in [target.parent, *target.parent.parents] if not d.exists()]
             make_dirs(target.parent)
+            made += [d for d in reversed(missing) if d not in made]
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
             temps.append((Path(tmp), target))
             try:
@@ -344,7 +348,12 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
                 tmp.unlink()
             except OSError:
                 pass
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
         if isinstance(exc, OutputError):
             raise
-        raise OutputError.from_os(getattr(exc, "filename", None) or out, exc) from exc
+        raise OutputError.from_os(target, exc) from exc   # the table being written, not its temporary
     return [str(t) for t, _ in plan]
