@@ -22,9 +22,12 @@ def patch():
               help="The client the patch is for (default: the layout of a GroundEffectTexture.dbc in FOLDER).")
 @click.option("--locale", metavar="xxXX", default=None,
               help="2.4.3/3.3.5: the locale folder the patch is for (a locale patch is patch-<loc>-N.MPQ).")
+@click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A client's Data folder to check the archive against as if it lay there (mounted? "
+                   "its rank? files a higher archive hides?).")
 @click.option("-f", "--force", is_flag=True, help="Replace the archive when it exists.")
 @json_option
-def build(folder, out, build, locale, force, as_json):
+def build(folder, out, build, locale, force, data_path, as_json):
     """Pack every file under FOLDER, laid out as the client's paths (DBFilesClient/..., World/Maps/...:
     what `effects assign|new-set -o DIR` write), into the patch archive -o FILE.MPQ.
 
@@ -32,12 +35,13 @@ def build(folder, out, build, locale, force, as_json):
     clients mount Data/patch-N.MPQ (N one character: patch-4 ranks above patch-3) and, in 2.4.3/3.3.5,
     Data/<loc>/patch-<loc>-N.MPQ above all; a warning says when the name would not be loaded, or when
     (2.4.3/3.3.5) DBC tables sit in a Data patch that the locale archives' copies hide. Written into a
-    client's Data folder, the archive chain is opened to check that it is mounted and wins. Nothing
+    client's Data folder (or checked against --data D as if it lay there, by its name), the archive
+    chain is opened to check that it is mounted and wins. Nothing
     is written unless the whole archive is; an existing one is replaced only with --force.
     """
     from wowgrass.edit.patch import build_patch
 
-    result = build_patch(folder, out, build=build, locale=locale, force=force)
+    result = build_patch(folder, out, build=build, locale=locale, force=force, data=data_path)
     if as_json:
         echo_json(result.to_dict())
         return

@@ -88,6 +88,13 @@ def test_a_data_patch_under_locale_tables_is_hidden_and_said(tmp_path):
     assert any("hidden by patch-enUS.MPQ" in w for w in result.warnings)
     result = build_patch(src, data / "patch-3.MPQ", build="3.3.5")
     assert any("keeps its DBCs in the locale archives" in w for w in result.warnings)
+    # written elsewhere, checked against the Data folder as if it lay there by its name
+    result = build_patch(src, tmp_path / "patch-4.MPQ", data=data)
+    assert (result.chain["rank"], result.chain["archive_count"]) == (7, 8)   # after patch-2, patch-3; below patch-enUS
+    assert result.chain["hidden"] == {DBC: "patch-enUS.MPQ"}
+    result = build_patch(src, tmp_path / "patch-enUS-4.MPQ", data=data)
+    assert result.chain["highest"] and not result.chain["hidden"]
+    assert not (data / "patch-4.MPQ").exists()               # nothing is put into the Data folder
 
 
 @pytest.mark.skipif(STORM is None, reason="libstorm9 (libstorm.so.9) is not loadable; apt-get install libstorm9")

@@ -180,21 +180,32 @@ def _data_folder(out: Path) -> Path | None:
     return None
 
 
-def chain_check(out: Path, names) -> dict | None:
-    """When ``out`` sits in a client's Data folder: whether the chain mounts it, its rank, and the
-    files of it a higher archive hides."""
-    from wowgrass.game.data import open_data
+def chain_check(out: Path, names, data_root=None) -> dict | None:
+    """Whether a client's archive chain mounts ``out``, its rank, and the files of it a higher
+    archive hides: the Data folder ``out`` sits in, or ``data_root`` as if ``out`` lay there (by its
+    name, as ``effects diff`` mounts it)."""
+    from wowgrass.game.data import GameData, archive_order, open_data
 
-    root = _data_folder(out)
+    root = Path(data_root) if data_root is not None else _data_folder(out)
     if root is None:
         return None
     try:
-        data = open_data(root)
+        base = open_data(root)
     except Exception:  # noqa: BLE001 - a folder that only looks like Data: no check, no failure
+        if data_root is not None:
+            raise
         return None
+    me = out.resolve()
+    data = base
+    if data_root is not None and base.archives:
+        kind, loc = name_kind(out)
+        rel = f"{base.locale or loc}/{out.name}" if kind == "locale" else out.name
+        order = archive_order(base.root, base.build, base.locale, extra={rel: out})
+        base.close()
+        data = GameData(base.root, archives=order, build=base.build, locale=base.locale)
     with data:
+        root = data.root
         archives = [Path(a).resolve() for a in data.archives]
-        me = out.resolve()
         if me not in archives:
             return {"data": str(root), "mounted": False, "rank": None, "archive_count": len(archives), "hidden": {}}
         hidden = {}
@@ -218,8 +229,9 @@ def pack(files: dict[str, bytes], build: str | None = None) -> bytes:
 
 
 def build_patch(folder, out, *, build: str | None = None, locale: str | None = None,
-                force: bool = False) -> PatchResult:
-    """Pack ``folder`` into the patch archive ``out`` (refused when it exists, unless ``force``)."""
+                force: bool = False, data=None) -> PatchResult:
+    """Pack ``folder`` into the patch archive ``out`` (refused when it exists, unless ``force``).
+    ``data``: a client's Data folder to check the archive against as if it lay there."""
     out = Path(out)
     if build is not None and build not in BUILDS:
         raise UsageError(f"--build {build}: one of {', '.join(BUILDS)}")
@@ -252,10 +264,11 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
     result = PatchResult(str(out), build, loc, kind, sorted(files, key=str.lower), len(raw),
                          FORMAT_VERSION.get(build or "", 0), skipped, warnings)
     result.place = place(kind, loc, out.name, build)
-    result.chain = chain_check(out, files)
+    result.chain = chain_check(out, files, data)
     if result.chain is not None:
         if not result.chain["mounted"]:
-            warnings.append(f"the archive chain of {result.chain['data']} does not mount {out.name}")
+            warnings.append(f"the archive chain of {result.chain['data']} does not mount {out.name}"
+                            + (" (placed by its name)" if data is not None else ""))
         for name, where in result.chain["hidden"].items():
             warnings.append(f"{name} is hidden by {where}, which ranks above {out.name}")
     return result
