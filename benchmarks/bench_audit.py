@@ -5,7 +5,9 @@ Builds (once, then cached like every sample world) a 10x20 = 200-tile sample wor
 Reading the tiles out of the MPQs, parsing them, the per-cell layer shares and the map's totals
 are all inside the time; the picture is drawn once afterwards and timed apart.
 Run: ``.venv/bin/python benchmarks/bench_audit.py [--size 10x20] [--build 3.3.5] [--jobs 2] [--runs 2]
-[--json OUT.json]``.
+[--json OUT.json] [--world DIR] [--build-jobs N]``. ``--world DIR`` keeps the sample world there
+(built when missing) instead of the cache; ``--build-jobs`` processes build it. On a bigger machine,
+build first, then time on two cores: ``taskset -c 0,1 python3 benchmarks/bench_audit.py --world DIR``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ from wowgrass.samples import MAP_NAME, parse_tiles, sample_data_path
 TARGET_S = 10.0
 
 
+def _cores() -> int:
+    """Cores this process may run on (taskset narrows it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def _cpu() -> float:
     """CPU seconds of this process and of its finished children (the audit's worker processes)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -37,14 +47,29 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--picture", default=None, help="write the audit picture here (PNG)")
+    ap.add_argument("--world", default=None, help="keep the sample world in this folder (built when missing)")
+    ap.add_argument("--build-jobs", type=int, default=None, help="processes building the world")
+    ap.add_argument("--build-only", action="store_true", help="build the world, time nothing")
     a = ap.parse_args()
     cols, rows = parse_tiles(a.size)
     t0 = time.perf_counter()
-    data_path = sample_data_path(a.build, (cols, rows), 0, jobs=max(1, a.jobs))
+    bj = max(1, a.build_jobs or a.jobs)
+    if a.world:
+        from pathlib import Path
+
+        from wowgrass.samples import build_sample_world
+
+        data_path = Path(a.world) / "Data"
+        if not data_path.is_dir():
+            data_path = build_sample_world(a.world, a.build, (cols, rows), 0, jobs=bj)
+    else:
+        data_path = sample_data_path(a.build, (cols, rows), 0, jobs=bj)
     built = time.perf_counter() - t0
     print(f"sample world {a.build} {cols}x{rows} ({cols * rows} tiles) at {data_path} "
-          f"({'built in %.1f s' % built if built > 1 else 'cached'}); {os.cpu_count()} CPUs here")
-    figures = {"tiles": cols * rows, "build": a.build, "cpus": os.cpu_count(), "runs": {}}
+          f"({'built in %.1f s' % built if built > 1 else 'cached'}); {_cores()} cores for this process")
+    if a.build_only:
+        return
+    figures = {"tiles": cols * rows, "build": a.build, "cores": _cores(), "runs": {}}
     audit = None
     for jobs in sorted({1, a.jobs}):
         times, cpus = [], []
@@ -59,12 +84,14 @@ def main() -> None:
         best = min(times)
         figures["runs"][jobs] = {"best_s": round(best, 3), "times_s": [round(t, 3) for t in times],
                                  "cpu_s": [round(c, 3) for c in cpus], "load_before": round(load, 2)}
-        ok = "ok" if best <= TARGET_S else "MISSED"
+        target = TARGET_S * cols * rows / 200           # the target is for 200 tiles
+        ok = "ok" if best <= target else "MISSED"
         print(f"  audit, {jobs} job(s): best {best:.2f} s of {a.runs} ({best / (cols * rows) * 1000:.0f} ms a tile; "
-              f"target <= {TARGET_S:.0f} s on 2 cores: {ok}); CPU {min(cpus):.2f} s in all processes "
+              f"target <= {target:.1f} s for {cols * rows} tiles on 2 cores: {ok}); CPU {min(cpus):.2f} s in all processes "
               f"(load average {load:.1f} before: other work on the machine stretches the wall time)")
     f = audit.findings()
-    print(f"  found: {audit.cells['total']:,} cells, {audit.cells['grass']:,} with grass, {f['unassigned_cell_count']:,} "
+    print(f"  found: {audit.cells['total']:,} cells, {audit.cells['grass']:,} with grass, "
+          f"{f['unassigned_cell_count']:,} "
           f"unassigned, {f['stale_cell_count']:,} stale, {f['excluded_cell_count']:,} excluded")
     t0 = time.perf_counter()
     if a.picture:

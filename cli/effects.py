@@ -10,7 +10,9 @@ import functools
 
 import click
 
-from wowgrass.cli.common import data_option, echo_json, json_option, note, parse_tiles, plural, progress_bar, tile_option
+from wowgrass.cli.common import (
+    data_option, echo_json, json_option, note, parse_tiles, plural, progress_bar, tile_option,
+)
 from wowgrass.errors import UsageError
 
 

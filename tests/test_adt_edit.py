@@ -171,7 +171,8 @@ def test_msb_first_tiles_keep_their_bit_order():
     assert rep.cells > 0
     assert_only(raw, new, "doodad_mapping")
     again = read_tile(new, "n.adt", big_alpha=False, msb_first=True)
-    assert np.array_equal(again.doodad_mapping, np.where(stale_cells(tile, 0.0), best_layers(tile), tile.doodad_mapping))
+    want = np.where(stale_cells(tile, 0.0), best_layers(tile), tile.doodad_mapping)
+    assert np.array_equal(again.doodad_mapping, want)
 
 
 def test_patch_fields_writes_nothing_for_equal_values():

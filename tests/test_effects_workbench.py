@@ -18,7 +18,7 @@ from wowgrass.edit.adt_edit import assign_effect, patch_fields, read_tile, stale
 from wowgrass.edit.audit import EXCLUDED, STALE, UNASSIGNED, CATEGORY_RGB, audit_map, write_audit_picture
 from wowgrass.edit.batch import exclude_map, iter_tiles
 from wowgrass.edit.masks import CELLS, cell_slopes, chunks_to_grid, grid_to_chunks, liquid_mask
-from wowgrass.formats.adt import AdtTile, write_adt
+from wowgrass.formats.adt import AdtTile
 from wowgrass.game.data import open_data
 from wowgrass.game.maps import map_tiles
 from wowgrass.samples import MAP_NAME, build_sample_world
@@ -135,10 +135,11 @@ def test_audit_picture_colours_the_faults(broken, tmp_path):
     a = audit_map(open_data(broken["root"]), MAP_NAME)
     rgb, legend = a.picture(scale=1)
     assert rgb.shape == (CELLS, 2 * CELLS, 3)
-    t0 = read_tile(open_data(broken["root"]).read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_31_32.adt"), None, big_alpha=True)
+    g = open_data(broken["root"])
+    t0 = read_tile(g.read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_31_32.adt"), None, big_alpha=True)
     ua = chunks_to_grid(t0, broken["ua_mask"])
     assert (rgb[:, :CELLS][ua] == CATEGORY_RGB[UNASSIGNED]).all()
-    t1 = read_tile(open_data(broken["root"]).read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_32_32.adt"), None, big_alpha=True)
+    t1 = read_tile(g.read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_32_32.adt"), None, big_alpha=True)
     st = chunks_to_grid(t1, broken["stale"])
     assert (rgb[:, CELLS:][st] == CATEGORY_RGB[STALE]).all()
     ex = chunks_to_grid(t1, t1.no_effect_doodad & ~t1.hole_cells())
@@ -340,7 +341,8 @@ def test_real_tile_assign_through_the_cli(realdata, tmp_path):
               "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["layer_count"] == 158 and doc["files"] == [str(out / "World" / "Maps" / "continent" / "continent_42_29.adt")]
+    assert doc["layer_count"] == 158
+    assert doc["files"] == [str(out / "World" / "Maps" / "continent" / "continent_42_29.adt")]
     old = (realdata / "adt" / "continent4229.adt").read_bytes()
     new = Path(doc["files"][0]).read_bytes()
     diff = np.flatnonzero(np.frombuffer(old, np.uint8) != np.frombuffer(new, np.uint8))
@@ -379,3 +381,16 @@ def test_fixes_add_up_in_their_output_folder(broken, tmp_path):
     assert {e["id"] for e in a["effects"]} >= {5555}
     # the input folder itself stays as it was
     assert audit_map(open_data(broken["root"]), MAP_NAME).cells["unassigned"] == broken["ua_cells"]
+
+
+def test_cells_png_is_the_grid_exclude_reads(world, tmp_path):
+    cells = tmp_path / "cells.png"
+    res = run("effects", "audit", "--data", world["loose"], "--cells-png", cells, "-q")
+    assert res.exit_code == 0 and cells.is_file()
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", cells, "-n", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["cell_count"] == 0              # white = excluded already: nothing new
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", cells, "--clear", "-n", "--json")
+    g = open_data(world["loose"])
+    excluded = sum(int(t.no_effect_doodad.sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
+    assert json.loads(res.stdout)["cell_count"] == excluded > 0

@@ -126,7 +126,7 @@ class Audit:
     unresolved_rows: list = field(default_factory=list)
     missing_models: list = field(default_factory=list)
     tables: bool = True
-    _grids: dict = field(default_factory=dict, repr=False)     # (col, row) -> (128, 128) category, set index
+    _grids: dict = field(default_factory=dict, repr=False)     # (col, row) -> (128, 128) category, set, excluded
     _sets: list = field(default_factory=list, repr=False)      # effect ids in colour order
 
     def to_json(self) -> dict:
@@ -196,7 +196,8 @@ class Audit:
                     what += f"; models not in the data: {len(e['missing_models'])}"
             out.append(f"    {e['id']:>10}: {e['layers']} layers, {e['cells']:,} cells; {what}")
         f = self.findings()
-        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)" if f["unassigned_layer_count"] else "",
+        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)"
+                    if f["unassigned_layer_count"] else "",
                     f"{f['missing_row_count']} effect ids without a row" if f["missing_row_count"] else "",
                     f"{f['unresolved_row_count']} rows with unknown doodads" if f["unresolved_row_count"] else "",
                     f"{f['missing_model_count']} doodad models missing" if f["missing_model_count"] else "",
@@ -217,7 +218,7 @@ class Audit:
             scale = int(np.clip(1024 // (128 * nc), 1, 8))
         cat = np.full((nr * 128, nc * 128), ABSENT, np.uint8)
         sets = np.full(cat.shape, -1, np.int32)
-        for (c, r), (g_cat, g_set) in self._grids.items():
+        for (c, r), (g_cat, g_set, _x) in self._grids.items():
             cat[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = g_cat
             sets[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = g_set
         palette = np.array([_set_colour(i, e) for i, e in enumerate(self._sets)] or [(0, 0, 0)], np.uint8)
@@ -255,14 +256,15 @@ class Audit:
 
     def cells_picture(self) -> np.ndarray:
         """(h, w) u1 grey picture, one pixel a cell over the selection's bounding box (the grid
-        ``exclude --mask`` reads): cells excluded now are white, the rest dark."""
+        ``exclude --mask`` reads): cells whose noEffectDoodad bit is set are white (255), unassigned
+        ones grey 96, stale ones 64, the rest black: as a mask it selects what is excluded now."""
         cs = [c for c, _ in self.tiles]
         rs = [r for _, r in self.tiles]
         c0, r0 = min(cs), min(rs)
         out = np.zeros(((max(rs) - r0 + 1) * 128, (max(cs) - c0 + 1) * 128), np.uint8)
-        for (c, r), (g_cat, _s) in self._grids.items():
+        for (c, r), (g_cat, _s, g_excl) in self._grids.items():
             out[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = np.where(
-                g_cat == EXCLUDED, 255, np.where(g_cat == UNASSIGNED, 96, np.where(g_cat == STALE, 64, 0)))
+                g_excl, 255, np.where(g_cat == UNASSIGNED, 96, np.where(g_cat == STALE, 64, 0)))
         return out
 
 
@@ -378,7 +380,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             sel = lt_i == ti
             name = names[ti] if ti < len(keys) else f"<MTEX index {int(lt[sel][0])} out of range>"
             key = keys[ti] if ti < len(keys) else name
-            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(), "effects": Counter(),
+            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(),
+                                             "effects": Counter(),
                                              "unassigned_layers": 0, "unassigned_chunks": [], "cells": 0})
             info["layers"] += int(sel.sum())
             info["chunks"] += int(np.unique(lc[sel]).size)
@@ -388,7 +391,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             if ua.any():
                 info["unassigned_layers"] += int(ua.sum())
                 for ch in np.unique(lc[ua]).tolist():
-                    info["unassigned_chunks"].append({"tile": list(f["tile"]), "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
+                    info["unassigned_chunks"].append({"tile": list(f["tile"]),
+                                                      "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
                                                       "mcnk": int(ch)})
         eff_layers.update(le.tolist())
         for ti, e in set(zip(lt_i.tolist(), le.tolist())):
@@ -430,7 +434,7 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             category[hole] = HOLE
             gv, gn = np.unique(ce[grows & (category == GRASS)], return_counts=True)
             set_order.update(dict(zip(gv.tolist(), gn.tolist())))
-            grids[f["tile"]] = (category, ce)
+            grids[f["tile"]] = (category, ce, excl)
     totals["total"] = 256 * 64 * len(facts)
 
     # effects
@@ -439,7 +443,8 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
     for k, e in enumerate(used.tolist()):
         row = cat.row(e) if cat is not None else None
         entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
-                 "textures": sorted(eff_textures.get(e, ()), key=str.lower), "row": (row is not None) if cat is not None else None,
+                 "textures": sorted(eff_textures.get(e, ()), key=str.lower),
+                 "row": (row is not None) if cat is not None else None,
                  "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
                  "missing_models": []}
         if row is not None:
@@ -480,13 +485,13 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
                   tables=cat is not None)
     if picture:
         order = [e for e, _n in set_order.most_common()]
-        for t, (category, ce) in grids.items():
+        for t, (category, ce, excl) in grids.items():
             set_idx = np.full(ce.shape, -1, np.int32)
             g = category == GRASS
             if g.any():
                 set_idx[g] = _lookup_index(order, ce[g])
             tile_ixy = next(f["index_xy"] for f in facts if f["tile"] == t)
-            audit._grids[t] = (_to_grid(tile_ixy, category), _to_grid(tile_ixy, set_idx))
+            audit._grids[t] = (_to_grid(tile_ixy, category), _to_grid(tile_ixy, set_idx), _to_grid(tile_ixy, excl))
         audit._sets = order
     return audit
 

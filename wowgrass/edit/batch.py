@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wowgrass.edit.adt_edit import (
-    STALE_MARGIN, EditReport, assign_effect, closest_textures, exclude_cells, match_textures, read_tile,
-    remap_mapping, write_edited,
+    STALE_MARGIN, assign_effect, closest_textures, exclude_cells, match_textures, read_tile, remap_mapping,
+    write_edited,
 )
 from wowgrass.errors import UsageError, WowgrassError
 from wowgrass.formats.adt import NO_EFFECT_IDS
@@ -257,5 +257,5 @@ def exclude_map(data, map_name: str, *, tiles=None, mask=None, slope_above=None,
     return edit
 
 
-__all__ = ["MapEdit", "Overlay", "base_data", "assign_map", "check_effect", "exclude_map", "iter_tiles", "load_map_tiles", "match_textures",
-           "remap_map"]
+__all__ = ["MapEdit", "Overlay", "assign_map", "base_data", "check_effect", "exclude_map", "iter_tiles",
+           "load_map_tiles", "match_textures", "remap_map"]
