@@ -100,8 +100,8 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
     note(f"effect set {eid} ({done.build}): {names}{weights_text}, density {done.density}, sound {done.sound}")
     for f in files:
         note(f"wrote {f}")
-    note(f"note: `wowgrass effects assign --data {data_path or 'D'} --texture GLOB --effect {eid} -o {out_dir}` gives it to "
-         f"a texture's layers; `wowgrass patch build {out_dir}` ships the tables and tiles together")
+    note(f"note: `wowgrass effects assign --data {data_path or 'D'} --texture GLOB --effect {eid} -o {out_dir}` "
+         f"gives it to a texture's layers; `wowgrass patch build {out_dir}` ships the tables and tiles together")
     click.echo(eid)
 
 

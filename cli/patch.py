@@ -57,7 +57,8 @@ def build(folder, out, build, locale, force, data_path, as_json):
              + (" (the highest)" if chain.get("highest") else ""))
     note(f"wrote {out} ({plural(len(result.files), 'file')}, {plural(result.size, 'byte')}, "
          f"MPQ v{result.format_version + 1}, "
-         + {"data": "a Data patch", "locale": f"a locale patch ({result.locale})"}.get(result.kind, "a name no client loads")
+         + {"data": "a Data patch", "locale": f"a locale patch ({result.locale})"}.get(result.kind,
+                                                                                     "a name no client loads")
          + (f" for {result.build}" if result.build else "") + ")")
     for f in result.files:
         click.echo(f)

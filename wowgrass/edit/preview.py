@@ -273,7 +273,8 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | N
     total = {k: sum(d.counts[placement][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
     where = f"{diffs[0].tile[0]},{diffs[0].tile[1]}" if len(diffs) == 1 else f"{len(diffs)} tiles"
     titles = (f"{where} before: {total['before']:,} instances",
-              f"after {patch_name}: {total['after']:,} ({total['change']:+,}), {total['cells_changed']:,} cells changed",
+              f"after {patch_name}: {total['after']:,} ({total['change']:+,}), "
+              f"{total['cells_changed']:,} cells changed",
               f"change: {more:,} cells more, {fewer:,} fewer")
     labelled = [_label(p, t) for p, t in zip(panels, titles)]
     sep = np.full((labelled[0].shape[0], 8, 3), 255, np.uint8)
