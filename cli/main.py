@@ -28,6 +28,7 @@ COMMANDS = {
     "maps": ("wowgrass.cli.system:maps", "List the maps of a data source and their tiles."),
     "cache": ("wowgrass.cli.system:cache", "Show or empty the cache (sample worlds, bundles)."),
     "doctor": ("wowgrass.cli.system:doctor", "Check Python, OpenGL (EGL, window), data, cache, StormLib."),
+    "patch": ("wowgrass.cli.patch:patch", "Pack changed files into a patch MPQ the client loads."),
 }
 
 

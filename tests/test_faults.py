@@ -64,6 +64,10 @@ COMMANDS = {
     "dbc dump": (lambda f, o: ["dbc", "dump", f["dbc"], "-o", o / "t.csv"], "t.csv"),
     "blp convert (PNG)": (lambda f, o: ["blp", "convert", f["blp"], o / "b.png"], "b.png"),
     "m2 export": (lambda f, o: ["m2", "export", f["m2"], "--data", f["data"], "-o", o / "m.glb"], "m.glb"),
+    "effects new-set": (lambda f, o: ["effects", "new-set", "--data", f["data"], "--doodad", "ElwGra01", "-o", o],
+                        "DBFilesClient/GroundEffectTexture.dbc"),
+    "patch build": (lambda f, o: ["patch", "build", f["x"] / "DBFilesClient", "-o", o / "patch-4.MPQ"],
+                    "patch-4.MPQ"),
 }
 
 

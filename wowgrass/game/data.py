@@ -77,9 +77,20 @@ def detect_build(names) -> str | None:
     return None
 
 
-def archive_order(root: Path, build: str | None, locale: str | None) -> list[Path]:
-    """The archives of a Data folder in mount order, lowest priority first."""
+def archive_order(root: Path, build: str | None, locale: str | None, *,
+                  extra: dict[str, Path] | None = None) -> list[Path]:
+    """The archives of a Data folder in mount order, lowest priority first. ``extra`` adds archives
+    as if they lay in the folder: ``{"patch-4.MPQ": file, "enUS/patch-enUS-4.MPQ": file}`` (one
+    replaces an archive of the same name)."""
     top = _mpqs_in(root)
+    extra_top, extra_loc = {}, {}
+    for rel, file in (extra or {}).items():
+        parts = rel.replace("\\", "/").split("/")
+        if len(parts) == 1:
+            extra_top[parts[0].lower()] = Path(file)
+        elif len(parts) == 2 and locale and parts[0].lower() == locale.lower():
+            extra_loc[parts[1].lower()] = Path(file)
+    top.update(extra_top)
     if build == "1.12":
         order = [top[b + ".mpq"] for b in VANILLA_BASE if b + ".mpq" in top]
         order += _patches(top, "patch")
@@ -91,6 +102,7 @@ def archive_order(root: Path, build: str | None, locale: str | None) -> list[Pat
     if locale:
         loc_dir = _child_ci(root, locale)
         loc_files = _mpqs_in(loc_dir) if loc_dir else {}
+        loc_files.update(extra_loc)
         lo = locale.lower()
         order += [loc_files[n.format(loc=lo) + ".mpq"] for n in MODERN_LOCALE if n.format(loc=lo) + ".mpq" in loc_files]
     order += _patches(top, "patch")
