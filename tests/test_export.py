@@ -48,23 +48,44 @@ def from_gltf(v: np.ndarray) -> np.ndarray:
     return np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
 
 
+def trs_matrices(t, r, s) -> np.ndarray:
+    """(n, 4, 4) glTF-space matrices T R S from translations, xyzw quaternions, scales."""
+    t, r, s = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (t, r, s))
+    x, y, z, w = r.T
+    rot = np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], 1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], 1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], 1)], 1)
+    m = np.tile(np.eye(4), (len(t), 1, 1))
+    m[:, :3, :3] = rot * s[:, None, :]
+    m[:, :3, 3] = t
+    return m
+
+
+def node_matrix(nd) -> np.ndarray:
+    return trs_matrices([nd.translation or [0, 0, 0]], [nd.rotation or [0, 0, 0, 1]], [nd.scale or [1, 1, 1]])[0]
+
+
+def placed_matrices(doc, nd) -> np.ndarray:
+    """Every instance a group node places, as matrices in its parent's space: the extension's
+    accessors composed with the node's own transform, a plain node, or one child node each."""
+    ext = (nd.extensions or {}).get("EXT_mesh_gpu_instancing")
+    if ext:
+        a = ext["attributes"]
+        rel = trs_matrices(*(accessor(doc, a[k]) for k in ("TRANSLATION", "ROTATION", "SCALE")))
+        return node_matrix(nd) @ rel
+    if nd.mesh is not None:
+        return node_matrix(nd)[None]
+    return np.stack([node_matrix(doc.nodes[i]) for i in nd.children])
+
+
 def grass_nodes(doc):
-    """model path -> (translations, rotations, scales) of every grass group, any instancing mode."""
+    """model path -> instance matrices of every grass group, any instancing mode but merged."""
     out = {}
     for nd in doc.nodes:
-        if (nd.extras or {}).get("kind") != "grass":
+        if (nd.extras or {}).get("kind") != "grass" or nd.extras.get("merged"):
             continue
-        model = nd.extras["model"]
-        ext = (nd.extensions or {}).get("EXT_mesh_gpu_instancing")
-        if ext:
-            a = ext["attributes"]
-            t, r, s = (accessor(doc, a[k]) for k in ("TRANSLATION", "ROTATION", "SCALE"))
-        else:
-            kids = [doc.nodes[i] for i in nd.children]
-            t = np.array([k.translation for k in kids], np.float32).reshape(-1, 3)
-            r = np.array([k.rotation for k in kids], np.float32).reshape(-1, 4)
-            s = np.array([k.scale for k in kids], np.float32).reshape(-1, 3)
-        out.setdefault(model, []).append((t, r, s))
+        out.setdefault(nd.extras["model"], []).append(placed_matrices(doc, nd))
     return out
 
 
@@ -122,7 +143,7 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
     doc = pygltflib.GLTF2().load(str(out))
     assert doc.asset.version == "2.0"
     if mode == "ext":
-        assert "EXT_mesh_gpu_instancing" in doc.extensionsUsed
+        assert "EXT_mesh_gpu_instancing" in doc.extensionsUsed and not doc.extensionsRequired
     else:
         assert not doc.extensionsUsed
     want = bundle_instances(tmp_path / "cache")
@@ -133,19 +154,160 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
         pos = np.concatenate([p for p, _, _ in groups])
         yaw = np.concatenate([y for _, y, _ in groups])
         scale = np.concatenate([s for _, _, s in groups])
-        t = np.concatenate([t for t, _, _ in got[model]])
-        r = np.concatenate([r for _, r, _ in got[model]])
-        s = np.concatenate([s for _, _, s in got[model]])
-        assert len(t) == len(pos) > 0
-        np.testing.assert_allclose(from_gltf(t.astype(np.float64)) + origin, pos, atol=2e-3)
-        np.testing.assert_allclose(r, yaw_quaternions(yaw), atol=1e-6)
-        np.testing.assert_allclose(s[:, 0], scale)
+        m = np.concatenate(got[model])
+        assert len(m) == len(pos) > 0
+        np.testing.assert_allclose(from_gltf(m[:, :3, 3]) + origin, pos, atol=2e-3)
+        expect = trs_matrices(np.zeros((len(yaw), 3)), yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1))
+        np.testing.assert_allclose(m[:, :3, :3], expect[:, :3, :3], atol=2e-6)
     # each model's mesh once, shared by every tile's group
     names = [m.name for m in doc.meshes]
     assert len(names) == len(set(names))
     # the terrain of both tiles, with their baked textures
     assert sum(m.name.startswith("terrain") for m in doc.meshes) == 2
     assert len(doc.images) >= 2 and all(i.mimeType == "image/png" for i in doc.images)
+
+
+def _tile_bundles(cache_root: Path) -> dict:
+    """(col, row) -> {model: (pos, yaw, scale)} of the baked bundles."""
+    out = {}
+    for p in sorted(cache_root.rglob("*.wgb")):
+        with read_bundle(p) as b:
+            out[tuple(int(v) for v in b.tile)] = {m.path: unpack_instances(m.instances) for m in b.models}
+    return out
+
+
+def _tile_of(doc, i):
+    parent = {c: n for n, nd in enumerate(doc.nodes) for c in nd.children}
+    while i in parent:
+        i = parent[i]
+        if "tile" in (doc.nodes[i].extras or {}):
+            return tuple(doc.nodes[i].extras["tile"])
+    return None
+
+
+def test_single_placements_are_plain_nodes_and_instanced_nodes_carry_the_first(tmp_path, monkeypatch):
+    from wowgrass.export.gltf import EXT_MIN_INSTANCES
+    from wowgrass.samples.features import house_matrix
+    from wowgrass.samples.heights import SampleTerrain
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "s.glb"
+    res = run("export", "gltf", "--tile", "32,32", *SPARSE, "-o", out, "--json")  # the house, the lake
+    assert res.exit_code == 0, res.output
+    doc = pygltflib.GLTF2().load(str(out))
+    assert "EXT_mesh_gpu_instancing" in doc.extensionsUsed and not doc.extensionsRequired
+    origin = np.array(doc.nodes[doc.scenes[0].nodes[0]].extras["wow_origin"])
+    placed = [(i, nd) for i, nd in enumerate(doc.nodes) if (nd.extras or {}).get("kind") in
+              ("grass", "doodad", "wmo group", "wmo doodad")]
+    ext = [(i, nd) for i, nd in placed if nd.extensions]
+    plain = [(i, nd) for i, nd in placed if nd.mesh is not None and not nd.extensions]
+    groups = [(i, nd) for i, nd in placed if nd.mesh is None]
+    assert ext and plain
+    # the house (one MODF placement) is plain nodes at its placement, on the ground, not at the origin
+    house = [nd for _, nd in plain if nd.extras["kind"] == "wmo group"]
+    assert len(house) == 2
+    want = house_matrix(SampleTerrain((2, 2), 0))[:3, 3] - origin
+    for nd in house:
+        np.testing.assert_allclose(from_gltf(np.array([nd.translation])), [want], atol=1e-3)
+    for _, nd in ext:  # the extension only where it pays; never required
+        assert accessor(doc, nd.extensions["EXT_mesh_gpu_instancing"]["attributes"]["TRANSLATION"]).shape[0] >= (
+            EXT_MIN_INSTANCES)
+    for _, nd in groups:
+        assert 1 < len(nd.children) < EXT_MIN_INSTANCES
+    # an importer without the extension sees the node's own transform: the first grass instance
+    bundles = _tile_bundles(tmp_path / "cache")
+    checked = 0
+    for i, nd in ext:
+        if nd.extras["kind"] != "grass":
+            continue
+        pos, yaw, scale = bundles[_tile_of(doc, i)][nd.extras["model"]]
+        np.testing.assert_allclose(from_gltf(np.array([nd.translation])) + origin, pos[:1], atol=2e-3)
+        np.testing.assert_allclose(node_matrix(nd)[:3, :3], trs_matrices([[0, 0, 0]], yaw_quaternions(yaw[:1]),
+                                                                         [[scale[0]] * 3])[0, :3, :3], atol=2e-6)
+        # and the accessors hold every instance relative to it: the first is the identity
+        a = nd.extensions["EXT_mesh_gpu_instancing"]["attributes"]
+        np.testing.assert_array_equal(accessor(doc, a["TRANSLATION"])[0], 0)
+        np.testing.assert_array_equal(accessor(doc, a["ROTATION"])[0], [0, 0, 0, 1])
+        np.testing.assert_array_equal(accessor(doc, a["SCALE"])[0], 1)
+        checked += 1
+    assert checked > 0
+
+
+def _mesh_arrays(doc, mesh):
+    prim = doc.meshes[mesh].primitives[0]
+    return accessor(doc, prim.attributes.POSITION).astype(np.float64), accessor(doc, prim.attributes.NORMAL)
+
+
+def test_merged_grass_is_the_instances_transformed_vertices(world, tmp_path, monkeypatch):
+    from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    docs = {}
+    for mode in ("ext", "merged"):
+        out = tmp_path / f"{mode}.glb"
+        res = run("export", "gltf", "--data", world, "--tile", "31,32", *SPARSE, "--instancing", mode,
+                  "--texture-size", 128, "-o", out, "--json")
+        assert res.exit_code == 0, res.output
+        docs[mode] = pygltflib.GLTF2().load(str(out)), json.loads(res.stdout)
+    ext, _ = docs["ext"]
+    merged, summary = docs["merged"]
+    assert "EXT_mesh_gpu_instancing" not in (merged.extensionsUsed or [])
+    used = {nd.mesh for nd in merged.nodes if nd.mesh is not None}
+    assert used == set(range(len(merged.meshes)))  # no model mesh written unused
+    origin = np.array(merged.nodes[merged.scenes[0].nodes[0]].extras["wow_origin"])
+    models = {nd.extras["model"]: nd.mesh if nd.mesh is not None else ext.nodes[nd.children[0]].mesh
+              for nd in ext.nodes if (nd.extras or {}).get("kind") == "grass"}
+    instances = grass_nodes(ext)
+    pieces = [nd for nd in merged.nodes if (nd.extras or {}).get("merged")]
+    assert len(pieces) == summary["merged_meshes"] > len(models)
+    assert sum(nd.extras["instances"] for nd in pieces) == summary["grass_instances"]
+    for model, mesh in models.items():
+        p, n = _mesh_arrays(ext, mesh)
+        m = np.concatenate(instances[model])
+        want = np.einsum("kij,vj->kvi", m[:, :3, :3], p) + m[:, None, :3, 3]
+        want_n = np.einsum("kij,vj->kvi", m[:, :3, :3], n)
+        want_n /= np.linalg.norm(want_n, axis=2, keepdims=True)
+        got, got_n, chunk = [], [], []
+        for nd in (nd for nd in pieces if nd.extras["model"] == model):
+            gp, gn = _mesh_arrays(merged, nd.mesh)
+            got.append(gp.reshape(-1, len(p), 3))
+            got_n.append(gn.reshape(-1, len(p), 3))
+            chunk += [nd.extras["chunk"]] * len(got[-1])
+            assert len(got[-1]) == nd.extras["instances"]
+        got, got_n, chunk = np.concatenate(got), np.concatenate(got_n), np.array(chunk)
+        assert got.shape == want.shape
+        # the same copies, whatever their order: sort both by where each copy sits
+        key = lambda a: np.lexsort(np.round(a.mean(axis=1), 3).T)  # noqa: E731
+        ow, og = key(want), key(got)
+        np.testing.assert_allclose(got[og], want[ow], atol=2e-3)
+        np.testing.assert_allclose(got_n[og], want_n[ow], atol=1e-4)
+        # each copy is in the mesh of the chunk its instance stands in
+        w = from_gltf(m[ow, :3, 3]) + origin
+        c = chunk[og]
+        north = ZEROPOINT - 32 * TILE_SIZE - (c // 16) * CHUNK_SIZE
+        west = ZEROPOINT - 31 * TILE_SIZE - (c % 16) * CHUNK_SIZE
+        assert ((w[:, 0] <= north + 1e-2) & (w[:, 0] >= north - CHUNK_SIZE - 1e-2)).all()
+        assert ((w[:, 1] <= west + 1e-2) & (w[:, 1] >= west - CHUNK_SIZE - 1e-2)).all()
+
+
+def test_nodes_mode_warns_over_its_limit(world, tmp_path, monkeypatch):
+    import wowgrass.export.scene as scene
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    assert scene.NODES_LIMIT == 10_000  # the limit docs/export.md states
+    args = ["export", "gltf", "--data", world, "--tile", "31,32", *SPARSE, "--texture-size", 128, "--json"]
+    res = run(*args, "--instancing", "ext", "-o", tmp_path / "e.glb")
+    ext = json.loads(res.stdout)
+    assert res.exit_code == 0 and not ext["warnings"] and "warning" not in res.stderr
+    # a limit the ext export stays within and the nodes export does not: only the latter warns
+    monkeypatch.setattr(scene, "NODES_LIMIT", ext["nodes"])
+    res = run(*args, "--instancing", "nodes", "-o", tmp_path / "n.glb")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert s["nodes"] > ext["nodes"] and len(s["warnings"]) == 1
+    assert f"warning: {s['nodes']:,} nodes" in res.stderr and "--instancing merged" in res.stderr
+    res = run(*args, "--instancing", "ext", "-o", tmp_path / "e2.glb")
+    assert res.exit_code == 0 and "warning" not in res.stderr
 
 
 def test_gltf_origin_world_puts_the_root_at_the_world_position(world, tmp_path):
@@ -169,7 +331,7 @@ def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
     assert s["tiles"] == [[42, 29]] and s["grass_instances"] > 0 and len(s["stand_ins"]) > 0
     assert len(s["missing_textures"]) == 16  # MTEX has 16 names; --dbc gives no textures
     doc = pygltflib.GLTF2().load(str(out))
-    assert sum(len(t) for v in grass_nodes(doc).values() for t, _, _ in v) == s["grass_instances"]
+    assert sum(len(m) for v in grass_nodes(doc).values() for m in v) == s["grass_instances"]
 
 
 def _validator():
@@ -192,6 +354,7 @@ def test_khronos_validator_reports_no_errors(world, realdata, tmp_path):
     for args in (
         ["--data", world, "--tile", "31:32,32", *SPARSE],
         ["--data", world, "--tile", "31,32", *SPARSE, "--instancing", "nodes", "--origin", "world"],
+        ["--data", world, "--tile", "32,32", *SPARSE, "--instancing", "merged"],
         [realdata / "adt" / "continent4229.adt", "--dbc", realdata / "dbc" / "3.3.5"],
         [realdata / "adt" / "Azeroth_38_46.adt", "--dbc", realdata / "dbc" / "1.12"],
     ):
