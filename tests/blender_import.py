@@ -28,6 +28,22 @@ t0 = time.perf_counter()
 bpy.ops.import_scene.gltf(filepath=glb)
 seconds = time.perf_counter() - t0
 objs = list(bpy.data.objects)
+
+
+def importer_reads_instancing() -> bool:
+    """Whether this Blender's glTF importer knows EXT_mesh_gpu_instancing (3.4's does not)."""
+    import os
+
+    import io_scene_gltf2
+
+    root = os.path.dirname(io_scene_gltf2.__file__)
+    for folder, _dirs, files in os.walk(os.path.join(root, "blender", "imp")):
+        for name in files:
+            if name.endswith(".py") and "EXT_mesh_gpu_instancing" in open(os.path.join(folder, name)).read():
+                return True
+    return False
+
+
 meshes = [o for o in objs if o.type == "MESH"]
 report = {
     "blender": bpy.app.version_string,
@@ -39,6 +55,7 @@ report = {
     "materials": len(bpy.data.materials),
     "images": len(bpy.data.images),
     "names": sorted({o.name.split(".")[0] for o in objs})[:50],
+    "reads_instancing": importer_reads_instancing(),
 }
 # instances the importer made: linked duplicates share their mesh data
 users = {}
@@ -79,7 +96,7 @@ if terrain:
     others = [o for o in meshes if o not in terrain and "water" not in o.data.name.lower()
               and "(" not in o.data.name]  # liquids are named "Water (1)" etc.
     step = max(1, len(others) // 400)
-    above, off = [], 0
+    above, off, lowest = [], 0, {}
     for o in others[::step]:
         blo, bhi = boxes[o.name]
         g = ground((blo[0] + bhi[0]) / 2, (blo[1] + bhi[1]) / 2)
@@ -87,6 +104,9 @@ if terrain:
             off += 1
         else:
             above.append(float(blo[2] - g))
+            key = o.data.name.split(".")[0]
+            lowest[key] = min(lowest.get(key, 1e9), above[-1])
+    report["lowest_by_mesh"] = lowest
     report["sampled"] = len(above) + off
     report["off_terrain"] = off
     if above:

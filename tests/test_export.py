@@ -233,6 +233,36 @@ def test_single_placements_are_plain_nodes_and_instanced_nodes_carry_the_first(t
     assert checked > 0
 
 
+def test_terrain_is_one_surface_and_the_grass_stands_on_it(tmp_path, monkeypatch):
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.game.data import open_data
+    from wowgrass.samples import adt_path, sample_data_path
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "t.glb"
+    res = run("export", "gltf", "--tile", "32,32", *SPARSE, "--texture-size", 128, "--no-doodads", "--no-wmos",
+              "--no-liquids", "-o", out)
+    assert res.exit_code == 0, res.output
+    doc = pygltflib.GLTF2().load(str(out))
+    prim = next(m for m in doc.meshes if m.name == "terrain 32_32").primitives[0]
+    tri = accessor(doc, prim.attributes.POSITION).astype(np.float64)[accessor(doc, prim.indices).reshape(-1, 3)]
+    with open_data(sample_data_path()) as data:
+        holes = AdtTile.from_bytes(data.read(adt_path(32, 32)), big_alpha=True).hole_cells()
+    assert len(tri) == 4 * int((~holes).sum())  # each cell's four fan triangles, once (no LOD levels)
+    m = np.concatenate([mm for v in grass_nodes(doc).values() for mm in v])[::7][:300]
+    p = m[:, :3, 3]  # glTF x north, z east: the ground plane
+    a, b, c = (tri[None, :, k][..., [0, 2]] for k in range(3))
+    q = p[:, None, [0, 2]]
+    d = (b[..., 0] - a[..., 0]) * (c[..., 1] - a[..., 1]) - (c[..., 0] - a[..., 0]) * (b[..., 1] - a[..., 1])
+    l1 = ((q[..., 0] - a[..., 0]) * (c[..., 1] - a[..., 1]) - (c[..., 0] - a[..., 0]) * (q[..., 1] - a[..., 1])) / d
+    l2 = ((b[..., 0] - a[..., 0]) * (q[..., 1] - a[..., 1]) - (q[..., 0] - a[..., 0]) * (b[..., 1] - a[..., 1])) / d
+    inside = (l1 >= -1e-6) & (l2 >= -1e-6) & (l1 + l2 <= 1 + 1e-6)
+    y = tri[None, :, 0, 1] + l1 * (tri[None, :, 1, 1] - tri[None, :, 0, 1]) + l2 * (tri[None, :, 2, 1] - tri[None, :, 0, 1])
+    for k in range(len(p)):
+        h = y[k, inside[k]]
+        assert len(h) >= 1 and np.abs(h - p[k, 1]).max() < 2e-3, (p[k], h)
+
+
 def _mesh_arrays(doc, mesh):
     prim = doc.meshes[mesh].primitives[0]
     return accessor(doc, prim.attributes.POSITION).astype(np.float64), accessor(doc, prim.attributes.NORMAL)
@@ -371,25 +401,59 @@ def test_khronos_validator_reports_no_errors(world, realdata, tmp_path):
         assert r["errors"] == 0 and r["warnings"] == 0, r
 
 
-def test_blender_imports_an_exported_tile(world, tmp_path):
-    blender = shutil.which("blender")
-    if blender is None:
-        pytest.skip("blender is not installed (Debian: apt-get install blender)")
+def _blender(kind):
+    """The command line that runs a script in Blender: Debian's ``blender`` or a Python with the PyPI
+    ``bpy`` module (``WOWGRASS_BPY_PYTHON``; about 1 GB, so never installed by default)."""
+    if kind == "blender":
+        blender = shutil.which("blender")
+        if blender is None:
+            pytest.skip("blender is not installed (Debian: apt-get install blender python3-numpy)")
+        return [blender, "-b", "--factory-startup", "--python"]
+    py = os.environ.get("WOWGRASS_BPY_PYTHON")
+    if not py:
+        pytest.skip("WOWGRASS_BPY_PYTHON is not set (a python3.11 with `pip install bpy`; docs/export.md)")
+    return [py]
+
+
+@pytest.mark.parametrize("kind,mode", [("blender", "nodes"), ("blender", "ext"), ("blender", "merged"),
+                                       ("bpy", "ext"), ("bpy", "merged")])
+def test_blender_places_an_exported_tile(world, tmp_path, monkeypatch, kind, mode):
+    cmd = _blender(kind)
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "b.glb"
-    res = run("export", "gltf", "--data", world, "--tile", "31,32", *SPARSE, "--instancing", "nodes", "-o", out,
+    # tile 32,32: the house (one WMO placement) on its hill, the lake, the grass
+    res = run("export", "gltf", "--tile", "32,32", *SPARSE, "--instancing", mode, "--texture-size", 128, "-o", out,
               "--json")
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)
     report = tmp_path / "blender.json"
-    cmd = [blender, "-b", "--factory-startup", "--python", str(HERE / "blender_import.py"), "--", str(out), str(report)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*cmd, str(HERE / "blender_import.py"), "--", str(out), str(report)], capture_output=True,
+                          text=True, timeout=600)
     assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     r = json.loads(report.read_text())
-    # one object per grass instance and per doodad, the terrain, and the group empties
-    assert sum(n for name, n in r["mesh_users"].items() if not name.startswith("terrain")) == (
-        s["grass_instances"] + s["doodad_instances"])
-    assert r["mesh_users"].get("terrain 31_32") == 1
-    assert r["images"] >= 2
+    users = r["mesh_users"]
+    doc = pygltflib.GLTF2().load(str(out))
+    grass_meshes = {doc.meshes[nd.mesh].name for nd in doc.nodes if (nd.extras or {}).get("kind") == "grass"
+                    and nd.mesh is not None} | {doc.meshes[doc.nodes[c].mesh].name for nd in doc.nodes
+                                                if (nd.extras or {}).get("kind") == "grass" for c in nd.children}
+    grass_objects = sum(n for name, n in users.items() if name.split(".")[0] in grass_meshes)
+    if mode == "merged":  # one object per chunk and model
+        assert grass_objects == s["merged_meshes"] > 0
+    elif mode == "nodes" or r["reads_instancing"]:  # one object per instance
+        assert grass_objects == s["grass_instances"]
+    else:  # Blender 3.4 ignores the extension: one object per grass node, at its first instance
+        nodes = sum(1 for nd in doc.nodes if (nd.extras or {}).get("kind") == "grass" and nd.mesh is not None) + sum(
+            len(nd.children) for nd in doc.nodes if (nd.extras or {}).get("kind") == "grass")
+        assert grass_objects == nodes < s["grass_instances"]
+    assert users.get("terrain 32_32") == 1
+    # everything stands on the terrain: nothing off it, nothing floating, the house on its hill
+    assert r["off_terrain"] == 0 and r["sampled"] > 5
+    assert r["bottom_above_ground"]["max"] < 1.0
+    if mode != "merged":  # each grass object one clump: its base at the ground (merged chunks span slopes)
+        low = [v for name, v in r["lowest_by_mesh"].items() if name in grass_meshes]
+        assert low and min(low) > -2.0, r["lowest_by_mesh"]
+    lo, hi = r["wmo_box"]
+    assert -3.0 < lo[2] - r["wmo_ground"] < 1.0
 
 
 # ----------------------------------------------------------------------------- placement rows
