@@ -21,7 +21,7 @@ from wowgrass.cli.common import (
 )
 
 
-MODE_NOTES = {"ext": "EXT_mesh_gpu_instancing", "nodes": "one node per instance",
+MODE_NOTES = {"ext": "EXT_mesh_gpu_instancing; for Blender write --instancing merged", "nodes": "one node per instance",
               "merged": "grass merged per chunk and model"}
 
 

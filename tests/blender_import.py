@@ -1,5 +1,5 @@
 """Run inside Blender: ``blender -b --factory-startup --python tests/blender_import.py -- FILE.glb OUT.json
-[OUT.png] [overview|ground|house] [workbench|eevee]``, or with the PyPI module: ``python tests/blender_import.py -- ...``
+[OUT.png] [overview,ground,house] [workbench|eevee]``, or with the PyPI module: ``python tests/blender_import.py -- ...``
 (``pip install bpy``). Imports a .glb with Blender's own glTF importer, reports what it made as JSON
 (import seconds, objects, where they sit against the terrain), optionally renders a PNG (Workbench)."""
 
@@ -20,7 +20,9 @@ if "bool" not in vars(numpy):
 argv = sys.argv[sys.argv.index("--") + 1:]
 glb, out_json = argv[0], argv[1]
 png = argv[2] if len(argv) > 2 else None
-view = argv[3] if len(argv) > 3 else "overview"  # "ground": low across the middle; "house": at the WMO
+# views, comma-separated: "overview", "ground" (low across the middle), "house" (at the WMO); several
+# write OUT_<view>.png each
+views = (argv[3] if len(argv) > 3 else "overview").split(",")
 engine = argv[4] if len(argv) > 4 else "workbench"  # or "eevee" (Blender 4.2 and later)
 
 bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -150,25 +152,30 @@ if png:
         bg = scene.world.node_tree.nodes.get("Background")
         if bg is not None:
             bg.inputs[0].default_value = (0.45, 0.6, 0.8, 1.0)
-    if view == "house" and "wmo_box" in report:
-        blo, bhi = report["wmo_box"]
-        size = max(bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2])
-        target = mathutils.Vector(((blo[0] + bhi[0]) / 2, (blo[1] + bhi[1]) / 2, (blo[2] + bhi[2]) / 2))
-        cam.location = target + mathutils.Vector((-1.1 * size, -1.1 * size, 0.55 * size))
-        cam.rotation_euler = (target - cam.location).to_track_quat("-Z", "Y").to_euler()
-        cam_data.lens = 30
-        span = size * 4
-    elif view == "ground":
-        z0 = sum((o.matrix_world @ mathutils.Vector(c)).z for o in terrain for c in o.bound_box) / max(8 * len(terrain), 1)
-        cam.location = (cx - 0.12 * span, cy - 0.12 * span, z0 + 0.03 * span)
-        cam.rotation_euler = (math.radians(80), 0.0, math.radians(-45))
-        cam_data.lens = 35
-    else:
-        cam.location = (cx - 0.55 * span, cy - 0.55 * span, hi[2] + 0.45 * span)
-        cam.rotation_euler = (1.05, 0.0, -0.785)
-    cam_data.clip_start, cam_data.clip_end = span * 0.001, span * 4
-    t0 = time.perf_counter()
-    bpy.ops.render.render(write_still=True)
-    report["render_s"] = round(time.perf_counter() - t0, 2)
+    report["render_s"] = {}
+    for view in views:
+        if len(views) > 1:
+            scene.render.filepath = png[:-4] + f"_{view}.png" if png.endswith(".png") else f"{png}_{view}"
+        if view == "house" and "wmo_box" in report:
+            blo, bhi = report["wmo_box"]
+            size = max(bhi[0] - blo[0], bhi[1] - blo[1], bhi[2] - blo[2])
+            target = mathutils.Vector(((blo[0] + bhi[0]) / 2, (blo[1] + bhi[1]) / 2, (blo[2] + bhi[2]) / 2))
+            cam.location = target + mathutils.Vector((-1.1 * size, -1.1 * size, 0.55 * size))
+            cam.rotation_euler = (target - cam.location).to_track_quat("-Z", "Y").to_euler()
+            cam_data.lens = 30
+            clip = size * 4
+        elif view == "ground":
+            z0 = sum((o.matrix_world @ mathutils.Vector(c)).z for o in terrain for c in o.bound_box) / max(8 * len(terrain), 1)
+            cam.location = (cx - 0.12 * span, cy - 0.12 * span, z0 + 0.03 * span)
+            cam.rotation_euler = (math.radians(80), 0.0, math.radians(-45))
+            cam_data.lens, clip = 35, span
+        else:
+            cam.location = (cx - 0.55 * span, cy - 0.55 * span, hi[2] + 0.45 * span)
+            cam.rotation_euler = (1.05, 0.0, -0.785)
+            cam_data.lens, clip = 50, span
+        cam_data.clip_start, cam_data.clip_end = clip * 0.001, clip * 4
+        t0 = time.perf_counter()
+        bpy.ops.render.render(write_still=True)
+        report["render_s"][view] = round(time.perf_counter() - t0, 2)
 with open(out_json, "w") as f:
     json.dump(report, f, indent=1)
