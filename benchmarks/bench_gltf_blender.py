@@ -47,7 +47,8 @@ def blender_run(cmd: list[str], glb: str, out: Path, label: str, views: str) -> 
     if not report.is_file():
         return {"error": (proc.stdout + proc.stderr)[-2000:], "wall_s": round(wall, 1)}
     r = json.loads(report.read_text())
-    keep = ("blender", "import_s", "objects", "mesh_objects", "meshes", "reads_instancing", "off_terrain",
+    keep = ("blender", "import_s", "import_cpu_s", "objects", "mesh_objects", "meshes", "reads_instancing",
+            "off_terrain",
             "bottom_above_ground", "wmo_box", "wmo_ground", "render_s")
     return {**{k: r.get(k) for k in keep}, "wall_s": round(wall, 1)}
 
@@ -76,7 +77,8 @@ def main() -> None:
             if "error" in r:
                 print(f"  {name}: failed: {r['error'][-300:]}", flush=True)
             else:
-                print(f"  Blender {r['blender']}: import {r['import_s']} s, {r['objects']:,} objects "
+                print(f"  Blender {r['blender']}: import {r['import_s']} s ({r['import_cpu_s']} s CPU), "
+                      f"{r['objects']:,} objects "
                       f"(wall {r['wall_s']} s)", flush=True)
     (a.out / "results.json").write_text(json.dumps(results, indent=1))
 

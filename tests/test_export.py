@@ -257,7 +257,8 @@ def test_terrain_is_one_surface_and_the_grass_stands_on_it(tmp_path, monkeypatch
     l1 = ((q[..., 0] - a[..., 0]) * (c[..., 1] - a[..., 1]) - (c[..., 0] - a[..., 0]) * (q[..., 1] - a[..., 1])) / d
     l2 = ((b[..., 0] - a[..., 0]) * (q[..., 1] - a[..., 1]) - (q[..., 0] - a[..., 0]) * (b[..., 1] - a[..., 1])) / d
     inside = (l1 >= -1e-6) & (l2 >= -1e-6) & (l1 + l2 <= 1 + 1e-6)
-    y = tri[None, :, 0, 1] + l1 * (tri[None, :, 1, 1] - tri[None, :, 0, 1]) + l2 * (tri[None, :, 2, 1] - tri[None, :, 0, 1])
+    h0, h1, h2 = (tri[None, :, k, 1] for k in range(3))
+    y = h0 + l1 * (h1 - h0) + l2 * (h2 - h0)
     for k in range(len(p)):
         h = y[k, inside[k]]
         assert len(h) >= 1 and np.abs(h - p[k, 1]).max() < 2e-3, (p[k], h)

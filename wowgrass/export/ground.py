@@ -66,4 +66,5 @@ def export_terrain(tile, textures: dict[str, np.ndarray], size: int = 1024):
     # level 0 only: the arrays stack all five LOD levels (the viewer picks one per chunk); exporting
     # them all would lay five overlapping surfaces, the coarse ones poking through the full one
     idx = arrays.indices[: int(arrays.lod_count[:, 0].sum())]
-    return pos, v["normal"][:, :3].astype(np.float32), uv, idx, bake_texture(tile, arrays, size), arrays.missing_textures
+    nrm = v["normal"][:, :3].astype(np.float32)
+    return pos, nrm, uv, idx, bake_texture(tile, arrays, size), arrays.missing_textures
