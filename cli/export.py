@@ -21,6 +21,10 @@ from wowgrass.cli.common import (
 )
 
 
+MODE_NOTES = {"ext": "EXT_mesh_gpu_instancing; for Blender write --instancing merged", "nodes": "one node per instance",
+              "merged": "grass merged per chunk and model"}
+
+
 @click.group()
 def export():
     """Export tiles for other tools (glTF for Blender, Godot, Unity, three.js)."""
@@ -38,9 +42,11 @@ def export():
 @placement_option
 @constants_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The .glb file to write.")
-@click.option("--instancing", type=click.Choice(["ext", "nodes"]), default="ext", show_default=True,
-              help="ext: one node per model with EXT_mesh_gpu_instancing; nodes: one node per instance, for "
-                   "importers without the extension (many objects: fine for a few thousand).")
+@click.option("--instancing", type=click.Choice(["ext", "nodes", "merged"]), default="ext", show_default=True,
+              help="ext: EXT_mesh_gpu_instancing for groups of 4 or more (engines; an importer without it shows "
+                   "one copy at the first placement); merged: the grass as one mesh per chunk and model, "
+                   "doodads and WMOs one node each (Blender, any version: seconds); nodes: one node per "
+                   "instance (warns over 10,000 nodes). A single placement is always a plain node.")
 @click.option("--texture-size", type=int, default=1024, show_default=True, metavar="PIXELS",
               help="Side of each tile's baked terrain texture (a multiple of 128).")
 @click.option("--origin", type=click.Choice(["centre", "world"]), default="centre", show_default=True,
@@ -69,7 +75,8 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
 
     The terrain's texture layers are baked into one texture per tile (what every importer shows
     the same way); each model's mesh and textures are written once and its instances use
-    EXT_mesh_gpu_instancing (or one node each with --instancing nodes). Grass models the data
+    EXT_mesh_gpu_instancing (or one node each with --instancing nodes; --instancing merged for
+    Blender: the grass as one mesh per chunk and model). Grass models the data
     lacks are drawn as straw-coloured stand-ins (--no-placeholders leaves them out), as in view.
     Grass comes from the tiles' bundles (baked first when the cache has none). A map's tiles are
     the ADTs present (see `wowgrass maps`). See docs/export.md.
@@ -109,13 +116,15 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         src.close()
     write_atomic(out, glb)
     summary.file = str(out)
-    if as_json:
-        echo_json(summary.to_dict())
-        return
     s = summary
+    for w in s.warnings:
+        note(f"warning: {w}")
+    if as_json:
+        echo_json(s.to_dict())
+        return
     note(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
          f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "
-         f"{s.bytes / 1e6:.1f} MB ({'EXT_mesh_gpu_instancing' if instancing == 'ext' else 'one node per instance'})")
+         f"{s.bytes / 1e6:.1f} MB ({MODE_NOTES[instancing]})")
     if s.liquid_cells or s.wmo_placements:
         note(f"  liquids: {plural(s.liquid_cells, 'cell')}; WMOs: {plural(s.wmo_placements, 'placement')} "
              f"with {s.wmo_doodad_instances:,} doodads")

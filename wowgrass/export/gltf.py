@@ -5,8 +5,12 @@ proper rotation as the OBJ export maps one onto the other: ``(x, y, z) -> (x, z,
 +X is north, +Y up, +Z east, and a yaw about WoW's Z is the same angle about glTF's Y. Blender's
 importer turns Y up back into Z up, which puts everything where WoW has it.
 
-Instances go out as ``EXT_mesh_gpu_instancing`` (one node per model with TRANSLATION, ROTATION
-and SCALE accessors), or as one node per instance for importers without the extension.
+Instances (:meth:`GltfBuilder.instances`): a single placement is a plain node with its transform;
+a group of ``EXT_MIN_INSTANCES`` or more goes out as ``EXT_mesh_gpu_instancing`` on a node that
+carries the first instance's transform (the accessors hold every instance relative to it), so an
+importer without the extension still shows one copy at a real placement; smaller groups, and every
+group in ``nodes`` mode, are one node per instance. ``merged`` mode (grass) bakes instances into one
+mesh per chunk and model (:func:`merge_instances`), which every importer loads quickly.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import pygltflib as g
 from wowgrass import __version__
 
 INSTANCING_EXT = "EXT_mesh_gpu_instancing"
-INSTANCING_MODES = ("ext", "nodes")
+INSTANCING_MODES = ("ext", "nodes", "merged")
+EXT_MIN_INSTANCES = 4  # below this, nodes cost less than the extension's three accessors and place right everywhere
+NODES_LIMIT = 10_000  # more nodes than this and importers crawl (Blender 3.4: minutes and GBs for 160k)
 
 
 def to_gltf(v: np.ndarray) -> np.ndarray:
@@ -76,6 +82,43 @@ def rotation_quaternions(r: np.ndarray) -> np.ndarray:
     return q.astype(np.float32)
 
 
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, np.float64)
+    return np.concatenate([-q[..., :3], q[..., 3:]], axis=-1)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products of xyzw quaternions (broadcasting)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    av, aw, bv, bw = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv),
+                           aw * bw - np.sum(av * bv, axis=-1, keepdims=True)], axis=-1)
+
+
+def quat_matrices(q: np.ndarray) -> np.ndarray:
+    """(n, 4) unit xyzw quaternions -> (n, 3, 3) rotation matrices."""
+    x, y, z, w = np.asarray(q, np.float64).reshape(-1, 4).T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], 1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], 1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], 1)], 1)
+
+
+def relative_to_first(t: np.ndarray, r: np.ndarray, s: np.ndarray):
+    """Instance transforms relative to the first one: node(first) @ relative(k) == instance(k).
+
+    Scales must be uniform (MDDF, MODF and grass are), so the relative transforms stay TRS."""
+    t, r, s = (np.asarray(a, np.float64) for a in (t, r, s))
+    inv = quat_conj(r[0])
+    s0 = s[0, 0] if abs(s[0, 0]) > 1e-12 else 1.0
+    d = (t - t[0]) / s0
+    rel_t = d @ quat_matrices(inv[None])[0].T
+    rel_r = quat_mul(inv, r)
+    rel_r /= np.linalg.norm(rel_r, axis=1, keepdims=True)
+    rel_t[0], rel_r[0] = 0.0, [0.0, 0.0, 0.0, 1.0]  # exactly the identity, not its rounding
+    return rel_t.astype(np.float32), rel_r.astype(np.float32), (s / s0).astype(np.float32)
+
+
 @dataclass
 class Primitive:
     indices: np.ndarray  # (m,) triangle list
@@ -92,6 +135,27 @@ class MeshPart:
     uvs: np.ndarray | None
     primitives: list[Primitive] = field(default_factory=list)
     colours: np.ndarray | None = None  # (n, 4) linear RGBA 0..1 (COLOR_0), or None
+
+
+def merge_instances(part: "MeshPart", t: np.ndarray, r: np.ndarray, s: np.ndarray, name: str) -> "MeshPart":
+    """One mesh of ``part`` placed at every (translation, xyzw rotation, scale): its vertices
+    transformed, its primitives (and materials) kept, indices offset per copy."""
+    t, s = np.asarray(t, np.float64).reshape(-1, 3), np.asarray(s, np.float64).reshape(-1, 3)
+    rot = quat_matrices(r)
+    n, nv = len(t), len(part.positions)
+    p = np.asarray(part.positions, np.float64)
+    pos = np.einsum("kij,vj->kvi", rot * s[:, None, :], p) + t[:, None, :]
+    nrm = None
+    if part.normals is not None:  # inverse transpose of R S is R S^-1
+        nrm = np.einsum("kij,vj->kvi", rot / s[:, None, :], np.asarray(part.normals, np.float64)).reshape(-1, 3)
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
+        nrm = nrm.astype(np.float32)
+    uvs = None if part.uvs is None else np.tile(np.asarray(part.uvs, np.float32), (n, 1))
+    col = None if part.colours is None else np.tile(np.asarray(part.colours, np.float32), (n, 1))
+    base = (np.arange(n, dtype=np.int64) * nv)[:, None]
+    prims = [Primitive((np.asarray(pr.indices, np.int64)[None, :] + base).reshape(-1).astype(np.uint32), pr.material)
+             for pr in part.primitives]
+    return MeshPart(name, pos.reshape(-1, 3).astype(np.float32), nrm, uvs, prims, col)
 
 
 class GltfBuilder:
@@ -207,19 +271,29 @@ class GltfBuilder:
 
     def instances(self, name: str, mesh: int, parent: int, t: np.ndarray, r: np.ndarray, s: np.ndarray,
                   mode: str = "ext", extras=None) -> int:
-        """Place ``mesh`` at every (translation, xyzw rotation, scale); returns the group's node."""
-        if mode == "ext":
+        """Place ``mesh`` at every (translation, xyzw rotation, scale); returns the group's node.
+
+        One placement: a plain node with its transform. ``ext`` with ``EXT_MIN_INSTANCES`` or more:
+        the extension on a node carrying the first instance's transform (the fallback an importer
+        without it shows: one copy at a real placement). Otherwise a group node, one child each."""
+        n = len(t)
+        if n == 1:
+            return self.node(name, mesh=mesh, parent=parent, translation=t[0], rotation=r[0], scale=s[0],
+                             extras=extras)
+        if mode == "ext" and n >= EXT_MIN_INSTANCES:
             if INSTANCING_EXT not in self.doc.extensionsUsed:
                 self.doc.extensionsUsed.append(INSTANCING_EXT)
-            i = self.node(name, mesh=mesh, parent=parent, extras=extras)
+            i = self.node(name, mesh=mesh, parent=parent, translation=t[0], rotation=r[0], scale=s[0],
+                          extras=extras)
+            rt, rr, rs = relative_to_first(t, r, s)
             self.doc.nodes[i].extensions = {INSTANCING_EXT: {"attributes": {
-                "TRANSLATION": self.accessor(np.asarray(t, np.float32), bounds=True),
-                "ROTATION": self.accessor(np.asarray(r, np.float32)),
-                "SCALE": self.accessor(np.asarray(s, np.float32)),
+                "TRANSLATION": self.accessor(rt, bounds=True),
+                "ROTATION": self.accessor(rr),
+                "SCALE": self.accessor(rs),
             }}}
             return i
         group = self.node(name, parent=parent, extras=extras)
-        for k in range(len(t)):  # one node per instance is the point of this mode
+        for k in range(n):  # one node per instance is the point of this mode
             self.node(f"{name}.{k}", mesh=mesh, parent=group, translation=t[k], rotation=r[k], scale=s[k])
         return group
 

@@ -63,4 +63,8 @@ def export_terrain(tile, textures: dict[str, np.ndarray], size: int = 1024):
     uv = np.empty((len(pos), 2), np.float32)
     uv[:, 0] = (ZEROPOINT - tile.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE  # east
     uv[:, 1] = (ZEROPOINT - tile.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE  # south
-    return pos, v["normal"][:, :3].astype(np.float32), uv, arrays.indices, bake_texture(tile, arrays, size), arrays.missing_textures
+    # level 0 only: the arrays stack all five LOD levels (the viewer picks one per chunk); exporting
+    # them all would lay five overlapping surfaces, the coarse ones poking through the full one
+    idx = arrays.indices[: int(arrays.lod_count[:, 0].sum())]
+    nrm = v["normal"][:, :3].astype(np.float32)
+    return pos, nrm, uv, idx, bake_texture(tile, arrays, size), arrays.missing_textures

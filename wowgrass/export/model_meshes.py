@@ -25,6 +25,7 @@ class ModelLibrary:
         self.b, self.read = builder, read
         self.meshes: dict[str, int | None] = {}
         self.textures: dict[str, int | None] = {}
+        self.parts: dict[str, MeshPart | None] = {}  # CPU meshes (merged grass copies them)
 
     def texture(self, name: str | None) -> int | None:
         if not name or self.read is None:
@@ -41,22 +42,30 @@ class ModelLibrary:
                 self.textures[key] = None
         return self.textures[key]
 
+    def m2_part(self, path: str, texture_override: int | None = None) -> MeshPart | None:
+        """An M2's CPU mesh (its textures and materials written), without writing the mesh itself:
+        merged grass copies it. None when the data lacks it or it has no view."""
+        key = m2_name(path).lower()
+        if key not in self.parts:
+            part = None
+            if self.read is not None:
+                from wowgrass.formats.m2 import M2Model
+
+                try:
+                    model = M2Model.from_bytes(self.read(m2_name(path)), m2_name(path), read=self.read)
+                    part = self.part(model, texture_override)
+                except (GameFileNotFound, FileNotFoundError, FormatError, UsageError) as exc:
+                    log.info("model %s: %s", path, exc)
+            self.parts[key] = part
+        return self.parts[key]
+
     def m2(self, path: str, texture_override: int | None = None) -> int | None:
         """The mesh index of an M2 (None when the data lacks it or it has no view)."""
         key = m2_name(path).lower()
-        if key in self.meshes:
-            return self.meshes[key]
-        mesh = None
-        if self.read is not None:
-            from wowgrass.formats.m2 import M2Model
-
-            try:
-                model = M2Model.from_bytes(self.read(m2_name(path)), m2_name(path), read=self.read)
-                mesh = self.b.mesh(self.part(model, texture_override))
-            except (GameFileNotFound, FileNotFoundError, FormatError, UsageError) as exc:
-                log.info("model %s: %s", path, exc)
-        self.meshes[key] = mesh
-        return mesh
+        if key not in self.meshes:
+            part = self.m2_part(path, texture_override)
+            self.meshes[key] = None if part is None else self.b.mesh(part)
+        return self.meshes[key]
 
     def part(self, model, texture_override: int | None = None) -> MeshPart:
         """An M2's view 0 as a :class:`MeshPart`: one primitive per batch, its texture and blending."""
@@ -75,15 +84,20 @@ class ModelLibrary:
             part.primitives.append(Primitive(rm.indices[b.index_start:b.index_start + b.index_count], mat))
         return part
 
-    def stand_in(self) -> int:
-        """The crossed-quad clump the viewer draws for a grass model the data lacks."""
-        if "<stand-in>" not in self.meshes:
+    def stand_in_part(self) -> MeshPart:
+        """The crossed-quad clump the viewer draws for a grass model the data lacks (CPU mesh)."""
+        if "<stand-in>" not in self.parts:
             from wowgrass.render.gl.meshes import crossed_quads, placeholder_texture
 
             q = crossed_quads()
             tex = self.b.texture(placeholder_texture(q.texture), "stand-in blades")
             mat = self.b.material("grass stand-in", tex, alpha=g.MASK, double_sided=True)
-            part = MeshPart("grass stand-in", to_gltf(q.positions), to_gltf(q.normals), q.uvs,
-                            [Primitive(q.indices, mat)])
-            self.meshes["<stand-in>"] = self.b.mesh(part)
+            self.parts["<stand-in>"] = MeshPart("grass stand-in", to_gltf(q.positions), to_gltf(q.normals), q.uvs,
+                                                [Primitive(q.indices, mat)])
+        return self.parts["<stand-in>"]
+
+    def stand_in(self) -> int:
+        """The stand-in clump's mesh, written once."""
+        if "<stand-in>" not in self.meshes:
+            self.meshes["<stand-in>"] = self.b.mesh(self.stand_in_part())
         return self.meshes["<stand-in>"]

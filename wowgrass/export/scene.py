@@ -20,10 +20,13 @@ import numpy as np
 
 from wowgrass.grass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
-from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
 from wowgrass.render.world.game_tiles import m2_name
 
-from .gltf import INSTANCING_MODES, GltfBuilder, MeshPart, Primitive, matrices_to_trs, to_gltf, yaw_quaternions
+from .gltf import (
+    INSTANCING_MODES, NODES_LIMIT, GltfBuilder, MeshPart, Primitive, matrices_to_trs, merge_instances, to_gltf,
+    yaw_quaternions,
+)
 from .model_meshes import ModelLibrary  # noqa: F401 - export.scene.ModelLibrary, as callers import it
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,8 @@ class ExportSummary:
     missing_grass: list = field(default_factory=list)  # grass models left out (placeholders off)
     missing_doodads: list = field(default_factory=list)
     missing_textures: list = field(default_factory=list)
+    merged_meshes: int = 0  # --instancing merged: grass meshes (one per chunk and model)
+    warnings: list = field(default_factory=list)
     instancing: str = "ext"
     origin: list = field(default_factory=list)
     bytes: int = 0
@@ -138,17 +143,22 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
                 for m in bundle.models:
                     if len(m) == 0:
                         continue
-                    mesh = lib.m2(m.path) if m.info.present else None
-                    if mesh is None and not placeholders:
+                    stand_in = not m.info.present or (lib.m2_part(m.path) is None)
+                    if stand_in and not placeholders:
                         missing_grass.add(m.path)
                         continue
-                    if mesh is None:
+                    if stand_in:
                         stand_ins.add(m.path)
-                        mesh = lib.stand_in()
                     pos, yaw, scale = unpack_instances(m.instances)
-                    b.instances(Path(m.path.replace("\\", "/")).stem, mesh, group, to_gltf(pos - o),
-                                yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1), instancing,
-                                extras={"kind": "grass", "model": m.path, "stand_in": m.path in stand_ins})
+                    tr, rot, sc = to_gltf(pos - o), yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1)
+                    stem = Path(m.path.replace("\\", "/")).stem
+                    extras = {"kind": "grass", "model": m.path, "stand_in": stand_in}
+                    if instancing == "merged":
+                        part = lib.stand_in_part() if stand_in else lib.m2_part(m.path)
+                        s.merged_meshes += _merged_grass(b, part, group, stem, pos, col, row, tr, rot, sc, extras)
+                    else:
+                        mesh = lib.stand_in() if stand_in else lib.m2(m.path)
+                        b.instances(stem, mesh, group, tr, rot, sc, instancing, extras=extras)
                     s.grass_instances += len(m)
         if progress:
             progress(f"{col}_{row}")
@@ -158,12 +168,44 @@ def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *,
         add_light(b, root, *light)
     data = b.glb()
     s.meshes, s.nodes, s.bytes = len(b.doc.meshes), len(b.doc.nodes), len(data)
+    if s.nodes > NODES_LIMIT:
+        s.warnings.append(nodes_warning(s.nodes, instancing))
     s.stand_ins, s.missing_doodads, s.missing_textures = sorted(stand_ins), sorted(missing_doodads), sorted(missing_tex)
     s.missing_grass = sorted(missing_grass)
     if world_objects is not None:
         s.missing_wmos = sorted(world_objects.missing)
         s.missing_doodads = sorted(set(s.missing_doodads) | world_objects.missing_doodads)
     return data, s
+
+
+def nodes_warning(nodes: int, instancing: str) -> str:
+    """What to say when an export has more nodes than importers handle well."""
+    instead = ("--instancing merged (Blender: grass as one mesh per chunk and model) or ext (engines)"
+               if instancing == "nodes" else "fewer tiles per file")
+    return (f"{nodes:,} nodes, more than the {NODES_LIMIT:,} importers handle well (Blender takes minutes and "
+            f"gigabytes for 160,000); use {instead}")
+
+
+def chunk_index(pos: np.ndarray, col: int, row: int) -> np.ndarray:
+    """MCNK index (IndexY*16+IndexX) of world positions in tile (col, row), clipped to the tile."""
+    p = np.asarray(pos, np.float64)
+    iy = np.clip(np.floor((ZEROPOINT - row * TILE_SIZE - p[:, 0]) / CHUNK_SIZE).astype(np.int64), 0, 15)
+    ix = np.clip(np.floor((ZEROPOINT - col * TILE_SIZE - p[:, 1]) / CHUNK_SIZE).astype(np.int64), 0, 15)
+    return iy * 16 + ix
+
+
+def _merged_grass(b, part, group, stem, pos, col, row, tr, rot, sc, extras) -> int:
+    """One mesh per chunk of a model's instances, vertices pre-transformed; returns the meshes written."""
+    chunk = chunk_index(pos, col, row)
+    order = np.argsort(chunk, kind="stable")
+    chunks, starts = np.unique(chunk[order], return_index=True)
+    ends = np.append(starts[1:], len(order))
+    for c, a, e in zip(chunks.tolist(), starts.tolist(), ends.tolist()):
+        sel = order[a:e]
+        name = f"{stem} chunk {c % 16}_{c // 16}"
+        mesh = b.mesh(merge_instances(part, tr[sel], rot[sel], sc[sel], name))
+        b.node(name, mesh=mesh, parent=group, extras={**extras, "chunk": c, "instances": len(sel), "merged": True})
+    return len(chunks)
 
 
 class _WorldObjects:
