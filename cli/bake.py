@@ -278,10 +278,8 @@ def write_rows(files, fmt, output) -> int:
 
         blocks = row_blocks(files, fmt, on_file=done)
         if output is None:
-            stream = click.get_binary_stream("stdout")
             for block in blocks:
-                stream.write(block)
-            stream.flush()
+                click.echo(block, nl=False)
         else:
             from wowgrass.fileio import write_atomic
 
