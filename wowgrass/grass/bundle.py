@@ -328,7 +328,7 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
     words = packed.view(np.uint64).reshape(n, 2)  # 16-byte records as words: take copies them fast
     for i, c in enumerate(counts[used].tolist()):
         dest = np.frombuffer(buf, np.uint64, count=2 * c, offset=int(table[i]["data_offset"])).reshape(c, 2)
-        np.take(words, order[start : start + c], axis=0, out=dest)
+        np.take(words, order[start : start + c], axis=0, out=dest, mode="clip")  # "raise" buffers out
         start += c
     del dest  # the buffer's views go before the header is packed into it
     header = {
