@@ -199,9 +199,10 @@ def main(argv=None) -> int:
     summary = {}
     if 2 in by_jobs:
         s = summary["seconds_jobs2"] = by_jobs[2]["seconds"]
-        ok = s < TARGET_S
-        print(f"--jobs 2: {s:.1f} s for {by_jobs[2]['tiles']} tiles (target <= {TARGET_S:.0f} s for 676: "
-              f"{'met' if ok else 'NOT met'})")
+        s676 = summary["seconds_jobs2_per_676_tiles"] = s * 676 / by_jobs[2]["tiles"]
+        ok = s676 <= TARGET_S
+        print(f"--jobs 2: {s:.1f} s for {by_jobs[2]['tiles']} tiles, {s676:.1f} s for 676 at that rate (target <= "
+              f"{TARGET_S:.0f} s: {'met' if ok else 'NOT met'})")
     for r in runs:
         c = r["cpu_s"]
         ms = summary[f"cpu_ms_per_tile_jobs{r['jobs']}"] = (c["parent"] + c["workers"]) / r["tiles"] * 1e3
