@@ -150,3 +150,14 @@ def test_export_is_atomic_when_a_block_fails(bundles, tmp_path, monkeypatch):
     assert out.read_bytes() == P.rows_text(bundles, "csv")
     res = run("bundle", "export", *bundles, "--json")  # stdout
     assert res.exit_code == 0 and json.loads(res.stdout)["count"] == 6000
+
+
+def test_yaw_and_scale_tables_are_numpys_text_for_all_16_bit_values():
+    from wowgrass.grass.bundle import unpack_instances
+
+    every = np.zeros(65536, np.dtype([("pos", "<f4", 3), ("yaw", "<u2"), ("scale", "<u2")]))
+    every["yaw"] = every["scale"] = np.arange(65536)
+    _, yaw, scale = unpack_instances(every)
+    yaw_t, scale_t = P._u16_tables()
+    assert [bytes(r[r != 0]) for r in yaw_t] == np.round(np.degrees(yaw.astype(np.float64)), 4).astype("S").tolist()
+    assert [bytes(r[r != 0]) for r in scale_t] == scale.astype("S").tolist()

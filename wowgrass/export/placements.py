@@ -65,6 +65,19 @@ def bundle_rows(bundle) -> dict[str, np.ndarray]:
 # ----------------------------------------------------------------------------- text in bulk
 
 
+def _words(slots: np.ndarray) -> np.ndarray:
+    """A slot table padded to whole uint64 words, as (rows, words) uint64: rows gather as words."""
+    w = -(-slots.shape[1] // 8) * 8
+    padded = np.zeros((slots.shape[0], w), np.uint8)
+    padded[:, : slots.shape[1]] = slots
+    return padded.view(np.uint64)
+
+
+def _gather(words: np.ndarray, idx) -> np.ndarray:
+    """Rows ``idx`` of a :func:`_words` table as (n, bytes) uint8 slots (word gathers: twice as fast)."""
+    return np.take(words, idx, axis=0, mode="clip").view(np.uint8)
+
+
 def _slots(strings) -> np.ndarray:
     """(n, width) uint8 of byte strings, NUL-padded."""
     arr = np.array(list(strings), dtype="S")
@@ -77,8 +90,33 @@ def _u16_tables() -> tuple[np.ndarray, np.ndarray]:
     every = np.zeros(65536, np.dtype([("pos", "<f4", 3), ("yaw", "<u2"), ("scale", "<u2")]))
     every["yaw"] = every["scale"] = np.arange(65536)
     _, yaw, scale = unpack_instances(every)
-    yaw_text = np.round(np.degrees(yaw.astype(np.float64)), 4).astype("S")
-    return _slots(yaw_text), _slots(scale.astype("S"))
+    yaw4 = np.round(np.degrees(yaw.astype(np.float64)), 4)
+    # numpy prints a float64 rounded to 4 decimals as that decimal (7 digits at most: the nearest
+    # float64 reads back from it), trailing zeros dropped; tests check all 65,536 against astype(str)
+    return _decimal_slots(np.rint(yaw4 * 1e4).astype(np.int64), 4), float32_slots(scale)
+
+
+def _decimal_slots(k: np.ndarray, decimals: int) -> np.ndarray:
+    """Slots of non-negative ``k / 10**decimals`` as ``123.45`` (no trailing zeros, at least one decimal)."""
+    ip, fp = np.divmod(k, _I10[decimals])
+    ni = max(1, len(str(int(ip.max()))))
+    out = np.zeros((k.shape[0], ni + 1 + decimals), np.uint8)
+    for i in range(ni):
+        p = _I10[ni - 1 - i]
+        digit = ((ip // p) % 10 + 48).astype(np.uint8)
+        out[:, i] = digit if i == ni - 1 else digit * (ip >= p)
+    out[:, ni] = ord(".")
+    for j in range(decimals):
+        rest = fp % _I10[decimals - j]  # this digit and the ones after it
+        digit = (rest // _I10[decimals - 1 - j] + 48).astype(np.uint8)
+        out[:, ni + 1 + j] = digit if j == 0 else digit * (rest != 0)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _word_tables() -> tuple[np.ndarray, ...]:
+    """yaw, scale, chunk and cell texts as :func:`_words` tables."""
+    return (*(_words(t) for t in _u16_tables()), _words(_int_table(256)), _words(_int_table(64)))
 
 
 @lru_cache(maxsize=None)
@@ -206,12 +244,11 @@ def _rows_bytes(parts: list) -> bytes:
     widths = [len(p) if isinstance(p, bytes) else p.shape[1] for p in parts]
     mat = np.empty((n, sum(widths)), np.uint8)
     at = 0
-    for p, w in zip(parts, widths):  # column by column (see float32_slots)
+    for p, w in zip(parts, widths):
         if isinstance(p, bytes):
             mat[:, at : at + w] = np.frombuffer(p, np.uint8)
         else:
-            for c in range(w):
-                mat[:, at + c] = p[:, c]
+            mat[:, at : at + w] = p
         at += w
     flat = mat.reshape(-1)
     return np.compress(flat != 0, flat).tobytes()  # several times faster than a boolean index here
@@ -221,8 +258,7 @@ def tile_row_blocks(bundle, fmt: str, first: bool = True, block: int = BLOCK) ->
     """The rows of one open bundle as byte blocks (CSV lines, or JSON arrays each after ``,\\n``
     but the very first of the document when ``first``)."""
     col, row = (int(v) for v in bundle.tile)
-    yaw_t, scale_t = _u16_tables()
-    chunk_t, cell_t = _int_table(256), _int_table(64)
+    yaw_t, scale_t, chunk_t, cell_t = _word_tables()
     quote = _csv_field if fmt == "csv" else json.dumps
     pre, post = (b"", b"\n") if fmt == "csv" else (b",\n[", b"]")
     tile = f",{col},{row},".encode()
@@ -234,8 +270,9 @@ def tile_row_blocks(bundle, fmt: str, first: bool = True, block: int = BLOCK) ->
             pos = part["pos"]
             chunk, cell = chunk_cell(pos, col, row)
             text = _rows_bytes([name, float32_slots(pos[:, 0]), b",", float32_slots(pos[:, 1]), b",",
-                                float32_slots(pos[:, 2]), b",", yaw_t[part["yaw"]], b",", scale_t[part["scale"]],
-                                tile, chunk_t[chunk], b",", cell_t[cell], post])
+                                float32_slots(pos[:, 2]), b",", _gather(yaw_t, part["yaw"]), b",",
+                                _gather(scale_t, part["scale"]), tile, _gather(chunk_t, chunk), b",",
+                                _gather(cell_t, cell), post])
             if first and fmt == "json":
                 text = text[2:]
             first = False
