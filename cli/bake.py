@@ -257,9 +257,11 @@ def export_rows(files, fmt, output):
 
 
 def write_rows(files, fmt, output) -> int:
-    """Rows of ``files`` (bundle paths) to ``output`` or stdout as ``fmt``; returns the row count."""
-    from wowgrass.grass.bundle import read_bundle
-    from wowgrass.export.placements import bundle_rows, rows_csv, rows_json
+    """Rows of ``files`` (bundle paths) to ``output`` or stdout as ``fmt``; returns the row count.
+
+    The rows stream (one bundle open at a time, blocks of rows formatted in bulk): memory stays
+    flat whatever the count; a file is written atomically all the same."""
+    from wowgrass.export.placements import row_blocks
 
     if output is not None:
         suffix = Path(output).suffix.lower()
@@ -267,18 +269,20 @@ def write_rows(files, fmt, output) -> int:
             fmt = suffix[1:]
         out = output_path(output, (f".{fmt or 'csv'}",))
     fmt = fmt or "csv"
-    tables = []
-    for f in files:
-        with read_bundle(f) as b:
-            tables.append(bundle_rows(b))
-    data = rows_csv(tables) if fmt == "csv" else rows_json(tables, [str(f) for f in files])
-    n = sum(len(t["x"]) for t in tables)
-    if output is None:
-        click.echo(data, nl=False)
-    else:
-        from wowgrass.fileio import write_atomic
+    files = [str(f) for f in files]
+    rows = [0]
+    with progress_bar("export", "tiles", total=len(files), quiet=output is None, rate=True) as bar:
+        def done(path, n):
+            rows[0] += n
+            bar.advance(Path(path).name)
 
-        write_atomic(out, data)
-        note(f"wrote {out} ({plural(n, 'row')}, {fmt.upper()})")
-    return n
+        blocks = row_blocks(files, fmt, on_file=done)
+        if output is None:
+            for block in blocks:
+                click.echo(block, nl=False)
+        else:
+            from wowgrass.fileio import write_atomic
 
+            write_atomic(out, blocks)
+            note(f"wrote {out} ({plural(rows[0], 'row')}, {fmt.upper()})")
+    return rows[0]

@@ -6,6 +6,7 @@ import glob
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from wowgrass.errors import OutputError
@@ -25,9 +26,12 @@ def current_umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview, *, durable: bool = True,
-                 sweep: bool = True) -> Path:
+def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview | Iterable[bytes], *,
+                 durable: bool = True, sweep: bool = True) -> Path:
     """Write ``data`` to ``path`` so readers see either the old file or the whole new one.
+
+    ``data`` is bytes, or an iterable of byte blocks written as they come (a stream of rows never
+    held whole in memory); an exception from the iterable leaves no file behind, as a failed write.
 
     ``durable`` flushes the data to disk before the rename. A cache entry that is checked on every
     read (a bundle's checksum) can skip it: a power cut then leaves at worst a file that fails its
@@ -98,7 +102,11 @@ def sweep_temporaries(folder, pattern: str = ".*.tmp", older_than: float = 3600.
 def _write_file(fd: int, data, durable: bool) -> None:
     """The bytes into the open temporary file (one place for tests to inject a failing disk)."""
     with os.fdopen(fd, "wb") as f:
-        f.write(data)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            f.write(data)
+        else:
+            for block in data:
+                f.write(block)
         if durable:
             f.flush()
             os.fsync(f.fileno())

@@ -185,11 +185,20 @@ class Instances:
 # ----------------------------------------------------------------------------- random numbers
 
 
-def _mix64(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's output function (Stafford variant 13) on uint64 arrays."""
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+def _mix64(z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """SplitMix64's output function (Stafford variant 13) on uint64 arrays (into ``out``: may be ``z``)."""
+    z = np.asarray(z, np.uint64)
+    if out is None:
+        out = np.empty_like(z)
+    t = np.right_shift(z, np.uint64(30))
+    np.bitwise_xor(z, t, out=out)
+    out *= _MIX1
+    np.right_shift(out, np.uint64(27), out=t)
+    out ^= t
+    out *= _MIX2
+    np.right_shift(out, np.uint64(31), out=t)
+    out ^= t
+    return out
 
 
 def chunk_keys(map_name: str, col: int, row: int, seed: int = 0) -> np.ndarray:
@@ -271,7 +280,10 @@ def fan_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     dx = u - 0.5
     dy = v - 0.5
     vertical = np.abs(dy) >= np.abs(dx)
-    return np.where(vertical, np.where(dy <= 0, 0, 1), np.where(dx <= 0, 2, 3))
+    # where(vertical, where(dy <= 0, 0, 1), where(dx <= 0, 2, 3)) in two passes of bytes
+    tri = np.where(vertical, ~(dy <= 0), ~(dx <= 0)).view(np.int8)
+    tri += np.int8(2) * ~vertical
+    return tri.astype(np.int64)
 
 
 def fan_surface(planes, plane, u, v, *, normals: bool = False):
@@ -283,7 +295,8 @@ def fan_surface(planes, plane, u, v, *, normals: bool = False):
     k = plane * 4 + fan_triangle(u, v)
     px = gx.reshape(-1)[k]
     py = gy.reshape(-1)[k]
-    z = h_c[plane] + px * (u - 0.5) + py * (v - 0.5)
+    z = h_c[plane] + px * (u - 0.5)
+    z += py * (v - 0.5)
     if not normals:
         return z, None
     sx = px / UNIT
@@ -293,16 +306,30 @@ def fan_surface(planes, plane, u, v, *, normals: bool = False):
 
 def _place_on_fan(tile_pos, planes, plane, chunk, r, c, u, v, *, normals=False):
     """World float32 positions of cell-local (u, v); Z sampled at the stored float32 X/Y."""
-    base = tile_pos[chunk]
-    x = (base[:, 0] - (r + v) * UNIT).astype(np.float32)
-    y = (base[:, 1] - (c + u) * UNIT).astype(np.float32)
+    bx, by, bz = (tile_pos[:, i][chunk] for i in range(3))
+    out = np.empty((bx.shape[0], 3), np.float32)
+    # the same float64 steps as (base - (r + v) * UNIT).astype(float32), with fewer temporaries
+    t = r + v
+    t *= UNIT
+    out[:, 0] = np.subtract(bx, t, out=t)
+    t = c + u
+    t *= UNIT
+    out[:, 1] = np.subtract(by, t, out=t)
     # Re-derive the cell fractions from the rounded coordinates so Z is the terrain height
     # exactly under the stored position (float32 X/Y near 17000 yd move by up to ~1e-3).
-    v2 = np.clip((base[:, 0] - x.astype(np.float64)) / UNIT - r, 0.0, 1.0)
-    u2 = np.clip((base[:, 1] - y.astype(np.float64)) / UNIT - c, 0.0, 1.0)
+    v2 = bx - out[:, 0]
+    v2 /= UNIT
+    v2 -= r
+    u2 = by - out[:, 1]
+    u2 /= UNIT
+    u2 -= c
+    for w in (u2, v2):  # clip to [0, 1] (NaN stays NaN, as np.clip)
+        np.maximum(w, 0.0, out=w)
+        np.minimum(w, 1.0, out=w)
     h, nz = fan_surface(planes, plane, u2, v2, normals=normals)
-    z = (base[:, 2] + h).astype(np.float32)
-    return np.stack([x, y, z], axis=1), nz
+    h += bz  # float64 addition commutes exactly
+    out[:, 2] = h
+    return out, nz
 
 
 def hole_cells(holes: np.ndarray) -> np.ndarray:
@@ -539,19 +566,28 @@ class CoveragePlacement:
         cell = inst_cell & 63
         r = cell >> 3
         c = cell & 7
-        keys = _tile_keys(tile, map_name, k)[chunk]
-        u, v = split_jitter(draw(keys, counters(cell, clump, STREAM_JITTER)))
-        yaw16, _r, s = split_choice(draw(keys, counters(cell, clump, STREAM_CHOICE)))
+        # draw(keys, counters(cell, clump, stream)) for both streams: in uint64's modular arithmetic
+        # keys + (counter + 1) * GAMMA splits into a per-cell part, a per-clump part and the stream's
+        # constant (the stream sits in the counter's low 4 bits, which cell and clump leave zero)
+        with np.errstate(over="ignore"):
+            cell_part = _tile_keys(tile, map_name, k)[cells >> 6] + (cells & 63).astype(np.uint64) * (
+                np.uint64(1 << 24) * _GAMMA)
+            mixed = np.repeat(cell_part, n)
+            mixed += clump.astype(np.uint64) * (np.uint64(1 << 4) * _GAMMA)
+            u, v = split_jitter(_mix64(mixed + np.uint64(STREAM_JITTER + 1) * _GAMMA))
+            mixed += np.uint64(STREAM_CHOICE + 1) * _GAMMA
+            yaw16, _r, s = split_choice(_mix64(mixed, out=mixed))
         # weighted choice over the few rows in use: slot = first k with target < cum[k]
         cell_row = eff_row.reshape(-1)[cells]
         urows = np.unique(cell_row)
         cum = np.cumsum(slot_probabilities(catalog, urows), axis=1)
-        inv = np.repeat(np.searchsorted(urows, cell_row), n)
-        target = s * cum[inv, 3]
-        slot = (cum[inv, 0] <= target).astype(np.int64)
-        slot += cum[inv, 1] <= target
-        slot += cum[inv, 2] <= target
-        model = np.asarray(catalog.slot_model)[urows[inv], slot].astype(np.int32)
+        at = np.searchsorted(urows, cell_row)
+        cum_cell = cum[at]  # per cell, repeated to the instances column by column
+        target = s * np.repeat(cum_cell[:, 3], n)
+        slot = (np.repeat(cum_cell[:, 0], n) <= target).astype(np.int64)
+        slot += np.repeat(cum_cell[:, 1], n) <= target
+        slot += np.repeat(cum_cell[:, 2], n) <= target
+        model = np.asarray(catalog.slot_model)[np.repeat(urows[at], n), slot].astype(np.int32)
         pos, _nz = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
             fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
