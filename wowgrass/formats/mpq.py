@@ -51,6 +51,7 @@ from wowgrass.errors import (
     WowgrassError,
 )
 from wowgrass.fileio import write_atomic
+from wowgrass.formats import dcl
 
 # --- constants ---------------------------------------------------------------------------------
 
@@ -388,15 +389,29 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
     return bytes(out)
 
 
+@functools.lru_cache(maxsize=1)
+def dcl_binding():
+    """The ``dclimplode`` module (zlib's blast.c and PKWARE's implode in C), or None where it is
+    not installed: it is optional (wheels for CPython 3.10 and 3.11 only), and wowgrass's own
+    decoder (:mod:`wowgrass.formats.dcl`, plain Python, a few MB/s) reads the sectors then."""
+    try:
+        import dclimplode
+    except ImportError:
+        return None
+    return dclimplode
+
+
 def explode(data, *, limit: int | None = None, path=None, offset=None) -> bytes:
-    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08).
+    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08): through the ``dclimplode``
+    binding where it is installed, else wowgrass's own decoder (the same bytes).
 
     Input is fed in 16 KiB pieces (DCL expands at most ~140x) so a hostile stream stops soon
     after passing ``limit`` output bytes instead of filling memory.
     """
-    import dclimplode
-
-    d = dclimplode.decompressobj()
+    binding = dcl_binding()
+    if binding is None:
+        return dcl.explode(data, limit=limit, path=path, offset=offset)
+    d = binding.decompressobj()
     out = []
     total = 0
     try:
@@ -412,9 +427,13 @@ def explode(data, *, limit: int | None = None, path=None, offset=None) -> bytes:
 
 
 def implode(data: bytes, dict_size: int = 4096) -> bytes:
-    import dclimplode
-
-    c = dclimplode.compressobj(dclimplode.CMP_BINARY, dict_size)
+    """PKWARE DCL implode (writing ``compression="pkware"``): needs the ``dclimplode`` binding."""
+    binding = dcl_binding()
+    if binding is None:
+        raise UnsupportedError("writing PKWARE DCL (compression 'pkware') needs the optional dclimplode package "
+                               "(pip install 'wowgrass[dcl]'; wheels for CPython 3.10 and 3.11, a C compiler "
+                               "elsewhere); zlib, bzip2 and lzma need nothing")
+    c = binding.compressobj(binding.CMP_BINARY, dict_size)
     return c.compress(data) + c.flush()
 
 
