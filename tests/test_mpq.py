@@ -343,8 +343,6 @@ def test_truncation_sweep_never_escapes_format_error():
 
 
 @pytest.mark.parametrize(("off", "value", "match"), [
-    (0x18, 0x40000000, "past the end"),          # hash table entries
-    (0x18, 100, "past the end"),                # (a size that is not a power of two is read as StormLib does)
     (0x1C, 0x10000000, "past the end"),          # block table entries
     (0x10, 0xFFFFFF00, "past the end"),          # hash table position
     (0x0E, 40, "sector shift"),
@@ -353,6 +351,19 @@ def test_garbage_header_fields(off, value, match):
     data = _patched(write_mpq(FILES), header=[(off, "<I" if off != 0x0E else "<H", value)])
     with pytest.raises(FormatError, match=match):
         MpqArchive.from_bytes(data)
+
+
+@pytest.mark.parametrize(("value", "found"), [(0x40000000, False), (100, True), (0x10000400, True)])
+def test_v1_hash_table_running_past_the_end_reads_as_stormlib_reads_it(value, found):
+    """A v1 hash table that runs past the end of the file: its byte size is a 32-bit product
+    (0x40000000 entries wrap to 0 bytes: no file is found, as libstorm9 finds none), the entries the
+    file holds are read and defragmented (tests/test_mpq_storm.py compares these with libstorm9)."""
+    data = _patched(write_mpq(FILES), header=[(0x18, "<I", value)])
+    a = MpqArchive.from_bytes(data)
+    assert any("hash table" in w and f"{value:,} entries declared" in w for w in a.warnings)
+    assert all(a.exists(n) == found for n in FILES)
+    if found:
+        assert {n: a.read(n) for n in FILES} == FILES
 
 
 def test_unknown_format_version_reads_as_v1():
