@@ -29,6 +29,12 @@ from wowgrass.formats.mpq import (
     write_mpq_file,
 )
 
+from wowgrass.formats.mpq import dcl_binding as _dcl_binding  # noqa: E402
+
+#: writing PKWARE DCL needs the optional dclimplode binding (no wheel for CPython 3.12+)
+NEEDS_DCL = pytest.mark.skipif(_dcl_binding() is None, reason="writing PKWARE DCL needs the optional dclimplode binding")
+
+
 RNG = np.random.default_rng(7)
 TEXT = b"".join(b"line %05d of some grass text\n" % i for i in range(700))        # ~21 KB, 6 sectors
 NOISE = RNG.integers(0, 256, 9000, dtype=np.uint8).tobytes()                    # incompressible
@@ -169,7 +175,7 @@ def test_misaligned_header_is_not_found():
 OPTIONS = [
     {},
     {"compression": "bzip2"},
-    {"compression": "pkware"},
+    pytest.param({"compression": "pkware"}, marks=NEEDS_DCL),
     {"compression": "lzma"},
     {"compression": None},
     {"single_unit": True},
@@ -283,6 +289,7 @@ def test_hand_built_lzma_sector():
         mpq.decompress_sector(b"\x12\x5d" + bytes(20), 4096)
 
 
+@NEEDS_DCL
 def test_combined_pkware_zlib_mask():
     # compressed zlib first, then imploded; decompression undoes PKWARE before zlib
     payload = TEXT[:4096]
@@ -450,6 +457,7 @@ def test_decompression_bomb_is_cut_at_the_expected_size():
         mpq.decompress_sector(bomb, 4096)
 
 
+@NEEDS_DCL
 def test_pkware_bomb_stops_early():
     bomb = mpq.implode(bytes(20_000_000))
     with pytest.raises(FormatError, match="expected 4096"):

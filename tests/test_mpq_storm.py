@@ -13,6 +13,12 @@ import _storm as S
 from wowgrass.errors import FormatError, UnsupportedError
 from wowgrass.formats.mpq import FileFlags, MpqArchive, write_mpq, write_mpq_file
 
+from wowgrass.formats.mpq import dcl_binding as _dcl_binding  # noqa: E402
+
+#: writing PKWARE DCL needs the optional dclimplode binding (no wheel for CPython 3.12+)
+NEEDS_DCL = pytest.mark.skipif(_dcl_binding() is None, reason="writing PKWARE DCL needs the optional dclimplode binding")
+
+
 STORM = S.load()
 pytestmark = [
     pytest.mark.storm,
@@ -32,7 +38,7 @@ FILES = {
 WRITER_OPTIONS = [
     {},
     {"compression": "bzip2"},
-    {"compression": "pkware"},
+    pytest.param({"compression": "pkware"}, marks=NEEDS_DCL),
     {"compression": None},
     {"single_unit": True},
     {"single_unit": True, "compression": "bzip2", "encrypt": True},
