@@ -269,12 +269,12 @@ def _mpq_bases():
 
     payload = {"fixture.txt": b"fixture-text\n" * 40, "nested\\deep.bin": bytes(range(256)) * 24,
                "empty.txt": b""}
-    import importlib.util
-
     out = []
     # PKWARE needs the dclimplode binding (built from source where no wheel fits): without it the
     # PKWARE bases are left out and SKIPPED says so
-    pkware = importlib.util.find_spec("dclimplode") is not None
+    from wowgrass.formats.mpq import dcl_binding
+
+    pkware = dcl_binding() is not None
     if not pkware:
         SKIPPED.append("mpq: PKWARE bases (dclimplode is not installed)")
     for version in (0, 1):

@@ -81,6 +81,50 @@ def _adt_compressed_bases(bases):
     return out
 
 
+def _adt_liquid_wmo_bases(bases, fuzz):
+    """The sample tiles again carrying the seeds the liquid and wmo targets gained: 3.3.5 with the
+    liquid target's MH2O payload (every vertex format, an ocean chunk without a bitmap, attributes),
+    1.12 with its MCLQ payloads under their MCNK flags (river, ocean + magma, slime), and both with
+    more MODF placements (a second WMO name, rotated and scaled copies, doodad and name sets), so the
+    ADT target starts at the liquid and map-object branches those targets reach."""
+    import numpy as np
+
+    from wowgrass.formats.adt import AdtTile, write_adt
+
+    liquid = dict(fuzz._liquid_bases())
+    out = []
+    for label, parts in bases:
+        try:
+            t = AdtTile.from_bytes(parts[0], label, big_alpha=True)
+        except Exception:  # noqa: BLE001 - a 4-bit (1.12) tile
+            t = AdtTile.from_bytes(parts[0], label, big_alpha=False)
+        if t.mh2o is not None:
+            t.mh2o = liquid["mh2o"][0]
+        else:
+            flags = np.asarray(t.chunk_flags).copy()
+            for k, (name, chunks) in enumerate((("mclq-4", (3, 19)), ("mclq-18", (20, 35)), ("mclq-20", (36, 52)))):
+                payload, meta = liquid[name]
+                for c in chunks:
+                    t.liquids[c] = payload
+                    flags[c] = (int(flags[c]) & ~0x3C & 0xFFFFFFFF) | int.from_bytes(meta, "little")
+            t.chunk_flags = flags
+        if t.modf is not None and len(t.modf):
+            extra = np.repeat(t.modf[:1], 3)
+            extra["name_id"] = [0, 1, 1]
+            extra["unique_id"] += np.arange(1, 4, dtype=np.uint32)
+            extra["rotation"][:, 1] = [0.0, 180.0, 33.0]
+            extra["rotation"][:, 0] = [0.0, 12.0, 0.0]
+            extra["position"][:, 0] += [40.0, -40.0, 80.0]
+            extra["doodad_set"] = [0, 2, 7]
+            extra["name_set"] = [0, 1, 0]
+            extra["flags"] = [0, 0x4, 0x2]          # 0x4: MODF scale (3.3.5+) in the pad
+            extra["pad"] = [0, 2048, 0]
+            t.modf = np.concatenate([t.modf, extra])
+            t.wmos = list(t.wmos) + ["World\\wmo\\Sample\\Buildings\\SampleHouse\\SampleHouse02.wmo"]
+        out.append((f"{label}-liquid-wmo", (write_adt(t),)))
+    return out
+
+
 def _grid_fix(parts):
     """The grid file's checksum made right (the last 4 bytes of its header), as _bundle_fix does."""
     import struct
@@ -113,7 +157,8 @@ def targets(fuzz):
         if name != "cli":
             out[name] = (t.inputs, t.parse, fixes.get(name))
     adt_bases = out["adt"][0]
-    out["adt"] = (lambda: adt_bases() + _adt_compressed_bases(adt_bases()), *out["adt"][1:])
+    out["adt"] = (lambda: adt_bases() + _adt_compressed_bases(adt_bases()) + _adt_liquid_wmo_bases(adt_bases(), fuzz),
+                  *out["adt"][1:])
     # a new format: add a Target to fuzz.TARGETS and it is fuzzed here too; give MODULES its module
     # for the line coverage
     return out
@@ -141,6 +186,7 @@ class Recorder:
         self.started = time.time()
         self.seconds_before = old.get("seconds", 0.0)
         self.last_write = 0
+        self.last_time = time.time()
 
     def record(self, outcome, detail, parts):
         self.execs += 1
@@ -154,11 +200,13 @@ class Recorder:
                                       "first_exec": self.execs}
                 print(f"\n[fuzz_cov] {self.fmt}: new {outcome}: {detail}", file=sys.stderr, flush=True)
             self.findings[sig]["count"] += 1
-        if self.execs - self.last_write >= 5000:
+        # also every few seconds: libFuzzer's -max_total_time ends the process without Python's atexit
+        if self.execs - self.last_write >= 5000 or time.time() - self.last_time > 3:
             self.write()
 
     def write(self):
         self.last_write = self.execs
+        self.last_time = time.time()
         d = {"format": self.fmt, "execs": self.execs, "outcomes": self.outcomes, "findings": self.findings,
              "seconds": self.seconds_before + time.time() - self.started}
         tmp = self.stats_path.with_suffix(".tmp")
@@ -181,7 +229,7 @@ def seed_corpus(fmt, bases, corpus: Path, fuzz) -> int:
     return len(seeds)
 
 
-def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: int) -> None:
+def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: int, seconds: int = 0) -> None:
     import atheris
 
     with atheris.instrument_imports(include=["wowgrass"], exclude=["wowgrass.cli", "wowgrass.render",
@@ -265,7 +313,7 @@ def worker(fmt: str, runs: int, out: Path, mem_mb: int, timeout: int, max_len: i
     atexit.register(rec.write)
     argv = [sys.argv[0], str(corpus), f"-runs={runs}", f"-timeout={timeout}", f"-max_len={max_len}",
             f"-rss_limit_mb={mem_mb * 2}", "-print_final_stats=1", "-reload=0",
-            f"-artifact_prefix={out / 'artifacts' / fmt}-"]
+            f"-artifact_prefix={out / 'artifacts' / fmt}-"] + ([f"-max_total_time={seconds}"] if seconds > 0 else [])
     (out / "artifacts").mkdir(parents=True, exist_ok=True)
     atheris.Setup(argv, test_one_input)
     atheris.Fuzz()
@@ -336,14 +384,20 @@ def run_format(fmt: str, args, out: Path) -> dict:
     stats_path = out / fmt / "stats.json"
     start = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
     goal = max(args.runs, start)  # --runs counts every execution of this --out's format: a rerun resumes
-    restarts, last = [], None
+    restarts, last, stopped = [], None, None
     t0 = time.time()
+    deadline = t0 + args.max_seconds if args.max_seconds else None
     while True:
         done = json.loads(stats_path.read_text())["execs"] if stats_path.exists() else 0
         if done >= goal or sum(r["exit"] != RESTART_EXIT for r in restarts) > args.max_restarts:
             break
+        left = int(deadline - time.time()) if deadline else 0
+        if deadline and left < 60:   # a worker takes some seconds to start: not worth it
+            stopped = f"--max-seconds {args.max_seconds} reached after {done:,} of {goal:,} executions"
+            break
         cmd = [sys.executable, __file__, "--worker", fmt, "--runs", str(goal - done), "--out", str(out),
-               "--mem-mb", str(args.mem_mb), "--timeout", str(args.timeout), "--max-len", str(args.max_len)]
+               "--mem-mb", str(args.mem_mb), "--timeout", str(args.timeout), "--max-len", str(args.max_len),
+               "--worker-seconds", str(left)]
         with open(log, "a") as f:
             rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
         text = log.read_text(errors="replace")
@@ -371,7 +425,7 @@ def run_format(fmt: str, args, out: Path) -> dict:
         cov[label] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-500:]}
     return {"format": fmt, "execs": stats["execs"], "execs_this_run": stats["execs"] - start,
             "seconds": round(time.time() - t0, 1), "outcomes": stats.get("outcomes", {}),
-            "findings": stats.get("findings", {}), "restarts": restarts,
+            "findings": stats.get("findings", {}), "restarts": restarts, "stopped": stopped,
             "libfuzzer": dict(zip(("execs", "cov", "ft", "corpus"), map(int, last))) if last else None,
             "corpus_files": len(corpus), "line_coverage": cov,
             "artifacts": sorted(p.name for p in (out / "artifacts").glob(f"{fmt}-*"))}
@@ -389,7 +443,8 @@ def table(rows) -> str:
         if r["restarts"]:
             finds += f"; {len(r['restarts'])} restart(s)"
         rate = r["execs_this_run"] / r["seconds"] if r["seconds"] else 0
-        out.append(f"{r['format']:7} {r['execs']:>10,} {rate:>7.0f} {lf.get('cov', 0):>6} {lf.get('ft', 0):>6} "
+        name = f"{r['format']}#{r['shard']}" if "shard" in r else r["format"]
+        out.append(f"{name:7} {r['execs']:>10,} {rate:>7.0f} {lf.get('cov', 0):>6} {lf.get('ft', 0):>6} "
                    f"{r['corpus_files']:>6} {s.get('hit', 0):>12} {c.get('hit', 0):>12} {c.get('lines', 0):>5}  "
                    f"{finds}")
     return "\n".join(out)
@@ -409,13 +464,19 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=30, help="seconds one input may take (libFuzzer -timeout)")
     ap.add_argument("--max-len", type=int, default=1 << 20, help="largest input libFuzzer makes (bytes)")
     ap.add_argument("--max-restarts", type=int, default=20)
+    ap.add_argument("--shards", type=int, default=1,
+                    help="processes fuzzing one format at once, each with its own corpus under DIR/shard-NN "
+                         "seeded alike and --runs / N executions; DIR/fuzz_cov.json sums them")
+    ap.add_argument("--max-seconds", type=int, default=0,
+                    help="stop each format (or shard) after this many seconds, runs done or not (0: no limit)")
+    ap.add_argument("--worker-seconds", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--line-coverage", help=argparse.SUPPRESS)
     ap.add_argument("--files-from", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     out = args.out.resolve()
     if args.worker:
-        worker(args.worker, args.runs, out, args.mem_mb, args.timeout, args.max_len)
+        worker(args.worker, args.runs, out, args.mem_mb, args.timeout, args.max_len, args.worker_seconds)
         return 0
     if args.line_coverage:
         files = [Path(ln) for ln in sys.stdin.read().splitlines() if ln]
@@ -433,14 +494,60 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(lambda f: run_format(f, args, out), names))
+    started = time.time()
+    if args.shards > 1:
+        if len(names) != 1:
+            print("error: --shards fuzzes one format (--formats NAME)", file=sys.stderr)
+            return 2
+        per = -(-args.runs // args.shards)
+        shard_args = argparse.Namespace(**{**vars(args), "runs": per})
+        with ThreadPoolExecutor(max_workers=args.shards) as pool:
+            rows = list(pool.map(lambda k: {**run_format(names[0], shard_args, out / f"shard-{k:02d}"), "shard": k},
+                                 range(args.shards)))
+        total = sharded_total(names[0], rows, out, time.time() - started)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            rows = list(pool.map(lambda f: run_format(f, args, out), names))
+        total = None
     summary_path = out / "fuzz_cov.json"
     old = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    old.setdefault("runs", []).append({"argv": sys.argv, "rows": rows, "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
+    old.setdefault("runs", []).append({"argv": sys.argv, "rows": rows, "total": total, "cpus": os.cpu_count(),
+                                       "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
     summary_path.write_text(json.dumps(old, indent=1))
     print(table(rows))
+    if total:
+        print(f"total   {total['execs']:>10,} executions in {total['seconds']:.0f} s over {total['shards']} processes; "
+              f"cov max {total['cov_max']}, ft max {total['ft_max']}; lines (seeds -> fuzzed, all shards) "
+              f"{total['line_coverage'].get('seeds', {}).get('hit', 0)} -> "
+              f"{total['line_coverage'].get('corpus', {}).get('hit', 0)} / "
+              f"{total['line_coverage'].get('corpus', {}).get('lines', 0)}; findings: "
+              f"{', '.join(f'{k} x{v}' for k, v in total['findings'].items()) or 'none'}")
     return 1 if any(r["findings"] for r in rows) else 0
+
+
+def sharded_total(fmt: str, rows, out: Path, seconds: float) -> dict:
+    """The shards summed: executions, outcomes, findings by place, libFuzzer's best edge and
+    feature counts, and the line coverage of all the shards' corpora replayed together."""
+    outcomes: dict[str, int] = {}
+    findings: dict[str, int] = {}
+    for r in rows:
+        for k, v in r["outcomes"].items():
+            outcomes[k] = outcomes.get(k, 0) + v
+        for sig, f in r["findings"].items():
+            findings[sig] = findings.get(sig, 0) + f["count"]
+    corpus = sorted(p for k in range(len(rows)) for p in (out / f"shard-{k:02d}" / "corpus" / fmt).iterdir())
+    seeds = sorted((out / "shard-00" / "corpus" / fmt).glob("seed-*"))
+    cov = {}
+    for label, files in (("seeds", seeds), ("corpus", corpus)):
+        r = subprocess.run([sys.executable, __file__, "--line-coverage", fmt, "--out", str(out), "--files-from", "-"],
+                           input="\n".join(map(str, files)), capture_output=True, text=True, cwd=ROOT)
+        cov[label] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-500:]}
+    lf = [r["libfuzzer"] or {} for r in rows]
+    return {"format": fmt, "shards": len(rows), "execs": sum(r["execs"] for r in rows),
+            "execs_per_shard": [r["execs"] for r in rows], "seconds": round(seconds, 1), "outcomes": outcomes,
+            "findings": findings, "cov_max": max((x.get("cov", 0) for x in lf), default=0),
+            "ft_max": max((x.get("ft", 0) for x in lf), default=0), "corpus_files": len(corpus),
+            "restarts": sum(len(r["restarts"]) for r in rows), "line_coverage": cov}
 
 
 if __name__ == "__main__":

@@ -313,15 +313,21 @@ def _split(args, data_path, *, need_name=False):
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to extract into (created if missing).")
 @click.option("-f", "--force", is_flag=True, help="Overwrite files that already exist under -o DIR.")
+@click.option("--unnamed", is_flag=True,
+              help="Also extract the entries no name was found for, as File%08X.ext (block index, extension "
+                   "from the file's first bytes; with --data under the archive's name), as MPQ editors do.")
 @source_options
 @json_option
-def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
+def extract(args, out_dir, force, unnamed, data_path, listfiles, locale, as_json):
     """Extract NAMES or GLOBS (default: every named file) from ARCHIVE or the --data chain into -o DIR.
 
-    Paths keep their folders; '..' and absolute parts are dropped so nothing lands outside DIR.
-    Each file is written atomically. A file that cannot be read or written gets a warning and the
-    rest still come out; the exit status is then 2. Files already there are kept (and counted)
-    unless --force.
+    Entries no listfile names are named where the client would name them (Map.dbc's maps and their
+    tiles, the WDTs', ADTs', WMOs' and M2s' references, the tables it knows, GroundEffectDoodad's
+    models, LiquidType's textures); how many stay unnamed is always said, and --unnamed extracts
+    those too. Paths keep their folders; '..' and absolute parts are dropped so nothing lands
+    outside DIR. Each file is written atomically. A file that cannot be read or written gets a
+    warning and the rest still come out; the exit status is then 2. Files already there are kept
+    (and counted) unless --force.
     """
     from wowgrass.fileio import write_atomic
 
@@ -330,8 +336,13 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
     src = _Source(archive, data_path, listfiles, locale)
     done, skipped, failed, existing, total = [], [], [], [], 0
     try:
+        named = _name_entries(src) if not patterns or any(_GLOB.search(p) for p in patterns) else []
         names = src.select(patterns)
         unreachable = src.unreachable()
+        left = _unnamed_entries(src)
+        if named:
+            log_verbose(f"named {plural(len(named), 'entry', 'entries')} no listfile names, from the client's own "
+                        f"references: " + ", ".join(named[:5]) + (" …" if len(named) > 5 else ""))
         if not as_json:
             src.warn()
         targets = {n: safe_target(out, n) for n in names}
@@ -362,12 +373,46 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
                     continue
                 total += len(data)
                 done.append({"name": name, "path": str(targets[name]), "size": len(data)})
+            if unnamed:
+                for label, a, e in left:
+                    try:
+                        data = a.read_entry(e)
+                    except WowgrassError as exc:
+                        failed.append({"name": f"{label}block #{e.block_index}", "error": str(exc)})
+                        continue
+                    from wowgrass.game.name_finder import unnamed_entry_name
+
+                    name = label + unnamed_entry_name(e, data)
+                    if patterns and not any(fnmatch.fnmatchcase(name.upper(), p.replace("/", "\\").upper())
+                                            for p in patterns):
+                        continue
+                    target = safe_target(out, name)
+                    if target.exists() and not force:
+                        existing.append(name)
+                        continue
+                    try:
+                        write_atomic(target, data)
+                    except OutputError as exc:
+                        if exc.errno in STOP_ERRNOS:
+                            raise
+                        failed.append({"name": name, "error": str(exc)})
+                        continue
+                    total += len(data)
+                    done.append({"name": name, "path": str(target), "size": len(data), "block": e.block_index,
+                                 "unnamed": True})
     finally:
         src.close()
+    n_unnamed = len(left)
     if as_json:
         echo_json({"output": str(out), "files": done, "skipped": skipped, "existing": existing, "failed": failed,
-                   "unreachable": unreachable, "bytes": total})
+                   "unreachable": unreachable, "bytes": total, "named_by_references": len(named),
+                   "unnamed": n_unnamed, "unnamed_extracted": bool(unnamed)})
     else:
+        if n_unnamed and not unnamed:
+            note(f"note: {plural(n_unnamed, 'entry', 'entries')} {'has' if n_unnamed == 1 else 'have'} no name "
+                 "(no listfile or reference names them): not extracted; --unnamed writes them as File%08X.ext")
+        elif n_unnamed:
+            note(f"note: {plural(n_unnamed, 'entry', 'entries')} without a name written as File%08X.ext")
         for s in skipped:
             note(f"warning: skipped {s!r} (no safe path under {out})")
         for f in failed:
@@ -378,6 +423,32 @@ def extract(args, out_dir, force, data_path, listfiles, locale, as_json):
     if failed:
         raise UsageError(f"{len(failed)} of {plural(len(names), 'file')} could not be read or written "
                          f"(the others were extracted); the first: {failed[0]['error']}")
+
+
+def _name_entries(src) -> list[str]:
+    """Names for the entries no listfile names, as the client derives them (game/name_finder.py)."""
+    from wowgrass.game.name_finder import find_names
+
+    return find_names(src.archives(), src.read, src.names())
+
+
+def _unnamed_entries(src) -> list:
+    """(label, archive, entry) of every existing entry still without a name; label is the folder it
+    goes in with --unnamed ('' for one archive, the archive's name with --data)."""
+    out = []
+    for a in src.archives():
+        label = "" if src.mpq else Path(a.path).name + "\\"
+        for e in sorted(a.entries(), key=lambda e: e.block_index):
+            if e.name is None and not e.is_delete_marker and e.flags & 0x80000000:
+                out.append((label, a, e))
+    return out
+
+
+def log_verbose(message: str) -> None:
+    from wowgrass.cli.common import verbosity
+
+    if verbosity() >= 1:
+        note(message)
 
 
 @mpq.command()

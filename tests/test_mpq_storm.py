@@ -11,7 +11,13 @@ import pytest
 
 import _storm as S
 from wowgrass.errors import FormatError, UnsupportedError
-from wowgrass.formats.mpq import FileFlags, MpqArchive, write_mpq_file
+from wowgrass.formats.mpq import FileFlags, MpqArchive, write_mpq, write_mpq_file
+
+from wowgrass.formats.mpq import dcl_binding as _dcl_binding  # noqa: E402
+
+#: writing PKWARE DCL needs the optional dclimplode binding (no wheel for CPython 3.12+)
+NEEDS_DCL = pytest.mark.skipif(_dcl_binding() is None, reason="writing PKWARE DCL needs the optional dclimplode binding")
+
 
 STORM = S.load()
 pytestmark = [
@@ -32,7 +38,7 @@ FILES = {
 WRITER_OPTIONS = [
     {},
     {"compression": "bzip2"},
-    {"compression": "pkware"},
+    pytest.param({"compression": "pkware"}, marks=NEEDS_DCL),
     {"compression": None},
     {"single_unit": True},
     {"single_unit": True, "compression": "bzip2", "encrypt": True},
@@ -131,3 +137,28 @@ def test_stormlib_huffman_sectors_are_unsupported(tmp_path):
     STORM.create(path, [("h.txt", b"grass " * 2000, C, S.MPQ_COMPRESSION_HUFFMANN)])
     with MpqArchive.open(path) as a, pytest.raises(UnsupportedError, match="0x01 \\(HUFFMAN\\)"):
         a.read("h.txt")
+
+
+def protected_starcraft_map() -> tuple[bytes, dict[str, bytes]]:
+    """Issue 33 item 15, rebuilt: a ~90 KB v1 StarCraft map (``staredit\\scenario.chk``, 125,289 bytes,
+    and a sound) whose header claims a hash table of 268,436,480 entries, far past the end of the
+    file (a map protector's trick; 16 x that is 0x100004000, 0x4000 bytes as a 32-bit product)."""
+    rng = np.random.default_rng(15)
+    files = {"staredit\\scenario.chk": b"VER \x04\x00\x00\x00\xcd\x00" + rng.integers(0, 48, 125279, dtype=np.uint8).tobytes(),
+             "staredit\\wav\\intro.wav": b"RIFF" + rng.integers(0, 256, 3000, dtype=np.uint8).tobytes()}
+    data = bytearray(write_mpq(files, listfile=False))
+    data[0x18:0x1C] = (268_436_480).to_bytes(4, "little")
+    return bytes(data), files
+
+
+def test_protected_starcraft_map_reads_as_stormlib_reads_it(tmp_path):
+    data, files = protected_starcraft_map()
+    assert 80_000 < len(data) < 100_000 and len(files["staredit\\scenario.chk"]) == 125_289
+    path = tmp_path / "protected.scx"
+    path.write_bytes(data)
+    theirs = STORM.read_archive(path, list(files), check_crc=False)
+    with MpqArchive.open(path) as a:
+        assert a.header.hash_table_size == 4             # the two entries, defragmented
+        ours = {n: a.read(n) for n in files}
+        assert any("268,436,480 entries declared" in w for w in a.warnings)
+    assert ours == theirs == files

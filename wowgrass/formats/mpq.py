@@ -51,6 +51,7 @@ from wowgrass.errors import (
     WowgrassError,
 )
 from wowgrass.fileio import write_atomic
+from wowgrass.formats import dcl
 
 # --- constants ---------------------------------------------------------------------------------
 
@@ -334,9 +335,6 @@ def encrypt_bytes(data, key: int) -> bytes:
 
 # --- codecs ------------------------------------------------------------------------------------
 
-#: the most hash entries a v1 table running past the end of the file is zero-filled to
-_MAX_FILLED_HASH_ENTRIES = 1 << 20
-
 #: decoder state beside the dictionary (literal coder tables for the largest lc+lp, range coder)
 _LZMA_MEM_SLACK = 16 << 20
 
@@ -388,15 +386,29 @@ def decompress_sector(data, expected: int, *, path=None, offset=None) -> bytes:
     return bytes(out)
 
 
+@functools.lru_cache(maxsize=1)
+def dcl_binding():
+    """The ``dclimplode`` module (zlib's blast.c and PKWARE's implode in C), or None where it is
+    not installed: it is optional (wheels for CPython 3.10 and 3.11 only), and wowgrass's own
+    decoder (:mod:`wowgrass.formats.dcl`, plain Python, a few MB/s) reads the sectors then."""
+    try:
+        import dclimplode
+    except ImportError:
+        return None
+    return dclimplode
+
+
 def explode(data, *, limit: int | None = None, path=None, offset=None) -> bytes:
-    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08).
+    """PKWARE DCL explode (the IMPLODE flag and compression bit 0x08): through the ``dclimplode``
+    binding where it is installed, else wowgrass's own decoder (the same bytes).
 
     Input is fed in 16 KiB pieces (DCL expands at most ~140x) so a hostile stream stops soon
     after passing ``limit`` output bytes instead of filling memory.
     """
-    import dclimplode
-
-    d = dclimplode.decompressobj()
+    binding = dcl_binding()
+    if binding is None:
+        return dcl.explode(data, limit=limit, path=path, offset=offset)
+    d = binding.decompressobj()
     out = []
     total = 0
     try:
@@ -412,9 +424,13 @@ def explode(data, *, limit: int | None = None, path=None, offset=None) -> bytes:
 
 
 def implode(data: bytes, dict_size: int = 4096) -> bytes:
-    import dclimplode
-
-    c = dclimplode.compressobj(dclimplode.CMP_BINARY, dict_size)
+    """PKWARE DCL implode (writing ``compression="pkware"``): needs the ``dclimplode`` binding."""
+    binding = dcl_binding()
+    if binding is None:
+        raise UnsupportedError("writing PKWARE DCL (compression 'pkware') needs the optional dclimplode package "
+                               "(pip install 'wowgrass[dcl]'; wheels for CPython 3.10 and 3.11, a C compiler "
+                               "elsewhere); zlib, bzip2 and lzma need nothing")
+    c = binding.compressobj(binding.CMP_BINARY, dict_size)
     return c.compress(data) + c.flush()
 
 
@@ -751,28 +767,20 @@ class MpqArchive:
         start = self.header.offset + pos
         return start & 0xFFFFFFFF if self.header.format_version == 0 else start
 
-    def _table(self, pos: int, count: int, key: int, dtype, what: str, *, fill: bool = False,
-               need: int | None = None) -> np.ndarray:
-        """``count`` decrypted entries at ``pos``. ``fill``: a table running past the end of the file is
-        read as far as it goes and the rest is zeros before decryption (Storm.dll does this for v1; the
-        "Spazzler" map protector declares 0x100000 hash entries), but one that starts past the end is
-        a truncated file, as StormLib finds. ``need``: the file size the header's tables call for."""
+    def _table(self, pos: int, count: int, key: int, dtype, what: str, *, need: int | None = None) -> np.ndarray:
+        """``count`` decrypted entries at ``pos``; a table running past the end of the file is a
+        ``TruncatedError`` with the file's size and ``need``, the size the header's tables call for
+        (a v1 hash table that only *runs* past the end is read as StormLib reads it: _read_tables)."""
         start = self._abs(pos)
         nbytes = count * 16
         size = len(self._buf)
         need = max(need or 0, start + nbytes)
-        have = max(0, min(nbytes, size - start)) // 16 * 16
-        if have < nbytes and (not (fill and count <= _MAX_FILLED_HASH_ENTRIES) or start >= size):
+        if start + nbytes > size:
             where = "start" if start >= size else "run"
             raise self._err(f"{what}: {count:,} entries at 0x{start:X} {where} past the end of the file: it has "
                             f"{size:,} bytes, the header's tables need {need:,} (a truncated copy?)",
                             start, TruncatedError)
-        if have < nbytes:
-            self.warnings.append(f"{what}: {count:,} entries declared, {have // 16:,} in the file; the rest read "
-                                 "as zeros (as Storm.dll reads a protected map)")
-        raw = np.frombuffer(self._buf, "<u4", count=have // 4, offset=start if have else 0)
-        if have < nbytes:
-            raw = np.concatenate([raw, np.zeros((nbytes - have) // 4, "<u4")])
+        raw = np.frombuffer(self._buf, "<u4", count=nbytes // 4, offset=start if nbytes else 0)
         return decrypt_words(raw, key).view(dtype)
 
     def _read_tables(self) -> None:
@@ -784,13 +792,30 @@ class MpqArchive:
             raise self._err("hash table size 0: the archive has no hash table", h.offset + 24)
         # A size that is not a power of two (a map protector's trick) is read as StormLib reads it:
         # the whole table is loaded and indices are masked with size - 1 (see _candidates).
-        # Storm.dll reads v1 tables that run past the end of the file as far as they go, and map
-        # protectors use that; for other archives it means a truncated file, reported as such.
+        # A v1 hash table that runs past the end of the file (protected StarCraft and Warcraft III
+        # maps: "Spazzler" declares 0x100000 entries, others 0x10001000) is read as StormLib reads
+        # it: its byte size is a 32-bit product (it wraps), as much as the file holds is loaded (the
+        # rest would be zeros before decryption), and the cut table is defragmented: its valid
+        # entries packed into the smallest power of two, the rest marked deleted, so that a lookup
+        # probes them all (SBaseFileTable.cpp: LoadMpqTable, DefragmentHashTable).
+        # A table that starts past the end of the file is a truncated copy (StormLib refuses it).
+        size = len(self._buf)
+        hash_start = self._abs(h.hash_table_pos)
+        hash_bytes = 16 * h.hash_table_size
+        cut = h.format_version == 0 and hash_start < size and hash_start + hash_bytes > size
+        if cut:
+            hash_bytes &= _M32
         lenient = h.format_version == 0 and self._is_warcraft3_map()
-        need = max(self._abs(h.hash_table_pos) + 16 * h.hash_table_size,
-                   self._abs(h.block_table_pos) + 16 * h.block_table_size)
-        self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table",
-                                 fill=lenient, need=need)
+        need = max(hash_start + hash_bytes, self._abs(h.block_table_pos) + 16 * h.block_table_size)
+        if cut:
+            present = min(hash_bytes, size - hash_start) // 16
+            self._hash = self._table(h.hash_table_pos, present, KEY_HASH_TABLE, HASH_DTYPE, "hash table")
+            self.warnings.append(f"hash table: {h.hash_table_size:,} entries declared ({hash_bytes // 16:,} as a "
+                                 f"32-bit byte count), {present:,} in the file; read as StormLib reads a "
+                                 "protected map (cut and defragmented)")
+        else:
+            self._hash = self._table(h.hash_table_pos, h.hash_table_size, KEY_HASH_TABLE, HASH_DTYPE, "hash table",
+                                     need=need)
         if lenient:   # the block table is cut to the entries present (EWIX-style sizes)
             start = self._abs(h.block_table_pos)
             if h.block_table_size and start >= len(self._buf):
@@ -810,11 +835,43 @@ class MpqArchive:
             if start + 2 * h.block_table_size > len(self._buf):
                 raise self._err("high block table runs past the end of the file", start, TruncatedError)
             self._hi = np.frombuffer(self._buf, "<u2", count=h.block_table_size, offset=start).astype(np.uint64)
+        if cut:
+            self._hash = self._defragmented(self._hash)
+            h = self.header = replace(h, hash_table_size=len(self._hash))
         self._mask = h.hash_table_size - 1
         # Columns as plain arrays for probing (views; no per-entry Python work at open time).
         self._hash_a = self._hash["hash_a"]
         self._hash_b = self._hash["hash_b"]
         self._hash_block = self._hash["block_index"]
+
+    def _defragmented(self, table: np.ndarray) -> np.ndarray:
+        """StormLib's DefragmentHashTable for a cut v1 hash table: the valid entries (a block index
+        inside the block table, a block that EXISTS and starts inside the file) packed to the front
+        of a table of the nearest power of two (4 at least) entries, the others deleted (not
+        empty), so a lookup walks the whole table whatever slot a name hashes to."""
+        nblocks = self.header.block_table_size
+        bi = table["block_index"]
+        ok = bi < nblocks
+        if ok.any():
+            blk = self._block[bi[ok]]
+            pos = blk["file_pos"].astype(np.int64)
+            if self._hi is not None:
+                pos |= self._hi[bi[ok]].astype(np.int64) << 32
+            starts = (self.header.offset + pos) & _M32
+            ok[np.flatnonzero(ok)] = (blk["flags"] & _EXISTS != 0) & (starts < len(self._buf))
+        valid = table[ok]
+        n = 4
+        while n < len(valid):
+            n <<= 1
+        out = np.zeros(n, HASH_DTYPE)
+        out["hash_a"] = _M32
+        out["hash_b"] = _M32
+        out["locale"] = 0xFFFF
+        out["platform"] = 0xFF
+        out["flags"] = 0xFF
+        out["block_index"] = HASH_ENTRY_DELETED
+        out[:len(valid)] = valid
+        return out
 
     # lookup -----------------------------------------------------------------------------------
     def _candidates(self, name: str) -> list[int]:

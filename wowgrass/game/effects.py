@@ -197,12 +197,15 @@ class GroundEffectCatalog:
             pos = np.minimum(np.searchsorted(ksorted, sid), len(ksorted) - 1)
             found = (ksorted[pos] == sid) & ~empty
             drow = korder[pos]
-        else:
+            slot_model = np.where(found, row_model[drow], -1).astype(np.int32)
+            slot_flags = np.where(found, flags[drow], 0).astype(np.uint32)
+        else:   # a doodad table of no rows (a header declaring 0 records): no slot names a model
             found = np.zeros(sid.shape, bool)
-            drow = np.zeros(sid.shape, np.int64)
-        slot_model = np.where(found, row_model[drow], -1).astype(np.int32)
-        slot_flags = np.where(found, flags[drow], 0).astype(np.uint32)
+            slot_model = np.full(sid.shape, -1, np.int32)
+            slot_flags = np.zeros(sid.shape, np.uint32)
         unresolved = int(np.count_nonzero(~empty & ~found))
+        if not len(ksorted):
+            warnings.append("GroundEffectDoodad has no rows: no ground effect names a model")
         if unresolved:
             warnings.append(f"{unresolved} DoodadID slots name no GroundEffectDoodad row (treated as empty)")
         return cls(build, ids, density, sound, slot_doodad, slot_model, weights, slot_flags, models,
