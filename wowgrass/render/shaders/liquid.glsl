@@ -2,7 +2,7 @@
 // Liquid surfaces (render/sources/liquids.py): every resident tile's water, ocean, magma and
 // slime in one draw after the opaque sources, blended over them. A vertex carries its kind and
 // the water's depth above the terrain there: shallow water lets the ground show, deep water is
-// its own colour. Textures are the LiquidType frames (30, one every 60 ms, cross-faded), or the
+// its own colour (merged quads of flat, saturated cells: render/world/liquid_tiles.py). Textures are the LiquidType frames (30, one every 60 ms, cross-faded), or the
 // kind's colour where the data has none; water and ocean also ripple (two scrolling wave normals)
 // and reflect the sky and the sun. Magma and slime are opaque and glow a little.
 
@@ -19,7 +19,6 @@ out vec3 v_world;
 out float v_depth;
 flat out int v_kind;
 out vec2 v_uv;
-out float v_dist;
 
 void main() {
     v_world = in_position;
@@ -27,7 +26,6 @@ void main() {
     v_depth = in_depth;
     v_kind = int(in_kind + 0.5);
     v_uv = in_uv;
-    v_dist = distance(in_position, uCameraPos);
 }
 
 #elif defined FRAGMENT_SHADER
@@ -44,13 +42,14 @@ in vec3 v_world;
 in float v_depth;
 flat in int v_kind;
 in vec2 v_uv;
-in float v_dist;
 out vec4 f_color;
 
 void main() {
 #if defined WIREFRAME
     f_color = vec4(0.35, 0.65, 0.95, 1.0);
 #else
+    // per fragment: a merged quad spans a tile, and distance is not linear across it
+    float v_dist = distance(v_world, uCameraPos);
     int k = clamp(v_kind, 0, 3);
     bool wet = k < 2;                 // water and ocean ripple and reflect
     float t = uTime;

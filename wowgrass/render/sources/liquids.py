@@ -20,11 +20,10 @@ from ..gl.memory import gpu_memory
 from ..gl.meshes import edge_indices
 from ..gl.programs import VaoCache, read_by
 from ..gl.state import disable, enable, set_uniform, use_texture
-from ..world.liquid_tiles import VERTEX_ATTRS, VERTEX_DTYPE, VERTEX_FORMAT
+from ..world.liquid_tiles import DEPTH_RANGE, VERTEX_ATTRS, VERTEX_DTYPE, VERTEX_FORMAT
 from . import DrawCounts, Source
 
 FRAME_SIZE = 128
-DEPTH_RANGE = (3.0, 9.0, 1.0, 1.0)   # yards of depth to full colour: water, ocean (magma, slime: opaque)
 
 
 def _resize(rgba) -> np.ndarray:
