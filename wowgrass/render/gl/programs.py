@@ -50,7 +50,7 @@ MANIFEST = {
 SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
 HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
 MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
-LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
+LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uDepthMaps": 2, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
                       "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}

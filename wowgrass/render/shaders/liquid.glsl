@@ -14,11 +14,14 @@ in vec3 in_position;
 in float in_depth;
 in float in_kind;
 in vec2 in_uv;
+in vec3 in_tex;   // texel (x, y) in the tile's depth map and its slice; slice < 0: in_depth
 
 out vec3 v_world;
 out float v_depth;
 flat out int v_kind;
 out vec2 v_uv;
+out vec2 v_tex;
+flat out float v_slice;
 
 void main() {
     v_world = in_position;
@@ -26,6 +29,8 @@ void main() {
     v_depth = in_depth;
     v_kind = int(in_kind + 0.5);
     v_uv = in_uv;
+    v_tex = in_tex.xy;
+    v_slice = in_tex.z;
 }
 
 #elif defined FRAGMENT_SHADER
@@ -37,11 +42,15 @@ uniform vec4 uHasTexture;         // per kind: 1 when its frames are in uFrames
 uniform float uFrameSeconds;      // one texture frame lasts this long (the client: 60 ms)
 uniform vec4 uKindColour[4];      // rgb and deep-water opacity of each kind
 uniform vec4 uDepthRange;         // per kind: depth (world units) at which the liquid is fully its colour
+uniform sampler2DArray uDepthMaps; // a tile's depth at its outer vertices (129 a side), over uDepthMapScale
+uniform float uDepthMapScale;
 
 in vec3 v_world;
 in float v_depth;
 flat in int v_kind;
 in vec2 v_uv;
+in vec2 v_tex;
+flat in float v_slice;
 out vec4 f_color;
 
 void main() {
@@ -79,7 +88,10 @@ void main() {
         vec3 h = normalize(uSunDir + view);
         vec3 spec = uSunColor * pow(max(dot(n, h), 0.0), 90.0) * 1.6 * sh;
         c = mix(lit, uFogColor, 0.55 * fresnel) + spec;
-        float deep = smoothstep(0.0, uDepthRange[k], v_depth);
+        // a joined quad's depth from its tile's map (bilinear between the vertices a cell has)
+        float depth = v_slice >= 0.0
+            ? texture(uDepthMaps, vec3((v_tex + 0.5) / 129.0, v_slice)).r * uDepthMapScale : v_depth;
+        float deep = smoothstep(0.0, uDepthRange[k], depth);
         alpha = clamp(mix(0.22, uKindColour[k].a, deep) + 0.5 * fresnel, 0.0, 1.0);
     } else {
         float glow = k == 2 ? 0.55 : 0.2;

@@ -40,6 +40,14 @@ VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("depth", "<f4"), ("kind", "<f4"), (
 VERTEX_FORMAT = "3f 1f 1f 2f"
 VERTEX_ATTRS = ("in_position", "in_depth", "in_kind", "in_uv")
 DEPTH_RANGE = (3.0, 9.0, 1.0, 1.0)   # yards of depth to full colour: water, ocean (magma, slime: opaque)
+# the viewer's vertices: also where in its tile's depth map a vertex is (texel x, y, slice; slice
+# -1: the vertex's own depth); LiquidSet puts the tile's slice in when it takes the tile
+VIEW_DTYPE = np.dtype(VERTEX_DTYPE.descr + [("tex", "<f4", 3)])
+VIEW_FORMAT = VERTEX_FORMAT + " 3f"
+VIEW_ATTRS = VERTEX_ATTRS + ("in_tex",)
+DEPTH_MAP = 129                      # texels a side of a tile's depth map: its outer vertices
+DEPTH_MAP_SCALE = max(DEPTH_RANGE[:2])   # yards of depth a depth map holds (deeper: full colour anyway)
+CLS_DRY, CLS_DEEP, CLS_OPAQUE, CLS_MAPPED = 0, 1, 2, 3   # how a joined cell gets its depth
 MAX_GRID = 4096                      # cells a side of a tile's merge grid (more: odd positions, no merging)
 
 
@@ -51,6 +59,7 @@ class LiquidMesh:
     layers: int = 0
     cells: int = 0
     types: dict = field(default_factory=dict)        # LiquidType id -> cells
+    depth_map: np.ndarray | None = None              # the viewer's mesh: (DEPTH_MAP, DEPTH_MAP) u1 (merged_mesh)
 
     @property
     def triangles(self) -> int:
@@ -58,7 +67,7 @@ class LiquidMesh:
 
     @property
     def nbytes(self) -> int:
-        return self.vertices.nbytes + self.indices.nbytes
+        return self.vertices.nbytes + self.indices.nbytes + (0 if self.depth_map is None else self.depth_map.nbytes)
 
     def __bool__(self) -> bool:
         return len(self.indices) > 0
@@ -156,16 +165,16 @@ def _layer_vertices(adt, lay):
 
 
 def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
-    """The viewer's mesh of some of a tile's liquid layers: flat cells of saturated depth joined
-    into rectangles, the rest a quad a cell (module docstring); ``step`` > 1: the lean mesh of a
-    far tile (cells of ``step`` x ``step``, those under the ground left out)."""
+    """The viewer's mesh of some of a tile's liquid layers (module docstring): flat cells joined
+    into rectangles, the rest a quad a cell, in :data:`VIEW_DTYPE`; ``step`` > 1: the lean mesh
+    of a far tile (cells of ``step`` x ``step``, those under the ground left out)."""
     n = len(lay)
     if not n:
-        return LiquidMesh()
+        return LiquidMesh(np.zeros(0, VIEW_DTYPE))
     s = int(step) if int(step) in (1, 2, 4, 8) else 1
     k = 8 // s                                                   # cells a side of a chunk
-    h, ground = _layer_vertices(adt, lay)
-    h, ground = h[:, ::s, ::s], ground[:, ::s, ::s]              # the lean terrain's vertices
+    h_full, ground_full = _layer_vertices(adt, lay)
+    h, ground = h_full[:, ::s, ::s], ground_full[:, ::s, ::s]    # the lean terrain's vertices
     depth = np.maximum(h - ground, 0.0)
     ex = lay["exists"].reshape(n, k, s, k, s).any(axis=(2, 4))
     kind = kinds.astype(np.int64)
@@ -177,10 +186,10 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
     flat = (hc == hc[0]).all(axis=0)
     rng = np.asarray(DEPTH_RANGE)[np.minimum(kind, 3)][:, None, None]
     deep, dry = (dc >= rng).all(axis=0), (dc <= 0.0).all(axis=0)
-    opaque = (kind >= 2)[:, None, None]                          # magma, slime: depth unused
-    cls = np.where(opaque, 2, np.where(deep, 1, np.where(dry, 0, -1)))
+    wet = (kind < 2)[:, None, None]                              # water, ocean: drawn by depth
+    cls = np.where(~wet, CLS_OPAQUE, np.where(deep, CLS_DEEP, np.where(dry, CLS_DRY, -1)))
     if s > 1:
-        ex &= ~(dry & ~opaque)                                   # under the lean terrain: hidden
+        ex &= ~(dry & wet)                                       # under the lean terrain: hidden
     # every cell on the tile's grid of cells; a cell two layers claim stays per-cell in both
     li, ci, cj = np.nonzero(ex)
     gr, gc = g0[li, 0] + ci * s, g0[li, 1] + cj * s
@@ -188,21 +197,33 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
     hgt, wid = ((gr.max() - r0) // s + 1, (gc.max() - c0) // s + 1) if len(li) else (0, 0)
     lin = ((gr - r0) // s) * wid + (gc - c0) // s
     _, at, counts = np.unique(lin, return_inverse=True, return_counts=True)
-    shared = counts[at.reshape(-1)] > 1
-    ok = flat[li, ci, cj] & (cls[li, ci, cj] >= 0) & ~shared & ((gr - r0) % s == 0) & ((gc - c0) % s == 0)
+    cell_flat = flat[li, ci, cj] & ~(counts[at.reshape(-1)] > 1) & ((gr - r0) % s == 0) & ((gc - c0) % s == 0)
+    cell_cls = cls[li, ci, cj]
+    lvl = hc[0][li, ci, cj].astype(np.float32)
+    # the tile's main wet level: its cells take their depth from the tile's depth map, whatever it
+    # is, so that shores and shallows join the open water (other levels: saturated cells only)
+    depth_map, origin = None, (0, 0)
+    main = cell_flat & wet[li, 0, 0]
+    if main.any():
+        levels, votes = np.unique(lvl[main], return_counts=True)
+        top = levels[np.argmax(votes)]
+        depth_map, origin = tile_depth_map(adt, float(top))
+        if depth_map is not None:
+            cell_cls = np.where(main & (lvl == top), CLS_MAPPED, cell_cls)
+    ok = cell_flat & (cell_cls >= 0)
     if hgt > MAX_GRID or wid > MAX_GRID:
         ok[:] = False
     parts = []
     if ok.any():
-        lvl = hc[0][li[ok], ci[ok], cj[ok]].astype(np.float32)
-        key = np.stack([lvl.view(np.uint32).astype(np.int64), kind[li[ok]], cls[li[ok], ci[ok], cj[ok]]], axis=1)
+        key = np.stack([lvl[ok].view(np.uint32).astype(np.int64), kind[li[ok]], cell_cls[ok]], axis=1)
         keys, inv = np.unique(key, axis=0, return_inverse=True)
         grid = np.full((hgt, wid), -1, np.int64)
         grid.reshape(-1)[lin[ok]] = inv.reshape(-1)
         rect = _rectangles(grid)                                  # (m, 5): row0, col0, row1, col1, key
         kk = keys[rect[:, 4]]
         parts.append(_rect_vertices(r0 + rect[:, 0] * s, c0 + rect[:, 1] * s, r0 + rect[:, 2] * s,
-                                    c0 + rect[:, 3] * s, kk[:, 0].astype(np.uint32).view(np.float32), kk[:, 1], kk[:, 2]))
+                                    c0 + rect[:, 3] * s, kk[:, 0].astype(np.uint32).view(np.float32), kk[:, 1],
+                                    kk[:, 2], origin))
     rest = ~ok
     if rest.any():  # a quad a cell over its own corners
         i, a, b = li[rest], ci[rest], cj[rest]
@@ -211,21 +232,24 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
         # a layer's vertex once, whatever the cells sharing it
         used, inv = np.unique((i[:, None] * (k + 1) + rows) * (k + 1) + cols, return_inverse=True)
         vi, vr, vc = used // ((k + 1) * (k + 1)), used // (k + 1) % (k + 1), used % (k + 1)
-        v = np.zeros(len(used), VERTEX_DTYPE)
+        v = np.zeros(len(used), VIEW_DTYPE)
         x = ZEROPOINT - (g0[vi, 0] + vr * s) * UNIT
         y = ZEROPOINT - (g0[vi, 1] + vc * s) * UNIT
         v["pos"] = np.stack([x, y, h[vi, vr, vc]], axis=-1)
         v["depth"] = depth[vi, vr, vc]
         v["kind"] = kind[vi]
         v["uv"] = np.stack([-y * UV_SCALE, -x * UV_SCALE], axis=-1)
+        v["tex"] = (0.0, 0.0, -1.0)
         cell_quads = inv.reshape(-1, 4)
     else:
-        v, cell_quads = np.zeros(0, VERTEX_DTYPE), np.zeros((0, 4), np.int64)
+        v, cell_quads = np.zeros(0, VIEW_DTYPE), np.zeros((0, 4), np.int64)
     # two triangles a quad (v0 NW, v1 SW, v2 SE, v3 NE), the per-cell mesh's winding
-    rect_v = parts[0].reshape(-1) if parts else np.zeros(0, VERTEX_DTYPE)
+    rect_v = parts[0].reshape(-1) if parts else np.zeros(0, VIEW_DTYPE)
     quads = np.concatenate([np.arange(len(rect_v)).reshape(-1, 4), cell_quads + len(rect_v)])
     verts = np.concatenate([rect_v, v])
     idx = quads[:, [0, 1, 2, 0, 2, 3]].astype(np.uint32).reshape(-1)
+    if depth_map is not None and not (verts["tex"][:, 2] >= 0).any():
+        depth_map = None
     textures = {}
     for kd, t in zip(kinds.tolist(), lay["type"].tolist()):
         textures.setdefault(int(kd), types.get(int(t)).texture)
@@ -233,7 +257,28 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
     cells_per_layer = lay["exists"].reshape(n, -1).sum(axis=1)
     for t, c in zip(lay["type"].tolist(), cells_per_layer.tolist()):
         per_type[int(t)] = per_type.get(int(t), 0) + int(c)
-    return LiquidMesh(verts, idx, textures, n, int(cells_per_layer.sum()), per_type)
+    return LiquidMesh(verts, idx, textures, n, int(cells_per_layer.sum()), per_type, depth_map)
+
+
+def tile_depth_map(adt, level: float):
+    """((DEPTH_MAP, DEPTH_MAP) u1, (row, col) of its first texel on the map-wide grid): the water's
+    depth at ``level`` above each outer terrain vertex of the tile, over DEPTH_MAP_SCALE yards
+    (what the liquid shader needs: deeper is full colour); None where the chunks do not lie on
+    one tile's grid."""
+    r = np.arange(9)
+    outer = (r[:, None] * 17 + r[None, :]).ravel()
+    ground = np.asarray(adt.abs_heights, np.float64)[:, outer].reshape(256, 9, 9)
+    g0 = np.round((ZEROPOINT - np.asarray(adt.positions, np.float64)[:, :2]) / UNIT).astype(np.int64)
+    t0 = g0.min(axis=0)
+    loc = g0 - t0
+    if loc.max() > DEPTH_MAP - 9 or (loc % 8).any():
+        return None, (0, 0)
+    rows = (loc[:, 0, None, None] + r[None, :, None]).repeat(9, axis=2)
+    cols = (loc[:, 1, None, None] + r[None, None, :]).repeat(9, axis=1)
+    out = np.zeros((DEPTH_MAP, DEPTH_MAP), np.uint8)
+    d = np.clip((level - ground) / DEPTH_MAP_SCALE, 0.0, 1.0)
+    out[rows, cols] = np.round(d * 255.0).astype(np.uint8)
+    return out, (int(t0[0]), int(t0[1]))
 
 
 def _rectangles(grid: np.ndarray) -> np.ndarray:
@@ -258,17 +303,21 @@ def _rectangles(grid: np.ndarray) -> np.ndarray:
     return np.stack([r[start], a[start], r[end] + 1, b[start], val[start]], axis=1)
 
 
-def _rect_vertices(r0, c0, r1, c1, level, kind, cls) -> np.ndarray:
-    """(m, 4) vertices of rectangles on the map-wide cell grid (NW, SW, SE, NE)."""
+def _rect_vertices(r0, c0, r1, c1, level, kind, cls, origin) -> np.ndarray:
+    """(m, 4) vertices of rectangles on the map-wide cell grid (NW, SW, SE, NE); a rectangle of
+    :data:`CLS_MAPPED` reads its depth from the tile's depth map (``origin``: its first texel)."""
     rows = np.stack([r0, r1, r1, r0], axis=1)
     cols = np.stack([c0, c0, c1, c1], axis=1)
     x, y = ZEROPOINT - rows * UNIT, ZEROPOINT - cols * UNIT
-    v = np.zeros(rows.shape, VERTEX_DTYPE)
+    v = np.zeros(rows.shape, VIEW_DTYPE)
     v["pos"] = np.stack([x, y, np.broadcast_to(np.asarray(level, np.float64)[:, None], x.shape)], axis=-1)
     full = np.asarray(DEPTH_RANGE)[np.minimum(kind, 3)] * 2.0    # past full colour: smoothstep gives 1
-    v["depth"] = np.where(cls == 0, 0.0, full)[:, None]
+    v["depth"] = np.where(cls == CLS_DRY, 0.0, full)[:, None]
     v["kind"] = np.asarray(kind)[:, None]
     v["uv"] = np.stack([-y * UV_SCALE, -x * UV_SCALE], axis=-1)
+    mapped = (cls == CLS_MAPPED)[:, None]
+    v["tex"] = np.stack([np.where(mapped, cols - origin[1], 0), np.where(mapped, rows - origin[0], 0),
+                         np.where(mapped, 0.0, -1.0) + np.zeros(rows.shape)], axis=-1)
     return v
 
 
@@ -305,9 +354,13 @@ def merge(meshes) -> LiquidMesh:
         return LiquidMesh()
     if len(meshes) == 1:
         return meshes[0]
+    if any(m.vertices.dtype == VIEW_DTYPE for m in meshes):  # the viewer's: every part in its layout
+        meshes = [LiquidMesh(view_vertices(m.vertices), m.indices, m.textures, m.layers, m.cells, m.types,
+                             m.depth_map) for m in meshes]
     base = np.cumsum([0] + [len(m.vertices) for m in meshes[:-1]])
     out = LiquidMesh(np.concatenate([m.vertices for m in meshes]),
-                     np.concatenate([m.indices + np.uint32(b) for m, b in zip(meshes, base)]))
+                     np.concatenate([m.indices + np.uint32(b) for m, b in zip(meshes, base)]),
+                     depth_map=next((m.depth_map for m in meshes if m.depth_map is not None), None))
     for m in meshes:
         for k, t in m.textures.items():
             out.textures.setdefault(k, t)
@@ -315,4 +368,15 @@ def merge(meshes) -> LiquidMesh:
             out.types[t] = out.types.get(t, 0) + c
         out.layers += m.layers
         out.cells += m.cells
+    return out
+
+
+def view_vertices(v: np.ndarray) -> np.ndarray:
+    """Vertices in :data:`VIEW_DTYPE` (a WMO's, the exports' layout: their own depth)."""
+    if v.dtype == VIEW_DTYPE:
+        return v
+    out = np.zeros(len(v), VIEW_DTYPE)
+    for name in VERTEX_DTYPE.names:
+        out[name] = v[name]
+    out["tex"] = (0.0, 0.0, -1.0)
     return out
