@@ -70,6 +70,7 @@ class ViewOptions:
     meadow_settings: object = field(default=None, repr=False)  # procedural: a MeadowSettings (None: defaults)
     log: object = field(default=None, repr=False)  # callable(str) for progress lines (stderr)
     files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
+    warm_up: bool | None = None  # compile and draw every program once before the first frame (None: in a window)
 
 
 
@@ -261,7 +262,10 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
                       wmos=opts.wmos, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe, horizon=opts.horizon)
-    return Viewer(target, scene, camera, toggles)
+    viewer = Viewer(target, scene, camera, toggles)
+    if mode.window if opts.warm_up is None else opts.warm_up:  # every program before the first frame
+        viewer.warm_up()
+    return viewer
 
 
 def trim_heap() -> None:

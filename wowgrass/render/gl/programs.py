@@ -21,6 +21,7 @@ On a compile error the numbered source of the failing stage is part of the raise
 from __future__ import annotations
 
 import re
+import weakref
 from importlib import resources
 
 from wowgrass.errors import WowgrassError
@@ -148,7 +149,21 @@ def load_program(ctx, name: str, defines: dict | None = None, *, cache: dict | N
             prog[name].value = value
     if cache is not None:
         cache[key] = prog
+    compile_log(ctx).append(key)
     return prog
+
+
+_COMPILES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def compile_log(ctx) -> list:
+    """Every program :func:`load_program` compiled and linked on ``ctx``, in order: (file, defines)
+    keys (the viewer's warm-up compiles what a scene can use before its first frame; a frame
+    after it adds nothing here)."""
+    log = _COMPILES.get(ctx)
+    if log is None:
+        log = _COMPILES[ctx] = []
+    return log
 
 
 class ProgramSet(dict):

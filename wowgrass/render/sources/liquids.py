@@ -200,6 +200,11 @@ class LiquidSet(Source):
                 for ib in (self.ibo, self.lbo))
         return self._vaos[1 if lines else 0](prog)
 
+    def warm_programs(self, pass_, view) -> list:
+        if pass_.name == "shadow":
+            return []
+        return [(pass_.program(self.programs, "liquid", view), "opaque" if view.fill == "lines" else "blend")]
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 
