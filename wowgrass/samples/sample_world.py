@@ -413,8 +413,11 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
 
 # -- cache -------------------------------------------------------------------------------------
 def cache_key(build: str, tiles, seed: int, sea: bool = False) -> str:
+    from wowgrass.samples.features import SEA_LEVEL
+
     cols, rows = parse_tiles(tiles)
-    return f"{check_build(build)}-{cols}x{rows}-{int(seed)}{'-sea' if sea else ''}-v{SAMPLE_VERSION}"
+    sea_part = f"-sea{SEA_LEVEL:g}" if sea else ""   # its level names it: a new level, a new world
+    return f"{check_build(build)}-{cols}x{rows}-{int(seed)}{sea_part}-v{SAMPLE_VERSION}"
 
 
 def sample_root(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, sea: bool = False) -> Path:

@@ -67,6 +67,7 @@ class GameSource:
         self.liquid_errors: dict = {}  # (col, row) -> why its liquid is not drawn
         # a far tile's liquid keeps every step-th vertex, as its terrain does (the scene sets it)
         self.far_liquid_step = 4
+        self.liquid_merge = True  # False: a quad a cell, as before liquids at map scale (benchmarks compare)
 
     def _read(self, path: str) -> bytes:
         with self._lock:
@@ -108,7 +109,7 @@ class GameSource:
         the frames of its kinds; ``step`` > 1: a far tile's lean liquid (liquid_tiles.merged_mesh)."""
         from .liquid_tiles import adt_liquid_mesh, merge, wmo_liquid_mesh
 
-        mesh, err = adt_liquid_mesh(adt, self.liquid_types, merged=True, step=step)
+        mesh, err = adt_liquid_mesh(adt, self.liquid_types, merged=self.liquid_merge, step=step)
         if err:
             self.liquid_errors[(col, row)] = err
         parts = [mesh]
