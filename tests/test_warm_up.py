@@ -21,6 +21,7 @@ def test_warm_up_compiles_every_program_before_the_first_frame(egl):
     scene = open_scene(target, src, opts, lambda s: None)
     try:
         viewer = open_viewer(target, scene, src, opts, OutputMode(False, None))
+        viewer.light.shadow_size = 256          # llvmpipe: a small sun's map
         log = compile_log(target.ctx)
         at_start = len(log)
         done = viewer.warm_up(lines=False)
@@ -32,7 +33,7 @@ def test_warm_up_compiles_every_program_before_the_first_frame(egl):
         variants = {(f, dict(d).get("SHADOW_PASS", False), dict(d).get("FAR_TILE", False)) for f, d in warmed}
         assert ("terrain.glsl", True, True) in variants and ("wmo.glsl", True, False) in variants
         # frames over the lake and the house, shadows on and off, the camera moving: nothing new
-        viewer.light.shadow_size = 256          # llvmpipe: a small sun's map
+        assert viewer.shadow_map is not None     # the warm-up's whole frame made the sun's map
         cam = viewer.camera
         for i in range(6):
             cam.position = cam.position - np.array([40.0, 40.0, 0.0])

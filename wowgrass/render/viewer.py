@@ -214,13 +214,32 @@ class Viewer:
         self.last_stats = st
         return st
 
-    def warm_up(self, *, lines: bool = True) -> dict:
+    def _warm_frame(self, tiny) -> None:
+        """One frame of the scene with every toggle that draws on (and the shadows) into
+        ``tiny``: the real pipelines (compute passes, indirect draws, the shadow map, the
+        buffers' first use) before the first frame; the viewer's own state is kept."""
+        keep = (self.target, self.colour_pass, self.toggles, self.views, self._views_key, self.last_stats)
+        timer, self._timer = self._timer, None
+        try:
+            self.target, self.colour_pass = tiny, ColourPass(tiny)
+            self.toggles = Toggles(stats=False, split=False, wireframe=False, lod_colors=self.toggles.lod_colors,
+                                   mcsh=self.toggles.mcsh)
+            self._views_key = None
+            self.render_frame(0.0)
+            self._frame -= 1
+        finally:
+            (self.target, self.colour_pass, self.toggles, self.views, self._views_key, self.last_stats) = keep
+            self._timer = timer
+
+    def warm_up(self, *, lines: bool = True, frame_too: bool = True) -> dict:
         """Compile every program the scene's sources can draw with, in every pass (the sun's
         shadows, colour) and fill (filled, and with ``lines`` the wireframe), and draw each once
         under its source's pipeline state into a tiny target of the frame's sample count, before
         the first frame: no compile and no first-draw pipeline build falls inside a frame later
         (a source that has nothing yet, the lake before its tile arrives, is warmed all the same;
-        docs/view.md "No cold-start hitch"). Returns what it did: programs compiled, draws, ms."""
+        docs/view.md "No cold-start hitch"); ``frame_too``: then a whole frame of the scene as it
+        stands into that target (:meth:`_warm_frame`). Returns what it did: programs compiled,
+        draws, ms."""
         import copy
         import moderngl
 
@@ -271,6 +290,9 @@ class Viewer:
                                 ctx.disable_direct(0x809E)
                             draws += 1
                     p.end(frame, view)
+            if frame_too:  # the scene as it stands, every source and the shadows on, into the tiny target
+                self._warm_frame(tiny)
+                self.target.fbo.clear(*SKY, 1.0, depth=1.0)  # the frame's own target touched once too
             if lines and self._overlay is None:  # the split screen's labels
                 from .gl.programs import load_program
                 from .overlay import Overlay
