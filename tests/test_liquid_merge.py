@@ -5,6 +5,8 @@ bytes unchanged)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,63 @@ def test_sample_sea_gives_every_chunk_an_ocean_layer(build):
     low = np.flatnonzero(ground[:, 0] < SEA_LEVEL - 5)
     if len(low):
         assert t.no_effect_doodad[low].any()
+
+
+@pytest.mark.gl
+def test_merged_liquid_draws_like_the_per_cell_one(ctx):
+    """The GL side: a tile's depth map gets a slice (the array grows, a freed slice is taken
+    again), and the joined quads draw the shore as the quad a cell does."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.frame import Frame, FrameUniforms, draw_frame
+    from wowgrass.render.gl.context import create_offscreen_target
+    from wowgrass.render.gl.programs import make_programs
+    from wowgrass.render.passes import ColourPass
+    from wowgrass.render.sources.liquids import LiquidSet
+    from wowgrass.render.views import View
+
+    t = _tile()
+    merged, _ = LT.adt_liquid_mesh(t, LiquidTypes(), merged=True)
+    cells, _ = LT.adt_liquid_mesh(t, LiquidTypes())
+    target = create_offscreen_target((160, 90), 0, ctx=ctx)
+    progs = make_programs(ctx)
+    uniforms = FrameUniforms(ctx)
+    x0, y0 = LT.ZEROPOINT - ROW * 1600 / 3, LT.ZEROPOINT - COL * 1600 / 3
+    cam = Camera(position=np.array([x0 - 266.0 + 1.0, y0 - 266.0, 420.0]))
+    cam.look_at((x0 - 266.0, y0 - 266.0, 10.0))
+    cam.far, cam.near = 2000.0, 1.0
+    images = []
+    try:
+        for mesh in (cells, merged):
+            liq = LiquidSet(ctx, progs)
+            liq.add((COL, ROW), mesh)
+            view = View(cam, (0, 0, 160, 90))
+            draw_frame(Frame(views=[view], fog=(5000.0, 6000.0)), [ColourPass(target)], [liq], uniforms)
+            images.append(target.read_rgba()[..., :3].astype(np.int32))
+            if mesh is merged:
+                for k in range(6):          # more tiles than the array's first 4 slices
+                    liq.add(("t", k), merged)
+                assert sorted(liq.depth_slots.values()) == list(range(7)) and liq.depth_maps.size[2] == 8
+                freed = liq.depth_slots[("t", 2)]
+                liq.remove_tile(("t", 2))
+                liq.add(("t", 9), merged)
+                assert liq.depth_slots[("t", 9)] == freed and ("t", 2) not in liq.depth_slots
+                sl = liq.parts[("t", 9)].vertices["tex"][:, 2]
+                assert set(sl[sl >= 0].tolist()) == {float(freed)}
+                raw = np.frombuffer(liq.depth_maps.read(alignment=1), np.uint8).reshape(8, 129, 129)
+                assert (raw[liq.depth_slots[("t", 4)]] == merged.depth_map).all()
+            liq.release()
+    finally:
+        uniforms.release()
+        target.release()
+    a, b = images
+    if os.environ.get("WOWGRASS_TEST_PNG"):
+        from PIL import Image
+
+        Image.fromarray(np.concatenate([a, b], axis=1).astype(np.uint8)).save(
+            os.path.join(os.environ["WOWGRASS_TEST_PNG"], "liquid-cells-vs-merged.png"))
+    sky = np.abs(a - a[0, 0]).sum(axis=2) < 6
+    assert 0.3 < 1 - sky.mean() < 1.0                      # water on screen, over the shore
+    diff = np.abs(a - b).sum(axis=2)
+    assert diff.mean() < 3.0 and (diff > 24).mean() < 0.01, (diff.mean(), (diff > 24).mean())
+    # the shallows fade to the shore the same way: the per-row mean colour along the slope
+    assert np.abs(a.mean(axis=(1, 2)) - b.mean(axis=(1, 2))).max() < 4.0

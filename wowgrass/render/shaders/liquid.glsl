@@ -22,6 +22,7 @@ flat out int v_kind;
 out vec2 v_uv;
 out vec2 v_tex;
 flat out float v_slice;
+out float v_dist;
 
 void main() {
     v_world = in_position;
@@ -31,6 +32,7 @@ void main() {
     v_uv = in_uv;
     v_tex = in_tex.xy;
     v_slice = in_tex.z;
+    v_dist = distance(in_position, uCameraPos);
 }
 
 #elif defined FRAGMENT_SHADER
@@ -51,14 +53,15 @@ flat in int v_kind;
 in vec2 v_uv;
 in vec2 v_tex;
 flat in float v_slice;
+in float v_dist;
 out vec4 f_color;
 
 void main() {
 #if defined WIREFRAME
     f_color = vec4(0.35, 0.65, 0.95, 1.0);
 #else
-    // per fragment: a merged quad spans a tile, and distance is not linear across it
-    float v_dist = distance(v_world, uCameraPos);
+    // a joined quad may span a tile, and distance is not linear across it: per fragment there
+    float dist = v_slice == -1.0 ? v_dist : distance(v_world, uCameraPos);
     int k = clamp(v_kind, 0, 3);
     bool wet = k < 2;                 // water and ocean ripple and reflect
     float t = uTime;
@@ -79,7 +82,7 @@ void main() {
     }
     vec3 n = normalize(vec3(-slope, 1.0));
     vec3 view = normalize(uCameraPos - v_world);
-    float sh = shadowFactor(v_world, v_dist);
+    float sh = shadowFactor(v_world, dist);
     vec3 c;
     float alpha;
     if (wet) {
@@ -98,7 +101,7 @@ void main() {
         c = base * (glow + (1.0 - glow) * (uAmbient + uSunColor * max(n.z * uSunDir.z, 0.0) * sh));
         alpha = 1.0;
     }
-    f_color = vec4(applyFog(c, v_dist), alpha);
+    f_color = vec4(applyFog(c, dist), alpha);
 #endif
 }
 #endif

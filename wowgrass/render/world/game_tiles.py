@@ -107,9 +107,10 @@ class GameSource:
     def _liquids(self, col, row, adt, wmos, step: int = 1) -> dict:
         """The tile's liquid mesh (its own layers, flat ones merged, and the MLIQ of its WMOs) and
         the frames of its kinds; ``step`` > 1: a far tile's lean liquid (liquid_tiles.merged_mesh)."""
-        from .liquid_tiles import adt_liquid_mesh, merge, wmo_liquid_mesh
+        from .liquid_tiles import MERGE_MIN_CELLS, adt_liquid_mesh, merge, wmo_liquid_mesh
 
-        mesh, err = adt_liquid_mesh(adt, self.liquid_types, merged=self.liquid_merge, step=step)
+        mesh, err = adt_liquid_mesh(adt, self.liquid_types, merged=self.liquid_merge, step=step,
+                                    merge_from=MERGE_MIN_CELLS)
         if err:
             self.liquid_errors[(col, row)] = err
         parts = [mesh]

@@ -41,7 +41,8 @@ VERTEX_FORMAT = "3f 1f 1f 2f"
 VERTEX_ATTRS = ("in_position", "in_depth", "in_kind", "in_uv")
 DEPTH_RANGE = (3.0, 9.0, 1.0, 1.0)   # yards of depth to full colour: water, ocean (magma, slime: opaque)
 # the viewer's vertices: also where in its tile's depth map a vertex is (texel x, y, slice; slice
-# -1: the vertex's own depth); LiquidSet puts the tile's slice in when it takes the tile
+# -1: a cell's corner with its own depth, -2: a joined quad's, of its own constant depth);
+# LiquidSet puts the tile's slice in when it takes the tile
 VIEW_DTYPE = np.dtype(VERTEX_DTYPE.descr + [("tex", "<f4", 3)])
 VIEW_FORMAT = VERTEX_FORMAT + " 3f"
 VIEW_ATTRS = VERTEX_ATTRS + ("in_tex",)
@@ -49,6 +50,7 @@ DEPTH_MAP = 129                      # texels a side of a tile's depth map: its 
 DEPTH_MAP_SCALE = max(DEPTH_RANGE[:2])   # yards of depth a depth map holds (deeper: full colour anyway)
 CLS_DRY, CLS_DEEP, CLS_OPAQUE, CLS_MAPPED = 0, 1, 2, 3   # how a joined cell gets its depth
 MAX_GRID = 4096                      # cells a side of a tile's merge grid (more: odd positions, no merging)
+MERGE_MIN_CELLS = 2048               # the viewer joins the liquid of tiles with at least this many cells (8 chunks)
 
 
 @dataclass
@@ -90,11 +92,14 @@ def _compact(vertices: np.ndarray, quads: np.ndarray) -> tuple[np.ndarray, np.nd
     return vertices[used], inv.astype(np.uint32)
 
 
-def adt_liquid_mesh(adt, types, *, by_type: bool = False, merged: bool = False, step: int = 1):
+def adt_liquid_mesh(adt, types, *, by_type: bool = False, merged: bool = False, step: int = 1,
+                    merge_from: int = 0):
     """The ADT's own liquid layers as one mesh (``by_type``: a mesh per LiquidType id); a
     decoding error is returned (and logged), not raised: a tile whose liquid is broken still
     shows its terrain. ``merged``: the viewer's mesh (flat saturated cells joined, see above);
-    ``step`` > 1 (with ``merged``): a far tile's lean mesh on every ``step``-th vertex."""
+    ``step`` > 1 (with ``merged``): a far tile's lean mesh on every ``step``-th vertex;
+    ``merge_from``: a tile with fewer liquid cells keeps a quad a cell (a pond's mesh is
+    kilobytes either way, and draws exactly as it always did)."""
     from wowgrass.formats.liquid import SOURCE_MH2O, tile_liquid
 
     try:
@@ -105,6 +110,8 @@ def adt_liquid_mesh(adt, types, *, by_type: bool = False, merged: bool = False, 
     lay = liq.layers
     kinds = types.kinds(lay["type"], lay["format"]) if liq.source == SOURCE_MH2O else lay["kind"].astype(np.uint8)
     kinds = np.where(kinds > 3, 0, kinds)
+    if merged and int(lay["exists"].sum()) < merge_from:
+        merged = False
     build = (lambda a, ly, k, t: merged_mesh(a, ly, k, t, step=step)) if merged else layers_mesh
     if not by_type:
         return build(adt, lay, kinds, types), None
@@ -316,8 +323,9 @@ def _rect_vertices(r0, c0, r1, c1, level, kind, cls, origin) -> np.ndarray:
     v["kind"] = np.asarray(kind)[:, None]
     v["uv"] = np.stack([-y * UV_SCALE, -x * UV_SCALE], axis=-1)
     mapped = (cls == CLS_MAPPED)[:, None]
+    # slice -2: a joined quad of its own constant depth (the shader takes its distance per fragment)
     v["tex"] = np.stack([np.where(mapped, cols - origin[1], 0), np.where(mapped, rows - origin[0], 0),
-                         np.where(mapped, 0.0, -1.0) + np.zeros(rows.shape)], axis=-1)
+                         np.where(mapped, 0.0, -2.0) + np.zeros(rows.shape)], axis=-1)
     return v
 
 
