@@ -534,6 +534,239 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     return results
 
 
+def _flight_summary(times, gpu=None, compiles=None, uploads=None) -> dict:
+    """Median, p99, max frame times (and their ratios to the median) of a flight."""
+    med = statistics.median(times)
+    out = {"frames": len(times), "median_ms": med, "p99_ms": float(np.percentile(times, 99)), "max_ms": max(times),
+           "p99_x": float(np.percentile(times, 99)) / med, "max_x": max(times) / med,
+           "frames_over_4x_median": sum(t > 4 * med for t in times), "slowest_frame": int(np.argmax(times))}
+    if gpu:
+        out.update(gpu_median_ms=statistics.median(gpu), gpu_p99_ms=float(np.percentile(gpu, 99)), gpu_max_ms=max(gpu))
+    if compiles is not None:
+        out["programs_compiled_in_frames"] = int(sum(compiles))
+        out["frames_that_compiled"] = [i for i, c in enumerate(compiles) if c]
+    if uploads is not None:
+        out["tile_uploads"] = int(sum(uploads))
+        out["slowest_frame_had_upload"] = bool(uploads[int(np.argmax(times))])
+    return out
+
+
+def _fly(target, scene, v, start, step, frames, *, pace=60.0, height=12.0, floor=None):
+    """A paced straight flight (bench_flight's loop): per frame the time of update, draw and
+    finish, the tile uploads, the programs compiled in it and its GPU time (the viewer's timer).
+    ``floor``: the camera keeps ``height`` above max(ground, floor) (a sea's level)."""
+    from wowgrass.render.gl.programs import compile_log
+
+    log = compile_log(target.ctx)
+    cam = v.camera
+    cam.position = np.asarray(start, np.float64).copy()
+    slot = 1.0 / pace if pace > 0 else 0.0
+    times, uploads, compiles = [], [], []
+    v.drain_gpu_times()
+    first = v._frame
+    due = time.perf_counter()
+    for i in range(frames):
+        now = time.perf_counter()
+        if now < due:
+            time.sleep(due - now)
+        due = max(due + slot, time.perf_counter()) if slot else due
+        n_log = len(log)
+        t0 = time.perf_counter()
+        n_up = scene.update(cam.position)
+        g = scene.ground_height(float(cam.position[0]), float(cam.position[1]))
+        if g is not None:
+            cam.position[2] = max(g, floor if floor is not None else g) + height
+        v.render_frame(i / 60.0)
+        target.ctx.finish()
+        times.append((time.perf_counter() - t0) * 1000.0)
+        uploads.append(n_up)
+        compiles.append(len(log) - n_log)
+        cam.position = cam.position + step
+    gpu = [ms for f, ms in v.drain_gpu_times() if f >= first]
+    return times, gpu, compiles, uploads
+
+
+def _sea_world(tiles: int):
+    """The sample world with a sea (``sample build --sea``), built and baked with every core."""
+    from wowgrass.grass.bake import bake_map
+    from wowgrass.samples import MAP_NAME, sample_data_path
+
+    jobs = max(1, min(16, os.cpu_count() or 1))
+    t0 = time.perf_counter()
+    root = sample_data_path(tiles=(tiles, tiles), jobs=jobs, sea=True)
+    built = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bake_map(root, MAP_NAME, jobs=jobs)
+    return root, built, time.perf_counter() - t0
+
+
+def _ocean_scene(target, progs, src, wdl):
+    """A scene as ``wowgrass view`` opens one (far tiles to TERRAIN_REACH, the WDL horizon)."""
+    from wowgrass.render.constants import TERRAIN_REACH
+    from wowgrass.render.world.streaming import Scene
+
+    return Scene(target.ctx, progs, src, terrain_reach=TERRAIN_REACH, horizon=wdl)
+
+
+def _liquid_books(scene) -> dict:
+    """The liquids' GPU bytes as render/gl/memory.py books them: each tile's mesh (vertices,
+    indices, edges, depth map) and every object of kind "liquids" (buffers, depth maps, the
+    texture frames)."""
+    from wowgrass.render.gl.memory import gpu_memory
+
+    mem = gpu_memory(scene.ctx)
+    per_tile = sum(u.get("liquids", 0) for u in mem.tiles().values())
+    return {"liquid_tile_bytes": int(per_tile), "liquid_objects_bytes": int(mem.allocated().get("liquids", 0)),
+            "liquid_triangles_resident": scene.liquids.triangles, "liquid_cells": scene.liquids.cells,
+            "resident_tiles": len(scene.tiles), "far_tiles": sum(not t.full for t in scene.tiles.values())}
+
+
+def bench_ocean(size, samples, tiles=8, frames=1200, speeds=(50.0, 150.0), png_dir=None, pace=60.0, warmup=60,
+                view_frames=60, height=12.0):
+    """The benchmark ocean (docs/sample.md: the sample world with an ocean layer in every chunk,
+    built with ``--sea``) as ``wowgrass view`` draws it (far tiles, horizon, the warm-up before
+    the first frame): the ocean view from 150 units up, liquids on and off (GPU time, the
+    liquid triangles drawn, the liquids' GPU bytes), once with the viewer's merged liquid and
+    once a quad a cell (as before liquids at map scale); then straight flights along the
+    world's diagonal at each of ``speeds`` with the sun's shadows on and off, and at the first
+    speed with shadows and without liquids (the liquids' GPU cost in flight: the GPU medians'
+    difference). Bundles are baked before the flights (every core)."""
+    from wowgrass.game.data import open_data
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.game_tiles import GameSource
+    from wowgrass.render.world.streaming import tiles_centre
+    from wowgrass.samples import MAP_NAME
+    from wowgrass.samples.features import SEA_LEVEL
+
+    root, built, baked = _sea_world(tiles)
+    data = open_data(root)
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    out = {"world": f"{tiles}x{tiles}", "sea_level": SEA_LEVEL, "world_build_s": built, "bake_s": baked,
+           "size": list(size), "samples": target.samples}
+    src0 = GameSource(data, MAP_NAME)
+    wdl = src0.load_horizon()
+    cx, cy = tiles_centre(src0.tiles)
+    # the ocean view: from the world's centre, 150 units over the sea, looking along the diagonal
+    for mode in ("merged", "per_cell"):
+        src = GameSource(data, MAP_NAME)
+        src.liquid_merge = mode == "merged"
+        scene = _ocean_scene(target, progs, src, wdl)
+        cam = Camera(position=np.array([cx - 300.0, cy - 300.0, 0.0]))
+        scene.update(cam.position, block=True, block_far=True)
+        g = scene.ground_height(float(cam.position[0]), float(cam.position[1])) or 0.0
+        cam.position[2] = max(g, SEA_LEVEL) + 150.0
+        cam.yaw, cam.pitch = math.radians(45.0), math.radians(-12.0)
+        v = Viewer(target, scene, cam, Toggles())
+        v.warm_up()
+        r = out[f"view_{mode}"] = {"camera": [round(float(c), 1) for c in cam.position]}
+        for on in (True, False):
+            v.toggles = Toggles(liquids=on)
+            for _ in range(WARMUP_FRAMES if on else 10):
+                v.render_frame(0.0)
+            r["liquids_on" if on else "liquids_off"] = time_viewer(v, target, view_frames)
+            if on:
+                v.toggles = Toggles(liquids=True, stats=True)
+                r["liquid_triangles_drawn"] = v.render_frame(0.0).liquid_triangles
+            if png_dir:
+                v.render_frame(0.0)
+                v.save_png(Path(png_dir) / f"ocean_view_{mode}_{'liquids' if on else 'no_liquids'}_{size[0]}x{size[1]}.png")
+        r.update(_liquid_books(scene))   # after frames: the liquid buffers fill at the first draw
+        on_, off = r["liquids_on"]["gpu_ms"], r["liquids_off"]["gpu_ms"]
+        r["liquid_gpu_ms"] = None if on_ is None or off is None else on_ - off
+        v.release()
+        scene.release()
+    # the flights
+    src = GameSource(data, MAP_NAME)
+    runs = [(sp, sh, True) for sp in speeds for sh in (True, False)] + [(speeds[0], True, False)]
+    for speed, shadows, liquids in runs:
+        span = frames * speed / 60.0
+        start = np.array([cx - span / 2 / math.sqrt(2), cy - span / 2 / math.sqrt(2), 0.0])
+        step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
+        scene = _ocean_scene(target, progs, src, wdl)
+        scene.update(start, block=True)
+        cam = Camera(position=start.copy())
+        cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
+        g = scene.ground_height(float(start[0]), float(start[1])) or 0.0
+        cam.position[2] = max(g, SEA_LEVEL) + height
+        v = Viewer(target, scene, cam, Toggles(shadows=shadows, liquids=liquids))
+        warm = v.warm_up()
+        for _ in range(warmup):
+            v.render_frame(0.0)
+            target.ctx.finish()
+        times, gpu, compiles, uploads = _fly(target, scene, v, cam.position.copy(), step, frames, pace=pace,
+                                             height=height, floor=SEA_LEVEL)
+        name = f"flight_{speed:g}_{'shadows' if shadows else 'no_shadows'}{'' if liquids else '_no_liquids'}"
+        out[name] = {"speed": speed, "shadows": shadows, "liquids": liquids, "warm_up": warm, "pace_fps": pace,
+                     **_flight_summary(times, gpu, compiles, uploads), **_liquid_books(scene),
+                     "frame_ms": [round(t, 3) for t in times]}
+        if png_dir and liquids:
+            v.save_png(Path(png_dir) / f"ocean_{name}_end_{size[0]}x{size[1]}.png")
+        v.release()
+        scene.release()
+    with_l = out.get(f"flight_{speeds[0]:g}_shadows", {}).get("gpu_median_ms")
+    without = out.get(f"flight_{speeds[0]:g}_shadows_no_liquids", {}).get("gpu_median_ms")
+    out["flight_liquid_gpu_ms"] = None if with_l is None or without is None else with_l - without
+    target.release()
+    data.close()
+    return out
+
+
+def bench_cold_start(size, samples, tiles=6, frames=600, speed=50.0, ocean=False, warm_up=True, pace=60.0,
+                     height=12.0, png_dir=None):
+    """The first flight of a fresh process (run it with the driver's shader cache off: NVIDIA
+    ``__GL_SHADER_DISK_CACHE=0``, Mesa ``MESA_SHADER_CACHE_DISABLE=true``): programs built at
+    scene creation, the viewer's warm-up (``warm_up``; off: the control), then the flight from
+    its first frame, no start-up frames. Every frame's time and what it compiled; the target: no
+    frame over 4x the median. Over the --flight world (bundles baked first, so that no bake
+    lands in a frame), or with ``ocean`` the sea world."""
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import bake_map
+    from wowgrass.render.gl.programs import compile_log
+    from wowgrass.render.viewer import Toggles, Viewer
+    from wowgrass.render.world.game_tiles import GameSource
+    from wowgrass.render.world.streaming import tiles_centre
+    from wowgrass.samples import MAP_NAME, sample_data_path
+    from wowgrass.samples.features import SEA_LEVEL
+
+    if ocean:
+        root, _built, _baked = _sea_world(tiles)
+    else:
+        root = sample_data_path(tiles=(tiles, tiles), jobs=4)
+        bake_map(root, MAP_NAME, jobs=max(1, min(16, os.cpu_count() or 1)))
+    t_start = time.perf_counter()
+    data = open_data(root)
+    src = GameSource(data, MAP_NAME)
+    target = create_offscreen_target(size, samples)
+    progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
+    log = compile_log(target.ctx)
+    scene = _ocean_scene(target, progs, src, src.load_horizon())
+    cx, cy = tiles_centre(src.tiles)
+    span = frames * speed / 60.0
+    start = np.array([cx - span / 2 / math.sqrt(2), cy - span / 2 / math.sqrt(2), 0.0])
+    step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
+    scene.update(start, block=True)
+    cam = Camera(position=start.copy())
+    cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
+    v = Viewer(target, scene, cam, Toggles(shadows=True))
+    at_creation = len(log)
+    warm = v.warm_up() if warm_up else None
+    ready = (time.perf_counter() - t_start) * 1000.0
+    times, gpu, compiles, uploads = _fly(target, scene, v, start, step, frames, pace=pace, height=height,
+                                         floor=SEA_LEVEL if ocean else None)
+    out = {"world": f"{tiles}x{tiles}{' sea' if ocean else ''}", "speed": speed, "warm_up": warm,
+           "programs_at_scene_creation": at_creation, "programs_total": len(log), "ready_ms": ready,
+           "env": {k: os.environ.get(k) for k in ("__GL_SHADER_DISK_CACHE", "MESA_SHADER_CACHE_DISABLE")},
+           **_flight_summary(times, gpu, compiles, uploads), "frame_ms": [round(t, 3) for t in times]}
+    if png_dir:
+        v.save_png(Path(png_dir) / f"cold_start_end_{size[0]}x{size[1]}.png")
+    v.release()
+    scene.release()
+    target.release()
+    data.close()
+    return out
+
+
 DEMO_CAMERA, DEMO_TARGET = (-28.0, -38.0, 71.0), (-62.0, -95.0, 58.0)   # make demo's view: the lake and the house
 
 
@@ -764,6 +997,16 @@ def main(argv=None):
     ap.add_argument("--flight-warmup", type=int, default=60,
                     help="frames of --flight drawn at the start point before it, timed apart (start-up: program "
                          "compilation at first draw, GPU clocks coming up)")
+    ap.add_argument("--ocean", action="store_true",
+                    help="with --flight: the benchmark ocean instead (a --ocean-tiles sample world with a sea): the ocean "
+                         "view (liquid triangles, GPU bytes, GPU cost; merged and a quad a cell) and flights at "
+                         "--flight-speeds with shadows on and off; with --cold-start: its world")
+    ap.add_argument("--ocean-tiles", type=int, default=8, help="sample world size of --ocean (NxN tiles)")
+    ap.add_argument("--flight-speeds", default="50,150", help="--ocean: flight speeds (units/s)")
+    ap.add_argument("--cold-start", action="store_true",
+                    help="the first flight of this process, every frame timed (run with the driver's shader cache off)")
+    ap.add_argument("--no-warm-up", action="store_true", help="--cold-start without the viewer's warm-up (the control)")
+    ap.add_argument("--out", help="a folder: --json OUT/render.json and --png-dir OUT unless given")
     ap.add_argument("--samples", type=int, default=4, help="MSAA samples of the sample-zone run")
     ap.add_argument("--horizon", action="store_true",
                     help="the WDL horizon over a --horizon-tiles sample world from a flight height, on and off "
@@ -786,6 +1029,9 @@ def main(argv=None):
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--png-dir", help="write sample-zone frames here")
     a = ap.parse_args(argv)
+    if a.out:
+        a.json = a.json or str(Path(a.out) / "render.json")
+        a.png_dir = a.png_dir or a.out
     w, h = (int(v) for v in a.size.lower().split("x"))
     if a.png_dir:
         Path(a.png_dir).mkdir(parents=True, exist_ok=True)
@@ -796,6 +1042,25 @@ def main(argv=None):
     if a.probe_count is None:
         a.probe_count = 16_000_000 if 16_000_000 in counts else 0
 
+    if a.cold_start:  # first, before this process builds any program
+        print(f"cold-start flight ({'ocean ' + str(a.ocean_tiles) if a.ocean else 'sample ' + str(a.flight_tiles)}"
+              f"x world, {w}x{h}, MSAA {a.samples}x, shadows, warm-up {'off' if a.no_warm_up else 'on'}; shader caches: "
+              f"__GL_SHADER_DISK_CACHE={os.environ.get('__GL_SHADER_DISK_CACHE')} "
+              f"MESA_SHADER_CACHE_DISABLE={os.environ.get('MESA_SHADER_CACHE_DISABLE')}):", flush=True)
+        cs = bench_cold_start((w, h), a.samples, a.ocean_tiles if a.ocean else a.flight_tiles, a.flight_frames,
+                              float(a.flight_speeds.split(",")[0]), ocean=a.ocean, warm_up=not a.no_warm_up,
+                              pace=a.flight_pace, png_dir=a.png_dir)
+        wu = cs["warm_up"]
+        print(f"  ready after {cs['ready_ms']:.0f} ms ({cs['programs_at_scene_creation']} programs at scene creation"
+              + (f", warm-up {wu['programs_compiled']} more in {wu['ms']:.0f} ms" if wu else ", no warm-up") + ")")
+        print(f"  median {cs['median_ms']:.2f} ms  p99 {cs['p99_ms']:.2f} ({cs['p99_x']:.2f}x)  max {cs['max_ms']:.2f} ms "
+              f"({cs['max_x']:.2f}x, frame {cs['slowest_frame']})  over 4x median: {cs['frames_over_4x_median']} of "
+              f"{cs['frames']}  programs compiled in frames: {cs['programs_compiled_in_frames']} "
+              f"(frames {cs['frames_that_compiled'][:10]})", flush=True)
+        if a.json:
+            Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.json).with_name(Path(a.json).stem + "_cold_start.json").write_text(json.dumps(cs, indent=2))
+
     target = create_offscreen_target((w, h), samples=0)
     ctx = target.ctx
     info = {"renderer": ctx.info["GL_RENDERER"], "version": ctx.info["GL_VERSION"], "size": [w, h],
@@ -805,7 +1070,7 @@ def main(argv=None):
     progs = {lay: make_programs(ctx, instance_layout=lay) for lay in ("16", "16p", "mat4")}
     mesh = GpuMesh(ctx, clump("ref18"))
     out = {"info": info, "gpu": [], "cpu": [], "probes": [], "layout": [], "sample": None, "flight": None,
-           "horizon": None, "water": None}
+           "horizon": None, "water": None, "ocean": None, "cold_start": None}
 
     def save():  # after every section: a run cut short still leaves its figures
         if a.json:
@@ -963,7 +1228,33 @@ def main(argv=None):
                   + f"  (wmo placements drawn {d['wmo_instances']}, liquid triangles {d['liquid_triangles']:,},"
                     f" camera {d['camera']})")
         save()
-    if a.flight:
+    if a.cold_start:
+        out["cold_start"] = cs
+    if a.flight and a.ocean:
+        speeds = tuple(float(x) for x in a.flight_speeds.split(",") if x)
+        print(f"\nthe benchmark ocean: a {a.ocean_tiles}x{a.ocean_tiles} sample world with a sea, {w}x{h}, MSAA "
+              f"{a.samples}x, as the viewer draws it (far tiles, horizon, warm-up):", flush=True)
+        oc = out["ocean"] = bench_ocean((w, h), a.samples, a.ocean_tiles, a.flight_frames, speeds, a.png_dir,
+                                        a.flight_pace, a.flight_warmup, max(a.frames, 10))
+        save()
+        fmt = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
+        print(f"  world built in {oc['world_build_s']:.1f} s, baked in {oc['bake_s']:.1f} s; sea level {oc['sea_level']:g}")
+        for mode in ("merged", "per_cell"):
+            r = oc[f"view_{mode}"]
+            print(f"  ocean view, liquid {mode:<8}: {r['resident_tiles']} tiles ({r['far_tiles']} far), liquid triangles "
+                  f"drawn {r['liquid_triangles_drawn']:,} (resident {r['liquid_triangles_resident']:,}), liquid bytes "
+                  f"per tile {r['liquid_tile_bytes'] / 1e6:.2f} MB (all liquid objects {r['liquid_objects_bytes'] / 1e6:.2f}"
+                  f" MB); gpu {fmt(r['liquids_on']['gpu_ms'])} ms with liquids, {fmt(r['liquids_off']['gpu_ms'])} "
+                  f"without: liquids {fmt(r['liquid_gpu_ms'])} ms")
+        for name, r in oc.items():
+            if not name.startswith("flight_") or not isinstance(r, dict):
+                continue
+            print(f"  {name:<34} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ({r['p99_x']:.2f}x)  max "
+                  f"{r['max_ms']:.2f} ({r['max_x']:.2f}x)  over 4x: {r['frames_over_4x_median']}  gpu median "
+                  f"{fmt(r.get('gpu_median_ms'))} ms  uploads {r['tile_uploads']}  compiled in frames "
+                  f"{r['programs_compiled_in_frames']}  liquid triangles resident {r['liquid_triangles_resident']:,}")
+        print(f"  liquids' GPU cost in flight ({speeds[0]:g} u/s, shadows): {fmt(oc['flight_liquid_gpu_ms'])} ms")
+    elif a.flight:
         print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "
               f"MSAA {a.samples}x, finish after every frame, "
               f"frames paced at {a.flight_pace:g} fps (0: unpaced):")

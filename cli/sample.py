@@ -13,6 +13,9 @@ BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
 
 
 def _options(f):
+    f = click.option("--sea", is_flag=True,
+                     help="An ocean layer in every chunk of every tile, one level across the map (the benchmark "
+                          "ocean world; a world of its own in the cache).")(f)
     f = click.option("--seed", type=int, default=0, show_default=True, help="Terrain noise seed.")(f)
     # --size, not --tiles: everywhere else --tile selects tiles (C,R); --tiles is the old name, still read
     f = click.option("--size", "tiles", default="2x2", show_default=True, metavar="COLSxROWS",
@@ -34,13 +37,14 @@ def sample():
     """
 
 
-def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | None, built: bool) -> dict:
+def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | None, built: bool,
+             sea: bool = False) -> dict:
     from wowgrass.samples import MAP_NAME, parse_tiles, wdt_path
 
     cols, rows = parse_tiles(tiles)
     archives = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
     return {"data": str(data), "build": build, "size": [cols, rows], "tile_count": cols * rows, "seed": seed,
-            "map": MAP_NAME,
+            "map": MAP_NAME, "sea": sea,
             "wdt": wdt_path(), "archives": archives, "built": built,
             "seconds": None if seconds is None else round(seconds, 3)}
 
@@ -53,14 +57,14 @@ def _summary(data: Path, build: str, tiles: str, seed: int, seconds: float | Non
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Processes making the tiles (the same bytes whatever the number).")
 @json_option
-def build_cmd(output, build, tiles, seed, force, jobs, as_json):
+def build_cmd(output, build, tiles, seed, sea, force, jobs, as_json):
     """Write the sample world's Data folder (default: in the wowgrass cache) and print where."""
     from wowgrass.errors import UsageError
     from wowgrass.samples import parse_tiles, sample_data_path, sample_root, write_sample_world
 
     cols_rows = parse_tiles(tiles)
     if output is None:
-        data = sample_root(build, cols_rows, seed) / "Data"
+        data = sample_root(build, cols_rows, seed, sea) / "Data"
         built = force or not data.is_dir()
     else:
         data = Path(output) / "Data"
@@ -74,29 +78,30 @@ def build_cmd(output, build, tiles, seed, force, jobs, as_json):
                 bar.set(done, total, what)
 
             if output is None:
-                data = sample_data_path(build, cols_rows, seed, force=force, progress=update, jobs=jobs)
+                data = sample_data_path(build, cols_rows, seed, force=force, progress=update, jobs=jobs, sea=sea)
             else:
-                data = write_sample_world(output, build, cols_rows, seed, progress=update, jobs=jobs)
+                data = write_sample_world(output, build, cols_rows, seed, progress=update, jobs=jobs, sea=sea)
     seconds = time.perf_counter() - t0
-    info = _summary(data, build, tiles, seed, seconds if built else None, built)
+    info = _summary(data, build, tiles, seed, seconds if built else None, built, sea)
     if as_json:
         echo_json(info)
     else:
         verb = f"built in {seconds:.1f} s" if built else "already built"
         click.echo(f"{data}  ({info['map']}, build {build}, {cols_rows[0]}x{cols_rows[1]} tiles, "
-                   f"seed {seed}; {verb})")
+                   f"seed {seed}{', with a sea' if sea else ''}; {verb})")
 
 
 @sample.command("path")
 @_options
 @json_option
-def path_cmd(build, tiles, seed, as_json):
+def path_cmd(build, tiles, seed, sea, as_json):
     """Print the cached sample's Data folder (without building it)."""
     from wowgrass.samples import parse_tiles, sample_root
 
     cols, rows = parse_tiles(tiles)
-    data = sample_root(build, (cols, rows), seed) / "Data"
+    data = sample_root(build, (cols, rows), seed, sea) / "Data"
     if as_json:
-        echo_json({"data": str(data), "exists": data.is_dir(), "build": build, "size": [cols, rows], "seed": seed})
+        echo_json({"data": str(data), "exists": data.is_dir(), "build": build, "size": [cols, rows], "seed": seed,
+                   "sea": sea})
     else:
         click.echo(str(data) + ("" if data.is_dir() else "  (not built yet: wowgrass sample build)"))

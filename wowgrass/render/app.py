@@ -72,6 +72,7 @@ class ViewOptions:
     files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
     clock: str | None = None  # "HH:MM": the light tables' light for that hour (docs/light.md); the
     # client look takes them at 12:00 without it; otherwise None keeps the fixed sun
+    warm_up: bool | None = None  # compile and draw every program once before the first frame (None: in a window)
 
 
 
@@ -265,7 +266,10 @@ def open_viewer(target, scene, src, opts: ViewOptions, mode: OutputMode):
                       wmos=opts.wmos, stats=opts.stats,
                       mcsh=opts.mcsh, lod_colors=opts.lod_colors, split=opts.split, shadows=opts.shadows,
                       wireframe=opts.wireframe, horizon=opts.horizon)
-    return Viewer(target, scene, camera, toggles, zone_light=open_zone_light(target, scene, src, opts))
+    viewer = Viewer(target, scene, camera, toggles, zone_light=open_zone_light(target, scene, src, opts))
+    if mode.window if opts.warm_up is None else opts.warm_up:  # every program before the first frame
+        viewer.warm_up()
+    return viewer
 
 
 def open_zone_light(target, scene, src, opts: ViewOptions):

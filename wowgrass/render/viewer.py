@@ -248,6 +248,103 @@ class Viewer:
         self.last_stats = st
         return st
 
+    def _warm_frame(self, tiny) -> None:
+        """One frame of the scene with every toggle that draws on (and the shadows) into
+        ``tiny``: the real pipelines (compute passes, indirect draws, the shadow map, the
+        buffers' first use) before the first frame; the viewer's own state is kept."""
+        keep = (self.target, self.colour_pass, self.toggles, self.views, self._views_key, self.last_stats)
+        timer, self._timer = self._timer, None
+        try:
+            self.target, self.colour_pass = tiny, ColourPass(tiny)
+            self.toggles = Toggles(stats=False, split=False, wireframe=False, lod_colors=self.toggles.lod_colors,
+                                   mcsh=self.toggles.mcsh)
+            self._views_key = None
+            self.render_frame(0.0)
+            self._frame -= 1
+        finally:
+            (self.target, self.colour_pass, self.toggles, self.views, self._views_key, self.last_stats) = keep
+            self._timer = timer
+
+    def warm_up(self, *, lines: bool = True, frame_too: bool = True) -> dict:
+        """Compile every program the scene's sources can draw with, in every pass (the sun's
+        shadows, colour) and fill (filled, and with ``lines`` the wireframe), and draw each once
+        under its source's pipeline state into a tiny target of the frame's sample count, before
+        the first frame: no compile and no first-draw pipeline build falls inside a frame later
+        (a source that has nothing yet, the lake before its tile arrives, is warmed all the same;
+        docs/view.md "No cold-start hitch"); ``frame_too``: then a whole frame of the scene as it
+        stands into that target (:meth:`_warm_frame`). Returns what it did: programs compiled,
+        draws, ms."""
+        import copy
+        import moderngl
+
+        from .gl.context import create_offscreen_target
+        from .gl.programs import compile_log
+        from .gl.state import disable, enable, enable_only
+        from .shadow import ShadowMap
+        from .views import View
+
+        t0 = _time.perf_counter()
+        ctx, sc = self.ctx, self.scene
+        log = compile_log(ctx)
+        before = len(log)
+        cam = copy.copy(self.camera)
+        tiny = create_offscreen_target((8, 8), self.target.samples, ctx=ctx)
+        shadow = ShadowPass(ShadowMap(ctx, 16, reach=self.light.shadow_reach))
+        views = [View(cam, (0, 0, 8, 8), "filled")] + ([View(copy.copy(cam), (0, 0, 8, 8), "lines")] if lines else [])
+        frame = Frame(time=0.0, views=views, wind=sc.grass.settings, fog=self.fog)
+        uniforms = FrameUniforms(ctx)
+        empty = {}
+        draws = 0
+        sources = list(sc.sources)  # every source, toggled off or not (a key turns it on)
+        try:
+            shadow.setup(frame)
+            frame.uniforms = uniforms
+            uniforms.write(frame)
+            for p in (shadow, ColourPass(tiny)):
+                for view in p.views(frame):
+                    if p is shadow and view.fill == "lines":
+                        continue
+                    uniforms.bind(view)
+                    p.begin(frame, view)
+                    for src in sources:
+                        for prog, state in src.warm_programs(p, view):
+                            vao = empty.get(prog.glo)
+                            if vao is None:  # no attributes: their defaults; a point-sized triangle
+                                vao = empty[prog.glo] = ctx.vertex_array(prog, [])
+                            if state == "blend":
+                                enable(ctx, moderngl.BLEND)
+                                ctx.fbo.depth_mask = False
+                            elif state == "coverage":
+                                ctx.enable_direct(0x809E)  # GL_SAMPLE_ALPHA_TO_COVERAGE
+                            vao.render(moderngl.LINES if view.fill == "lines" else moderngl.TRIANGLES, vertices=3)
+                            if state == "blend":
+                                ctx.fbo.depth_mask = True
+                                disable(ctx, moderngl.BLEND)
+                            elif state == "coverage":
+                                ctx.disable_direct(0x809E)
+                            draws += 1
+                    p.end(frame, view)
+            if frame_too:  # the scene as it stands, every source and the shadows on, into the tiny target
+                self._warm_frame(tiny)
+                self.target.fbo.clear(*SKY, 1.0, depth=1.0)  # the frame's own target touched once too
+            if lines and self._overlay is None:  # the split screen's labels
+                from .gl.programs import load_program
+                from .overlay import Overlay
+
+                self._overlay = Overlay(ctx, load_program(ctx, "overlay.glsl"))
+            ctx.finish()
+        finally:
+            for vao in empty.values():
+                vao.release()
+            uniforms.release()
+            shadow.map.release()
+            tiny.release()
+            enable_only(ctx, moderngl.DEPTH_TEST)
+            reset_viewport(ctx, self.target.size)
+            self.target.fbo.use()
+        return {"programs_compiled": len(log) - before, "programs": len({k for k in log}), "draws": draws,
+                "ms": (_time.perf_counter() - t0) * 1000.0}
+
     def _frame_views(self, cam, tg) -> list:
         """The frame's views, kept while the camera, size and layout stay (and their matrices
         with them, recomputed only when the camera moves); a split screen's copies of the camera

@@ -4,6 +4,11 @@ it), and no ground effects under water or under the house, as a map maker would 
 
 The terrain (:mod:`wowgrass.samples.heights`) digs the lake's basin and levels the house's pad;
 this module only describes what stands and lies on them.
+
+With a sea (``sample build --sea``, the benchmark world of docs/sample.md) every chunk of every
+tile also gets an ocean layer as a map editor's ocean map has one: all 8x8 cells, one level
+across the map (:data:`SEA_LEVEL`), the depth to the ground under each vertex; no ground effect
+grows in cells under it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from wowgrass.game.mapobjects import placement_matrices, transformed_bounds, wor
 
 HOUSE_UID = 7_000_001
 WATER_TYPE = 1                  # LiquidType "Water" in every build's table
+OCEAN_TYPE = 2                  # LiquidType "Ocean"
+SEA_LEVEL = 57.0                # yards: about a third of the sample's ground lies below it (its lows, the lake's basin)
 HOUSE_DOODAD_SET = 1            # Set_Yard (set 0 is shown as well)
 
 
@@ -44,10 +51,11 @@ def _tile_box(col: int, row: int):
     return x_hi - TILE_SIZE, x_hi, y_hi - TILE_SIZE, y_hi
 
 
-def tile_features(build: str, terrain, t, col: int, row: int) -> dict:
+def tile_features(build: str, terrain, t, col: int, row: int, sea: float | None = None) -> dict:
     """What the lake and the house put into tile (col, row) of ``terrain``: ``liquid`` (a
     TileLiquid or None), ``modf`` records with their ``wmos`` names, ``map_obj_refs`` per chunk
-    and the cells where no ground effect grows (``no_effect``, (256, 8, 8))."""
+    and the cells where no ground effect grows (``no_effect``, (256, 8, 8)). ``sea``: the level
+    of an ocean layer in every chunk (None: none)."""
     out = {"liquid": None, "modf": np.zeros(0, MODF_DTYPE), "wmos": [], "map_obj_refs": [[] for _ in range(256)],
            "no_effect": np.zeros((256, 8, 8), bool)}
     r = np.arange(9)
@@ -76,6 +84,8 @@ def tile_features(build: str, terrain, t, col: int, row: int) -> dict:
             liq = L.TileLiquid(layers=np.concatenate(layers), source=L.SOURCE_MCLQ)
         out["liquid"] = liq
         out["no_effect"] |= wet
+    if sea is not None:
+        _add_sea(build, out, ground, float(sea))
 
     # the house: listed by every tile its bounds reach (as real tiles list a WMO), no grass under it
     bounds = house_bounds(terrain)
@@ -102,3 +112,25 @@ def tile_features(build: str, terrain, t, col: int, row: int) -> dict:
         (hx0, hy0), (hx1, hy1) = terrain.HOUSE_PAD
         out["no_effect"] |= (lx > hx0 + 0.5) & (lx < hx1 - 0.5) & (ly > hy0 + 0.5) & (ly < hy1 - 0.5)
     return out
+
+
+def _add_sea(build: str, out: dict, ground: np.ndarray, level: float) -> None:
+    """An ocean layer over all 8x8 cells of every chunk at ``level``, its depth to ``ground``
+    (256, 9, 9) (the lake's byte scale), added to ``out``'s liquid; no ground effect under it."""
+    depth = np.clip(np.round((level - ground) * 24.0), 0, 255).astype(np.uint8)
+    old = out["liquid"]
+    if build == "3.3.5":
+        sea = [L.mh2o_layer(c, OCEAN_TYPE, L.OCEAN, level, depth=depth[c], fmt=L.LVF_HEIGHT_DEPTH) for c in range(256)]
+        layers = np.concatenate(([old.layers] if old is not None else []) + sea)
+        liq = L.TileLiquid(layers=layers, source=L.SOURCE_MH2O)
+        if old is not None:
+            liq.fishable[:] = old.fishable
+        liq.has_attributes[:] = True
+        liq.fishable |= np.uint64(0xFFFFFFFFFFFFFFFF)
+    else:
+        sea = [L.mclq_layer(c, L.OCEAN, level, depth=depth[c]) for c in range(256)]
+        layers = np.concatenate(([old.layers] if old is not None else []) + sea)
+        liq = L.TileLiquid(layers=layers, source=L.SOURCE_MCLQ)
+    out["liquid"] = liq
+    corner_min = np.minimum.reduce([ground[:, :8, :8], ground[:, 1:, :8], ground[:, :8, 1:], ground[:, 1:, 1:]])
+    out["no_effect"] |= corner_min < level

@@ -189,13 +189,14 @@ def wdl_path() -> str:
     return wdt_path()[:-4] + ".wdl"
 
 
-def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: int) -> bytes:
+def tile_file(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: int, sea: float | None = None) -> bytes:
     """One ADT tile's bytes."""
-    return write_adt(tile_object(build, terrain, col, row, uid_base))
+    return write_adt(tile_object(build, terrain, col, row, uid_base, sea))
 
 
-def tile_object(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: int) -> AdtTile:
-    """One ADT tile, as :func:`tile_file` writes it."""
+def tile_object(build: str, terrain: SampleTerrain, col: int, row: int, uid_base: int,
+                sea: float | None = None) -> AdtTile:
+    """One ADT tile, as :func:`tile_file` writes it (``sea``: an ocean layer's level in every chunk)."""
     classic = build == "1.12"
     t = terrain.tile(col, row, alpha_bits=8 if build == "3.3.5" else 4, fix_alpha=classic)
     used = sorted({int(k) for k in np.unique(t.layer_kind) if k >= 0})
@@ -230,7 +231,7 @@ def tile_object(build: str, terrain: SampleTerrain, col: int, row: int, uid_base
         refs[chunk].append(n)
     headers = np.zeros(256, MCNK_HEADER_DTYPE)
     headers["n_doodad_refs"] = [len(r) for r in refs]
-    feat = tile_features(build, terrain, t, col, row)   # the lake's liquid, the house's MODF
+    feat = tile_features(build, terrain, t, col, row, sea)   # the lake's (and a sea's) liquid, the house's MODF
     refs = [r + m for r, m in zip(refs, feat["map_obj_refs"])]
 
     flags = np.full(256, McnkFlags.HAS_MCSH, "<u4")
@@ -258,20 +259,21 @@ def world_steps(tiles) -> int:
     return 4 + cols * rows
 
 
-def _tile_row(build: str, tiles, seed: int, tr: int) -> list[tuple[int, int, bytes, tuple]]:
+def _tile_row(build: str, tiles, seed: int, sea, tr: int) -> list[tuple[int, int, bytes, tuple]]:
     """``(col, row, ADT bytes, WDL entry)`` of tile row ``tr`` (0-based in the sample), west to east."""
     terrain = SampleTerrain(tiles, seed)
     r = terrain.row0 + tr
     out = []
     for c in range(terrain.col0, terrain.col0 + terrain.ncols):
-        tile = tile_object(build, terrain, c, r, 1 + 16 * (tr * terrain.ncols + c - terrain.col0))
+        tile = tile_object(build, terrain, c, r, 1 + 16 * (tr * terrain.ncols + c - terrain.col0), sea)
         out.append((c, r, write_adt(tile), wdl_tile_from_adt(tile)))
     return out
 
 
 def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | None = None,
-                *, total: int | None = None, jobs: int = 1) -> dict[str, dict[str, bytes]]:
-    """``{archive name: {file path: bytes}}`` for the whole sample world.
+                *, total: int | None = None, jobs: int = 1, sea: bool = False) -> dict[str, dict[str, bytes]]:
+    """``{archive name: {file path: bytes}}`` for the whole sample world (``sea``: with an ocean
+    layer in every chunk at :data:`~wowgrass.samples.features.SEA_LEVEL`, the benchmark ocean).
 
     ``progress(what, done, total)`` is called after each step; ``total`` defaults to
     :func:`world_steps`. ``jobs`` processes make the tiles, a row of tiles each at a time (the
@@ -311,9 +313,12 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
     files += [(p, b, True) for p, b in final_tex.items() if base_tex.get(p) != b]
     from wowgrass.samples.building import building_files, liquid_texture_files
 
-    files += [(p, b, False) for p, b in {**building_files(build), **liquid_texture_files(build)}.items()]
+    kinds = ("water", "ocean") if sea else ("water",)
+    files += [(p, b, False) for p, b in {**building_files(build), **liquid_texture_files(build, kinds)}.items()]
     tick("textures")
-    make = functools.partial(_tile_row, build, (cols, rows), seed)
+    from wowgrass.samples.features import SEA_LEVEL
+
+    make = functools.partial(_tile_row, build, (cols, rows), seed, SEA_LEVEL if sea else None)
     if jobs > 1:
         release_threads()
     low = []  # (col, row, (outer, inner, holes)) of every tile: the map's WDL
@@ -333,9 +338,9 @@ def world_files(build: str, tiles=(2, 2), seed: int = 0, progress: Progress | No
 
 
 def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
-                       progress: Progress | None = None, *, jobs: int = 1) -> Path:
+                       progress: Progress | None = None, *, jobs: int = 1, sea: bool = False) -> Path:
     """Write the sample world's ``Data`` folder under ``out_dir`` (``out_dir/Data``) and a
-    ``sample.json`` manifest beside it; returns the ``Data`` path. ``jobs``: see world_files."""
+    ``sample.json`` manifest beside it; returns the ``Data`` path. ``jobs``, ``sea``: see world_files."""
     build = check_build(build)
     cols, rows = parse_tiles(tiles)
     out_dir = Path(out_dir)
@@ -343,9 +348,13 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     layout = archive_layout(build)
     steps = world_steps((cols, rows))
     total = steps + len(layout)
-    per_archive = world_files(build, (cols, rows), seed, progress, total=total, jobs=jobs)
+    per_archive = world_files(build, (cols, rows), seed, progress, total=total, jobs=jobs, sea=sea)
     manifest = {"map": MAP_NAME, "build": build, "tiles": [cols, rows], "seed": int(seed),
                 "version": SAMPLE_VERSION, "wdt": wdt_path(), "wdl": wdl_path(), "archives": {}}
+    if sea:  # only then: the default world's manifest stays as it was
+        from wowgrass.samples.features import SEA_LEVEL
+
+        manifest["sea_level"] = SEA_LEVEL
     for k, a in enumerate(layout):
         files = per_archive[a.name]
         data = write_mpq(dict(sorted(files.items())), format_version=a.format_version,
@@ -360,7 +369,7 @@ def build_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
 
 
 def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 0,
-                       progress: Progress | None = None, *, jobs: int = 1) -> Path:
+                       progress: Progress | None = None, *, jobs: int = 1, sea: bool = False) -> Path:
     """:func:`build_sample_world` into ``out_dir``, replacing its ``Data`` and ``sample.json`` only
     once the new ones are complete (built in a temporary folder beside them); returns ``Data``.
 
@@ -381,7 +390,7 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
     tmp = None
     try:
         tmp = temp_dir(f".tmp-{os.getpid()}-sample-", out)
-        build_sample_world(tmp, build, tiles, seed, progress=progress, jobs=jobs)
+        build_sample_world(tmp, build, tiles, seed, progress=progress, jobs=jobs, sea=sea)
         old = None
         if data.exists():
             old = out / f".tmp-{os.getpid()}-old-Data"
@@ -405,16 +414,19 @@ def write_sample_world(out_dir, build: str = "3.3.5", tiles=(2, 2), seed: int = 
 
 
 # -- cache -------------------------------------------------------------------------------------
-def cache_key(build: str, tiles, seed: int) -> str:
+def cache_key(build: str, tiles, seed: int, sea: bool = False) -> str:
+    from wowgrass.samples.features import SEA_LEVEL
+
     cols, rows = parse_tiles(tiles)
-    return f"{check_build(build)}-{cols}x{rows}-{int(seed)}-v{SAMPLE_VERSION}"
+    sea_part = f"-sea{SEA_LEVEL:g}" if sea else ""   # its level names it: a new level, a new world
+    return f"{check_build(build)}-{cols}x{rows}-{int(seed)}{sea_part}-v{SAMPLE_VERSION}"
 
 
-def sample_root(build: str = "3.3.5", tiles=(2, 2), seed: int = 0) -> Path:
+def sample_root(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, sea: bool = False) -> Path:
     """The cache folder of one sample (it holds ``Data`` and ``sample.json``)."""
     from wowgrass.paths import cache_dir
 
-    return cache_dir() / "sample" / cache_key(build, tiles, seed)
+    return cache_dir() / "sample" / cache_key(build, tiles, seed, sea)
 
 
 def _sweep_stale(parent: Path) -> None:
@@ -426,13 +438,13 @@ def _sweep_stale(parent: Path) -> None:
 
 
 def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: bool = False,
-                     progress: Progress | None = None, *, jobs: int = 1) -> Path:
+                     progress: Progress | None = None, *, jobs: int = 1, sea: bool = False) -> Path:
     """The cached sample's ``Data`` folder, built on first use (or again with ``force``).
 
     The build goes to a temporary folder beside the cache entry and is renamed into place when
     complete, so an interrupted build never leaves a half-made sample behind.
     """
-    final = sample_root(build, tiles, seed)
+    final = sample_root(build, tiles, seed, sea)
     data = final / "Data"
     if data.is_dir() and not force:
         return data
@@ -440,7 +452,7 @@ def sample_data_path(build: str = "3.3.5", tiles=(2, 2), seed: int = 0, force: b
     _sweep_stale(parent)
     tmp = temp_dir(f".tmp-{os.getpid()}-{final.name}-", parent)
     try:
-        build_sample_world(tmp, build, tiles, seed, progress, jobs=jobs)
+        build_sample_world(tmp, build, tiles, seed, progress, jobs=jobs, sea=sea)
         if final.exists():
             old = parent / f".tmp-{os.getpid()}-old-{final.name}"
             os.replace(final, old)

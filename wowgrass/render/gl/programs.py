@@ -21,6 +21,7 @@ On a compile error the numbered source of the failing stage is part of the raise
 from __future__ import annotations
 
 import re
+import weakref
 from importlib import resources
 
 from wowgrass.errors import WowgrassError
@@ -51,7 +52,7 @@ MANIFEST = {
 SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
 HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
 MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
-LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
+LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uDepthMaps": 2, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
                       "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}
@@ -149,7 +150,21 @@ def load_program(ctx, name: str, defines: dict | None = None, *, cache: dict | N
             prog[name].value = value
     if cache is not None:
         cache[key] = prog
+    compile_log(ctx).append(key)
     return prog
+
+
+_COMPILES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def compile_log(ctx) -> list:
+    """Every program :func:`load_program` compiled and linked on ``ctx``, in order: (file, defines)
+    keys (the viewer's warm-up compiles what a scene can use before its first frame; a frame
+    after it adds nothing here)."""
+    log = _COMPILES.get(ctx)
+    if log is None:
+        log = _COMPILES[ctx] = []
+    return log
 
 
 class ProgramSet(dict):

@@ -2,7 +2,7 @@
 // Liquid surfaces (render/sources/liquids.py): every resident tile's water, ocean, magma and
 // slime in one draw after the opaque sources, blended over them. A vertex carries its kind and
 // the water's depth above the terrain there: shallow water lets the ground show, deep water is
-// its own colour. Textures are the LiquidType frames (30, one every 60 ms, cross-faded), or the
+// its own colour (merged quads of flat, saturated cells: render/world/liquid_tiles.py). Textures are the LiquidType frames (30, one every 60 ms, cross-faded), or the
 // kind's colour where the data has none; water and ocean also ripple (two scrolling wave normals)
 // and reflect the sky and the sun. Magma and slime are opaque and glow a little.
 
@@ -14,11 +14,14 @@ in vec3 in_position;
 in float in_depth;
 in float in_kind;
 in vec2 in_uv;
+in vec3 in_tex;   // texel (x, y) in the tile's depth map and its slice; slice < 0: in_depth
 
 out vec3 v_world;
 out float v_depth;
 flat out int v_kind;
 out vec2 v_uv;
+out vec2 v_tex;
+flat out float v_slice;
 out float v_dist;
 
 void main() {
@@ -27,6 +30,8 @@ void main() {
     v_depth = in_depth;
     v_kind = int(in_kind + 0.5);
     v_uv = in_uv;
+    v_tex = in_tex.xy;
+    v_slice = in_tex.z;
     v_dist = distance(in_position, uCameraPos);
 }
 
@@ -39,11 +44,15 @@ uniform vec4 uHasTexture;         // per kind: 1 when its frames are in uFrames
 uniform float uFrameSeconds;      // one texture frame lasts this long (the client: 60 ms)
 uniform vec4 uKindColour[4];      // rgb and deep-water opacity of each kind
 uniform vec4 uDepthRange;         // per kind: depth (world units) at which the liquid is fully its colour
+uniform sampler2DArray uDepthMaps; // a tile's depth at its outer vertices (129 a side), over uDepthMapScale
+uniform float uDepthMapScale;
 
 in vec3 v_world;
 in float v_depth;
 flat in int v_kind;
 in vec2 v_uv;
+in vec2 v_tex;
+flat in float v_slice;
 in float v_dist;
 out vec4 f_color;
 
@@ -51,6 +60,8 @@ void main() {
 #if defined WIREFRAME
     f_color = vec4(0.35, 0.65, 0.95, 1.0);
 #else
+    // a joined quad may span a tile, and distance is not linear across it: per fragment there
+    float dist = v_slice == -1.0 ? v_dist : distance(v_world, uCameraPos);
     int k = clamp(v_kind, 0, 3);
     bool wet = k < 2;                 // water and ocean ripple and reflect
     float t = uTime;
@@ -78,7 +89,7 @@ void main() {
     }
     vec3 n = normalize(vec3(-slope, 1.0));
     vec3 view = normalize(uCameraPos - v_world);
-    float sh = shadowFactor(v_world, v_dist);
+    float sh = shadowFactor(v_world, dist);
     vec3 c;
     float alpha;
     if (wet) {
@@ -87,14 +98,17 @@ void main() {
         vec3 h = normalize(uSunDir + view);
         vec3 spec = uSunColor * pow(max(dot(n, h), 0.0), 90.0) * 1.6 * sh;
         c = mix(lit, uFogColor, 0.55 * fresnel) + spec;
-        float deep = smoothstep(0.0, uDepthRange[k], v_depth);
+        // a joined quad's depth from its tile's map (bilinear between the vertices a cell has)
+        float depth = v_slice >= 0.0
+            ? texture(uDepthMaps, vec3((v_tex + 0.5) / 129.0, v_slice)).r * uDepthMapScale : v_depth;
+        float deep = smoothstep(0.0, uDepthRange[k], depth);
         alpha = clamp(mix(0.22, uKindColour[k].a, deep) + 0.5 * fresnel, 0.0, 1.0);
     } else {
         float glow = k == 2 ? 0.55 : 0.2;
         c = base * (glow + (1.0 - glow) * (uAmbient + uSunColor * max(n.z * uSunDir.z, 0.0) * sh));
         alpha = 1.0;
     }
-    f_color = vec4(applyFog(c, v_dist), alpha);
+    f_color = vec4(applyFog(c, dist), alpha);
 #endif
 }
 #endif

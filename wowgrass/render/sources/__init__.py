@@ -45,3 +45,14 @@ class Source:
 
     def draw(self, pass_, view) -> DrawCounts:
         raise NotImplementedError
+
+    def warm_programs(self, pass_, view) -> list:
+        """The programs (and a pipeline state, see :data:`WARM_STATES`) this source can draw
+        ``pass_`` and ``view`` with, as ``[(program, state)]``, compiled by asking: the viewer's
+        warm-up (Viewer.warm_up) draws each once before the first frame, whether or not the
+        source has anything to draw yet."""
+        return []
+
+
+# the pipeline states a warm-up draw is made under (what the source's own draw enables)
+WARM_STATES = ("opaque", "blend", "coverage")

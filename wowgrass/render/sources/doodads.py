@@ -118,6 +118,9 @@ class DoodadSet(Source):
         if self._dirty:
             self._rebuild()
 
+    def warm_programs(self, pass_, view) -> list:
+        return [(pass_.program(self.programs, "doodad", view), "opaque")]
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 

@@ -360,6 +360,10 @@ class GrassField(BatchedGrass, Source):
                 vc = self._views[view.slot] = _ViewCull(self.ctx)
             self._visible_draws(vc, view.camera.position[:2], view.planes(), view.fill == "lines")
 
+    def warm_programs(self, pass_, view) -> list:
+        return [(pass_.program(self.programs, self.program_name, view),
+                 "coverage" if getattr(pass_, "alpha_to_coverage", False) else "opaque")]
+
     def draw(self, pass_, view) -> DrawCounts:
         """Draw every resident batch; per-chunk culled with indirect draws where available."""
         import moderngl

@@ -447,6 +447,10 @@ class GpuGrass(BatchedGrass, Source):
         # at least one work group: group 0 zeroes the other command set
         self._dispatch = (max(1, min(n_groups, WORKGROUP_ROW)), max(1, -(-n_groups // WORKGROUP_ROW)))
 
+    def warm_programs(self, pass_, view) -> list:
+        return [(pass_.program(self.programs, "grass", view),
+                 "coverage" if getattr(pass_, "alpha_to_coverage", False) else "opaque")]
+
     def draw(self, pass_, view) -> DrawCounts:
         if not self.models:
             return DrawCounts()

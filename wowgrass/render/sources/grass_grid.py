@@ -353,6 +353,11 @@ class GridGrass(Source):
         self._culls[self._set].run(-(-SLOTS // 64), max(1, self._layout["blades"]), n_views)
         self.ctx.memory_barrier(DRAW_BARRIER)
 
+    def warm_programs(self, pass_, view) -> list:
+        name = "grass_grid_compact" if self.draw_mode == "compact" else "grass_grid"
+        return [(pass_.program(self.programs, name, _FILL_VIEWS[view.fill == "lines"]),
+                 "coverage" if getattr(pass_, "alpha_to_coverage", False) else "opaque")]
+
     def draw(self, pass_, view) -> DrawCounts:
         """One draw per model under the grid around ``view``'s camera (the grid is the cull):
         compact, an indirect draw of the blades the compaction kept; full, every slot x layer."""

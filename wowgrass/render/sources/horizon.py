@@ -135,6 +135,9 @@ class Horizon(Source):
         if mean is not None:
             self.colour = tuple(float(c) for c in mean)
 
+    def warm_programs(self, pass_, view) -> list:
+        return [(pass_.program(self.programs, "horizon", view), "opaque")] if pass_.colour else []
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 

@@ -3,7 +3,10 @@ buffer, drawn in one call per view after the opaque sources, blended by depth ov
 (``shaders/liquid.glsl``).
 
 A tile's arrival appends its vertices and indices; a departure rewrites the buffers from the
-tiles left (a tile's liquid is kilobytes); buffers grow by doubling. Each kind's 30 texture
+tiles left (a tile's liquid is kilobytes: flat water is a few large quads, see
+render/world/liquid_tiles.py); buffers grow by doubling. A tile whose joined quads read their depth
+from a depth map (129x129 bytes) gets a slice of one array texture for it, taken on arrival and
+freed on departure (the array doubles when full, rewritten from the tiles' own copies). Each kind's 30 texture
 frames go into one array texture (slices ``kind * 30 ..``) the first time a tile brings that
 kind; a kind without frames in the data is drawn in its colour (wowgrass.game.liquid_types.KIND_COLOURS).
 The frame shown follows the scene time (one every 60 ms, as the client steps them). Liquids cast
@@ -18,13 +21,16 @@ from wowgrass.game.liquid_types import FRAME_SECONDS, FRAMES, KIND_COLOURS
 
 from ..gl.memory import gpu_memory
 from ..gl.meshes import edge_indices
-from ..gl.programs import VaoCache, read_by
+from ..gl.programs import LINK_TIME_UNIFORMS, VaoCache, read_by
 from ..gl.state import disable, enable, set_uniform, use_texture
-from ..world.liquid_tiles import VERTEX_ATTRS, VERTEX_DTYPE, VERTEX_FORMAT
+from ..world.liquid_tiles import (DEPTH_MAP, DEPTH_MAP_SCALE, DEPTH_RANGE, VIEW_ATTRS, VIEW_DTYPE, VIEW_FORMAT,
+                                  view_vertices)
+
+VERTEX_DTYPE, VERTEX_FORMAT, VERTEX_ATTRS = VIEW_DTYPE, VIEW_FORMAT, VIEW_ATTRS
+DEPTH_UNIT = LINK_TIME_UNIFORMS["uDepthMaps"]  # texture unit of the depth maps
 from . import DrawCounts, Source
 
 FRAME_SIZE = 128
-DEPTH_RANGE = (3.0, 9.0, 1.0, 1.0)   # yards of depth to full colour: water, ocean (magma, slime: opaque)
 
 
 def _resize(rgba) -> np.ndarray:
@@ -49,6 +55,9 @@ class LiquidSet(Source):
         self.frames = None              # texture array: 4 kinds x 30 frames
         self.has_texture = [0.0, 0.0, 0.0, 0.0]
         self._vaos = None
+        self.depth_maps = None          # texture array: a slice per tile with a depth map
+        self.depth_slots: dict = {}     # tile -> slice
+        self._free_slots: list = []
 
     # -- residency --
     def add(self, tile, mesh, frames: dict | None = None) -> None:
@@ -60,6 +69,7 @@ class LiquidSet(Source):
         old = self.parts.get(tile)
         if old is not None:
             self._removed = True
+        mesh = self._with_slot(tile, mesh)
         self.parts[tile] = mesh
         self._added.append(mesh)
         gpu_memory(self.ctx).use(tile, "liquids", mesh.nbytes + 2 * mesh.indices.nbytes)
@@ -68,6 +78,53 @@ class LiquidSet(Source):
         if self.parts.pop(tile, None) is not None:
             self._removed = True
             gpu_memory(self.ctx).use(tile, "liquids", 0)
+        slot = self.depth_slots.pop(tile, None)
+        if slot is not None:
+            self._free_slots.append(slot)
+
+    def _with_slot(self, tile, mesh):
+        """``mesh`` in the view layout with its depth map's slice in its vertices (the map written)."""
+        from dataclasses import replace
+
+        v = view_vertices(mesh.vertices)
+        if mesh.depth_map is None:
+            slot = self.depth_slots.pop(tile, None)
+            if slot is not None:
+                self._free_slots.append(slot)
+            return replace(mesh, vertices=v) if v is not mesh.vertices else mesh
+        slot = self.depth_slots.get(tile)
+        if slot is None:
+            slot = self._free_slots.pop() if self._free_slots else len(self.depth_slots)
+            self.depth_slots[tile] = slot
+        v = v.copy()
+        mapped = v["tex"][:, 2] >= 0
+        v["tex"][mapped, 2] = slot
+        mesh = replace(mesh, vertices=v)
+        self._write_depth(slot, mesh.depth_map)
+        return mesh
+
+    def _depth_array(self, layers: int):
+        mem = gpu_memory(self.ctx)
+        tex = mem.track(self.ctx.texture_array((DEPTH_MAP, DEPTH_MAP, layers), 1, alignment=1), "liquids")
+        import moderngl
+
+        tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        tex.repeat_x = tex.repeat_y = False
+        return tex
+
+    def _write_depth(self, slot: int, depth_map) -> None:
+        if self.depth_maps is None or self.depth_maps.size[2] <= slot:
+            old = self.depth_maps
+            self.depth_maps = self._depth_array(max(4, 1 << slot.bit_length()))
+            if old is not None:
+                old.release()
+                for t, k in self.depth_slots.items():  # the tiles' own copies into the new array
+                    part = self.parts.get(t)
+                    if part is not None and part.depth_map is not None and k != slot:
+                        self._write_depth(k, part.depth_map)
+            _unbind(self.ctx, DEPTH_UNIT)
+        self.depth_maps.write(np.ascontiguousarray(depth_map, np.uint8).tobytes(),
+                              viewport=(0, 0, slot, DEPTH_MAP, DEPTH_MAP, 1), alignment=1)
 
     def set_frames(self, kind: int, images) -> None:
         if not images or self.has_texture[kind]:
@@ -143,6 +200,11 @@ class LiquidSet(Source):
                 for ib in (self.ibo, self.lbo))
         return self._vaos[1 if lines else 0](prog)
 
+    def warm_programs(self, pass_, view) -> list:
+        if pass_.name == "shadow":
+            return []
+        return [(pass_.program(self.programs, "liquid", view), "opaque" if view.fill == "lines" else "blend")]
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 
@@ -159,6 +221,9 @@ class LiquidSet(Source):
             return DrawCounts(1, 0, self.triangles)
         if self.frames is not None:
             use_texture(self.ctx, self.frames, 0)
+        if self.depth_maps is None:
+            self.depth_maps = self._depth_array(4)
+        use_texture(self.ctx, self.depth_maps, DEPTH_UNIT)
         set_uniform(prog, "uHasTexture", tuple(self.has_texture))
         for name, value in STATIC_UNIFORMS.items():
             set_uniform(prog, name, value)
@@ -175,17 +240,28 @@ class LiquidSet(Source):
         if self._vaos is not None:
             for c in self._vaos:
                 c.release()
-        for b in (self.vbo, self.ibo, self.lbo, self.frames):
+        for b in (self.vbo, self.ibo, self.lbo, self.frames, self.depth_maps):
             if b is not None:
                 b.release()
-        self.vbo = self.ibo = self.lbo = self.frames = None
+        if self.depth_maps is not None:
+            _unbind(self.ctx, DEPTH_UNIT)
+        self.vbo = self.ibo = self.lbo = self.frames = self.depth_maps = None
+        self.depth_slots.clear()
+        self._free_slots = []
         self.parts.clear()
         self._added = []
         self.vertex_count = self.index_count = 0
 
 
 STATIC_UNIFORMS = {"uKindColour": tuple(tuple(KIND_COLOURS[k]) for k in range(4)), "uDepthRange": DEPTH_RANGE,
-                   "uFrameSeconds": FRAME_SECONDS}
+                   "uFrameSeconds": FRAME_SECONDS, "uDepthMapScale": DEPTH_MAP_SCALE}
+
+
+def _unbind(ctx, unit: int) -> None:
+    """Forget what use_texture last bound on ``unit`` (a texture released or replaced there)."""
+    bound = getattr(ctx, "_textures_bound", None)
+    if bound is not None:
+        bound.pop(unit, None)
 
 
 def blend_alpha(ctx) -> None:

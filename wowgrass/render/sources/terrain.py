@@ -1151,6 +1151,13 @@ class TerrainSet(Source):
             per_level += np.bincount(cmds["base_instance"][drawn], minlength=LEVELS)[:LEVELS]
         return {"triangles": tris, "chunks_per_level": per_level.tolist()}
 
+    def warm_programs(self, pass_, view) -> list:
+        if self.indirect and self._cull is None:  # the LOD pass, compiled here rather than at the first tile
+            from ..gl.programs import frame_slot_defines
+
+            self._cull = load_program(self.ctx, "terrain_lod.glsl", frame_slot_defines(self.ctx, FRAME_BINDING))
+        return [(pass_.program(self.programs, "terrain", view, extra), "opaque") for extra in (None, {"FAR_TILE": True})]
+
     def draw(self, pass_, view) -> DrawCounts:
         """Each arena's resident chunks in one indirect multi-draw (GL 4.3), or each tile's finest level."""
         import moderngl

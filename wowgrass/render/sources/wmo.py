@@ -255,6 +255,10 @@ class WmoSet(Source):
         self._culls[self._set].run(-(-self._n_records // 64), 1, len(views))
         self.ctx.memory_barrier(DRAW_BARRIER)
 
+    def warm_programs(self, pass_, view) -> list:
+        prog = pass_.program(self.programs, "wmo", view)
+        return [(prog, "opaque"), (prog, "blend")]    # its blended batches draw with blending on
+
     def draw(self, pass_, view) -> DrawCounts:
         import moderngl
 

@@ -65,6 +65,9 @@ class GameSource:
         self._frames: dict = {}  # liquid texture pattern (lower case) -> [RGBA] x 30 | None
         self.missing_wmos: set = set()
         self.liquid_errors: dict = {}  # (col, row) -> why its liquid is not drawn
+        # a far tile's liquid keeps every step-th vertex, as its terrain does (the scene sets it)
+        self.far_liquid_step = 4
+        self.liquid_merge = True  # False: a quad a cell, as before liquids at map scale (benchmarks compare)
 
     def _read(self, path: str) -> bytes:
         with self._lock:
@@ -98,14 +101,16 @@ class GameSource:
         """The tile's terrain alone (ADT and MTEX textures) and its liquids: far tiles, drawn
         without grass, doodads or WMOs."""
         adt = self._adt(col, row)[2]
-        return {"adt": adt, "textures": self._textures(adt), **self._liquids(col, row, adt, [])}
+        return {"adt": adt, "textures": self._textures(adt), **self._liquids(col, row, adt, [], self.far_liquid_step)}
 
     # -- liquids and WMOs --
-    def _liquids(self, col, row, adt, wmos) -> dict:
-        """The tile's liquid mesh (its own layers, the MLIQ of its WMOs) and the frames of its kinds."""
-        from .liquid_tiles import adt_liquid_mesh, merge, wmo_liquid_mesh
+    def _liquids(self, col, row, adt, wmos, step: int = 1) -> dict:
+        """The tile's liquid mesh (its own layers, flat ones merged, and the MLIQ of its WMOs) and
+        the frames of its kinds; ``step`` > 1: a far tile's lean liquid (liquid_tiles.merged_mesh)."""
+        from .liquid_tiles import MERGE_MIN_CELLS, adt_liquid_mesh, merge, wmo_liquid_mesh
 
-        mesh, err = adt_liquid_mesh(adt, self.liquid_types)
+        mesh, err = adt_liquid_mesh(adt, self.liquid_types, merged=self.liquid_merge, step=step,
+                                    merge_from=MERGE_MIN_CELLS)
         if err:
             self.liquid_errors[(col, row)] = err
         parts = [mesh]

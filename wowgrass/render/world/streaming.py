@@ -192,6 +192,8 @@ class Scene:
         self.wmos = WmoSet(ctx, programs)
         # a far tile keeps the levels a tile beyond reach is drawn at: from the reach's band on
         self.terrain = TerrainSet(ctx, programs, indirect=indirect, far_level=far_level_for(self.reach))
+        if hasattr(source, "far_liquid_step"):  # a far tile's liquid on its lean terrain's grid
+            source.far_liquid_step = 1 << max(self.terrain.far_level - 1, 0)
         self.horizon = None
         if horizon is not None and len(horizon):
             from ..sources.horizon import Horizon
