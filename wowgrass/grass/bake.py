@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -348,6 +349,51 @@ def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], 
 
 _WORKER: dict = {}
 
+#: the signals that stop a bake: the parent ends the workers itself, so they ignore Ctrl-C
+#: (sent to the whole process group) and die at once on SIGTERM
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class BakeInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during :func:`bake_map`: the workers are stopped; ``results`` are the
+    tiles finished (their bundles are in the cache)."""
+
+    def __init__(self, results, failures, total: int):
+        self.results, self.failures, self.total = results, failures, total
+        done = len(results) + len(failures)
+        super().__init__(f"interrupted after {done:,} of {total:,} tiles; {len(results):,} "
+                         f"{'is' if len(results) == 1 else 'are'} cached (bake again to finish)")
+
+
+def _pool_worker_init(*args):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # not the parent's handler, inherited by fork
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)   # blocked by the parent while it forked
+    _worker_init(*args)
+
+
+def _stop_pool(pool) -> None:
+    """End the workers now (SIGTERM, then SIGKILL after a second) and the pool without waiting."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            p.terminate()
+        except (OSError, AttributeError):
+            pass
+    deadline = time.monotonic() + 1.0
+    for p in procs:
+        try:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(0.5)
+        except (OSError, AssertionError, ValueError):
+            pass
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:  # a pool stopped half-way through its start
+        pass
+
 
 def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None):
     from wowgrass.game.data import open_data
@@ -462,22 +508,49 @@ def bake_map(
         try:
             for chunk in chunks:
                 record(_worker_bake(chunk))
+        except KeyboardInterrupt:
+            raise BakeInterrupted(results, failures, len(todo)) from None
         finally:
             _WORKER.pop("data").close()
             _WORKER.clear()
     else:
         release_threads()
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
+        pool = None
+        # Ctrl-C or SIGTERM while the workers are forked waits until the pool is whole (the
+        # workers unblock them in their initializer, ignoring Ctrl-C: the parent stops them)
+        main_thread = hasattr(signal, "pthread_sigmask")
+        if main_thread:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
             try:
-                for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
-                    record(fut.result())
-            except BrokenProcessPool:
-                raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
-                                    f"{len(todo)} tiles; the bundles written so far are complete: bake again "
-                                    "to finish") from None
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)  # not the chunks still queued
-                raise
+                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_pool_worker_init, initargs=args)
+                futures = [pool.submit(_worker_bake, chunk) for chunk in chunks]
+            finally:
+                if main_thread:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            for fut in as_completed(futures):
+                record(fut.result())
+        except BrokenProcessPool:
+            _stop_pool(pool)
+            raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
+                                f"{len(todo)} tiles; the bundles written so far are complete: bake again "
+                                "to finish") from None
+        except KeyboardInterrupt:
+            old = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}   # a second Ctrl-C
+            try:
+                if pool is not None:
+                    _stop_pool(pool)
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+            results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+            raise BakeInterrupted(results, failures, len(todo)) from None
+        except BaseException:
+            if pool is not None:
+                _stop_pool(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
     return results, failures
 
