@@ -172,8 +172,8 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
         heights = {"min": float(tile.abs_heights.min()), "max": float(tile.abs_heights.max()), "unit": "yards",
                    "sea_level": 0.0}
     if draw_legend and legend:
-        title = (f"{Path(source['path']).name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd"
-                 if heights else f"{Path(source['path']).name}: {kind}")
+        name = Path(str(source["path"]).replace("\\", "/")).name   # a game path's file name too
+        title = (f"{name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd" if heights else f"{name}: {kind}")
         rgb = legend_strip(rgb, legend, title)
     path = write_image(out, rgb)
     if as_json:

@@ -28,6 +28,7 @@ def info(file, as_json):
 
     img = read_blp(Path(file).read_bytes(), file)
     out = img.info()
+    out = {"file": out.pop("path"), **out}   # docs/cli.md: `file` is the file a command read
     if as_json:
         echo_json(out)
         return

@@ -281,8 +281,9 @@ def ls(args, data_path, listfiles, locale, as_json):
     if locale and src.mpq:
         lcid = src.lcid
         rows = [r for r in rows if r["locale"] in (0, lcid)]
-    if as_json:
-        echo_json(rows)
+    if as_json:   # an object, as every --json: the source, the count and the rows
+        echo_json({"archive": archive, "data": str(data_path) if data_path else None, "file_count": len(rows),
+                   "files": rows})
         return
     head = f"{'size':>10} {'packed':>10}  {'locale':6}  {'flags':32} name" + ("  [archive]" if data_path else "")
     click.echo(head)

@@ -56,7 +56,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         return
 
     from wowgrass.game.data import open_data
-    from wowgrass.game.maps import list_maps, map_tiles
+    from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
 
     if data_path is None:
         from wowgrass.grass.bake import default_data
@@ -64,6 +64,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         data_path = default_data()[0]
     out = []
     with open_data(data_path) as data:
+        ignored = ignored_adts(data)
         for name, found in list_maps(data, warn=note).items():
             mt = map_tiles(data, name, need_tiles=False) if found["wdt"] else None
             listed = mt.wdt_tiles if mt is not None else []
@@ -73,9 +74,15 @@ def maps(wdt, data_path, list_tiles, as_json):
                         "adt_count": len(adts), "adt_tiles": [list(t) for t in adts],
                         "absent_tiles": [list(t) for t in (mt.absent if mt is not None else [])],
                         "big_alpha": bool(mt.big_alpha) if mt is not None else False})
+    ignored_list = [{"folder": folder, "file": name, "reason": why}
+                    for folder, files in ignored.items() for name, why in files]
     if as_json:
-        echo_json({"data": str(data_path), "map_count": len(out), "maps": out})
+        echo_json({"data": str(data_path), "map_count": len(out), "maps": out, "ignored_adts": ignored_list})
         return
+    for folder, files in ignored.items():   # the client would not load them either
+        shown = "; ".join(f"{n} ({why})" for n, why in files[:5]) + (" …" if len(files) > 5 else "")
+        note(f"note: {folder}: {plural(len(files), 'ADT file')} ignored, not named as the client loads tiles "
+             f"(<Map>_<col>_<row>.adt): {shown}")
     click.echo(f"{data_path}: {plural(len(out), 'map')}")
     for m in out:
         wdt_text = (f"WDT lists {plural(m['wdt_tile_count'], 'tile')}"
@@ -224,7 +231,7 @@ def _data(data_path):
         from wowgrass.game.data import open_data
         from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
         from wowgrass.errors import WowgrassError
-        from wowgrass.game.maps import list_maps, map_tiles
+        from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
 
         if data_path is None:
             from wowgrass.samples import sample_root
@@ -240,7 +247,8 @@ def _data(data_path):
             tables = [p for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
             if tables:
                 return False, detail + "; missing " + ", ".join(tables), (
-                    "bake needs both ground-effect tables: point --data at the client's Data folder, or give --dbc")
+                    data.locale_note() or "bake needs both ground-effect tables: point --data at the client's "
+                    "Data folder, or give --dbc")
             try:   # present is not enough: they must parse, as the bake reads them
                 catalog = load_catalog(data=data)
             except WowgrassError as exc:

@@ -22,6 +22,11 @@ from .common import (
 )
 
 
+#: a map's world coordinates: 64 tiles of 533⅓ yards about the origin
+MAP_HALF = 32 * 1600.0 / 3.0
+HEIGHT_LIMIT = 1e5   # yards up or down; no map comes near
+
+
 def _vec(text, name, sizes=(3,)):
     if text is None:
         return None
@@ -30,9 +35,14 @@ def _vec(text, name, sizes=(3,)):
         vals = tuple(float(p) for p in parts)
     except ValueError:
         vals = ()
-    if len(vals) not in sizes or not all(v == v and abs(v) < 1e6 for v in vals):
+    if len(vals) not in sizes or not all(v == v for v in vals):
         want = " or ".join({2: "X,Y", 3: "X,Y,Z"}[n] for n in sizes)
         raise UsageError(f"{name} must be {want}, got {text!r}")
+    for axis, v in zip("XYZ", vals):
+        limit = MAP_HALF if axis != "Z" else HEIGHT_LIMIT
+        if not abs(v) <= limit:
+            raise UsageError(f"{name} {text}: {axis} = {v:g} is out of the map's range "
+                             f"({-limit:,.1f} .. {limit:,.1f} yards)")
     return vals
 
 
@@ -111,7 +121,8 @@ def _size(text):
 @click.option("--samples", type=int, default=None,
               help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
                    "(default: 4, or the most the GPU has).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Render offscreen and write this PNG.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Render offscreen and write this image (.png, .jpg, .webp, ...: the suffix names the format).")
 @click.option("--frames", type=int,
               help="Render N frames offscreen and print the frame statistics (with --window: close the window after N frames).")
 @click.option("--window/--offscreen", "window", default=None,
@@ -200,9 +211,11 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         raise UsageError("--frames must be at least 1")
     if samples is not None and (samples < 0 or samples > 1 and samples & (samples - 1)):
         raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
+    from wowgrass.fileio import IMAGE_FORMATS
+
     for path, option in ((output, "-o/--output"), (screenshot, "--screenshot")):
-        if path is not None:
-            output_path(path, (".png",), option=option)
+        if path is not None:   # the format follows the suffix, as every image output's
+            output_path(path, tuple(sorted(IMAGE_FORMATS)), option=option)
     from wowgrass.render.constants import RingSettings
 
     try:

@@ -135,3 +135,164 @@ def test_a_signal_stops_a_parallel_bake_within_a_second(many_tiles, tmp_path, de
     assert err.strip().splitlines()[-1].startswith(("interrupted", "stopped by SIGTERM")), err
     if "after" in err:   # what was done, and that it is cached
         assert " of 40 tiles; " in err and "cached" in err, err
+
+
+# ----------------------------------------------------------------------------- 10. JSON keys
+
+#: plural names that are a measure in a unit or a bit field, not a count (docs/cli.md)
+UNITS = ("bytes", "seconds", "flags", "pos")
+
+
+def _plural_numbers(obj, where="") -> list[str]:
+    """Keys holding a number under a plural name (docs/cli.md: counts are ``*_count``)."""
+    bad = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in ("constants", "histogram"):   # names of their own (-C client_picks=48)
+                continue
+            if (isinstance(v, int) and not isinstance(v, bool) and k.endswith("s")
+                    and k.rsplit("_", 1)[-1] not in UNITS):
+                bad.append(f"{where}.{k}")
+            bad += _plural_numbers(v, f"{where}.{k}")
+    elif isinstance(obj, list):
+        for v in obj[:4]:
+            bad += _plural_numbers(v, where + "[]")
+    return bad
+
+
+def test_json_counts_are_named_count_and_files_file(world, loose, tmp_path):
+    detail = loose / "World" / "NoDXT" / "Detail"
+    bake = json.loads(run("bake", "--data", world, "--json").stdout)
+    docs = {
+        "m2 info": json.loads(run("m2", "info", detail / "ElwGra01.m2", "--json").stdout),
+        "blp info": json.loads(run("blp", "info", detail / "ElwGra01.blp", "--json").stdout),
+        "adt info": json.loads(run("adt", "info", "--data", world, "--tile", "31,32", "--json").stdout),
+        "maps": json.loads(run("maps", "--data", world, "--json").stdout),
+        "bake": bake,
+        "bundle info": json.loads(run("bundle", "info", bake["tiles"][0]["file"], "--json").stdout),
+        "dbc info": json.loads(run("dbc", "info", "--data", world, "GroundEffectTexture", "--json").stdout),
+        "mpq ls": json.loads(run("mpq", "ls", "--data", world, "--json").stdout),
+    }
+    for name, doc in docs.items():
+        assert isinstance(doc, dict), name
+        assert _plural_numbers(doc) == [], name
+    assert docs["m2 info"]["file"] == str(detail / "ElwGra01.m2") and "path" not in docs["m2 info"]
+    assert docs["m2 info"]["vertex_count"] > 0 and docs["m2 info"]["view"]["triangle_count"] > 0
+    assert docs["blp info"]["file"] == str(detail / "ElwGra01.blp") and docs["blp info"]["mip_count"] >= 1
+    assert docs["bundle info"]["instance_count"] == bake["tiles"][0]["instance_count"] > 0
+    ls = docs["mpq ls"]
+    assert ls["file_count"] == len(ls["files"]) > 0 and {"name", "size"} <= set(ls["files"][0])
+
+
+# ----------------------------------------------------------------------------- 8. wmo info vs export
+
+
+def test_wmo_info_splits_rendered_and_collision_triangles_as_export_counts(loose, tmp_path):
+    import numpy as np
+
+    from wowgrass.formats.wmo import MOPY_DTYPE, NO_MATERIAL, WmoGroup, write_wmo_group
+
+    src = loose / "World" / "wmo" / "Sample" / "Buildings" / "SampleHouse"
+    dst = tmp_path / "house"
+    shutil.copytree(src, dst)
+    g = WmoGroup.from_bytes((dst / "SampleHouse_000.wmo").read_bytes())
+    extra = 5   # collision-only triangles, in no batch, as real tents and inns have them
+    g.indices = np.concatenate([g.indices, np.zeros(3 * extra, g.indices.dtype)])
+    mopy = np.zeros(extra, MOPY_DTYPE)
+    mopy["flags"], mopy["material"] = 0x08, NO_MATERIAL
+    g.triangles = np.concatenate([g.triangles, mopy])
+    (dst / "SampleHouse_000.wmo").write_bytes(write_wmo_group(g))
+    root = dst / "SampleHouse.wmo"
+    info = json.loads(run("wmo", "info", root, "--json").stdout)
+    exported = json.loads(run("wmo", "export", root, "-o", tmp_path / "h.glb", "--no-doodads", "--json").stdout)
+    assert info["collision_triangle_count"] == extra
+    assert info["rendered_triangle_count"] == exported["triangle_count"] == info["triangle_count"] - extra
+    text = run("wmo", "info", root).stdout
+    assert f"{info['rendered_triangle_count']:,} rendered, {extra} collision only" in text
+
+
+# ----------------------------------------------------------------------------- 7. ADT names maps skips
+
+
+def test_maps_notes_adts_whose_names_the_client_would_not_load(loose, tmp_path):
+    root = tmp_path / "x"
+    shutil.copytree(loose, root)
+    folder = map_dir(root)
+    tile = folder / f"{MAP_NAME}_31_32.adt"
+    for bad in (f"{MAP_NAME}_01_01.adt", "continent4229.adt", f"Other_3_4.adt"):
+        shutil.copy(tile, folder / bad)
+    res = run("maps", "--data", root)
+    assert res.exit_code == 0, res.output
+    assert f"{MAP_NAME}_01_01.adt (zero-padded" in res.stderr and "continent4229.adt (not" in res.stderr
+    assert "Other_3_4.adt (named for map 'Other'" in res.stderr and "3 ADT files ignored" in res.stderr
+    js = json.loads(run("maps", "--data", root, "--json").stdout)
+    assert sorted(i["file"] for i in js["ignored_adts"]) == sorted(
+        [f"{MAP_NAME}_01_01.adt", "continent4229.adt", "Other_3_4.adt"])
+    # without a WDT the map is its ADT files: the zero-padded one is not tile 1,1 either
+    (folder / f"{MAP_NAME}.wdt").unlink()
+    js = json.loads(run("maps", "--data", root, "--json").stdout)
+    assert [m["adt_tiles"] for m in js["maps"]] == [[[31, 32], [32, 32]]]
+
+
+# ----------------------------------------------------------------------------- 11. messages
+
+
+def test_a_png_named_adt_says_what_it_is(tmp_path):
+    from PIL import Image
+
+    f = tmp_path / f"{MAP_NAME}_31_32.adt"
+    Image.new("RGB", (4, 4)).save(f, "PNG")
+    res = run("adt", "info", f)
+    assert res.exit_code == 2
+    assert "a PNG image" in res.stderr and "expected b'REVM'" in res.stderr and "declares" not in res.stderr
+
+
+def test_wmo_info_on_a_folder_says_it_is_a_folder(tmp_path):
+    res = run("wmo", "info", tmp_path)
+    assert res.exit_code == 2 and "is a folder" in res.stderr and "no such file" not in res.stderr
+
+
+def test_a_data_folder_without_its_locale_folder_says_so(world, tmp_path):
+    data = tmp_path / "Data"
+    shutil.copytree(world, data)
+    shutil.rmtree(data / "enUS")
+    for args in (("bake", "--data", data), ("dbc", "info", "--data", data, "GroundEffectTexture")):
+        res = run(*args)
+        assert res.exit_code == 2, res.output
+        assert "no locale folder" in res.stderr and "locale-<locale>.MPQ" in res.stderr, res.stderr
+
+
+def test_a_camera_far_outside_the_map_is_out_of_range():
+    res = run("view", "--camera", "1e9,1e9,1e9", "-o", "x.png")
+    assert res.exit_code == 2 and "out of the map's range" in res.stderr and "must be X,Y" not in res.stderr
+
+
+def test_an_absent_skin_is_not_found_and_lists_the_skins_present_and_skin_picks_one(loose, tmp_path):
+    src = loose / "World" / "NoDXT" / "Detail"
+    d = tmp_path / "m"
+    d.mkdir()
+    shutil.copy(src / "ElwGra01.m2", d / "ElwGra01.m2")
+    shutil.copy(src / "ElwGra01.blp", d / "ElwGra01.blp")
+    shutil.copy(src / "ElwGra0100.skin", d / "ElwGra0101.skin")   # only level of detail 1
+    res = run("m2", "export", d / "ElwGra01.m2", "-o", tmp_path / "a.glb")
+    assert res.exit_code == 2
+    assert "ElwGra0100.skin not found" in res.stderr and "ElwGra0101.skin" in res.stderr and "--skin" in res.stderr
+    res = run("m2", "export", d / "ElwGra01.m2", "-o", tmp_path / "a.glb", "--skin", "1", "--json")
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.stdout)
+    assert js["file"] == str(tmp_path / "a.glb") and js["skin"].endswith("ElwGra0101.skin") and js["triangle_count"] > 0
+    info = json.loads(run("m2", "info", d / "ElwGra01.m2", "--skin", "1", "--json").stdout)
+    assert info["view_index"] == 1 and info["view"]["triangle_count"] == js["triangle_count"]
+
+
+def test_the_legend_title_keeps_its_colon_and_space():
+    import numpy as np
+
+    from wowgrass.game.tiles import legend_strip
+
+    rgb = np.zeros((256, 256, 3), np.uint8)
+    legend = [{"label": "40.0 .. 54.7 yd", "rgb": "#6e944b"}]
+    with_colon = legend_strip(rgb, legend, "x.adt: heights 0.0 .. 9.0 yd")
+    without = legend_strip(rgb, legend, "x.adt heights 0.0 .. 9.0 yd")
+    no_space = legend_strip(rgb, legend, "x.adt: heights0.0 .. 9.0 yd")
+    assert not np.array_equal(with_colon, without) and not np.array_equal(with_colon, no_space)

@@ -127,7 +127,7 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
         assert not doc.extensionsUsed
     want = bundle_instances(tmp_path / "cache")
     got = grass_nodes(doc)
-    assert set(got) == set(want) and summary["grass_instances"] == sum(len(p) for v in want.values() for p, _, _ in v)
+    assert set(got) == set(want) and summary["grass_instance_count"] == sum(len(p) for v in want.values() for p, _, _ in v)
     origin = np.array(doc.nodes[doc.scenes[0].nodes[0]].extras["wow_origin"])
     for model, groups in want.items():
         pos = np.concatenate([p for p, _, _ in groups])
@@ -166,10 +166,10 @@ def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
               "-o", out, "--json")
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)
-    assert s["tiles"] == [[42, 29]] and s["grass_instances"] > 0 and len(s["stand_ins"]) > 0
+    assert s["tiles"] == [[42, 29]] and s["grass_instance_count"] > 0 and len(s["stand_ins"]) > 0
     assert len(s["missing_textures"]) == 16  # MTEX has 16 names; --dbc gives no textures
     doc = pygltflib.GLTF2().load(str(out))
-    assert sum(len(t) for v in grass_nodes(doc).values() for t, _, _ in v) == s["grass_instances"]
+    assert sum(len(t) for v in grass_nodes(doc).values() for t, _, _ in v) == s["grass_instance_count"]
 
 
 def _validator():

@@ -254,8 +254,16 @@ class GameData:
 
     def _where(self) -> str:
         if self.archives:
-            return f"{len(self.archives)} archives, build {self.build or 'unknown'}"
+            hint = self.locale_note()
+            return f"{len(self.archives)} archives, build {self.build or 'unknown'}" + (f"; {hint}" if hint else "")
         return "loose files"
+
+    def locale_note(self) -> str | None:
+        """Why a 2.4.3/3.3.5 chain lacks its tables: no locale folder was found beside the MPQs."""
+        if self.archives and self.locale is None and self.build in ("2.4.3", "3.3.5"):
+            return (f"no locale folder (enUS, deDE, ...) in {self.root}: a {self.build} client keeps its "
+                    "tables (DBFilesClient) in <locale>/locale-<locale>.MPQ; copy that folder too")
+        return None
 
     def list(self, pattern: str = "*") -> list[str]:
         """Known paths matching a case-insensitive glob ('/' or '\\'); MPQs need a (listfile)."""

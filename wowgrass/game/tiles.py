@@ -363,7 +363,9 @@ def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items
     from PIL import Image, ImageDraw, ImageFont
 
     h, w = rgb.shape[:2]
-    px = max(10, min(16, w // 48))  # the text's size: readable from a 256 to an 8192 picture
+    # the text's size: readable from a 256 to an 8192 picture; below 12 px the default font's
+    # colon and spaces round away ("heights0.0")
+    px = max(12, min(16, w // 48))
     try:
         font = ImageFont.load_default(size=px)
     except TypeError:  # Pillow < 10.1: the fixed bitmap font

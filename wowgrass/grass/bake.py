@@ -91,8 +91,9 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
                                                   texture_path=str(tables[0]), doodad_path=str(tables[1]))
     for path in (TEXTURE_PATH, DOODAD_PATH):
         if not data.exists(path):
-            raise UsageError(f"{data.root} has no {path} (the bake needs both ground-effect tables; give --dbc DIR, "
-                             "or --data the client's Data folder)")
+            hint = data.locale_note() if hasattr(data, "locale_note") else None
+            raise UsageError(f"{data.root} has no {path} (" + (hint or "the bake needs both ground-effect tables; "
+                             "give --dbc DIR, or --data the client's Data folder") + ")")
     return GroundEffectCatalog.from_data(data, build)
 
 
