@@ -27,7 +27,7 @@ def export():
 
 
 @export.command()
-@click.argument("adt", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("adt", nargs=-1, type=click.Path(exists=True), metavar="[ADT...|DIR]")
 @data_option
 @dbc_option
 @click.option("--map", "map_name", metavar="NAME",
@@ -62,6 +62,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     \b
     wowgrass export gltf map.adt (--data DIR | --dbc DIR) -o tile.glb    loose ADT files
     wowgrass export gltf --data DIR [--map NAME] --tile 32,48 -o t.glb   tiles of a map
+    wowgrass export gltf DIR --tile 32,48 -o t.glb                       a Data or map folder (--data)
     wowgrass export gltf -o sample.glb                                   the sample world
 
     The terrain's texture layers are baked into one texture per tile (what every importer shows
@@ -75,6 +76,15 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     from wowgrass.export.scene import check_texture_size, export_scene
     from wowgrass.export.inputs import open_tiles
     from wowgrass.fileio import write_atomic
+    from pathlib import Path
+
+    from wowgrass.errors import UsageError
+
+    folders = [a for a in adt if Path(a).is_dir()]
+    if folders:   # `export gltf DIR` is --data DIR, as `bake DIR`
+        if len(adt) != 1 or data_path:
+            raise UsageError(f"give one folder ({folders[0]}) or --data or ADT files, not several")
+        data_path, adt = folders[0], ()
     out = output_path(output, (".glb",))
     check_texture_size(texture_size)  # before any bake
     constants = placement_constants(seed, overrides)

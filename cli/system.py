@@ -27,7 +27,7 @@ def _span(tiles) -> str:
 
 
 @click.command()
-@click.argument("wdt", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("wdt", required=False, type=click.Path(exists=True), metavar="[WDT|DIR]")
 @data_option
 @click.option("-l", "--long", "list_tiles", is_flag=True, help="Also list every tile (column,row).")
 @json_option
@@ -42,6 +42,12 @@ def maps(wdt, data_path, list_tiles, as_json):
     """
     from wowgrass.formats.wdt import WdtFile
 
+    if wdt is not None and Path(wdt).is_dir():   # `maps DIR` is --data DIR, as `bake DIR`
+        if data_path:
+            from wowgrass.errors import UsageError
+
+            raise UsageError(f"give the folder {wdt} or --data, not both")
+        data_path, wdt = wdt, None
     if wdt is not None:
         w = WdtFile.from_bytes(Path(wdt).read_bytes(), wdt)
         tiles = sorted(w.tiles(), key=lambda t: (t[1], t[0]))

@@ -85,10 +85,12 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
 
 
 def _size(text):
-    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text or "")
+    """``WxH`` in pixels, or one number for a square frame (as adt image takes it)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*)?", text or "")
     if not m:
-        raise UsageError(f"--size must be WxH (e.g. 1280x720), got {text!r}")
-    return int(m.group(1)), int(m.group(2))
+        raise UsageError(f"--size must be WxH (e.g. 1280x720) or PIXELS (a square), got {text!r}")
+    w = int(m.group(1))
+    return w, int(m.group(2)) if m.group(2) is not None else w
 
 
 @click.command()
@@ -117,7 +119,8 @@ def _size(text):
                    "(default: at eye height where grass grows on the tile nearest the centre of the data).")
 @click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
 @click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
-@click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
+@click.option("--size", default="1280x720", show_default=True, metavar="WxH|PIXELS",
+              help="Frame size in pixels: WxH, or one number for a square.")
 @click.option("--samples", type=int, default=None,
               help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
                    "(default: 4, or the most the GPU has).")
@@ -175,8 +178,10 @@ def _size(text):
                    "whole map under the fog, as the clients do (key Z); a map without a WDL has none.")
 @click.option("--procedural", is_flag=True,
               help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no game data.")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
-              help="--procedural: seed of the terrain and the blade placement.")
+@click.option("--meadow-seed", "seed", type=click.IntRange(0, 2**32 - 1), default=None,
+              help="--procedural: seed of the meadow's terrain and blades (default 1). (Not the placement's "
+                   "--seed of bake and export, which view's tiles take from -C seed=N.)")
+@click.option("--seed", "old_seed", type=click.IntRange(0, 2**32 - 1), default=None, hidden=True)
 @click.option("--cpu-instances", is_flag=True,
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
@@ -186,7 +191,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
          grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
-         no_shadows, wireframe, horizon, procedural, seed, cpu_instances, as_json):
+         no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, as_json):
     """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
     wind-sway shader.
 
@@ -202,6 +207,15 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
     wireframe on the right.
     """
     from wowgrass.render.app import ViewOptions, run_view
+
+    if old_seed is not None:   # the old name: say which seed it is
+        if seed is not None:
+            raise UsageError("give --meadow-seed once (--seed is its old name)")
+        note("note: view --seed is now --meadow-seed (the procedural meadow's; bake's --seed is the placement's)")
+        seed = old_seed
+    if seed is not None and not procedural:
+        raise UsageError("--meadow-seed is for --procedural; the grass placement's seed is -C seed=N")
+    seed = 1 if seed is None else seed
 
     files = None
     if source is not None:

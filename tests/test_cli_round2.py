@@ -296,3 +296,59 @@ def test_the_legend_title_keeps_its_colon_and_space():
     without = legend_strip(rgb, legend, "x.adt heights 0.0 .. 9.0 yd")
     no_space = legend_strip(rgb, legend, "x.adt: heights0.0 .. 9.0 yd")
     assert not np.array_equal(with_colon, without) and not np.array_equal(with_colon, no_space)
+
+
+# ----------------------------------------------------------------------------- 9. conventions
+
+
+def test_blp_convert_takes_o_and_refuses_a_missing_folder(loose, tmp_path):
+    blp = loose / "World" / "NoDXT" / "Detail" / "ElwGra01.blp"
+    res = run("blp", "convert", blp, "-o", tmp_path / "a.png")
+    assert res.exit_code == 0, res.output and (tmp_path / "a.png").is_file()
+    res = run("blp", "convert", blp, "-o", tmp_path / "no" / "a.png")
+    assert res.exit_code == 2 and "does not exist" in res.stderr and not (tmp_path / "no").exists()
+    res = run("blp", "convert", blp, tmp_path / "b.png")   # the old form still works, and says so
+    assert res.exit_code == 0 and (tmp_path / "b.png").is_file() and "-o" in res.stderr
+
+
+def test_view_output_follows_the_suffix(world, tmp_path, egl):
+    out = tmp_path / "f.jpg"
+    res = run("view", "--data", world, "--tile", "31,32", "-o", out, "--size", "48x32", "--samples", 0)
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:3] == b"\xff\xd8\xff"   # a JPEG, not a PNG named .jpg
+
+
+def test_size_takes_one_number_or_wxh_in_adt_image_and_view(world, tmp_path):
+    for size in ("64", "64x64"):
+        js = json.loads(run("adt", "image", "--data", world, "--tile", "31,32", "-o", tmp_path / "a.png",
+                            "--size", size, "--json").stdout)
+        assert js["size"] == [64, 64]
+    res = run("adt", "image", "--data", world, "--tile", "31,32", "-o", tmp_path / "a.png", "--size", "64x32")
+    assert res.exit_code == 2 and "W = H" in res.stderr
+    from wowgrass.cli.view import _size
+
+    assert _size("64") == (64, 64) and _size("64x32") == (64, 32)
+
+
+def test_the_meadow_seed_is_named_for_the_meadow():
+    res = run("view", "--meadow-seed", "3", "--data", ".", "-o", "x.png")
+    assert res.exit_code == 2 and "--meadow-seed is for --procedural" in res.stderr
+    help_text = run("view", "--help").output
+    assert "--meadow-seed" in help_text and "\n  --seed" not in help_text
+    bake_help = " ".join(run("bake", "--help").output.split())
+    assert "--seed" in bake_help
+
+
+def test_export_maps_and_adt_info_take_a_folder_as_bake_does(world, tmp_path):
+    js = json.loads(run("maps", world, "--json").stdout)
+    assert [m["map"] for m in js["maps"]] == [MAP_NAME]
+    res = run("adt", "info", world, "--tile", "31,32", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tile"] == {"col": 31, "row": 32}
+    res = run("adt", "info", world)   # two tiles: which one?
+    assert res.exit_code == 2 and "2 tiles" in res.stderr and "--tile" in res.stderr
+    out = tmp_path / "t.glb"
+    res = run("export", "gltf", world, "--tile", "31,32", "--no-grass", "--no-wmos", "--no-liquids", "-o", out,
+              "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tiles"] == [[31, 32]] and out.is_file()

@@ -120,12 +120,12 @@ def test_blp_info_and_convert(tmp_path):
     info = json.loads(run("blp", "info", str(blp), "--json").output)
     assert info["encoding"] == "dxt1" and info["alpha_depth"] == 1 and info["mip_count"] == 5
     out = tmp_path / "g.png"
-    r = run("blp", "convert", str(blp), str(out), "--mip", "1")
+    r = run("blp", "convert", str(blp), "-o", str(out), "--mip", "1")
     assert r.exit_code == 0, r.output
     assert Image.open(out).size == (8, 8)
     # and back: PNG → BLP
     back = tmp_path / "g.blp"
-    r = run("blp", "convert", str(out), str(back), "--encoding", "palette")
+    r = run("blp", "convert", str(out), "-o", str(back), "--encoding", "palette")
     assert r.exit_code == 0, r.output
     img = read_blp(back.read_bytes())
     assert img.encoding == "palette" and img.width == 8

@@ -440,7 +440,7 @@ def test_cli_procedural_json_and_errors(tmp_path):
     from cli.main import cli
 
     out = tmp_path / "m.png"
-    r = CliRunner().invoke(cli, ["view", "--procedural", "--seed", "3", "--size", "160x90", "--samples", "0",
+    r = CliRunner().invoke(cli, ["view", "--procedural", "--meadow-seed", "3", "--size", "160x90", "--samples", "0",
                                  "--split", "--output", str(out), "--frames", "1", "--json"])
     if r.exit_code != 0 and "EGL" in r.output:
         pytest.skip("no EGL OpenGL context")
