@@ -352,3 +352,45 @@ def test_export_maps_and_adt_info_take_a_folder_as_bake_does(world, tmp_path):
               "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["tiles"] == [[31, 32]] and out.is_file()
+
+
+# ----------------------------------------------------------------------------- 12. the cache
+
+
+def test_one_set_of_bundles_when_folder_and_map_name_differ_in_case(world, loose, tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    first = json.loads(run("bake", "--data", world, "--tile", "31,32", "--json").stdout)
+    lower = tmp_path / f"{MAP_NAME.lower()}_31_32.adt"
+    shutil.copy(map_dir(loose) / f"{MAP_NAME}_31_32.adt", lower)
+    again = json.loads(run("bake", lower, "--data", world, "--json").stdout)
+    assert [p.name for p in (tmp_path / "cache" / "bundles").iterdir()] == [MAP_NAME]
+    assert again["cache_hit"] and again["file"] == first["tiles"][0]["file"]
+
+
+def test_cache_ls_names_each_bundle_folders_data_source(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    assert run("bake", "--data", world, "--tile", "31,32").exit_code == 0
+    text = run("cache", "ls").stdout
+    assert f"from {world.resolve()} (build 3.3.5, 1 tile" in text, text
+    js = json.loads(run("cache", "ls", "--json").stdout)
+    (entry,) = [e for e in js["entries"] if e["kind"] == "bundles"]
+    assert entry["sources"][0]["data"] == str(world.resolve()) and entry["sources"][0]["tiles"] == [[31, 32]]
+
+
+def test_cache_prune_removes_stale_bundles_only(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    good = Path(json.loads(run("bake", "--data", world, "--json").stdout)["tiles"][0]["file"])
+    old_format = good.with_name(good.name.replace(".coverage.", ".coverage.0ld").replace(MAP_NAME + "_31", MAP_NAME + "_9"))
+    raw = bytearray(good.read_bytes())
+    raw[4] = 99   # another bundle format version
+    old_format.write_bytes(bytes(raw))
+    broken = good.with_name(f"{MAP_NAME}_8_8.coverage.0000000000000000.wgb")
+    broken.write_bytes(b"not a bundle")
+    js = json.loads(run("cache", "prune", "--dry-run", "--json").stdout)
+    assert sorted(Path(e["file"]).name for e in js["deleted"]) == sorted([old_format.name, broken.name])
+    assert js["deleted_count"] == 2 and js["dry_run"] and old_format.exists() and broken.exists()
+    assert any("format version" in e["reason"] for e in js["deleted"])
+    res = run("cache", "prune")
+    assert res.exit_code == 0 and "deleted 2 stale bundles" in res.stdout
+    assert not old_format.exists() and not broken.exists() and good.exists()
+    assert "deleted 0 stale bundles" in run("cache", "prune").stdout

@@ -137,8 +137,54 @@ class ModelTable:
 # ----------------------------------------------------------------------------- one tile
 
 
+def canonical_map(map_name: str) -> str:
+    """The spelling of ``map_name`` the cache already holds bundles under (a map's folder and its
+    Map.dbc name may differ in case: one set of bundles, not two), else ``map_name``."""
+    root = cache_dir() / "bundles"
+    if (root / map_name).is_dir() or not root.is_dir():
+        return map_name
+    low = map_name.lower()
+    for p in root.iterdir():
+        if p.name.lower() == low and p.is_dir():
+            return p.name
+    return map_name
+
+
 def bundle_path(map_name: str, col: int, row: int, strategy: str, key: str) -> Path:
     return cache_dir() / "bundles" / map_name / f"{map_name}_{col}_{row}.{strategy}.{key[:16]}{B.SUFFIX}"
+
+
+SOURCES_FILE = ".sources.json"
+
+
+def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
+    """Note in the map's bundle folder which data source (and build) baked which tiles, so that
+    `cache ls` tells two clients' maps of one name apart. Best effort: a cache that cannot take
+    it is not an error here."""
+    import json
+    from datetime import datetime, timezone
+
+    from wowgrass.fileio import write_atomic
+
+    folder = cache_dir() / "bundles" / map_name
+    path = folder / SOURCES_FILE
+    try:
+        known = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    key = str(Path(data_root).resolve()) if data_root is not None else "(tables only)"
+    entry = known.get(key) if isinstance(known.get(key), dict) else {}
+    done = {tuple(t) for t in entry.get("tiles", []) if isinstance(t, list) and len(t) == 2}
+    done |= {(int(c), int(r)) for c, r in tiles}
+    known[key] = {"build": build, "tiles": sorted([list(t) for t in done], key=lambda t: (t[1], t[0])),
+                  "last_used": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(known, indent=1, sort_keys=True).encode())
+    except (OSError, WowgrassError) as exc:
+        log.info("could not record the data source in %s: %s", path, exc)
 
 
 def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
@@ -184,6 +230,8 @@ def bake_tile(
     from wowgrass.game.tiles import read_adt
 
     models = models or ModelTable(None)
+    if out is None:
+        map_name = canonical_map(map_name)
     t0 = time.perf_counter()
     if tile is None:   # big_alpha None (no WDT): as the tile parses (terrain.read_adt)
         tile = read_adt(adt_bytes, adt_path, big_alpha)
@@ -316,8 +364,11 @@ def bake_file(
         elif data is not None and data.exists(wdt_game_path(map_name)):
             big_alpha = WdtFile.from_bytes(data.read(wdt_game_path(map_name)), wdt_game_path(map_name)).big_alpha
     models = ModelTable(data.read if data is not None else None)
-    return bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants, models=models,
-                     big_alpha=big_alpha, adt_path=str(path), out=out, force=force)
+    res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants, models=models,
+                    big_alpha=big_alpha, adt_path=str(path), out=out, force=force)
+    if out is None:
+        record_source(res.map, data.root if data is not None else path.parent, catalog.build, [res.tile])
+    return res
 
 
 # ----------------------------------------------------------------------------- many tiles
@@ -483,6 +534,7 @@ def bake_map(
     with open_data(data_root, build=build, threads=1) as data:
         listed, big_alpha = map_tiles(data, map_name, ranges if tiles is None else None)
         build = build or data.build
+    map_name = canonical_map(map_name)
     folder = cache_dir() / "bundles" / map_name
     if folder.is_dir():
         sweep_temporaries(folder)
@@ -553,6 +605,8 @@ def bake_map(
         else:
             pool.shutdown(wait=True)
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+    if results:
+        record_source(map_name, data_root, build, [r.tile for r in results])
     return results, failures
 
 
