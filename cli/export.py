@@ -94,11 +94,18 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
             baked.append(res)
             bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 
+        def on_error(tile, why):   # named as it fails; the export goes on without it
+            note(f"warning: tile {tile[0]},{tile[1]} left out: {why}")
+
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,
                          ranges=parse_tiles(tiles), build=build, placement=placement, constants=constants,
-                         on_tile=on_tile)
+                         on_tile=on_tile, on_error=on_error)
     if src.note:
         note(src.note)
+    if src.errors and not src.tiles:
+        src.close()
+        raise UsageError(f"none of the {plural(len(src.errors), 'tile')} could be read; nothing written "
+                         f"(the first: {next(iter(src.errors.values()))})")
     warn_unknown_effects(baked)
     try:
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
@@ -110,9 +117,17 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         src.close()
     write_atomic(out, glb)
     summary.file = str(out)
+    failed = {f"{c},{r}": why for (c, r), why in src.errors.items()}
     if as_json:
-        echo_json(summary.to_dict())
-        return
+        echo_json({**summary.to_dict(), "tile_errors": failed})
+    else:
+        _echo_summary(summary, out, instancing)
+    if failed:   # as bake and view: the others written, the exit status says some are missing
+        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
+                         f"{plural(len(summary.tiles), 'tile')}")
+
+
+def _echo_summary(summary, out, instancing):
     s = summary
     note(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
          f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "

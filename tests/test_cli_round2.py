@@ -394,3 +394,20 @@ def test_cache_prune_removes_stale_bundles_only(world, tmp_path, monkeypatch):
     assert res.exit_code == 0 and "deleted 2 stale bundles" in res.stdout
     assert not old_format.exists() and not broken.exists() and good.exists()
     assert "deleted 0 stale bundles" in run("cache", "prune").stdout
+
+
+# ----------------------------------------------------------------------------- 5. export goes on
+
+
+def test_a_whole_map_export_warns_on_a_damaged_tile_and_writes_the_others(loose, tmp_path, monkeypatch):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "x"
+    shutil.copytree(loose, root)
+    bad = map_dir(root) / f"{MAP_NAME}_32_32.adt"
+    bad.write_bytes(bad.read_bytes()[:5000])
+    out = tmp_path / "t.glb"
+    res = run("export", "gltf", "--data", root, "--no-wmos", "--no-liquids", "-o", out, "--json")
+    assert res.exit_code == 2, res.output
+    assert "warning: tile 32,32 left out" in res.stderr and "1 tile could not be read" in res.stderr
+    js = json.loads(res.stdout)
+    assert js["tiles"] == [[31, 32]] and list(js["tile_errors"]) == ["32,32"] and out.is_file()
