@@ -183,8 +183,14 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
     size = square_size(size)
     out = output_path(output)
     image_format(out)
+    no_legend = "nothing to tell apart"
     if kind == "grass":
-        rgb, legend = grass_image(tile, _place(tile, source, dbc_dir, placement, seed, overrides), size)
+        inst, catalog = _place(tile, source, dbc_dir, placement, seed, overrides)
+        rgb, legend = grass_image(tile, inst, size)
+        if not len(inst):
+            from wowgrass.grass.placement import why_no_grass
+
+            no_legend = f"the tile has no grass: {why_no_grass(tile, catalog)}"
     else:
         if dbc_dir:
             raise UsageError("--dbc is for --kind grass")
@@ -193,6 +199,8 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
     if kind == "height":
         heights = {"min": float(tile.abs_heights.min()), "max": float(tile.abs_heights.max()), "unit": "yards",
                    "sea_level": 0.0}
+    if draw_legend and not legend:   # say why it is not there
+        note(f"note: no legend drawn: {no_legend}")
     if draw_legend and legend:
         name = Path(str(source["path"]).replace("\\", "/")).name   # a game path's file name too
         title = (f"{name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd" if heights else f"{name}: {kind}")
@@ -246,4 +254,4 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     else:
         catalog = load_catalog(dbc_dir=dbc_dir)
     constants = placement_constants(seed, overrides)
-    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name)
+    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name), catalog

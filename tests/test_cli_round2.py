@@ -411,3 +411,36 @@ def test_a_whole_map_export_warns_on_a_damaged_tile_and_writes_the_others(loose,
     assert "warning: tile 32,32 left out" in res.stderr and "1 tile could not be read" in res.stderr
     js = json.loads(res.stdout)
     assert js["tiles"] == [[31, 32]] and list(js["tile_errors"]) == ["32,32"] and out.is_file()
+
+
+# ----------------------------------------------------------------------------- 6. why no grass
+
+
+def _empty_tile(loose, tmp_path, change):
+    from wowgrass.formats.adt import write_adt
+    from wowgrass.game.tiles import read_adt
+
+    src = map_dir(loose) / f"{MAP_NAME}_31_32.adt"
+    tile = read_adt(src.read_bytes(), str(src))
+    change(tile)
+    out = tmp_path / f"{MAP_NAME}_31_32.adt"
+    out.write_bytes(write_adt(tile))
+    return out
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda t: t.layer_effect.fill(0), "name no ground effect"),
+    (lambda t: t.no_effect_doodad.fill(True), "every cell where its effects grow is excluded"),
+])
+def test_a_tile_with_no_grass_says_why(world, loose, tmp_path, monkeypatch, change, why):
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "cache"))
+    adt = _empty_tile(loose, tmp_path, change)
+    res = run("bake", adt, "--data", world)
+    assert res.exit_code == 0, res.output
+    assert "0 instances" in res.stdout and "no grass on tile 31,32" in res.stderr and why in res.stderr
+    js = json.loads(run("bake", adt, "--data", world, "--json").stdout)
+    assert js["instance_count"] == 0 and why in js["no_grass"]
+    res = run("adt", "image", adt, "--dbc", loose / "DBFilesClient", "--kind", "grass", "--legend", "-o",
+              tmp_path / "g.png")
+    assert res.exit_code == 0, res.output
+    assert "no legend drawn: the tile has no grass" in res.stderr and why in res.stderr

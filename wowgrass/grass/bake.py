@@ -33,7 +33,8 @@ import numpy as np
 from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.grass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
+from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids,
+                                      used_effect_ids, why_no_grass)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class BakeResult:
     rebuilt: str | None = None  # why an existing bundle was not used (corrupt, truncated, stale)
     seconds: dict = field(default_factory=dict)
     unknown_effects: dict = field(default_factory=dict)  # {"ids": [...], "cells": n}: ids the tables lack
+    no_grass: str | None = None  # why a tile got no instance (placement.why_no_grass)
 
     def to_dict(self) -> dict:
         """JSON shape: ``file`` is the bundle; ``model_count`` a number (``missing_models`` a list)."""
@@ -258,6 +260,8 @@ def bake_tile(
                                     [m.path for m in old.models if not m.info.present], True)
             result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
             result.unknown_effects = unknown
+            if not result.instances:
+                result.no_grass = why_no_grass(tile, catalog)
             return result
         except FormatError as exc:  # truncated, corrupt or stale: never drawn, rebuilt below
             rebuilt = f"{type(exc).__name__}: {exc.reason}"
@@ -275,7 +279,7 @@ def bake_tile(
     missing = [table[m].path for m in present.tolist() if not table[m].present]
     return BakeResult(map_name, (col, row), str(path), key, len(inst), int(present.size), missing, False, rebuilt,
                       {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": time.perf_counter() - t0},
-                      unknown)
+                      unknown, None if len(inst) else why_no_grass(tile, catalog))
 
 
 class _ModelInfos:
