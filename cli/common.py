@@ -347,15 +347,32 @@ class _LogFormat:
         return f"{record.levelname.lower()} {record.name}: {record.getMessage()}"
 
 
+def _stderr_handler():
+    import logging
+
+    class StderrHandler(logging.Handler):
+        """Each record to the stderr of the moment (click's: a test runner swaps it per command)."""
+
+        def emit(self, record):
+            try:
+                click.echo(self.format(record), err=True)
+            except Exception:  # a closed stderr: nothing to tell anyone
+                self.handleError(record)
+
+    return StderrHandler()
+
+
 def _set_level(level: int) -> None:
     import logging
 
     _VERBOSITY["level"] = level
-    logging.basicConfig()
-    for handler in logging.getLogger().handlers:
+    logger = logging.getLogger("wowgrass")
+    if not any(getattr(h, "_wowgrass", False) for h in logger.handlers):
+        handler = _stderr_handler()
+        handler._wowgrass = True
         handler.setFormatter(_LogFormat())
-    logging.getLogger("wowgrass").setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO,
-                                            2: logging.DEBUG}[level])
+        logger.addHandler(handler)   # (the root logger has none of ours: caplog still hears them)
+    logger.setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}[level])
 
 
 VERBOSITY_PARAMS = (

@@ -444,3 +444,35 @@ def test_a_tile_with_no_grass_says_why(world, loose, tmp_path, monkeypatch, chan
               tmp_path / "g.png")
     assert res.exit_code == 0, res.output
     assert "no legend drawn: the tile has no grass" in res.stderr and why in res.stderr
+
+
+# ----------------------------------------------------------------------------- 3. -v and -vv
+
+
+@pytest.mark.parametrize("args, said", [
+    (("maps", "--data", "{world}"), "map folders"),
+    (("adt", "info", "--data", "{world}", "--tile", "31,32"), "read World\\Maps"),
+    (("mpq", "ls", "--data", "{world}"), "unnamed (no listfile names them)"),
+    (("bake", "--data", "{world}"), "tile 31,32:"),
+    (("dbc", "info", "--data", "{world}", "GroundEffectTexture"), "records of"),
+    (("export", "gltf", "--data", "{world}", "--tile", "31,32", "--no-grass", "-o", "{tmp}/t.glb"), "tables"),
+])
+def test_verbose_says_what_is_read_and_skipped(world, tmp_path, args, said):
+    args = [a.format(world=world, tmp=tmp_path) for a in args]
+    plain, verbose, debug = run(*args), run(*args, "-v"), run(*args, "-vv")
+    assert plain.exit_code == verbose.exit_code == debug.exit_code == 0, verbose.output
+    assert said not in plain.stderr and said in verbose.stderr, verbose.stderr
+    assert len(verbose.stderr.splitlines()) > len(plain.stderr.splitlines())
+    assert len(debug.stderr.splitlines()) > len(verbose.stderr.splitlines())   # -vv: each file read
+
+
+def test_verbose_view_and_maps_name_what_they_skip(loose, tmp_path, egl):
+    root = tmp_path / "x"
+    shutil.copytree(loose, root)
+    shutil.copy(map_dir(root) / f"{MAP_NAME}_31_32.adt", map_dir(root) / f"{MAP_NAME}_01_01.adt")
+    res = run("maps", "--data", root, "-v")
+    assert f"{MAP_NAME}_01_01.adt" in res.stderr and "no map reads" in res.stderr
+    res = run("view", "--data", root, "--tile", "31,32", "-o", tmp_path / "v.png", "--size", "32x32", "--samples", 0,
+              "-v")
+    assert res.exit_code == 0, res.output
+    assert "tile 31,32: " in res.stderr and "info " in res.stderr

@@ -95,6 +95,9 @@ def list_maps(data, *, warn: Warn | None = None) -> dict[str, dict]:
     for name in directories:          # the client's own list, each WDT found by hash
         if data.exists(wdt_game_path(name)):
             entry(name, "Map.dbc")["wdt"] = True
+        else:
+            log.debug("Map.dbc names %s; no WDT of it in the data (skipped)", name)
+    log.info("%s names %d map folders, %d with a WDT in the data", MAP_TABLE, len(directories), len(maps))
     for n in data.list("world\\maps\\*"):
         p = n.replace("/", "\\").split("\\")
         if len(p) != 4:
@@ -228,6 +231,9 @@ def map_tiles(data, map_name: str, ranges=None, *, need_tiles: bool = True) -> M
                              "(`wowgrass maps --data DIR` lists the maps there)")
     if ranges is not None:
         out.tiles = _row_major(out.select(ranges))
+    log.info("map %s: %s; %d tiles to read%s", map_name,
+             f"WDT lists {len(out.wdt_tiles)} tiles" if out.wdt_tiles else "no WDT tiles, its ADT files",
+             len(out.tiles), f", {len(out.absent)} listed but absent (skipped)" if out.absent else "")
     return out
 
 

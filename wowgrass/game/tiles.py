@@ -7,6 +7,7 @@ the tile drawn with numpy (north up, east to the right; one 64×64 alpha texel =
 
 from __future__ import annotations
 
+import logging
 import re
 import zlib
 from collections import Counter
@@ -20,6 +21,8 @@ from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.game.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
 from wowgrass.paths import find_file
+
+log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("height", "layers", "effects", "mask")
 _TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
@@ -119,6 +122,8 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
         wdt_info = {"path": wdt_name, "flags": w.flags, "big_alpha": w.big_alpha, "tiles": int(w.main.sum())}
     t = read_adt(raw, name, big_alpha, doodad_map_msb_first=doodad_map_msb_first)
     big_alpha = t.big_alpha
+    log.info("read %s (%s bytes, tile %d,%d); alpha maps %s%s", name, f"{len(raw):,}", t.col, t.row,
+             "8-bit" if big_alpha else "4-bit", f" (MPHD of {wdt_name})" if wdt_info else " (as the tile parses)")
     return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
 
 

@@ -96,7 +96,10 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
             hint = data.locale_note() if hasattr(data, "locale_note") else None
             raise UsageError(f"{data.root} has no {path} (" + (hint or "the bake needs both ground-effect tables; "
                              "give --dbc DIR, or --data the client's Data folder") + ")")
-    return GroundEffectCatalog.from_data(data, build)
+    catalog = GroundEffectCatalog.from_data(data, build)
+    log.info("tables %s and %s from %s: build %s, %d effects, %d models", TEXTURE_PATH, DOODAD_PATH, data.root,
+             catalog.build, len(catalog.ids), len(catalog.models))
+    return catalog
 
 
 def tables_above(folder) -> Path | None:
@@ -260,6 +263,7 @@ def bake_tile(
                                     [m.path for m in old.models if not m.info.present], True)
             result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
             result.unknown_effects = unknown
+            log.info("tile %d,%d: cache hit %s (%s instances)", col, row, path, f"{result.instances:,}")
             if not result.instances:
                 result.no_grass = why_no_grass(tile, catalog)
             return result
@@ -277,6 +281,10 @@ def bake_tile(
         folder.prune(path) if folder is not None else _prune(path)
     present = np.nonzero(inst.model_counts())[0]
     missing = [table[m].path for m in present.tolist() if not table[m].present]
+    log.info("tile %d,%d: %s instances of %d models placed (%s) -> %s", col, row, f"{len(inst):,}", present.size,
+             strategy.name, path)
+    if missing:
+        log.info("tile %d,%d: models not in the data (instances kept): %s", col, row, ", ".join(missing))
     return BakeResult(map_name, (col, row), str(path), key, len(inst), int(present.size), missing, False, rebuilt,
                       {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": time.perf_counter() - t0},
                       unknown, None if len(inst) else why_no_grass(tile, catalog))
