@@ -203,7 +203,8 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
         note(f"note: no legend drawn: {no_legend}")
     if draw_legend and legend:
         name = Path(str(source["path"]).replace("\\", "/")).name   # a game path's file name too
-        title = (f"{name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd" if heights else f"{name}: {kind}")
+        title = (f"heights: {heights['min']:.1f} .. {heights['max']:.1f} yd ({name})" if heights
+                 else f"{kind}: {name}")
         rgb = legend_strip(rgb, legend, title)
     path = write_image(out, rgb)
     if as_json:

@@ -290,12 +290,17 @@ def test_the_legend_title_keeps_its_colon_and_space():
 
     from wowgrass.game.tiles import legend_strip
 
-    rgb = np.zeros((256, 256, 3), np.uint8)
+    rgb = np.zeros((256, 256, 3), np.uint8)   # the smallest text: where spaces used to round away
     legend = [{"label": "40.0 .. 54.7 yd", "rgb": "#6e944b"}]
-    with_colon = legend_strip(rgb, legend, "x.adt: heights 0.0 .. 9.0 yd")
-    without = legend_strip(rgb, legend, "x.adt heights 0.0 .. 9.0 yd")
-    no_space = legend_strip(rgb, legend, "x.adt: heights0.0 .. 9.0 yd")
-    assert not np.array_equal(with_colon, without) and not np.array_equal(with_colon, no_space)
+
+    def title(text):
+        return legend_strip(rgb, legend, text)[256:256 + 17].min(axis=2) < 160   # the title's dark pixels
+
+    def right(text):
+        return int(np.nonzero(title(text).any(axis=0))[0].max())
+
+    assert right("heights: 0.0") - right("heights:0.0") >= 4   # a space a reader sees
+    assert title("a:").sum() > title("a").sum()                # and the colon is drawn
 
 
 # ----------------------------------------------------------------------------- 9. conventions

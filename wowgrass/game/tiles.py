@@ -381,20 +381,28 @@ def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items
         labels.append(f"... {len(legend) - max_items} more (--json lists all)")
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     row_h = px + 6
-    cell = max((probe.textlength(s, font=font) for s in labels), default=0) + px + 14
+    cell = max((probe.textlength(s, font=font) + s.count(" ") * px / 3 for s in labels), default=0) + px + 14
     cols = max(1, int((w - 8) // cell))
     rows = -(-len(labels) // cols)
     top = row_h + 4 if title else 4
     out = Image.new("RGB", (w, h + top + rows * row_h + 4), (255, 255, 255))
     out.paste(Image.fromarray(np.ascontiguousarray(rgb[..., :3])), (0, 0))
     d = ImageDraw.Draw(out)
+    gap = max(probe.textlength(" ", font=font), px / 3)   # small sizes round a space down to a pixel or two
+
+    def words(x, y, text):   # word by word, so every space shows ("heights: 0.0", not "heights0.0")
+        for word in text.split(" "):
+            if word:
+                d.text((x, y), word, fill=(0, 0, 0), font=font)
+            x += probe.textlength(word, font=font) + gap
+
     if title:
-        d.text((6, h + 4), title, fill=(0, 0, 0), font=font)
+        words(6, h + 4, title)
     for k, text in enumerate(labels):
         x, y = 6 + (k % cols) * cell, h + top + (k // cols) * row_h
         if k < len(items):
             d.rectangle([x, y + 2, x + px, y + 2 + px], fill=items[k]["rgb"], outline=(0, 0, 0))
-        d.text((x + px + 6, y + 1), text, fill=(0, 0, 0), font=font)
+        words(x + px + 6, y + 1, text)
     return np.asarray(out)
 
 
