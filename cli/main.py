@@ -49,15 +49,6 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
     sys.exit(2)
 
 
-#: the signal that stopped the command (SIGTERM is turned into KeyboardInterrupt by ``main``)
-_STOPPED_BY = {"signal": signal.SIGINT}
-
-
-def _on_terminate(signum, frame):
-    _STOPPED_BY["signal"] = signum
-    raise KeyboardInterrupt
-
-
 def pipe_closed() -> "NoReturn":  # noqa: F821
     """stdout's reader went away (``| head -1``): stop silently, exit 0, as Unix tools do. stdout
     is pointed at /dev/null so the flush at interpreter shutdown cannot fail again (Python's docs,
@@ -74,9 +65,9 @@ def _is_pipe_error(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE)
 
 
-def interrupted(message: str = "") -> "NoReturn":  # noqa: F821
-    """Ctrl-C or SIGTERM: what was done (``message``) on stderr and exit 128 + the signal."""
-    signum = _STOPPED_BY["signal"]
+def interrupted(message: str = "", signum: int = signal.SIGINT) -> "NoReturn":  # noqa: F821
+    """Ctrl-C (or SIGTERM where a command catches it: bake): what was done (``message``) on stderr
+    and exit 128 + the signal."""
     name = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
     text = message or name
     try:
@@ -148,8 +139,8 @@ class LazyGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt as exc:   # Ctrl-C, SIGTERM: exit 128 + signal with what was done
-            interrupted(str(exc))
+        except KeyboardInterrupt as exc:   # Ctrl-C (a bake's SIGTERM too): exit 128 + signal, what was done
+            interrupted(str(exc), getattr(exc, "signum", signal.SIGINT))
         except BrokenPipeError:
             pipe_closed()
         except WowgrassError as exc:
@@ -186,10 +177,16 @@ def cli():
 
 def main(argv=None):
     try:
-        signal.signal(signal.SIGTERM, _on_terminate)   # stopped like Ctrl-C: workers ended, exit 143
-    except ValueError:   # not the main thread
-        pass
-    cli.main(args=argv, prog_name="wowgrass")
+        cli.main(args=argv, prog_name="wowgrass")
+    finally:   # output still buffered for a reader that went away: no "Exception ignored" at exit
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            if _is_pipe_error(exc):
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except (OSError, ValueError):
+                    pass
 
 
 if __name__ == "__main__":

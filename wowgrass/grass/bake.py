@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import contextlib
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -420,13 +422,34 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class BakeInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM during :func:`bake_map`: the workers are stopped; ``results`` are the
-    tiles finished (their bundles are in the cache)."""
+    tiles finished (their bundles are in the cache); ``signum`` the signal."""
 
-    def __init__(self, results, failures, total: int):
-        self.results, self.failures, self.total = results, failures, total
+    def __init__(self, results, failures, total: int, signum: int = signal.SIGINT):
+        self.results, self.failures, self.total, self.signum = results, failures, total, int(signum)
         done = len(results) + len(failures)
         super().__init__(f"interrupted after {done:,} of {total:,} tiles; {len(results):,} "
                          f"{'is' if len(results) == 1 else 'are'} cached (bake again to finish)")
+
+
+class _Terminated(KeyboardInterrupt):
+    signum = signal.SIGTERM
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM stops a bake as Ctrl-C does (workers ended, what was done said), in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _pool_worker_init(*args):
@@ -568,13 +591,24 @@ def bake_map(
             if progress is not None:
                 progress(res)
 
+    with _terminate_as_interrupt():
+        _bake_chunks(args, chunks, jobs, record, results, failures, len(todo))
+    results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+    if results:
+        record_source(map_name, data_root, build, [r.tile for r in results])
+    return results, failures
+
+
+def _bake_chunks(args, chunks, jobs, record, results, failures, total) -> None:
+    from wowgrass.formats.mpq import release_threads
+
     if jobs == 1:
         _worker_init(*args)
         try:
             for chunk in chunks:
                 record(_worker_bake(chunk))
-        except KeyboardInterrupt:
-            raise BakeInterrupted(results, failures, len(todo)) from None
+        except KeyboardInterrupt as exc:
+            raise BakeInterrupted(results, failures, total, getattr(exc, "signum", signal.SIGINT)) from None
         finally:
             _WORKER.pop("data").close()
             _WORKER.clear()
@@ -598,9 +632,9 @@ def bake_map(
         except BrokenProcessPool:
             _stop_pool(pool)
             raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
-                                f"{len(todo)} tiles; the bundles written so far are complete: bake again "
+                                f"{total} tiles; the bundles written so far are complete: bake again "
                                 "to finish") from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             old = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}   # a second Ctrl-C
             try:
                 if pool is not None:
@@ -609,17 +643,13 @@ def bake_map(
                 for s, h in old.items():
                     signal.signal(s, h)
             results.sort(key=lambda r: (r.tile[1], r.tile[0]))
-            raise BakeInterrupted(results, failures, len(todo)) from None
+            raise BakeInterrupted(results, failures, total, getattr(exc, "signum", signal.SIGINT)) from None
         except BaseException:
             if pool is not None:
                 _stop_pool(pool)
             raise
         else:
             pool.shutdown(wait=True)
-    results.sort(key=lambda r: (r.tile[1], r.tile[0]))
-    if results:
-        record_source(map_name, data_root, build, [r.tile for r in results])
-    return results, failures
 
 
 def default_data():
