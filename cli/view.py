@@ -22,9 +22,10 @@ from .common import (
 )
 
 
-#: a map's world coordinates: 64 tiles of 533⅓ yards about the origin
+#: a map's world coordinates: 64 tiles of 533⅓ yards about the origin (a camera off the map is
+#: a warning, one past LIMIT a mistake)
 MAP_HALF = 32 * 1600.0 / 3.0
-HEIGHT_LIMIT = 1e5   # yards up or down; no map comes near
+LIMIT = 1e6
 
 
 def _vec(text, name, sizes=(3,)):
@@ -39,10 +40,9 @@ def _vec(text, name, sizes=(3,)):
         want = " or ".join({2: "X,Y", 3: "X,Y,Z"}[n] for n in sizes)
         raise UsageError(f"{name} must be {want}, got {text!r}")
     for axis, v in zip("XYZ", vals):
-        limit = MAP_HALF if axis != "Z" else HEIGHT_LIMIT
-        if not abs(v) <= limit:
-            raise UsageError(f"{name} {text}: {axis} = {v:g} is out of the map's range "
-                             f"({-limit:,.1f} .. {limit:,.1f} yards)")
+        if not abs(v) < LIMIT:
+            raise UsageError(f"{name} {text}: {axis} = {v:g} is out of the map's range (a map spans "
+                             f"{-MAP_HALF:,.1f} .. {MAP_HALF:,.1f} yards in X and Y)")
     return vals
 
 

@@ -291,7 +291,7 @@ def test_mpq_bad_input_exits_2_without_a_traceback(tmp_path, args):
 
 
 def test_view_outputs_and_tiles_are_checked_before_rendering(world, tmp_path):
-    for args, text in [(["-o", tmp_path / "f.jpg"], ".png"), (["-o", tmp_path / "no" / "f.png"], "does not exist"),
+    for args, text in [(["-o", tmp_path / "f.xyz"], ".png"), (["-o", tmp_path / "no" / "f.png"], "does not exist"),
                        (["--screenshot", tmp_path / "no" / "s.png"], "does not exist"),
                        (["--tile", "1:2,1:2", "-o", tmp_path / "f.png"], "has no tile in 1:2,1:2")]:
         res = run("view", "--data", world, *args)

@@ -224,7 +224,7 @@ def test_blender_imports_an_exported_tile(world, tmp_path):
     r = json.loads(report.read_text())
     # one object per grass instance and per doodad, the terrain, and the group empties
     assert sum(n for name, n in r["mesh_users"].items() if not name.startswith("terrain")) == (
-        s["grass_instances"] + s["doodad_instances"])
+        s["grass_instance_count"] + s["doodad_instance_count"])
     assert r["mesh_users"].get("terrain 31_32") == 1
     assert r["images"] >= 2
 
