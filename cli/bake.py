@@ -74,6 +74,15 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     a WDT, its ADT files. A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt
     or stale bundle is rebuilt. See docs/bake.md.
     """
+    from wowgrass.grass.bake import terminate_as_interrupt
+
+    with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
+        _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs,
+              big_alpha, seed, overrides, force, export_file, as_json)
+
+
+def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
+          seed, overrides, force, export_file, as_json):
     constants = placement_constants(seed, overrides)
     tiles = tuple(tiles) + tuple(old_tiles)
     export_fmt = None

@@ -431,19 +431,21 @@ class BakeInterrupted(KeyboardInterrupt):
                          f"{'is' if len(results) == 1 else 'are'} cached (bake again to finish)")
 
 
-class _Terminated(KeyboardInterrupt):
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is (see :func:`terminate_as_interrupt`)."""
+
     signum = signal.SIGTERM
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt():
+def terminate_as_interrupt():
     """SIGTERM stops a bake as Ctrl-C does (workers ended, what was done said), in the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def on_term(signum, frame):
-        raise _Terminated()
+        raise Terminated()
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
@@ -591,7 +593,7 @@ def bake_map(
             if progress is not None:
                 progress(res)
 
-    with _terminate_as_interrupt():
+    with terminate_as_interrupt():
         _bake_chunks(args, chunks, jobs, record, results, failures, len(todo))
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
     if results:
