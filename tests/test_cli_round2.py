@@ -482,3 +482,12 @@ def test_verbose_view_and_maps_name_what_they_skip(loose, tmp_path, egl):
               "-v")
     assert res.exit_code == 0, res.output
     assert "tile 31,32: " in res.stderr and "info " in res.stderr
+
+
+@pytest.mark.realdata
+def test_the_real_inn_info_and_export_agree_on_triangles(realdata, tmp_path):
+    inn = realdata / "wmo" / "inn.wmo"
+    info = json.loads(run("wmo", "info", inn, "--json").stdout)
+    exported = json.loads(run("wmo", "export", inn, "-o", tmp_path / "i.glb", "--no-doodads", "--json").stdout)
+    assert info["rendered_triangle_count"] == exported["triangle_count"] < info["triangle_count"]
+    assert info["rendered_triangle_count"] + info["collision_triangle_count"] == info["triangle_count"]
