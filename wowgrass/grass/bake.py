@@ -427,7 +427,8 @@ class BakeInterrupted(KeyboardInterrupt):
     def __init__(self, results, failures, total: int, signum: int = signal.SIGINT):
         self.results, self.failures, self.total, self.signum = results, failures, total, int(signum)
         done = len(results) + len(failures)
-        super().__init__(f"interrupted after {done:,} of {total:,} tiles; {len(results):,} "
+        what = "interrupted" if self.signum == signal.SIGINT else f"stopped by {signal.Signals(self.signum).name}"
+        super().__init__(f"{what} after {done:,} of {total:,} tiles; {len(results):,} "
                          f"{'is' if len(results) == 1 else 'are'} cached (bake again to finish)")
 
 
