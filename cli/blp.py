@@ -58,7 +58,7 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps):
     if old_dst is not None:   # `blp convert SRC DST`, the old form
         if dst is not None:
             raise UsageError("give the output once: -o FILE")
-        note(f"note: `blp convert SRC DST` is now `blp convert SRC -o DST`")
+        note("note: `blp convert SRC DST` is now `blp convert SRC -o DST`")
         dst = old_dst
     if dst is None:
         raise UsageError("give the file to write with -o FILE (an image, or a .blp)")

@@ -566,7 +566,7 @@ def bake_map(
     or corrupt) are returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
     from wowgrass.game.data import open_data
-    from wowgrass.formats.mpq import default_threads, release_threads
+    from wowgrass.formats.mpq import default_threads
 
     make_strategy(placement, constants)  # fail early on a bad name
     with open_data(data_root, build=build, threads=1) as data:
