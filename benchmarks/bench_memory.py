@@ -69,7 +69,7 @@ def measure(n: int, size: str, extra: list[str], warm: bool, jobs: int) -> dict:
     row = {"world": f"{n}x{n}", "data": str(data), "world_build_s": built, "size": size, "view_args": extra,
            "max_rss_bytes": r["max_rss_bytes"], "wall_s": r["wall_s"],
            "gpu_total_bytes": g["total_bytes"], "gpu_peak_bytes": g["peak_bytes"], "gpu_by_kind": g["by_kind"],
-           "near_tiles": per["near"]["tiles"], "far_tiles": per["far"]["tiles"],
+           "near_tiles": per["near"]["tile_count"], "far_tiles": per["far"]["tile_count"],
            "near_tile_bytes": per["near"]["mean_bytes"], "far_tile_bytes": per["far"]["mean_bytes"],
            "near_tile_terrain_bytes": terrain_bytes(per["near"]["mean_by_kind"]),
            "far_tile_terrain_bytes": terrain_bytes(per["far"]["mean_by_kind"]),

@@ -25,7 +25,7 @@ from wowgrass.errors import UsageError
 def tile_source(func):
     """FILE | --data DIR --map NAME --tile COL,ROW, plus the alpha-format overrides."""
 
-    @click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
+    @click.argument("file", required=False, type=click.Path(exists=True), metavar="[FILE|DIR]")
     @data_option
     @click.option("--map", "map_name", metavar="NAME",
                   help="Map folder name, e.g. Azeroth (with --data; default: the only map there).")
@@ -40,6 +40,12 @@ def tile_source(func):
     def wrapper(file, data_path, map_name, tile, wdt, big_alpha, doodad_map_msb_first, **kw):
         from wowgrass.game.tiles import load_tile, parse_tile_arg
 
+        if file is not None and Path(file).is_dir():   # `adt info DIR` is --data DIR, as `bake DIR`
+            if data_path:
+                raise UsageError(f"give the folder {file} or --data, not both")
+            data_path, file = file, None
+            if tile is None:
+                tile = _only_tile(data_path, map_name)
         if file is None and data_path is None:
             if tile is None:
                 raise UsageError("give an ADT FILE, or --tile COL,ROW with --data DIR (and --map NAME when it "
@@ -60,6 +66,20 @@ def tile_source(func):
         return func(loaded, **kw)
 
     return wrapper
+
+
+def _only_tile(data_path, map_name) -> str:
+    """The tile of a folder holding one (``adt info DIR``); an error saying how many there are else."""
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import choose_map, map_tiles
+
+    with open_data(data_path) as data:
+        name = choose_map(data, map_name, warn=note)
+        tiles = map_tiles(data, name).tiles
+    if len(tiles) != 1:
+        raise UsageError(f"{data_path}: map {name} has {plural(len(tiles), 'tile')}; pick one with --tile COL,ROW "
+                         "(`wowgrass maps --data DIR -l` lists them)")
+    return f"{tiles[0][0]},{tiles[0][1]}"
 
 
 @click.group()
@@ -145,7 +165,8 @@ def _echo_modf(mf: dict) -> None:
               "grass instance, coloured by model, over the relief (needs the tables: --data or --dbc).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The image to write; its suffix names the format (.png, .jpg, .webp, ...).")
-@click.option("--size", default=1024, show_default=True, type=click.IntRange(16, 8192), help="Image width and height.")
+@click.option("--size", default="1024", show_default=True, metavar="PIXELS|WxH",
+              help="The image's size in pixels: one number, or WxH as view takes it (a tile is square: W = H).")
 @click.option("--legend", "draw_legend", is_flag=True,
               help="Draw the legend (what each colour stands for: height bands in yards, textures, effects, "
                    "models) in a strip below the picture; it is printed (and in --json) either way.")
@@ -159,10 +180,17 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
     from wowgrass.game.tiles import grass_image, image_legend, legend_strip, tile_image
 
     tile, _raw, source = loaded
+    size = square_size(size)
     out = output_path(output)
     image_format(out)
+    no_legend = "nothing to tell apart"
     if kind == "grass":
-        rgb, legend = grass_image(tile, _place(tile, source, dbc_dir, placement, seed, overrides), size)
+        inst, catalog = _place(tile, source, dbc_dir, placement, seed, overrides)
+        rgb, legend = grass_image(tile, inst, size)
+        if not len(inst):
+            from wowgrass.grass.placement import why_no_grass
+
+            no_legend = f"the tile has no grass: {why_no_grass(tile, catalog)}"
     else:
         if dbc_dir:
             raise UsageError("--dbc is for --kind grass")
@@ -171,9 +199,12 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
     if kind == "height":
         heights = {"min": float(tile.abs_heights.min()), "max": float(tile.abs_heights.max()), "unit": "yards",
                    "sea_level": 0.0}
+    if draw_legend and not legend:   # say why it is not there
+        note(f"note: no legend drawn: {no_legend}")
     if draw_legend and legend:
-        title = (f"{Path(source['path']).name}: heights {heights['min']:.1f} .. {heights['max']:.1f} yd"
-                 if heights else f"{Path(source['path']).name}: {kind}")
+        name = Path(str(source["path"]).replace("\\", "/")).name   # a game path's file name too
+        title = (f"heights: {heights['min']:.1f} .. {heights['max']:.1f} yd ({name})" if heights
+                 else f"{kind}: {name}")
         rgb = legend_strip(rgb, legend, title)
     path = write_image(out, rgb)
     if as_json:
@@ -187,6 +218,19 @@ def image(loaded, kind, output, size, draw_legend, dbc_dir, placement, seed, ove
                    "blue below it)")
     for item in legend:  # what the colours mean
         click.echo(f"  {item['rgb']}  {item['label']}  ({plural(item['count'], item['unit'].rstrip('s'))})")
+
+
+def square_size(text) -> int:
+    """``--size 512`` or ``--size 512x512`` (a tile's picture is square), 16 .. 8192 pixels."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*)?", str(text))
+    if not m or (m.group(2) is not None and m.group(1) != m.group(2)):
+        raise UsageError(f"--size must be PIXELS or WxH with W = H (a tile is drawn square), got {text!r}")
+    n = int(m.group(1))
+    if not 16 <= n <= 8192:
+        raise UsageError(f"--size {text}: 16 .. 8192 pixels")
+    return n
 
 
 def _place(tile, source, dbc_dir, placement, seed, overrides):
@@ -211,4 +255,4 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     else:
         catalog = load_catalog(dbc_dir=dbc_dir)
     constants = placement_constants(seed, overrides)
-    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name)
+    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name), catalog

@@ -74,6 +74,15 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     a WDT, its ADT files. A repeated bake of unchanged inputs is a cache hit; a truncated, corrupt
     or stale bundle is rebuilt. See docs/bake.md.
     """
+    from wowgrass.grass.bake import terminate_as_interrupt
+
+    with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
+        _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs,
+              big_alpha, seed, overrides, force, export_file, as_json)
+
+
+def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
+          seed, overrides, force, export_file, as_json):
     constants = placement_constants(seed, overrides)
     tiles = tuple(tiles) + tuple(old_tiles)
     export_fmt = None
@@ -155,6 +164,7 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         click.echo(f"{map_name}: {plural(len(results), 'tile')} baked ({hits} cached, {rebuilt} rebuilt), "
                    f"{plural(inst, 'instance')}, {seconds:.1f} s ({len(results) / max(seconds, 1e-9):.1f} tiles/s)")
         warn_missing_models(sorted({m for r in results for m in r.missing_models}))
+        warn_no_grass(results)
         if results:
             click.echo(f"  bundles in {Path(results[0].path).parent}")
     if failures:
@@ -196,6 +206,19 @@ def _echo_result(res):
     click.echo(f"{res.path}: {plural(res.instances, 'instance')}, {plural(res.models, 'model')}, tile {res.tile[0]},{res.tile[1]} "
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
     warn_missing_models(res.missing_models)
+    if res.no_grass:
+        note(f"note: no grass on tile {res.tile[0]},{res.tile[1]}: {res.no_grass}")
+
+
+def warn_no_grass(results) -> None:
+    """One line per reason for the tiles that got no grass (never a silent "0 instances")."""
+    by_reason: dict[str, list] = {}
+    for r in results:
+        if r.no_grass:
+            by_reason.setdefault(r.no_grass, []).append(r.tile)
+    for why, tiles in by_reason.items():
+        shown = " ".join(f"{c},{r}" for c, r in tiles[:8]) + (" …" if len(tiles) > 8 else "")
+        note(f"note: no grass on {plural(len(tiles), 'tile')} ({shown}): {why}")
 
 
 @click.group()

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from wowgrass.cli.common import echo_json, json_option, note
+from wowgrass.cli.common import echo_json, json_option, note, output_path
 from wowgrass.errors import UsageError
 
 ENCODINGS = ("dxt1", "dxt3", "dxt5", "palette", "raw")
@@ -28,6 +28,7 @@ def info(file, as_json):
 
     img = read_blp(Path(file).read_bytes(), file)
     out = img.info()
+    out = {"file": out.pop("path"), **out}   # docs/cli.md: `file` is the file a command read
     if as_json:
         echo_json(out)
         return
@@ -39,19 +40,29 @@ def info(file, as_json):
 
 @blp.command()
 @click.argument("src", type=click.Path(dir_okay=False))
-@click.argument("dst", type=click.Path(dir_okay=False))
+@click.argument("old_dst", required=False, type=click.Path(dir_okay=False), metavar="")
+@click.option("-o", "--output", "dst", type=click.Path(dir_okay=False),
+              help="The file to write: an image (.png, .jpg, ...: the suffix names the format) or a .blp.")
 @click.option("--mip", default=0, show_default=True, help="Mip level to write (BLP → image).")
 @click.option("--encoding", type=click.Choice(ENCODINGS), default="dxt5", show_default=True,
               help="Encoding when writing a BLP (image → BLP).")
 @click.option("--no-mipmaps", is_flag=True, help="Write only mip 0 (image → BLP).")
-def convert(src, dst, mip, encoding, no_mipmaps):
-    """Convert SRC.blp to an image (PNG, or any format Pillow writes by DST's suffix),
-    or an image to DST.blp (BLP2)."""
+def convert(src, old_dst, dst, mip, encoding, no_mipmaps):
+    """Convert SRC.blp to an image (-o FILE.png, or any format Pillow writes by its suffix), or an
+    image to a BLP2 (-o FILE.blp). The output's folder must exist, as for every -o."""
     from PIL import Image, UnidentifiedImageError
 
     from wowgrass.fileio import write_atomic
     from wowgrass.formats.blp import read_blp, sniff, write_blp
 
+    if old_dst is not None:   # `blp convert SRC DST`, the old form
+        if dst is not None:
+            raise UsageError("give the output once: -o FILE")
+        note("note: `blp convert SRC DST` is now `blp convert SRC -o DST`")
+        dst = old_dst
+    if dst is None:
+        raise UsageError("give the file to write with -o FILE (an image, or a .blp)")
+    output_path(dst)
     data = Path(src).read_bytes()
     if sniff(data[:4]):
         img = read_blp(data, src)

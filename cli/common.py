@@ -39,6 +39,8 @@ class GameOrDiskFiles:
 
         self.data = open_data(data_path) if data_path else None
         self.file = file
+        if self.data is None and Path(file).is_dir():
+            raise UsageError(f"{file} is a folder; give a file (or a game path with --data)")
         if self.data is None and not Path(file).is_file():
             raise GameFileNotFound(f"{file}: no such file")
 
@@ -129,8 +131,45 @@ def text_console():
     return Console(file=_Stripped(), highlight=False)
 
 
+#: plural names whose number is a measure in that unit or a bit field, not a count of things
+_NOT_COUNTS = frozenset({"bytes", "seconds", "flags", "pos", "trans", "samples"})
+#: subtrees whose keys are names of their own (placement constants: -C client_picks=48; GPU memory
+#: by kind of resource)
+_VERBATIM = frozenset({"constants", "overrides", "histogram", "by_kind", "mean_by_kind"})
+
+
+def count_name(key: str) -> str:
+    """The JSON name of a count: ``vertices`` -> ``vertex_count``, ``batches`` -> ``batch_count``,
+    ``wmo_instances`` -> ``wmo_instance_count`` (docs/cli.md: a plural name is a list)."""
+    if key.endswith("ices"):
+        stem = key[:-4] + "ex"
+    elif key.endswith(("ches", "shes", "xes", "sses")):
+        stem = key[:-2]
+    else:
+        stem = key[:-1]
+    return f"{stem}_count"
+
+
+def json_keys(obj):
+    """``obj`` with every count under a plural name renamed ``*_count`` (recursively)."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if (isinstance(k, str) and k.endswith("s") and not k.endswith("ss") and isinstance(v, int)
+                    and not isinstance(v, bool) and k.rsplit("_", 1)[-1] not in _NOT_COUNTS and "-" not in k):
+                k = count_name(k)
+            elif k == "with_grass" and isinstance(v, int):
+                k = "with_grass_count"
+            out[k] = v if k in _VERBATIM or "," in str(k) else json_keys(v)   # "31,32": a tile's own
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [json_keys(v) for v in obj]
+    return obj
+
+
 def echo_json(obj) -> None:
-    """Write ``obj`` as indented JSON to stdout (numpy scalars and arrays converted)."""
+    """Write ``obj`` as indented JSON to stdout (numpy scalars and arrays converted; counts named
+    ``*_count``, see :func:`json_keys`)."""
     import numpy as np
 
     def default(o):
@@ -144,7 +183,16 @@ def echo_json(obj) -> None:
             return str(o)
         raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
-    json.dump(obj, sys.stdout, indent=2, default=default)
+    def plain(o):   # numpy scalars to Python ones first, so counts are seen as ints
+        if isinstance(o, dict):
+            return {k: plain(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [plain(v) for v in o]
+        if isinstance(o, np.integer):
+            return int(o)
+        return o
+
+    json.dump(json_keys(plain(obj)), sys.stdout, indent=2, default=default)
     sys.stdout.write("\n")
 
 
@@ -299,15 +347,32 @@ class _LogFormat:
         return f"{record.levelname.lower()} {record.name}: {record.getMessage()}"
 
 
+def _stderr_handler():
+    import logging
+
+    class StderrHandler(logging.Handler):
+        """Each record to the stderr of the moment (click's: a test runner swaps it per command)."""
+
+        def emit(self, record):
+            try:
+                click.echo(self.format(record), err=True)
+            except Exception:  # a closed stderr: nothing to tell anyone
+                self.handleError(record)
+
+    return StderrHandler()
+
+
 def _set_level(level: int) -> None:
     import logging
 
     _VERBOSITY["level"] = level
-    logging.basicConfig()
-    for handler in logging.getLogger().handlers:
+    logger = logging.getLogger("wowgrass")
+    if not any(getattr(h, "_wowgrass", False) for h in logger.handlers):
+        handler = _stderr_handler()
+        handler._wowgrass = True
         handler.setFormatter(_LogFormat())
-    logging.getLogger("wowgrass").setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO,
-                                            2: logging.DEBUG}[level])
+        logger.addHandler(handler)   # (the root logger has none of ours: caplog still hears them)
+    logger.setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}[level])
 
 
 VERBOSITY_PARAMS = (

@@ -135,6 +135,13 @@ def info_report(src: Source, build=None, lenient=False) -> dict:
     from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE
 
     f, det = _typed(src, build, lenient)
+    import logging
+
+    log = logging.getLogger("wowgrass.cli.dbc")
+    log.info("read %s from %s: %d records of %d bytes, %d fields; schema %s", src.name, src.origin,
+             f.record_count, f.record_size, f.field_count, det.to_dict())
+    for w in f.warnings:
+        log.info("%s: tolerated: %s", src.name, w)
     report = {
         "file": src.name,
         "source": src.origin,

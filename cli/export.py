@@ -31,7 +31,7 @@ def export():
 
 
 @export.command()
-@click.argument("adt", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("adt", nargs=-1, type=click.Path(exists=True), metavar="[ADT...|DIR]")
 @data_option
 @dbc_option
 @click.option("--map", "map_name", metavar="NAME",
@@ -71,6 +71,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     \b
     wowgrass export gltf map.adt (--data DIR | --dbc DIR) -o tile.glb    loose ADT files
     wowgrass export gltf --data DIR [--map NAME] --tile 32,48 -o t.glb   tiles of a map
+    wowgrass export gltf DIR --tile 32,48 -o t.glb                       a Data or map folder (--data)
     wowgrass export gltf -o sample.glb                                   the sample world
 
     The terrain's texture layers are baked into one texture per tile (what every importer shows
@@ -85,6 +86,15 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     from wowgrass.export.scene import check_texture_size, export_scene
     from wowgrass.export.inputs import open_tiles
     from wowgrass.fileio import write_atomic
+    from pathlib import Path
+
+    from wowgrass.errors import UsageError
+
+    folders = [a for a in adt if Path(a).is_dir()]
+    if folders:   # `export gltf DIR` is --data DIR, as `bake DIR`
+        if len(adt) != 1 or data_path:
+            raise UsageError(f"give one folder ({folders[0]}) or --data or ADT files, not several")
+        data_path, adt = folders[0], ()
     out = output_path(output, (".glb",))
     check_texture_size(texture_size)  # before any bake
     if clock is not None:
@@ -98,11 +108,18 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
             baked.append(res)
             bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 
+        def on_error(tile, why):   # named as it fails; the export goes on without it
+            note(f"warning: tile {tile[0]},{tile[1]} left out: {why}")
+
         src = open_tiles(adt_files=list(adt), data_path=data_path, dbc_dir=dbc_dir, map_name=map_name,
                          ranges=parse_tiles(tiles), build=build, placement=placement, constants=constants,
-                         on_tile=on_tile)
+                         on_tile=on_tile, on_error=on_error)
     if src.note:
         note(src.note)
+    if src.errors and not src.tiles:
+        src.close()
+        raise UsageError(f"none of the {plural(len(src.errors), 'tile')} could be read; nothing written "
+                         f"(the first: {next(iter(src.errors.values()))})")
     warn_unknown_effects(baked)
     try:
         light = _export_light(src, dbc_dir, clock) if clock is not None else None
@@ -116,12 +133,20 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         src.close()
     write_atomic(out, glb)
     summary.file = str(out)
-    s = summary
-    for w in s.warnings:
+    failed = {f"{c},{r}": why for (c, r), why in src.errors.items()}
+    for w in summary.warnings:
         note(f"warning: {w}")
     if as_json:
-        echo_json(s.to_dict())
-        return
+        echo_json({**summary.to_dict(), "tile_errors": failed})
+    else:
+        _echo_summary(summary, out, instancing)
+    if failed:   # as bake and view: the others written, the exit status says some are missing
+        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
+                         f"{plural(len(summary.tiles), 'tile')}")
+
+
+def _echo_summary(summary, out, instancing):
+    s = summary
     note(f"wrote {out}: {plural(len(s.tiles), 'tile')}, {s.grass_instances:,} grass and "
          f"{s.doodad_instances:,} doodad instances, {plural(s.meshes, 'mesh', 'meshes')}, "
          f"{s.bytes / 1e6:.1f} MB ({MODE_NOTES[instancing]})")

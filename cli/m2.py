@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 
 import click
@@ -14,19 +15,49 @@ from wowgrass.errors import GameFileNotFound, UsageError
 from wowgrass.formats.m2 import BlendMode
 
 data_opt = game_file_data_option("MODEL", "World\\NoDXT\\Detail\\ElwGra01.m2")
+skin_opt = click.option("--skin", "skin", type=click.IntRange(0, 3), default=0, show_default=True,
+                        help="Level of detail of a v264 model: <name>0N.skin (0, the finest, is what the game "
+                             "draws up close).")
+log = logging.getLogger("wowgrass.cli.m2")
 
 
-def load_model(model: str, data_path, *, need_view: bool):
-    from wowgrass.formats.m2 import M2Model
+def skins_present(model: str, src, count: int = 4) -> list[str]:
+    """The ``.skin`` files of ``model`` that ``src`` has (levels of detail 00 .. 03)."""
+    from wowgrass.formats.m2 import skin_path
+
+    found = []
+    for i in range(count):
+        try:
+            src.read(skin_path(model, i))
+        except GameFileNotFound:
+            continue
+        found.append(skin_path(model, i))
+    return found
+
+
+def load_model(model: str, data_path, *, need_view: bool, skin: int = 0):
+    """The model and its files; a v264 model's view from its ``skin``-th .skin (an error naming the
+    skins present when that one is absent and ``need_view``, else the header alone and a note)."""
+    from wowgrass.formats.m2 import M2Model, skin_path
 
     src = GameOrDiskFiles(model, data_path)
     data = src.read(model)
     try:
-        return M2Model.from_bytes(data, model, read=src.read), src
+        m = M2Model.from_bytes(data, model, read=src.read, skin_index=skin)
+        if m.skin_path:
+            log.info("read %s (view %d)", m.skin_path, skin)
+        return m, src
     except GameFileNotFound:
+        m = M2Model.from_bytes(data, model)
+        present = skins_present(model, src, max(4, m.view_count))
+        names = ", ".join(Path(p.replace("\\", "/")).name for p in present)
+        why = (f"{skin_path(model, skin)} not found; "
+               + (f"the skins present: {names} (--skin N picks a level of detail, 0 the finest)" if present
+                  else "no .skin of this model is there"))
         if need_view:
-            raise
-        return M2Model.from_bytes(data, model), src
+            raise GameFileNotFound(why) from None
+        note(f"note: {why}")
+        return m, src
 
 
 @click.group()
@@ -37,15 +68,19 @@ def m2():
 @m2.command()
 @click.argument("model")
 @data_opt
+@skin_opt
 @json_option
-def info(model, data_path, as_json):
+def info(model, data_path, skin, as_json):
     """Print an M2's header, view 0, textures and materials.
 
     MODEL is a file, or a game path with --data. A version-264 model's view is read from
     <name>00.skin beside it; without it the header is still shown.
     """
-    m, _src = load_model(model, data_path, need_view=False)
+    m, _src = load_model(model, data_path, need_view=False, skin=skin)
     out = m.info()
+    out = {"file": out.pop("path"), **out}   # docs/cli.md: `file` is the file a command read
+    out["view"] = out.pop("view0")   # the view --skin picked (0: the finest)
+    out["view_index"] = skin
     if m.view is not None:
         rm = m.render_mesh()
         out["z_min"], out["z_max"] = rm.z_min, rm.z_max
@@ -57,12 +92,12 @@ def info(model, data_path, as_json):
                f"animations {out['animations']}")
     click.echo("  bbox min ({:.4f}, {:.4f}, {:.4f})".format(*m.bbox_min)
                + "  max ({:.4f}, {:.4f}, {:.4f})".format(*m.bbox_max) + f"  radius {m.radius:.4f}")
-    v0 = out["view0"]
+    v0 = out["view"]
     if v0 is None:
-        click.echo("  view 0: not loaded (no .skin found)")
+        click.echo(f"  view {skin}: not loaded (its .skin was not found)")
     else:
         src = f" from {v0['skin']}" if v0["skin"] else " (inline)"
-        click.echo(f"  view 0{src}: {v0['indices']} indices, {v0['triangle_indices']} triangle indices "
+        click.echo(f"  view {skin}{src}: {v0['indices']} indices, {v0['triangle_indices']} triangle indices "
                    f"({v0['triangles']} triangles), {v0['submeshes']} submeshes, z {out['z_min']:.4f}..{out['z_max']:.4f}")
         for i, b in enumerate(v0["batches"]):
             mat = out["materials"][b["material"]] if out["materials"] else {"blend": 0, "flags": 0}
@@ -86,7 +121,9 @@ FORMATS = {"gltf": (".glb",), "obj": (".obj",)}
 @click.option("--texture", "texture_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A BLP to use for batches whose texture has no file name (replaceable textures).")
 @click.option("--no-textures", is_flag=True, help="Write the geometry only (no materials' images).")
-def export(model, data_path, output, fmt, texture_file, no_textures):
+@skin_opt
+@json_option
+def export(model, data_path, output, fmt, texture_file, no_textures, skin, as_json):
     """Export view 0 of an M2 as glTF 2.0 binary (.glb) or Wavefront OBJ (with an MTL and PNGs).
 
     Textures are looked up in --data, or next to the model file. Both formats are written Y-up
@@ -98,11 +135,17 @@ def export(model, data_path, output, fmt, texture_file, no_textures):
         if fmt is None:
             raise UsageError(f"-o {output}: give a .glb or .obj file name, or --format gltf|obj")
     out = output_path(output, FORMATS[fmt])
-    m, src = load_model(model, data_path, need_view=True)
+    m, src = load_model(model, data_path, need_view=True, skin=skin)
     if fmt == "gltf":
-        _export_gltf(m, src, out, texture_file, no_textures)
+        summary = _export_gltf(m, src, out, texture_file, no_textures)
     else:
-        _export_obj(m, src, out, texture_file, no_textures)
+        summary = _export_obj(m, src, out, texture_file, no_textures)
+    summary = {"file": str(out), "format": fmt, "model": model, "skin": m.skin_path, **summary}
+    if as_json:
+        echo_json(summary)
+    else:
+        note(f"wrote {out} ({plural(summary['vertex_count'], 'vertex', 'vertices')}, "
+             f"{plural(summary['triangle_count'], 'triangle')}, {plural(summary['texture_count'], 'texture')})")
 
 
 def _export_gltf(m, src, out, texture_file, no_textures):
@@ -122,8 +165,8 @@ def _export_gltf(m, src, out, texture_file, no_textures):
     data = b.glb()
     write_atomic(out, data)
     textures = sum(t is not None for t in lib.textures.values()) + (override is not None)
-    note(f"wrote {out} ({plural(len(part.positions), 'vertex', 'vertices')}, "
-         f"{plural(sum(len(p.indices) for p in part.primitives) // 3, 'triangle')}, {plural(textures, 'texture')})")
+    return {"vertex_count": len(part.positions), "triangle_count": sum(len(p.indices) for p in part.primitives) // 3,
+            "texture_count": textures, "files": [str(out)]}
 
 
 def _export_obj(m, src, out, texture_file, no_textures):
@@ -138,7 +181,9 @@ def _export_obj(m, src, out, texture_file, no_textures):
         written.append(Path(path))
 
     try:
-        _write_obj(m, src, out, texture_file, no_textures, write_atomic)
+        summary = _write_obj(m, src, out, texture_file, no_textures, write_atomic)
+        summary["files"] = [str(p) for p in written]
+        return summary
     except OutputError:
         for p in written:
             p.unlink(missing_ok=True)
@@ -186,8 +231,7 @@ def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
     write_atomic(out, _obj_text(rm, faces, f"{stem}.mtl" if mtl_lines else None, material_names).encode())
     if mtl_lines:
         write_atomic(out.with_suffix(".mtl"), "\n".join(mtl_lines).encode())
-    note(f"wrote {out} ({plural(len(rm.positions), 'vertex', 'vertices')}, "
-         f"{plural(len(rm.indices) // 3, 'triangle')}, {plural(len(pngs), 'texture')})")
+    return {"vertex_count": len(rm.positions), "triangle_count": len(rm.indices) // 3, "texture_count": len(pngs)}
 
 
 def _face_batches(batches) -> list[tuple[int, object]]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
+import signal
 import sys
 
 import click
@@ -49,6 +52,34 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
     sys.exit(2)
 
 
+def pipe_closed() -> "NoReturn":  # noqa: F821
+    """stdout's reader went away (``| head -1``): stop silently, exit 0, as Unix tools do. stdout
+    is pointed at /dev/null so the flush at interpreter shutdown cannot fail again (Python's docs,
+    "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(0)
+
+
+def _is_pipe_error(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE)
+
+
+def interrupted(message: str = "", signum: int = signal.SIGINT) -> "NoReturn":  # noqa: F821
+    """Ctrl-C (or SIGTERM where a command catches it: bake): what was done (``message``) on stderr
+    and exit 128 + the signal."""
+    name = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    text = message or name
+    try:
+        click.echo(text if text.startswith(("interrupted", "stopped")) else f"{name}: {text}", err=True)
+    except OSError:
+        pass
+    sys.exit(128 + int(signum))
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(self._available()))
@@ -87,10 +118,17 @@ class LazyGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()   # a closed pipe shows here for output still buffered
+        except OSError as exc:
+            if _is_pipe_error(exc):
+                pipe_closed()
+            raise
         except click.exceptions.NoArgsIsHelpError as exc:
             exc.show()  # plain `wowgrass`: the help, as click prints it
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__context__, KeyboardInterrupt):   # click's own prompts, Ctrl-C
+                interrupted()
             click.echo("error: aborted", err=True)
             sys.exit(1)
         except click.ClickException as exc:
@@ -104,6 +142,10 @@ class LazyGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:   # Ctrl-C (a bake's SIGTERM too): exit 128 + signal, what was done
+            interrupted(str(exc), getattr(exc, "signum", signal.SIGINT))
+        except BrokenPipeError:
+            pipe_closed()
         except WowgrassError as exc:
             fail(str(exc))
         except FileNotFoundError as exc:
@@ -116,6 +158,8 @@ class LazyGroup(click.Group):
         except OSError as exc:  # a disk error, a full disk behind a library's own write: no traceback
             from wowgrass.errors import OUTPUT_REASONS
 
+            if _is_pipe_error(exc):
+                pipe_closed()
             reason = OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc)
             fail(f"{exc.filename}: {reason}" if exc.filename else reason)
 
@@ -135,7 +179,17 @@ def cli():
 
 
 def main(argv=None):
-    cli.main(args=argv, prog_name="wowgrass")
+    try:
+        cli.main(args=argv, prog_name="wowgrass")
+    finally:   # output still buffered for a reader that went away: no "Exception ignored" at exit
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            if _is_pipe_error(exc):
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except (OSError, ValueError):
+                    pass
 
 
 if __name__ == "__main__":

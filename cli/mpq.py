@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import logging
 import re
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ import click
 
 from wowgrass.cli.common import data_option, echo_json, json_option, note, plural, progress_bar
 from wowgrass.errors import GameFileNotFound, OutputError, UsageError, WowgrassError
+
+log = logging.getLogger("wowgrass.cli.mpq")
 
 STOP_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # extraction stops: no other file would fit
 
@@ -52,6 +55,13 @@ class _Source:
             self.mpq = MpqArchive.open(archive)
             self.mpq.add_names(extra)
             self.data = None
+
+        for a in self.archives() if log.isEnabledFor(logging.INFO) else ():   # -v: what each archive holds
+            entries = a.entries()
+            unnamed = sum(1 for e in entries if e.name is None and not e.is_delete_marker)
+            log.info("%s: %d entries, %d named, %d unnamed (no listfile names them), %d delete markers", a.path,
+                     len(entries), sum(1 for e in entries if e.name is not None), unnamed,
+                     sum(1 for e in entries if e.is_delete_marker))
 
     def close(self):
         (self.mpq or self.data).close()
@@ -281,8 +291,9 @@ def ls(args, data_path, listfiles, locale, as_json):
     if locale and src.mpq:
         lcid = src.lcid
         rows = [r for r in rows if r["locale"] in (0, lcid)]
-    if as_json:
-        echo_json(rows)
+    if as_json:   # an object, as every --json: the source, the count and the rows
+        echo_json({"archive": archive, "data": str(data_path) if data_path else None, "file_count": len(rows),
+                   "files": rows})
         return
     head = f"{'size':>10} {'packed':>10}  {'locale':6}  {'flags':32} name" + ("  [archive]" if data_path else "")
     click.echo(head)

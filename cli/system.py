@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import data_option, echo_json, json_option, note, plural
+from wowgrass.cli.common import data_option, echo_json, json_option, note, plural, verbosity
 
 
 def _tile_lines(tiles, indent: str) -> str:
@@ -27,7 +27,7 @@ def _span(tiles) -> str:
 
 
 @click.command()
-@click.argument("wdt", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("wdt", required=False, type=click.Path(exists=True), metavar="[WDT|DIR]")
 @data_option
 @click.option("-l", "--long", "list_tiles", is_flag=True, help="Also list every tile (column,row).")
 @json_option
@@ -42,6 +42,12 @@ def maps(wdt, data_path, list_tiles, as_json):
     """
     from wowgrass.formats.wdt import WdtFile
 
+    if wdt is not None and Path(wdt).is_dir():   # `maps DIR` is --data DIR, as `bake DIR`
+        if data_path:
+            from wowgrass.errors import UsageError
+
+            raise UsageError(f"give the folder {wdt} or --data, not both")
+        data_path, wdt = wdt, None
     if wdt is not None:
         w = WdtFile.from_bytes(Path(wdt).read_bytes(), wdt)
         tiles = sorted(w.tiles(), key=lambda t: (t[1], t[0]))
@@ -56,7 +62,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         return
 
     from wowgrass.game.data import open_data
-    from wowgrass.game.maps import list_maps, map_tiles
+    from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
 
     if data_path is None:
         from wowgrass.grass.bake import default_data
@@ -64,6 +70,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         data_path = default_data()[0]
     out = []
     with open_data(data_path) as data:
+        ignored = ignored_adts(data)
         for name, found in list_maps(data, warn=note).items():
             mt = map_tiles(data, name, need_tiles=False) if found["wdt"] else None
             listed = mt.wdt_tiles if mt is not None else []
@@ -73,9 +80,15 @@ def maps(wdt, data_path, list_tiles, as_json):
                         "adt_count": len(adts), "adt_tiles": [list(t) for t in adts],
                         "absent_tiles": [list(t) for t in (mt.absent if mt is not None else [])],
                         "big_alpha": bool(mt.big_alpha) if mt is not None else False})
+    ignored_list = [{"folder": folder, "file": name, "reason": why}
+                    for folder, files in ignored.items() for name, why in files]
     if as_json:
-        echo_json({"data": str(data_path), "map_count": len(out), "maps": out})
+        echo_json({"data": str(data_path), "map_count": len(out), "maps": out, "ignored_adts": ignored_list})
         return
+    for folder, files in ignored.items():   # the client would not load them either
+        shown = "; ".join(f"{n} ({why})" for n, why in files[:5]) + (" …" if len(files) > 5 else "")
+        note(f"note: {folder}: {plural(len(files), 'ADT file')} ignored, not named as the client loads tiles "
+             f"(<Map>_<col>_<row>.adt): {shown}")
     click.echo(f"{data_path}: {plural(len(out), 'map')}")
     for m in out:
         wdt_text = (f"WDT lists {plural(m['wdt_tile_count'], 'tile')}"
@@ -118,9 +131,28 @@ def cache_entries() -> list[dict]:
             continue
         for entry in sorted(p for p in folder.iterdir() if not p.name.startswith(".")):
             files = [p for p in entry.rglob("*") if p.is_file()] if entry.is_dir() else [entry]
-            out.append({"kind": kind, "name": entry.name, "path": str(entry), "file_count": len(files),
-                        "bytes": sum(p.stat().st_size for p in files)})
+            e = {"kind": kind, "name": entry.name, "path": str(entry), "file_count": len(files),
+                 "bytes": sum(p.stat().st_size for p in files)}
+            if kind == "bundles":
+                e["sources"] = _bundle_sources(entry)
+            out.append(e)
     return out
+
+
+def _bundle_sources(folder: Path) -> list[dict]:
+    """Which data sources (and builds) baked a map's bundles: two clients' maps of one name."""
+    import json
+
+    from wowgrass.grass.bake import SOURCES_FILE
+
+    try:
+        known = json.loads((folder / SOURCES_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(known, dict):
+        return []
+    return [{"data": k, "build": v.get("build"), "tiles": v.get("tiles", []), "last_used": v.get("last_used")}
+            for k, v in sorted(known.items()) if isinstance(v, dict)]
 
 
 @click.group()
@@ -145,6 +177,9 @@ def cache_ls(as_json):
     for e in entries:
         what = "sample world" if e["kind"] == "sample" else "bundles of map"
         click.echo(f"  {what} {e['name']}: {plural(e['file_count'], 'file')}, {_mb(e['bytes'])}")
+        for src in e.get("sources", []):   # which client: two maps of one name are told apart here
+            click.echo(f"    from {src['data']} (build {src['build'] or 'unknown'}, "
+                       f"{plural(len(src['tiles']), 'tile')}, last baked {src['last_used']})")
 
 
 @cache.command("clean")
@@ -172,6 +207,57 @@ def cache_clean(which, map_name, dry_run, as_json):
         return
     verb = "would delete" if dry_run else "deleted"
     click.echo(f"{verb} {plural(len(entries), 'cache entry', 'cache entries')} ({_mb(freed)})")
+
+
+def stale_bundles() -> list[dict]:
+    """Bundles no bake will use again: of another bundle format or placement version, or
+    unreadable (each with why)."""
+    from wowgrass.errors import FormatError, StaleBundleError
+    from wowgrass.grass import bundle as B
+    from wowgrass.grass.placement import PLACEMENT_VERSION
+    from wowgrass.paths import cache_dir
+
+    root = cache_dir() / "bundles"
+    out = []
+    if not root.is_dir():
+        return out
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for f in sorted(folder.iterdir()):
+            why = None
+            if f.suffix == B.SUFFIX:   # (temporaries of stopped runs: every bake sweeps its folder's)
+                try:
+                    with B.read_bundle(f, verify=False) as b:
+                        version = b.provenance.get("placement_version")
+                    if version != PLACEMENT_VERSION:
+                        why = f"placement version {version}, this wowgrass places with {PLACEMENT_VERSION}"
+                except StaleBundleError as exc:
+                    why = exc.reason
+                except (FormatError, OSError) as exc:
+                    why = f"unreadable: {getattr(exc, 'reason', exc)}"
+            if why:
+                out.append({"file": str(f), "map": folder.name, "bytes": f.stat().st_size, "reason": why})
+    return out
+
+
+@cache.command("prune")
+@click.option("-n", "--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+@json_option
+def cache_prune(dry_run, as_json):
+    """Delete stale bundles: of an older bundle format or placement version (no bake reads them
+    again) and unreadable ones. Current bundles stay (a bake replaces its own tile's older ones)."""
+    stale = stale_bundles()
+    if not dry_run:
+        for e in stale:
+            Path(e["file"]).unlink(missing_ok=True)
+    freed = sum(e["bytes"] for e in stale)
+    if as_json:
+        echo_json({"deleted": stale, "deleted_count": len(stale), "bytes": freed, "dry_run": dry_run})
+        return
+    for e in stale:
+        if verbosity() > 0 or dry_run:
+            click.echo(f"  {e['file']}: {e['reason']}")
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"{verb} {plural(len(stale), 'stale bundle')} ({_mb(freed)})")
 
 
 # ----------------------------------------------------------------------------- doctor
@@ -224,7 +310,7 @@ def _data(data_path):
         from wowgrass.game.data import open_data
         from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
         from wowgrass.errors import WowgrassError
-        from wowgrass.game.maps import list_maps, map_tiles
+        from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
 
         if data_path is None:
             from wowgrass.samples import sample_root
@@ -240,7 +326,8 @@ def _data(data_path):
             tables = [p for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
             if tables:
                 return False, detail + "; missing " + ", ".join(tables), (
-                    "bake needs both ground-effect tables: point --data at the client's Data folder, or give --dbc")
+                    data.locale_note() or "bake needs both ground-effect tables: point --data at the client's "
+                    "Data folder, or give --dbc")
             try:   # present is not enough: they must parse, as the bake reads them
                 catalog = load_catalog(data=data)
             except WowgrassError as exc:

@@ -22,6 +22,12 @@ from .common import (
 )
 
 
+#: a map's world coordinates: 64 tiles of 533⅓ yards about the origin (a camera off the map is
+#: a warning, one past LIMIT a mistake)
+MAP_HALF = 32 * 1600.0 / 3.0
+LIMIT = 1e6
+
+
 def _vec(text, name, sizes=(3,)):
     if text is None:
         return None
@@ -30,9 +36,13 @@ def _vec(text, name, sizes=(3,)):
         vals = tuple(float(p) for p in parts)
     except ValueError:
         vals = ()
-    if len(vals) not in sizes or not all(v == v and abs(v) < 1e6 for v in vals):
+    if len(vals) not in sizes or not all(v == v for v in vals):
         want = " or ".join({2: "X,Y", 3: "X,Y,Z"}[n] for n in sizes)
         raise UsageError(f"{name} must be {want}, got {text!r}")
+    for axis, v in zip("XYZ", vals):
+        if not abs(v) < LIMIT:
+            raise UsageError(f"{name} {text}: {axis} = {v:g} is out of the map's range (a map spans "
+                             f"{-MAP_HALF:,.1f} .. {MAP_HALF:,.1f} yards in X and Y)")
     return vals
 
 
@@ -75,10 +85,12 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
 
 
 def _size(text):
-    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text or "")
+    """``WxH`` in pixels, or one number for a square frame (as adt image takes it)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*)?", text or "")
     if not m:
-        raise UsageError(f"--size must be WxH (e.g. 1280x720), got {text!r}")
-    return int(m.group(1)), int(m.group(2))
+        raise UsageError(f"--size must be WxH (e.g. 1280x720) or PIXELS (a square), got {text!r}")
+    w = int(m.group(1))
+    return w, int(m.group(2)) if m.group(2) is not None else w
 
 
 @click.command()
@@ -111,11 +123,13 @@ def _size(text):
                    "(default: at eye height where grass grows on the tile nearest the centre of the data).")
 @click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
 @click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
-@click.option("--size", default="1280x720", show_default=True, metavar="WxH", help="Frame size.")
+@click.option("--size", default="1280x720", show_default=True, metavar="WxH|PIXELS",
+              help="Frame size in pixels: WxH, or one number for a square.")
 @click.option("--samples", type=int, default=None,
               help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
                    "(default: 4, or the most the GPU has).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Render offscreen and write this PNG.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Render offscreen and write this image (.png, .jpg, .webp, ...: the suffix names the format).")
 @click.option("--frames", type=int,
               help="Render N frames offscreen and print the frame statistics (with --window: close the window after N frames).")
 @click.option("--window/--offscreen", "window", default=None,
@@ -168,8 +182,10 @@ def _size(text):
                    "whole map under the fog, as the clients do (key Z); a map without a WDL has none.")
 @click.option("--procedural", is_flag=True,
               help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no game data.")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
-              help="--procedural: seed of the terrain and the blade placement.")
+@click.option("--meadow-seed", "seed", type=click.IntRange(0, 2**32 - 1), default=None,
+              help="--procedural: seed of the meadow's terrain and blades (default 1). (Not the placement's "
+                   "--seed of bake and export, which view's tiles take from -C seed=N.)")
+@click.option("--seed", "old_seed", type=click.IntRange(0, 2**32 - 1), default=None, hidden=True)
 @click.option("--cpu-instances", is_flag=True,
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
@@ -179,7 +195,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
          grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
-         no_shadows, wireframe, horizon, procedural, seed, cpu_instances, as_json):
+         no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, as_json):
     """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
     wind-sway shader.
 
@@ -196,6 +212,15 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
     """
     from wowgrass.render.app import ViewOptions, run_view
 
+    if old_seed is not None:   # the old name: say which seed it is
+        if seed is not None:
+            raise UsageError("give --meadow-seed once (--seed is its old name)")
+        note("note: view --seed is now --meadow-seed (the procedural meadow's; bake's --seed is the placement's)")
+        seed = old_seed
+    if seed is not None and not procedural:
+        raise UsageError("--meadow-seed is for --procedural; the grass placement's seed is -C seed=N")
+    seed = 1 if seed is None else seed
+
     files = None
     if source is not None:
         data_path, map_name, tiles, dbc_dir, files = _loose_input(source, data_path, dbc_dir, map_name, tiles)
@@ -204,9 +229,11 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         raise UsageError("--frames must be at least 1")
     if samples is not None and (samples < 0 or samples > 1 and samples & (samples - 1)):
         raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
+    from wowgrass.fileio import IMAGE_FORMATS
+
     for path, option in ((output, "-o/--output"), (screenshot, "--screenshot")):
-        if path is not None:
-            output_path(path, (".png",), option=option)
+        if path is not None:   # the format follows the suffix, as every image output's
+            output_path(path, tuple(sorted(IMAGE_FORMATS)), option=option)
     from wowgrass.render.constants import RingSettings
 
     try:

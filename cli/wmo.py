@@ -58,7 +58,7 @@ def info(file, data_path, as_json):
     click.echo(f"{file}: WMO v{out['version']} root, {plural(out['groups'], 'group')} "
                f"({len(out['groups_present'])} present, {len(out['groups_missing'])} missing"
                + (f", {len(out['group_errors'])} unreadable" if out["group_errors"] else "") + ")")
-    click.echo(f"  {plural(out['vertices'], 'vertex', 'vertices')}, {plural(out['triangles'], 'triangle')}, "
+    click.echo(f"  {plural(out['vertices'], 'vertex', 'vertices')}, {_triangles(out)}, "
                f"{plural(out['batches'], 'batch', 'batches')} in the groups present")
     click.echo(f"  materials {len(out['materials'])}, textures {len(out['textures'])}, portals {h['portals']}, "
                f"lights {h['lights']}, fogs {out['fogs']}, MOHD flags 0x{h['flags']:X}")
@@ -82,11 +82,21 @@ def info(file, data_path, as_json):
         click.echo(f"    {t}")
 
 
+def _triangles(d: dict) -> str:
+    """``1,228 triangles (672 rendered, 556 collision only)``: an export writes the rendered ones."""
+    text = plural(d["triangles"], "triangle")
+    if d["rendered_triangles"] != d["triangles"]:
+        other = d["triangles"] - d["rendered_triangles"] - d["collision_triangles"]
+        text += (f" ({d['rendered_triangles']:,} rendered, {d['collision_triangles']:,} collision only"
+                 + (f", {other:,} in no batch" if other else "") + ")")
+    return text
+
+
 def _echo_group(gi: dict, indent: str = "  ") -> None:
     side = "exterior" if gi["exterior"] else ("interior" if gi["interior"] else "neither exterior nor interior")
     split = gi["batch_split"]
     click.echo(f"{indent}{side}, flags 0x{gi['flags']:X}: {plural(gi['vertices'], 'vertex', 'vertices')}, "
-               f"{gi['indices']:,} indices ({plural(gi['triangles'], 'triangle')}), "
+               f"{gi['indices']:,} indices ({_triangles(gi)}), "
                f"{plural(gi['batches'], 'batch', 'batches')} (trans {split['trans']}, int {split['int']}, "
                f"ext {split['ext']})")
     extras = []

@@ -61,12 +61,12 @@ def test_info_json(adt_file, tile):
     s = json.loads(r.output)
     assert s["tile"] == {"col": 31, "row": 47}
     exists = np.arange(4)[None, :] < tile.n_layers[:, None]
-    counts = {e["id"]: e["layers"] for e in s["effect_ids"]}
+    counts = {e["id"]: e["layer_count"] for e in s["effect_ids"]}
     ids, n = np.unique(tile.layer_effect[exists], return_counts=True)
     assert counts == dict(zip(ids.tolist(), n.tolist()))
     assert s["alpha_encodings"] == {"4-bit": int((tile.alpha_encoding == 1).sum())}
-    assert s["hole_chunks"] == int((tile.holes != 0).sum())
-    assert s["hole_cells"] == int(tile.hole_cells().sum())
+    assert s["hole_chunk_count"] == int((tile.holes != 0).sum())
+    assert s["hole_cell_count"] == int(tile.hole_cells().sum())
     assert np.isclose(s["height"]["min"], tile.abs_heights.min(), atol=1e-3)
     assert s["mcnk"]["layers_per_chunk"] == {str(k): int((tile.n_layers == k).sum()) for k in range(1, 5)}
     assert [c["id"] for c in s["chunks"]][:3] == ["MVER", "MHDR", "MCIN"]

@@ -226,17 +226,17 @@ def test_cli_bake_loose_adt_and_info(world, cache, tmp_path):
     # a changed constant is a different bundle (not a cache hit), with fewer clumps per cell
     fewer = json.loads(run("bake", str(world["adt"]), "--dbc", str(world["dbc"]), "-o", str(tmp_path / "f.wgb"),
                            "-C", "max_placements_per_sample=2", "--json").output)
-    assert fewer["key"] != info["key"] and 0 < fewer["instances"] < info["instances"]
+    assert fewer["key"] != info["key"] and 0 < fewer["instance_count"] < info["instance_count"]
     with B.read_bundle(fewer["file"]) as b:
         assert b.cell_counts.max() == 2 and b.provenance["constants"]["max_placements_per_sample"] == 2
     res = run("bundle", "info", str(out))
     assert res.exit_code == 0
     assert "cells with grass" in res.output and "MISSING" in res.output
     js = json.loads(run("bundle", "info", str(out), "--json").output)
-    assert js["instances"] == info["instances"] and js["bytes_per_instance"] == 16
+    assert js["instance_count"] == info["instance_count"] and js["bytes_per_instance"] == 16
     assert js["provenance"]["placement"] == "coverage"
-    assert sum(m["instances"] for m in js["models"]) == js["instances"]
-    assert sum(int(k) * v for k, v in js["cells"]["histogram"].items()) == js["instances"]
+    assert sum(m["instance_count"] for m in js["models"]) == js["instance_count"]
+    assert sum(int(k) * v for k, v in js["cells"]["histogram"].items()) == js["instance_count"]
 
 
 def test_cli_placement_names_and_the_old_alias(world, cache, tmp_path):
@@ -309,7 +309,7 @@ def test_cli_loose_adt_without_data_uses_the_sample_tables(world, cache):
     res = run("bake", str(world["adt"]), "--json")
     assert res.exit_code == 0, res.output + res.stderr
     js = json.loads(res.output)
-    assert js["instances"] > 0 and js["missing_models"] == []  # tables and models from the sample world
+    assert js["instance_count"] > 0 and js["missing_models"] == []  # tables and models from the sample world
     with B.read_bundle(js["file"]) as b:
         assert b.provenance["build"] == "3.3.5" and b.provenance["map"] == MAP_NAME
 

@@ -69,11 +69,11 @@ def test_info_golden(loose, build, table, monkeypatch):
 
 def test_info_json(loose):
     r = json.loads(run("info", loose / "335" / "GroundEffectTexture.dbc", "--json").output)
-    assert r["header"] == {"magic": "WDBC", "records": 5, "fields": 11, "record_size": 44, "string_block_size": 1}
+    assert r["header"] == {"magic": "WDBC", "record_count": 5, "field_count": 11, "record_size": 44, "string_block_size": 1}
     assert r["schema"]["build"] == "3.3.5" and r["schema"]["columns"][2] == "DoodadWeight[4]"
     d = r["density"]
-    assert (d["min"], d["max"], d["median"], d["no_doodads"]) == (0, 30, 5.0, 1)
-    assert d["over_density_cap"]["rows"] == 1 and d["over_clump_cap"]["rows"] == 2
+    assert (d["min"], d["max"], d["median"], d["no_doodad_count"]) == (0, 30, 5.0, 1)
+    assert d["over_density_cap"]["row_count"] == 1 and d["over_clump_cap"]["row_count"] == 2
     r = json.loads(run("info", loose / "112" / "GroundEffectDoodad.dbc", "--json").output)
     assert r["schema"]["candidates"] == ["1.12", "2.4.3"]
     assert r["doodads"]["extensions"] == {"": 1, "mdl": 2, "mdx": 2}

@@ -116,15 +116,15 @@ def test_cli_info_facts(sources, build, how):
     facts = FACTS[(build, "GroundEffectTexture")]
     r = json.loads(run("info", *_via(sources, build, how, "GroundEffectTexture"), "--json"))
     h = r["header"]
-    assert (h["records"], h["fields"], h["record_size"], h["string_block_size"]) == (
+    assert (h["record_count"], h["field_count"], h["record_size"], h["string_block_size"]) == (
         facts["records"], facts["fields"], facts["record_size"], facts["string_block"])
     assert r["schema"]["build"] == build
     d = r["density"]
-    assert (d["min"], d["max"], d["zero"], d["over_density_cap"]["rows"]) == (
+    assert (d["min"], d["max"], d["zero"], d["over_density_cap"]["row_count"]) == (
         facts["dmin"], facts["dmax"], facts["zero"], facts["over24"])
     assert d["over_density_cap"]["cap"] == 24 and d["over_clump_cap"]["cap"] == 12
     dd = json.loads(run("info", *_via(sources, build, how, "GroundEffectDoodad"), "--json"))
-    assert dd["header"]["records"] == FACTS[(build, "GroundEffectDoodad")]["records"]
+    assert dd["header"]["record_count"] == FACTS[(build, "GroundEffectDoodad")]["records"]
     assert dd["schema"]["build"] == build and not dd["schema"]["ambiguous"]
 
 

@@ -148,7 +148,7 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
         assert not doc.extensionsUsed
     want = bundle_instances(tmp_path / "cache")
     got = grass_nodes(doc)
-    assert set(got) == set(want) and summary["grass_instances"] == sum(len(p) for v in want.values() for p, _, _ in v)
+    assert set(got) == set(want) and summary["grass_instance_count"] == sum(len(p) for v in want.values() for p, _, _ in v)
     origin = np.array(doc.nodes[doc.scenes[0].nodes[0]].extras["wow_origin"])
     for model, groups in want.items():
         pos = np.concatenate([p for p, _, _ in groups])
@@ -359,10 +359,10 @@ def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
               "-o", out, "--json")
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)
-    assert s["tiles"] == [[42, 29]] and s["grass_instances"] > 0 and len(s["stand_ins"]) > 0
+    assert s["tiles"] == [[42, 29]] and s["grass_instance_count"] > 0 and len(s["stand_ins"]) > 0
     assert len(s["missing_textures"]) == 16  # MTEX has 16 names; --dbc gives no textures
     doc = pygltflib.GLTF2().load(str(out))
-    assert sum(len(m) for v in grass_nodes(doc).values() for m in v) == s["grass_instances"]
+    assert sum(len(m) for v in grass_nodes(doc).values() for m in v) == s["grass_instance_count"]
 
 
 def _validator():
@@ -442,13 +442,13 @@ def test_blender_places_an_exported_tile(world, tmp_path, monkeypatch, kind, mod
                                                 if (nd.extras or {}).get("kind") == "grass" for c in nd.children}
     grass_objects = sum(n for name, n in users.items() if name.split(".")[0] in grass_meshes)
     if mode == "merged":  # one object per chunk and model
-        assert grass_objects == s["merged_meshes"] > 0
+        assert grass_objects == s["merged_mesh_count"] > 0
     elif mode == "nodes" or r["reads_instancing"]:  # one object per instance
-        assert grass_objects == s["grass_instances"]
+        assert grass_objects == s["grass_instance_count"]
     else:  # Blender 3.4 ignores the extension: one object per grass node, at its first instance
         nodes = sum(1 for nd in doc.nodes if (nd.extras or {}).get("kind") == "grass" and nd.mesh is not None) + sum(
             len(nd.children) for nd in doc.nodes if (nd.extras or {}).get("kind") == "grass")
-        assert grass_objects == nodes < s["grass_instances"]
+        assert grass_objects == nodes < s["grass_instance_count"]
     assert users.get("terrain 32_32") == 1
     # everything stands on the terrain: nothing off it, nothing floating, the house on its hill
     assert r["off_terrain"] == 0 and r["sampled"] > 5

@@ -51,7 +51,7 @@ def test_water_meshes_named_for_their_liquid_type(sample_glb):
         lake = tile_liquid(AdtTile.from_bytes(data.read(adt_path(32, 32)), big_alpha=True))
     cells = {n.name: n.extras["cells"] for n in water}
     assert cells["Water (1)"] == int(lake.layers["exists"].sum()) and cells["WMO Water (13)"] == 1
-    assert s["liquid_cells"] == sum(cells.values())
+    assert s["liquid_cell_count"] == sum(cells.values())
     mesh = doc.meshes[next(n.mesh for n in water if n.name == "Water (1)")]
     mat = doc.materials[mesh.primitives[0].material]
     assert mat.alphaMode == pygltflib.BLEND and mat.pbrMetallicRoughness.baseColorTexture is not None  # lake_a.1
@@ -63,7 +63,7 @@ def test_wmo_groups_once_and_their_placement(sample_glb):
 
     out, s = sample_glb
     doc = pygltflib.GLTF2().load_binary(str(out))
-    assert s["wmo_placements"] == 1 and s["wmo_doodad_instances"] == 3
+    assert s["wmo_placement_count"] == 1 and s["wmo_doodad_instance_count"] == 3
     groups = _nodes(doc, lambda e: e.get("kind") == "wmo group")
     assert sorted(n.extras["group"] for n in groups) == [0, 1]
     assert len({n.mesh for n in groups}) == 2       # each group's mesh once
@@ -108,6 +108,6 @@ def test_export_leaves_them_out(tmp_path):
               "--json")
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)
-    assert s["liquid_cells"] == 0 and s["wmo_placements"] == 0
+    assert s["liquid_cell_count"] == 0 and s["wmo_placement_count"] == 0
     doc = pygltflib.GLTF2().load_binary(str(f))
     assert not [n for n in doc.nodes if (n.extras or {}).get("kind") in ("liquid", "wmo group")]

@@ -164,7 +164,7 @@ def test_view_split_screen_with_shadows_looks_the_same_compact_and_full(tmp_path
         res = json.loads(r.stdout)
         assert res["grid_draw"] == mode and res["shadows"] and res["split"]
         frames[mode] = np.asarray(Image.open(out).convert("RGB")).astype(int)
-    assert res["frame"]["grass_instances"] > 0
+    assert res["frame"]["grass_instance_count"] > 0
     # above the statistics line (its CPU and GPU times differ); only blades drawn in another order may differ
     differ = np.abs(frames["compact"][:95] - frames["full"][:95]).max(axis=2) > 40
     assert differ.mean() < 0.002, differ.mean()

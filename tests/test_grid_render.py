@@ -416,7 +416,7 @@ def test_view_grass_grid_renders_like_the_instanced_path_and_caches_its_control(
     for path in ("instanced", "grid"):
         out = tmp_path / f"{path}.png"
         res = view("--grass", path, "-o", str(out))
-        assert res["grass_path"] == path and res["frame"]["grass_instances"] > 0
+        assert res["grass_path"] == path and res["frame"]["grass_instance_count"] > 0
         frames[path] = np.asarray(Image.open(out).convert("RGB")).astype(int)
     grid_run = res
     assert [t["cache_hit"] for t in grid_run["grid_tiles"]] == [False] * len(grid_run["grid_tiles"])

@@ -51,7 +51,7 @@ def test_m2_info_file_and_json(tmp_path):
     assert "version 264" in r.output and "CliGrass00.skin" in r.output and TEX in r.output
     r = run("m2", "info", str(d / "CliGrass.m2"), "--json")
     out = json.loads(r.output)
-    assert out["version"] == 264 and out["vertices"] == 4 and out["view0"]["triangles"] == 2
+    assert out["version"] == 264 and out["vertex_count"] == 4 and out["view"]["triangle_count"] == 2
     assert out["materials"] == [{"flags": 4, "blend": 1}] and (out["z_min"], out["z_max"]) == (0.0, 1.0)
 
 
@@ -59,14 +59,14 @@ def test_m2_info_without_skin(tmp_path):
     d = grass_files(tmp_path)
     (d / "CliGrass00.skin").unlink()
     r = run("m2", "info", str(d / "CliGrass.m2"), "--json")
-    assert r.exit_code == 0 and json.loads(r.output)["view0"] is None
+    assert r.exit_code == 0 and json.loads(r.stdout)["view"] is None
 
 
 def test_m2_info_with_data(tmp_path):
     grass_files(tmp_path)
     r = run("m2", "info", "--data", str(tmp_path), "World\\NoDXT\\Detail\\CliGrass.m2", "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["view0"]["skin"] == "World\\NoDXT\\Detail\\CliGrass00.skin"
+    assert json.loads(r.output)["view"]["skin"] == "World\\NoDXT\\Detail\\CliGrass00.skin"
 
 
 @pytest.mark.parametrize("use_data", [False, True])
@@ -118,14 +118,14 @@ def test_blp_info_and_convert(tmp_path):
     r = run("blp", "info", str(blp))
     assert r.exit_code == 0 and "BLP2 16×16 dxt1" in r.output
     info = json.loads(run("blp", "info", str(blp), "--json").output)
-    assert info["encoding"] == "dxt1" and info["alpha_depth"] == 1 and info["mips"] == 5
+    assert info["encoding"] == "dxt1" and info["alpha_depth"] == 1 and info["mip_count"] == 5
     out = tmp_path / "g.png"
-    r = run("blp", "convert", str(blp), str(out), "--mip", "1")
+    r = run("blp", "convert", str(blp), "-o", str(out), "--mip", "1")
     assert r.exit_code == 0, r.output
     assert Image.open(out).size == (8, 8)
     # and back: PNG → BLP
     back = tmp_path / "g.blp"
-    r = run("blp", "convert", str(out), str(back), "--encoding", "palette")
+    r = run("blp", "convert", str(out), "-o", str(back), "--encoding", "palette")
     assert r.exit_code == 0, r.output
     img = read_blp(back.read_bytes())
     assert img.encoding == "palette" and img.width == 8

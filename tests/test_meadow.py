@@ -440,14 +440,14 @@ def test_cli_procedural_json_and_errors(tmp_path):
     from cli.main import cli
 
     out = tmp_path / "m.png"
-    r = CliRunner().invoke(cli, ["view", "--procedural", "--seed", "3", "--size", "160x90", "--samples", "0",
+    r = CliRunner().invoke(cli, ["view", "--procedural", "--meadow-seed", "3", "--size", "160x90", "--samples", "0",
                                  "--split", "--output", str(out), "--frames", "1", "--json"])
     if r.exit_code != 0 and "EGL" in r.output:
         pytest.skip("no EGL OpenGL context")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert res["procedural"] and res["seed"] == 3 and res["split"] and res["shadows"]
-    assert res["blades"] > 0 and res["upload_bytes_per_frame"] == 0
+    assert res["blade_count"] > 0 and res["upload_bytes_per_frame"] == 0
     assert out.exists()
     r = CliRunner().invoke(cli, ["view", "--cpu-instances", "--output", str(out)])
     assert r.exit_code == 2 and "error:" in r.output and "--procedural" in r.output

@@ -66,12 +66,12 @@ def test_ls(archive):
     r = run("ls", archive)
     assert r.exit_code == 0
     assert "World\\Maps\\Test\\Test_1_2.adt" in r.output and "9000" in r.output
-    rows = json.loads(run("ls", archive, "--json").stdout)
+    rows = json.loads(run("ls", archive, "--json").stdout)["files"]
     by = {row["name"]: row for row in rows}
     assert by["readme.txt"]["size"] == 6 and by["readme.txt"]["locale"] == 0
     assert "COMPRESS" in by["World\\Maps\\Test\\Test_1_2.adt"]["flag_names"]
     assert by["World\\Maps\\Test\\Test_1_2.adt"]["packed_size"] < 9000
-    only = json.loads(run("ls", archive, "*.DBC", "--json").stdout)
+    only = json.loads(run("ls", archive, "*.DBC", "--json").stdout)["files"]
     assert [row["name"] for row in only] == ["DBFilesClient\\GroundEffectTexture.dbc"]
 
 
@@ -79,12 +79,12 @@ def test_ls_unnamed_entries(tmp_path):
     path = write_mpq_file(tmp_path / "nolist.mpq", {"a": b"1", "b": b"22"}, listfile=False)
     r = run("ls", path)
     assert "<unnamed #0>" in r.output and "<unnamed #1>" in r.output
-    rows = json.loads(run("ls", path, "--json").stdout)
+    rows = json.loads(run("ls", path, "--json").stdout)["files"]
     assert sorted((row["name"], row["size"]) for row in rows) == [(None, 1), (None, 2)]
 
 
 def test_ls_data_chain(data_dir):
-    rows = json.loads(run("ls", "--data", data_dir, "--json").stdout)
+    rows = json.loads(run("ls", "--data", data_dir, "--json").stdout)["files"]
     by = {row["name"]: row for row in rows}
     assert by["readme.txt"]["archive"] == "lichking.MPQ" and by["readme.txt"]["size"] == 9
     assert "World\\Maps\\Test\\Test_1_2.adt" not in by          # deleted by patch.MPQ
@@ -170,7 +170,7 @@ def test_cli_real_archives(realdata, tmp_path):
     got = hashlib.md5((out / "war3mapImported" / "tcBox.mdx").read_bytes()).hexdigest()
     assert got == "61fa6f972bce7ae27c37f6e1ec0059cb"
     assert len([p for p in out.rglob("*") if p.is_file()]) == 21
-    rows = json.loads(run("ls", mpq_dir / "size.mpq", "--json").stdout)
+    rows = json.loads(run("ls", mpq_dir / "size.mpq", "--json").stdout)["files"]
     assert {r["name"]: r["size"] for r in rows}["fixture-128kb.txt"] == 131072
 
 
@@ -238,7 +238,7 @@ def test_listfile_names_without_a_hash_entry_are_marked_and_skipped(tmp_path):
     assert r.exit_code == 0, r.output
     line = next(x for x in r.stdout.splitlines() if "readme.txt" in x)
     assert "<no hash entry>" in line
-    rows = {row["name"]: row for row in json.loads(_cli("ls", path, "--json").stdout)}
+    rows = {row["name"]: row for row in json.loads(_cli("ls", path, "--json").stdout)["files"]}
     assert rows["readme.txt"]["reachable"] is False and rows["(listfile)"]["reachable"] is True
     out = tmp_path / "out"
     r = _cli("extract", path, "-o", out)
@@ -267,7 +267,7 @@ def test_hash_table_size_not_a_power_of_two_reads_as_stormlib_reads_it(tmp_path,
     r = _cli("info", path, "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["hash_table_size"] == size
-    rows = json.loads(_cli("ls", path, "--json").stdout)
+    rows = json.loads(_cli("ls", path, "--json").stdout)["files"]
     assert sorted(row["name"] for row in rows) == sorted([*FILES, "(listfile)"])
     out = tmp_path / "out"
     assert _cli("extract", path, "-o", out).exit_code == 0

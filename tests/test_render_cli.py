@@ -40,12 +40,12 @@ def test_view_sample_world_offscreen_png_and_json(tmp_path):
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert res["file"] == str(out.resolve()) and out.exists()
-    assert res["frames"] == 2 and res["frame"]["grass_instances"] > 0
-    assert res["frame"]["draw_calls"] >= 2 and res["resident_grass_instances"] > 100_000
+    assert res["frame_count"] == 2 and res["frame"]["grass_instance_count"] > 0
+    assert res["frame"]["draw_call_count"] >= 2 and res["resident_grass_instance_count"] > 100_000
     assert res["missing_models"] == []
     # the sample world's WDL: the horizon is there, in the GPU books too
-    assert res["horizon"]["tiles"] >= 1 and res["horizon"]["reach"] > 3200
-    assert res["gpu_memory"]["by_kind"]["horizon"] > 0 and res["gpu_memory"]["per_tile"]["near"]["tiles"] >= 1
+    assert res["horizon"]["tile_count"] >= 1 and res["horizon"]["reach"] > 3200
+    assert res["gpu_memory"]["by_kind"]["horizon"] > 0 and res["gpu_memory"]["per_tile"]["near"]["tile_count"] >= 1
     img = read_png(out)
     assert img.shape == (90, 160, 3)
     # lower half is ground covered in grass: mostly green
@@ -91,7 +91,7 @@ def test_real_tile_continent_4229_names_missing_models(tmp_path, realdata):
     assert res["missing_models"]
     assert all(m.lower().startswith("world\\nodxt\\detail\\") for m in res["missing_models"])
     assert "missing grass models" in r.stderr and res["missing_models"][0] in r.stderr
-    assert res["resident_grass_instances"] == 0 and res["frame"]["grass_instances"] == 0
+    assert res["resident_grass_instance_count"] == 0 and res["frame"]["grass_instance_count"] == 0
     assert len(res["missing_doodad_models"]) > 10  # MDDF models are not in the folder either
     assert len(res["missing_textures"]) == 16  # MTEX names (no tileset BLPs either)
     assert drawn_fraction(read_png(out)) > 0.3
@@ -126,6 +126,6 @@ def test_real_tile_placeholders_draw_missing_grass_models(tmp_path, realdata):
     # still named as missing, but now drawn: the bundle's 8,887 instances are resident
     assert res["missing_models"] == plain["missing_models"] and len(res["missing_models"]) == 16
     assert "stand-ins" in r.stderr
-    assert plain["resident_grass_instances"] == 0 and plain["frame"]["grass_instances"] == 0
-    assert res["resident_grass_instances"] == 8887 and res["frame"]["grass_instances"] > 0
+    assert plain["resident_grass_instance_count"] == 0 and plain["frame"]["grass_instance_count"] == 0
+    assert res["resident_grass_instance_count"] == 8887 and res["frame"]["grass_instance_count"] > 0
     assert (read_png(out) != read_png(tmp_path / "plain.png")).any()

@@ -260,7 +260,7 @@ def test_info_commands_work_on_the_sample(worlds):
     data_dir = str(worlds["3.3.5"][0])
     r = runner.invoke(cli, ["dbc", "info", "--data", data_dir, "GroundEffectTexture", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["header"]["records"] == len(T.EFFECTS)
+    assert json.loads(r.stdout)["header"]["record_count"] == len(T.EFFECTS)
     r = runner.invoke(cli, ["adt", "info", "--data", data_dir, "--map", MAP_NAME, "--tile", "31,32", "--json"])
     assert r.exit_code == 0, r.output
     assert "SampleRoad" in r.stdout

@@ -459,7 +459,7 @@ def _sky(img):
 
 def test_first_frame_of_the_sample_world_looks_across_grass(tmp_path):
     res, img = _first_view(tmp_path, [])
-    assert res["frame"]["grass_instances"] > 2000  # grass in view
+    assert res["frame"]["grass_instance_count"] > 2000  # grass in view
     sky = _sky(img)
     assert 0.05 < sky[:48].mean() and sky[96:].mean() < 0.01  # the horizon in view, ground below
     assert res["pitch_deg"] > -20
@@ -471,7 +471,7 @@ def test_first_frame_of_a_real_tile_stands_in_its_grass_and_shows_some_sky(tmp_p
     adt, map_name, col, row, wdt = WORLDS[name]
     root = loose_world(tmp_path, realdata, adt, map_name, col, row, wdt)
     res, img = _first_view(tmp_path, ["--data", str(root)])
-    assert res["frame"]["grass_instances"] > 100  # stand-ins for the tile's (missing) grass models
+    assert res["frame"]["grass_instance_count"] > 100  # stand-ins for the tile's (missing) grass models
     assert _sky(img)[:72].mean() > 0.02  # not a wall of hillside
     assert _sky(img)[100:].mean() < 0.01
 
@@ -537,7 +537,7 @@ def test_view_lod_colors_and_stats_from_the_command_line(tmp_path):
     per_level = res["frame"]["terrain_chunks_per_level"]
     if per_level is None:
         pytest.skip("no OpenGL 4.3 (no compute pass): no LOD levels to colour")
-    assert sum(1 for n in per_level if n) >= 3 and res["frame"]["triangles"] > 0
+    assert sum(1 for n in per_level if n) >= 3 and res["frame"]["triangle_count"] > 0
     changed = np.abs(img - frames["plain"][1]).sum(-1) > 40
     assert changed[45:].mean() > 0.5  # the ground is tinted
     bottom = img[80:].reshape(-1, 3).mean(axis=0)

@@ -98,11 +98,11 @@ def test_window_frames_screenshot_shows_grass(xdisplay, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
     res = json.loads(p.stdout)
-    assert res["window"] is True and res["frames"] == 4 and res["size"] == list(SIZE)
+    assert res["window"] is True and res["frame_count"] == 4 and res["size"] == list(SIZE)
     assert res["screenshot"] == str(shot.resolve())
     assert STATS_LINE.search(p.stderr), p.stderr  # r_stats on: the console line
     assert STATS_LINE.match(res["stats_line"])
-    assert res["frame"]["grass_instances"] > 0 and res["toggles"]["grass"] is True
+    assert res["frame"]["grass_instance_count"] > 0 and res["toggles"]["grass"] is True
     img = _png(shot)  # read back from the window's default framebuffer
     assert img.shape == (SIZE[1], SIZE[0], 3)
     # the window shows the renderer's frame: close to the offscreen one of the same view (the
@@ -136,7 +136,7 @@ def test_window_key_toggles_grass_and_escape_quits(xdisplay, tmp_path):
     res = json.loads(out)
     assert res["toggles"]["grass"] is False  # G toggled r_grass
     assert res["seconds"] < 55  # Esc ended it, not --quit-after
-    assert res["frame"]["grass_instances"] == 0
+    assert res["frame"]["grass_instance_count"] == 0
     assert STATS_LINE.search(err), err
     img = _png(shot)
     without = _offscreen(tmp_path, "--no-grass")

@@ -41,18 +41,18 @@ def test_wmo_info_inn(realdata):
     assert res.exit_code == 0
     d = json.loads(res.output)
     assert d["groups_present"] == [0, 3] and len(d["groups_missing"]) == 9
-    assert d["vertices"] == 2759 + 2310 and d["triangles"] == 1924 + 2026 and d["batches"] == 26
-    assert len(d["materials"]) == 22 and len(d["textures"]) == 22 and d["doodads"] == 863
+    assert d["vertex_count"] == 2759 + 2310 and d["triangle_count"] == 1924 + 2026 and d["batch_count"] == 26
+    assert len(d["materials"]) == 22 and len(d["textures"]) == 22 and d["doodad_count"] == 863
     assert [s["name"] for s in d["doodad_sets"]] == ["Set_$DefaultGlobal", "Set_B", "Set_C", "Set_A"]
     g3 = d["group_info"][3]
-    assert g3["vertex_colours"] and g3["interior"] and g3["batches"] == 13
+    assert g3["vertex_colours"] and g3["interior"] and g3["batch_count"] == 13
 
 
 def test_wmo_info_group_alone(realdata):
     res = run("wmo", "info", realdata / "wmo" / "inn_003.wmo", "--json")
     assert res.exit_code == 0
     d = json.loads(res.output)
-    assert d["kind"] == "group" and d["vertices"] == 2310 and d["indices"] == 6078
+    assert d["kind"] == "group" and d["vertex_count"] == 2310 and d["index_count"] == 6078
 
 
 def _glb(path):
@@ -118,12 +118,12 @@ def test_adt_info_liquid_and_modf(realdata):
     res = run("adt", "info", realdata / "adt" / "continent4229.adt", "--json")
     assert res.exit_code == 0
     d = json.loads(res.output)
-    assert d["mcnk"]["liquid_chunks"] == 9
+    assert d["mcnk"]["liquid_chunk_count"] == 9
     lq = d["liquid"]
-    assert lq["format"] == "MH2O" and lq["chunks"] == 9 and lq["layers"] == 9
-    assert lq["types"] == [{"id": 2, "kind": "ocean", "name": "Ocean", "layers": 9}]
+    assert lq["format"] == "MH2O" and lq["chunk_count"] == 9 and lq["layer_count"] == 9
+    assert lq["types"] == [{"id": 2, "kind": "ocean", "name": "Ocean", "layer_count": 9}]
     assert lq["height"] == {"min": 0.0, "max": 0.0}
-    assert d["modf"]["count"] == 19 and d["modf"]["wmos"] == 11
+    assert d["modf"]["count"] == 19 and d["modf"]["wmo_count"] == 11
     p = d["modf"]["placements"][0]
     assert p["wmo"].endswith("REDRIDGE_BARRACKS.WMO") and p["doodad_set"] == 2 and p["scale"] == 1.0
     text = run("adt", "info", realdata / "adt" / "continent4229.adt").output

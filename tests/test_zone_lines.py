@@ -129,7 +129,7 @@ def test_sample_zone_split_renders_with_polygon_line_mode_forbidden(tmp_path, no
                                  "--samples", "0", "--frames", "2", "--split", "--json", *args])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
-    assert res["frame"]["draw_calls"] > 0
+    assert res["frame"]["draw_call_count"] > 0
     img = read_png(out)
     bg, ink = _bg_and_lines(img, w // 2, w)
     assert bg > 0.2 and ink > 0.05  # lines, with the background between them

@@ -8,11 +8,11 @@ Bundles come from the cache when valid, else they are baked first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from wowgrass.errors import UsageError
+from wowgrass.errors import OutputError, UsageError, WowgrassError
 
 from .scene import TileInput
 
@@ -24,6 +24,7 @@ class ExportSource:
     read: Callable[[str], bytes] | None  # models and textures (None: tables only)
     data: object = None  # an open GameData to close
     note: str | None = None  # a partial extract's "note: ..." (the WDT lists tiles the data lacks)
+    errors: dict = field(default_factory=dict)  # (col, row) -> why a damaged tile was left out
 
     def close(self):
         if self.data is not None:
@@ -31,7 +32,7 @@ class ExportSource:
 
 
 def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ranges=None, build=None,
-               placement="coverage", constants=None, force=False, on_tile=None) -> ExportSource:
+               placement="coverage", constants=None, force=False, on_tile=None, on_error=None) -> ExportSource:
     from wowgrass.grass.bake import ModelTable, bake_file, bake_tile, default_data, load_catalog, tables_for
     from wowgrass.game.data import open_data
     from wowgrass.game.maps import choose_map, map_tiles
@@ -64,17 +65,25 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
         wanted, big_alpha = mt.tiles, mt.big_alpha
         catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
         models = ModelTable(data.read)
-        tiles = []
+        tiles, errors = [], {}
         for col, row in wanted:
             name = adt_game_path(map_name, col, row)
-            raw = data.read(name)
-            adt = read_adt(raw, name, big_alpha)
-            res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants,
-                            models=models, big_alpha=big_alpha, adt_path=name, tile=adt, force=force)
+            try:
+                raw = data.read(name)
+                adt = read_adt(raw, name, big_alpha)
+                res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants,
+                                models=models, big_alpha=big_alpha, adt_path=name, tile=adt, force=force)
+            except OutputError:
+                raise  # a full or read-only cache: every other tile would fail the same way
+            except WowgrassError as exc:  # a damaged tile: left out, the others exported (as bake and view)
+                errors[(col, row)] = str(exc)
+                if on_error:
+                    on_error((col, row), str(exc))
+                continue
             tiles.append(TileInput(adt, Path(res.path)))
             if on_tile:
                 on_tile(res)
     except BaseException:
         data.close()
         raise
-    return ExportSource(map_name, tiles, data.read, data, mt.note())
+    return ExportSource(map_name, tiles, data.read, data, mt.note(), errors)

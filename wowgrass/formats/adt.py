@@ -516,6 +516,11 @@ class _Reader:
 
     def tile(self) -> AdtTile:
         buf, path = self.buf, self.path
+        if len(buf) >= 4 and bytes(buf[:4]) != disk_tag(b"MVER"):   # say what it is, not a chunk size
+            from wowgrass.formats.chunks import describe_magic
+
+            self.fail(f"not an ADT file: it starts with {describe_magic(buf[:4])}, expected "
+                      f"{disk_tag(b'MVER')!r} (an ADT begins with its MVER chunk)", 0)
         top, mcnk, before, after = {}, [], [], []
         for ch in iter_chunks(buf, path):
             if ch.tag == b"MCNK":

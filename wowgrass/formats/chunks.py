@@ -33,6 +33,20 @@ class Chunk(NamedTuple):
         return self.offset + HEADER_SIZE + self.size
 
 
+#: what a file's first bytes say it is, for "expected X, found Y" messages
+KNOWN_MAGICS = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"BLP2": "a BLP2 texture",
+                b"BLP1": "a BLP1 texture", b"MD20": "an M2 model", b"SKIN": "an M2 .skin file",
+                b"WDBC": "a DBC table", b"MPQ\x1a": "an MPQ archive", b"PK\x03\x04": "a ZIP archive",
+                b"glTF": "a glTF binary", b"WGB": "a wowgrass bundle"}
+
+
+def describe_magic(prefix: bytes) -> str:
+    """``b'\\x89PNG' (a PNG image)``: a file's first four bytes and, when known, what they make it."""
+    prefix = bytes(prefix[:4])
+    what = next((v for k, v in KNOWN_MAGICS.items() if prefix.startswith(k)), None)
+    return f"{prefix!r}" + (f" ({what})" if what else "")
+
+
 def disk_tag(tag: bytes) -> bytes:
     """The four bytes a reading-order ``tag`` occupies on disk."""
     if len(tag) != 4:

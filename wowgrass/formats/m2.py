@@ -296,8 +296,9 @@ class M2Model:
     # -- reading --
     @classmethod
     def from_bytes(cls, data, path: str | None = None, *, read: Callable[[str], bytes] | None = None,
-                   skin: bytes | None = None) -> "M2Model":
-        """Parse an M2. For 264, view 0 comes from ``skin`` bytes or ``read(skin_path(path))``."""
+                   skin: bytes | None = None, skin_index: int = 0) -> "M2Model":
+        """Parse an M2. For 264, the view comes from ``skin`` bytes or ``read(skin_path(path, skin_index))``
+        (``skin_index`` 0 is the finest level of detail, ``<name>00.skin``)."""
         buf = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
         need(buf, 0, 8, "M2 magic and version", path)
         if bytes(buf[:4]) != MAGIC:
@@ -335,10 +336,10 @@ class M2Model:
             if skin is None and read is not None and view_count:
                 if path is None:
                     raise UsageError("an M2 of version 264 needs its path to find its .skin")
-                spath = skin_path(path)
+                spath = skin_path(path, skin_index)
                 skin = read(spath)
             if skin is not None:
-                spath = spath or (skin_path(path) if path else None)
+                spath = spath or (skin_path(path, skin_index) if path else None)
                 sbuf = skin if isinstance(skin, (bytes, bytearray)) else bytes(skin)
                 need(sbuf, 0, 4, "skin magic", spath)
                 if bytes(sbuf[:4]) != SKIN_MAGIC:

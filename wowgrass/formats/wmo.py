@@ -478,6 +478,16 @@ class WmoGroup:
     def triangle_count(self) -> int:
         return len(self.indices) // 3
 
+    @property
+    def rendered_triangle_count(self) -> int:
+        """Triangles the batches draw (what an export writes)."""
+        return int(sum(int(b["count"]) for b in self.batches)) // 3
+
+    @property
+    def collision_triangle_count(self) -> int:
+        """Collision-only triangles (MOPY material 0xFF: in no batch, never drawn)."""
+        return int(np.count_nonzero(self.triangles["material"] == NO_MATERIAL))
+
     @classmethod
     def from_bytes(cls, data, path: str | None = None, *, n_materials: int | None = None) -> "WmoGroup":
         buf = bytes(data)
@@ -605,6 +615,7 @@ class WmoGroup:
             "flags": self.flags,
             "exterior": bool(self.flags & GroupFlags.EXTERIOR), "interior": bool(self.flags & GroupFlags.INTERIOR),
             "vertices": len(self.vertices), "indices": len(self.indices), "triangles": self.triangle_count,
+            "rendered_triangles": self.rendered_triangle_count, "collision_triangles": self.collision_triangle_count,
             "batches": len(b), "batch_split": {"trans": int(h["trans_batches"]), "int": int(h["int_batches"]),
                                                "ext": int(h["ext_batches"])},
             "materials": sorted({int(m) for m in self.batch_materials()}),
@@ -712,6 +723,8 @@ class Wmo:
             "groups_missing": self.missing,
             "group_errors": self.errors,
             "vertices": verts, "triangles": tris,
+            "rendered_triangles": sum(g.rendered_triangle_count for g in self.groups if g is not None),
+            "collision_triangles": sum(g.collision_triangle_count for g in self.groups if g is not None),
             "batches": sum(len(g.batches) for g in self.groups if g is not None),
             "group_info": [None if g is None else {"index": i, "name": self.group_name(i), **g.info()}
                            for i, g in enumerate(self.groups)],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
 from wowgrass.formats.mpq import CHUNK_BYTES, MpqArchive, decode_files, default_threads
+
+log = logging.getLogger(__name__)
 
 VANILLA_BASE = ("dbc", "speech", "fonts", "interface", "misc", "sound", "wmo", "terrain", "texture", "model")
 MODERN_BASE = ("common", "common-2", "expansion", "lichking")
@@ -244,6 +247,7 @@ class GameData:
         if found is None:
             raise GameFileNotFound(f"{path}: not in {self.root} ({self._where()})")
         where, arc = found
+        log.debug("read %s from %s", path, where)
         if arc is None:
             return where.read_bytes()
         return arc.read(path, self._lcid)
@@ -266,8 +270,16 @@ class GameData:
 
     def _where(self) -> str:
         if self.archives:
-            return f"{len(self.archives)} archives, build {self.build or 'unknown'}"
+            hint = self.locale_note()
+            return f"{len(self.archives)} archives, build {self.build or 'unknown'}" + (f"; {hint}" if hint else "")
         return "loose files"
+
+    def locale_note(self) -> str | None:
+        """Why a 2.4.3/3.3.5 chain lacks its tables: no locale folder was found beside the MPQs."""
+        if self.archives and self.locale is None and self.build in ("2.4.3", "3.3.5"):
+            return (f"no locale folder (enUS, deDE, ...) in {self.root}: a {self.build} client keeps its "
+                    "tables (DBFilesClient) in <locale>/locale-<locale>.MPQ; copy that folder too")
+        return None
 
     def list(self, pattern: str = "*") -> list[str]:
         """Known paths matching a case-insensitive glob ('/' or '\\'); MPQs need a (listfile)."""
@@ -301,6 +313,24 @@ def choose_map(data, map_name: str | None, **kw) -> str:
 
 def open_data(path, *, build: str | None = None, locale: str | None = None,
               order: list[str] | None = None, threads: int | None = None) -> GameData:
+    """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder
+    (see :func:`_open_data`); -v says what was mounted, -vv each archive."""
+    data = _open_data(path, build=build, locale=locale, order=order, threads=threads)
+    if data.archives:
+        log.info("data %s: %d archives, build %s, locale %s", data.root, len(data.archives), data.build or "unknown",
+                 data.locale or "none")
+        for i, a in enumerate(data.archives):
+            log.debug("  archive %d: %s", i, a)
+        hint = data.locale_note()
+        if hint:
+            log.info("%s", hint)
+    else:
+        log.info("data %s: loose files", data.root)
+    return data
+
+
+def _open_data(path, *, build: str | None = None, locale: str | None = None,
+               order: list[str] | None = None, threads: int | None = None) -> GameData:
     """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder.
 
     ``build`` and ``locale`` override detection; ``order`` names the archives explicitly

@@ -95,6 +95,9 @@ def list_maps(data, *, warn: Warn | None = None) -> dict[str, dict]:
     for name in directories:          # the client's own list, each WDT found by hash
         if data.exists(wdt_game_path(name)):
             entry(name, "Map.dbc")["wdt"] = True
+        else:
+            log.debug("Map.dbc names %s; no WDT of it in the data (skipped)", name)
+    log.info("%s names %d map folders, %d with a WDT in the data", MAP_TABLE, len(directories), len(maps))
     for n in data.list("world\\maps\\*"):
         p = n.replace("/", "\\").split("\\")
         if len(p) != 4:
@@ -103,10 +106,39 @@ def list_maps(data, *, warn: Warn | None = None) -> dict[str, dict]:
         if low.endswith(".wdt") and low[:-4] == p[2].lower():
             entry(p[2], "listing")["wdt"] = True
         elif low.endswith(".adt"):
-            parts = p[3][:-4].rsplit("_", 2)
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() and parts[0].lower() == p[2].lower():
+            if adt_name_problem(p[3], p[2]) is None:   # as the client names them (see ignored_adts)
+                parts = p[3][:-4].rsplit("_", 2)
                 entry(p[2], "listing")["adts"].append((int(parts[1]), int(parts[2])))
     return {k: maps[k] for k in sorted(maps, key=str.lower)}
+
+
+def adt_name_problem(name: str, map_name: str) -> str | None:
+    """Why the client would not load ``name`` (a file in ``map_name``'s folder) as one of its tiles,
+    or None for a proper ``<Map>_<col>_<row>.adt`` (decimal, no leading zeros, 0..63)."""
+    parts = name[:-4].rsplit("_", 2) if name.lower().endswith(".adt") else []
+    if len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return f"not {map_name}_<col>_<row>.adt"
+    if parts[0].lower() != map_name.lower():
+        return f"named for map {parts[0]!r}, not {map_name!r}"
+    if parts[1] != str(int(parts[1])) or parts[2] != str(int(parts[2])):
+        return f"zero-padded (the client asks for {map_name}_{int(parts[1])}_{int(parts[2])}.adt)"
+    if not (0 <= int(parts[1]) < 64 and 0 <= int(parts[2]) < 64):
+        return "column or row past 63"
+    return None
+
+
+def ignored_adts(data) -> dict[str, list[tuple[str, str]]]:
+    """ADT files in a map folder that no map reads: folder -> [(file name, why)], sorted."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for n in data.list("world\\maps\\*"):
+        p = n.replace("/", "\\").split("\\")
+        if len(p) == 4 and p[3].lower().endswith(".adt"):
+            why = adt_name_problem(p[3], p[2])
+            if why is not None:
+                out.setdefault(p[2], []).append((p[3], why))
+    if out:
+        log.info("ADT files no map reads: %s", ", ".join(f"{f}\\{n}" for f, v in out.items() for n, _ in v))
+    return {k: sorted(v, key=lambda t: t[0].lower()) for k, v in sorted(out.items(), key=lambda kv: kv[0].lower())}
 
 
 def choose_map(data, map_name: str | None, *, warn: Warn | None = None) -> str:
@@ -187,16 +219,22 @@ def map_tiles(data, map_name: str, ranges=None, *, need_tiles: bool = True) -> M
         pat = f"world\\maps\\{map_name}\\{map_name}_*_*.adt"
         adts = []
         for n in data.list(pat):
-            parts = n.replace("/", "\\").rsplit("\\", 1)[-1][:-4].rsplit("_", 2)
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            base = n.replace("/", "\\").rsplit("\\", 1)[-1]
+            if adt_name_problem(base, map_name) is None:
+                parts = base[:-4].rsplit("_", 2)
                 adts.append((int(parts[1]), int(parts[2])))
+            else:
+                log.info("skipped %s: %s", n, adt_name_problem(base, map_name))
         out = MapTiles(map_name, _row_major(adts), root=root)
         if not out.tiles:
             raise UsageError(f"map {map_name!r}: {wpath} is not in {root}, nor is any of its ADT files "
                              "(`wowgrass maps --data DIR` lists the maps there)")
     if ranges is not None:
         out.tiles = _row_major(out.select(ranges))
+    log.info("map %s: %s; %d tiles to read%s", map_name,
+             f"WDT lists {len(out.wdt_tiles)} tiles" if out.wdt_tiles else "no WDT tiles, its ADT files",
+             len(out.tiles), f", {len(out.absent)} listed but absent (skipped)" if out.absent else "")
     return out
 
 
-__all__ = ["MAP_TABLE", "MapTiles", "adt_game_path", "choose_map", "list_maps", "map_directories", "map_tiles", "read_map_table", "wdt_game_path"]
+__all__ = ["MAP_TABLE", "MapTiles", "adt_game_path", "adt_name_problem", "ignored_adts", "choose_map", "list_maps", "map_directories", "map_tiles", "read_map_table", "wdt_game_path"]

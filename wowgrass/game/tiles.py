@@ -7,6 +7,7 @@ the tile drawn with numpy (north up, east to the right; one 64×64 alpha texel =
 
 from __future__ import annotations
 
+import logging
 import re
 import zlib
 from collections import Counter
@@ -20,6 +21,8 @@ from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.game.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
 from wowgrass.paths import find_file
+
+log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("height", "layers", "effects", "mask")
 _TILE_NAME = re.compile(r"^(?P<map>.+)_(?P<col>\d+)_(?P<row>\d+)\.adt$", re.IGNORECASE)
@@ -119,6 +122,8 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
         wdt_info = {"path": wdt_name, "flags": w.flags, "big_alpha": w.big_alpha, "tiles": int(w.main.sum())}
     t = read_adt(raw, name, big_alpha, doodad_map_msb_first=doodad_map_msb_first)
     big_alpha = t.big_alpha
+    log.info("read %s (%s bytes, tile %d,%d); alpha maps %s%s", name, f"{len(raw):,}", t.col, t.row,
+             "8-bit" if big_alpha else "4-bit", f" (MPHD of {wdt_name})" if wdt_info else " (as the tile parses)")
     return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
 
 
@@ -363,7 +368,9 @@ def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items
     from PIL import Image, ImageDraw, ImageFont
 
     h, w = rgb.shape[:2]
-    px = max(10, min(16, w // 48))  # the text's size: readable from a 256 to an 8192 picture
+    # the text's size: readable from a 256 to an 8192 picture; below 12 px the default font's
+    # colon and spaces round away ("heights0.0")
+    px = max(12, min(16, w // 48))
     try:
         font = ImageFont.load_default(size=px)
     except TypeError:  # Pillow < 10.1: the fixed bitmap font
@@ -374,20 +381,28 @@ def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items
         labels.append(f"... {len(legend) - max_items} more (--json lists all)")
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     row_h = px + 6
-    cell = max((probe.textlength(s, font=font) for s in labels), default=0) + px + 14
+    cell = max((probe.textlength(s, font=font) + s.count(" ") * px / 3 for s in labels), default=0) + px + 14
     cols = max(1, int((w - 8) // cell))
     rows = -(-len(labels) // cols)
     top = row_h + 4 if title else 4
     out = Image.new("RGB", (w, h + top + rows * row_h + 4), (255, 255, 255))
     out.paste(Image.fromarray(np.ascontiguousarray(rgb[..., :3])), (0, 0))
     d = ImageDraw.Draw(out)
+    gap = max(probe.textlength(" ", font=font), px / 3)   # small sizes round a space down to a pixel or two
+
+    def words(x, y, text):   # word by word, so every space shows ("heights: 0.0", not "heights0.0")
+        for word in text.split(" "):
+            if word:
+                d.text((x, y), word, fill=(0, 0, 0), font=font)
+            x += probe.textlength(word, font=font) + gap
+
     if title:
-        d.text((6, h + 4), title, fill=(0, 0, 0), font=font)
+        words(6, h + 4, title)
     for k, text in enumerate(labels):
         x, y = 6 + (k % cols) * cell, h + top + (k // cols) * row_h
         if k < len(items):
             d.rectangle([x, y + 2, x + px, y + 2 + px], fill=items[k]["rgb"], outline=(0, 0, 0))
-        d.text((x + px + 6, y + 1), text, fill=(0, 0, 0), font=font)
+        words(x + px + 6, y + 1, text)
     return np.asarray(out)
 
 

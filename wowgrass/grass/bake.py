@@ -19,7 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import contextlib
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -32,7 +35,8 @@ import numpy as np
 from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.grass.placement import PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids, used_effect_ids
+from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids,
+                                      used_effect_ids, why_no_grass)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +58,7 @@ class BakeResult:
     seconds: dict = field(default_factory=dict)
     cpu_seconds: dict = field(default_factory=dict)  # the same stages in this process's CPU time
     unknown_effects: dict = field(default_factory=dict)  # {"ids": [...], "cells": n}: ids the tables lack
+    no_grass: str | None = None  # why a tile got no instance (placement.why_no_grass)
 
     def to_dict(self) -> dict:
         """JSON shape: ``file`` is the bundle; ``model_count`` a number (``missing_models`` a list)."""
@@ -91,9 +96,13 @@ def load_catalog(*, data=None, dbc_dir=None, build: str | None = None):
                                                   texture_path=str(tables[0]), doodad_path=str(tables[1]))
     for path in (TEXTURE_PATH, DOODAD_PATH):
         if not data.exists(path):
-            raise UsageError(f"{data.root} has no {path} (the bake needs both ground-effect tables; give --dbc DIR, "
-                             "or --data the client's Data folder)")
-    return GroundEffectCatalog.from_data(data, build)
+            hint = data.locale_note() if hasattr(data, "locale_note") else None
+            raise UsageError(f"{data.root} has no {path} (" + (hint or "the bake needs both ground-effect tables; "
+                             "give --dbc DIR, or --data the client's Data folder") + ")")
+    catalog = GroundEffectCatalog.from_data(data, build)
+    log.info("tables %s and %s from %s: build %s, %d effects, %d models", TEXTURE_PATH, DOODAD_PATH, data.root,
+             catalog.build, len(catalog.ids), len(catalog.models))
+    return catalog
 
 
 def tables_above(folder) -> Path | None:
@@ -136,8 +145,54 @@ class ModelTable:
 # ----------------------------------------------------------------------------- one tile
 
 
+def canonical_map(map_name: str) -> str:
+    """The spelling of ``map_name`` the cache already holds bundles under (a map's folder and its
+    Map.dbc name may differ in case: one set of bundles, not two), else ``map_name``."""
+    root = cache_dir() / "bundles"
+    if (root / map_name).is_dir() or not root.is_dir():
+        return map_name
+    low = map_name.lower()
+    for p in root.iterdir():
+        if p.name.lower() == low and p.is_dir():
+            return p.name
+    return map_name
+
+
 def bundle_path(map_name: str, col: int, row: int, strategy: str, key: str) -> Path:
     return cache_dir() / "bundles" / map_name / f"{map_name}_{col}_{row}.{strategy}.{key[:16]}{B.SUFFIX}"
+
+
+SOURCES_FILE = ".sources.json"
+
+
+def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
+    """Note in the map's bundle folder which data source (and build) baked which tiles, so that
+    `cache ls` tells two clients' maps of one name apart. Best effort: a cache that cannot take
+    it is not an error here."""
+    import json
+    from datetime import datetime, timezone
+
+    from wowgrass.fileio import write_atomic
+
+    folder = cache_dir() / "bundles" / map_name
+    path = folder / SOURCES_FILE
+    try:
+        known = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    key = str(Path(data_root).resolve()) if data_root is not None else "(tables only)"
+    entry = known.get(key) if isinstance(known.get(key), dict) else {}
+    done = {tuple(t) for t in entry.get("tiles", []) if isinstance(t, list) and len(t) == 2}
+    done |= {(int(c), int(r)) for c, r in tiles}
+    known[key] = {"build": build, "tiles": sorted([list(t) for t in done], key=lambda t: (t[1], t[0])),
+                  "last_used": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(known, indent=1, sort_keys=True).encode())
+    except (OSError, WowgrassError) as exc:
+        log.info("could not record the data source in %s: %s", path, exc)
 
 
 def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
@@ -184,6 +239,8 @@ def bake_tile(
 
     models = models or ModelTable(None)
     c0 = time.process_time()
+    if out is None:
+        map_name = canonical_map(map_name)
     t0 = time.perf_counter()
     if tile is None:   # big_alpha None (no WDT): as the tile parses (terrain.read_adt)
         tile = read_adt(adt_bytes, adt_path, big_alpha)
@@ -210,6 +267,9 @@ def bake_tile(
                                     [m.path for m in old.models if not m.info.present], True)
             result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
             result.unknown_effects = unknown
+            log.info("tile %d,%d: cache hit %s (%s instances)", col, row, path, f"{result.instances:,}")
+            if not result.instances:
+                result.no_grass = why_no_grass(tile, catalog)
             return result
         except FormatError as exc:  # truncated, corrupt or stale: never drawn, rebuilt below
             rebuilt = f"{type(exc).__name__}: {exc.reason}"
@@ -225,10 +285,14 @@ def bake_tile(
         folder.prune(path) if folder is not None else _prune(path)
     present = np.nonzero(inst.model_counts())[0]
     missing = [table[m].path for m in present.tolist() if not table[m].present]
+    log.info("tile %d,%d: %s instances of %d models placed (%s) -> %s", col, row, f"{len(inst):,}", present.size,
+             strategy.name, path)
+    if missing:
+        log.info("tile %d,%d: models not in the data (instances kept): %s", col, row, ", ".join(missing))
     return BakeResult(map_name, (col, row), str(path), key, len(inst), int(present.size), missing, False, rebuilt,
                       {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": time.perf_counter() - t0},
                       {"parse": c1 - c0, "place": c3 - c2, "write": c4 - c3, "total": time.process_time() - c0},
-                      unknown)
+                      unknown, None if len(inst) else why_no_grass(tile, catalog))
 
 
 class _ModelInfos:
@@ -317,8 +381,11 @@ def bake_file(
         elif data is not None and data.exists(wdt_game_path(map_name)):
             big_alpha = WdtFile.from_bytes(data.read(wdt_game_path(map_name)), wdt_game_path(map_name)).big_alpha
     models = ModelTable(data.read if data is not None else None)
-    return bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants, models=models,
-                     big_alpha=big_alpha, adt_path=str(path), out=out, force=force)
+    res = bake_tile(raw, catalog, map_name=map_name, placement=placement, constants=constants, models=models,
+                    big_alpha=big_alpha, adt_path=str(path), out=out, force=force)
+    if out is None:
+        record_source(res.map, data.root if data is not None else path.parent, catalog.build, [res.tile])
+    return res
 
 
 # ----------------------------------------------------------------------------- many tiles
@@ -350,6 +417,75 @@ def map_tiles(data, map_name: str, ranges=None) -> tuple[list[tuple[int, int]], 
 
 
 _WORKER: dict = {}
+
+#: the signals that stop a bake: the parent ends the workers itself, so they ignore Ctrl-C
+#: (sent to the whole process group) and die at once on SIGTERM
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class BakeInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during :func:`bake_map`: the workers are stopped; ``results`` are the
+    tiles finished (their bundles are in the cache); ``signum`` the signal."""
+
+    def __init__(self, results, failures, total: int, signum: int = signal.SIGINT):
+        self.results, self.failures, self.total, self.signum = results, failures, total, int(signum)
+        done = len(results) + len(failures)
+        what = "interrupted" if self.signum == signal.SIGINT else f"stopped by {signal.Signals(self.signum).name}"
+        super().__init__(f"{what} after {done:,} of {total:,} tiles; {len(results):,} "
+                         f"{'is' if len(results) == 1 else 'are'} cached (bake again to finish)")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is (see :func:`terminate_as_interrupt`)."""
+
+    signum = signal.SIGTERM
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """SIGTERM stops a bake as Ctrl-C does (workers ended, what was done said), in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _pool_worker_init(*args):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # not the parent's handler, inherited by fork
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)   # blocked by the parent while it forked
+    _worker_init(*args)
+
+
+def _stop_pool(pool) -> None:
+    """End the workers now (SIGTERM, then SIGKILL after a second) and the pool without waiting."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            p.terminate()
+        except (OSError, AttributeError):
+            pass
+    deadline = time.monotonic() + 1.0
+    for p in procs:
+        try:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(0.5)
+        except (OSError, AssertionError, ValueError):
+            pass
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:  # a pool stopped half-way through its start
+        pass
 
 
 _MALLOC_TUNED = []
@@ -464,12 +600,13 @@ def bake_map(
     or corrupt) are returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
     """
     from wowgrass.game.data import open_data
-    from wowgrass.formats.mpq import default_threads, release_threads
+    from wowgrass.formats.mpq import default_threads
 
     make_strategy(placement, constants)  # fail early on a bad name
     with open_data(data_root, build=build, threads=1) as data:
         listed, big_alpha = map_tiles(data, map_name, ranges if tiles is None else None)
         build = build or data.build
+    map_name = canonical_map(map_name)
     folder = cache_dir() / "bundles" / map_name
     if folder.is_dir():
         sweep_temporaries(folder)
@@ -491,29 +628,65 @@ def bake_map(
             if progress is not None:
                 progress(res)
 
+    with terminate_as_interrupt():
+        _bake_chunks(args, chunks, jobs, record, results, failures, len(todo))
+    results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+    if results:
+        record_source(map_name, data_root, build, [r.tile for r in results])
+    return results, failures
+
+
+def _bake_chunks(args, chunks, jobs, record, results, failures, total) -> None:
+    from wowgrass.formats.mpq import release_threads
+
     if jobs == 1:
         _worker_init(*args)
         try:
             for chunk in chunks:
                 record(_worker_bake(chunk))
+        except KeyboardInterrupt as exc:
+            raise BakeInterrupted(results, failures, total, getattr(exc, "signum", signal.SIGINT)) from None
         finally:
             _WORKER.pop("data").close()
             _WORKER.clear()
     else:
         release_threads()
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=args) as pool:
+        pool = None
+        # Ctrl-C or SIGTERM while the workers are forked waits until the pool is whole (the
+        # workers unblock them in their initializer, ignoring Ctrl-C: the parent stops them)
+        main_thread = hasattr(signal, "pthread_sigmask")
+        if main_thread:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
             try:
-                for fut in as_completed([pool.submit(_worker_bake, chunk) for chunk in chunks]):
-                    record(fut.result())
-            except BrokenProcessPool:
-                raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
-                                    f"{len(todo)} tiles; the bundles written so far are complete: bake again "
-                                    "to finish") from None
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)  # not the chunks still queued
-                raise
-    results.sort(key=lambda r: (r.tile[1], r.tile[0]))
-    return results, failures
+                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_pool_worker_init, initargs=args)
+                futures = [pool.submit(_worker_bake, chunk) for chunk in chunks]
+            finally:
+                if main_thread:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            for fut in as_completed(futures):
+                record(fut.result())
+        except BrokenProcessPool:
+            _stop_pool(pool)
+            raise WowgrassError(f"a bake process died (killed, or out of memory) after {len(results)} of "
+                                f"{total} tiles; the bundles written so far are complete: bake again "
+                                "to finish") from None
+        except KeyboardInterrupt as exc:
+            old = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}   # a second Ctrl-C
+            try:
+                if pool is not None:
+                    _stop_pool(pool)
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+            results.sort(key=lambda r: (r.tile[1], r.tile[0]))
+            raise BakeInterrupted(results, failures, total, getattr(exc, "signum", signal.SIGINT)) from None
+        except BaseException:
+            if pool is not None:
+                _stop_pool(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
 
 
 def default_data():

@@ -453,6 +453,35 @@ def unknown_effect_ids(tile, catalog) -> tuple[np.ndarray, int]:
     return np.unique(eff[unknown]), int(unknown.any(axis=1).sum()) * CELLS
 
 
+def why_no_grass(tile, catalog) -> str:
+    """Why ``tile`` gets no grass with ``catalog``'s tables, in words (for a tile baked empty)."""
+    exists = layer_exists(tile)
+    if not exists.any():
+        return "the tile has no texture layers"
+    eff = np.asarray(tile.layer_effect).astype(np.uint32)
+    named = exists & ~np.isin(eff, np.array(NO_EFFECT_IDS, dtype=np.uint32))
+    if not named.any():
+        return "its texture layers name no ground effect (effectId 0 everywhere)"
+    rows = np.asarray(catalog.lookup(eff.reshape(-1))).astype(np.int64).reshape(256, 4)
+    known = named & (rows >= 0)
+    if not known.any():
+        ids = ", ".join(str(i) for i in np.unique(eff[named])[:8].tolist())
+        return f"its effect ids ({ids}) are not in these tables (from another client build?)"
+    slot_model = np.asarray(catalog.slot_model)[np.where(known, rows, 0)]        # (256, 4, 4)
+    with_models = known & (slot_model >= 0).any(axis=-1)
+    if not with_models.any():
+        return "its effects have no doodads (grass models) in these tables"
+    density = np.asarray(catalog.density)[np.where(with_models, rows, 0)]
+    growing = with_models & (density > 0)
+    if not growing.any():
+        return "its effects have density 0 in these tables"
+    chunks = growing.any(axis=1)
+    free = ~np.asarray(tile.no_effect_doodad, bool) & ~tile.hole_cells()
+    if not free[chunks].any():
+        return "every cell where its effects grow is excluded (noEffectDoodad bits or holes)"
+    return "the placement drew no instance where its effects grow (too sparse for these constants?)"
+
+
 def slot_probabilities(catalog, rows: np.ndarray) -> np.ndarray:
     """(len(rows), 4) float64 slot weights of catalogue ``rows`` for the coverage strategy's choice (0 = never)."""
     slot_model = np.asarray(catalog.slot_model)[rows]

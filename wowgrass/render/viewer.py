@@ -433,13 +433,7 @@ class Viewer:
 
 
 def write_png(path, rgb: np.ndarray) -> None:
-    """Write an (H, W, 3) uint8 frame as a PNG, atomically."""
-    import io
+    """Write an (H, W, 3) uint8 frame atomically, in the format its suffix names (.png, .jpg, ...)."""
+    from wowgrass.fileio import write_image
 
-    from PIL import Image
-
-    from wowgrass.fileio import write_atomic
-
-    buf = io.BytesIO()
-    Image.fromarray(rgb, "RGB").save(buf, format="PNG")
-    write_atomic(path, buf.getvalue())
+    write_image(path, np.ascontiguousarray(rgb))
