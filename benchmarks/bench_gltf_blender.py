@@ -34,8 +34,8 @@ def export(out: Path, mode: str, cache: Path) -> dict:
                            mode, "-o", str(glb), "--json"], capture_output=True, text=True, env=env, check=True)
     s = json.loads(proc.stdout)
     return {"file": str(glb), "export_s": round(time.perf_counter() - t0, 2), "bytes": s["bytes"],
-            "nodes": s["nodes"], "meshes": s["meshes"], "grass_instances": s["grass_instances"],
-            "merged_meshes": s["merged_meshes"], "warnings": s["warnings"]}
+            "nodes": s["node_count"], "meshes": s["mesh_count"], "grass_instances": s["grass_instance_count"],
+            "merged_meshes": s["merged_mesh_count"], "warnings": s["warnings"]}
 
 
 def blender_run(cmd: list[str], glb: str, out: Path, label: str, views: str) -> dict:

@@ -62,7 +62,7 @@ def test_diff_counts_match_placing_the_edited_tile(edit, tmp_path):
         assert t[placement]["after"] == len(expect), placement            # the patched tile, the patched tables
         assert t[placement]["after"] > t[placement]["before"]              # density 40 over 8..30
         assert t[placement]["cells_changed"] > 0
-    assert t["edits"]["layer_effects"] > 0 and t["edits"]["no_effect_doodad"] == 0
+    assert t["edits"]["layer_effect_count"] > 0 and t["edits"]["no_effect_doodad"] == 0
     img = np.asarray(Image.open(png).convert("RGB"))
     assert img.shape[1] >= 3 * 128                                       # before | after | change
     top = 20                                                             # below the panel titles
@@ -152,7 +152,7 @@ def test_a_tables_only_patch_is_compared_on_the_maps_tiles(edit, tmp_path):
     r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(patch), "--json"])
     assert r.exit_code == 0, r.output
     (t,) = json.loads(r.stdout)["tiles"]
-    assert not t["adt_changed"] and t["edits"]["layer_effects"] == 0
+    assert not t["adt_changed"] and t["edits"]["layer_effect_count"] == 0
     assert t["client"]["after"] < t["client"]["before"]
 
 
@@ -187,7 +187,7 @@ def test_real_tile_new_set_assign_patch_and_diff_over_a_loose_folder(realdata, t
     res = json.loads(r.stdout)
     assert res["mounted"]["file"] is None                       # over a loose folder: the patch answers first
     (t,) = res["tiles"]
-    assert t["tile"] == [42, 29] and t["edits"]["layer_effects"] == 158
+    assert t["tile"] == [42, 29] and t["edits"]["layer_effect_count"] == 158
     tile = load_tile(maps / "continent_42_29.adt")[0]
     tile.layer_effect[:] = load_tile(fix / "World" / "Maps" / "continent" / "continent_42_29.adt")[0].layer_effect
     cat = GroundEffectCatalog.from_dbc_bytes(tex2, dood2)

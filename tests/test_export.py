@@ -290,8 +290,8 @@ def test_merged_grass_is_the_instances_transformed_vertices(world, tmp_path, mon
               for nd in ext.nodes if (nd.extras or {}).get("kind") == "grass"}
     instances = grass_nodes(ext)
     pieces = [nd for nd in merged.nodes if (nd.extras or {}).get("merged")]
-    assert len(pieces) == summary["merged_meshes"] > len(models)
-    assert sum(nd.extras["instances"] for nd in pieces) == summary["grass_instances"]
+    assert len(pieces) == summary["merged_mesh_count"] > len(models)
+    assert sum(nd.extras["instances"] for nd in pieces) == summary["grass_instance_count"]
     for model, mesh in models.items():
         p, n = _mesh_arrays(ext, mesh)
         m = np.concatenate(instances[model])
@@ -331,12 +331,12 @@ def test_nodes_mode_warns_over_its_limit(world, tmp_path, monkeypatch):
     ext = json.loads(res.stdout)
     assert res.exit_code == 0 and not ext["warnings"] and "warning" not in res.stderr
     # a limit the ext export stays within and the nodes export does not: only the latter warns
-    monkeypatch.setattr(scene, "NODES_LIMIT", ext["nodes"])
+    monkeypatch.setattr(scene, "NODES_LIMIT", ext["node_count"])
     res = run(*args, "--instancing", "nodes", "-o", tmp_path / "n.glb")
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)
-    assert s["nodes"] > ext["nodes"] and len(s["warnings"]) == 1
-    assert f"warning: {s['nodes']:,} nodes" in res.stderr and "--instancing merged" in res.stderr
+    assert s["node_count"] > ext["node_count"] and len(s["warnings"]) == 1
+    assert f"warning: {s['node_count']:,} nodes" in res.stderr and "--instancing merged" in res.stderr
     res = run(*args, "--instancing", "ext", "-o", tmp_path / "e2.glb")
     assert res.exit_code == 0 and "warning" not in res.stderr
 

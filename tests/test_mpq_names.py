@@ -43,7 +43,7 @@ def test_a_listfile_less_world_is_extracted_whole(world112, tmp_path):
     r = run("mpq", "extract", "--data", world112, "-o", tmp_path / "x", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["unnamed"] == 0 and d["named_by_references"] >= unnamed and not d["failed"]
+    assert d["unnamed"] == 0 and d["named_by_reference_count"] >= unnamed and not d["failed"]
     got = {f["name"].upper() for f in d["files"]}
     want = {n for files in sample_world.world_files("1.12", tiles=(1, 1)).values() for n in files}
     assert {n.upper() for n in want} <= got, sorted(n for n in want if n.upper() not in got)[:5]
