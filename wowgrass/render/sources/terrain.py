@@ -39,6 +39,7 @@ vertices have both collapsed, the fans keep thin slivers the levels do not have)
 
 from __future__ import annotations
 
+from functools import cached_property
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -200,9 +201,10 @@ class FarArrays:
     chunk_hi: np.ndarray = None
     missing_textures: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def mean_colour(self) -> tuple:
-        """The tile's mean colour (0..1 RGB: the horizon beyond it takes it)."""
+        """The tile's mean colour (0..1 RGB: the horizon beyond it takes it); cached, so the worker
+        that builds the arrays pays for it, not the frame that uploads them."""
         return tuple(float(c) for c in self.colour[..., :3].reshape(-1, 3).mean(axis=0) / 255.0)
 
     @property
@@ -439,8 +441,10 @@ def build_far_arrays(tile, textures: dict[str, np.ndarray] | None = None, first_
     v = whole[:, keep]
     indices, first, count = _level_indices(tile, range(first_level, LEVELS), len(keep), remap)
     means, missing = layer_means(tile, textures)
-    return FarArrays(np.ascontiguousarray(v.reshape(-1)), indices, far_colour(tile, means), first_level,
-                     first, count, lo, hi, missing)
+    arrays = FarArrays(np.ascontiguousarray(v.reshape(-1)), indices, far_colour(tile, means), first_level,
+                       first, count, lo, hi, missing)
+    arrays.mean_colour  # noqa: B018 (computed here, in the worker)
+    return arrays
 
 
 def select_lod(lo, hi, eye, planes, far: float, bands=LOD_BANDS, z_scale: float = LOD_Z_SCALE,
