@@ -343,3 +343,41 @@ def test_a_moving_view_sizes_its_arenas_once_before_the_flight(ctx, moving):
         assert first == 4 and grows == [4]  # room for the tiles in reach now (a row: never more)
     assert sum(not t.terrain.far for t in sc.tiles.values()) >= 2
     sc.release()
+
+
+def test_a_source_decodes_each_texture_once_and_far_colours_do_not_change():
+    """GameSource keeps decoded MTEX textures (read-only, shared by the tiles around them) and
+    layer_means remembers their means: a second load of a tile decodes nothing and builds the same
+    far arrays; a texture the data lacks is remembered as lacking."""
+    from wowgrass.formats import blp
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import default_data
+    from wowgrass.render.sources.terrain import build_far_arrays
+    from wowgrass.render.world import game_tiles
+    from wowgrass.render.world.game_tiles import GameSource
+
+    root, map_name = default_data()
+    with open_data(root) as data:
+        src = GameSource(data, map_name)
+        key = src.tiles[0]
+        first = src.load_terrain(*key)
+        far1 = build_far_arrays(first["adt"], first["textures"])
+        decoded = []
+        real = blp.read_blp
+        blp.read_blp = lambda *a, **k: decoded.append(a[1]) or real(*a, **k)
+        try:
+            again = src.load_terrain(*key)
+        finally:
+            blp.read_blp = real
+        assert decoded == [] and again["textures"]
+        for name, rgba in again["textures"].items():
+            assert rgba is first["textures"][name] and not rgba.flags.writeable
+        far2 = build_far_arrays(again["adt"], again["textures"])
+        np.testing.assert_array_equal(far1.colour, far2.colour)
+        assert far1.mean_colour == far2.mean_colour
+        assert src._texture("tileset\\no such texture.blp") is None
+        assert "tileset\\no such texture.blp" in src._texture_cache
+        for i in range(game_tiles.TEXTURE_CACHE + 5):   # bounded
+            src._texture_cache[f"x{i}"] = None
+        src._texture("tileset\\another missing.blp")
+        assert len(src._texture_cache) <= game_tiles.TEXTURE_CACHE

@@ -22,6 +22,9 @@ from ..gl.meshes import MeshData
 
 log = logging.getLogger(__name__)
 
+#: MTEX textures a source keeps decoded (a 256x256 one is 256 KB; a tile uses 4-8 of a neighbourhood's few dozen)
+TEXTURE_CACHE = 96
+
 
 def m2_name(path: str) -> str:
     p = path.replace("/", "\\")
@@ -47,6 +50,8 @@ class GameSource:
         self.grass_flags = model_flags(self.catalog)  # GroundEffectDoodad.Flags per model (the client look)
         self.model_table = ModelTable(data.read)
         self._lock = threading.Lock()  # GameData and the model table are not promised to be thread-safe
+        self._texture_lock = threading.Lock()
+        self._texture_cache: dict = {}  # MTEX path (lower case) -> RGBA | None, least recently used first
         # the ADTs present: those the WDT lists that the data has, or without a WDT the ADT files
         # (wowgrass.game.maps, as bake and export read a map); --tile selects among them
         mt = map_tiles(data, map_name, tiles)
@@ -74,13 +79,27 @@ class GameSource:
             return self.data.read(path)
 
     def _texture(self, path: str) -> np.ndarray | None:
+        """An MTEX texture's RGBA (read-only; None: the data lacks it or it is damaged), decoded once
+        for the tiles around it: neighbours share most of their textures."""
+        key = path.lower()
+        with self._texture_lock:
+            if key in self._texture_cache:
+                rgba = self._texture_cache.pop(key)
+                self._texture_cache[key] = rgba  # the most recently used last
+                return rgba
         from wowgrass.formats.blp import read_blp
 
         try:
-            return read_blp(self._read(path), path).mip(0)
+            rgba = read_blp(self._read(path), path).mip(0)
+            rgba.setflags(write=False)  # shared by every tile that uses it
         except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
             log.info("texture %s: %s", path, exc)
-            return None
+            rgba = None
+        with self._texture_lock:
+            self._texture_cache[key] = rgba
+            while len(self._texture_cache) > TEXTURE_CACHE:
+                self._texture_cache.pop(next(iter(self._texture_cache)))
+        return rgba
 
     def _adt(self, col: int, row: int):
         from wowgrass.game.tiles import adt_game_path, read_adt
