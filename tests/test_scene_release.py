@@ -53,27 +53,3 @@ def test_release_joins_the_worker_before_the_data_closes(ctx, caplog):
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
     assert not worker.is_alive()
 
-
-def test_a_streaming_scene_keeps_the_gil_slice_short_and_gives_it_back(ctx):
-    """The tile worker's Python holds the GIL in switch-interval slices: while a worker runs the
-    slice is SWITCH_INTERVAL (the frame's thread waits at most that), and the caller's own interval
-    comes back when the last such scene is released."""
-    import sys
-
-    from wowgrass.render.gl.programs import make_programs
-    from wowgrass.render.world.streaming import SWITCH_INTERVAL, Scene
-
-    before = sys.getswitchinterval()
-    assert before > SWITCH_INTERVAL
-    progs = make_programs(ctx)
-    a = Scene(ctx, progs, SyntheticSource(tiles=TILES[:1], density=0.002), threaded=True, reach=1e6)
-    b = Scene(ctx, progs, SyntheticSource(tiles=TILES[:1], density=0.002), threaded=True, reach=1e6)
-    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
-    a.release()
-    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)   # b's worker still runs
-    b.release()
-    b.release()                                                         # twice: no change
-    assert sys.getswitchinterval() == pytest.approx(before)
-    c = Scene(ctx, progs, SyntheticSource(tiles=TILES[:1], density=0.002), threaded=False, reach=1e6)
-    assert sys.getswitchinterval() == pytest.approx(before)             # no worker, no change
-    c.release()

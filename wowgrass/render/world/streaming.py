@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import math
 import queue
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -55,21 +54,6 @@ log = logging.getLogger(__name__)
 LAYER_BYTES = LAYER_SIZE * LAYER_SIZE * 4 * 4 // 3  # an MTEX layer slice with its mipmaps
 DONE_AHEAD = 2  # payloads the worker may have ready before the GL thread takes them
 FIRST_LAYERS = 16  # the layer array's first size (MTEX names are shared: it doubles when it must)
-SWITCH_INTERVAL = 0.0005  # seconds: the GIL's slice while a tile worker runs (Python's default: 5 ms)
-_slice_users = [0, None]  # scenes with a worker, the interval before the first
-
-
-def _short_gil_slice(on: bool) -> None:
-    """The GIL's short slice while any scene's worker runs; the caller's own interval after the last."""
-    if on:
-        if _slice_users[0] == 0:
-            _slice_users[1] = sys.getswitchinterval()
-            sys.setswitchinterval(min(_slice_users[1], SWITCH_INTERVAL))
-        _slice_users[0] += 1
-    elif _slice_users[0] > 0:
-        _slice_users[0] -= 1
-        if _slice_users[0] == 0:
-            sys.setswitchinterval(_slice_users[1])
 
 
 def tiles_within(radius: float, available: int) -> int:
@@ -239,14 +223,7 @@ class Scene:
         self._threaded = threaded
         self._worker = None
         self._closing = False
-        self._short_slice = False
         if threaded:
-            # The worker's Python (ADT parsing, bundle reading) holds the GIL in slices of the switch
-            # interval: at the default 5 ms, each numpy call or GL wait of the frame's thread that
-            # lets it go can cost the frame 5 ms more (the H200's flights: 10-30 ms frames with no
-            # upload in them). A shorter slice hands it back within a fraction of a millisecond.
-            _short_gil_slice(True)
-            self._short_slice = True
             self._worker = threading.Thread(target=self._work, name="wowgrass-tiles", daemon=True)
             self._worker.start()
 
@@ -636,9 +613,6 @@ class Scene:
             self._requests.put(None)
             self._worker.join()
             self._worker = None
-        if self._short_slice:
-            _short_gil_slice(False)
-            self._short_slice = False
         self._steps.clear()
         for key in list(self.tiles):
             self._unload(key)
