@@ -482,10 +482,20 @@ def _stop_pool(pool) -> None:
                 p.join(0.5)
         except (OSError, AssertionError, ValueError):
             pass
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
     try:
         pool.shutdown(wait=False, cancel_futures=True)
     except Exception:  # a pool stopped half-way through its start
         pass
+    if manager is not None:
+        # Let the pool's manager thread finish its clean-up, then take it off the list that
+        # concurrent.futures wakes at interpreter exit: waking it through the pipe it already
+        # closed printed "Exception ignored ... Bad file descriptor" after a quick SIGTERM.
+        manager.join(1.0)
+        if not manager.is_alive():
+            from concurrent.futures import process as futures_process
+
+            getattr(futures_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 _MALLOC_TUNED = []
