@@ -93,3 +93,21 @@ def test_map_bake_replaces_older_bundles_of_each_tile(world, tmp_path, monkeypat
     # each tile: the new coverage bundle replaced the old one; the client bundle of the same tile stays
     assert kept == sorted(Path(r.path).name for r in second + client)
     assert not {r.path for r in first} & {r.path for r in second}
+
+
+def test_a_stopped_pool_is_off_the_exit_list_of_concurrent_futures():
+    """_stop_pool (Ctrl-C, SIGTERM) joins the pool's manager thread and takes it off the list that
+    concurrent.futures wakes at exit: woken through the pipe it had closed, exit printed
+    'Exception ignored ... Bad file descriptor' after a quick SIGTERM."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import process as futures_process
+
+    from wowgrass.grass.bake import _stop_pool
+
+    pool = ProcessPoolExecutor(max_workers=1)
+    assert pool.submit(abs, -3).result(timeout=30) == 3
+    manager = pool._executor_manager_thread
+    assert manager in futures_process._threads_wakeups
+    _stop_pool(pool)
+    assert not manager.is_alive()
+    assert manager not in futures_process._threads_wakeups
