@@ -346,9 +346,9 @@ def test_a_moving_view_sizes_its_arenas_once_before_the_flight(ctx, moving):
 
 
 def test_a_source_decodes_each_texture_once_and_far_colours_do_not_change():
-    """GameSource keeps decoded MTEX textures (read-only, shared by the tiles around them) and
-    layer_means remembers their means: a second load of a tile decodes nothing and builds the same
-    far arrays; a texture the data lacks is remembered as lacking."""
+    """GameSource keeps decoded MTEX textures (read-only, shared by the tiles around them): a
+    second load of a tile decodes nothing and builds the same far arrays; a texture the data lacks
+    is remembered as lacking."""
     from wowgrass.formats import blp
     from wowgrass.game.data import open_data
     from wowgrass.grass.bake import default_data

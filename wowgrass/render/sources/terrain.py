@@ -39,7 +39,6 @@ vertices have both collapsed, the fans keep thin slivers the levels do not have)
 
 from __future__ import annotations
 
-import threading
 from functools import cached_property
 from dataclasses import dataclass, field
 
@@ -381,28 +380,9 @@ def layer_means(tile, textures: dict[str, np.ndarray] | None = None) -> tuple[np
         if rgba is None:
             missing.append(name)
             rgba = placeholder_texture(name, 4)
-        means.append(_texture_mean(rgba))
+        # the mean of the texture as the GPU's mip chain sees it: resized to LAYER_SIZE first
+        means.append(resize_rgba(rgba)[..., :3].reshape(-1, 3).astype(np.float64).mean(axis=0))
     return np.array(means), missing
-
-
-_MEANS: dict = {}  # id(rgba) -> (rgba, mean) for read-only (shared, cached) textures
-_MEANS_KEPT = 256
-_MEANS_LOCK = threading.Lock()
-
-
-def _texture_mean(rgba: np.ndarray) -> np.ndarray:
-    """The mean of a texture as the GPU's mip chain sees it (resized to LAYER_SIZE first);
-    remembered for a read-only array, which a data source hands to every tile that uses it."""
-    hit = _MEANS.get(id(rgba))
-    if hit is not None and hit[0] is rgba:
-        return hit[1]
-    mean = resize_rgba(rgba)[..., :3].reshape(-1, 3).astype(np.float64).mean(axis=0)
-    if not rgba.flags.writeable:
-        with _MEANS_LOCK:  # tile workers of several scenes
-            _MEANS[id(rgba)] = (rgba, mean)  # the reference keeps the id from being reused
-            while len(_MEANS) > _MEANS_KEPT:
-                _MEANS.pop(next(iter(_MEANS)))
-    return mean
 
 
 def far_colour(tile, means: np.ndarray) -> np.ndarray:
