@@ -465,7 +465,7 @@ def bench_flight(size, samples, tiles=6, frames=1200, speed=50.0, height=12.0, p
     keys = np.array(src.tiles, np.int64).reshape(-1, 2)
     slot = 1.0 / pace if pace > 0 else 0.0
     for run in ("first", "cached") + (("cached_shadows",) if shadows else ()) + (("cached_no_water",) if water else ()):
-        scene = Scene(target.ctx, progs, src)
+        scene = Scene(target.ctx, progs, src, tile_process=True)  # as a window flies
         cam = Camera(position=start.copy())
         cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
         scene.update(cam.position, block=True)
@@ -600,12 +600,32 @@ def _sea_world(tiles: int):
     return root, built, time.perf_counter() - t0
 
 
-def _ocean_scene(target, progs, src, wdl):
-    """A scene as ``wowgrass view`` opens one (far tiles to TERRAIN_REACH, the WDL horizon)."""
+#: where flights prepare their tiles: "process" (a tile process, as ``wowgrass view`` in a window) or
+#: "thread" (the scene's worker thread; --tiles-in)
+TILES_IN = {"where": "process"}
+
+
+def _ocean_scene(target, progs, src, wdl, tile_process: bool | None = None):
+    """A scene as ``wowgrass view`` opens one in a window (far tiles to TERRAIN_REACH, the WDL
+    horizon, tiles prepared in a tile process unless --tiles-in thread)."""
     from wowgrass.render.constants import TERRAIN_REACH
     from wowgrass.render.world.streaming import Scene
 
-    return Scene(target.ctx, progs, src, terrain_reach=TERRAIN_REACH, horizon=wdl)
+    if tile_process is None:
+        tile_process = TILES_IN["where"] == "process"
+    return Scene(target.ctx, progs, src, terrain_reach=TERRAIN_REACH, horizon=wdl, tile_process=tile_process)
+
+
+def _process_ready(scene, limit: float = 30.0) -> float | None:
+    """Wait (at most ``limit`` s) for the scene's tile process to have opened its source, so that
+    a flight measures tiles streaming through it; the seconds waited (None: no process)."""
+    proc = getattr(scene, "_process", None)
+    if proc is None:
+        return None
+    t0 = time.perf_counter()
+    while not proc.ready() and proc.failed is None and time.perf_counter() - t0 < limit:
+        time.sleep(0.02)
+    return time.perf_counter() - t0
 
 
 def _liquid_books(scene) -> dict:
@@ -685,6 +705,7 @@ def bench_ocean(size, samples, tiles=8, frames=1200, speeds=(50.0, 150.0), png_d
         step = np.array([1.0, 1.0, 0.0]) / math.sqrt(2) * speed / 60.0
         scene = _ocean_scene(target, progs, src, wdl)
         scene.update(start, block=True)
+        waited = _process_ready(scene)
         cam = Camera(position=start.copy())
         cam.yaw, cam.pitch = math.radians(45.0), math.radians(-10.0)
         g = scene.ground_height(float(start[0]), float(start[1])) or 0.0
@@ -697,7 +718,10 @@ def bench_ocean(size, samples, tiles=8, frames=1200, speeds=(50.0, 150.0), png_d
         times, gpu, compiles, uploads = _fly(target, scene, v, cam.position.copy(), step, frames, pace=pace,
                                              height=height, floor=SEA_LEVEL)
         name = f"flight_{speed:g}_{'shadows' if shadows else 'no_shadows'}{'' if liquids else '_no_liquids'}"
+        proc = scene._process
         out[name] = {"speed": speed, "shadows": shadows, "liquids": liquids, "warm_up": warm, "pace_fps": pace,
+                     "tiles_in": "process" if proc is not None else "thread", "tile_process_wait_s": waited,
+                     "tiles_from_process": proc.tiles if proc is not None else 0,
                      **_flight_summary(times, gpu, compiles, uploads), **_liquid_books(scene),
                      "frame_ms": [round(t, 3) for t in times]}
         if png_dir and liquids:
@@ -1002,6 +1026,9 @@ def main(argv=None):
                          "view (liquid triangles, GPU bytes, GPU cost; merged and a quad a cell) and flights at "
                          "--flight-speeds with shadows on and off; with --cold-start: its world")
     ap.add_argument("--ocean-tiles", type=int, default=8, help="sample world size of --ocean (NxN tiles)")
+    ap.add_argument("--tiles-in", choices=("process", "thread"), default="process",
+                    help="--ocean, --cold-start: flights prepare tiles in a tile process (as a window does) or in "
+                         "the scene's worker thread")
     ap.add_argument("--flight-speeds", default="50,150", help="--ocean: flight speeds (units/s)")
     ap.add_argument("--cold-start", action="store_true",
                     help="the first flight of this process, every frame timed (run with the driver's shader cache off)")
@@ -1029,6 +1056,7 @@ def main(argv=None):
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--png-dir", help="write sample-zone frames here")
     a = ap.parse_args(argv)
+    TILES_IN["where"] = a.tiles_in
     if a.out:
         a.json = a.json or str(Path(a.out) / "render.json")
         a.png_dir = a.png_dir or a.out
@@ -1252,7 +1280,8 @@ def main(argv=None):
             print(f"  {name:<34} median {r['median_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ({r['p99_x']:.2f}x)  max "
                   f"{r['max_ms']:.2f} ({r['max_x']:.2f}x)  over 4x: {r['frames_over_4x_median']}  gpu median "
                   f"{fmt(r.get('gpu_median_ms'))} ms  uploads {r['tile_uploads']}  compiled in frames "
-                  f"{r['programs_compiled_in_frames']}  liquid triangles resident {r['liquid_triangles_resident']:,}")
+                  f"{r['programs_compiled_in_frames']}  liquid triangles resident {r['liquid_triangles_resident']:,}"
+                  f"  tiles in {r['tiles_in']} ({r['tiles_from_process']} from it)")
         print(f"  liquids' GPU cost in flight ({speeds[0]:g} u/s, shadows): {fmt(oc['flight_liquid_gpu_ms'])} ms")
     elif a.flight:
         print(f"\nflight across a {a.flight_tiles}x{a.flight_tiles} sample world at 50 units/s, {w}x{h}, "

@@ -6,12 +6,13 @@ its frame, and both need the GIL. This flies the same path over the sea world (`
 --sea``), 60 frames a second in real time, calling ``Scene.update`` as the viewer does, and in
 place of drawing runs a fixed CPU stand-in of a frame's work (small numpy and Python calls, about
 6 ms alone here); the figures are the stand-in's time and the whole frame's (from its slot's start:
-the wait for the GIL after the sleep, the update and the stand-in). Run once with the worker streaming and
-once with no scene at all (the stand-in alone: the baseline), at each switch interval asked
-for. A ratio near 1 is a frame thread the worker does not slow down.
+the wait for the GIL after the sleep, the update and the stand-in). Run with no scene at all
+(the stand-in alone: the baseline), then with tiles streaming, prepared in the scene's worker
+thread (``thread``) and in a tile process (``process``, as ``wowgrass view`` does in a window),
+at each switch interval asked for. A ratio near 1 is a frame thread the tiles do not slow down.
 
     python benchmarks/bench_stream_cpu.py [--tiles 8] [--speed 150] [--frames 600]
-        [--intervals 0.005,0.0005] [--json OUT.json]
+        [--modes thread,process] [--intervals 0.005] [--json OUT.json]
 
 The GL context is Mesa's (llvmpipe) or the machine's; only buffer uploads touch it.
 """
@@ -76,7 +77,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tiles", type=int, default=8)
     ap.add_argument("--speed", type=float, default=150.0)
     ap.add_argument("--frames", type=int, default=600)
-    ap.add_argument("--intervals", default="0.005,0.0005", help="GIL switch intervals to compare (seconds)")
+    ap.add_argument("--intervals", default="0.005", help="GIL switch intervals to compare (seconds)")
+    ap.add_argument("--modes", default="thread,process",
+                    help="where tiles are prepared: thread (the scene's worker), process (a tile process)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
 
@@ -103,11 +106,16 @@ def main(argv=None) -> int:
         saved = sys.getswitchinterval()
         sys.setswitchinterval(interval)
         try:
-            for mode in ("alone", "streaming"):
+            for mode in ("alone", *a.modes.split(",")):
                 scene = None
-                if mode == "streaming":
-                    scene = B._ocean_scene(target, progs, GameSource(data, MAP_NAME), wdl)
+                if mode != "alone":
+                    scene = B._ocean_scene(target, progs, GameSource(data, MAP_NAME), wdl,
+                                           tile_process=mode == "process")
                     scene.update(start, block=True)
+                    if mode == "process":  # flown once the process has opened its source, as a window would
+                        t_wait = time.perf_counter()
+                        while not scene._process.ready() and time.perf_counter() - t_wait < 30:
+                            time.sleep(0.05)
                 work, whole = fly(scene, start, step, a.frames)
                 s = {"stand_in": summary(work), "frame": summary(whole)}
                 if scene is not None:
@@ -116,7 +124,7 @@ def main(argv=None) -> int:
                 out["runs"][f"{mode}_{interval:g}"] = s
                 for part in ("stand_in", "frame"):
                     f = s[part]
-                    print(f"  switch {interval * 1000:.1f} ms, {mode:9s} {part:8s}: median {f['median_ms']:.2f} ms  "
+                    print(f"  switch {interval * 1000:.1f} ms, {mode:7s} {part:8s}: median {f['median_ms']:.2f} ms  "
                           f"p99 {f['p99_ms']:.2f} ({f['p99_x']:.2f}x)  max {f['max_ms']:.2f} ({f['max_x']:.2f}x)")
         finally:
             sys.setswitchinterval(saved)

@@ -26,6 +26,9 @@ class FormatError(WowgrassError, ValueError):
             where += f" at 0x{self.offset:X}"
         return f"{where}: {self.reason}"
 
+    def __reduce__(self):  # across processes (Exception's own would call __init__ with the message)
+        return (_rebuilt_format_error, (type(self), self.reason, self.path, self.offset))
+
     def with_path(self, path: str) -> "FormatError":
         """Return a copy naming ``path`` where the raiser did not know the file name."""
         if self.path:
@@ -33,6 +36,12 @@ class FormatError(WowgrassError, ValueError):
         err = type(self).__new__(type(self))
         FormatError.__init__(err, self.reason, path=path, offset=self.offset)
         return err
+
+
+def _rebuilt_format_error(cls, reason, path, offset):
+    err = cls.__new__(cls)
+    FormatError.__init__(err, reason, path=path, offset=offset)
+    return err
 
 
 class TruncatedError(FormatError):

@@ -23,6 +23,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from wowgrass.errors import GameFileNotFound, UsageError, WowgrassError
@@ -163,6 +164,11 @@ class GameData:
     def kind(self) -> str:
         return "mpq" if self.archives else "loose"
 
+    def spec(self) -> "DataSpec":
+        """What reopens this data source in another process (the viewer's tile process)."""
+        return DataSpec(self.root, tuple(self.archives), self.build, self.locale, self.threads,
+                        tuple((shown, str(f)) for shown, f in self._files.values()))
+
     def archive(self, path) -> MpqArchive:
         """The opened archive for one of ``archives``."""
         return self._mpqs[self.archives.index(Path(path))]
@@ -295,6 +301,26 @@ class GameData:
                 names.setdefault(_norm(n), n)
         out = [n for k, n in names.items() if fnmatch.fnmatchcase(k, pat) and self.exists(n)]
         return sorted(set(out) | set(added), key=str.lower)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """A :class:`GameData` as a picklable description: the same archives in the same order, the
+    same build and locale, the same added files."""
+
+    root: Path
+    archives: tuple
+    build: str | None
+    locale: str | None
+    threads: int
+    files: tuple = ()
+
+    def open(self) -> GameData:
+        data = GameData(self.root, archives=list(self.archives), build=self.build, locale=self.locale,
+                        threads=self.threads)
+        for shown, f in self.files:
+            data.add_file(shown, f)
+        return data
 
 
 def list_maps(data, **kw) -> dict[str, dict]:

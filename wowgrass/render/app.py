@@ -227,7 +227,7 @@ def open_scene(target, src, opts: ViewOptions, say, moving: bool = True):
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
                   grid_draw=opts.grid_draw, client_look=opts.look == "client", horizon=open_horizon(src, opts, say),
-                  moving=moving)
+                  moving=moving, tile_process=moving)  # a window streams as it flies
     if src.note:   # a partial extract: the WDT lists tiles the data lacks
         say(src.note)
     say(f"loading {src.map}: {len(scene.wanted(*tiles_centre(src.tiles)))} tile(s) near the start "

@@ -41,6 +41,9 @@ class GameSource:
         from wowgrass.game.maps import map_tiles
 
         self.data, self.map = data, map_name
+        # what reopens this source in the viewer's tile process (tile_process.py)
+        self._args = {"tiles": tiles, "placement": placement, "build": build, "dbc_dir": dbc_dir,
+                      "grass_path": grass_path, "constants": constants}
         self.name = f"{map_name} ({data.root})"
         self.placement = placement
         self.constants = constants  # PlacementConstants for the bakes (view -C), None: the defaults
@@ -73,6 +76,41 @@ class GameSource:
         # a far tile's liquid keeps every step-th vertex, as its terrain does (the scene sets it)
         self.far_liquid_step = 4
         self.liquid_merge = True  # False: a quad a cell, as before liquids at map scale (benchmarks compare)
+        self.with_frames = True  # False: payloads name their liquid textures, the caller decodes them (once)
+
+    def worker_spec(self) -> dict:
+        """A picklable description of this source (:meth:`from_spec` rebuilds it in another process)."""
+        return {"data": self.data.spec(), "map": self.map, "args": self._args,
+                "far_liquid_step": self.far_liquid_step, "liquid_merge": self.liquid_merge}
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> "GameSource":
+        src = cls(spec["data"].open(), spec["map"], **spec["args"])
+        src.far_liquid_step, src.liquid_merge = spec["far_liquid_step"], spec["liquid_merge"]
+        return src
+
+    def notes_mark(self) -> tuple:
+        """Where this source's reports stand (:meth:`notes_since` gives what came after)."""
+        return len(self.bakes), len(self.grids), len(self.missing_wmos)
+
+    def notes_since(self, mark: tuple, key) -> dict:
+        """What loading tile ``key`` added to the reports since ``mark``: bakes, grid tiles, WMOs
+        missing, the tile's liquid error (a tile process sends these with its payload)."""
+        return {"bakes": self.bakes[mark[0]:], "grids": self.grids[mark[1]:],
+                "missing_wmos": sorted(self.missing_wmos) if len(self.missing_wmos) != mark[2] else [],
+                "liquid_error": self.liquid_errors.get(tuple(key))}
+
+    def add_notes(self, key, notes: dict) -> None:
+        """Take in the reports another process's source made loading tile ``key``."""
+        self.bakes.extend(notes["bakes"])
+        self.grids.extend(notes["grids"])
+        self.missing_wmos.update(notes["missing_wmos"])
+        if notes["liquid_error"]:
+            self.liquid_errors[tuple(key)] = notes["liquid_error"]
+
+    def frames_for(self, mesh) -> dict:
+        """The animation frames of a liquid mesh's kinds (decoded once per texture pattern)."""
+        return {k: f for k, pat in mesh.textures.items() if (f := self.liquid_frames(pat)) is not None}
 
     def _read(self, path: str) -> bytes:
         with self._lock:
@@ -142,8 +180,7 @@ class GameSource:
                     part.types[int(type_id)] = part.cells
                 parts.append(part)
         mesh = merge(parts)
-        frames = {k: f for k, pat in mesh.textures.items() if (f := self.liquid_frames(pat)) is not None}
-        return {"liquid": mesh, "liquid_frames": frames}
+        return {"liquid": mesh, "liquid_frames": self.frames_for(mesh) if self.with_frames else None}
 
     def liquid_frames(self, pattern: str | None):
         """The 30 RGBA frames of a LiquidType texture pattern (None: the data lacks them)."""

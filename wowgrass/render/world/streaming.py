@@ -35,18 +35,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.grass.bundle import INSTANCE_DTYPE
 from wowgrass.errors import WowgrassError
-from wowgrass.formats.adt import AdtTile
 
 from ..constants import HORIZON_REACH, TILE_SIZE, ZEROPOINT
 from ..sources.doodads import DoodadSet
 from ..sources.liquids import LiquidSet
 from ..sources.wmo import WmoSet
-from ..sources.grass_cpu import GrassField, group_by_chunk
+from ..sources.grass_cpu import GrassField
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from ..sources.terrain import (LAYER_SIZE, TerrainSet, TerrainTile, build_far_arrays, build_terrain_arrays,
-                               far_level_for)
+from ..sources.terrain import LAYER_SIZE, TerrainSet, TerrainTile, far_level_for
+from .tile_payload import prepare_payload
 
 log = logging.getLogger(__name__)
 
@@ -61,22 +59,6 @@ def tiles_within(radius: float, available: int) -> int:
     a tile (its Minkowski sum with a tile square: pi r^2 + 4 r T + T^2), at most ``available``."""
     r, t = float(radius), TILE_SIZE
     return int(min(available, math.ceil((math.pi * r * r + 4 * r * t + t * t) / (t * t))))
-
-
-class TileGround:
-    """A resident tile's heights alone (``Scene.ground_height``, the first frame): the
-    :class:`~wowgrass.formats.adt.AdtTile`'s chunk positions, heights and chunk order, the same
-    height queries, without the alpha maps, shadows and the rest (a tile's ~5 MB)."""
-
-    def __init__(self, adt):
-        self.positions = np.array(adt.positions, np.float32)
-        self.heights = np.array(adt.heights, np.float32)
-        self.index_xy = np.array(adt.index_xy)
-
-    chunk_index_at = AdtTile.chunk_index_at
-    _fan = AdtTile._fan
-    heights_at = AdtTile.heights_at
-    height_at = AdtTile.height_at
 
 
 def tile_of(x: float, y: float) -> tuple[int, int]:
@@ -152,13 +134,15 @@ class Scene:
                  placeholders: bool = False, grass_culling: str = "auto", grass_path: str = "instanced",
                  terrain_reach: float | None = None, upload_budget: int = 4 << 20, grid_draw: str = "compact",
                  client_look: bool = False, horizon=None, horizon_reach: float = HORIZON_REACH,
-                 moving: bool = True):
+                 moving: bool = True, tile_process: bool = False):
         """``horizon``: the map's :class:`~wowgrass.formats.wdl.WdlFile` (None: no horizon), drawn
         where no ADT terrain is resident; the fog may then open up to ``horizon_reach``.
         ``moving``: the camera moves (a window, a flight): the arenas of complete tiles are sized at
         their first upload for every tile that can be complete at once, so that no growth (a copy
         of everything resident, 25-90 ms on the H200) falls inside the flight; a still frame
-        (False) sizes them for the tiles in reach now."""
+        (False) sizes them for the tiles in reach now. ``tile_process``: prepare tiles in a process
+        of their own (tile_process.py; a threaded scene over a source with ``worker_spec``), so
+        that the frame's thread never waits for the GIL while tiles stream in."""
         self.ctx, self.programs, self.source = ctx, programs, source
         self.grass_path = grass_path  # "instanced" (bundles) or "grid" (control textures: render/grid.py)
         # view --look client: each instance gets the client look's 16 bytes (world/client_look.py)
@@ -223,6 +207,11 @@ class Scene:
         self._threaded = threaded
         self._worker = None
         self._closing = False
+        self._process = None
+        if threaded and tile_process and hasattr(source, "worker_spec"):
+            from .tile_process import TileProcess
+
+            self._process = TileProcess(source.worker_spec(), self.prepare_options())
         if threaded:
             self._worker = threading.Thread(target=self._work, name="wowgrass-tiles", daemon=True)
             self._worker.start()
@@ -246,49 +235,44 @@ class Scene:
     def prepare(self, key, full: bool = True) -> dict:
         """Everything for tile ``key`` that can be done off the GL thread (``full`` False: its
         terrain alone, where the source can load that by itself)."""
-        load_terrain = getattr(self.source, "load_terrain", None)
-        if full or load_terrain is None:
-            payload = self.source.load_tile(*key)
-            payload["full"] = True
-        else:
-            payload = {**load_terrain(*key), "full": False}
-        adt = payload["adt"]
-        if adt is None:
-            payload["terrain"] = None
-        elif payload["full"]:
-            payload["terrain"] = build_terrain_arrays(adt, payload.get("textures"))
-            payload["terrain"].atlas()  # built here, off the GL thread
-        else:  # a far tile: its coarse levels and a low-resolution colour
-            payload["terrain"] = build_far_arrays(adt, payload.get("textures"), self.terrain.far_level)
-        payload["textures"] = None  # decoded MTEX images: in the arrays now
-        payload["ground"] = TileGround(adt) if adt is not None else None
-        if self.grass_path == "instanced":  # chunk-sorted with its group table: GpuGrass.add skips both
-            grouped = {name: group_by_chunk(inst) for name, inst in payload.get("grass", {}).items()
-                       if inst.dtype == INSTANCE_DTYPE and len(inst)}
-            payload["grass"] = {**payload.get("grass", {}), **{n: g[0] for n, g in grouped.items()}}
-            payload["grass_groups"] = {n: g[1] for n, g in grouped.items()}
-        if self.client_look and adt is not None:  # per tuft: its ground's normal, colour, flags
-            from .client_look import tuft_extras, white_extras
+        payload = prepare_payload(self.source, key, full, **self.prepare_options())
+        return self._with_meshes(payload)
 
-            flags, build = payload.get("grass_flags", {}), payload.get("build", "3.3.5")
-            payload["grass_extra"] = {n: tuft_extras(adt, inst, flags=flags.get(n, 0), build=build)
-                                      for n, inst in payload.get("grass", {}).items()}
-        elif self.client_look:
-            payload["grass_extra"] = {n: white_extras(len(inst)) for n, inst in payload.get("grass", {}).items()}
-        pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
-        pos = np.concatenate(pos) if pos else np.zeros((0, 2))
-        payload["grass_xy"] = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)  # a sample, for start-up
-        models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
-        payload["meshes"] = {m: self._mesh(m) for m in sorted(models)}
-        if self.grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
-            from wowgrass.grass.grid_tiles import build_grid_tile  # sources without a cache (synthetic ones)
+    def prepare_options(self) -> dict:
+        """What :func:`prepare_payload` needs of this scene (a tile process gets it once)."""
+        return {"far_level": self.terrain.far_level, "grass_path": self.grass_path, "client_look": self.client_look}
 
-            payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
+    def _with_meshes(self, payload: dict) -> dict:
+        """The payload's models as CPU meshes (each loaded once, shared by the tiles)."""
+        payload["meshes"] = {m: self._mesh(m) for m in payload.pop("models")}
         return payload
+
+    def _prepared_elsewhere(self, key, full: bool) -> dict | None:
+        """The tile from the tile process (None: it is not ready, or gone: prepare it here)."""
+        proc = self._process
+        if proc is None or not proc.ready():
+            return None
+        from .tile_process import TileProcessGone
+
+        try:
+            payload, notes = proc.prepare(key, full)
+        except TileProcessGone as exc:
+            log.warning("the tile process %s: tiles are prepared in the viewer's process from now on", exc)
+            self._process = None
+            proc.close(0.1)
+            return None
+        except Exception as exc:
+            self.source.add_notes(key, exc.notes)
+            raise
+        self.source.add_notes(key, notes)
+        if payload.get("liquid") is not None and payload.get("liquid_frames") is None:
+            payload["liquid_frames"] = self.source.frames_for(payload["liquid"])
+        return self._with_meshes(payload)
 
     def _prepare_into_done(self, key, full: bool = True):
         try:
-            item = (key, self.prepare(key, full), None)
+            payload = self._prepared_elsewhere(key, full)
+            item = (key, payload if payload is not None else self.prepare(key, full), None)
         except WowgrassError as exc:  # bad data: reported once on the GL side, the tile stays out
             item = (key, None, exc)
         except Exception as exc:  # a bug: its traceback is worth seeing
@@ -613,6 +597,9 @@ class Scene:
             self._requests.put(None)
             self._worker.join()
             self._worker = None
+        if self._process is not None:
+            self._process.close()
+            self._process = None
         self._steps.clear()
         for key in list(self.tiles):
             self._unload(key)

@@ -1,0 +1,76 @@
+"""A tile's payload: everything the scene uploads for a tile that needs neither the GL context nor
+the scene, built by the scene's worker thread or by a tile process (tile_process.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wowgrass.formats.adt import AdtTile
+from wowgrass.grass.bundle import INSTANCE_DTYPE
+
+from ..sources.grass_cpu import group_by_chunk
+from ..sources.terrain import build_far_arrays, build_terrain_arrays
+
+
+class TileGround:
+    """A resident tile's heights alone (``Scene.ground_height``, the first frame): the
+    :class:`~wowgrass.formats.adt.AdtTile`'s chunk positions, heights and chunk order, the same
+    height queries, without the alpha maps, shadows and the rest (a tile's ~5 MB)."""
+
+    def __init__(self, adt):
+        self.positions = np.array(adt.positions, np.float32)
+        self.heights = np.array(adt.heights, np.float32)
+        self.index_xy = np.array(adt.index_xy)
+
+    chunk_index_at = AdtTile.chunk_index_at
+    _fan = AdtTile._fan
+    heights_at = AdtTile.heights_at
+    height_at = AdtTile.height_at
+
+
+def prepare_payload(source, key, full: bool, *, far_level: int, grass_path: str = "instanced",
+                    client_look: bool = False) -> dict:
+    """Everything for tile ``key`` that needs neither the GL context nor the scene (its arrays,
+    grass grouped by chunk, its heights; ``models``: the model names it draws): in the scene's
+    worker thread, or in a tile process (tile_process.py) with a source of its own. ``full``
+    False: the terrain alone, where the source can load that by itself."""
+    load_terrain = getattr(source, "load_terrain", None)
+    if full or load_terrain is None:
+        payload = source.load_tile(*key)
+        payload["full"] = True
+    else:
+        payload = {**load_terrain(*key), "full": False}
+    adt = payload["adt"]
+    if adt is None:
+        payload["terrain"] = None
+    elif payload["full"]:
+        payload["terrain"] = build_terrain_arrays(adt, payload.get("textures"))
+        payload["terrain"].atlas()  # built here, off the GL thread
+    else:  # a far tile: its coarse levels and a low-resolution colour
+        payload["terrain"] = build_far_arrays(adt, payload.get("textures"), far_level)
+    payload["textures"] = None  # decoded MTEX images: in the arrays now
+    payload["ground"] = TileGround(adt) if adt is not None else None
+    if grass_path == "instanced":  # chunk-sorted with its group table: GpuGrass.add skips both
+        grouped = {name: group_by_chunk(inst) for name, inst in payload.get("grass", {}).items()
+                   if inst.dtype == INSTANCE_DTYPE and len(inst)}
+        payload["grass"] = {**payload.get("grass", {}), **{n: g[0] for n, g in grouped.items()}}
+        payload["grass_groups"] = {n: g[1] for n, g in grouped.items()}
+    if client_look and adt is not None:  # per tuft: its ground's normal, colour, flags
+        from .client_look import tuft_extras, white_extras
+
+        flags, build = payload.get("grass_flags", {}), payload.get("build", "3.3.5")
+        payload["grass_extra"] = {n: tuft_extras(adt, inst, flags=flags.get(n, 0), build=build)
+                                  for n, inst in payload.get("grass", {}).items()}
+    elif client_look:
+        payload["grass_extra"] = {n: white_extras(len(inst)) for n, inst in payload.get("grass", {}).items()}
+    pos = [inst["pos"][:, :2] for inst in payload.get("grass", {}).values() if len(inst)]
+    pos = np.concatenate(pos) if pos else np.zeros((0, 2))
+    payload["grass_xy"] = np.array(pos[:: max(1, len(pos) // 4096)], np.float64)  # a sample, for start-up
+    models = set(payload.get("grass", {})) | set(payload.get("doodads", {}))
+    payload["models"] = sorted(models)
+    if grass_path == "grid" and payload["full"] and "grid" not in payload and adt is not None:
+        from wowgrass.grass.grid_tiles import build_grid_tile  # sources without a cache (synthetic ones)
+
+        payload["grid"] = build_grid_tile(adt, payload.get("grass", {}))
+    payload.pop("adt")  # its heights are in "ground", the rest in the arrays
+    return payload
