@@ -66,7 +66,7 @@ TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
 
 # Random streams (low 4 bits of the counter).
 STREAM_JITTER = 0  # high 32 bits -> u (east), low 32 bits -> v (south)
-STREAM_CHOICE = 1  # high 16 bits -> yaw, bits 32..47 -> scale, low 32 bits -> slot
+STREAM_CHOICE = 1  # high 16 bits -> yaw, low 32 bits -> slot (bits 32..47 unused)
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -224,23 +224,34 @@ def draw(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
         return _mix64(keys + (counter + np.uint64(1)) * _GAMMA)
 
 
-_U32 = np.uint64(0xFFFFFFFF)
 _INV32 = 1.0 / 4294967296.0
+
+
+def _halves(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(high, low) 32-bit halves of uint64 ``bits`` as strided uint32 views, no copy (a
+    little-endian host, as :func:`coverage_sums`). numpy converts uint32 to float64 in SIMD but
+    uint64 one element at a time: converting the halves is several times faster."""
+    words = bits.view(np.uint32).reshape(-1, 2)
+    return words[:, 1], words[:, 0]
+
+
+def _unit(word32: np.ndarray) -> np.ndarray:
+    """A 32-bit word as a float64 in [0, 1): ``word * 2**-32``."""
+    out = word32.astype(np.float64)
+    out *= _INV32
+    return out
 
 
 def split_jitter(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(u, v) in [0, 1) from one 64-bit draw (high and low 32 bits)."""
-    u = (bits >> np.uint64(32)).astype(np.float64) * _INV32
-    v = (bits & _U32).astype(np.float64) * _INV32
-    return u, v
+    high, low = _halves(bits)
+    return _unit(high), _unit(low)
 
 
-def split_choice(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(yaw16 in 0..65535, signed r in [-1, 1), slot uniform in [0, 1)) from one 64-bit draw."""
-    yaw16 = (bits >> np.uint64(48)).astype(np.int64)
-    r = ((bits >> np.uint64(32)) & np.uint64(0xFFFF)).astype(np.float64) / 32768.0 - 1.0
-    s = (bits & _U32).astype(np.float64) * _INV32
-    return yaw16, r, s
+def split_choice(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(yaw16 in 0..65535 as uint16, slot uniform in [0, 1)) from one 64-bit draw (bits 32..47
+    are not used: the coverage strategy's scale is a constant)."""
+    return bits.view(np.uint16)[3::4], _unit(_halves(bits)[1])
 
 
 def yaw_radians(yaw16: np.ndarray) -> np.ndarray:
@@ -275,61 +286,68 @@ def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
     return h_c, gx, gy
 
 
-def fan_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Which fan triangle (0 N, 1 S, 2 W, 3 E) holds cell fractions (u east, v south)."""
+def fan_surface(planes, plane, u, v) -> np.ndarray:
+    """Height relative to the chunk base on the cell's fan at cell fractions (u east, v south).
+
+    ``plane`` indexes the cells ``planes`` were made for (:func:`fan_planes`). The triangle is
+    0 (north) or 1 (south) where ``|v - 0.5| >= |u - 0.5|``, else 2 (west) or 3 (east).
+    """
+    h_c, gx, gy = planes
     dx = u - 0.5
     dy = v - 0.5
     vertical = np.abs(dy) >= np.abs(dx)
-    # where(vertical, where(dy <= 0, 0, 1), where(dx <= 0, 2, 3)) in two passes of bytes
-    tri = np.where(vertical, ~(dy <= 0), ~(dx <= 0)).view(np.int8)
-    tri += np.int8(2) * ~vertical
-    return tri.astype(np.int64)
+    # where(vertical, where(dy <= 0, 0, 1), where(dx <= 0, 2, 3)) in byte-wide logic (np.where
+    # branches on random masks): 3 - (2 * vertical + (vertical ? dy <= 0 : dx <= 0))
+    west = dx <= 0
+    toward_low = np.bitwise_xor(west, dy <= 0)
+    toward_low &= vertical
+    toward_low ^= west
+    three_less = np.left_shift(vertical.view(np.uint8), 1)
+    three_less += toward_low
+    k = plane * 4  # into the flat (cell, triangle) planes
+    k += 3
+    k -= three_less
+    z = h_c.take(plane)  # h_c + px * dx + py * dy, in that order
+    px = gx.reshape(-1).take(k)
+    px *= dx
+    z += px
+    py = gy.reshape(-1).take(k, out=px)
+    py *= dy
+    z += py
+    return z
 
 
-def fan_surface(planes, plane, u, v, *, normals: bool = False):
-    """Height (relative to the chunk base) and, optionally, unit-normal z on the cell's fan.
-
-    ``plane`` indexes the cells ``planes`` were made for (:func:`fan_planes`).
-    """
-    h_c, gx, gy = planes
-    k = plane * 4 + fan_triangle(u, v)
-    px = gx.reshape(-1)[k]
-    py = gy.reshape(-1)[k]
-    z = h_c[plane] + px * (u - 0.5)
-    z += py * (v - 0.5)
-    if not normals:
-        return z, None
-    sx = px / UNIT
-    sy = py / UNIT
-    return z, 1.0 / np.sqrt(1.0 + sx * sx + sy * sy)
-
-
-def _place_on_fan(tile_pos, planes, plane, chunk, r, c, u, v, *, normals=False):
-    """World float32 positions of cell-local (u, v); Z sampled at the stored float32 X/Y."""
-    bx, by, bz = (tile_pos[:, i][chunk] for i in range(3))
-    out = np.empty((bx.shape[0], 3), np.float32)
-    # the same float64 steps as (base - (r + v) * UNIT).astype(float32), with fewer temporaries
-    t = r + v
+def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v):
+    """World float32 positions of cell-local (u, v) (per instance; both are overwritten) in the
+    cells ``planes`` were made for, ``counts`` instances each; ``chunk``, ``r``, ``c`` are per
+    cell. Z is sampled at the stored float32 X/Y."""
+    out = np.empty((u.shape[0], 3), np.float32)
+    bx = np.repeat(tile_pos[chunk, 0], counts)
+    by = np.repeat(tile_pos[chunk, 1], counts)
+    rows = np.repeat(r.astype(np.float64), counts)
+    cols = np.repeat(c.astype(np.float64), counts)
+    # the same float64 steps as (base - (r + v) * UNIT).astype(float32), in place
+    t = np.add(v, rows, out=v)
     t *= UNIT
     out[:, 0] = np.subtract(bx, t, out=t)
-    t = c + u
+    t = np.add(u, cols, out=u)
     t *= UNIT
     out[:, 1] = np.subtract(by, t, out=t)
     # Re-derive the cell fractions from the rounded coordinates so Z is the terrain height
     # exactly under the stored position (float32 X/Y near 17000 yd move by up to ~1e-3).
-    v2 = bx - out[:, 0]
+    v2 = np.subtract(bx, out[:, 0], out=bx)
     v2 /= UNIT
-    v2 -= r
-    u2 = by - out[:, 1]
+    v2 -= rows
+    u2 = np.subtract(by, out[:, 1], out=by)
     u2 /= UNIT
-    u2 -= c
+    u2 -= cols
     for w in (u2, v2):  # clip to [0, 1] (NaN stays NaN, as np.clip)
         np.maximum(w, 0.0, out=w)
         np.minimum(w, 1.0, out=w)
-    h, nz = fan_surface(planes, plane, u2, v2, normals=normals)
-    h += bz  # float64 addition commutes exactly
+    h = fan_surface(planes, np.repeat(np.arange(counts.size), counts), u2, v2)
+    h += np.repeat(tile_pos[chunk, 2], counts)  # float64 addition commutes exactly
     out[:, 2] = h
-    return out, nz
+    return out
 
 
 def hole_cells(holes: np.ndarray) -> np.ndarray:
@@ -583,57 +601,56 @@ class CoveragePlacement:
         k = self.constants
         clumps, eff_row = self.cell_clumps(tile, catalog)
         flat = clumps.reshape(-1)
-        cells = np.nonzero(flat)[0]
+        cells = np.flatnonzero(flat)
         if cells.size == 0:
             return _empty(catalog.models)
-        n = flat[cells]
-        inst_cell = np.repeat(cells, n)
+        n = flat[cells]  # clumps of each cell that grows; per-cell values reach them by np.repeat
         total = int(n.sum())
-        starts = np.cumsum(n) - n
-        clump = np.arange(total, dtype=np.int64) - np.repeat(starts, n)
-        chunk = inst_cell >> 6
-        cell = inst_cell & 63
-        r = cell >> 3
-        c = cell & 7
+        chunk = cells >> 6
+        cell = cells & 63
         # draw(keys, counters(cell, clump, stream)) for both streams: in uint64's modular arithmetic
         # keys + (counter + 1) * GAMMA splits into a per-cell part, a per-clump part and the stream's
-        # constant (the stream sits in the counter's low 4 bits, which cell and clump leave zero)
+        # constant (the stream sits in the counter's low 4 bits, which cell and clump leave zero).
+        # The clump is the instance's index less its cell's first, so the per-clump part is
+        # index * 16 * GAMMA with the cell's first index's share moved into the per-cell part.
         with np.errstate(over="ignore"):
-            cell_part = _tile_keys(tile, map_name, k)[cells >> 6] + (cells & 63).astype(np.uint64) * (
-                np.uint64(1 << 24) * _GAMMA)
-            mixed = np.repeat(cell_part, n)
-            mixed += clump.astype(np.uint64) * (np.uint64(1 << 4) * _GAMMA)
-            u, v = split_jitter(_mix64(mixed + np.uint64(STREAM_JITTER + 1) * _GAMMA))
-            mixed += np.uint64(STREAM_CHOICE + 1) * _GAMMA
-            yaw16, _r, s = split_choice(_mix64(mixed, out=mixed))
+            clump_step = np.uint64(1 << 4) * _GAMMA
+            cell_part = _tile_keys(tile, map_name, k)[chunk] + cell.astype(np.uint64) * (np.uint64(1 << 24) * _GAMMA)
+            cell_part -= (np.cumsum(n) - n).astype(np.uint64) * clump_step
+            cell_part += np.uint64(STREAM_JITTER + 1) * _GAMMA
+            mixed = np.arange(total, dtype=np.uint64)
+            mixed *= clump_step
+            mixed += np.repeat(cell_part, n)
+            u, v = split_jitter(_mix64(mixed))
+            mixed += np.uint64(STREAM_CHOICE - STREAM_JITTER) * _GAMMA
+            yaw16, s = split_choice(_mix64(mixed, out=mixed))
         # weighted choice over the few rows in use: slot = first k with target < cum[k]
         cell_row = eff_row.reshape(-1)[cells]
-        urows = np.unique(cell_row)
-        cum = np.cumsum(slot_probabilities(catalog, urows), axis=1)
+        urows = np.flatnonzero(np.bincount(cell_row))  # np.unique of small row numbers, without a sort
         at = np.searchsorted(urows, cell_row)
-        cum_cell = cum[at]  # per cell, repeated to the instances column by column
-        target = s * np.repeat(cum_cell[:, 3], n)
-        slot = (np.repeat(cum_cell[:, 0], n) <= target).astype(np.int64)
-        slot += np.repeat(cum_cell[:, 1], n) <= target
-        slot += np.repeat(cum_cell[:, 2], n) <= target
-        model = np.asarray(catalog.slot_model)[np.repeat(urows[at], n), slot].astype(np.int32)
-        pos, _nz = _place_on_fan(
+        cum = np.cumsum(slot_probabilities(catalog, urows), axis=1)[at]  # per cell
+        target = np.multiply(s, np.repeat(cum[:, 3], n), out=s)
+        slot = np.repeat(at.astype(np.intp) * 4, n)  # into the (row, slot) model table
+        for j in range(3):
+            slot += np.repeat(cum[:, j], n) <= target
+        slot_model = np.asarray(catalog.slot_model)[urows].astype(np.int32)
+        pos = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
             fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
-            np.repeat(np.arange(cells.size), n),
+            n,
             chunk,
-            r,
-            c,
+            cell >> 3,
+            cell & 7,
             u,
             v,
         )
         return Instances(
-            model=model,
+            model=slot_model.reshape(-1).take(slot),
             pos=pos,
             yaw=yaw_radians(yaw16),
             scale=np.full(total, k.coverage_scale, dtype=np.float32),
-            chunk=chunk.astype(np.uint16),
-            cell=cell.astype(np.uint8),
+            chunk=np.repeat(chunk.astype(np.uint16), n),
+            cell=np.repeat(cell.astype(np.uint8), n),
             models=list(catalog.models),
         )
 
