@@ -174,7 +174,8 @@ class Instances:
 
     def cell_counts(self) -> np.ndarray:
         """Instances per cell, (256, 8, 8) u2 (saturating at 65535)."""
-        flat = self.chunk.astype(np.int64) * CELLS + self.cell
+        flat = np.left_shift(self.chunk, 6, dtype=np.uint16)  # chunk * CELLS + cell: 16 bits
+        flat |= self.cell
         counts = np.bincount(flat, minlength=256 * CELLS)
         return np.minimum(counts, 65535).astype(np.uint16).reshape(256, 8, 8)
 
