@@ -250,9 +250,26 @@ def split_jitter(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def split_choice(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(yaw16 in 0..65535 as uint16, slot uniform in [0, 1)) from one 64-bit draw (bits 32..47
-    are not used: the coverage strategy's scale is a constant)."""
-    return bits.view(np.uint16)[3::4], _unit(_halves(bits)[1])
+    """(yaw16 in 0..65535, the slot's 32-bit word: uniform ``word * 2**-32`` in [0, 1)) from one
+    64-bit draw, as uint16 and uint32 views (bits 32..47 are not used: the coverage strategy's
+    scale is a constant)."""
+    return bits.view(np.uint16)[3::4], _halves(bits)[1]
+
+
+def slot_thresholds(cum: np.ndarray) -> np.ndarray:
+    """(k, 3) int64: for cumulative slot weights ``cum`` (k, 4) float64 with ``cum[:, 3] > 0``,
+    the least word ``w`` in 0 .. 2**32 with ``cum[j] <= (w * 2**-32) * cum[3]`` in float64.
+
+    The weighted choice ``slot = #{j < 3 : cum[j] <= u * cum[3]}`` with ``u = word * 2**-32`` is
+    then ``#{j < 3 : word >= threshold[j]}``: integer compares instead of a float pass per
+    instance. The product is monotone in ``w`` and its roundings move the exact threshold
+    ``cum[j] / cum[3] * 2**32`` by far less than 1, so it lies among a few words around that
+    estimate; each is tested with the very float64 steps (2**32 always passes: never chosen)."""
+    total = cum[:, 3:]
+    guess = np.ceil(cum[:, :3] / total * 4294967296.0)
+    words = np.clip(guess[..., None] + np.arange(-3.0, 4.0), 0.0, 4294967296.0)  # (k, 3, 7)
+    passes = (words * _INV32) * total[..., None] >= cum[:, :3, None]
+    return words[np.arange(cum.shape[0])[:, None], np.arange(3), passes.argmax(axis=2)].astype(np.int64)
 
 
 def yaw_radians(yaw16: np.ndarray) -> np.ndarray:
@@ -386,9 +403,12 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
 
 
 def _sum8(a: np.ndarray, axis: int) -> np.ndarray:
-    """Sum an axis of length 8 by slice additions (much faster than a strided reduce)."""
-    a = np.moveaxis(a, axis, 0)
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+    """Sum an axis of length 8 by halving it (much faster than a strided reduce: each addition
+    runs over contiguous blocks of the axes after it). Integers only: the order differs."""
+    a = np.moveaxis(a, axis, 0)  # a view: numpy still iterates in memory order
+    half = a[:4] + a[4:]
+    quarter = half[:2] + half[2:]
+    return quarter[0] + quarter[1]
 
 
 _EVEN = np.uint64(0x00FF00FF00FF00FF)
@@ -624,16 +644,18 @@ class CoveragePlacement:
             mixed += np.repeat(cell_part, n)
             u, v = split_jitter(_mix64(mixed))
             mixed += np.uint64(STREAM_CHOICE - STREAM_JITTER) * _GAMMA
-            yaw16, s = split_choice(_mix64(mixed, out=mixed))
+            yaw16, word = split_choice(_mix64(mixed, out=mixed))
         # weighted choice over the few rows in use: slot = first k with target < cum[k]
         cell_row = eff_row.reshape(-1)[cells]
         urows = np.flatnonzero(np.bincount(cell_row))  # np.unique of small row numbers, without a sort
         at = np.searchsorted(urows, cell_row)
-        cum = np.cumsum(slot_probabilities(catalog, urows), axis=1)[at]  # per cell
-        target = np.multiply(s, np.repeat(cum[:, 3], n), out=s)
-        slot = np.repeat(at.astype(np.intp) * 4, n)  # into the (row, slot) model table
+        thresholds = slot_thresholds(np.cumsum(slot_probabilities(catalog, urows), axis=1))[at]  # per cell
+        word = word.astype(np.int64)  # thresholds reach 2**32
+        passed = np.zeros(total, np.uint8)  # thresholds each word reaches: its slot
         for j in range(3):
-            slot += np.repeat(cum[:, j], n) <= target
+            passed += (word >= np.repeat(thresholds[:, j], n)).view(np.uint8)
+        slot = np.repeat(at.astype(np.intp) * 4, n)  # into the (row, slot) model table
+        slot += passed
         slot_model = np.asarray(catalog.slot_model)[urows].astype(np.int32)
         pos = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
