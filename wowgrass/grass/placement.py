@@ -359,9 +359,8 @@ def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v):
     u2 = np.subtract(by, out[:, 1], out=by)
     u2 /= UNIT
     u2 -= cols
-    for w in (u2, v2):  # clip to [0, 1] (NaN stays NaN, as np.clip)
-        np.maximum(w, 0.0, out=w)
-        np.minimum(w, 1.0, out=w)
+    for w in (u2, v2):  # NaN stays NaN; -0.0 may turn 0.0, the same once fan_surface takes 0.5 off
+        np.clip(w, 0.0, 1.0, out=w)
     h = fan_surface(planes, np.repeat(np.arange(counts.size), counts), u2, v2)
     h += np.repeat(tile_pos[chunk, 2], counts)  # float64 addition commutes exactly
     out[:, 2] = h
