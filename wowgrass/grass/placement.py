@@ -238,9 +238,7 @@ def _halves(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _unit(word32: np.ndarray) -> np.ndarray:
     """A 32-bit word as a float64 in [0, 1): ``word * 2**-32``."""
-    out = word32.astype(np.float64)
-    out *= _INV32
-    return out
+    return np.multiply(word32, _INV32, dtype=np.float64)
 
 
 def split_jitter(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -284,8 +282,8 @@ def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
     """The planes of the 4 fan triangles of ``cells``: (h_centre (k,), gx, gy (k, 4)).
 
     ``heights`` (256, 145) relative MCVT as float64; ``cells`` flat indices ``chunk*64 + r*8 + c``
-    (all 16,384 when None). Triangle 0 is (centre, TL, TR) to the north, 1 (centre, BL, BR)
-    south, 2 (centre, TL, BL) west, 3 (centre, TR, BR) east. On triangle t the height at cell
+    (all 16,384 when None). Triangle 0 is (centre, TR, BR) to the east, 1 (centre, TL, BL) west,
+    2 (centre, BL, BR) south, 3 (centre, TL, TR) north. On triangle t the height at cell
     fractions (u east, v south) is ``h_c + gx[t]*(u-0.5) + gy[t]*(v-0.5)``.
     """
     if cells is None:
@@ -299,33 +297,32 @@ def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
     h_bl = heights[chunk, i0 + 17]
     h_br = heights[chunk, i0 + 18]
     h_c = heights[chunk, i0 + 9]
-    gx = np.stack([h_tr - h_tl, h_br - h_bl, 2.0 * h_c - h_tl - h_bl, h_tr + h_br - 2.0 * h_c], axis=1)
-    gy = np.stack([2.0 * h_c - h_tl - h_tr, h_bl + h_br - 2.0 * h_c, h_bl - h_tl, h_br - h_tr], axis=1)
+    gx = np.stack([h_tr + h_br - 2.0 * h_c, 2.0 * h_c - h_tl - h_bl, h_br - h_bl, h_tr - h_tl], axis=1)
+    gy = np.stack([h_br - h_tr, h_bl - h_tl, h_bl + h_br - 2.0 * h_c, 2.0 * h_c - h_tl - h_tr], axis=1)
     return h_c, gx, gy
 
 
-def fan_surface(planes, plane, u, v) -> np.ndarray:
+def fan_surface(planes, first, u, v) -> np.ndarray:
     """Height relative to the chunk base on the cell's fan at cell fractions (u east, v south).
 
-    ``plane`` indexes the cells ``planes`` were made for (:func:`fan_planes`). The triangle is
-    0 (north) or 1 (south) where ``|v - 0.5| >= |u - 0.5|``, else 2 (west) or 3 (east).
+    ``first`` is 4 * the index of the cell among those ``planes`` were made for (:func:`fan_planes`):
+    its first triangle in the flat (cell, triangle) planes. The triangle is 3 (north) or 2
+    (south) where ``|v - 0.5| >= |u - 0.5|``, else 1 (west) or 0 (east).
     """
     h_c, gx, gy = planes
     dx = u - 0.5
     dy = v - 0.5
     vertical = np.abs(dy) >= np.abs(dx)
-    # where(vertical, where(dy <= 0, 0, 1), where(dx <= 0, 2, 3)) in byte-wide logic (np.where
-    # branches on random masks): 3 - (2 * vertical + (vertical ? dy <= 0 : dx <= 0))
+    # the triangle, 2 * vertical + (vertical ? dy <= 0 : dx <= 0), in byte-wide logic (np.where
+    # branches on random masks)
     west = dx <= 0
-    toward_low = np.bitwise_xor(west, dy <= 0)
-    toward_low &= vertical
-    toward_low ^= west
-    three_less = np.left_shift(vertical.view(np.uint8), 1)
-    three_less += toward_low
-    k = plane * 4  # into the flat (cell, triangle) planes
-    k += 3
-    k -= three_less
-    z = h_c.take(plane)  # h_c + px * dx + py * dy, in that order
+    low_bit = np.bitwise_xor(west, dy <= 0)
+    low_bit &= vertical
+    low_bit ^= west
+    tri = np.left_shift(vertical.view(np.uint8), 1)
+    tri += low_bit
+    k = first + tri
+    z = np.repeat(h_c, 4).take(k)  # h_c + px * dx + py * dy, in that order
     px = gx.reshape(-1).take(k)
     px *= dx
     z += px
@@ -361,7 +358,7 @@ def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v):
     u2 -= cols
     for w in (u2, v2):  # NaN stays NaN; -0.0 may turn 0.0, the same once fan_surface takes 0.5 off
         np.clip(w, 0.0, 1.0, out=w)
-    h = fan_surface(planes, np.repeat(np.arange(counts.size), counts), u2, v2)
+    h = fan_surface(planes, np.repeat(np.arange(0, 4 * counts.size, 4), counts), u2, v2)
     h += np.repeat(tile_pos[chunk, 2], counts)  # float64 addition commutes exactly
     out[:, 2] = h
     return out
