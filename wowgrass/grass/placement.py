@@ -645,12 +645,16 @@ class CoveragePlacement:
         cell_row = eff_row.reshape(-1)[cells]
         urows = np.flatnonzero(np.bincount(cell_row))  # np.unique of small row numbers, without a sort
         at = np.searchsorted(urows, cell_row)
-        thresholds = slot_thresholds(np.cumsum(slot_probabilities(catalog, urows), axis=1))[at]  # per cell
-        word = word.astype(np.int64)  # thresholds reach 2**32
+        thresholds = slot_thresholds(np.cumsum(slot_probabilities(catalog, urows), axis=1))
+        # A threshold no 32-bit word reaches (2**32) counts as one every word reaches (0), less one
+        # in the row's first slot: the words are then compared as uint32, as drawn.
+        never = thresholds >> 32
+        first_slot = np.arange(0, 4 * urows.size, 4) - never.sum(axis=1)  # into the (row, slot) model table
+        thresholds = np.where(never, 0, thresholds).astype(np.uint32)[at]  # per cell
         passed = np.zeros(total, np.uint8)  # thresholds each word reaches: its slot
         for j in range(3):
             passed += (word >= np.repeat(thresholds[:, j], n)).view(np.uint8)
-        slot = np.repeat(at.astype(np.intp) * 4, n)  # into the (row, slot) model table
+        slot = np.repeat(first_slot[at], n)
         slot += passed
         slot_model = np.asarray(catalog.slot_model)[urows].astype(np.int32)
         pos = _place_on_fan(
