@@ -27,6 +27,7 @@ from wowgrass.grass.placement import (
     coverage_sums,
     draw,
     make_strategy,
+    slot_thresholds,
     weight_bags,
 )
 
@@ -239,6 +240,26 @@ def test_random_stream_matches_pure_python_splitmix():
 
     got = draw(keys[7], counters(np.arange(5), 3, 1))
     assert [int(x) for x in got] == [ref_draw(int(keys[7]), a, 3, 1) for a in range(5)]
+
+
+def test_slot_thresholds_give_the_float_choice():
+    # the integer compares against slot_thresholds choose the slot the float64 rule
+    # #{j < 3 : cum[j] <= (word * 2**-32) * cum[3]} does, at and around every threshold
+    rng = np.random.default_rng(5)
+    weights = np.concatenate([rng.integers(0, 12, (300, 4)), rng.integers(0, 2, (60, 4)),
+                              [[1, 1, 1, 1], [0, 0, 0, 7], [3, 0, 0, 0], [1, 2, 3, 1000]]]).astype(np.float64)
+    weights = weights[weights.sum(axis=1) > 0]
+    cum = np.cumsum(weights, axis=1)
+    thr = slot_thresholds(cum)
+    near = (thr[:, :, None] + np.arange(-3, 4)).reshape(len(cum), -1)
+    words = np.concatenate([near, rng.integers(0, 1 << 32, (len(cum), 200)),
+                            np.tile([0, (1 << 32) - 1], (len(cum), 1))], axis=1)
+    words = np.clip(words, 0, (1 << 32) - 1)
+    u = words.astype(np.float64) * (1.0 / 4294967296.0)
+    want = (cum[:, None, :3] <= (u * cum[:, 3:])[..., None]).sum(axis=2)
+    got = (words[..., None] >= thr[:, None, :]).sum(axis=2)
+    assert (got == want).all()
+    assert ((thr >= 0) & (thr <= 1 << 32)).all()
 
 
 # ----------------------------------------------------------------------------- vectorized == reference

@@ -66,7 +66,7 @@ TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
 
 # Random streams (low 4 bits of the counter).
 STREAM_JITTER = 0  # high 32 bits -> u (east), low 32 bits -> v (south)
-STREAM_CHOICE = 1  # high 16 bits -> yaw, bits 32..47 -> scale, low 32 bits -> slot
+STREAM_CHOICE = 1  # high 16 bits -> yaw, low 32 bits -> slot (bits 32..47 unused)
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -174,7 +174,8 @@ class Instances:
 
     def cell_counts(self) -> np.ndarray:
         """Instances per cell, (256, 8, 8) u2 (saturating at 65535)."""
-        flat = self.chunk.astype(np.int64) * CELLS + self.cell
+        flat = np.left_shift(self.chunk, 6, dtype=np.uint16)  # chunk * CELLS + cell: 16 bits
+        flat |= self.cell
         counts = np.bincount(flat, minlength=256 * CELLS)
         return np.minimum(counts, 65535).astype(np.uint16).reshape(256, 8, 8)
 
@@ -224,23 +225,49 @@ def draw(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
         return _mix64(keys + (counter + np.uint64(1)) * _GAMMA)
 
 
-_U32 = np.uint64(0xFFFFFFFF)
 _INV32 = 1.0 / 4294967296.0
+
+
+def _halves(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(high, low) 32-bit halves of uint64 ``bits`` as strided uint32 views, no copy (a
+    little-endian host, as :func:`coverage_sums`). numpy converts uint32 to float64 in SIMD but
+    uint64 one element at a time: converting the halves is several times faster."""
+    words = bits.view(np.uint32).reshape(-1, 2)
+    return words[:, 1], words[:, 0]
+
+
+def _unit(word32: np.ndarray) -> np.ndarray:
+    """A 32-bit word as a float64 in [0, 1): ``word * 2**-32``."""
+    return np.multiply(word32, _INV32, dtype=np.float64)
 
 
 def split_jitter(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(u, v) in [0, 1) from one 64-bit draw (high and low 32 bits)."""
-    u = (bits >> np.uint64(32)).astype(np.float64) * _INV32
-    v = (bits & _U32).astype(np.float64) * _INV32
-    return u, v
+    high, low = _halves(bits)
+    return _unit(high), _unit(low)
 
 
-def split_choice(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(yaw16 in 0..65535, signed r in [-1, 1), slot uniform in [0, 1)) from one 64-bit draw."""
-    yaw16 = (bits >> np.uint64(48)).astype(np.int64)
-    r = ((bits >> np.uint64(32)) & np.uint64(0xFFFF)).astype(np.float64) / 32768.0 - 1.0
-    s = (bits & _U32).astype(np.float64) * _INV32
-    return yaw16, r, s
+def split_choice(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(yaw16 in 0..65535, the slot's 32-bit word: uniform ``word * 2**-32`` in [0, 1)) from one
+    64-bit draw, as uint16 and uint32 views (bits 32..47 are not used: the coverage strategy's
+    scale is a constant)."""
+    return bits.view(np.uint16)[3::4], _halves(bits)[1]
+
+
+def slot_thresholds(cum: np.ndarray) -> np.ndarray:
+    """(k, 3) int64: for cumulative slot weights ``cum`` (k, 4) float64 with ``cum[:, 3] > 0``,
+    the least word ``w`` in 0 .. 2**32 with ``cum[j] <= (w * 2**-32) * cum[3]`` in float64.
+
+    The weighted choice ``slot = #{j < 3 : cum[j] <= u * cum[3]}`` with ``u = word * 2**-32`` is
+    then ``#{j < 3 : word >= threshold[j]}``: integer compares instead of a float pass per
+    instance. The product is monotone in ``w`` and its roundings move the exact threshold
+    ``cum[j] / cum[3] * 2**32`` by far less than 1, so it lies among a few words around that
+    estimate; each is tested with the very float64 steps (2**32 always passes: never chosen)."""
+    total = cum[:, 3:]
+    guess = np.ceil(cum[:, :3] / total * 4294967296.0)
+    words = np.clip(guess[..., None] + np.arange(-3.0, 4.0), 0.0, 4294967296.0)  # (k, 3, 7)
+    passes = (words * _INV32) * total[..., None] >= cum[:, :3, None]
+    return words[np.arange(cum.shape[0])[:, None], np.arange(3), passes.argmax(axis=2)].astype(np.int64)
 
 
 def yaw_radians(yaw16: np.ndarray) -> np.ndarray:
@@ -255,8 +282,8 @@ def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
     """The planes of the 4 fan triangles of ``cells``: (h_centre (k,), gx, gy (k, 4)).
 
     ``heights`` (256, 145) relative MCVT as float64; ``cells`` flat indices ``chunk*64 + r*8 + c``
-    (all 16,384 when None). Triangle 0 is (centre, TL, TR) to the north, 1 (centre, BL, BR)
-    south, 2 (centre, TL, BL) west, 3 (centre, TR, BR) east. On triangle t the height at cell
+    (all 16,384 when None). Triangle 0 is (centre, TR, BR) to the east, 1 (centre, TL, BL) west,
+    2 (centre, BL, BR) south, 3 (centre, TL, TR) north. On triangle t the height at cell
     fractions (u east, v south) is ``h_c + gx[t]*(u-0.5) + gy[t]*(v-0.5)``.
     """
     if cells is None:
@@ -270,66 +297,71 @@ def fan_planes(heights: np.ndarray, cells: np.ndarray | None = None):
     h_bl = heights[chunk, i0 + 17]
     h_br = heights[chunk, i0 + 18]
     h_c = heights[chunk, i0 + 9]
-    gx = np.stack([h_tr - h_tl, h_br - h_bl, 2.0 * h_c - h_tl - h_bl, h_tr + h_br - 2.0 * h_c], axis=1)
-    gy = np.stack([2.0 * h_c - h_tl - h_tr, h_bl + h_br - 2.0 * h_c, h_bl - h_tl, h_br - h_tr], axis=1)
+    gx = np.stack([h_tr + h_br - 2.0 * h_c, 2.0 * h_c - h_tl - h_bl, h_br - h_bl, h_tr - h_tl], axis=1)
+    gy = np.stack([h_br - h_tr, h_bl - h_tl, h_bl + h_br - 2.0 * h_c, 2.0 * h_c - h_tl - h_tr], axis=1)
     return h_c, gx, gy
 
 
-def fan_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Which fan triangle (0 N, 1 S, 2 W, 3 E) holds cell fractions (u east, v south)."""
+def fan_surface(planes, first, u, v) -> np.ndarray:
+    """Height relative to the chunk base on the cell's fan at cell fractions (u east, v south).
+
+    ``first`` is 4 * the index of the cell among those ``planes`` were made for (:func:`fan_planes`):
+    its first triangle in the flat (cell, triangle) planes. The triangle is 3 (north) or 2
+    (south) where ``|v - 0.5| >= |u - 0.5|``, else 1 (west) or 0 (east).
+    """
+    h_c, gx, gy = planes
     dx = u - 0.5
     dy = v - 0.5
     vertical = np.abs(dy) >= np.abs(dx)
-    # where(vertical, where(dy <= 0, 0, 1), where(dx <= 0, 2, 3)) in two passes of bytes
-    tri = np.where(vertical, ~(dy <= 0), ~(dx <= 0)).view(np.int8)
-    tri += np.int8(2) * ~vertical
-    return tri.astype(np.int64)
+    # the triangle, 2 * vertical + (vertical ? dy <= 0 : dx <= 0), in byte-wide logic (np.where
+    # branches on random masks)
+    west = dx <= 0
+    low_bit = np.bitwise_xor(west, dy <= 0)
+    low_bit &= vertical
+    low_bit ^= west
+    tri = np.left_shift(vertical.view(np.uint8), 1)
+    tri += low_bit
+    k = first + tri
+    z = np.repeat(h_c, 4).take(k)  # h_c + px * dx + py * dy, in that order
+    px = gx.reshape(-1).take(k)
+    px *= dx
+    z += px
+    py = gy.reshape(-1).take(k, out=px)
+    py *= dy
+    z += py
+    return z
 
 
-def fan_surface(planes, plane, u, v, *, normals: bool = False):
-    """Height (relative to the chunk base) and, optionally, unit-normal z on the cell's fan.
-
-    ``plane`` indexes the cells ``planes`` were made for (:func:`fan_planes`).
-    """
-    h_c, gx, gy = planes
-    k = plane * 4 + fan_triangle(u, v)
-    px = gx.reshape(-1)[k]
-    py = gy.reshape(-1)[k]
-    z = h_c[plane] + px * (u - 0.5)
-    z += py * (v - 0.5)
-    if not normals:
-        return z, None
-    sx = px / UNIT
-    sy = py / UNIT
-    return z, 1.0 / np.sqrt(1.0 + sx * sx + sy * sy)
-
-
-def _place_on_fan(tile_pos, planes, plane, chunk, r, c, u, v, *, normals=False):
-    """World float32 positions of cell-local (u, v); Z sampled at the stored float32 X/Y."""
-    bx, by, bz = (tile_pos[:, i][chunk] for i in range(3))
-    out = np.empty((bx.shape[0], 3), np.float32)
-    # the same float64 steps as (base - (r + v) * UNIT).astype(float32), with fewer temporaries
-    t = r + v
+def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v):
+    """World float32 positions of cell-local (u, v) (per instance; both are overwritten) in the
+    cells ``planes`` were made for, ``counts`` instances each; ``chunk``, ``r``, ``c`` are per
+    cell. Z is sampled at the stored float32 X/Y."""
+    out = np.empty((u.shape[0], 3), np.float32)
+    bx = np.repeat(tile_pos[chunk, 0], counts)
+    by = np.repeat(tile_pos[chunk, 1], counts)
+    rows = np.repeat(r.astype(np.float64), counts)
+    cols = np.repeat(c.astype(np.float64), counts)
+    # the same float64 steps as (base - (r + v) * UNIT).astype(float32), in place
+    t = np.add(v, rows, out=v)
     t *= UNIT
     out[:, 0] = np.subtract(bx, t, out=t)
-    t = c + u
+    t = np.add(u, cols, out=u)
     t *= UNIT
     out[:, 1] = np.subtract(by, t, out=t)
     # Re-derive the cell fractions from the rounded coordinates so Z is the terrain height
     # exactly under the stored position (float32 X/Y near 17000 yd move by up to ~1e-3).
-    v2 = bx - out[:, 0]
+    v2 = np.subtract(bx, out[:, 0], out=bx)
     v2 /= UNIT
-    v2 -= r
-    u2 = by - out[:, 1]
+    v2 -= rows
+    u2 = np.subtract(by, out[:, 1], out=by)
     u2 /= UNIT
-    u2 -= c
-    for w in (u2, v2):  # clip to [0, 1] (NaN stays NaN, as np.clip)
-        np.maximum(w, 0.0, out=w)
-        np.minimum(w, 1.0, out=w)
-    h, nz = fan_surface(planes, plane, u2, v2, normals=normals)
-    h += bz  # float64 addition commutes exactly
+    u2 -= cols
+    for w in (u2, v2):  # NaN stays NaN; -0.0 may turn 0.0, the same once fan_surface takes 0.5 off
+        np.clip(w, 0.0, 1.0, out=w)
+    h = fan_surface(planes, np.repeat(np.arange(0, 4 * counts.size, 4), counts), u2, v2)
+    h += np.repeat(tile_pos[chunk, 2], counts)  # float64 addition commutes exactly
     out[:, 2] = h
-    return out, nz
+    return out
 
 
 def hole_cells(holes: np.ndarray) -> np.ndarray:
@@ -367,9 +399,12 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
 
 
 def _sum8(a: np.ndarray, axis: int) -> np.ndarray:
-    """Sum an axis of length 8 by slice additions (much faster than a strided reduce)."""
-    a = np.moveaxis(a, axis, 0)
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+    """Sum an axis of length 8 by halving it (much faster than a strided reduce: each addition
+    runs over contiguous blocks of the axes after it). Integers only: the order differs."""
+    a = np.moveaxis(a, axis, 0)  # a view: numpy still iterates in memory order
+    half = a[:4] + a[4:]
+    quarter = half[:2] + half[2:]
+    return quarter[0] + quarter[1]
 
 
 _EVEN = np.uint64(0x00FF00FF00FF00FF)
@@ -583,57 +618,62 @@ class CoveragePlacement:
         k = self.constants
         clumps, eff_row = self.cell_clumps(tile, catalog)
         flat = clumps.reshape(-1)
-        cells = np.nonzero(flat)[0]
+        cells = np.flatnonzero(flat)
         if cells.size == 0:
             return _empty(catalog.models)
-        n = flat[cells]
-        inst_cell = np.repeat(cells, n)
+        n = flat[cells]  # clumps of each cell that grows; per-cell values reach them by np.repeat
         total = int(n.sum())
-        starts = np.cumsum(n) - n
-        clump = np.arange(total, dtype=np.int64) - np.repeat(starts, n)
-        chunk = inst_cell >> 6
-        cell = inst_cell & 63
-        r = cell >> 3
-        c = cell & 7
+        chunk = cells >> 6
+        cell = cells & 63
         # draw(keys, counters(cell, clump, stream)) for both streams: in uint64's modular arithmetic
         # keys + (counter + 1) * GAMMA splits into a per-cell part, a per-clump part and the stream's
-        # constant (the stream sits in the counter's low 4 bits, which cell and clump leave zero)
+        # constant (the stream sits in the counter's low 4 bits, which cell and clump leave zero).
+        # The clump is the instance's index less its cell's first, so the per-clump part is
+        # index * 16 * GAMMA with the cell's first index's share moved into the per-cell part.
         with np.errstate(over="ignore"):
-            cell_part = _tile_keys(tile, map_name, k)[cells >> 6] + (cells & 63).astype(np.uint64) * (
-                np.uint64(1 << 24) * _GAMMA)
-            mixed = np.repeat(cell_part, n)
-            mixed += clump.astype(np.uint64) * (np.uint64(1 << 4) * _GAMMA)
-            u, v = split_jitter(_mix64(mixed + np.uint64(STREAM_JITTER + 1) * _GAMMA))
-            mixed += np.uint64(STREAM_CHOICE + 1) * _GAMMA
-            yaw16, _r, s = split_choice(_mix64(mixed, out=mixed))
+            clump_step = np.uint64(1 << 4) * _GAMMA
+            cell_part = _tile_keys(tile, map_name, k)[chunk] + cell.astype(np.uint64) * (np.uint64(1 << 24) * _GAMMA)
+            cell_part -= (np.cumsum(n) - n).astype(np.uint64) * clump_step
+            cell_part += np.uint64(STREAM_JITTER + 1) * _GAMMA
+            mixed = np.arange(total, dtype=np.uint64)
+            mixed *= clump_step
+            mixed += np.repeat(cell_part, n)
+            u, v = split_jitter(_mix64(mixed))
+            mixed += np.uint64(STREAM_CHOICE - STREAM_JITTER) * _GAMMA
+            yaw16, word = split_choice(_mix64(mixed, out=mixed))
         # weighted choice over the few rows in use: slot = first k with target < cum[k]
         cell_row = eff_row.reshape(-1)[cells]
-        urows = np.unique(cell_row)
-        cum = np.cumsum(slot_probabilities(catalog, urows), axis=1)
+        urows = np.flatnonzero(np.bincount(cell_row))  # np.unique of small row numbers, without a sort
         at = np.searchsorted(urows, cell_row)
-        cum_cell = cum[at]  # per cell, repeated to the instances column by column
-        target = s * np.repeat(cum_cell[:, 3], n)
-        slot = (np.repeat(cum_cell[:, 0], n) <= target).astype(np.int64)
-        slot += np.repeat(cum_cell[:, 1], n) <= target
-        slot += np.repeat(cum_cell[:, 2], n) <= target
-        model = np.asarray(catalog.slot_model)[np.repeat(urows[at], n), slot].astype(np.int32)
-        pos, _nz = _place_on_fan(
+        thresholds = slot_thresholds(np.cumsum(slot_probabilities(catalog, urows), axis=1))
+        # A threshold no 32-bit word reaches (2**32) counts as one every word reaches (0), less one
+        # in the row's first slot: the words are then compared as uint32, as drawn.
+        never = thresholds >> 32
+        first_slot = np.arange(0, 4 * urows.size, 4) - never.sum(axis=1)  # into the (row, slot) model table
+        thresholds = np.where(never, 0, thresholds).astype(np.uint32)[at]  # per cell
+        passed = np.zeros(total, np.uint8)  # thresholds each word reaches: its slot
+        for j in range(3):
+            passed += (word >= np.repeat(thresholds[:, j], n)).view(np.uint8)
+        slot = np.repeat(first_slot[at], n)
+        slot += passed
+        slot_model = np.asarray(catalog.slot_model)[urows].astype(np.int32)
+        pos = _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
             fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
-            np.repeat(np.arange(cells.size), n),
+            n,
             chunk,
-            r,
-            c,
+            cell >> 3,
+            cell & 7,
             u,
             v,
         )
         return Instances(
-            model=model,
+            model=slot_model.reshape(-1).take(slot),
             pos=pos,
             yaw=yaw_radians(yaw16),
             scale=np.full(total, k.coverage_scale, dtype=np.float32),
-            chunk=chunk.astype(np.uint16),
-            cell=cell.astype(np.uint8),
+            chunk=np.repeat(chunk.astype(np.uint16), n),
+            cell=np.repeat(cell.astype(np.uint8), n),
             models=list(catalog.models),
         )
 
