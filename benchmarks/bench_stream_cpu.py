@@ -112,10 +112,7 @@ def main(argv=None) -> int:
                     scene = B._ocean_scene(target, progs, GameSource(data, MAP_NAME), wdl,
                                            tile_process=mode == "process")
                     scene.update(start, block=True)
-                    if mode == "process":  # flown once the process has opened its source, as a window would
-                        t_wait = time.perf_counter()
-                        while not scene._process.ready() and time.perf_counter() - t_wait < 30:
-                            time.sleep(0.05)
+                    B._process_ready(scene)  # flown once a tile process has opened its source
                 work, whole = fly(scene, start, step, a.frames)
                 s = {"stand_in": summary(work), "frame": summary(whole)}
                 if scene is not None:

@@ -15,6 +15,7 @@ import pytest
 from wowgrass.errors import FormatError
 from wowgrass.game.data import open_data
 from wowgrass.render.world.game_tiles import GameSource
+from wowgrass.render.world.streaming import tiles_centre
 from wowgrass.render.world.tile_payload import prepare_payload
 from wowgrass.render.world.tile_process import TileProcess
 from wowgrass.samples import MAP_NAME, build_sample_world
@@ -64,7 +65,8 @@ def test_a_tile_from_the_process_is_the_tile_the_thread_builds(world):
             for key in src.tiles:
                 for full in (True, False):
                     here = prepare_payload(src, key, full, **OPTIONS)
-                    there, notes = proc.prepare(key, full)
+                    notes = {}
+                    there = proc.prepare(key, full, notes.update)
                     frames = here.pop("liquid_frames")
                     assert there.pop("liquid_frames") is None  # decoded by the viewer, once
                     assert not frames or here["liquid"].cells
@@ -93,11 +95,7 @@ def test_a_scene_streams_through_the_process_and_its_source_gets_the_reports(wor
             try:
                 if mode:
                     wait_ready(scene._process)
-                at = src.tiles[0]
-                from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
-
-                scene.update((ZEROPOINT - (at[1] + 0.5) * TILE_SIZE, ZEROPOINT - (at[0] + 0.5) * TILE_SIZE, 0.0),
-                             block=True)
+                scene.update((*tiles_centre(src.tiles[:1]), 0.0), block=True)
                 counts[mode] = {k: (t.grass_instances, t.doodad_instances, t.liquid_cells, t.wmo_instances)
                                 for k, t in scene.tiles.items()}
                 if mode:
@@ -129,9 +127,9 @@ def test_a_damaged_tile_comes_back_as_its_error(world, tmp_path):
         try:
             wait_ready(proc)
             with pytest.raises(FormatError) as there:
-                proc.prepare(key, False)
+                proc.prepare(key, False, lambda notes: None)
             assert str(there.value) == str(here.value) and there.value.offset == here.value.offset
-            proc.prepare(src.tiles[1], False)  # the process goes on
+            proc.prepare(src.tiles[1], False, lambda notes: None)  # the process goes on
         finally:
             proc.close()
 
@@ -148,11 +146,7 @@ def test_the_scene_goes_on_without_a_process_that_died(world, ctx, caplog):
             wait_ready(proc)
             proc._proc.kill()
             proc._proc.wait()
-            from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
-
-            at = src.tiles[0]
-            scene.update((ZEROPOINT - (at[1] + 0.5) * TILE_SIZE, ZEROPOINT - (at[0] + 0.5) * TILE_SIZE, 0.0),
-                         block=True)
+            scene.update((*tiles_centre(src.tiles[:1]), 0.0), block=True)
             assert len(scene.tiles) == 2 and not scene.errors
             assert scene._process is None
             assert "tile process" in caplog.text and "exited" in caplog.text

@@ -255,16 +255,12 @@ class Scene:
         from .tile_process import TileProcessGone
 
         try:
-            payload, notes = proc.prepare(key, full)
+            payload = proc.prepare(key, full, lambda notes: self.source.add_notes(key, notes))
         except TileProcessGone as exc:
             log.warning("the tile process %s: tiles are prepared in the viewer's process from now on", exc)
             self._process = None
             proc.close(0.1)
             return None
-        except Exception as exc:
-            self.source.add_notes(key, exc.notes)
-            raise
-        self.source.add_notes(key, notes)
         if payload.get("liquid") is not None and payload.get("liquid_frames") is None:
             payload["liquid_frames"] = self.source.frames_for(payload["liquid"])
         return self._with_meshes(payload)

@@ -145,23 +145,24 @@ class TileProcess:
             log.info("tile process: %s (tiles are prepared in the viewer's process)", self.failed)
         return self._ready
 
-    def prepare(self, key, full: bool) -> tuple[dict, dict]:
-        """(payload, notes) for one tile; raises the tile's error, or TileProcessGone."""
+    def prepare(self, key, full: bool, take_notes) -> dict:
+        """The payload of one tile; ``take_notes`` gets the reports loading it made (bakes, WMOs
+        missing, ...) whether it loaded or not. Raises the tile's error, or TileProcessGone."""
         try:
             self._conn.send((tuple(key), bool(full)))
             msg = self._conn.recv()
             if msg[0] == "payload":
                 payload = receive_payload(self._conn, msg[1])
-                self.tiles += 1
-                return payload, payload.pop("notes")
-        except (EOFError, OSError) as exc:
+        except Exception as exc:  # exited, or the pipe no longer in step: not used again
             self.failed = f"exited ({type(exc).__name__}, exit code {self._proc.poll()})"
             raise TileProcessGone(self.failed) from None
+        if msg[0] == "payload":
+            self.tiles += 1
+            take_notes(payload.pop("notes"))
+            return payload
         kind, err, notes = msg
-        if kind == "bug":
-            err = RuntimeError(f"in the tile process: {err}")
-        err.notes = notes
-        raise err
+        take_notes(notes)
+        raise RuntimeError(f"in the tile process: {err}") if kind == "bug" else err
 
     def close(self, timeout: float = 2.0) -> None:
         """Ask the process to stop, wait up to ``timeout`` seconds, then terminate it."""
