@@ -55,11 +55,15 @@ def _open(data_path, build):
               help="Force 8-bit or 4-bit alpha maps for an ADT file (default: ask the WDT beside it or in --data).")
 @constants_options
 @click.option("--force", is_flag=True, help="Bake again even when a valid bundle is cached.")
+@click.option("--direct-io/--no-direct-io", "direct_io", default=True, show_default=True,
+              help="A map's bake writes its bundles straight to disk (O_DIRECT where the system takes it), "
+                   "not through the page cache: gigabytes of bundles then neither push other files out of memory "
+                   "nor pay for fresh cache pages. --no-direct-io writes them through the cache.")
 @click.option("--export", "export_file", type=click.Path(dir_okay=False), metavar="FILE.csv|FILE.json",
               help="Also write every baked instance as placement rows (as `bundle export` does).")
 @json_option
 def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
-         seed, overrides, force, export_file, as_json):
+         seed, overrides, force, direct_io, export_file, as_json):
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
@@ -78,11 +82,11 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
 
     with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
         _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs,
-              big_alpha, seed, overrides, force, export_file, as_json)
+              big_alpha, seed, overrides, force, export_file, as_json, direct_io)
 
 
 def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
-          seed, overrides, force, export_file, as_json):
+          seed, overrides, force, export_file, as_json, direct_io=True):
     constants = placement_constants(seed, overrides)
     tiles = tuple(tiles) + tuple(old_tiles)
     export_fmt = None
@@ -148,7 +152,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         note(mt.note())
     t0 = time.perf_counter()
     results, failures = _bake_with_progress(bake_map, data_path, map_name, mt.tiles, jobs, build, placement,
-                                            constants, force, dbc_dir, quiet=as_json)
+                                            constants, force, dbc_dir, quiet=as_json, direct=direct_io)
     seconds = time.perf_counter() - t0
     warn_unknown_effects(results)
     if export_file and results:
@@ -192,13 +196,14 @@ def warn_unknown_effects(results) -> None:
 
 
 def _bake_with_progress(bake_map, data_path, map_name, tiles, jobs, build, placement, constants, force, dbc_dir,
-                        quiet):
+                        quiet, direct=True):
     with progress_bar("bake", "tiles", quiet=quiet, rate=True) as bar:
         def step(res):
             bar.advance(f"{res.tile[0]}_{res.tile[1]}")
 
         return bake_map(data_path, map_name, tiles=tiles, jobs=jobs, build=build, placement=placement,
-                        constants=constants, force=force, progress=step, on_start=bar.total, dbc_dir=dbc_dir)
+                        constants=constants, force=force, progress=step, on_start=bar.total, dbc_dir=dbc_dir,
+                        direct=direct)
 
 
 def _echo_result(res):

@@ -207,6 +207,17 @@ def test_real_full_disk_and_read_only_mount(loose, tiny_tmpfs):
     assert (tiny_tmpfs.parent / "z.glb").stat().st_size > 1000
 
 
+def test_a_map_bake_into_a_full_tmpfs_cache(loose, tiny_tmpfs):
+    """A map's bake writes its bundles past the page cache where it can (tmpfs takes O_DIRECT
+    since Linux 6.6): a full disk is still one error naming the cache, and nothing is left."""
+    cache = tiny_tmpfs / "cache"
+    out = _cli("bake", "--data", loose["data"], "--jobs", "1", env={"WOWGRASS_CACHE": str(cache)})
+    assert out.returncode == 2, (out.returncode, out.stderr[-1500:])
+    assert out.stderr.count("error:") == 1 and REASON["ENOSPC"] in out.stderr and str(cache) in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not any(p.endswith((".tmp", ".wgb")) for p in tree(cache)), tree(cache)
+
+
 def test_a_world_set_aside_by_a_killed_build_comes_back(tmp_path):
     """Killed between moving the old Data aside and renaming the new one in: the next build (even
     one that fails) puts the old world back first."""

@@ -42,7 +42,7 @@ if fault != "none":
         def write_file(fd, data, durable):
             count["w"] += 1
             if count["w"] == n:
-                view = memoryview(data)
+                view = memoryview(data.data if isinstance(data, fileio.AlignedBlock) else data)
                 os.write(fd, view[: len(view) // 2])
                 die()
             return real(fd, data, durable)

@@ -228,12 +228,15 @@ def bake_tile(
     force: bool = False,
     tile=None,
     folder: BundleFolder | None = None,
+    direct: bool = False,
 ) -> BakeResult:
     """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept.
 
     ``tile``: the :class:`AdtTile` of ``adt_bytes`` when the caller has parsed it already (the
     viewer needs it too); the provenance still hashes ``adt_bytes``. ``folder``: the cache
-    folder's listing, when many tiles are baked (see :class:`BundleFolder`).
+    folder's listing, when many tiles are baked (see :class:`BundleFolder`). ``direct``: write
+    the bundle past the page cache where the system allows (a map's bake: nothing reads its
+    gigabytes back soon).
     """
     from wowgrass.game.tiles import read_adt
 
@@ -279,7 +282,7 @@ def bake_tile(
     t3, c3 = time.perf_counter(), time.process_time()
     # the bundle's model table: catalogue model index -> info (only models in use get instances)
     table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))
-    B.write_instances_bundle(path, inst, table, prov, durable=out is not None)  # the cache is checksummed
+    B.write_instances_bundle(path, inst, table, prov, durable=out is not None, direct=direct)  # the cache is checksummed
     t4, c4 = time.perf_counter(), time.process_time()
     if out is None:
         folder.prune(path) if folder is not None else _prune(path)
@@ -527,14 +530,15 @@ def keep_freed_memory() -> bool:
     return ok
 
 
-def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None):
+def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None,
+                 direct=False):
     from wowgrass.game.data import open_data
 
     keep_freed_memory()
     data = open_data(data_root, build=build, threads=threads)
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
-                   constants=constants, big_alpha=big_alpha, force=force,
+                   constants=constants, big_alpha=big_alpha, force=force, direct=direct,
                    folder=BundleFolder(cache_dir() / "bundles" / map_name))
 
 
@@ -565,7 +569,7 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
                 raise raw
             res = bake_tile(raw, w["catalog"], map_name=w["map"], placement=w["placement"],
                             constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
-                            force=w["force"], folder=w["folder"])
+                            force=w["force"], folder=w["folder"], direct=w["direct"])
             res.seconds["read"] = read_s
             res.cpu_seconds["read"] = read_cpu
             out.append(res)
@@ -598,6 +602,7 @@ def bake_map(
     on_start: Callable[[int], None] | None = None,
     chunk: int | None = None,
     dbc_dir=None,
+    direct: bool = True,
 ) -> tuple[list[BakeResult], list[TileFailure]]:
     """Bake many tiles of ``map_name`` from the data folder ``data_root``, ``jobs`` processes at once.
 
@@ -608,6 +613,8 @@ def bake_map(
     is placed. ``on_start`` gets the number of tiles to bake before the first; ``progress`` is
     called in the parent after every tile, as chunks come back. Failures (a tile's ADT missing
     or corrupt) are returned, not raised. The bundles are the same bytes whatever ``jobs`` is.
+    ``direct`` (default): bundles go to disk past the page cache where the system allows (see
+    :func:`wowgrass.fileio.write_atomic`); False writes them through the page cache.
     """
     from wowgrass.game.data import open_data
     from wowgrass.formats.mpq import default_threads
@@ -626,7 +633,7 @@ def bake_map(
     jobs = max(1, min(jobs, len(todo)))
     threads = max(1, default_threads() // jobs)    # decompression threads per worker
     args = (str(data_root), build, map_name, placement, constants, big_alpha, force, threads,
-            None if dbc_dir is None else str(dbc_dir))
+            None if dbc_dir is None else str(dbc_dir), bool(direct))
     size = chunk or chunk_size(len(todo), jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     results: list[BakeResult] = []

@@ -114,23 +114,32 @@ def pack_instances(pos, yaw, scale) -> np.ndarray:
 _POS_BYTES = np.dtype({"names": ["pos"], "formats": ["V12"], "offsets": [0], "itemsize": INSTANCE_DTYPE.itemsize})
 
 
-def _pack_words(pos, yaw, scale) -> np.ndarray:
-    """:func:`pack_instances` as (n, 4) little-endian words: x, y, z, then yaw | scale << 16."""
-    pos = np.ascontiguousarray(pos, dtype="<f4").reshape(-1, 3)
-    n = pos.shape[0]
-    words = np.empty((n, 4), "<u4")
-    words.view(_POS_BYTES).reshape(n)["pos"] = pos.view("V12").reshape(n)
-    # the same float64 steps as ``round(yaw / 2pi * 65536)``, in place (no temporaries of the tile's size)
+def yaw_turns16(yaw) -> np.ndarray:
+    """Radians -> the stored yaw, ``round(yaw / 2pi * 65536) mod 65536``, as int64."""
+    # the same float64 steps, in place (no temporaries of the tile's size)
     turns = np.divide(np.asarray(yaw).reshape(-1), 2.0 * math.pi, dtype=np.float64)
     turns *= 65536.0
     np.round(turns, out=turns)
     yaw16 = turns.astype(np.int64)
     yaw16 &= 0xFFFF
+    return yaw16
+
+
+def _pack_words(pos, yaw, scale, yaw16=None) -> np.ndarray:
+    """:func:`pack_instances` as (n, 4) little-endian words: x, y, z, then yaw | scale << 16.
+    ``yaw16``: the stored yaw already (:func:`yaw_turns16` of ``yaw``), when the placement drew it so."""
+    pos = np.ascontiguousarray(pos, dtype="<f4").reshape(-1, 3)
+    n = pos.shape[0]
+    words = np.empty((n, 4), "<u4")
+    words.view(_POS_BYTES).reshape(n)["pos"] = pos.view("V12").reshape(n)
     scale = np.asarray(scale).reshape(-1)
     if scale.size and scale.min() == scale.max():  # one scale for all (the coverage placement): once
         scale = scale[:1]
-    s = np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint16)
-    np.bitwise_or(yaw16, s.astype(np.int64) << 16, out=words[:, 3], casting="unsafe")
+    s = np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint32)
+    s <<= 16
+    if yaw16 is None:
+        yaw16 = yaw_turns16(yaw)
+    np.bitwise_or(np.asarray(yaw16).reshape(-1), s, out=words[:, 3], casting="unsafe")
     return words
 
 
@@ -289,19 +298,27 @@ def bundle_bytes(
                                 provenance=provenance, tile=tile, cell_counts=cell_counts))
 
 
-def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None) -> bytearray:
+def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None, yaw16=None,
+                   aligned: bool = False):
     """:func:`bundle_bytes` without the final copy: the records are packed once, in input order,
     and gathered into model order straight into the file's buffer (a tile is 2.6 MB) as pairs
-    of 8-byte words (which take copies fast)."""
+    of 8-byte words (which take copies fast); each model's block is checksummed as it lands
+    (while it is in the cache), the header first. A bytearray, or with ``aligned`` an
+    :class:`~wowgrass.fileio.AlignedBlock` in this thread's reused page-aligned buffer (valid
+    until the thread's next aligned bundle)."""
     model_index = np.asarray(model_index).reshape(-1)
     n = model_index.shape[0]
-    counts = np.bincount(model_index, minlength=len(models)) if n else np.zeros(len(models), np.int64)
-    used = np.nonzero(counts)[0]
+    small = 0 < len(models) <= 0x10000
     # a stable sort on 8- or 16-bit keys is a radix sort (one pass a byte): the same order as on
     # int64, in linear time
-    keys = model_index.astype(np.min_scalar_type(len(models) - 1)) if 0 < len(models) <= 0x10000 else model_index
+    keys = model_index.astype(np.min_scalar_type(len(models) - 1)) if small else model_index
     order = np.argsort(keys, kind="stable")
-    words = _pack_words(pos, yaw, scale).view(np.uint64)  # element-wise: packing then sorting is the same records
+    if n and small:  # the sorted keys' boundaries: cheaper than a bincount through intp
+        counts = np.diff(np.searchsorted(keys.take(order), np.arange(len(models) + 1)))
+    else:
+        counts = np.bincount(model_index, minlength=len(models)) if n else np.zeros(len(models), np.int64)
+    used = np.nonzero(counts)[0]
+    words = _pack_words(pos, yaw, scale, yaw16).view(np.uint64)  # element-wise: packing then sorting is the same records
 
     strings = bytearray()
     table = np.zeros(len(used), dtype=MODEL_DTYPE)
@@ -324,24 +341,30 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
     provenance_offset = strings_offset + len(strings)
     cells_offset = _align(provenance_offset + len(prov))
     offset = data_offset = _align(cells_offset + CELLS_BYTES)
-    for i, c in enumerate(counts[used].tolist()):
+    block_counts = counts[used].tolist()
+    for i, c in enumerate(block_counts):
         table[i]["data_offset"] = offset
         offset = _align(offset + c * INSTANCE_DTYPE.itemsize)
     file_size = offset
 
-    buf = bytearray(file_size)
+    if aligned:
+        from wowgrass.fileio import AlignedBlock, aligned_scratch
+
+        scratch = aligned_scratch(file_size)
+        buf = scratch[:file_size]
+        # only the records are written over: the rest (headers, padding, the aligned tail) is zeroed
+        buf[:data_offset] = bytes(data_offset)
+        for i, c in enumerate(block_counts):
+            end = int(table[i]["data_offset"]) + c * INSTANCE_DTYPE.itemsize
+            buf[end:_align(end)] = bytes(_align(end) - end)
+        scratch[file_size:] = bytes(len(scratch) - file_size)
+    else:
+        buf = bytearray(file_size)
     buf[models_offset:strings_offset] = table.tobytes()
     buf[strings_offset:provenance_offset] = strings
     buf[provenance_offset : provenance_offset + len(prov)] = prov
     cells = np.zeros(CELLS, "<u2") if cell_counts is None else np.asarray(cell_counts, "<u2").reshape(CELLS)
     buf[cells_offset : cells_offset + CELLS_BYTES] = cells.tobytes()
-    start = 0
-    dest = None
-    for i, c in enumerate(counts[used].tolist()):
-        dest = np.frombuffer(buf, np.uint64, count=2 * c, offset=int(table[i]["data_offset"])).reshape(c, 2)
-        np.take(words, order[start : start + c], axis=0, out=dest, mode="clip")  # "raise" buffers out
-        start += c
-    del dest  # the buffer's views go before the header is packed into it
     header = {
         "magic": MAGIC,
         "version": FORMAT_VERSION,
@@ -364,21 +387,38 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
         "checksum": 0,
     }
     _HEADER.pack_into(buf, 0, *(header[name] for name, _ in HEADER_SPEC))
-    struct.pack_into("<I", buf, CHECKSUM_OFFSET, file_checksum(buf))
-    return buf
+    view = memoryview(buf)
+    crc = zlib.crc32(view[HEADER_SIZE:data_offset], zlib.crc32(view[:CHECKSUM_OFFSET]))  # as file_checksum
+    start, dest = 0, None
+    for i, c in enumerate(block_counts):
+        at = int(table[i]["data_offset"])
+        dest = np.frombuffer(buf, np.uint64, count=2 * c, offset=at).reshape(c, 2)
+        np.take(words, order[start : start + c], axis=0, out=dest, mode="clip")  # "raise" buffers out
+        start += c
+        crc = zlib.crc32(view[at : int(table[i + 1]["data_offset"]) if i + 1 < len(block_counts) else file_size], crc)
+    del dest, view  # the buffer's views go before it is handed on
+    struct.pack_into("<I", buf, CHECKSUM_OFFSET, crc & 0xFFFFFFFF)
+    return AlignedBlock(scratch, file_size) if aligned else buf
 
 
-def write_bundle(path, *, durable: bool = True, **kwargs) -> Path:
-    """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic)."""
-    return write_atomic(path, _bundle_buffer(**kwargs), durable=durable, sweep=False)  # bake_map sweeps the folder
+def write_bundle(path, *, durable: bool = True, direct: bool = False, **kwargs) -> Path:
+    """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic).
+    ``direct``: past the page cache where the system allows (what a bake of many tiles wants:
+    see :func:`wowgrass.fileio.write_atomic`)."""
+    from wowgrass.fileio import direct_writes
+
+    data = _bundle_buffer(aligned=direct and direct_writes(), **kwargs)
+    return write_atomic(path, data, durable=durable, sweep=False)  # bake_map sweeps the folder
 
 
 def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,
-                           durable: bool = True) -> Path:
+                           durable: bool = True, direct: bool = False) -> Path:
     """Write a :class:`wowgrass.grass.placement.Instances` (its ``models`` indexes ``models``)."""
     return write_bundle(
         path,
         durable=durable,
+        direct=direct,
+        yaw16=getattr(instances, "yaw16", None),
         model_index=instances.model,
         pos=instances.pos,
         yaw=instances.yaw,

@@ -168,12 +168,18 @@ class Instances:
     chunk: np.ndarray  # (n,) u2
     cell: np.ndarray  # (n,) u1
     models: list[str] = field(default_factory=list)
+    #: what a strategy may hand on when it has them anyway (the bundle writer then skips a pass):
+    #: ``yaw`` in 1/65536 turns as u2, and the instances per cell (256, 8, 8) u2
+    yaw16: np.ndarray | None = None
+    per_cell: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.model.shape[0])
 
     def cell_counts(self) -> np.ndarray:
         """Instances per cell, (256, 8, 8) u2 (saturating at 65535)."""
+        if self.per_cell is not None:
+            return self.per_cell
         flat = np.left_shift(self.chunk, 6, dtype=np.uint16)  # chunk * CELLS + cell: 16 bits
         flat |= self.cell
         counts = np.bincount(flat, minlength=256 * CELLS)
@@ -675,6 +681,8 @@ class CoveragePlacement:
             chunk=np.repeat(chunk.astype(np.uint16), n),
             cell=np.repeat(cell.astype(np.uint8), n),
             models=list(catalog.models),
+            yaw16=yaw16,
+            per_cell=np.minimum(clumps, 65535).astype(np.uint16),  # one instance a clump
         )
 
 
