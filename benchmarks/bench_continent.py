@@ -60,7 +60,7 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def bake_once(data, jobs: int, profile: int):
+def bake_once(data, jobs: int, profile: int, direct: bool = True):
     from wowgrass.grass.bake import bake_map
     from wowgrass.samples import MAP_NAME
 
@@ -72,7 +72,7 @@ def bake_once(data, jobs: int, profile: int):
         cpu0, kids0 = time.process_time(), children_cpu()
         if prof:
             prof.enable()
-        results, failures = bake_map(data, MAP_NAME, jobs=jobs)
+        results, failures = bake_map(data, MAP_NAME, jobs=jobs, **({} if direct else {"direct": False}))
         if prof:
             prof.disable()
         wall = time.perf_counter() - t0
@@ -101,7 +101,7 @@ def bake_once(data, jobs: int, profile: int):
     return out
 
 
-def stage_breakdown(data_path, count: int, reps: int = 3) -> dict:
+def stage_breakdown(data_path, count: int, reps: int = 3, direct_io: bool = True) -> dict:
     """CPU ms a tile of each stage, measured serially in this process (no read-ahead threads, whose
     CPU time would land in whichever stage runs meanwhile): read (MPQ decompression), then
     ``bake_tile``'s own parse, place, write and the rest, on the first ``count`` tiles, each stage
@@ -115,7 +115,7 @@ def stage_breakdown(data_path, count: int, reps: int = 3) -> dict:
     from wowgrass.samples import MAP_NAME
 
     # as bake_map's workers write (older trees: through the page cache, their only way)
-    direct = {"direct": True} if "direct" in inspect.signature(bake_tile).parameters else {}
+    direct = {"direct": direct_io} if "direct" in inspect.signature(bake_tile).parameters else {}
     if hasattr(bake_module, "keep_freed_memory"):  # as a bake worker does (older trees: no such step)
         bake_module.keep_freed_memory()
     cache = tempfile.mkdtemp(prefix="wowgrass-continent-stages-")
@@ -158,6 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values to bake with")
     ap.add_argument("--build-jobs", type=int, default=usable_cpus(),
                     help="processes building the sample world the first time (default: usable CPUs)")
+    ap.add_argument("--no-direct-io", dest="direct", action="store_false",
+                    help="write the bundles through the page cache (bake --no-direct-io) instead of past it")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the N top functions of --jobs 1")
     ap.add_argument("--stages", type=int, default=0, metavar="N",
                     help="first time each stage's CPU serially on N tiles (the per-tile breakdown to compare)")
@@ -182,12 +184,12 @@ def main(argv=None) -> int:
 
     stages = None
     if args.stages:
-        stages = stage_breakdown(data, args.stages)
+        stages = stage_breakdown(data, args.stages, direct_io=args.direct)
         print(f"CPU ms per tile, serially on {args.stages} tiles: "
               + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()), flush=True)
     runs = []
     for jobs in [int(j) for j in args.jobs.split(",") if j]:
-        r = bake_once(data, jobs, args.profile if jobs == 1 else 0)
+        r = bake_once(data, jobs, args.profile if jobs == 1 else 0, args.direct)
         runs.append(r)
         print(f"--jobs {jobs}: {r['tiles']} tiles in {r['seconds']:6.2f} s = {r['tiles_per_s']:6.1f} tiles/s  "
               f"({r['instances']:,} instances)", flush=True)
@@ -243,7 +245,7 @@ def main(argv=None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench_continent.json").write_text(json.dumps(
-            {"tiles": list(tiles), "cpus": os.cpu_count(), "usable_cpus": usable_cpus(), "stages": stages, "runs": runs,
+            {"tiles": list(tiles), "cpus": os.cpu_count(), "usable_cpus": usable_cpus(), "direct_io": args.direct, "stages": stages, "runs": runs,
              "summary": summary}, indent=1) + "\n")
     return 0
 

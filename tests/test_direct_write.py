@@ -133,12 +133,10 @@ def test_what_the_coverage_placement_hands_the_writer_is_what_it_would_compute(w
         name = adt_game_path(MAP_NAME, *mt.tiles[0])
         tile = read_adt(data.read(name), name, mt.big_alpha)
     inst = make_strategy("coverage", None).place(tile, catalog, map_name=MAP_NAME)
-    assert inst.per_cell is not None and inst.yaw16 is not None and len(inst) > 1000
-    plain = Instances(inst.model, inst.pos, inst.yaw, inst.scale, inst.chunk, inst.cell, inst.models)
+    assert inst.per_cell is not None and inst.records is not None and len(inst) > 1000
+    plain = Instances(inst.model, np.array(inst.pos), inst.yaw, inst.scale, inst.chunk, inst.cell, inst.models)
     assert np.array_equal(inst.cell_counts(), plain.cell_counts())
-    assert np.array_equal(np.asarray(inst.yaw16, np.int64), B.yaw_turns16(inst.yaw))
-    assert np.array_equal(B._pack_words(inst.pos, inst.yaw, inst.scale, inst.yaw16),
-                          B._pack_words(inst.pos, inst.yaw, inst.scale))
+    assert np.array_equal(inst.records, B._pack_words(plain.pos, plain.yaw, plain.scale))
 
 
 def test_bake_no_direct_io_on_the_command_line(world, tmp_path, monkeypatch):

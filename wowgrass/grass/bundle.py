@@ -125,9 +125,8 @@ def yaw_turns16(yaw) -> np.ndarray:
     return yaw16
 
 
-def _pack_words(pos, yaw, scale, yaw16=None) -> np.ndarray:
-    """:func:`pack_instances` as (n, 4) little-endian words: x, y, z, then yaw | scale << 16.
-    ``yaw16``: the stored yaw already (:func:`yaw_turns16` of ``yaw``), when the placement drew it so."""
+def _pack_words(pos, yaw, scale) -> np.ndarray:
+    """:func:`pack_instances` as (n, 4) little-endian words: x, y, z, then yaw | scale << 16."""
     pos = np.ascontiguousarray(pos, dtype="<f4").reshape(-1, 3)
     n = pos.shape[0]
     words = np.empty((n, 4), "<u4")
@@ -137,9 +136,7 @@ def _pack_words(pos, yaw, scale, yaw16=None) -> np.ndarray:
         scale = scale[:1]
     s = np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint32)
     s <<= 16
-    if yaw16 is None:
-        yaw16 = yaw_turns16(yaw)
-    np.bitwise_or(np.asarray(yaw16).reshape(-1), s, out=words[:, 3], casting="unsafe")
+    np.bitwise_or(yaw_turns16(yaw), s, out=words[:, 3], casting="unsafe")
     return words
 
 
@@ -298,7 +295,7 @@ def bundle_bytes(
                                 provenance=provenance, tile=tile, cell_counts=cell_counts))
 
 
-def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None, yaw16=None,
+def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None, records=None,
                    aligned: bool = False):
     """:func:`bundle_bytes` without the final copy: the records are packed once, in input order,
     and gathered into model order straight into the file's buffer (a tile is 2.6 MB) as pairs
@@ -318,7 +315,8 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
     else:
         counts = np.bincount(model_index, minlength=len(models)) if n else np.zeros(len(models), np.int64)
     used = np.nonzero(counts)[0]
-    words = _pack_words(pos, yaw, scale, yaw16).view(np.uint64)  # element-wise: packing then sorting is the same records
+    # element-wise: packing then sorting is the same records (``records``: packed by the placement)
+    words = (_pack_words(pos, yaw, scale) if records is None else np.ascontiguousarray(records, "<u4")).view(np.uint64)
 
     strings = bytearray()
     table = np.zeros(len(used), dtype=MODEL_DTYPE)
@@ -418,7 +416,7 @@ def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provena
         path,
         durable=durable,
         direct=direct,
-        yaw16=getattr(instances, "yaw16", None),
+        records=getattr(instances, "records", None),
         model_index=instances.model,
         pos=instances.pos,
         yaw=instances.yaw,

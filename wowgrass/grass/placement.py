@@ -169,8 +169,9 @@ class Instances:
     cell: np.ndarray  # (n,) u1
     models: list[str] = field(default_factory=list)
     #: what a strategy may hand on when it has them anyway (the bundle writer then skips a pass):
-    #: ``yaw`` in 1/65536 turns as u2, and the instances per cell (256, 8, 8) u2
-    yaw16: np.ndarray | None = None
+    #: the bundle's records as (n, 4) little-endian words (``pos`` is then a view of their first
+    #: three), and the instances per cell (256, 8, 8) u2
+    records: np.ndarray | None = None
     per_cell: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -338,11 +339,12 @@ def fan_surface(planes, first, u, v) -> np.ndarray:
     return z
 
 
-def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v):
+def _place_on_fan(tile_pos, planes, counts, chunk, r, c, u, v, out=None):
     """World float32 positions of cell-local (u, v) (per instance; both are overwritten) in the
     cells ``planes`` were made for, ``counts`` instances each; ``chunk``, ``r``, ``c`` are per
-    cell. Z is sampled at the stored float32 X/Y."""
-    out = np.empty((u.shape[0], 3), np.float32)
+    cell. Z is sampled at the stored float32 X/Y. ``out``: an (n, 3) float32 array (or view) to fill."""
+    if out is None:
+        out = np.empty((u.shape[0], 3), np.float32)
     bx = np.repeat(tile_pos[chunk, 0], counts)
     by = np.repeat(tile_pos[chunk, 1], counts)
     rows = np.repeat(r.astype(np.float64), counts)
@@ -663,7 +665,12 @@ class CoveragePlacement:
         slot = np.repeat(first_slot[at], n)
         slot += passed
         slot_model = np.asarray(catalog.slot_model)[urows].astype(np.int32)
-        pos = _place_on_fan(
+        # the bundle's records, (x, y, z, yaw | scale << 16) words: the positions land in place
+        records = np.empty((total, 4), "<u4")
+        pos = records[:, :3].view("<f4")
+        scale16 = min(max(round(float(np.float32(k.coverage_scale)) * 4096.0), 0), 65535)
+        np.bitwise_or(yaw16, np.uint32(scale16 << 16), out=records[:, 3], casting="unsafe")
+        _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
             fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
             n,
@@ -672,6 +679,7 @@ class CoveragePlacement:
             cell & 7,
             u,
             v,
+            out=pos,
         )
         return Instances(
             model=slot_model.reshape(-1).take(slot),
@@ -681,7 +689,7 @@ class CoveragePlacement:
             chunk=np.repeat(chunk.astype(np.uint16), n),
             cell=np.repeat(cell.astype(np.uint8), n),
             models=list(catalog.models),
-            yaw16=yaw16,
+            records=records,
             per_cell=np.minimum(clumps, 65535).astype(np.uint16),  # one instance a clump
         )
 
