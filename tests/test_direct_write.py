@@ -151,3 +151,27 @@ def test_bake_no_direct_io_on_the_command_line(world, tmp_path, monkeypatch):
         assert res.exit_code == 0, res.output
         out[flag] = sorted(Path(p).read_bytes() for p in (tmp_path / flag).rglob("*.wgb"))
     assert len(out["--direct-io"]) == 2 and out["--direct-io"] == out["--no-direct-io"]
+
+
+def test_background_writes_run_one_at_a_time_and_raise_where_waited_for():
+    import threading
+
+    from wowgrass.grass.bake import BackgroundWrites
+
+    writes, order, gate = BackgroundWrites(), [], threading.Event()
+    try:
+        writes.submit(lambda: (gate.wait(5), order.append("first")))
+        gate.set()
+        writes.submit(lambda: order.append("second"))  # waits for the first
+        writes.wait()
+        assert order == ["first", "second"]
+
+        def full():
+            raise OutputError(Path("x.wgb"), None, "no space left on the device")
+
+        writes.submit(full)
+        with pytest.raises(OutputError, match="no space left"):
+            writes.wait()
+        writes.wait()  # reported once
+    finally:
+        writes.close()

@@ -25,7 +25,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ import numpy as np
 
 from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
+from wowgrass.fileio import write_atomic
 from wowgrass.paths import cache_dir, find_table
 from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids,
                                       used_effect_ids, why_no_grass)
@@ -172,8 +173,6 @@ def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
     import json
     from datetime import datetime, timezone
 
-    from wowgrass.fileio import write_atomic
-
     folder = cache_dir() / "bundles" / map_name
     path = folder / SOURCES_FILE
     try:
@@ -229,6 +228,7 @@ def bake_tile(
     tile=None,
     folder: BundleFolder | None = None,
     direct: bool = False,
+    writes: BackgroundWrites | None = None,
 ) -> BakeResult:
     """Bake one tile into ``out`` (or its cache path); a valid bundle with the same key is kept.
 
@@ -236,7 +236,8 @@ def bake_tile(
     viewer needs it too); the provenance still hashes ``adt_bytes``. ``folder``: the cache
     folder's listing, when many tiles are baked (see :class:`BundleFolder`). ``direct``: write
     the bundle past the page cache where the system allows (a map's bake: nothing reads its
-    gigabytes back soon).
+    gigabytes back soon). ``writes``: the file is written (and the tile's older bundles pruned)
+    on that thread while the caller goes on; the caller waits for it before using the bundle.
     """
     from wowgrass.game.tiles import read_adt
 
@@ -282,10 +283,17 @@ def bake_tile(
     t3, c3 = time.perf_counter(), time.process_time()
     # the bundle's model table: catalogue model index -> info (only models in use get instances)
     table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))
-    B.write_instances_bundle(path, inst, table, prov, durable=out is not None, direct=direct)  # the cache is checksummed
+    if writes is not None:
+        writes.wait()  # the last bundle is on disk: its buffer may be reused
+    data = B.instances_bundle_data(inst, table, prov, direct=direct)
+
+    def write():
+        write_atomic(path, data, durable=out is not None, sweep=False)  # the cache is checksummed
+        if out is None:
+            folder.prune(path) if folder is not None else _prune(path)
+
+    writes.submit(write) if writes is not None else write()
     t4, c4 = time.perf_counter(), time.process_time()
-    if out is None:
-        folder.prune(path) if folder is not None else _prune(path)
     present = np.nonzero(inst.model_counts())[0]
     missing = [table[m].path for m in present.tolist() if not table[m].present]
     log.info("tile %d,%d: %s instances of %d models placed (%s) -> %s", col, row, f"{len(inst):,}", present.size,
@@ -339,6 +347,32 @@ def _prune(path: Path, existing: list[Path] | None = None) -> None:
                 other.unlink()
             except OSError:
                 pass
+
+
+class BackgroundWrites:
+    """Bundle writes on a thread of their own, one at a time: a bake worker places its next tile
+    while the disk takes the last bundle (a direct write waits for the device). :meth:`wait`
+    before the next bundle is built (it reuses the buffer) and before the bundles are reported;
+    a failed write raises there."""
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="wowgrass-bundle-write")
+        self._pending = None
+
+    def submit(self, fn) -> None:
+        self.wait()
+        self._pending = self._pool.submit(fn)
+
+    def wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 class BundleFolder:
@@ -538,7 +572,7 @@ def _worker_init(data_root, build, map_name, placement, constants, big_alpha, fo
     data = open_data(data_root, build=build, threads=threads)
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
-                   constants=constants, big_alpha=big_alpha, force=force, direct=direct,
+                   constants=constants, big_alpha=big_alpha, force=force, direct=direct, writes=BackgroundWrites(),
                    folder=BundleFolder(cache_dir() / "bundles" / map_name))
 
 
@@ -569,7 +603,7 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
                 raise raw
             res = bake_tile(raw, w["catalog"], map_name=w["map"], placement=w["placement"],
                             constants=w["constants"], models=w["models"], big_alpha=w["big_alpha"], adt_path=name,
-                            force=w["force"], folder=w["folder"], direct=w["direct"])
+                            force=w["force"], folder=w["folder"], direct=w["direct"], writes=w["writes"])
             res.seconds["read"] = read_s
             res.cpu_seconds["read"] = read_cpu
             out.append(res)
@@ -577,6 +611,7 @@ def _worker_bake(tiles: list[tuple[int, int]]) -> list[BakeResult | TileFailure]
             raise  # a full or read-only cache stops the map: every other tile would fail the same way
         except WowgrassError as exc:  # one bad tile does not stop the map (sent back as text)
             out.append(TileFailure((col, row), str(exc)))
+    w["writes"].wait()  # every bundle of the chunk on disk before it is reported
     return out
 
 
@@ -665,6 +700,7 @@ def _bake_chunks(args, chunks, jobs, record, results, failures, total) -> None:
             raise BakeInterrupted(results, failures, total, getattr(exc, "signum", signal.SIGINT)) from None
         finally:
             _WORKER.pop("data").close()
+            _WORKER.pop("writes").close()
             _WORKER.clear()
     else:
         release_threads()

@@ -412,10 +412,18 @@ def write_bundle(path, *, durable: bool = True, direct: bool = False, **kwargs) 
 def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,
                            durable: bool = True, direct: bool = False) -> Path:
     """Write a :class:`wowgrass.grass.placement.Instances` (its ``models`` indexes ``models``)."""
-    return write_bundle(
-        path,
-        durable=durable,
-        direct=direct,
+    return write_atomic(path, instances_bundle_data(instances, models, provenance, direct=direct), durable=durable,
+                        sweep=False)  # bake_map sweeps the folder
+
+
+def instances_bundle_data(instances, models: Sequence[ModelInfo], provenance: dict, *, direct: bool = False):
+    """The bundle file of :func:`write_instances_bundle`, to write later: a bytearray, or with
+    ``direct`` (where the system has O_DIRECT) an :class:`~wowgrass.fileio.AlignedBlock` in
+    this thread's aligned buffer, valid until the thread builds its next one."""
+    from wowgrass.fileio import direct_writes
+
+    return _bundle_buffer(
+        aligned=direct and direct_writes(),
         records=getattr(instances, "records", None),
         model_index=instances.model,
         pos=instances.pos,
