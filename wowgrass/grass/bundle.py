@@ -125,6 +125,11 @@ def yaw_turns16(yaw) -> np.ndarray:
     return yaw16
 
 
+def scale_word(scale) -> np.ndarray:
+    """Scale factors -> the stored 16-bit scale (4096 = 1.0, clamped), as uint32."""
+    return np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint32)
+
+
 def _pack_words(pos, yaw, scale) -> np.ndarray:
     """:func:`pack_instances` as (n, 4) little-endian words: x, y, z, then yaw | scale << 16."""
     pos = np.ascontiguousarray(pos, dtype="<f4").reshape(-1, 3)
@@ -134,7 +139,7 @@ def _pack_words(pos, yaw, scale) -> np.ndarray:
     scale = np.asarray(scale).reshape(-1)
     if scale.size and scale.min() == scale.max():  # one scale for all (the coverage placement): once
         scale = scale[:1]
-    s = np.clip(np.round(np.asarray(scale, dtype=np.float64) * 4096.0), 0, 65535).astype(np.uint32)
+    s = scale_word(scale)
     s <<= 16
     np.bitwise_or(yaw_turns16(yaw), s, out=words[:, 3], casting="unsafe")
     return words
@@ -399,14 +404,9 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
     return AlignedBlock(scratch, file_size) if aligned else buf
 
 
-def write_bundle(path, *, durable: bool = True, direct: bool = False, **kwargs) -> Path:
-    """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic).
-    ``direct``: past the page cache where the system allows (what a bake of many tiles wants:
-    see :func:`wowgrass.fileio.write_atomic`)."""
-    from wowgrass.fileio import direct_writes
-
-    data = _bundle_buffer(aligned=direct and direct_writes(), **kwargs)
-    return write_atomic(path, data, durable=durable, sweep=False)  # bake_map sweeps the folder
+def write_bundle(path, *, durable: bool = True, **kwargs) -> Path:
+    """:func:`bundle_bytes`, written atomically to ``path`` (``durable``: see write_atomic)."""
+    return write_atomic(path, _bundle_buffer(**kwargs), durable=durable, sweep=False)  # bake_map sweeps the folder
 
 
 def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provenance: dict, *,

@@ -57,6 +57,7 @@ import numpy as np
 from wowgrass.game.effects import NO_EFFECT_IDS
 from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE as UNIT
+from wowgrass.grass.bundle import scale_word
 
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
 PLACEMENT_VERSION = 2
@@ -668,8 +669,8 @@ class CoveragePlacement:
         # the bundle's records, (x, y, z, yaw | scale << 16) words: the positions land in place
         records = np.empty((total, 4), "<u4")
         pos = records[:, :3].view("<f4")
-        scale16 = min(max(round(float(np.float32(k.coverage_scale)) * 4096.0), 0), 65535)
-        np.bitwise_or(yaw16, np.uint32(scale16 << 16), out=records[:, 3], casting="unsafe")
+        scale16 = scale_word(np.float32(k.coverage_scale))   # as the writer packs a float32 scale
+        np.bitwise_or(yaw16, scale16 << np.uint32(16), out=records[:, 3], casting="unsafe")
         _place_on_fan(
             np.asarray(tile.positions, dtype=np.float64),
             fan_planes(np.asarray(tile.heights, dtype=np.float64), cells),
