@@ -131,6 +131,8 @@ def info(loaded, as_json):
 
 
 def _echo_liquid(lq: dict) -> None:
+    for note in lq.get("notes", ()):
+        click.echo(f"  note: {note}")
     if not lq["layers"]:
         click.echo("  liquid: none" + (" (MH2O present, no layers)" if lq["mh2o"] else ""))
         return

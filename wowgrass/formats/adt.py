@@ -32,6 +32,7 @@ import numpy as np
 from wowgrass.binary import cstring
 from wowgrass.errors import FormatError, TruncatedError
 from wowgrass.formats.chunks import HEADER_SIZE, disk_tag, iter_chunks, tag_u32, write_chunk
+from wowgrass.formats.liquid import mh2o_reach
 
 # --- constants ---------------------------------------------------------------------------------
 VERSION = 18
@@ -269,6 +270,7 @@ class AdtTile:
     extra_subchunks: dict = field(default_factory=dict)   # chunk -> [(tag, payload)]
     mh2o: bytes | None = None
     mh2o_offset: int | None = None               # file offset of the MH2O payload (as read)
+    mh2o_beyond: bytes | None = None             # file bytes past MH2O that its offsets reach (as read)
     mfbo: bytes | None = None
     mtxf: bytes | None = None
     mhdr_flags: int = 0
@@ -561,6 +563,7 @@ class _Reader:
         tile = AdtTile(textures=textures, models=models, wmos=wmos, mddf=mddf, modf=modf,
                        big_alpha=self.big_alpha, doodad_map_msb_first=self.msb_first,
                        mh2o=raw[b"MH2O"], mh2o_offset=top[b"MH2O"].data_offset if b"MH2O" in top else None,
+                       mh2o_beyond=_mh2o_beyond(buf, top.get(b"MH2O")),
                        mfbo=raw[b"MFBO"], mtxf=raw[b"MTXF"], mhdr_flags=mhdr_flags,
                        mcin=mcin_arr, extra_before=before, extra_after=after, version=version, path=path,
                        **self._mcnks(np.array(mcnk, np.int64)))
@@ -845,6 +848,16 @@ class _Reader:
                 warnings.warn(f"{self.path or '<bytes>'}: MCNK {i}: {e - s} unreadable bytes at offset {s} dropped",
                               stacklevel=4)
         return out
+
+
+def _mh2o_beyond(buf, chunk) -> bytes | None:
+    """The file's bytes past an MH2O chunk that its offsets reach (a map editor's tiles have them):
+    the client reads there, so :func:`~wowgrass.formats.liquid.read_mh2o` does too."""
+    if chunk is None:
+        return None
+    size = len(chunk.payload)
+    reach = mh2o_reach(memoryview(buf)[chunk.data_offset:], size)
+    return bytes(buf[chunk.data_offset + size:chunk.data_offset + reach]) if reach > size else None
 
 
 def _strings(payload) -> list[str]:

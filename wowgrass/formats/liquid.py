@@ -137,6 +137,7 @@ class TileLiquid:
     fishable: np.ndarray = field(default_factory=lambda: np.zeros(256, "<u8"))   # MH2O attributes
     deep: np.ndarray = field(default_factory=lambda: np.zeros(256, "<u8"))
     has_attributes: np.ndarray = field(default_factory=lambda: np.zeros(256, bool))
+    notes: list = field(default_factory=list)    # tolerances met while reading (offsets past the chunk)
 
     def chunks(self) -> np.ndarray:
         """Sorted MCNK indices that hold at least one layer with liquid cells."""
@@ -181,6 +182,7 @@ class TileLiquid:
             "types": sorted(types.values(), key=lambda d: d["id"]),
             "height": {"min": lo, "max": hi},
             "vertex_formats": formats,
+            "notes": list(self.notes),
         }
 
 
@@ -304,40 +306,104 @@ def _vertex_bytes(fmt: int, n: int) -> int:
     return n * (4 * h + 4 * uv + d)
 
 
-def read_mh2o(payload, path: str | None = None, offset: int = 0) -> TileLiquid:
-    """Decode an MH2O chunk's payload; ``offset`` is its file offset (for error messages)."""
-    buf = bytes(payload)
-    size = len(buf)
-    if size < MH2O_HEADERS_SIZE:
-        raise TruncatedError(f"MH2O: 256 chunk headers need {MH2O_HEADERS_SIZE} bytes, the chunk has {size}",
-                             path=path, offset=offset)
+def _mh2o_records(buf, end: int):
+    """Headers, and per instance its chunk and start offset: the instances of chunks with layers whose
+    instance arrays lie within the first ``end`` bytes (the others are the caller's error)."""
     headers = np.frombuffer(buf, MH2O_HEADER_DTYPE, 256)
     counts = headers["layer_count"].astype(np.int64)
     ofs_inst = headers["offset_instances"].astype(np.int64)
+    fits = np.where((counts > 0) & (ofs_inst + 24 * counts <= end), counts, 0)
+    chunk = np.repeat(np.arange(256), fits)
+    starts = np.repeat(ofs_inst, fits) + 24 * (np.arange(len(chunk)) - np.repeat(np.cumsum(fits) - fits, fits))
+    return headers, counts, ofs_inst, chunk, starts
+
+
+def mh2o_reach(view, size: int) -> int:
+    """How far past its start the client reads an MH2O chunk of ``size`` bytes, given ``view``
+    (the chunk's payload followed by the rest of the file): its headers, then for each chunk WITH
+    layers the instances, attributes, exists bitmaps and vertex data. Only chunks with layers count:
+    the client never reads the attributes of a chunk without layers. Never less than ``size``; capped
+    at ``len(view)`` (what lies past the file is :func:`read_mh2o`'s error to report)."""
+    end = len(view)
+    if size < MH2O_HEADERS_SIZE:
+        return size
+    headers, counts, ofs_inst, chunk, starts = _mh2o_records(view, end)
+    lay = counts > 0
+    if not lay.any():
+        return size
     ofs_attr = headers["offset_attributes"].astype(np.int64)
+    reach = max(size, int((ofs_inst + 24 * counts)[lay].max()))
+    has_attr = lay & (ofs_attr != 0)
+    if has_attr.any():
+        reach = max(reach, int((ofs_attr + MH2O_ATTRIBUTES_SIZE)[has_attr].max()))
+    if reach > end or not len(starts):
+        return min(reach, end)
+    inst = np.frombuffer(b"".join(bytes(view[s:s + 24]) for s in starts.tolist()), MH2O_INSTANCE_DTYPE)
+    w, h = inst["width"].astype(np.int64), inst["height"].astype(np.int64)
+    ofs_ex, ofs_v = inst["offset_exists"].astype(np.int64), inst["offset_vertices"].astype(np.int64)
+    nbytes = (w * h + 7) // 8
+    ex = (ofs_ex != 0) & (nbytes > 0)
+    if ex.any():
+        reach = max(reach, int((ofs_ex + nbytes)[ex].max()))
+    for k in np.flatnonzero((ofs_v != 0) & np.isin(inst["format"], list(_LVF_PARTS))).tolist():
+        reach = max(reach, int(ofs_v[k]) + _vertex_bytes(int(inst["format"][k]), (int(w[k]) + 1) * (int(h[k]) + 1)))
+    return min(reach, end)
+
+
+def read_mh2o(payload, path: str | None = None, offset: int = 0, *, beyond: bytes = b"") -> TileLiquid:
+    """Decode an MH2O chunk's payload; ``offset`` is its file offset (for error messages).
+
+    ``beyond``: the file's bytes right after the chunk, as far as :func:`mh2o_reach` says the client
+    reads. Offsets that leave the chunk but stay in those bytes are read as the client reads them,
+    with a note in ``TileLiquid.notes``; the attributes of a chunk without layers are never read
+    (the client does not), so a bad offset there is a note, never an error.
+    """
+    size = len(payload)
+    buf = bytes(payload) + bytes(beyond)
+    end = len(buf)
+    notes: list[str] = []
+    if size < MH2O_HEADERS_SIZE:
+        raise TruncatedError(f"MH2O: 256 chunk headers need {MH2O_HEADERS_SIZE} bytes, the chunk has {size}",
+                             path=path, offset=offset)
+    headers, counts, ofs_inst, chunk, starts = _mh2o_records(buf, end)
+    ofs_attr = headers["offset_attributes"].astype(np.int64)
+    past: dict[str, list[int]] = {}
 
     def fail(reason, at, cls=FormatError):
         raise cls(f"MH2O: {reason}", path=path, offset=offset + int(at))
 
-    bad = (counts > 0) & (ofs_inst + counts * 24 > size)
+    def where(what: str, chunks, ends) -> None:
+        """Note the chunks whose ``what`` runs past the chunk (but not past the file)."""
+        out = np.asarray(chunks)[np.asarray(ends) > size]
+        if len(out):
+            past.setdefault(what, []).extend(np.unique(out).tolist())
+
+    bad = (counts > 0) & (ofs_inst + counts * 24 > end)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         fail(f"chunk {i}: {int(counts[i])} instances at +{int(ofs_inst[i])} need {int(counts[i]) * 24} bytes, "
              f"the chunk has {size}", 12 * i, TruncatedError)
-    has_attr = ofs_attr != 0
-    bad = has_attr & (ofs_attr + MH2O_ATTRIBUTES_SIZE > size)
+    lay = counts > 0
+    where("instances", np.flatnonzero(lay), (ofs_inst + counts * 24)[lay])
+    attr_end = ofs_attr + MH2O_ATTRIBUTES_SIZE
+    has_attr = (ofs_attr != 0) & (lay | (attr_end <= size))   # chunks without layers: only when inside
+    ignored = np.flatnonzero((ofs_attr != 0) & ~lay & (attr_end > size))
+    if len(ignored):
+        notes.append(f"MH2O: {len(ignored)} chunk header(s) without liquid layers point their attributes past "
+                     f"the chunk (chunks {', '.join(map(str, ignored[:8].tolist()))}"
+                     f"{', ...' if len(ignored) > 8 else ''}); the client never reads them: ignored")
+    bad = has_attr & (attr_end > end)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         fail(f"chunk {i}: attributes at +{int(ofs_attr[i])} run past the chunk ({size} bytes)", 12 * i + 8,
              TruncatedError)
+    where("attributes", np.flatnonzero(has_attr), attr_end[has_attr])
     attrs = np.zeros((256, 2), "<u8")
     if has_attr.any():
         sel = np.flatnonzero(has_attr)
         raw = np.frombuffer(b"".join(buf[o:o + 16] for o in ofs_attr[sel].tolist()), "<u8").reshape(-1, 2)
         attrs[sel] = raw
 
-    chunk = np.repeat(np.arange(256), counts)
-    starts = np.repeat(ofs_inst, counts) + 24 * (np.arange(len(chunk)) - np.repeat(np.cumsum(counts) - counts, counts))
     inst = np.frombuffer(b"".join(buf[s:s + 24] for s in starts.tolist()), MH2O_INSTANCE_DTYPE) if len(chunk) else \
         np.zeros(0, MH2O_INSTANCE_DTYPE)
     n = len(inst)
@@ -368,11 +434,12 @@ def read_mh2o(payload, path: str | None = None, offset: int = 0) -> TileLiquid:
     ofs_ex = inst["offset_exists"].astype(np.int64)
     nbytes = (w * h + 7) // 8
     has_ex = (ofs_ex != 0) & (nbytes > 0)
-    bad = has_ex & (ofs_ex + nbytes > size)
+    bad = has_ex & (ofs_ex + nbytes > end)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         fail(f"chunk {int(chunk[k])}: exists bitmap of {int(nbytes[k])} bytes at +{int(ofs_ex[k])} runs past the "
              f"chunk ({size} bytes)", int(starts[k]) + 16, TruncatedError)
+    where("exists bitmaps", chunk[has_ex], (ofs_ex + nbytes)[has_ex])
     bits = np.full(n, np.uint64(0xFFFFFFFFFFFFFFFF), "<u8")
     if has_ex.any():
         sel = np.flatnonzero(has_ex)
@@ -399,9 +466,10 @@ def read_mh2o(payload, path: str | None = None, offset: int = 0) -> TileLiquid:
         f = int(fmt[k])
         o = int(ofs_v[k])
         nb = _vertex_bytes(f, nv)
-        if o + nb > size:
+        if o + nb > end:
             fail(f"chunk {int(chunk[k])}: {LVF_NAMES[f]} vertex data of {nb} bytes at +{o} runs past the chunk "
                  f"({size} bytes)", int(starts[k]) + 20, TruncatedError)
+        where("vertex data", [int(chunk[k])], [o + nb])
         has_h, has_uv, has_d = _LVF_PARTS[f]
         rows = slice(int(y[k]), int(y[k]) + int(h[k]) + 1)
         cols = slice(int(x[k]), int(x[k]) + int(w[k]) + 1)
@@ -419,8 +487,13 @@ def read_mh2o(payload, path: str | None = None, offset: int = 0) -> TileLiquid:
             p += 4 * nv
         if has_d:
             out["depth"][k, rows, cols] = np.frombuffer(buf, "u1", nv, p).reshape(shape)
+    for what, chunks in past.items():
+        chunks = sorted(set(chunks))
+        notes.append(f"MH2O: the {what} of {len(chunks)} chunk(s) (chunks {', '.join(map(str, chunks[:8]))}"
+                     f"{', ...' if len(chunks) > 8 else ''}) lie past the MH2O chunk; read from the bytes that "
+                     f"follow it in the file, as the client reads them")
     return TileLiquid(layers=out, source=SOURCE_MH2O, fishable=attrs[:, 0].copy(), deep=attrs[:, 1].copy(),
-                      has_attributes=has_attr.copy())
+                      has_attributes=has_attr.copy(), notes=notes)
 
 
 def write_mh2o(liquid: TileLiquid) -> bytes:
@@ -555,7 +628,8 @@ def tile_liquid(adt) -> TileLiquid:
     """The liquids of an :class:`~wowgrass.formats.adt.AdtTile`: its MH2O when it has one, else the
     MCLQ payloads of its chunks."""
     if adt.mh2o is not None:
-        return read_mh2o(adt.mh2o, adt.path, getattr(adt, "mh2o_offset", None) or 0)
+        return read_mh2o(adt.mh2o, adt.path, getattr(adt, "mh2o_offset", None) or 0,
+                         beyond=getattr(adt, "mh2o_beyond", None) or b"")
     parts = []
     offsets = getattr(adt, "liquid_offsets", None)
     for i, payload in enumerate(adt.liquids):

@@ -107,6 +107,8 @@ def adt_liquid_mesh(adt, types, *, by_type: bool = False, merged: bool = False, 
     except FormatError as exc:
         log.warning("liquid of %s not drawn: %s", adt.path or "tile", exc)
         return ({} if by_type else LiquidMesh()), str(exc)
+    for note in liq.notes:
+        log.info("%s: %s", adt.path or "tile", note)
     lay = liq.layers
     kinds = types.kinds(lay["type"], lay["format"]) if liq.source == SOURCE_MH2O else lay["kind"].astype(np.uint8)
     kinds = np.where(kinds > 3, 0, kinds)
