@@ -56,6 +56,12 @@ flat in float v_slice;
 in float v_dist;
 out vec4 f_color;
 
+// A ripple of k radians a unit, over a pixel that spans w units: 1 while the pixel resolves it,
+// fading to 0 (the wave's mean) before it would alias into bands on far water.
+float resolved(float k, float w) {
+    return 1.0 - smoothstep(0.04, 0.2, k * w * 0.15915494);
+}
+
 void main() {
 #if defined WIREFRAME
     f_color = vec4(0.35, 0.65, 0.95, 1.0);
@@ -65,9 +71,14 @@ void main() {
     int k = clamp(v_kind, 0, 3);
     bool wet = k < 2;                 // water and ocean ripple and reflect
     float t = uTime;
+    // the screen footprint (world units and uv a pixel), taken before any branch
+    float fw = max(length(dFdx(v_world.xy)), length(dFdy(v_world.xy)));
+    float fuv = max(length(dFdx(v_uv)), length(dFdy(v_uv)));
     vec2 w1 = v_world.xy * 0.41 + vec2(t * 0.9, t * 0.55);
     vec2 w2 = v_world.xy * vec2(0.23, 0.29) - vec2(t * 0.6, -t * 0.8);
-    vec2 slope = wet ? 0.08 * vec2(cos(w1.x) + 0.6 * cos(w2.y + w1.y * 0.3), sin(w1.y) + 0.6 * sin(w2.x)) : vec2(0.0);
+    float a1 = resolved(0.41, fw);
+    vec2 slope = wet ? 0.08 * vec2(a1 * cos(w1.x) + 0.6 * resolved(0.42, fw) * cos(w2.y + w1.y * 0.3),
+                                   a1 * sin(w1.y) + 0.6 * resolved(0.23, fw) * sin(w2.x)) : vec2(0.0);
     vec2 uv = v_uv + slope * 0.15 + (wet ? vec2(0.0) : vec2(t * 0.01, t * 0.004));
     vec3 base;
     if (uHasTexture[k] > 0.5) {
@@ -77,7 +88,7 @@ void main() {
         float f1 = float(k) * 30.0 + mod(frame + 1.0, 30.0);
         base = mix(texture(uFrames, vec3(uv, f0)).rgb, texture(uFrames, vec3(uv, f1)).rgb, fract(step));
     } else {
-        float grain = 0.5 + 0.5 * sin(uv.x * 25.0 + slope.x * 30.0) * sin(uv.y * 23.0 - slope.y * 30.0);
+        float grain = 0.5 + 0.5 * resolved(25.0, fuv) * sin(uv.x * 25.0 + slope.x * 30.0) * sin(uv.y * 23.0 - slope.y * 30.0);
         base = uKindColour[k].rgb * (0.85 + 0.3 * grain);
     }
     if (wet && uWaterLight[0].w > 0.5) {
