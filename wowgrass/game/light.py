@@ -591,7 +591,7 @@ class MapLight:
                 v = self._values32[i]
                 a, b = acc[:nc], v[:nc]
                 lerp = np.where(b < a, a - (a - b) * t, (b - a) * t + a)
-                acc[:nc] = np.rint(lerp - _F32(0.5))
+                acc[:nc] = np.rint(lerp - _F32(0.5)) + _F32(0.0)   # (the client's bytes: no -0)
                 for k in (nc, nc + 1, nc + 3):
                     fa, fb = acc[k], v[k]
                     acc[k] = fa - (fa - fb) * t if fb < fa else (fb - fa) * t + fa
@@ -687,7 +687,13 @@ def resolve_map(source, name) -> tuple[int, str]:
     rows = read_map_table(raw, MAP_TABLE) if raw is not None else []
     if text.lstrip("-").isdigit():
         mid = int(text)
-        return mid, next((d for i, d in rows if i == mid), text)
+        if not rows:
+            return mid, text
+        known = next((d for i, d in rows if i == mid), None)
+        if known is None:
+            raise UsageError(f"--map {text}: no map with that ID in Map.dbc (IDs {min(i for i, _ in rows)} to "
+                             f"{max(i for i, _ in rows)})")
+        return mid, known
     for mid, directory in rows:
         if directory.lower() == text.lower():
             return mid, directory
