@@ -598,6 +598,12 @@ class MapLight:
         self.blend[:] = acc
         return self.blend
 
+    def lights_used(self) -> list[dict]:
+        """The lights of the last :meth:`evaluate` in the order blended (the global first): ID,
+        blend factor (``weight``) and share of the result (``share``; they sum to 1)."""
+        return [{"id": int(self.ids[i]), "weight": float(self.weights[i]), "share": float(self.shares[i])}
+                for i in [self.global_index, *self.blend_order]]
+
     # ---- results by name
     def result(self, position, half_minutes: float, *, under_water: bool = False) -> dict:
         """The JSON-ready light: colours by band (0..255), floats by band (fog end in yards), the

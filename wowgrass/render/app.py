@@ -359,9 +359,9 @@ def describe_light(viewer) -> dict | None:
     ml = zl.map_light
     sl = zl.at(viewer.camera.position)
     return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build,
-            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in range(len(ml))
-                       if ml.weights[i] > 0],
+            "lights": ml.lights_used(), "under_water": ml.slot == 1,
             "sun_dir": list(sl.sun_dir), "sun_color": list(sl.sun_color), "ambient": list(sl.ambient),
+            "model_ambient": list(sl.model_ambient), "model_diffuse": list(sl.model_diffuse),
             "fog_color": list(sl.fog_color), "fog": list(sl.fog)}
 
 

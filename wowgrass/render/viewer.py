@@ -117,10 +117,12 @@ class ZoneLight:
     def step(self, half_minutes: int) -> None:
         self.clock = (self.clock + int(half_minutes)) % 2880
 
-    def at(self, position):
+    def at(self, position, *, under_water: bool = False):
+        """The light at ``position`` (the client's under-water set while the camera is below a
+        liquid surface)."""
         from wowgrass.game.light import scene_light
 
-        self.last = scene_light(self.map_light, position, self.clock)
+        self.last = scene_light(self.map_light, position, self.clock, under_water=under_water)
         return self.last
 
 
@@ -168,11 +170,12 @@ class Viewer:
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame, gpu_bytes=self._memory.total())
         px, py, pz = (float(v) for v in cam.position)
         zl, lt = self.zone_light, self.light
-        base_fog, water = self.fog, None
+        base_fog, water, model_light = self.fog, None, None
         sun_dir, sun_color, ambient = lt.sun_dir, lt.sun_color, lt.ambient
         if zl is not None:  # the light tables at the camera, for the hour
-            sl = zl.at(cam.position)
-            base_fog, water = sl.fog, sl.water
+            level = sc.liquid_level(px, py) if hasattr(sc, "liquid_level") else None
+            sl = zl.at(cam.position, under_water=level is not None and pz < level)
+            base_fog, water, model_light = sl.fog, sl.water, (sl.model_ambient, sl.model_diffuse)
             sun_dir, sun_color, ambient = sl.sun_dir, sl.sun_color, sl.ambient
             self.colour_pass.clear = sl.fog_color
             if zl.sky is not None:
@@ -194,7 +197,7 @@ class Viewer:
         cam.near = min(max(NEAR, 0.01 * above), 4.0)
         self.views = self._frame_views(cam, tg)
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,
-                      sun_dir=sun_dir, sun_color=sun_color, ambient=ambient, water=water)
+                      sun_dir=sun_dir, sun_color=sun_color, ambient=ambient, water=water, model_light=model_light)
         if zl is not None:
             frame.fog_color = zl.last.fog_color
         self._frame += 1
