@@ -561,3 +561,40 @@ def test_view_clock_over_a_real_tile_takes_the_real_tables(tmp_path, realdata, e
     assert sum(li["share"] for li in light["lights"]) == pytest.approx(1.0)
     red, green, blue = light["fog_color"]
     assert red > green > blue
+
+
+def test_frame_block_carries_the_model_colours():
+    from types import SimpleNamespace
+
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.frame import _MODEL, Frame, FrameUniforms
+    from wowgrass.render.views import View
+
+    u = FrameUniforms(SimpleNamespace(info={"GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT": 256}))
+    view = View(Camera(position=np.array([1.0, 2.0, 3.0])), (0, 0, 64, 64))
+    assert not u.pack(Frame(views=[view]), view)[_MODEL:_MODEL + 8].any()
+    on = u.pack(Frame(views=[view], model_light=((0.1, 0.2, 0.3), (0.4, 0.5, 0.6))), view)
+    assert np.allclose(on[_MODEL:_MODEL + 8], [0.1, 0.2, 0.3, 1.0, 0.4, 0.5, 0.6, 0.0])
+
+
+def test_a_resident_tile_knows_its_liquid_surface_for_the_under_water_light(realdata):
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.formats.liquid import tile_liquid
+    from wowgrass.render.world.tile_payload import TileGround
+
+    adt = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes())
+    ground = TileGround(adt)
+    lay = tile_liquid(adt).layers
+    k = int(np.flatnonzero(lay["exists"].reshape(len(lay), 64).any(1))[0])
+    r, c = (int(v[0]) for v in np.nonzero(lay["exists"][k]))
+    ch = int(lay["chunk"][k])
+    x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
+    y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
+    level = ground.liquid_level(x, y)
+    same = lay[(lay["chunk"] == ch) & lay["exists"][:, r, c]]
+    assert level == pytest.approx(float(same["heights"][:, r:r + 2, c:c + 2].mean(axis=(1, 2)).max()), abs=1e-3)
+    dry = np.argwhere(~tile_liquid(adt).cells())[0]
+    ch, r, c = (int(v) for v in dry)
+    x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
+    y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
+    assert ground.liquid_level(x, y) is None

@@ -173,7 +173,6 @@ class Scene:
             self.grass.upload_budget = 0
         self.doodads = DoodadSet(ctx, programs)
         self.liquids = LiquidSet(ctx, programs)
-        self._liquid_layers: dict = {}  # tile -> (its AdtTile, its liquid layers): liquid_level's
         self.wmos = WmoSet(ctx, programs)
         # a far tile keeps the levels a tile beyond reach is drawn at: from the reach's band on
         self.terrain = TerrainSet(ctx, programs, indirect=indirect, far_level=far_level_for(self.reach))
@@ -445,7 +444,6 @@ class Scene:
 
     def _unload(self, key):
         t = self.tiles.pop(key, None)
-        self._liquid_layers.pop(key, None)
         if t is None:
             return
         self.version += 1
@@ -589,38 +587,10 @@ class Scene:
 
     def liquid_level(self, x: float, y: float) -> float | None:
         """The highest liquid surface over (x, y) where a resident tile has liquid in that cell,
-        else None (the light's under-water slot; the tile's layers are read once)."""
-        key = tile_of(x, y)
-        t = self.tiles.get(key)
-        if t is None or t.adt is None:
-            return None
-        cache = self._liquid_layers
-        got = cache.get(key)
-        if got is None or got[0] is not t.adt:
-            from wowgrass.errors import FormatError
-            from wowgrass.formats.liquid import tile_liquid
-
-            try:
-                layers = tile_liquid(t.adt).layers
-            except FormatError:   # the tile's liquid is reported (and dropped) where it is drawn
-                layers = None
-            got = cache[key] = (t.adt, layers)
-        layers = got[1]
-        if layers is None or not len(layers):
-            return None
-        ch = int(t.adt.chunk_index_at(x, y))
-        if ch < 0:
-            return None
-        from wowgrass.formats.adt import CHUNK_SIZE
-
-        cell = CHUNK_SIZE / 8.0
-        r = min(max(int((float(t.adt.positions[ch, 0]) - x) // cell), 0), 7)
-        c = min(max(int((float(t.adt.positions[ch, 1]) - y) // cell), 0), 7)
-        mine = layers[(layers["chunk"] == ch)]
-        mine = mine[mine["exists"][:, r, c]]
-        if not len(mine):
-            return None
-        return float(mine["heights"][:, r:r + 2, c:c + 2].mean(axis=(1, 2)).max())
+        else None (the light's under-water slot)."""
+        t = self.tiles.get(tile_of(x, y))
+        level = getattr(t.adt, "liquid_level", None) if t is not None and t.adt is not None else None
+        return level(x, y) if level is not None else None
 
     def release(self):
         """Stop the worker (the tile it is loading finishes, nothing queued starts) and wait for it,

@@ -5,11 +5,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.formats.adt import AdtTile
+from wowgrass.formats.adt import CHUNK_SIZE, AdtTile
 from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..sources.grass_cpu import group_by_chunk
 from ..sources.terrain import build_far_arrays, build_terrain_arrays
+
+
+def liquid_tops(adt) -> np.ndarray | None:
+    """(256, 8, 8) float32: the highest liquid surface of each cell (its four corners' mean), NaN
+    where no layer has liquid; None for a tile without liquid (or whose liquid does not parse:
+    the scene reports that where it draws it)."""
+    from wowgrass.errors import FormatError
+    from wowgrass.formats.liquid import tile_liquid
+
+    try:
+        layers = tile_liquid(adt).layers
+    except (FormatError, AttributeError):
+        return None
+    if not len(layers):
+        return None
+    h = layers["heights"].astype(np.float32)
+    mean = (h[:, :-1, :-1] + h[:, 1:, :-1] + h[:, :-1, 1:] + h[:, 1:, 1:]) * np.float32(0.25)
+    top = np.full((256, 8, 8), -np.inf, np.float32)
+    np.maximum.at(top, layers["chunk"].astype(np.int64), np.where(layers["exists"], mean, -np.inf))
+    top[np.isinf(top)] = np.nan
+    return top
 
 
 class TileGround:
@@ -21,6 +42,20 @@ class TileGround:
         self.positions = np.array(adt.positions, np.float32)
         self.heights = np.array(adt.heights, np.float32)
         self.index_xy = np.array(adt.index_xy)
+        self.liquid_top = liquid_tops(adt)
+
+    def liquid_level(self, x: float, y: float) -> float | None:
+        """The highest liquid surface over (x, y) in this tile (its cell's mean), else None."""
+        if self.liquid_top is None:
+            return None
+        ch = int(self.chunk_index_at(x, y))
+        if ch < 0:
+            return None
+        cell = CHUNK_SIZE / 8.0
+        r = min(max(int((float(self.positions[ch, 0]) - x) // cell), 0), 7)
+        c = min(max(int((float(self.positions[ch, 1]) - y) // cell), 0), 7)
+        top = float(self.liquid_top[ch, r, c])
+        return None if top != top else top
 
     chunk_index_at = AdtTile.chunk_index_at
     _fan = AdtTile._fan
