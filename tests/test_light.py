@@ -349,8 +349,8 @@ def test_under_water_and_storm_take_their_parameter_slots():
 def test_models_and_wmos_take_colours_half_way_between_ambient_and_diffuse():
     amb, dif = model_colors((100, 50, 250), (200, 51, 0))
     # ambient: a + floor((d - a) / 2) + 16, at most 255; diffuse: d + floor((a - d) / 2)
-    assert amb.tolist() == [166, 66, 141] and dif.tolist() == [150, 50, 125]
-    assert model_colors((250, 0, 0), (255, 0, 0))[0].tolist() == [255, 16, 16]
+    assert amb == (166, 66, 141) and dif == (150, 50, 125)
+    assert model_colors((250, 0, 0), (255, 0, 0))[0] == (255, 16, 16)
 
 
 def test_the_clients_light_direction_by_the_hour():

@@ -324,15 +324,15 @@ def client_sun_direction(half_minutes: float) -> np.ndarray:
     return -d / np.linalg.norm(d)
 
 
-def model_colors(ambient, diffuse, *, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def model_colors(ambient, diffuse, *, exact: bool = False) -> tuple[tuple, tuple]:
     """The colours models and WMOs are lit with outdoors (DNUpdateColors), from the blended ambient
-    and diffuse (0..255): (ambient pulled half-way to the diffuse and lifted by 16, at most 255;
-    the diffuse pulled half-way to the ambient), each half-way step rounded down per channel."""
-    a = np.asarray(ambient, np.float64)
-    d = np.asarray(diffuse, np.float64)
-    if exact:
-        return np.minimum(a + (d - a) / 2 + 16, 255.0), d + (a - d) / 2
-    return np.minimum(a + np.floor((d - a) / 2) + 16, 255.0), d + np.floor((a - d) / 2)
+    and diffuse (0..255, three channels each): (ambient pulled half-way to the diffuse and lifted
+    by 16, at most 255; the diffuse pulled half-way to the ambient), each half-way step rounded
+    down per channel (plain floats: the view calls this every frame)."""
+    half = (lambda x, y: x + (y - x) / 2) if exact else (lambda x, y: x + math.floor((y - x) / 2))
+    a, d = [float(x) for x in ambient], [float(x) for x in diffuse]
+    return (tuple(min(half(x, y) + 16.0, 255.0) for x, y in zip(a, d)),
+            tuple(half(y, x) for x, y in zip(a, d)))
 
 
 # The rules light show names where the decodes disagree (docs/light.md, client.md section 6).
