@@ -419,6 +419,11 @@ class MapLight:
         self._near = np.zeros(n_local, bool)
         self._order = np.arange(n_local)
         self._active = np.zeros(n_local, np.int64)
+        self._lerp_lo = np.zeros(BANDS_PER_SET * 3, _F32)   # SkyLerp's buffers
+        self._lerp_hi = np.zeros(BANDS_PER_SET * 3, _F32)
+        self._lerp_less = np.zeros(BANDS_PER_SET * 3, bool)
+        # the floats a blend moves: fog end, fog start scaler, cloud density
+        self._blended_floats = np.array([0, 1, 3]) + BANDS_PER_SET * 3
         self._slot_rows: dict[int, tuple] = {}
         self._slot_values: dict[int, tuple] = {}
         self._time = None
@@ -503,7 +508,8 @@ class MapLight:
         else:
             inside = d2 < self._end2[cand]
         self.active = cand[inside]
-        self._keys = dict(zip(self.active.tolist(), d2[inside].tolist()))
+        self._act_d2 = d2[inside]
+        self._keys = dict(zip(self.active.tolist(), self._act_d2.tolist()))
         return self.active.tolist()
 
     def _before(self, a: int, b: int) -> bool:
@@ -564,37 +570,51 @@ class MapLight:
             self.blend[:] = self._values[gi]
             return self.blend
         nc = BANDS_PER_SET * 3
-        q = np.array([px, py, pz], _F32)
+        # each light's factor (DNAddLight, float32): 1 inside the falloff start, else
+        # 1 - (d - start)/(end - start), not below 0
+        act = self.active
+        dist = np.sqrt(self._act_d2)
+        r1, r2 = self._start32[act], self._end32[act]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = _F32(1.0) - (dist - r1) / (r2 - r1)
+        fac = dict(zip(act.tolist(), np.where(r1 < dist, np.where(g >= 0, g, _F32(0.0)), _F32(1.0)).tolist()))
         if self.exact:
             acc = self._values[gi].copy()
         else:
             acc = self._values32[gi].copy()
+            lo, hi, less = self._lerp_lo, self._lerp_hi, self._lerp_less
+        fidx = self._blended_floats
+        rest = 1.0
+        for i in reversed(order):       # shares: what the lights blended after each one leave of it
+            f = fac[i]
+            s[i] = f * rest
+            rest *= 1.0 - f
+        s[gi] = rest
         for i in order:
-            d = self._pos32[i] - q
-            dist = float(np.sqrt(_F32(d[1] * d[1] + d[2] * d[2] + d[0] * d[0])))
-            r1, r2 = float(self._start32[i]), float(self._end32[i])
-            f = 1.0
-            if r1 < dist:
-                g = float(_F32(1.0) - _F32(_F32(dist) - _F32(r1)) / _F32(_F32(r2) - _F32(r1))) if r2 != r1 else -1.0
-                f = g if g >= 0.0 else 0.0
+            f = fac[i]
             w[i] = f
-            for j in s.nonzero()[0]:
-                s[j] *= 1.0 - f
-            s[i] = f
             if self.exact:
                 v = self._values[i]
                 acc[:nc] += (v[:nc] - acc[:nc]) * f
-                acc[nc:nc + 2] += (v[nc:nc + 2] - acc[nc:nc + 2]) * f
-                acc[nc + 3] += (v[nc + 3] - acc[nc + 3]) * f
-            else:
-                t = _F32(f)
-                v = self._values32[i]
-                a, b = acc[:nc], v[:nc]
-                lerp = np.where(b < a, a - (a - b) * t, (b - a) * t + a)
-                acc[:nc] = np.rint(lerp - _F32(0.5)) + _F32(0.0)   # (the client's bytes: no -0)
-                for k in (nc, nc + 1, nc + 3):
-                    fa, fb = acc[k], v[k]
-                    acc[k] = fa - (fa - fb) * t if fb < fa else (fb - fa) * t + fa
+                acc[fidx] += (v[fidx] - acc[fidx]) * f
+                continue
+            t = _F32(f)
+            v = self._values32[i]
+            a, b = acc[:nc], v[:nc]
+            # SkyLerp: from the larger value down or the smaller up, then round_even(v - 0.5)
+            np.subtract(a, b, out=lo)
+            np.multiply(lo, t, out=lo)
+            np.subtract(a, lo, out=lo)
+            np.subtract(b, a, out=hi)
+            np.multiply(hi, t, out=hi)
+            np.add(hi, a, out=hi)
+            np.less(b, a, out=less)
+            np.copyto(hi, lo, where=less)
+            np.subtract(hi, _F32(0.5), out=hi)
+            np.rint(hi, out=hi)
+            np.add(hi, _F32(0.0), out=a)   # (the client's bytes: no -0)
+            fa, fb = acc[fidx], v[fidx]
+            acc[fidx] = np.where(fb < fa, fa - (fa - fb) * t, (fb - fa) * t + fa)
         self.blend[:] = acc
         return self.blend
 
