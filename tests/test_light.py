@@ -598,3 +598,18 @@ def test_a_resident_tile_knows_its_liquid_surface_for_the_under_water_light(real
     x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
     y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
     assert ground.liquid_level(x, y) is None
+
+
+@pytest.mark.gl
+def test_view_takes_the_under_water_set_below_the_lakes_surface(tmp_path, egl):
+    lake = data_lake()      # the sample lake's centre and surface height
+
+    def light(z):
+        r = CliRunner().invoke(cli, ["view", "--camera", f"{lake[0]},{lake[1]},{z}",
+                                     "--target", f"{lake[0] + 30},{lake[1]},{z}", "--size", "64x36", "--frames", "1",
+                                     "--no-grass", "-o", str(tmp_path / f"u{z}.png"), "--clock", "12:00", "--json", "-q"])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["light"]
+
+    assert light(lake[2] - 0.5)["under_water"] is True
+    assert light(lake[2] + 10.0)["under_water"] is False

@@ -113,16 +113,20 @@ class ZoneLight:
     def __init__(self, map_light, clock: int, sky=None):
         self.map_light, self.clock, self.sky = map_light, int(clock) % 2880, sky
         self.last = None  # the SceneLight of the last frame
+        self.under_water = False  # the last frame's camera was below a liquid surface
 
     def step(self, half_minutes: int) -> None:
         self.clock = (self.clock + int(half_minutes)) % 2880
 
-    def at(self, position, *, under_water: bool = False):
-        """The light at ``position`` (the client's under-water set while the camera is below a
-        liquid surface)."""
+    def at(self, position, scene=None):
+        """The light at ``position``: the client's under-water set while it is below the liquid
+        surface of ``scene``'s resident tile there (``scene.liquid_level``)."""
         from wowgrass.game.light import scene_light
 
-        self.last = scene_light(self.map_light, position, self.clock, under_water=under_water)
+        level = scene.liquid_level(float(position[0]), float(position[1])) \
+            if hasattr(scene, "liquid_level") else None
+        self.under_water = level is not None and float(position[2]) < level
+        self.last = scene_light(self.map_light, position, self.clock, under_water=self.under_water)
         return self.last
 
 
@@ -173,8 +177,7 @@ class Viewer:
         base_fog, water, model_light = self.fog, None, None
         sun_dir, sun_color, ambient = lt.sun_dir, lt.sun_color, lt.ambient
         if zl is not None:  # the light tables at the camera, for the hour
-            level = sc.liquid_level(px, py) if hasattr(sc, "liquid_level") else None
-            sl = zl.at(cam.position, under_water=level is not None and pz < level)
+            sl = zl.at(cam.position, sc)
             base_fog, water, model_light = sl.fog, sl.water, (sl.model_ambient, sl.model_diffuse)
             sun_dir, sun_color, ambient = sl.sun_dir, sl.sun_color, sl.ambient
             self.colour_pass.clear = sl.fog_color
