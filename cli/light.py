@@ -46,11 +46,12 @@ def light():
 @click.option("--weather", type=click.Choice(["clear", "storm"]), default="clear", show_default=True,
               help="storm: each light's storm parameter set (LightParamsID[2], [3] under water) mixed "
                    "in fully, as the client's weather does.")
-@click.option("--under-water", is_flag=True,
-              help="The camera below a liquid surface: the under-water parameter set (LightParamsID[1]).")
+@click.option("--under-liquid", type=click.Choice(["water", "ocean", "magma", "slime"]), default=None,
+              help="The camera below this liquid's surface: water and ocean take the lights' under-water "
+                   "sets (LightParamsID[1]); magma and slime their own set alone (LiquidType.LightID).")
 @click.option("--exact", is_flag=True, help="Blend in floats (default: whole bytes, as the client does).")
 @json_option
-def show(data_path, dbc_dir, map_name, at, clock, build, weather, under_water, exact, as_json):
+def show(data_path, dbc_dir, map_name, at, clock, build, weather, under_liquid, exact, as_json):
     """Print the lights found at a place in the order the client blends them, their weights, every
     blended colour and float by name, the colours models and WMOs take, and the rules followed
     where the public decodes disagree. Missing or unusable tables are an error (exit 2).
@@ -78,7 +79,13 @@ def show(data_path, dbc_dir, map_name, at, clock, build, weather, under_water, e
                                else "light tables unusable")
     map_id, directory = resolve_map(folder if folder is not None else source, map_name)
     ml = tables.map_light(map_id, exact=exact, storm=1.0 if weather == "storm" else 0.0)
-    result = ml.result(pos, half, under_water=under_water)
+    liquid_params = None
+    if under_liquid is not None:
+        from wowgrass.formats.liquid import BASIC_TYPE_IDS, KIND_NAMES
+
+        kind = KIND_NAMES.index(under_liquid)
+        liquid_params = tables.liquid_params(BASIC_TYPE_IDS[kind], kind)
+    result = ml.result(pos, half, under_water=under_liquid is not None, liquid_params=liquid_params)
     for w in problems:
         note(f"warning: {w}")
     for n in result["notes"]:
@@ -89,9 +96,11 @@ def show(data_path, dbc_dir, map_name, at, clock, build, weather, under_water, e
         echo_json(result)
         return
     click.echo(f"map {directory} (ID {map_id}) at ({pos[0]:.1f}, {pos[1]:.1f}, {pos[2]:.1f}), {clock_text(half)} "
-               f"(half-minute {half}), build {tables.build}, {weather}{', under water' if under_water else ''}, "
+               f"(half-minute {half}), build {tables.build}, {weather}"
+               f"{f', under {under_liquid}' if under_liquid else ''}, "
                f"{'exact' if exact else 'byte'} blending")
-    click.echo("lights, in the order blended (weight: the blend factor; share: of the result):")
+    click.echo("lights, in the order blended (weight: the blend factor; share: of the result):"
+               if result["lights"] else "lights: none (the liquid's own set)")
     for li in result["lights"]:
         if li["global"]:
             click.echo(f"  Light {li['id']:>5}  global (the base)      params {li['params_id']:>5}  "

@@ -397,7 +397,7 @@ def test_light_show_json_schema(tmp_path):
     assert text.exit_code == 0 and "sky_top" in text.stdout and "fog_end" in text.stdout and "Z 0 assumed" in text.stderr
     assert "rules followed" in text.stdout and "farthest first" in text.stdout
     storm = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "wowgrasssample",
-                                     "--at", "0,0,0", "--clock", "12:00", "--weather", "storm", "--under-water",
+                                     "--at", "0,0,0", "--clock", "12:00", "--weather", "storm", "--under-liquid", "water",
                                      "--json"])
     assert storm.exit_code == 0 and "LightParamsID[1]" in json.loads(storm.stdout)["rules"]["slot"]
 
@@ -590,14 +590,15 @@ def test_a_resident_tile_knows_its_liquid_surface_for_the_under_water_light(real
     ch = int(lay["chunk"][k])
     x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
     y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
-    level = ground.liquid_level(x, y)
+    level, type_id, kind = ground.liquid_at(x, y)
     same = lay[(lay["chunk"] == ch) & lay["exists"][:, r, c]]
     assert level == pytest.approx(float(same["heights"][:, r:r + 2, c:c + 2].mean(axis=(1, 2)).max()), abs=1e-3)
+    assert (type_id, kind) in {(int(t), int(k)) for t, k in zip(same["type"], same["kind"])}
     dry = np.argwhere(~tile_liquid(adt).cells())[0]
     ch, r, c = (int(v) for v in dry)
     x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
     y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
-    assert ground.liquid_level(x, y) is None
+    assert ground.liquid_at(x, y) is None
 
 
 @pytest.mark.gl
@@ -613,3 +614,27 @@ def test_view_takes_the_under_water_set_below_the_lakes_surface(tmp_path, egl):
 
     assert light(lake[2] - 0.5)["under_water"] is True
     assert light(lake[2] + 10.0)["under_water"] is False
+
+
+def test_under_magma_and_slime_their_own_set_alone(realdata):
+    """3.3.5: LiquidType.LightID (stock: magma 7, slime 6) replaces the lights; water takes the
+    lights' under-water sets."""
+    folder = realdata / "dbc" / "3.3.5"
+    tables = load_light_tables(folder=folder)
+    assert tables.liquid_params(3, 2) == 7 and tables.liquid_params(4, 3) == 6 and tables.liquid_params(1, 0) is None
+
+    def show(*extra):
+        r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "0", "--at", "-10500,-1200,40",
+                                     "--clock", "12:00", "--json", *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    magma, slime, water, dry = show("--under-liquid", "magma"), show("--under-liquid", "slime"), \
+        show("--under-liquid", "water"), show()
+    assert magma["lights"] == [] and "LightParams 7 alone" in magma["rules"]["slot"]
+    m = tables.map_light(0)
+    m._rows_for(0)
+    own = m._liquid_record(7, 1440)
+    assert magma["colors"]["fog"] == own[21:24].tolist() and magma["colors"] != slime["colors"]
+    assert [li["id"] for li in water["lights"]] == [1, 15] and water["colors"] != dry["colors"]
+    assert "LightParamsID[1]" in water["rules"]["slot"]

@@ -44,6 +44,9 @@ DAY = 2880                       # half-minutes in a day
 UNITS = 36.0                     # table units per yard (positions, radii, fog distances)
 CORNER = 17066.666               # 32 tiles of 533.333: the map's corner offset the client adds
 BANDS_PER_SET, FLOATS_PER_SET = 18, 6
+#: the parameter sets magma and slime take alone under their surface where no LiquidType.LightID
+#: says (1.12 [B]: rows 7 and 6; the stock 3.3.5 LiquidType rows name the same); keys: liquid kinds
+FIXED_LIQUID_PARAMS = {2: 7, 3: 6}
 MAX_KEYS = 16
 
 
@@ -89,6 +92,7 @@ class LightTables:
     float_bands: np.ndarray                 # LightFloatBand records
     skyboxes: dict = field(default_factory=dict)   # LightSkybox ID -> model path
     warnings: list = field(default_factory=list)
+    liquid_lights: dict | None = None       # LiquidType ID -> its LightID (3.3.5's LiquidType.dbc)
 
     @classmethod
     def from_bytes(cls, tables: dict, *, build: str | None = None) -> "LightTables":
@@ -134,7 +138,8 @@ class LightTables:
                 warnings.append(f"LightSkybox.dbc: {len(bad)} row(s) name no string (ID {bad[0]}...): "
                                 "their sky models are left out")
         return cls(build, typed["Light"], typed.get("LightParams"), typed["LightIntBand"],
-                   typed["LightFloatBand"], skyboxes, warnings)
+                   typed["LightFloatBand"], skyboxes, warnings,
+                   _liquid_lights(tables.get("LiquidType"), build, warnings))
 
     @classmethod
     def from_data(cls, data, *, build: str | None = None) -> "LightTables":
@@ -143,14 +148,39 @@ class LightTables:
         if data is None:
             raise LightUnavailable("no data source for the light tables")
         raw = {}
-        for t in TABLES:
+        for t in (*TABLES, "LiquidType"):
             raw[t] = _read_table(data, t)
         if build is None and not isinstance(data, (str, Path)):
             build = getattr(data, "build", None)
         return cls.from_bytes(raw, build=build)
 
+    def liquid_params(self, type_id: int | None, kind: int | None) -> int | None:
+        """The parameter set the client takes alone while the camera is under this liquid, or None
+        (water, ocean: the lights' under-water slot). 3.3.5: the liquid's LiquidType.LightID (magma
+        7, slime 6 on stock tables); without that table (and in 1.12, 2.4.3) magma and slime take
+        the fixed sets 7 and 6 ([B]), water and ocean none."""
+        if self.liquid_lights is not None and type_id is not None and int(type_id) in self.liquid_lights:
+            return self.liquid_lights[int(type_id)] or None
+        return FIXED_LIQUID_PARAMS.get(kind)
+
     def map_light(self, map_id: int, *, exact: bool = False, storm: float = 0.0) -> "MapLight":
         return MapLight(self, int(map_id), exact=exact, storm=storm)
+
+
+def _liquid_lights(raw: bytes | None, build: str, warnings: list) -> dict | None:
+    """LiquidType ID -> LightID from a 3.3.5 LiquidType.dbc (None: no table, or no LightID column)."""
+    if raw is None:
+        return None
+    try:
+        dbc = DbcFile.from_bytes(raw, "LiquidType.dbc")
+        det = detect_schema(dbc, "LiquidType", None, build)
+    except FormatError as exc:
+        warnings.append(f"LiquidType.dbc ignored for the liquids' light: {exc}")
+        return None
+    if det.schema is None or "LightID" not in (det.schema.dtype.names or ()):
+        return None
+    rows = dbc.with_schema(det.schema).records
+    return dict(zip(rows["ID"].astype(np.int64).tolist(), rows["LightID"].astype(np.int64).tolist()))
 
 
 def _read_table(data, table: str) -> bytes | None:
@@ -409,6 +439,7 @@ class MapLight:
         self._end32 = (rec["GameFalloffEnd"][:n_local].astype(_F32) / _F32(UNITS)).astype(_F32)
         self._end2 = (self._end32 * self._end32).astype(_F32)
         self._inclusive = tables.build in ("1.12", "2.4.3")   # 1.12: d <= end; 3.3.5: d^2 < end^2
+        self._fallback_to_clear = self._inclusive    # 1.12 [B]: an unset slot takes the clear set
         # per-frame constants: squared distances as |p|^2 - 2 p.c + |c|^2 (one matrix-vector
         # product, float64) to find the few lights in reach; those are then tested as the client does
         p = self.position[:n_local]
@@ -425,6 +456,8 @@ class MapLight:
         # the floats a blend moves: fog end, fog start scaler, cloud density
         self._blended_floats = np.array([0, 1, 3]) + BANDS_PER_SET * 3
         self._slot_rows: dict[int, tuple] = {}
+        self._liquid_cache: dict = {}
+        self.liquid: int | None = None   # the liquid's parameter set the last evaluate took
         self._slot_values: dict[int, tuple] = {}
         self._time = None
         self.weights = np.zeros(n)       # each light's blend factor (the global: 1, the base)
@@ -451,6 +484,8 @@ class MapLight:
             return got
         t = self.tables
         pid = self._param_slots[:, slot] if slot < self._param_slots.shape[1] else np.zeros(len(self), np.int64)
+        if self._fallback_to_clear and slot:
+            pid = np.where(pid > 0, pid, self._param_slots[:, SLOT_CLEAR])
         if t.params is not None:
             has = np.isin(pid, t.params["ID"].astype(np.int64)) & (pid > 0)
         else:
@@ -551,11 +586,40 @@ class MapLight:
                 h[i] = last
         return out
 
-    def evaluate(self, position, half_minutes: float, *, under_water: bool = False) -> np.ndarray:
+    def _liquid_record(self, pid: int, t: int) -> np.ndarray | None:
+        """A liquid's own parameter set at hour ``t`` as one record (None: the set is missing)."""
+        key = (pid, t)
+        got = self._liquid_cache.get(key)
+        if got is None:
+            tb = self.tables
+            if tb.params is not None and not (tb.params["ID"] == pid).any():
+                return None
+            ids = np.array([pid], np.int64)
+            rows = (_band_rows(tb.int_bands, ids * BANDS_PER_SET - 17, BANDS_PER_SET),
+                    _band_rows(tb.float_bands, ids * FLOATS_PER_SET - 5, FLOATS_PER_SET), np.ones(1, bool))
+            col, fl = _hour_values(rows, t, self.exact)
+            got = self._liquid_cache[key] = np.concatenate([col.reshape(1, -1), fl], 1)[0]
+        return got
+
+    def evaluate(self, position, half_minutes: float, *, under_water: bool = False,
+                 liquid_params: int | None = None) -> np.ndarray:
         """The light at ``position`` (world x, y, z; the client queries at the camera's target in
         3.3.5, its eye in 1.12) and hour: fills :attr:`weights`, :attr:`shares`, :attr:`colors`
         and :attr:`floats` (views of one buffer, returned). ``under_water``: the camera is below a
-        liquid surface (the client's under-water parameter slot)."""
+        liquid surface (the client's under-water parameter slot); ``liquid_params``: the camera is
+        under a liquid with a light of its own (:meth:`LightTables.liquid_params`): that set alone,
+        no lights, no storm (DNUpdateLight)."""
+        self.liquid = None
+        if liquid_params:
+            rec = self._liquid_record(int(liquid_params), int(half_minutes) % DAY)
+            if rec is not None:
+                self.liquid = int(liquid_params)
+                self.weights.fill(0.0)
+                self.shares.fill(0.0)
+                self.blend_order = []
+                self.active = self._active[:0]
+                self.blend[:] = rec
+                return self.blend
         self.set_time(half_minutes, under_water=under_water)
         px, py, pz = float(position[0]), float(position[1]), float(position[2])
         w, s = self.weights, self.shares
@@ -621,17 +685,20 @@ class MapLight:
     def lights_used(self) -> list[dict]:
         """The lights of the last :meth:`evaluate` in the order blended (the global first): ID,
         blend factor (``weight``) and share of the result (``share``; they sum to 1)."""
+        if self.liquid is not None:
+            return []
         return [{"id": int(self.ids[i]), "weight": float(self.weights[i]), "share": float(self.shares[i])}
                 for i in [self.global_index, *self.blend_order]]
 
     # ---- results by name
-    def result(self, position, half_minutes: float, *, under_water: bool = False) -> dict:
+    def result(self, position, half_minutes: float, *, under_water: bool = False,
+               liquid_params: int | None = None) -> dict:
         """The JSON-ready light: colours by band (0..255), floats by band (fog end in yards), the
         colours models and WMOs take, the lights blended (in the client's order), the rules."""
         here = np.asarray(position, np.float64)
-        self.evaluate(here, half_minutes, under_water=under_water)
+        self.evaluate(here, half_minutes, under_water=under_water, liquid_params=liquid_params)
         gi = self.global_index
-        lights = [{
+        lights = [] if self.liquid is not None else [{
             "id": int(self.ids[gi]), "params_id": int(self._param_slots[gi, self.slot]), "global": True,
             "weight": 1.0, "share": float(self.shares[gi]), "blend_order": 0,
             "position": None, "falloff": None, "distance": None,
@@ -653,7 +720,12 @@ class MapLight:
         rules["slot"] = (f"LightParamsID[{self.slot}]: " + ("clear weather, under water" if self.slot
                                                              else "clear weather, above water")
                          + (f"; the storm set LightParamsID[{self.slot + SLOT_STORM}] mixed in by "
-                            f"{self.storm:g}" if self.storm > 0 else ""))
+                            f"{self.storm:g}" if self.storm > 0 else "")
+                         + ("; a slot without a set falls back to the clear one (1.12 [B])"
+                            if self._fallback_to_clear and self.slot else ""))
+        if self.liquid is not None:
+            rules["slot"] = (f"under a liquid with a light of its own: LightParams {self.liquid} alone, no "
+                             "lights, no storm (DNUpdateLight; LiquidType.LightID, or magma 7 / slime 6)")
         rules["model_colors"] = ("models and WMOs (DNUpdateColors): ambient half-way to the diffuse "
                                  "+16 (at most 255), diffuse half-way to the ambient")
         return {"colors": colors, "floats": floats,
@@ -677,10 +749,11 @@ class SceneLight:
     model_diffuse: tuple = (0.0, 0.0, 0.0)
 
 
-def scene_light(map_light: MapLight, position, half_minutes: float, *, under_water: bool = False) -> SceneLight:
+def scene_light(map_light: MapLight, position, half_minutes: float, *, under_water: bool = False,
+                liquid_params: int | None = None) -> SceneLight:
     """The light at ``position`` and hour as a renderer takes it (colours 0..1; fog in yards:
     start = end x the start scaler, not below 0; the end is at least 10 already)."""
-    map_light.evaluate(position, half_minutes, under_water=under_water)
+    map_light.evaluate(position, half_minutes, under_water=under_water, liquid_params=liquid_params)
     v = map_light.blend.tolist()
     k = 1.0 / 255.0
 

@@ -359,7 +359,7 @@ def describe_light(viewer) -> dict | None:
     ml = zl.map_light
     sl = zl.at(viewer.camera.position, viewer.scene)
     return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build,
-            "lights": ml.lights_used(), "under_water": zl.under_water,
+            "lights": ml.lights_used(), "under_water": zl.under_water, "liquid_params": ml.liquid,
             "sun_dir": list(sl.sun_dir), "sun_color": list(sl.sun_color), "ambient": list(sl.ambient),
             "model_ambient": list(sl.model_ambient), "model_diffuse": list(sl.model_diffuse),
             "fog_color": list(sl.fog_color), "fog": list(sl.fog)}

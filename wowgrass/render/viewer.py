@@ -119,14 +119,15 @@ class ZoneLight:
         self.clock = (self.clock + int(half_minutes)) % 2880
 
     def at(self, position, scene=None):
-        """The light at ``position``: the client's under-water set while it is below the liquid
-        surface of ``scene``'s resident tile there (``scene.liquid_level``)."""
+        """The light at ``position``; below the liquid surface of ``scene``'s resident tile there
+        (``scene.liquid_at``) the client's under-water sets, or the liquid's own (magma, slime)."""
         from wowgrass.game.light import scene_light
 
-        level = scene.liquid_level(float(position[0]), float(position[1])) \
-            if hasattr(scene, "liquid_level") else None
-        self.under_water = level is not None and float(position[2]) < level
-        self.last = scene_light(self.map_light, position, self.clock, under_water=self.under_water)
+        liquid = scene.liquid_at(float(position[0]), float(position[1])) if hasattr(scene, "liquid_at") else None
+        self.under_water = liquid is not None and float(position[2]) < liquid[0]
+        own = self.map_light.tables.liquid_params(liquid[1], liquid[2]) if self.under_water else None
+        self.last = scene_light(self.map_light, position, self.clock, under_water=self.under_water,
+                                liquid_params=own)
         return self.last
 
 

@@ -585,12 +585,12 @@ class Scene:
             return None
         return float(t.adt.heights_at(int(ch), x, y))
 
-    def liquid_level(self, x: float, y: float) -> float | None:
-        """The highest liquid surface over (x, y) where a resident tile has liquid in that cell,
-        else None (the light's under-water slot)."""
+    def liquid_at(self, x: float, y: float) -> tuple | None:
+        """(surface height, LiquidType ID, kind) of the highest liquid over (x, y) where a resident
+        tile has liquid in that cell, else None (the light's under-water and liquid sets)."""
         t = self.tiles.get(tile_of(x, y))
-        level = getattr(t.adt, "liquid_level", None) if t is not None and t.adt is not None else None
-        return level(x, y) if level is not None else None
+        at = getattr(t.adt, "liquid_at", None) if t is not None and t.adt is not None else None
+        return at(x, y) if at is not None else None
 
     def release(self):
         """Stop the worker (the tile it is loading finishes, nothing queued starts) and wait for it,

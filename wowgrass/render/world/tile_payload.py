@@ -12,10 +12,11 @@ from ..sources.grass_cpu import group_by_chunk
 from ..sources.terrain import build_far_arrays, build_terrain_arrays
 
 
-def liquid_tops(adt) -> np.ndarray | None:
-    """(256, 8, 8) float32: the highest liquid surface of each cell (its four corners' mean), NaN
-    where no layer has liquid; None for a tile without liquid (or whose liquid does not parse:
-    the scene reports that where it draws it)."""
+def liquid_tops(adt) -> tuple | None:
+    """Each cell's highest liquid surface (its four corners' mean; NaN where no layer has liquid)
+    and that layer's LiquidType ID and kind: ((256, 8, 8) float32, (256, 8, 8) int32, (256, 8, 8)
+    uint8), or None for a tile without liquid (or whose liquid does not parse: the scene reports
+    that where it draws it)."""
     from wowgrass.errors import FormatError
     from wowgrass.formats.liquid import tile_liquid
 
@@ -27,10 +28,18 @@ def liquid_tops(adt) -> np.ndarray | None:
         return None
     h = layers["heights"].astype(np.float32)
     mean = (h[:, :-1, :-1] + h[:, 1:, :-1] + h[:, :-1, 1:] + h[:, 1:, 1:]) * np.float32(0.25)
+    mean = np.where(layers["exists"], mean, -np.inf)
     top = np.full((256, 8, 8), -np.inf, np.float32)
-    np.maximum.at(top, layers["chunk"].astype(np.int64), np.where(layers["exists"], mean, -np.inf))
+    types = np.full((256, 8, 8), -1, np.int32)
+    kinds = np.full((256, 8, 8), 255, np.uint8)
+    for k in np.argsort(mean.reshape(len(layers), -1).max(1), kind="stable"):   # the highest layer last
+        ch = int(layers["chunk"][k])
+        higher = mean[k] > top[ch]
+        top[ch][higher] = mean[k][higher]
+        types[ch][higher] = int(layers["type"][k])
+        kinds[ch][higher] = int(layers["kind"][k])
     top[np.isinf(top)] = np.nan
-    return top
+    return top, types, kinds
 
 
 class TileGround:
@@ -42,11 +51,12 @@ class TileGround:
         self.positions = np.array(adt.positions, np.float32)
         self.heights = np.array(adt.heights, np.float32)
         self.index_xy = np.array(adt.index_xy)
-        self.liquid_top = liquid_tops(adt)
+        self.liquid = liquid_tops(adt)
 
-    def liquid_level(self, x: float, y: float) -> float | None:
-        """The highest liquid surface over (x, y) in this tile (its cell's mean), else None."""
-        if self.liquid_top is None:
+    def liquid_at(self, x: float, y: float) -> tuple | None:
+        """(surface height, LiquidType ID, kind) of the highest liquid over (x, y) in this tile
+        (its cell's mean height), else None."""
+        if self.liquid is None:
             return None
         ch = int(self.chunk_index_at(x, y))
         if ch < 0:
@@ -54,8 +64,8 @@ class TileGround:
         cell = CHUNK_SIZE / 8.0
         r = min(max(int((float(self.positions[ch, 0]) - x) // cell), 0), 7)
         c = min(max(int((float(self.positions[ch, 1]) - y) // cell), 0), 7)
-        top = float(self.liquid_top[ch, r, c])
-        return None if top != top else top
+        top = float(self.liquid[0][ch, r, c])
+        return None if top != top else (top, int(self.liquid[1][ch, r, c]), int(self.liquid[2][ch, r, c]))
 
     chunk_index_at = AdtTile.chunk_index_at
     _fan = AdtTile._fan
