@@ -170,8 +170,8 @@ def test_the_world_transform_is_the_clients():
     # X = 17066.666 - c[2]/36, Y = 17066.666 - c[0]/36, Z = c[1]/36
     c = np.array([[612096.0, 0.0, 998400.0], [36.0 * 100, 36.0 * 5, 36.0 * 200]])
     w = light_world_positions(c)
-    assert np.allclose(w[0], [CORNER - 998400 / 36, CORNER - 612096 / 36, 0.0])
-    assert np.allclose(w[1], [CORNER - 200, CORNER - 100, 5.0])
+    assert np.allclose(w[0], [17066.666 - 27733.333, 17066.666 - 17002.667, 0.0], atol=1e-3)
+    assert np.allclose(w[1], [16866.666, 16966.666, 5.0], atol=1e-3)
 
 
 def test_a_light_table_of_another_build_or_short_is_refused_as_unavailable():
