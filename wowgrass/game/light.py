@@ -6,18 +6,21 @@ sources; in short:
   in 1/36 yard in the client's file axes; the client converts them once at load time to world
   coordinates (X north, Y west, Z up): ``X = 17066.666 - c[2]/36``, ``Y = 17066.666 - c[0]/36``,
   ``Z = c[1]/36`` (SatyPardus/wotlk-rebuild src/db/Db.cpp, ``TransformMapCoord``). A light at
-  (0, 0, 0) is the map's **global** light; a map without one takes map 0's.
-* **Weights**: local lights sorted by falloff end (smallest first), the global last; a light's
-  ``r = clamp((d - start) / (end - start), 0, 1)`` from the camera's distance ``d``; its weight is
-  ``(1 - r)`` times the ``r`` of every smaller light, the global gets the product of all ``r``
-  (purpleKarrot/wowmapview mapview/sky.cpp ``findSkyWeights``, the same in wowdev/noggit3). The
-  weights sum to 1 and are continuous in the position.
-* **Bands**: parameter set ``p`` (the light's ``LightParamsID[0]``, clear weather) has colour
-  bands ``p*18 - 17 + i`` (i < 18) and float bands ``p*6 - 5 + i`` (i < 6); each band is ``Num``
-  (time, value) pairs, time in half-minutes (0..2880), interpolated linearly and across midnight.
+  (0, 0, 0) is the map's **global** light (the last such row); a map without one takes Light 1.
+* **Blending** as the 3.3.5 client (zeruth/FrozenClient src/world/DayNightLight.cpp, a decode:
+  ``DNGatherLights``): the global light's record for the hour first, then each local light in
+  reach (``d^2 < end^2``; 1.12: ``d <= end``) popped from a max-heap on squared distance, farthest
+  first, blended as ``acc + (light - acc) * w`` with ``w = 1`` inside the falloff start, else
+  ``1 - (d - start) / (end - start)``: the nearest lands last.
+* **Bands**: parameter set ``p`` (the light's ``LightParamsID[slot]``: 0 clear, 1 under water, 2
+  storm, 3 storm under water) has colour bands ``p*18 - 17 + i`` (i < 18) and float bands
+  ``p*6 - 5 + i`` (i < 6); each band is ``Num`` (time, value) pairs, time in half-minutes
+  (0..2880), found and interpolated as the client does, across midnight. Fog end (yards) is at
+  least 10 and the start scaler in [-1, 1], per light before blending.
 * **Colours** are ``0x00RRGGBB`` (red in bits 16-23): 0..255 here.
-* **Rounding**: ``exact=False`` (the default) keeps colours in whole bytes after each blend, as
-  the client's byte colour vectors do (an inference, see docs/light.md); ``exact=True`` keeps floats.
+* **Rounding**: ``exact=False`` (the default) is the client's byte arithmetic (a band's channel
+  rounded to nearest-even for the hour, every blend ``round_even(v - 0.5)`` in float32);
+  ``exact=True`` keeps floats, for comparison.
 
 Per frame (:meth:`MapLight.evaluate`): a handful of numpy operations into preallocated buffers;
 the per-light band values are recomputed only when the time changes.
