@@ -638,3 +638,20 @@ def test_under_magma_and_slime_their_own_set_alone(realdata):
     assert magma["colors"]["fog"] == own[21:24].tolist() and magma["colors"] != slime["colors"]
     assert [li["id"] for li in water["lights"]] == [1, 15] and water["colors"] != dry["colors"]
     assert "LightParamsID[1]" in water["rules"]["slot"]
+
+
+@pytest.mark.gl
+def test_view_weather_storm_mixes_the_storm_sets_in(tmp_path, realdata, egl):
+    def light(*extra):
+        r = CliRunner().invoke(cli, ["view", str(realdata / "adt" / "continent4229.adt"), "--map", "Azeroth",
+                                     "--dbc", str(realdata / "dbc" / "3.3.5"), "--clock", "12:00", "--size", "64x36",
+                                     "--frames", "1", "--output", str(tmp_path / "s.png"), "--no-grass", "--json", "-q",
+                                     *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["light"]
+
+    clear, storm = light(), light("--weather", "storm")
+    assert clear["storm"] == 0.0 and storm["storm"] == 1.0
+    assert storm["fog_color"] != clear["fog_color"] and storm["fog"][1] < clear["fog"][1]
+    r = CliRunner().invoke(cli, ["view", "--weather", "storm", "--output", str(tmp_path / "x.png")])
+    assert r.exit_code == 2 and "--clock" in r.output
