@@ -453,9 +453,7 @@ class MapLight:
         self._near = np.zeros(n_local, bool)
         self._order = np.arange(n_local)
         self._active = np.zeros(n_local, np.int64)
-        self._lerp_lo = np.zeros(BANDS_PER_SET * 3, _F32)   # SkyLerp's buffers
-        self._lerp_hi = np.zeros(BANDS_PER_SET * 3, _F32)
-        self._lerp_less = np.zeros(BANDS_PER_SET * 3, bool)
+        self._lerp = np.zeros(BANDS_PER_SET * 3, _F32)   # SkyLerp's buffer
         # the floats a blend moves: fog end, fog start scaler, cloud density
         self._blended_floats = np.array([0, 1, 3]) + BANDS_PER_SET * 3
         self._slot_rows: dict[int, tuple] = {}
@@ -649,7 +647,7 @@ class MapLight:
             acc = self._values[gi].copy()
         else:
             acc = self._values32[gi].copy()
-            lo, hi, less = self._lerp_lo, self._lerp_hi, self._lerp_less
+            hi = self._lerp
         fidx = self._blended_floats
         rest = 1.0
         for i in reversed(order):       # shares: what the lights blended after each one leave of it
@@ -668,20 +666,17 @@ class MapLight:
             t = _F32(f)
             v = self._values32[i]
             a, b = acc[:nc], v[:nc]
-            # SkyLerp: from the larger value down or the smaller up, then round_even(v - 0.5)
-            np.subtract(a, b, out=lo)
-            np.multiply(lo, t, out=lo)
-            np.subtract(a, lo, out=lo)
+            # SkyLerp goes from the larger value down (a - (a - b) t) or from the smaller up
+            # ((b - a) t + a): in float32 the two are the same number (negation is exact), so one
+            # form serves; then round_even(v - 0.5)
             np.subtract(b, a, out=hi)
             np.multiply(hi, t, out=hi)
             np.add(hi, a, out=hi)
-            np.less(b, a, out=less)
-            np.copyto(hi, lo, where=less)
             np.subtract(hi, _F32(0.5), out=hi)
             np.rint(hi, out=hi)
             np.add(hi, _F32(0.0), out=a)   # (the client's bytes: no -0)
-            fa, fb = acc[fidx], v[fidx]
-            acc[fidx] = np.where(fb < fa, fa - (fa - fb) * t, (fb - fa) * t + fa)
+            fa = acc[fidx]
+            acc[fidx] = (v[fidx] - fa) * t + fa
         self.blend[:] = acc
         return self.blend
 
