@@ -255,7 +255,7 @@ def test_weights_between_the_radii_are_linear_and_continuous():
     assert max(jumps) < 1.0
 
 
-def _three(weights_at=None):
+def _three():
     """Global black; a far light A (200) and a near light B (40) around the origin's east."""
     A = ((300.0, 0.0, 0.0), 50.0, 400.0, 2)
     B = ((120.0, 0.0, 0.0), 10.0, 200.0, 3)
