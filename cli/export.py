@@ -200,5 +200,5 @@ def _export_light(src, dbc_dir, clock):
     sl = scene_light(ml, centre, half)
     info = {"clock": clock_text(half), "half_minutes": half, "map": directory, "map_id": map_id,
             "position": [float(v) for v in centre], "build": tables.build,
-            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in np.flatnonzero(ml.weights > 0)]}
+            "lights": ml.lights_used()}
     return sl, info

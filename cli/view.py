@@ -118,6 +118,9 @@ def _size(text):
               help="Light the view from the client's light tables (Light.dbc ...) for this hour: sky, fog, sun and "
                    "ambient colours, water colours, the sun's direction; [ and ] step it an hour in a window. "
                    "--look client takes them at 12:00 without it; otherwise the fixed sun (docs/light.md).")
+@click.option("--weather", type=click.Choice(["clear", "storm"]), default="clear", show_default=True,
+              help="With the light tables: storm mixes each light's storm parameter set in fully, as the "
+                   "client's weather does (docs/light.md).")
 @click.option("--camera", metavar="X,Y[,Z]",
               help="Camera position in world units; X,Y alone stands at eye height on the ground "
                    "(default: at eye height where grass grows on the tile nearest the centre of the data).")
@@ -190,7 +193,8 @@ def _size(text):
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
 @json_option
-def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, clock, camera,
+def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, clock, weather,
+         camera,
          target, time_, size, samples, output,
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
          grass_path, grid_draw, wind,
@@ -251,6 +255,8 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         parse_clock(clock)  # out of range: refused with the accepted range, before anything loads
         if procedural:
             raise UsageError("--clock lights game data from its light tables: not for --procedural")
+    if weather != "clear" and clock is None and look != "client":
+        raise UsageError("--weather is the light tables' weather: give --clock (or --look client)")
     if procedural and (look != "default" or placement or overrides):
         raise UsageError("--look, --placement and -C are for game data, not --procedural")
     constants = None
@@ -271,7 +277,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         grass_culling=culling, rings=ring_settings,
         split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
-        log=note, files=files, clock=clock,
+        log=note, files=files, clock=clock, weather=weather,
     )
     result = run_view(opts)
     _print_result(result, as_json, stats, frames, quit_after)

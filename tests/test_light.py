@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
 from wowgrass.formats.dbc import schema_for, write_dbc
-from wowgrass.game.light import (BANDS_PER_SET, COLOR_BANDS, CORNER, FLOAT_BANDS, UNITS, LightTables,
-                                 LightUnavailable, client_sun_direction, light_world_positions, load_light_tables,
-                                 parse_clock, scene_light)
+from wowgrass.game.light import (BANDS_PER_SET, COLOR_BANDS, CORNER, FLOAT_BANDS, FLOATS_PER_SET, UNITS,
+                                 LightTables, LightUnavailable, client_sun_direction, light_world_positions,
+                                 load_light_tables, model_colors, parse_clock, scene_light)
 from wowgrass.samples import tables as T
 
 LAKE = (-56.0, -121.0, 40.0)
@@ -36,46 +36,121 @@ def write_folder(folder, build="3.3.5", lake=LAKE, drop=(), mangle=None):
     return folder
 
 
-def one_light_tables(times, colours, floats=None, build="3.3.5", lights=None):
-    """Tables with parameter set 1 whose every colour band has ``times``/``colours`` keys."""
-    n = len(times)
-    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", build).dtype)
-    for b in range(BANDS_PER_SET):
-        ints[b]["ID"], ints[b]["Num"] = 1 + b, n
-        t = np.zeros(16, np.int32); t[:n] = times
-        v = np.zeros(16, np.int32); v[:n] = [(r << 16) | (g << 8) | bl for r, g, bl in colours]
-        ints[b]["Time"], ints[b]["Data"] = t, v
-    fl = np.zeros(6, schema_for("LightFloatBand", build).dtype)
-    for b in range(6):
-        fl[b]["ID"], fl[b]["Num"] = 1 + b, n
-        t = np.zeros(16, np.int32); t[:n] = times
-        v = np.zeros(16, np.float32); v[:n] = floats if floats is not None else [36.0 * (k + 1) for k in range(n)]
-        fl[b]["Time"], fl[b]["Data"] = t, v
+def one_light_tables(times, colours, floats=None, build="3.3.5", lights=None, sets=None):
+    """Tables whose parameter set 1 has ``times``/``colours`` keys in every colour band (``sets``:
+    {set id: (colours, floats)} adds more sets, one key at 00:00 each). ``lights``: (place, start,
+    end, params id or ids per slot) per light; None is a global light at (0, 0, 0) of map 7."""
+    def band_rows(pid, times, colours, floats):
+        n = len(times)
+        ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", build).dtype)
+        for b in range(BANDS_PER_SET):
+            ints[b]["ID"], ints[b]["Num"] = pid * BANDS_PER_SET - 17 + b, n
+            t = np.zeros(16, np.int32); t[:n] = times
+            v = np.zeros(16, np.int32); v[:n] = [(r << 16) | (g << 8) | bl for r, g, bl in colours]
+            ints[b]["Time"], ints[b]["Data"] = t, v
+        fl = np.zeros(6, schema_for("LightFloatBand", build).dtype)
+        for b in range(6):
+            fl[b]["ID"], fl[b]["Num"] = pid * FLOATS_PER_SET - 5 + b, n
+            t = np.zeros(16, np.int32); t[:n] = times
+            v = np.zeros(16, np.float32); v[:n] = floats[b] if floats is not None else [3600.0 * (k + 1) for k in range(n)]
+            fl[b]["Time"], fl[b]["Data"] = t, v
+        return ints, fl
+
+    parts = [band_rows(1, times, colours, floats)]
+    for pid, (col, fl) in (sets or {}).items():
+        parts.append(band_rows(pid, [0], [col], [[v] for v in fl]))
+    ints = np.concatenate([p[0] for p in parts])
+    fls = np.concatenate([p[1] for p in parts])
     L = np.zeros(len(lights or [None]), schema_for("Light", build).dtype)
     for i, spec in enumerate(lights or [None]):
         L[i]["ID"], L[i]["ContinentID"] = i + 1, 7
         L[i]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
         if spec is not None:
             (x, y, z), r1, r2, pid = spec
-            L[i]["GameCoords"] = [(CORNER - y) * UNITS, z * UNITS, (CORNER - x) * UNITS]
+            if (x, y, z) != (0.0, 0.0, 0.0):
+                L[i]["GameCoords"] = [(CORNER - y) * UNITS, z * UNITS, (CORNER - x) * UNITS]
             L[i]["GameFalloffStart"], L[i]["GameFalloffEnd"] = r1 * UNITS, r2 * UNITS
-            L[i]["LightParamsID"] = np.full(L.dtype["LightParamsID"].shape, pid, np.int32)
+            ids = np.zeros(L.dtype["LightParamsID"].shape, np.int32)
+            pids = pid if isinstance(pid, tuple) else (pid,) * len(ids)
+            ids[:len(pids)] = pids
+            L[i]["LightParamsID"] = ids
     return LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints),
-                                   "LightFloatBand": write_dbc(fl)})
+                                   "LightFloatBand": write_dbc(fls)})
+
+
+def flat(colour, fog_end=100.0, scaler=0.5):
+    """A parameter set of one colour in every band, fog end in yards (table: 1/36 yard)."""
+    return colour, (fog_end * 36.0, scaler, 1.0, 0.5, 0.25, 0.75)
 
 
 # ------------------------------------------------------------------------------------------ tables
 def test_real_335_tables_parse_with_the_readme_counts(realdata):
     tables = load_light_tables(folder=realdata / "dbc" / "3.3.5")
     assert tables is not None and tables.build == "3.3.5"
+    # the shared README: Light 715, LightParams 850, LightIntBand 15,300, LightFloatBand 5,100, LightSkybox 124
     assert (len(tables.lights), len(tables.params), len(tables.int_bands), len(tables.float_bands)) == \
-        (1108, 1063, 18972, 6324)
-    assert len(tables.skyboxes) == 329
-    m = tables.map_light(0)   # Eastern Kingdoms: a global light and its local lights
-    assert m.global_index == len(m) - 1 and m.n_local == 264
-    # positions land on the map (within its 64 x 64 tiles) and the falloff end passes the start
-    assert (np.abs(m.position[:m.n_local, :2]) <= CORNER + 1).all()
-    assert (m.falloff[:m.n_local, 1] >= m.falloff[:m.n_local, 0]).all()
+        (715, 850, 15300, 5100)
+    assert len(tables.skyboxes) == 124
+    # Light 1 is map 0's global light, Light 191 map 1's
+    for map_id, global_id in ((0, 1), (1, 191)):
+        m = tables.map_light(map_id)
+        assert int(m.ids[m.global_index]) == global_id and "stands in" not in m.global_rule
+        # positions land on the map (within its 64 x 64 tiles) and the falloff end passes the start
+        assert (np.abs(m.position[:m.n_local, :2]) <= CORNER + 1).all()
+        assert (m.falloff[:m.n_local, 1] >= m.falloff[:m.n_local, 0]).all()
+
+
+def test_real_custom_tables_read_as_another_clients(realdata):
+    """dbc/3.3.5-custom: a custom server build's tables in the 3.3.5 layouts (the README's counts)."""
+    tables = load_light_tables(folder=realdata / "dbc" / "3.3.5-custom")
+    assert tables is not None and tables.build == "3.3.5"
+    assert (len(tables.lights), len(tables.params), len(tables.int_bands)) == (1108, 1063, 18972)
+    assert int(tables.lights["ID"].max()) == 50168
+    for map_id in (0, 1):
+        r = tables.map_light(map_id).result((-9449.0, 64.0, 57.0), 1440)
+        assert all(0 <= c <= 255 for v in r["colors"].values() for c in v) and r["floats"]["fog_end"] >= 10
+
+
+# the shared README's table (dbc/3.3.5): map, place, hour -> lights with a weight, diffuse,
+# ambient, fog colour, fog end (yards)
+README_PLACES = [
+    (0, (-9449, 64, 57), "12:00", {1: 1.0}, "#ff8800", "#68829a", "#4d788f", 500.0),              # Goldshire
+    (0, (-10500, -1200, 40), "12:00", {1: 1.0, 15: 1.0}, "#82b8de", "#406488", "#00749c", 180.6),  # Duskwood
+    (0, (1333, -5600, 80), "00:00", {1: 1.0, 1763: 1.0}, "#2c2600", "#3e4254", "#4e2e14", 361.1),  # Tyr's Hand
+    (1, (-7180, -3785, 9), "12:00", {191: 1.0, 195: 1.0}, "#feac7c", "#506c76", "#645456", 444.4),  # Tanaris
+    (1, (7542, -3656, 390), "12:00", {191: 1.0, 196: 1.0, 259: 1.0, 264: 0.035},
+     "#aea2ce", "#7c4882", "#7c3e90", 388.9),                                                     # four overlap
+]
+
+
+def _hex(rgb):
+    return "#" + "".join(f"{int(v):02x}" for v in rgb)
+
+
+@pytest.mark.parametrize("map_id,at,clock,lights,diffuse,ambient,fog,fog_end", README_PLACES)
+def test_real_335_light_show_matches_the_readme(realdata, map_id, at, clock, lights, diffuse, ambient, fog,
+                                                fog_end):
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(realdata / "dbc" / "3.3.5"), "--map", str(map_id),
+                                 "--at", ",".join(map(str, at)), "--clock", clock, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert {li["id"]: round(li["weight"], 3) for li in out["lights"]} == lights
+    assert (_hex(out["colors"]["diffuse"]), _hex(out["colors"]["ambient"]), _hex(out["colors"]["fog"])) == \
+        (diffuse, ambient, fog)
+    assert round(out["floats"]["fog_end"], 1) == fog_end
+
+
+def test_real_335_overlap_blends_farthest_first(realdata):
+    """Issue 41: map 1 at (7542, -3656, 390), noon: the client's order gives diffuse #aea2ce (the
+    falloff-end order gave #06fcfd); the nearest light (259 of the three at full weight) lands last."""
+    m = load_light_tables(folder=realdata / "dbc" / "3.3.5").map_light(1)
+    m.evaluate((7542.0, -3656.0, 390.0), 1440)
+    assert _hex(m.colors[0]) == "#aea2ce"
+    order = [int(m.ids[i]) for i in m.blend_order]
+    assert order == [196, 259, 264]
+    dist = [float(np.linalg.norm(m.position[i] - [7542, -3656, 390])) for i in m.blend_order]
+    assert dist == sorted(dist, reverse=True)
+    assert np.isclose(m.shares.sum(), 1.0)
 
 
 def test_the_sample_tables_parse_in_each_builds_layout():
@@ -95,8 +170,8 @@ def test_the_world_transform_is_the_clients():
     # X = 17066.666 - c[2]/36, Y = 17066.666 - c[0]/36, Z = c[1]/36
     c = np.array([[612096.0, 0.0, 998400.0], [36.0 * 100, 36.0 * 5, 36.0 * 200]])
     w = light_world_positions(c)
-    assert np.allclose(w[0], [CORNER - 998400 / 36, CORNER - 612096 / 36, 0.0])
-    assert np.allclose(w[1], [CORNER - 200, CORNER - 100, 5.0])
+    assert np.allclose(w[0], [17066.666 - 27733.333, 17066.666 - 17002.667, 0.0], atol=1e-3)
+    assert np.allclose(w[1], [16866.666, 16966.666, 5.0], atol=1e-3)
 
 
 def test_a_light_table_of_another_build_or_short_is_refused_as_unavailable():
@@ -116,7 +191,7 @@ def test_a_light_table_of_another_build_or_short_is_refused_as_unavailable():
 def test_bands_interpolate_between_keys_and_across_midnight():
     times = [600, 2400]
     colours = [(200, 100, 0), (0, 100, 200)]
-    t = one_light_tables(times, colours)
+    t = one_light_tables(times, colours, floats=[[3600.0, 7200.0]] * 6)
     m = t.map_light(7, exact=True)
     pos = np.zeros(3)
     m.evaluate(pos, 600)
@@ -130,15 +205,13 @@ def test_bands_interpolate_between_keys_and_across_midnight():
     m.evaluate(pos, 2700)                      # 22:30: after the last key, towards tomorrow's first
     f = 300 / 1080
     assert np.allclose(m.colors[0], [200 * f, 100, 200 * (1 - f)])
-    # floats the same way; fog_end in yards (the table stores 1/36 yard)
-    assert np.isclose(m.floats[0], 36 + 36 * (1 - f))
-    r = m.result(pos, 2700)
-    assert np.isclose(r["floats"]["fog_end"], 1 + (1 - f))
-    # the client's byte colours: the default rounds each blend to whole bytes
+    # floats the same way; fog_end in yards (the table stores 1/36 yard: 100 and 200 yards)
+    assert np.isclose(m.floats[0], 200 - 100 * f)
+    # the client's bytes: a band's channel is rounded to the nearest byte for the hour
     mb = t.map_light(7)
     mb.evaluate(pos, 0)
     f = 480 / 1080
-    assert mb.colors[0].tolist() == [round(200 * f), 100, round(200 * (1 - f))]
+    assert mb.colors[0].tolist() == [89, 100, 111]      # 88.9 and 111.1
 
 
 def test_one_key_is_constant_and_no_key_is_zero():
@@ -160,7 +233,7 @@ def test_colours_unpack_as_0x00rrggbb():
 
 
 # ---------------------------------------------------------------------------------------- weights
-def test_weights_between_the_radii_are_linear_sum_to_one_and_continuous():
+def test_weights_between_the_radii_are_linear_and_continuous():
     m = LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID, exact=True)
     r1, r2 = T.LAKE_LIGHT_FALLOFF
     xs = np.linspace(0.0, 130.0, 1301)
@@ -168,7 +241,7 @@ def test_weights_between_the_radii_are_linear_sum_to_one_and_continuous():
     for d in xs:
         p = np.array([LAKE[0] + d, LAKE[1], LAKE[2]])
         m.evaluate(p, 1440)
-        assert np.isclose(m.weights.sum(), 1.0)
+        assert np.isclose(m.shares.sum(), 1.0) and m.weights[1] == 1.0   # the global: the base
         lake_w.append(m.weights[0])
         if prev_colour is not None:
             jumps.append(np.abs(m.colors - prev_colour).max())
@@ -182,30 +255,102 @@ def test_weights_between_the_radii_are_linear_sum_to_one_and_continuous():
     assert max(jumps) < 1.0
 
 
-def test_smaller_lights_take_precedence_and_the_global_fills_the_rest():
-    big = ((0.0, 0.0, 0.0), 100.0, 200.0, 1)
-    small = ((150.0, 0.0, 0.0), 10.0, 30.0, 1)
-    t = one_light_tables([0], [(1, 1, 1)], lights=[None, big, small])
-    m = t.map_light(7, exact=True)
-    assert m.ids.tolist() == [3, 2, 1]        # smallest falloff end first, the global last
-    p = np.array([150.0 + 20.0, 0.0, 0.0])    # halfway through the small light's falloff, in the big one's
+def _three():
+    """Global black; a far light A (200) and a near light B (40) around the origin's east."""
+    A = ((300.0, 0.0, 0.0), 50.0, 400.0, 2)
+    B = ((120.0, 0.0, 0.0), 10.0, 200.0, 3)
+    return one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), A, B],
+                            sets={2: flat((200, 200, 200)), 3: flat((40, 40, 40))})
+
+
+def test_lights_blend_farthest_first_with_the_clients_byte_rounding():
+    t = _three()
+    m = t.map_light(7)
+    # at x = 120 + 105 = 225: B (105 yd, start 10 end 200) weighs 0.5; A (75 yd, start 50 end
+    # 400) 1 - 25/350; A is nearer here, so B (the farther) blends first and A lands last
+    p = np.array([225.0, 0.0, 0.0])
     m.evaluate(p, 0)
-    r_small = (20.0 - 10.0) / 20.0
-    r_big = (170.0 - 100.0) / 100.0
-    assert np.allclose(m.weights, [1 - r_small, (1 - r_big) * r_small, r_big * r_small], atol=1e-3)  # float32 table
-    m.evaluate(np.array([150.0, 5.0, 0.0]), 0)   # inside the small light's start: it alone
-    assert m.weights.tolist() == [1.0, 0.0, 0.0]
+    assert [int(m.ids[i]) for i in m.blend_order] == [3, 2]
+    wa = 1 - 25 / 350
+    assert np.isclose(m.weights[0], wa, atol=1e-5) and np.isclose(m.weights[1], 0.5, atol=1e-5)
+    # by hand: 0 -> 40 * 0.5 = 20 -> round_even(19.5) = 20; 20 + 180 * wa = 187.14 -> round_even(186.64) = 187
+    assert m.colors[0].tolist() == [187, 187, 187]
+    # the other way round (A first, then B) would give 40 + (185.7 - 40) / 2 = 113
+    me = t.map_light(7, exact=True)
+    me.evaluate(p, 0)
+    assert np.allclose(me.colors[0], 20 + 180 * wa, atol=1e-3)
+    assert np.isclose(me.shares.sum(), 1.0) and np.isclose(me.shares[0], wa, atol=1e-5)
 
 
-def test_a_map_without_lights_of_its_own_takes_map_0s_global():
-    t = one_light_tables([0], [(9, 9, 9)])
+def test_an_unchanged_odd_channel_loses_one_per_blend_and_exact_keeps_it():
+    same = ((10.0, 0.0, 0.0), 50.0, 100.0, 1)   # the global's own set: nothing changes but the rounding
+    t = one_light_tables([0], [(85, 86, 255)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), same])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.colors[0].tolist() == [84, 86, 254]
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert m.colors[0].tolist() == [85, 86, 255]
+
+
+def test_lights_within_a_third_of_a_yard_blend_larger_falloff_start_first():
+    small = ((100.0, 0.0, 0.0), 10.0, 60.0, 2)
+    large = ((100.1, 0.0, 0.0), 40.0, 60.0, 3)
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
+                         sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
+    m = t.map_light(7)
+    m.evaluate(np.array([100.0, 0.0, 0.0]), 0)   # both at weight 1: the last one blended wins
+    assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+
+
+def test_fog_end_is_floored_and_the_scaler_clamped_per_light_before_blending():
+    near = ((50.0, 0.0, 0.0), 10.0, 110.0, 2)   # fog end 0 yards in the table, scaler 3
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), near],
+                         floats=[[100.0 * 36], [0.5], [1.0], [0.5], [0.0], [0.0]],
+                         sets={2: ((0, 0, 0), (0.0, 3.0, 0.0, 0.5, 0.0, 0.0))})
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([110.0, 0.0, 0.0]), 0)     # 60 yd from the light: weight 0.5
+    assert np.isclose(m.weights[0], 0.5, atol=1e-5)
+    assert np.isclose(m.floats[0], (100 + 10) / 2, atol=1e-3)   # 10 yards, not 0, went into the blend
+    assert np.isclose(m.floats[1], (0.5 + 1.0) / 2, atol=1e-4)  # 1, not 3
+
+
+def test_the_global_light_is_the_maps_last_and_else_light_1():
+    t = one_light_tables([0], [(9, 9, 9)], lights=[None, None, ((5.0, 5.0, 5.0), 1, 2, 1)])
+    m = t.map_light(7)
+    assert int(m.ids[m.global_index]) == 2 and "last" in m.global_rule and "Light 1, 2" in " ".join(m.notes)
     t.lights = t.lights.copy()
-    t.lights["ContinentID"] = 0
+    t.lights["ContinentID"][0] = 0            # Light 1 on map 0; map 123 has no light at all
     m = t.map_light(123)
-    assert len(m) == 1 and "map 0" in m.notes[0]
-    t.lights["GameCoords"][0] = [1.0, 1.0, 1.0]
-    with pytest.raises(LightUnavailable):
+    assert len(m) == 1 and int(m.ids[0]) == 1 and "Light 1 stands in" in m.notes[0]
+    t.lights["ID"][0] = 50
+    with pytest.raises(LightUnavailable, match="Light 1"):
         t.map_light(123)
+
+
+def test_under_water_and_storm_take_their_parameter_slots():
+    # slots: 0 clear (set 1), 1 under water (set 2), 2 storm (set 3), 3 storm under water (set 4)
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, (1, 2, 3, 4))],
+                         sets={2: flat((0, 0, 200)), 3: flat((100, 100, 100), fog_end=50.0),
+                               4: flat((7, 7, 7))})
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0, under_water=True)
+    assert m.colors[0].tolist() == [0, 0, 200] and m.slot == 1
+    full = t.map_light(7, storm=1.0)
+    full.evaluate(np.zeros(3), 0)
+    assert full.colors[0].tolist() == [100, 100, 100] and np.isclose(full.floats[0], 50.0)
+    full.evaluate(np.zeros(3), 0, under_water=True)
+    assert full.colors[0].tolist() == [7, 7, 7]
+    half = t.map_light(7, storm=0.5)          # alpha 128: c + floor((storm - c) * 128 / 256)
+    half.evaluate(np.zeros(3), 0)
+    assert half.colors[0].tolist() == [55, 60, 65] and np.isclose(half.floats[0], (100 + 50) / 2)
+
+
+def test_models_and_wmos_take_colours_half_way_between_ambient_and_diffuse():
+    amb, dif = model_colors((100, 50, 250), (200, 51, 0))
+    # ambient: a + floor((d - a) / 2) + 16, at most 255; diffuse: d + floor((a - d) / 2)
+    assert amb == (166, 66, 141) and dif == (150, 50, 125)
+    assert model_colors((250, 0, 0), (255, 0, 0))[0] == (255, 16, 16)
 
 
 def test_the_clients_light_direction_by_the_hour():
@@ -216,6 +361,7 @@ def test_the_clients_light_direction_by_the_hour():
     assert np.allclose(client_sun_direction(0), noon) and noon[0] > 0 and noon[1] > 0   # from the north-west
     sl = scene_light(LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID), LAKE, 1440)
     assert np.allclose(sl.sun_dir, noon) and len(sl.sky) == 6 and len(sl.water) == 4
+    assert sl.fog[1] >= 10 and all(0 <= c <= 1 for c in sl.model_ambient + sl.model_diffuse)
 
 
 def test_parse_clock_accepts_the_day_and_names_the_range():
@@ -234,22 +380,26 @@ def test_light_show_json_schema(tmp_path):
                                  "--at", f"{LAKE[0] + 60},{LAKE[1]},{LAKE[2]}", "--clock", "06:30", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert set(out) == {"colors", "floats", "lights"}
+    assert set(out) == {"colors", "floats", "model_colors", "lights", "notes", "rules"}
     assert list(out["colors"]) == list(COLOR_BANDS) and list(out["floats"]) == list(FLOAT_BANDS)
     assert all(len(v) == 3 and all(0 <= c <= 255 for c in v) for v in out["colors"].values())
+    assert {"blend_order", "global_light", "rounding", "slot", "fog", "model_colors"} <= set(out["rules"])
     ids = {li["id"]: li for li in out["lights"]}
     assert set(ids) == {1, 2} and ids[1]["global"] and not ids[2]["global"]
-    assert np.isclose(ids[2]["weight"], 1 - (60 - 40) / 55, atol=1e-4) and np.isclose(sum(li["weight"] for li in out["lights"]), 1)
-    # the same numbers as the library gives; by map ID too
-    m = LightTables.from_bytes(sample_raw()).map_light(T.MAP_ID)
-    lib = m.result((LAKE[0] + 60, LAKE[1], LAKE[2]), parse_clock("06:30"))
-    assert out["colors"] == lib["colors"]
+    assert np.isclose(ids[2]["weight"], 1 - (60 - 40) / 55, atol=1e-4)
+    assert np.isclose(sum(li["share"] for li in out["lights"]), 1)
+    # by map ID too, with --dbc
     r2 = CliRunner().invoke(cli, ["light", "show", "--dbc", str(folder), "--map", str(T.MAP_ID),
                                   "--at", f"{LAKE[0] + 60},{LAKE[1]},{LAKE[2]}", "--clock", "06:30", "--json"])
     assert json.loads(r2.stdout) == out
     text = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "wowgrasssample",
                                     "--at", "0,0", "--clock", "12:00"])
     assert text.exit_code == 0 and "sky_top" in text.stdout and "fog_end" in text.stdout and "Z 0 assumed" in text.stderr
+    assert "rules followed" in text.stdout and "farthest first" in text.stdout
+    storm = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "wowgrasssample",
+                                     "--at", "0,0,0", "--clock", "12:00", "--weather", "storm", "--under-liquid", "water",
+                                     "--json"])
+    assert storm.exit_code == 0 and "LightParamsID[1]" in json.loads(storm.stdout)["rules"]["slot"]
 
 
 def test_light_show_errors(tmp_path):
@@ -262,31 +412,40 @@ def test_light_show_errors(tmp_path):
     r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Nowhere", "--at", "0,0",
                                  "--clock", "12:00"])
     assert r.exit_code == 2 and "not in Map.dbc" in r.output
-    # missing, short or another build's table: a warning and the fixed sun, exit 0
+
+
+def test_light_show_refuses_a_map_id_not_in_map_dbc(tmp_path):
+    folder = write_folder(tmp_path / "t")
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "99999", "--at", "0,0,0",
+                                 "--clock", "12:00", "--json"])
+    assert r.exit_code == 2 and "--map 99999: no map with that ID" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("at", ["1e9,0,0", "0,-17100,0", "0,0,2e6", "nan,0,0"])
+def test_light_show_refuses_a_place_off_the_map_as_view_does(tmp_path, at):
+    folder = write_folder(tmp_path / "t")
+    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "WowgrassSample", "--at", at,
+                                 "--clock", "12:00"])
+    assert r.exit_code == 2 and "error:" in r.output and "Traceback" not in r.output
+    v = CliRunner().invoke(cli, ["view", "--camera", "1e9,0,0", "--output", str(tmp_path / "v.png")])
+    assert v.exit_code == 2
+
+
+def test_light_show_with_unusable_tables_is_an_error(tmp_path):
+    # missing, short or another build's table: an error, exit 2, as every other command; -q says
+    # nothing else (no "the view keeps its fixed sun")
     cases = {"missing": dict(drop=("LightIntBand",)), "short": dict(mangle={"Light": lambda b: b[:40]}),
-             "other build": dict(build="1.12")}
+             "truncated": dict(mangle={"Light": lambda b: b[:len(b) - 7]}), "other build": dict(build="1.12")}
     for name, kw in cases.items():
         f = write_folder(tmp_path / name.replace(" ", "_"), **kw)
         args = ["light", "show", "--data", str(f), "--map", "WowgrassSample", "--at", "0,0,0", "--clock", "12:00"]
         if name == "other build":   # 1.12 tables where 3.3.5 ones are asked for
             args += ["--build", "3.3.5"]
-        r = CliRunner().invoke(cli, args)
-        assert r.exit_code == 0, (name, r.output)
-        assert "warning: light tables unusable" in r.stderr and "fixed sun" in r.stdout, name
-        assert r.exception is None
-
-
-def test_real_light_show_two_maps(realdata):
-    folder = realdata / "dbc" / "3.3.5"
-    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Azeroth",
-                                 "--at", "-10560,-1150,28", "--clock", "00:00", "--json"])   # Darkshire
-    assert r.exit_code == 0, r.output
-    dusk = json.loads(r.stdout)
-    assert any(not li["global"] and li["weight"] == 1.0 for li in dusk["lights"])
-    r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "Kalimdor",
-                                 "--at", "-7180,-3780,10", "--clock", "12:00", "--json"])
-    assert r.exit_code == 0
-    assert json.loads(r.stdout)["colors"] != dusk["colors"]
+        for extra in ([], ["-q"], ["--json"]):
+            r = CliRunner().invoke(cli, args + extra)
+            assert r.exit_code == 2, (name, extra, r.output)
+            assert "error:" in r.stderr and r.stdout == "", (name, extra)
+            assert "fixed sun" not in r.output and "Traceback" not in r.output
 
 
 # -------------------------------------------------------------------------------------- the sample
@@ -301,7 +460,7 @@ def test_the_sample_world_carries_its_light_tables():
         m = tables.map_light(T.MAP_ID)
         assert m.n_local == 1
         m.evaluate(np.asarray(data_lake()), 1440)
-        assert m.weights.tolist() == [1.0, 0.0]
+        assert m.weights.tolist() == [1.0, 1.0] and m.shares.tolist() == [1.0, 0.0]   # the lake light alone
     finally:
         data.close()
 
@@ -399,6 +558,100 @@ def test_view_clock_over_a_real_tile_takes_the_real_tables(tmp_path, realdata, e
     # Tyr's Hand (map 0): inside Light 1763's falloff (the start camera also in a smaller one's),
     # the plagued lands' orange-red
     assert light["map_id"] == 0 and 1763 in [li["id"] for li in light["lights"]]
-    assert sum(li["weight"] for li in light["lights"]) == pytest.approx(1.0)
+    assert sum(li["share"] for li in light["lights"]) == pytest.approx(1.0)
     red, green, blue = light["fog_color"]
     assert red > green > blue
+
+
+def test_frame_block_carries_the_model_colours():
+    from types import SimpleNamespace
+
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.frame import _MODEL, Frame, FrameUniforms
+    from wowgrass.render.views import View
+
+    u = FrameUniforms(SimpleNamespace(info={"GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT": 256}))
+    view = View(Camera(position=np.array([1.0, 2.0, 3.0])), (0, 0, 64, 64))
+    assert not u.pack(Frame(views=[view]), view)[_MODEL:_MODEL + 8].any()
+    on = u.pack(Frame(views=[view], model_light=((0.1, 0.2, 0.3), (0.4, 0.5, 0.6))), view)
+    assert np.allclose(on[_MODEL:_MODEL + 8], [0.1, 0.2, 0.3, 1.0, 0.4, 0.5, 0.6, 0.0])
+
+
+def test_a_resident_tile_knows_its_liquid_surface_for_the_under_water_light(realdata):
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.formats.liquid import tile_liquid
+    from wowgrass.render.world.tile_payload import TileGround
+
+    adt = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes())
+    ground = TileGround(adt)
+    lay = tile_liquid(adt).layers
+    k = int(np.flatnonzero(lay["exists"].reshape(len(lay), 64).any(1))[0])
+    r, c = (int(v[0]) for v in np.nonzero(lay["exists"][k]))
+    ch = int(lay["chunk"][k])
+    x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
+    y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
+    level, type_id, kind = ground.liquid_at(x, y)
+    same = lay[(lay["chunk"] == ch) & lay["exists"][:, r, c]]
+    assert level == pytest.approx(float(same["heights"][:, r:r + 2, c:c + 2].mean(axis=(1, 2)).max()), abs=1e-3)
+    assert (type_id, kind) in {(int(t), int(k)) for t, k in zip(same["type"], same["kind"])}
+    dry = np.argwhere(~tile_liquid(adt).cells())[0]
+    ch, r, c = (int(v) for v in dry)
+    x = float(adt.positions[ch, 0]) - (r + 0.5) * 33.3333 / 8
+    y = float(adt.positions[ch, 1]) - (c + 0.5) * 33.3333 / 8
+    assert ground.liquid_at(x, y) is None
+
+
+@pytest.mark.gl
+def test_view_takes_the_under_water_set_below_the_lakes_surface(tmp_path, egl):
+    lake = data_lake()      # the sample lake's centre and surface height
+
+    def light(z):
+        r = CliRunner().invoke(cli, ["view", "--camera", f"{lake[0]},{lake[1]},{z}",
+                                     "--target", f"{lake[0] + 30},{lake[1]},{z}", "--size", "64x36", "--frames", "1",
+                                     "--no-grass", "-o", str(tmp_path / f"u{z}.png"), "--clock", "12:00", "--json", "-q"])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["light"]
+
+    assert light(lake[2] - 0.5)["under_water"] is True
+    assert light(lake[2] + 10.0)["under_water"] is False
+
+
+def test_under_magma_and_slime_their_own_set_alone(realdata):
+    """3.3.5: LiquidType.LightID (stock: magma 7, slime 6) replaces the lights; water takes the
+    lights' under-water sets."""
+    folder = realdata / "dbc" / "3.3.5"
+    tables = load_light_tables(folder=folder)
+    assert tables.liquid_params(3, 2) == 7 and tables.liquid_params(4, 3) == 6 and tables.liquid_params(1, 0) is None
+
+    def show(*extra):
+        r = CliRunner().invoke(cli, ["light", "show", "--data", str(folder), "--map", "0", "--at", "-10500,-1200,40",
+                                     "--clock", "12:00", "--json", *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    magma, slime, water, dry = show("--under-liquid", "magma"), show("--under-liquid", "slime"), \
+        show("--under-liquid", "water"), show()
+    assert magma["lights"] == [] and "LightParams 7 alone" in magma["rules"]["slot"]
+    m = tables.map_light(0)
+    m._rows_for(0)
+    own = m._liquid_record(7, 1440)
+    assert magma["colors"]["fog"] == own[21:24].tolist() and magma["colors"] != slime["colors"]
+    assert [li["id"] for li in water["lights"]] == [1, 15] and water["colors"] != dry["colors"]
+    assert "LightParamsID[1]" in water["rules"]["slot"]
+
+
+@pytest.mark.gl
+def test_view_weather_storm_mixes_the_storm_sets_in(tmp_path, realdata, egl):
+    def light(*extra):
+        r = CliRunner().invoke(cli, ["view", str(realdata / "adt" / "continent4229.adt"), "--map", "Azeroth",
+                                     "--dbc", str(realdata / "dbc" / "3.3.5"), "--clock", "12:00", "--size", "64x36",
+                                     "--frames", "1", "--output", str(tmp_path / "s.png"), "--no-grass", "--json", "-q",
+                                     *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["light"]
+
+    clear, storm = light(), light("--weather", "storm")
+    assert clear["storm"] == 0.0 and storm["storm"] == 1.0
+    assert storm["fog_color"] != clear["fog_color"] and storm["fog"][1] < clear["fog"][1]
+    r = CliRunner().invoke(cli, ["view", "--weather", "storm", "--output", str(tmp_path / "x.png")])
+    assert r.exit_code == 2 and "--clock" in r.output

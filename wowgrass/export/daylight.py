@@ -49,6 +49,8 @@ def add_light(builder, root: int, light, info: dict) -> int:
         **info,
         "sun_color": colour,
         "ambient": [float(v) for v in light.ambient],
+        "model_ambient": [float(v) for v in light.model_ambient],   # models and WMOs (docs/light.md)
+        "model_diffuse": [float(v) for v in light.model_diffuse],
         "fog_color": [float(v) for v in light.fog_color],
         "fog_start": float(light.fog[0]), "fog_end": float(light.fog[1]),
         "sky": {n: [float(v) for v in c] for n, c in zip(names, light.sky)},

@@ -72,6 +72,7 @@ class ViewOptions:
     files: dict | None = None  # {game path: file}: loose files answering for those paths (view ADT)
     clock: str | None = None  # "HH:MM": the light tables' light for that hour (docs/light.md); the
     # client look takes them at 12:00 without it; otherwise None keeps the fixed sun
+    weather: str = "clear"  # "storm": each light's storm set mixed in fully (the light tables' weather)
     warm_up: bool | None = None  # compile and draw every program once before the first frame (None: in a window)
 
 
@@ -289,7 +290,7 @@ def open_zone_light(target, scene, src, opts: ViewOptions):
         return None
     try:
         map_id, _ = resolve_map(opts.dbc if opts.dbc is not None else data, src.map)
-        map_light = tables.map_light(map_id)
+        map_light = tables.map_light(map_id, storm=1.0 if opts.weather == "storm" else 0.0)
     except (LightUnavailable, FormatError, _Usage) as exc:
         say(f"warning: no light for map {src.map} ({exc}); keeping the fixed sun")
         return None
@@ -357,11 +358,11 @@ def describe_light(viewer) -> dict | None:
     from wowgrass.game.light import clock_text
 
     ml = zl.map_light
-    sl = zl.at(viewer.camera.position)
-    return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build,
-            "lights": [{"id": int(ml.ids[i]), "weight": float(ml.weights[i])} for i in range(len(ml))
-                       if ml.weights[i] > 0],
+    sl = zl.at(viewer.camera.position, viewer.scene)
+    return {"clock": clock_text(zl.clock), "map_id": ml.map_id, "build": ml.tables.build, "storm": ml.storm,
+            "lights": ml.lights_used(), "under_water": zl.under_water, "liquid_params": ml.liquid,
             "sun_dir": list(sl.sun_dir), "sun_color": list(sl.sun_color), "ambient": list(sl.ambient),
+            "model_ambient": list(sl.model_ambient), "model_diffuse": list(sl.model_diffuse),
             "fog_color": list(sl.fog_color), "fog": list(sl.fog)}
 
 

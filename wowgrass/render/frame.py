@@ -40,9 +40,10 @@ AMBIENT = (0.40, 0.43, 0.48)
 SKY = (0.62, 0.74, 0.86)
 
 # std140 layout of shaders/frame.glsl's block, as float32 offsets
-_FLOATS = FRAME_BLOCK_BYTES // 4  # 124
+_FLOATS = FRAME_BLOCK_BYTES // 4  # 132
 _VIEW_PROJ, _CAMERA, _SUN, _SUN_COLOR, _AMBIENT, _FOG_COLOR, _FOG = 0, 16, 20, 24, 28, 32, 36
 _GRASS, _FRUSTUM, _RINGS, _RING_KEEP, _SHADOW_MATRIX, _SHADOW, _WATER = 40, 56, 80, 84, 88, 104, 108
+_MODEL = 124
 _F = struct.Struct("<f")
 _SHADOW_PART = struct.Struct("<20f")  # uShadowMatrix, uShadowParams (consecutive)
 # the scalar fields in the order _block lists them: one fancy-index write a view, not ten slices
@@ -70,6 +71,7 @@ class Frame:
     uniforms: FrameUniforms | None = None  # set by draw_frame; sources bind a view's block for compute work
     shadow_map: object = None  # the sun's ShadowMap when a shadow pass drew one (colour passes sample it)
     water: tuple | None = None  # the light tables' river shallow/deep, ocean shallow/deep (4 RGB, 0..1)
+    model_light: tuple | None = None  # the light tables' model/WMO ambient and diffuse (2 RGB, 0..1)
 
     def add_view(self, view):
         """Add a pass's own view (e.g. the sun's); it gets a uniform slot and sources prepare it."""
@@ -122,7 +124,7 @@ class FrameUniforms:
         key = (frame.sun_dir, frame.sun_color, frame.ambient, frame.fog_color, frame.fog, cam.near, cam.far,
                wind.fade_start, wind.draw_distance, wind.wind_speed, wind.wind_amplitude, wind.root_fraction,
                wind.phase, wind.direction, wind.enabled, rings.radii, rings.keep, rings.band, rings.enabled,
-               rings.debug, frame.water)
+               rings.debug, frame.water, frame.model_light)
         tpl = getattr(view, "_frame_block", None)
         try:
             same = tpl is not None and tpl[0] is vp and tpl[1] == key
@@ -142,6 +144,11 @@ class FrameUniforms:
                 w[:, :3] = frame.water
                 w[0, 3] = 1.0
                 b[_WATER:_WATER + 16] = w.reshape(-1)
+            if frame.model_light is not None:
+                ml = np.zeros((2, 4), np.float32)
+                ml[:, :3] = frame.model_light
+                ml[0, 3] = 1.0
+                b[_MODEL:_MODEL + 8] = ml.reshape(-1)
             tpl = view._frame_block = (vp, key, b.tobytes())  # no shadow map unless a frame has one
         block = bytearray(tpl[2])
         t = frame.time

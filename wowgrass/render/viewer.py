@@ -113,14 +113,21 @@ class ZoneLight:
     def __init__(self, map_light, clock: int, sky=None):
         self.map_light, self.clock, self.sky = map_light, int(clock) % 2880, sky
         self.last = None  # the SceneLight of the last frame
+        self.under_water = False  # the last frame's camera was below a liquid surface
 
     def step(self, half_minutes: int) -> None:
         self.clock = (self.clock + int(half_minutes)) % 2880
 
-    def at(self, position):
+    def at(self, position, scene=None):
+        """The light at ``position``; below the liquid surface of ``scene``'s resident tile there
+        (``scene.liquid_at``) the client's under-water sets, or the liquid's own (magma, slime)."""
         from wowgrass.game.light import scene_light
 
-        self.last = scene_light(self.map_light, position, self.clock)
+        liquid = scene.liquid_at(float(position[0]), float(position[1])) if hasattr(scene, "liquid_at") else None
+        self.under_water = liquid is not None and float(position[2]) < liquid[0]
+        own = self.map_light.tables.liquid_params(liquid[1], liquid[2]) if self.under_water else None
+        self.last = scene_light(self.map_light, position, self.clock, under_water=self.under_water,
+                                liquid_params=own)
         return self.last
 
 
@@ -168,11 +175,11 @@ class Viewer:
         st = FrameStats(resident_tiles=len(sc.tiles), frame=self._frame, gpu_bytes=self._memory.total())
         px, py, pz = (float(v) for v in cam.position)
         zl, lt = self.zone_light, self.light
-        base_fog, water = self.fog, None
+        base_fog, water, model_light = self.fog, None, None
         sun_dir, sun_color, ambient = lt.sun_dir, lt.sun_color, lt.ambient
         if zl is not None:  # the light tables at the camera, for the hour
-            sl = zl.at(cam.position)
-            base_fog, water = sl.fog, sl.water
+            sl = zl.at(cam.position, sc)
+            base_fog, water, model_light = sl.fog, sl.water, (sl.model_ambient, sl.model_diffuse)
             sun_dir, sun_color, ambient = sl.sun_dir, sl.sun_color, sl.ambient
             self.colour_pass.clear = sl.fog_color
             if zl.sky is not None:
@@ -194,7 +201,7 @@ class Viewer:
         cam.near = min(max(NEAR, 0.01 * above), 4.0)
         self.views = self._frame_views(cam, tg)
         frame = Frame(time=t, views=list(self.views), wind=sc.grass.settings, fog=fog, index=self._frame,
-                      sun_dir=sun_dir, sun_color=sun_color, ambient=ambient, water=water)
+                      sun_dir=sun_dir, sun_color=sun_color, ambient=ambient, water=water, model_light=model_light)
         if zl is not None:
             frame.fog_color = zl.last.fog_color
         self._frame += 1

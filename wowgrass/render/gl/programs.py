@@ -57,7 +57,7 @@ LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}
 
-FRAME_BLOCK_BYTES = 496  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
+FRAME_BLOCK_BYTES = 528  # std140 size of shaders/frame.glsl's block (render/frame.py lays it out)
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _STAGES = ("VERTEX_SHADER", "FRAGMENT_SHADER", "GEOMETRY_SHADER", "COMPUTE_SHADER")

@@ -45,7 +45,7 @@ void main() {
     f_color = vec4(0.75, 0.6, 0.4, 1.0);
 #elif !defined SHADOW_PASS
     vec3 n = gl_FrontFacing ? v_normal : -v_normal;
-    f_color = vec4(applyFog(applyLightShadowed(tex.rgb, n, shadowFactor(v_world, v_dist)), v_dist), 1.0);
+    f_color = vec4(applyFog(applyModelLightShadowed(tex.rgb, n, shadowFactor(v_world, v_dist)), v_dist), 1.0);
 #endif
 }
 #endif

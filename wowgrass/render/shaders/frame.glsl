@@ -41,6 +41,8 @@ layout(std140) uniform Frame {
     vec4 uShadowParams;                       // shadows on, one map texel, depth bias, reach (world units)
     vec4 uWaterLight[4];                      // the light tables' river shallow, river deep, ocean shallow,
                                               // ocean deep (rgb 0..1); [0].w 1 when they are given
+    vec4 uModelLight[2];                      // the light tables' model and WMO ambient, diffuse (rgb 0..1,
+                                              // the client's DNUpdateColors); [0].w 1 when they are given
 };
 #endif
 

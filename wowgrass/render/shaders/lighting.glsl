@@ -14,6 +14,14 @@ vec3 applyLightShadowed(vec3 albedo, vec3 n, float shadow) {
     return albedo * (uAmbient + uSunColor * diff);
 }
 
+// applyLightShadowed for models and WMOs: the light tables' model colours where given (the
+// client lights them with ambient and diffuse pulled half-way to each other), else the frame's.
+vec3 applyModelLightShadowed(vec3 albedo, vec3 n, float shadow) {
+    if (uModelLight[0].w < 0.5) return applyLightShadowed(albedo, n, shadow);
+    float diff = max(dot(normalize(n), uSunDir), 0.0) * shadow;
+    return albedo * (uModelLight[0].rgb + uModelLight[1].rgb * diff);
+}
+
 vec3 applyFog(vec3 color, float dist) {
     float f = clamp((dist - uFog.x) / max(uFog.y - uFog.x, 1e-3), 0.0, 1.0);
     return mix(color, uFogColor, f);

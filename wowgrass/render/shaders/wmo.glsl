@@ -68,7 +68,7 @@ void main() {
         vec3 baked = (v_flags & 8) != 0 ? 2.0 * v_colour.rgb : vec3(0.75);
         c = tex.rgb * (baked + 0.3 * uAmbient);
     } else {
-        c = applyLightShadowed(tex.rgb, n, shadowFactor(v_world, v_dist));
+        c = applyModelLightShadowed(tex.rgb, n, shadowFactor(v_world, v_dist));
         if ((v_flags & 8) != 0) c *= mix(vec3(1.0), 2.0 * v_colour.rgb, 0.5);
     }
     f_color = vec4(applyFog(c, v_dist), uBlended ? tex.a : 1.0);

@@ -585,6 +585,13 @@ class Scene:
             return None
         return float(t.adt.heights_at(int(ch), x, y))
 
+    def liquid_at(self, x: float, y: float) -> tuple | None:
+        """(surface height, LiquidType ID, kind) of the highest liquid over (x, y) where a resident
+        tile has liquid in that cell, else None (the light's under-water and liquid sets)."""
+        t = self.tiles.get(tile_of(x, y))
+        at = getattr(t.adt, "liquid_at", None) if t is not None and t.adt is not None else None
+        return at(x, y) if at is not None else None
+
     def release(self):
         """Stop the worker (the tile it is loading finishes, nothing queued starts) and wait for it,
         so no load reads the data source after the caller closes it; then free the GL objects."""

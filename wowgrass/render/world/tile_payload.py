@@ -5,11 +5,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.formats.adt import AdtTile
+from wowgrass.formats.adt import CHUNK_SIZE, AdtTile
 from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..sources.grass_cpu import group_by_chunk
 from ..sources.terrain import build_far_arrays, build_terrain_arrays
+
+
+def liquid_tops(adt) -> tuple | None:
+    """Each cell's highest liquid surface (its four corners' mean; NaN where no layer has liquid)
+    and that layer's LiquidType ID and kind: ((256, 8, 8) float32, (256, 8, 8) int32, (256, 8, 8)
+    uint8), or None for a tile without liquid (or whose liquid does not parse: the scene reports
+    that where it draws it)."""
+    from wowgrass.errors import FormatError
+    from wowgrass.formats.liquid import tile_liquid
+
+    try:
+        layers = tile_liquid(adt).layers
+    except (FormatError, AttributeError):
+        return None
+    if not len(layers):
+        return None
+    h = layers["heights"].astype(np.float32)
+    mean = (h[:, :-1, :-1] + h[:, 1:, :-1] + h[:, :-1, 1:] + h[:, 1:, 1:]) * np.float32(0.25)
+    mean = np.where(layers["exists"], mean, -np.inf)
+    top = np.full((256, 8, 8), -np.inf, np.float32)
+    types = np.full((256, 8, 8), -1, np.int32)
+    kinds = np.full((256, 8, 8), 255, np.uint8)
+    for k in np.argsort(mean.reshape(len(layers), -1).max(1), kind="stable"):   # the highest layer last
+        ch = int(layers["chunk"][k])
+        higher = mean[k] > top[ch]
+        top[ch][higher] = mean[k][higher]
+        types[ch][higher] = int(layers["type"][k])
+        kinds[ch][higher] = int(layers["kind"][k])
+    top[np.isinf(top)] = np.nan
+    return top, types, kinds
 
 
 class TileGround:
@@ -21,6 +51,21 @@ class TileGround:
         self.positions = np.array(adt.positions, np.float32)
         self.heights = np.array(adt.heights, np.float32)
         self.index_xy = np.array(adt.index_xy)
+        self.liquid = liquid_tops(adt)
+
+    def liquid_at(self, x: float, y: float) -> tuple | None:
+        """(surface height, LiquidType ID, kind) of the highest liquid over (x, y) in this tile
+        (its cell's mean height), else None."""
+        if self.liquid is None:
+            return None
+        ch = int(self.chunk_index_at(x, y))
+        if ch < 0:
+            return None
+        cell = CHUNK_SIZE / 8.0
+        r = min(max(int((float(self.positions[ch, 0]) - x) // cell), 0), 7)
+        c = min(max(int((float(self.positions[ch, 1]) - y) // cell), 0), 7)
+        top = float(self.liquid[0][ch, r, c])
+        return None if top != top else (top, int(self.liquid[1][ch, r, c]), int(self.liquid[2][ch, r, c]))
 
     chunk_index_at = AdtTile.chunk_index_at
     _fan = AdtTile._fan
