@@ -98,9 +98,7 @@ def test_writing_pkware_without_the_binding_is_a_clean_error(fallback):
 def test_fallback_reads_stormlib_imploded_archives(tmp_path, fallback, label):
     import _storm as S
 
-    storm = S.load()
-    if storm is None:
-        pytest.skip("libstorm9 is not installed")
+    storm = S.required()
     flags, comp = {"implode": (S.MPQ_FILE_IMPLODE, 0), "pkware-mask": (S.MPQ_FILE_COMPRESS, S.MPQ_COMPRESSION_PKWARE),
                    "fix-key-implode": (S.MPQ_FILE_IMPLODE | S.MPQ_FILE_ENCRYPTED | S.MPQ_FILE_FIX_KEY, 0),
                    "sector-crc-implode": (S.MPQ_FILE_IMPLODE | S.MPQ_FILE_SECTOR_CRC, 0)}[label]

@@ -13,6 +13,7 @@ import numpy as np
 import pygltflib
 import pytest
 from click.testing import CliRunner
+from conftest import require_tool
 from wowgrass.cli.main import cli
 
 from wowgrass.grass.bundle import read_bundle, unpack_instances
@@ -366,16 +367,13 @@ def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
 
 
 def _validator():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed (CI installs it with the Khronos glTF validator)")
+    node = require_tool("node", "the Khronos glTF validator runs on it (.ci/run installs both)")
     env = dict(os.environ)
     root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() if shutil.which(
         "npm") else ""
     env["NODE_PATH"] = os.pathsep.join(p for p in (env.get("NODE_PATH", ""), root) if p)
     probe = subprocess.run([node, "-e", "require('gltf-validator')"], env=env, capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("the Khronos glTF validator is not installed (npm install -g gltf-validator)")
+    require_tool("the Khronos glTF validator", "npm install -g gltf-validator", found=probe.returncode == 0)
     return node, env
 
 
