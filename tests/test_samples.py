@@ -19,7 +19,7 @@ from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.mpq import MpqArchive
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.samples import (
-    MAP_NAME, SAMPLE_VERSION, adt_path, archive_layout, build_sample_world, sample_data_path, sample_root, wdt_path,
+    MAP_NAME, SAMPLE_VERSION, adt_path, build_sample_world, sample_data_path, sample_root, wdt_path,
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
@@ -28,6 +28,14 @@ from wowgrass.samples.sample_world import SAMPLE_VERSION, TERRAIN_TEXTURES, text
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
+#: the archives of each client the sample copies (a subset of the real ones), in the 2.x/3.x clients'
+#: mount order, lowest priority first: base, expansion(s), locale, patch, locale patch
+CLIENT_ARCHIVES = {
+    "1.12": ["dbc.MPQ", "terrain.MPQ", "model.MPQ", "texture.MPQ", "patch.MPQ"],
+    "2.4.3": ["common.MPQ", "expansion.MPQ", "enUS/locale-enUS.MPQ", "patch.MPQ", "enUS/patch-enUS.MPQ"],
+    "3.3.5": ["common.MPQ", "expansion.MPQ", "lichking.MPQ", "enUS/locale-enUS.MPQ", "patch.MPQ",
+              "enUS/patch-enUS.MPQ"],
+}
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +55,14 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
     data = open_data(data_dir)
     assert data.build == build
     assert manifest["wdt"] == wdt_path() and data.exists(wdt_path())
-    assert [a.name for a in archive_layout(build)] == sorted(manifest["archives"], key=[
-        a.name for a in archive_layout(build)].index)
+    # the client's archives, and the order the reader mounts them (lowest priority first); 1.12's base
+    # archives hold no file twice, so only its patch's place matters
+    mounted = [p.relative_to(data_dir).as_posix() for p in data.archives]
+    assert sorted(manifest["archives"]) == sorted(mounted) == sorted(CLIENT_ARCHIVES[build])
+    if build == "1.12":
+        assert mounted[-1] == "patch.MPQ"
+    else:
+        assert mounted == CLIENT_ARCHIVES[build]
     seen = set()
     for archive, files in manifest["archives"].items():
         assert (data_dir / archive).is_file()
