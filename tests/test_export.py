@@ -63,6 +63,15 @@ def trs_matrices(t, r, s) -> np.ndarray:
     return m
 
 
+def yaw_matrices(yaw, scale) -> np.ndarray:
+    """(n, 3, 3) WoW's turn by ``yaw`` about its up axis (Z), scaled, as seen in glTF space: a turn
+    about glTF's up axis (+Y) by the same angle (WoW X, Y, Z -> glTF x, z, -y)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    m = np.zeros((len(yaw), 3, 3))
+    m[:, 0, 0], m[:, 0, 2], m[:, 1, 1], m[:, 2, 0], m[:, 2, 2] = c, s, 1.0, -s, c
+    return m * np.asarray(scale, np.float64)[:, None, None]
+
+
 def node_matrix(nd) -> np.ndarray:
     return trs_matrices([nd.translation or [0, 0, 0]], [nd.rotation or [0, 0, 0, 1]], [nd.scale or [1, 1, 1]])[0]
 
@@ -158,8 +167,7 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
         m = np.concatenate(got[model])
         assert len(m) == len(pos) > 0
         np.testing.assert_allclose(from_gltf(m[:, :3, 3]) + origin, pos, atol=2e-3)
-        expect = trs_matrices(np.zeros((len(yaw), 3)), yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1))
-        np.testing.assert_allclose(m[:, :3, :3], expect[:, :3, :3], atol=2e-6)
+        np.testing.assert_allclose(m[:, :3, :3], yaw_matrices(yaw, scale), atol=2e-6)
     # each model's mesh once, shared by every tile's group
     names = [m.name for m in doc.meshes]
     assert len(names) == len(set(names))
@@ -223,8 +231,7 @@ def test_single_placements_are_plain_nodes_and_instanced_nodes_carry_the_first(t
             continue
         pos, yaw, scale = bundles[_tile_of(doc, i)][nd.extras["model"]]
         np.testing.assert_allclose(from_gltf(np.array([nd.translation])) + origin, pos[:1], atol=2e-3)
-        np.testing.assert_allclose(node_matrix(nd)[:3, :3], trs_matrices([[0, 0, 0]], yaw_quaternions(yaw[:1]),
-                                                                         [[scale[0]] * 3])[0, :3, :3], atol=2e-6)
+        np.testing.assert_allclose(node_matrix(nd)[:3, :3], yaw_matrices(yaw[:1], scale[:1])[0], atol=2e-6)
         # and the accessors hold every instance relative to it: the first is the identity
         a = nd.extensions["EXT_mesh_gpu_instancing"]["attributes"]
         np.testing.assert_array_equal(accessor(doc, a["TRANSLATION"])[0], 0)

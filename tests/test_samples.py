@@ -82,16 +82,22 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
             assert sorted(w.tiles()) == [(31, 32), (32, 32)]
             assert w.big_alpha == (build == "3.3.5")
         elif low.endswith(".wdl"):  # the horizon's heights: every tile's, as its ADT has them
-            from wowgrass.formats.wdl import WdlFile, wdl_tile_from_adt
+            from wowgrass.formats.adt import VERTEX_ROWCOL
+            from wowgrass.formats.wdl import WdlFile
 
             w = WdlFile.from_bytes(raw, path)
             assert sorted(map(tuple, w.tiles.tolist())) == [(31, 32), (32, 32)]
             assert w.has_maho.all() == (build != "1.12") and w.has_maho.any() == (build != "1.12")
+            vid = {tuple(rc): i for i, rc in enumerate(VERTEX_ROWCOL.tolist())}
             for (c, r), outer, inner in zip(w.tiles.tolist(), w.outer, w.inner):
                 adt = AdtTile.from_bytes(data.read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_{c}_{r}.adt"),
                                          big_alpha=build == "3.3.5")
-                want = wdl_tile_from_adt(adt)
-                assert np.array_equal(outer, want[0]) and np.array_equal(inner, want[1])
+                h = np.round(adt.abs_heights)
+                # outer: every chunk's north-west corner (the last row and column: the south-east
+                # corners), inner: every chunk's centre vertex (row 4, column 4)
+                assert outer[:16, :16].tolist() == h[:, vid[(0.0, 0.0)]].reshape(16, 16).tolist()
+                assert outer[16, 16] == h[255, vid[(8.0, 8.0)]] and outer[16, 3] == h[15 * 16 + 3, vid[(8.0, 0.0)]]
+                assert inner.tolist() == h[:, vid[(4.0, 4.0)]].reshape(16, 16).tolist()
         elif low.endswith(".m2"):
             m = M2Model.from_bytes(raw, path, read=data.read)
             assert m.version == M2_VERSION[build]
