@@ -3,7 +3,8 @@
 Builds (once, cached like any sample) a multi-tile 3.3.5 sample world with the sample writer,
 bakes it into a fresh bundle cache, then exports every bundle with ``wowgrass bundle export -o``
 in a child process per format and prints rows/s (by the child's CPU time, which the other jobs
-on a shared machine do not inflate, and by wall time) and the child's peak resident memory
+on a shared machine do not inflate, and by wall time), the wall time a user waits (the command
+from start to exit, interpreter start-up included) and the child's peak resident memory
 (ru_maxrss, the interpreter and numpy included).
 
 Targets: at least 1 M rows/s; peak memory under 200 MB whatever the row count (``--repeat N``
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 RATE_TARGET = 1e6
@@ -44,11 +46,13 @@ def export_once(files, fmt: str, out: Path) -> dict:
     base = [sys.executable, "-c", CHILD, "bundle", "export", "--help"]  # start-up alone (interpreter, imports)
     startup = subprocess.run(base, capture_output=True, text=True, check=True)
     s_wall, s_cpu, _ = (float(v) for v in startup.stderr.split("BENCH")[1].split())
+    t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True)
+    waited = time.perf_counter() - t0   # what a user waits: the command from start to exit
     if res.returncode != 0:
         raise SystemExit(f"export failed: {res.stderr}")
     wall, cpu, rss_kb = (float(v) for v in res.stderr.split("BENCH")[1].split())
-    return {"format": fmt, "wall_s": wall, "cpu_s": cpu, "startup_cpu_s": s_cpu, "peak_rss_mb": rss_kb / 1024,
+    return {"format": fmt, "wall_s": wall, "command_wall_s": waited, "cpu_s": cpu, "startup_cpu_s": s_cpu, "peak_rss_mb": rss_kb / 1024,
             "bytes": out.stat().st_size}
 
 
@@ -90,12 +94,16 @@ def main(argv=None) -> int:
                 print(f"{fmt.upper():4} {r['rows']:>11,} rows, {r['bytes'] / 1e6:7.1f} MB: "
                       f"{r['rows_per_s_cpu'] / 1e6:5.2f} M rows/s by CPU ({cpu:.2f} s past start-up), "
                       f"{r['rows_per_s_wall'] / 1e6:5.2f} M rows/s by wall ({r['wall_s']:.2f} s), "
+                      f"a user waits {r['command_wall_s']:.2f} s, "
                       f"peak {r['peak_rss_mb']:.0f} MB", flush=True)
                 (work / f"rows.{fmt}").unlink()
         worst_rate = min(r["rows_per_s_cpu"] for r in runs)
         worst_mem = max(r["peak_rss_mb"] for r in runs)
+        waits = max(r["command_wall_s"] for r in runs)
         print(f"slowest {worst_rate / 1e6:.2f} M rows/s by CPU (target >= {RATE_TARGET / 1e6:.0f} M: "
-              f"{'met' if worst_rate >= RATE_TARGET else 'NOT met'}); peak {worst_mem:.0f} MB "
+              f"{'met' if worst_rate >= RATE_TARGET else 'NOT met'}); a user waits at most {waits:.2f} s "
+              f"({min(r['rows'] / r['command_wall_s'] for r in runs) / 1e6:.2f} M rows/s start to exit); "
+              f"peak {worst_mem:.0f} MB "
               f"(target < {MEMORY_TARGET_MB:.0f} MB: {'met' if worst_mem < MEMORY_TARGET_MB else 'NOT met'})")
         if args.out:
             out = Path(args.out)

@@ -126,3 +126,11 @@ def load() -> Storm | None:
         return Storm(ctypes.CDLL("libstorm.so.9"))
     except OSError:
         return None
+
+
+def required() -> Storm:
+    """StormLib, or the test stops: skipped here, failed under CI=true (conftest.require_tool)."""
+    from conftest import require_tool
+
+    return require_tool("libstorm9", "the StormLib cross-checks load libstorm.so.9 (apt-get install libstorm9)",
+                        found=load())

@@ -1,13 +1,38 @@
-"""Shared fixtures: the real-data folder, a private cache folder, the fixtures folder, an EGL context."""
+"""Shared fixtures: the real-data folder, a private cache folder, the fixtures folder, an EGL context;
+:func:`require_tool` for the tools CI installs."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's (``CI=true``, as CI systems and .ci/run set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+_ON_PATH = object()
+
+
+def require_tool(name: str, why: str, found=_ON_PATH):
+    """``found`` (by default ``name`` looked up on PATH), or the test stops: skipped here, FAILED under
+    ``CI=true``, where .ci/run installs every tool a test needs (Xvfb, xdotool, node and the glTF
+    validator, libstorm9, chromium, EGL), so a missing one is an install step that failed, not a test
+    to leave out. ``found``: what the caller found (a path, a loaded library, True) or a falsy value."""
+    if found is _ON_PATH:
+        found = shutil.which(name)
+    if found:
+        return found
+    message = f"{name} is not available: {why}"
+    if in_ci():
+        pytest.fail(f"CI=true and {message} (.ci/run installs it: did an install step fail?)", pytrace=False)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +64,7 @@ def egl():
     try:
         release_context(create_offscreen_context())
     except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
+        require_tool("an EGL OpenGL context", str(exc), found=False)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +75,7 @@ def ctx():
     try:
         c = create_offscreen_context()
     except GLUnavailableError as exc:
-        pytest.skip(f"no EGL OpenGL context: {exc}")
+        require_tool("an EGL OpenGL context", str(exc), found=False)
     yield c
     release_context(c)
 

@@ -14,7 +14,7 @@ from wowgrass.edit.adt_edit import (
     STALE_MARGIN, assign_effect, best_layers, exclude_cells, match_textures, patch_fields, read_tile, remap_mapping,
     stale_cells, visible_shares,
 )
-from wowgrass.formats.adt import AdtTile, write_adt
+from wowgrass.formats.adt import AdtTile, MclyFlags, alpha_encodings, write_adt
 
 LAYOUTS = {
     "wowgrass": None,
@@ -200,6 +200,28 @@ def test_visible_shares_of_a_hand_made_chunk():
     # the west quarter: layer 2 shows 128/255, the layer under it the rest (127/255): layer 2 wins
     assert np.allclose(s[0, 1, :4, :2], 127 / 255, atol=1e-5) and np.allclose(s[0, 0, 4:, :2], 127 / 255, atol=1e-5)
     assert (best[0, :, :2] == 2).all()
+
+
+def test_remap_of_a_hand_made_chunk_names_the_layer_each_cell_shows():
+    t = generated_tile(2, seed=0)
+    t.n_layers[:] = 3
+    t.alpha[:] = 0                               # everywhere else the base layer shows alone
+    t.alpha[0, 1, :32] = 255                     # chunk 0: layer 1 covers the north half
+    t.alpha[0, 2, :, :16] = 128                  # and layer 2 half-covers the west quarter
+    t.doodad_mapping[:] = 0
+    t.doodad_mapping[1] = 3                      # chunk 1 names a layer it lacks
+    t.layer_flags[:, 1:3] |= np.uint32(MclyFlags.USE_ALPHA_MAP)
+    t.layer_texture[:, 2] = 0
+    t.alpha_encoding = alpha_encodings(t.layer_flags, t.n_layers, t.big_alpha)
+    raw = write_adt(t)
+    new, rep = remap_mapping(raw, "h.adt", margin=0.0, big_alpha=t.big_alpha)
+    got = read_tile(new, "h.adt", big_alpha=t.big_alpha).doodad_mapping
+    want0 = np.zeros((8, 8), np.uint8)
+    want0[:4, 2:] = 1                            # the north half, east of the west quarter
+    want0[:, :2] = 2                             # the west quarter
+    assert got[0].tolist() == want0.tolist()
+    assert (got[1] == 0).all() and (got[2:] == 0).all()
+    assert rep.cells == 4 * 6 + 8 * 2 + 64 and rep.chunks == 2
 
 
 def test_stale_margin():

@@ -13,6 +13,7 @@ import numpy as np
 import pygltflib
 import pytest
 from click.testing import CliRunner
+from conftest import require_tool
 from wowgrass.cli.main import cli
 
 from wowgrass.grass.bundle import read_bundle, unpack_instances
@@ -60,6 +61,15 @@ def trs_matrices(t, r, s) -> np.ndarray:
     m[:, :3, :3] = rot * s[:, None, :]
     m[:, :3, 3] = t
     return m
+
+
+def yaw_matrices(yaw, scale) -> np.ndarray:
+    """(n, 3, 3) WoW's turn by ``yaw`` about its up axis (Z), scaled, as seen in glTF space: a turn
+    about glTF's up axis (+Y) by the same angle (WoW X, Y, Z -> glTF x, z, -y)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    m = np.zeros((len(yaw), 3, 3))
+    m[:, 0, 0], m[:, 0, 2], m[:, 1, 1], m[:, 2, 0], m[:, 2, 2] = c, s, 1.0, -s, c
+    return m * np.asarray(scale, np.float64)[:, None, None]
 
 
 def node_matrix(nd) -> np.ndarray:
@@ -157,8 +167,7 @@ def test_gltf_instances_match_the_bundles(world, tmp_path, monkeypatch, mode):
         m = np.concatenate(got[model])
         assert len(m) == len(pos) > 0
         np.testing.assert_allclose(from_gltf(m[:, :3, 3]) + origin, pos, atol=2e-3)
-        expect = trs_matrices(np.zeros((len(yaw), 3)), yaw_quaternions(yaw), np.repeat(scale[:, None], 3, axis=1))
-        np.testing.assert_allclose(m[:, :3, :3], expect[:, :3, :3], atol=2e-6)
+        np.testing.assert_allclose(m[:, :3, :3], yaw_matrices(yaw, scale), atol=2e-6)
     # each model's mesh once, shared by every tile's group
     names = [m.name for m in doc.meshes]
     assert len(names) == len(set(names))
@@ -222,8 +231,7 @@ def test_single_placements_are_plain_nodes_and_instanced_nodes_carry_the_first(t
             continue
         pos, yaw, scale = bundles[_tile_of(doc, i)][nd.extras["model"]]
         np.testing.assert_allclose(from_gltf(np.array([nd.translation])) + origin, pos[:1], atol=2e-3)
-        np.testing.assert_allclose(node_matrix(nd)[:3, :3], trs_matrices([[0, 0, 0]], yaw_quaternions(yaw[:1]),
-                                                                         [[scale[0]] * 3])[0, :3, :3], atol=2e-6)
+        np.testing.assert_allclose(node_matrix(nd)[:3, :3], yaw_matrices(yaw[:1], scale[:1])[0], atol=2e-6)
         # and the accessors hold every instance relative to it: the first is the identity
         a = nd.extensions["EXT_mesh_gpu_instancing"]["attributes"]
         np.testing.assert_array_equal(accessor(doc, a["TRANSLATION"])[0], 0)
@@ -366,16 +374,13 @@ def test_real_tiles_with_tables_only_use_stand_ins(realdata, tmp_path):
 
 
 def _validator():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed (CI installs it with the Khronos glTF validator)")
+    node = require_tool("node", "the Khronos glTF validator runs on it (.ci/run installs both)")
     env = dict(os.environ)
     root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() if shutil.which(
         "npm") else ""
     env["NODE_PATH"] = os.pathsep.join(p for p in (env.get("NODE_PATH", ""), root) if p)
     probe = subprocess.run([node, "-e", "require('gltf-validator')"], env=env, capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("the Khronos glTF validator is not installed (npm install -g gltf-validator)")
+    require_tool("the Khronos glTF validator", "npm install -g gltf-validator", found=probe.returncode == 0)
     return node, env
 
 

@@ -9,7 +9,7 @@ import pytest
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.grass.grid_tiles import (ANCHOR, CONTROL_SIDE, GRID_VERSION, SLOT_SPACING, build_grid_tile,
-                           chunk_of_cells, fan_heights, grid_path_for, instance_cells, load_grid_tile,
+                           fan_heights, grid_path_for, instance_cells, load_grid_tile,
                            owner_cells, read_grid_tile, tile_slots, write_grid_tile)
 from wowgrass.render.world.synthetic import random_instances, synthetic_tile, tile_origin
 
@@ -23,23 +23,36 @@ def digest(tile) -> str:
     return hashlib.sha256(tile.control.tobytes() + tile.heights.tobytes()).hexdigest()
 
 
+def _cells(pos) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tile-local ADT cell row and column of each position, and how far it lies inside its cell
+    (0 at an edge, 0.5 at the centre), from the map's corner: X and Y fall 33.333 / 8 yards a cell."""
+    fr = (ZEROPOINT - pos[:, 0]) / UNIT_SIZE - ROW * 128
+    fc = (ZEROPOINT - pos[:, 1]) / UNIT_SIZE - COL * 128
+    r, c = np.floor(fr).astype(np.int64), np.floor(fc).astype(np.int64)
+    inside = np.minimum(np.minimum(fr - r, 1 - (fr - r)), np.minimum(fc - c, 1 - (fc - c)))
+    return r, c, inside
+
+
 @pytest.fixture(scope="module")
 def tile_and_grass():
     adt = synthetic_tile(COL, ROW, hole_chunk=37)
     x0, y0 = tile_origin(COL, ROW)
     inst = random_instances(40000, (x0 - TILE_SIZE, y0 - TILE_SIZE), (x0, y0), tile=adt, seed=5)
-    # leave the hole chunk and the dirt half of every chunk bare, as the placement would
-    cell = instance_cells(COL, ROW, {"all": inst}, ["all"])[0]
-    keep = (chunk_of_cells(cell // 128, cell % 128) != 37) & (cell % 8 < 4)
+    # leave the hole chunk and the dirt half of every chunk bare, as the placement would; no blade
+    # within a hundredth of a cell of an edge (which cell owns those is a test of its own)
+    r, c, inside = _cells(np.asarray(inst["pos"], np.float64))
+    keep = ((r // 8) * 16 + c // 8 != 37) & (c % 8 < 4) & (inside > 0.01)
     inst = inst[keep]
     grass = {"a.m2": inst[0::3], "b.m2": inst[1::3], "c.m2": inst[2::3]}
     return adt, grass
 
 
-def bundle_chunk_counts(grass, models):
+def bundle_chunk_counts(adt, grass, models):
+    """(256, models) instances per chunk and model, the chunk found by the tile (AdtTile.chunk_index_at)."""
     out = np.zeros((256, len(models)), np.int64)
-    for k, cell in enumerate(instance_cells(COL, ROW, grass, models)):
-        out[:, k] = np.bincount(chunk_of_cells(cell // 128, cell % 128), minlength=256)
+    for k, m in enumerate(models):
+        pos = np.asarray(grass[m]["pos"], np.float64)
+        out[:, k] = np.bincount(adt.chunk_index_at(pos[:, 0], pos[:, 1]), minlength=256)
     return out
 
 
@@ -71,7 +84,7 @@ def test_control_counts_equal_the_bundle_per_chunk_and_model(tile_and_grass):
     adt, grass = tile_and_grass
     g = build_grid_tile(adt, grass)
     assert g.models == list(grass) and g.dropped == 0
-    want = bundle_chunk_counts(grass, g.models)
+    want = bundle_chunk_counts(adt, grass, g.models)
     assert (g.chunk_model_counts() == want).all()
     assert (g.model_totals() == [len(v) for v in grass.values()]).all()
     assert want[37].sum() == 0  # the hole chunk
@@ -96,7 +109,8 @@ def test_slots_of_bare_cells_are_empty(tile_and_grass):
     a, b = g.control.shape[:2]
     ii, jj = np.meshgrid(g.slot_i0 + np.arange(a), g.slot_j0 + np.arange(b), indexing="ij")
     gr, gc = owner_cells(ii, jj)
-    bare = (gc % 8 >= 4) | (chunk_of_cells(gr, gc) == 37)
+    hole = (gr % 128 // 8 == 2) & (gc % 128 // 8 == 5)    # chunk 37: IndexY 2, IndexX 5
+    bare = (gc % 8 >= 4) | hole
     assert g.counts[bare].sum() == 0
     assert g.counts[~bare].sum() == sum(len(v) for v in grass.values())
 

@@ -1,7 +1,7 @@
 """Cross-reading with Debian's StormLib (libstorm9, through ctypes), both ways.
 
 Our writer -> StormLib reads identical bytes; StormLib-created archives -> our reader. Skipped
-(with the reason) only when ``libstorm.so.9`` cannot be loaded.
+(with the reason) only when ``libstorm.so.9`` cannot be loaded, and then failed under CI=true.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ NEEDS_DCL = pytest.mark.skipif(_dcl_binding() is None, reason="writing PKWARE DC
 
 
 STORM = S.load()
-pytestmark = [
-    pytest.mark.storm,
-    pytest.mark.skipif(STORM is None, reason="libstorm9 (libstorm.so.9) is not loadable; apt-get install libstorm9"),
-]
+pytestmark = pytest.mark.storm
+
+
+@pytest.fixture(autouse=True)
+def _stormlib():
+    S.required()
 
 RNG = np.random.default_rng(11)
 FILES = {

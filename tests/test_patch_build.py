@@ -97,10 +97,10 @@ def test_a_data_patch_under_locale_tables_is_hidden_and_said(tmp_path):
     assert not (data / "patch-4.MPQ").exists()               # nothing is put into the Data folder
 
 
-@pytest.mark.skipif(STORM is None, reason="libstorm9 (libstorm.so.9) is not loadable; apt-get install libstorm9")
 @pytest.mark.storm
 @pytest.mark.parametrize("build", ["1.12", "3.3.5"])
 def test_stormlib_reads_every_file_of_the_patch(tmp_path, build):
+    S.required()
     src = _tree(tmp_path / "fix", CHANGED)
     out = tmp_path / "patch-4.MPQ"
     r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out), "--build", build, "--json"])

@@ -431,9 +431,7 @@ PROTECTIONS = {
 def test_protected_archives_read_as_stormlib_reads_them(tmp_path, name):
     import _storm
 
-    storm = _storm.load()
-    if storm is None:
-        pytest.skip("libstorm9 is not installed")
+    storm = _storm.required()
     version, edits, war3 = PROTECTIONS[name]
     data = _spoil(write_mpq(PROTECTED_FILES, format_version=version), edits)
     if war3:
@@ -453,9 +451,7 @@ def test_hash_table_size_not_a_power_of_two_reads_as_stormlib_reads_it(tmp_path,
     import _storm
     from mpq_builders import odd_hash_table
 
-    storm = _storm.load()
-    if storm is None:
-        pytest.skip("libstorm9 is not installed")
+    storm = _storm.required()
     p = tmp_path / "odd.mpq"
     p.write_bytes(odd_hash_table(write_mpq(PROTECTED_FILES), size))
     theirs = storm.read_archive(p, list(PROTECTED_FILES), check_crc=False)

@@ -19,7 +19,7 @@ from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.mpq import MpqArchive
 from wowgrass.formats.wdt import WdtFile
 from wowgrass.samples import (
-    MAP_NAME, SAMPLE_VERSION, adt_path, archive_layout, build_sample_world, sample_data_path, sample_root, wdt_path,
+    MAP_NAME, SAMPLE_VERSION, adt_path, build_sample_world, sample_data_path, sample_root, wdt_path,
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
@@ -28,6 +28,14 @@ from wowgrass.samples.sample_world import SAMPLE_VERSION, TERRAIN_TEXTURES, text
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 M2_VERSION = {"1.12": 256, "2.4.3": 263, "3.3.5": 264}
+#: the archives of each client the sample copies (a subset of the real ones), in the 2.x/3.x clients'
+#: mount order, lowest priority first: base, expansion(s), locale, patch, locale patch
+CLIENT_ARCHIVES = {
+    "1.12": ["dbc.MPQ", "terrain.MPQ", "model.MPQ", "texture.MPQ", "patch.MPQ"],
+    "2.4.3": ["common.MPQ", "expansion.MPQ", "enUS/locale-enUS.MPQ", "patch.MPQ", "enUS/patch-enUS.MPQ"],
+    "3.3.5": ["common.MPQ", "expansion.MPQ", "lichking.MPQ", "enUS/locale-enUS.MPQ", "patch.MPQ",
+              "enUS/patch-enUS.MPQ"],
+}
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +55,14 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
     data = open_data(data_dir)
     assert data.build == build
     assert manifest["wdt"] == wdt_path() and data.exists(wdt_path())
-    assert [a.name for a in archive_layout(build)] == sorted(manifest["archives"], key=[
-        a.name for a in archive_layout(build)].index)
+    # the client's archives, and the order the reader mounts them (lowest priority first); 1.12's base
+    # archives hold no file twice, so only its patch's place matters
+    mounted = [p.relative_to(data_dir).as_posix() for p in data.archives]
+    assert sorted(manifest["archives"]) == sorted(mounted) == sorted(CLIENT_ARCHIVES[build])
+    if build == "1.12":
+        assert mounted[-1] == "patch.MPQ"
+    else:
+        assert mounted == CLIENT_ARCHIVES[build]
     seen = set()
     for archive, files in manifest["archives"].items():
         assert (data_dir / archive).is_file()
@@ -68,16 +82,22 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
             assert sorted(w.tiles()) == [(31, 32), (32, 32)]
             assert w.big_alpha == (build == "3.3.5")
         elif low.endswith(".wdl"):  # the horizon's heights: every tile's, as its ADT has them
-            from wowgrass.formats.wdl import WdlFile, wdl_tile_from_adt
+            from wowgrass.formats.adt import VERTEX_ROWCOL
+            from wowgrass.formats.wdl import WdlFile
 
             w = WdlFile.from_bytes(raw, path)
             assert sorted(map(tuple, w.tiles.tolist())) == [(31, 32), (32, 32)]
             assert w.has_maho.all() == (build != "1.12") and w.has_maho.any() == (build != "1.12")
+            vid = {tuple(rc): i for i, rc in enumerate(VERTEX_ROWCOL.tolist())}
             for (c, r), outer, inner in zip(w.tiles.tolist(), w.outer, w.inner):
                 adt = AdtTile.from_bytes(data.read(f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_{c}_{r}.adt"),
                                          big_alpha=build == "3.3.5")
-                want = wdl_tile_from_adt(adt)
-                assert np.array_equal(outer, want[0]) and np.array_equal(inner, want[1])
+                h = np.round(adt.abs_heights)
+                # outer: every chunk's north-west corner (the last row and column: the south-east
+                # corners), inner: every chunk's centre vertex (row 4, column 4)
+                assert outer[:16, :16].tolist() == h[:, vid[(0.0, 0.0)]].reshape(16, 16).tolist()
+                assert outer[16, 16] == h[255, vid[(8.0, 8.0)]] and outer[16, 3] == h[15 * 16 + 3, vid[(8.0, 0.0)]]
+                assert inner.tolist() == h[:, vid[(4.0, 4.0)]].reshape(16, 16).tolist()
         elif low.endswith(".m2"):
             m = M2Model.from_bytes(raw, path, read=data.read)
             assert m.version == M2_VERSION[build]

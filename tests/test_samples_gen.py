@@ -73,12 +73,16 @@ def test_heights_sample_the_world_not_the_layout(terrain2x2):
 
 
 def test_positions_follow_the_adt_convention(tiles2x1):
-    t = tiles2x1[0]
-    assert t.positions[0, 0] == pytest.approx(ZEROPOINT - t.row * 16 * CHUNK_SIZE, abs=1e-2)
-    assert t.positions[0, 1] == pytest.approx(ZEROPOINT - t.col * 16 * CHUNK_SIZE, abs=1e-2)
-    # chunk 1 is one chunk east (Y decreases), chunk 16 one chunk south (X decreases)
-    assert t.positions[0, 1] - t.positions[1, 1] == pytest.approx(CHUNK_SIZE, abs=1e-3)
-    assert t.positions[0, 0] - t.positions[16, 0] == pytest.approx(CHUNK_SIZE, abs=1e-3)
+    # tile (col 31, row 32): its north-west corner at X = 17066.667 - 32 x 533.333 = 0,
+    # Y = 17066.667 - 31 x 533.333 = 533.333 (as continent4229.adt's chunk 0 (1600, -5333.334) is tile 42, 29)
+    t, east = tiles2x1
+    assert (t.col, t.row, east.col, east.row) == (31, 32, 32, 32)
+    assert t.positions[0, :2] == pytest.approx([0.0, 533.333], abs=1e-2)
+    assert east.positions[0, :2] == pytest.approx([0.0, 0.0], abs=1e-2)
+    # chunk 1 is one chunk (33.333 yards) east (Y decreases), chunk 16 one south (X decreases)
+    assert t.positions[1, :2] == pytest.approx([0.0, 500.0], abs=1e-2)
+    assert t.positions[16, :2] == pytest.approx([-33.333, 533.333], abs=1e-2)
+    assert t.positions[255, :2] == pytest.approx([-500.0, 33.333], abs=1e-2)
     assert (t.heights >= 0).all() and (t.heights.min(axis=1) == 0).all()
 
 

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from wowgrass.errors import FormatError
-from wowgrass.formats.wdl import MAOF_SIZE, MARE_SIZE, WdlFile, sniff, wdl_tile_from_adt, write_wdl
+from wowgrass.formats.wdl import WdlFile, sniff, wdl_tile_from_adt, write_wdl
+
+MAOF_BYTES = 64 * 64 * 4                 # one u32 offset a tile
+MARE_BYTES = (17 * 17 + 16 * 16) * 2     # outer and inner heights, int16: 1090
 
 
 def _wdl(n=5, seed=0, extra=()):
@@ -52,9 +55,9 @@ def test_maof_holds_absolute_offsets_of_mare_headers_row_major():
     maof = 12 + 8  # MVER (12), then MAOF's header
     off_73 = struct.unpack_from("<I", data, maof + (3 * 64 + 7) * 4)[0]  # [row 3][col 7]
     off_25 = struct.unpack_from("<I", data, maof + (5 * 64 + 2) * 4)[0]
-    assert off_73 == maof + MAOF_SIZE and data[off_73:off_73 + 4] == b"ERAM"
-    assert off_25 == off_73 + 8 + MARE_SIZE + 8 + 32 and data[off_25:off_25 + 4] == b"ERAM"
-    assert struct.unpack_from("<I", data, off_73 + 4)[0] == MARE_SIZE
+    assert off_73 == maof + MAOF_BYTES and data[off_73:off_73 + 4] == b"ERAM"
+    assert off_25 == off_73 + 8 + MARE_BYTES + 8 + 32 and data[off_25:off_25 + 4] == b"ERAM"
+    assert struct.unpack_from("<I", data, off_73 + 4)[0] == MARE_BYTES
 
 
 def test_an_adts_wdl_entry_is_its_chunk_corners_and_centres():

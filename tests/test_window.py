@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import require_tool
 from wowgrass.cli.main import cli
 
 pytestmark = pytest.mark.window
@@ -33,9 +33,7 @@ CAMERA = "60,60"
 @pytest.fixture(scope="module")
 def xdisplay():
     """A private Xvfb server (screen = the window's size, so the pointer starts inside the window)."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        pytest.skip("Xvfb is not installed (apt-get install xvfb xdotool): no X server for the window tests")
+    xvfb = require_tool("Xvfb", "no X server for the window tests (apt-get install xvfb xdotool)")
     r, w = os.pipe()
     proc = subprocess.Popen([xvfb, "-displayfd", str(w), "-screen", "0", f"{SIZE[0]}x{SIZE[1]}x24", "-nolisten", "tcp"],
                             pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -81,7 +79,7 @@ def _offscreen(tmp_path, *flags):
     r = CliRunner().invoke(cli, ["view", "--output", str(out), "--size", f"{SIZE[0]}x{SIZE[1]}",
                                  "--camera", CAMERA, *flags])
     if r.exit_code != 0 and "EGL" in r.output:
-        pytest.skip(f"no EGL context for the offscreen reference frame: {r.output.strip()}")
+        require_tool("an EGL OpenGL context", f"the offscreen reference frame: {r.output.strip()}", found=False)
     assert r.exit_code == 0, r.output
     return _png(out)
 
@@ -113,9 +111,8 @@ def test_window_frames_screenshot_shows_grass(xdisplay, tmp_path):
 
 
 def test_window_key_toggles_grass_and_escape_quits(xdisplay, tmp_path):
-    xdotool = shutil.which("xdotool")
-    if xdotool is None:
-        pytest.skip("xdotool is not installed: test_window_controls_handlers calls the key handlers instead")
+    xdotool = require_tool("xdotool", "no key presses into the window (test_window_controls_handlers calls the "
+                                      "key handlers instead)")
     shot = tmp_path / "nograss.png"
     proc = subprocess.Popen(_view(xdisplay, "--quit-after", "60", "--screenshot", str(shot)), env=_env(xdisplay),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -239,7 +236,7 @@ def test_window_unreachable_display(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["view", "--size", "64x48"])
     if r.exit_code != 0 and "EGL" in r.output:
-        pytest.skip(f"no EGL context for the offscreen fallback: {r.output.strip()}")
+        require_tool("an EGL OpenGL context", f"the offscreen fallback: {r.output.strip()}", found=False)
     assert r.exit_code == 0, r.output
     assert "rendering offscreen to view.png" in r.output and (tmp_path / "view.png").exists()
 

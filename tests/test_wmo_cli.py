@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
-from wowgrass.formats.wmo import group_file_name
 from wowgrass.samples import building
 
 HERE = Path(__file__).parent
@@ -111,7 +110,7 @@ def test_wmo_command_errors(house, tmp_path, realdata):
     res = run("wmo", "info", lonely / "SampleHouse.wmo", "--json")
     assert res.exit_code == 0
     d = json.loads(res.output)
-    assert list(d["group_errors"]) == [group_file_name(str(lonely / "SampleHouse.wmo"), 0)]
+    assert list(d["group_errors"]) == [str(lonely / "SampleHouse_000.wmo")]
 
 
 def test_adt_info_liquid_and_modf(realdata):

@@ -497,6 +497,53 @@ class AdtTile:
 
 
 # --- reader --------------------------------------------------------------------------------------
+def unpack_doodad_mapping(raw: np.ndarray, msb_first: bool) -> np.ndarray:
+    """(n, 16) MCNK header bytes -> (n, 8, 8) layer index of each cell: 2 bits a cell, LSB first as
+    the client reads them (``msb_first``: as noggit3 writes them)."""
+    if msb_first:
+        shifts = (3 - (np.arange(8) & 3)) * 2
+        byte = raw[:, np.arange(8)[:, None] * 2 + (np.arange(8)[None, :] >> 2)]
+        return (byte >> shifts[None, None, :]) & 3
+    rows = raw.view("<u2")
+    return (rows[:, :, None] >> (2 * np.arange(8, dtype=np.uint16))[None, None, :]) & 3
+
+
+def pack_doodad_mapping(mapping, msb_first: bool) -> np.ndarray:
+    """(n, 8, 8) layer indices -> (n, 16) header bytes, the inverse of :func:`unpack_doodad_mapping`."""
+    dm = np.asarray(mapping, np.uint8) & 3
+    n = len(dm)
+    if msb_first:
+        shifts = (3 - (np.arange(8) & 3)) * 2
+        return (dm << shifts[None, None, :]).reshape(n, 8, 2, 4).sum(axis=-1, dtype=np.uint8).reshape(n, 16)
+    rows = (dm.astype("<u2") << (2 * np.arange(8, dtype=np.uint16))[None, None, :]).sum(axis=-1, dtype="<u2")
+    return rows.astype("<u2").view(np.uint8).reshape(n, 16)
+
+
+#: each sub-chunk's offset field in the MCNK header, in the order their spans are checked
+_SUB_OFFSET_FIELDS = {b"MCVT": "ofs_height", b"MCNR": "ofs_normal", b"MCLY": "ofs_layer", b"MCRF": "ofs_refs",
+                      b"MCSH": "ofs_shadow", b"MCAL": "ofs_alpha", b"MCLQ": "ofs_liquid",
+                      b"MCSE": "ofs_snd_emitters", b"MCCV": "ofs_mccv"}
+_NO_SPAN = np.int64(1) << 40     # where a chunk lacks a sub-chunk: sorts after every real one
+
+
+@dataclass
+class _Subchunks:
+    """Where the 256 chunks' sub-chunks are: offset from the MCNK's magic, which chunks have each,
+    and the payload size each declares (MCLQ: the whole chunk, as the header's size_liquid says)."""
+
+    ofs: dict       # tag -> (256,) i8
+    present: dict   # tag -> (256,) bool
+    size: dict      # tag -> (256,) i8, or a fixed size
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """(256, 9) start and end of every sub-chunk (header included), ``_NO_SPAN`` where absent."""
+        tags = list(_SUB_OFFSET_FIELDS)
+        extent = {t: self.size[t] if t == b"MCLQ" else self.size[t] + 8 for t in tags}
+        st = np.stack([np.where(self.present[t], self.ofs[t], _NO_SPAN) for t in tags], axis=1)
+        en = np.stack([np.where(self.present[t], self.ofs[t] + extent[t], _NO_SPAN) for t in tags], axis=1)
+        return st, en
+
+
 class _Reader:
     def __init__(self, data, path, big_alpha, msb_first):
         self.buf = bytes(data)
@@ -620,71 +667,101 @@ class _Reader:
         return np.where(present, size, 0)
 
     def _mcnks(self, mcnk):
-        arr, path = self.arr, self.path
+        """The 256 MCNKs' fields as AdtTile keyword arguments, checked in the order a reader meets
+        them: headers, sub-chunk places, their overlaps and gaps, then each payload."""
         base = mcnk[:, 0]
         end = base + HEADER_SIZE + mcnk[:, 1]
-        short = mcnk[:, 1] < MCNK_HEADER_SIZE
+        hdr, n_layers, idx_xy = self._headers(base, mcnk[:, 1])
+        sub = self._subchunks(base, end, hdr, n_layers)
+        mcnr_pad, extra = self._gaps(base, end, sub)
+        heights, normals = self._geometry(base, hdr, sub)
+        layer_texture, layer_flags, layer_effect, layer_ofs = self._layer_table(base, sub, n_layers)
+        enc = alpha_encodings(layer_flags, n_layers, self.big_alpha)
+        fix = (hdr["flags"] & McnkFlags.DO_NOT_FIX_ALPHA_MAP) == 0
+        alpha = self._alpha_maps(base, sub, enc, layer_ofs, fix)
+        shadow = self._shadows(base, sub, fix)
+        mccv, has_mccv = self._vertex_colours(base, sub)
+        no_effect = np.unpackbits(hdr["no_effect_doodad"], axis=-1, bitorder="little").reshape(256, 8, 8)
+        refs, liquids, sounds, liquid_offsets = self._raw_parts(base, sub)
+        return dict(chunk_flags=hdr["flags"].copy(), index_xy=idx_xy, n_layers=n_layers,
+                    area_id=hdr["area_id"].copy(), positions=hdr["position"].copy(), heights=heights,
+                    normals=normals, layer_texture=layer_texture, layer_flags=layer_flags,
+                    layer_effect=layer_effect, alpha=alpha, alpha_encoding=enc, shadow=shadow,
+                    holes=hdr["holes"].copy(),
+                    doodad_mapping=unpack_doodad_mapping(hdr["doodad_mapping"], self.msb_first).astype(np.uint8),
+                    no_effect_doodad=no_effect.astype(bool), mccv=mccv, has_mccv=has_mccv, mcnk_headers=hdr,
+                    mcnr_pad=mcnr_pad, refs=refs, liquids=liquids, liquid_offsets=liquid_offsets,
+                    sound_emitters=sounds, extra_subchunks=extra, mcnk_offsets=base.astype(np.int64),
+                    mcly_offsets=np.where(sub.present[b"MCLY"], base + sub.ofs[b"MCLY"] + 8, -1).astype(np.int64))
+
+    def _headers(self, base, sizes):
+        """The 256 MCNK headers (one structured array), their layer counts and (IndexX, IndexY)."""
+        short = sizes < MCNK_HEADER_SIZE
         if short.any():
             i = int(np.flatnonzero(short)[0])
-            self.fail(f"MCNK {i}: expected {MCNK_HEADER_SIZE} header bytes, got {int(mcnk[i, 1])}",
+            self.fail(f"MCNK {i}: expected {MCNK_HEADER_SIZE} header bytes, got {int(sizes[i])}",
                       int(base[i]), TruncatedError)
         hdr = self.gather(base + HEADER_SIZE, MCNK_HEADER_SIZE).view(MCNK_HEADER_DTYPE)[:, 0]
-        flags = hdr["flags"]
         n_layers = hdr["n_layers"]
         if (n_layers > 4).any():
             i = int(np.flatnonzero(n_layers > 4)[0])
             self.fail(f"MCNK {i}: nLayers {int(n_layers[i])} > 4", int(base[i]) + 8 + 0x0C)
-        n_layers = n_layers.astype(np.uint8)
         idx_xy = np.stack([hdr["index_x"], hdr["index_y"]], axis=1)
         if (idx_xy > 15).any():
             i = int(np.flatnonzero((idx_xy > 15).any(axis=1))[0])
             self.fail(f"MCNK {i}: IndexX/IndexY {tuple(idx_xy[i].tolist())} outside 0..15", int(base[i]) + 12)
+        return hdr, n_layers.astype(np.uint8), idx_xy
 
+    def _subchunks(self, base, end, hdr, n_layers) -> _Subchunks:
+        """Where each chunk's sub-chunks are (checked against the chunk's bounds and magic), which
+        chunks have them, and the sizes they declare."""
+        flags = hdr["flags"]
+        ofs = {tag: hdr[name].astype(np.int64) for tag, name in _SUB_OFFSET_FIELDS.items()}
         ones = np.ones(256, bool)
-        o = {k: hdr[k].astype(np.int64) for k in ("ofs_height", "ofs_normal", "ofs_layer", "ofs_refs", "ofs_alpha",
-                                                   "ofs_shadow", "ofs_liquid", "ofs_snd_emitters", "ofs_mccv")}
-        self._locate(base, end, o["ofs_height"], ones, b"MCVT", MCVT_SIZE)
-        self._locate(base, end, o["ofs_normal"], ones, b"MCNR", MCNR_SIZE)
-        p_layer = (o["ofs_layer"] != 0) | (n_layers > 0)
-        s_layer = self._locate(base, end, o["ofs_layer"], p_layer, b"MCLY")
-        if (s_layer < n_layers.astype(np.int64) * 16).any():
-            i = int(np.flatnonzero(s_layer < n_layers.astype(np.int64) * 16)[0])
-            self.fail(f"MCNK {i}: MCLY holds {int(s_layer[i])} bytes, {int(n_layers[i])} layers need "
-                      f"{int(n_layers[i]) * 16}", int(base[i] + o['ofs_layer'][i]), TruncatedError)
-        p_refs = o["ofs_refs"] != 0
-        s_refs = self._locate(base, end, o["ofs_refs"], p_refs, b"MCRF")
-        p_shadow = ((flags & McnkFlags.HAS_MCSH) != 0) & (o["ofs_shadow"] != 0)
-        s_shadow = self._locate(base, end, o["ofs_shadow"], p_shadow, b"MCSH", MCSH_SIZE)
-        p_alpha = o["ofs_alpha"] != 0
-        s_alpha = self._locate(base, end, o["ofs_alpha"], p_alpha, b"MCAL")
-        p_liquid = o["ofs_liquid"] != 0
-        self._locate(base, end, o["ofs_liquid"], p_liquid, b"MCLQ")
-        s_liquid = np.where(p_liquid, np.maximum(hdr["size_liquid"].astype(np.int64), HEADER_SIZE), 0)
-        bad = p_liquid & (base + o["ofs_liquid"] + s_liquid > end)
+        present = {b"MCVT": ones, b"MCNR": ones, b"MCLY": (ofs[b"MCLY"] != 0) | (n_layers > 0),
+                   b"MCRF": ofs[b"MCRF"] != 0,
+                   b"MCSH": ((flags & McnkFlags.HAS_MCSH) != 0) & (ofs[b"MCSH"] != 0),
+                   b"MCAL": ofs[b"MCAL"] != 0, b"MCLQ": ofs[b"MCLQ"] != 0, b"MCSE": ofs[b"MCSE"] != 0}
+        size = {b"MCVT": MCVT_SIZE, b"MCNR": MCNR_SIZE}
+        self._locate(base, end, ofs[b"MCVT"], ones, b"MCVT", MCVT_SIZE)
+        self._locate(base, end, ofs[b"MCNR"], ones, b"MCNR", MCNR_SIZE)
+        size[b"MCLY"] = self._locate(base, end, ofs[b"MCLY"], present[b"MCLY"], b"MCLY")
+        short = size[b"MCLY"] < n_layers.astype(np.int64) * 16
+        if short.any():
+            i = int(np.flatnonzero(short)[0])
+            self.fail(f"MCNK {i}: MCLY holds {int(size[b'MCLY'][i])} bytes, {int(n_layers[i])} layers need "
+                      f"{int(n_layers[i]) * 16}", int(base[i] + ofs[b'MCLY'][i]), TruncatedError)
+        size[b"MCRF"] = self._locate(base, end, ofs[b"MCRF"], present[b"MCRF"], b"MCRF")
+        size[b"MCSH"] = self._locate(base, end, ofs[b"MCSH"], present[b"MCSH"], b"MCSH", MCSH_SIZE)
+        size[b"MCAL"] = self._locate(base, end, ofs[b"MCAL"], present[b"MCAL"], b"MCAL")
+        self._locate(base, end, ofs[b"MCLQ"], present[b"MCLQ"], b"MCLQ")
+        # MCLQ's own size field is 0 in the client's files: the header's size_liquid counts
+        size[b"MCLQ"] = np.where(present[b"MCLQ"], np.maximum(hdr["size_liquid"].astype(np.int64), HEADER_SIZE), 0)
+        bad = present[b"MCLQ"] & (base + ofs[b"MCLQ"] + size[b"MCLQ"] > end)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            self.fail(f"MCNK {i}: MCLQ of {int(s_liquid[i])} bytes runs past the chunk",
-                      int(base[i] + o['ofs_liquid'][i]), TruncatedError)
-        p_snd = o["ofs_snd_emitters"] != 0
-        s_snd = self._locate(base, end, o["ofs_snd_emitters"], p_snd, b"MCSE")
-        p_mccv = o["ofs_mccv"] != 0
+            self.fail(f"MCNK {i}: MCLQ of {int(size[b'MCLQ'][i])} bytes runs past the chunk",
+                      int(base[i] + ofs[b'MCLQ'][i]), TruncatedError)
+        size[b"MCSE"] = self._locate(base, end, ofs[b"MCSE"], present[b"MCSE"], b"MCSE")
+        present[b"MCCV"] = self._mccv_present(base, end, flags, ofs[b"MCCV"])
+        size[b"MCCV"] = self._locate(base, end, ofs[b"MCCV"], present[b"MCCV"], b"MCCV", MCCV_SIZE)
+        return _Subchunks(ofs, present, size)
+
+    def _mccv_present(self, base, end, flags, ofs):
+        present = ofs != 0
         if not (flags & McnkFlags.HAS_MCCV).any():
             # before 3.x the field is unused: only take it when it really points at an MCCV
-            w = np.where(p_mccv & (base + o["ofs_mccv"] + 8 <= end) & (o["ofs_mccv"] >= 136), base + o["ofs_mccv"], -1)
+            w = np.where(present & (base + ofs + 8 <= end) & (ofs >= 136), base + ofs, -1)
             ok = w >= 0
-            magic = arr[np.where(ok, w, 0)[:, None] + np.arange(4)].view("<u4")[:, 0]
-            p_mccv &= ok & (magic == _SUB_TAGS[b"MCCV"])
-        s_mccv = self._locate(base, end, o["ofs_mccv"], p_mccv, b"MCCV", MCCV_SIZE)
+            magic = self.arr[np.where(ok, w, 0)[:, None] + np.arange(4)].view("<u4")[:, 0]
+            present &= ok & (magic == _SUB_TAGS[b"MCCV"])
+        return present
 
-        # overlapping sub-chunks
-        spans = [(o["ofs_height"], ones, MCVT_SIZE + 8), (o["ofs_normal"], ones, MCNR_SIZE + 8),
-                 (o["ofs_layer"], p_layer, s_layer + 8), (o["ofs_refs"], p_refs, s_refs + 8),
-                 (o["ofs_shadow"], p_shadow, s_shadow + 8), (o["ofs_alpha"], p_alpha, s_alpha + 8),
-                 (o["ofs_liquid"], p_liquid, s_liquid), (o["ofs_snd_emitters"], p_snd, s_snd + 8),
-                 (o["ofs_mccv"], p_mccv, s_mccv + 8)]
-        big = np.int64(1) << 40
-        st = np.stack([np.where(p, s, big) for s, p, _ in spans], axis=1)
-        en = np.stack([np.where(p, s + n, big) for s, p, n in spans], axis=1)
+    def _gaps(self, base, end, sub: _Subchunks):
+        """Refuse overlapping sub-chunks; keep MCNR's padding (up to 13 bytes before the next
+        sub-chunk) and unknown sub-chunks found in the gaps (``extra_subchunks``)."""
+        st, en = sub.spans()
+        big = _NO_SPAN
         order = np.argsort(st, axis=1, kind="stable")
         st_s = np.take_along_axis(st, order, 1)
         en_s = np.take_along_axis(en, order, 1)
@@ -693,9 +770,9 @@ class _Reader:
             i = int(np.flatnonzero(overlap.any(axis=1))[0])
             self.fail(f"MCNK {i}: sub-chunks overlap (offsets {sorted(int(x) for x in st[i] if x < big)})",
                       int(base[i]))
-        # MCNR padding: up to 13 bytes before the next sub-chunk
-        nr_end = o["ofs_normal"] + 8 + MCNR_SIZE
-        nxt = np.where(st > o["ofs_normal"][:, None], st, big).min(axis=1)
+        ofs_normal = sub.ofs[b"MCNR"]
+        nr_end = ofs_normal + 8 + MCNR_SIZE
+        nxt = np.where(st > ofs_normal[:, None], st, big).min(axis=1)
         nxt = np.minimum(nxt, end - base)
         has_pad = nxt - nr_end >= MCNR_PAD
         mcnr_pad = np.zeros((256, MCNR_PAD), np.uint8)
@@ -709,8 +786,12 @@ class _Reader:
                                             (int(nr_end[i]), pad_end))
             if extra_i:
                 extra[i] = extra_i
+        return mcnr_pad, extra
 
-        heights = self.gather(base + o["ofs_height"] + 8, MCVT_SIZE).view("<f4")
+    def _geometry(self, base, hdr, sub: _Subchunks):
+        """MCVT heights (256, 145) and MCNR normals (256, 145, 3)."""
+        ofs_height = sub.ofs[b"MCVT"]
+        heights = self.gather(base + ofs_height + 8, MCVT_SIZE).view("<f4")
         # Non-finite geometry is corrupt data (the client cannot place or draw it): refuse the tile
         # here so every accessor can rely on finite numbers.
         bad_pos = ~np.isfinite(hdr["position"]).all(axis=1)
@@ -723,28 +804,30 @@ class _Reader:
                           int(base[i]) + HEADER_SIZE + MCNK_HEADER_DTYPE.fields["position"][1] + 4 * k)
             k = int(np.flatnonzero(~np.isfinite(heights[i]))[0])
             self.fail(f"MCNK {i}: MCVT height {k} is {float(heights[i, k])}",
-                      int(base[i] + o["ofs_height"][i]) + 8 + 4 * k)
-        normals = self.gather(base + o["ofs_normal"] + 8, MCNR_SIZE).view(np.int8).reshape(256, 145, 3)
+                      int(base[i] + ofs_height[i]) + 8 + 4 * k)
+        normals = self.gather(base + sub.ofs[b"MCNR"] + 8, MCNR_SIZE).view(np.int8).reshape(256, 145, 3)
+        return heights, normals
 
-        # MCLY: up to 4 records per chunk
+    def _layer_table(self, base, sub: _Subchunks, n_layers):
+        """MCLY: (256, 4) texture ids (-1 past nLayers), flags, effect ids and offsets into MCAL."""
         layer_rows = np.zeros((256, 4), MCLY_DTYPE)
-        if p_layer.any():
-            layer_rows = self._layers(base + o["ofs_layer"] + 8, n_layers)
+        if sub.present[b"MCLY"].any():
+            layer_rows = self._layers(base + sub.ofs[b"MCLY"] + 8, n_layers)
         exists = np.arange(4)[None, :] < n_layers[:, None]
         layer_texture = np.where(exists, layer_rows["texture_id"].astype(np.int64), -1).astype("<i4")
         layer_flags = np.where(exists, layer_rows["flags"], 0).astype("<u4")
         layer_effect = np.where(exists, layer_rows["effect_id"], 0).astype("<u4")
-        layer_ofs = layer_rows["offset_in_mcal"].astype(np.int64)
+        return layer_texture, layer_flags, layer_effect, layer_rows["offset_in_mcal"].astype(np.int64)
 
-        # MCAL
-        enc = alpha_encodings(layer_flags, n_layers, self.big_alpha)
+    def _alpha_maps(self, base, sub: _Subchunks, enc, layer_ofs, fix):
+        """MCAL: (256, 4, 64, 64) alpha of every layer, decoded as ``enc`` says."""
         alpha = np.zeros((256, 4, 64, 64), np.uint8)
-        need_alpha = (enc > 0).any(axis=1) & ~p_alpha
+        s_alpha = sub.size[b"MCAL"]
+        need_alpha = (enc > 0).any(axis=1) & ~sub.present[b"MCAL"]
         if need_alpha.any():
             i = int(np.flatnonzero(need_alpha)[0])
             self.fail(f"MCNK {i}: layers use alpha maps but there is no MCAL", int(base[i]))
-        mcal_data = base + o["ofs_alpha"] + 8
-        fix = (flags & McnkFlags.DO_NOT_FIX_ALPHA_MAP) == 0
+        mcal_data = base + sub.ofs[b"MCAL"] + 8
         for code, size in ((ALPHA_4BIT, ALPHA_4BIT_SIZE), (ALPHA_8BIT, ALPHA_8BIT_SIZE)):
             ci, li = np.nonzero(enc == code)
             if ci.size == 0:
@@ -768,57 +851,47 @@ class _Reader:
                 self.fail(f"MCNK {c} layer {layer}: alpha map offset {lo} past MCAL ({int(s_alpha[c])} bytes)",
                           start, TruncatedError)
             alpha[c, layer] = decode_alpha_rle(self.buf, start, stop, self.path)[0].reshape(64, 64)
+        return alpha
 
-        # MCSH
+    def _shadows(self, base, sub: _Subchunks, fix):
+        """MCSH: (256, 64, 64) bool; the 63x63 fix as for 4-bit alpha."""
         shadow = np.zeros((256, 64, 64), bool)
-        if p_shadow.any():
-            sel = np.flatnonzero(p_shadow)
-            bits = np.unpackbits(self.gather(base[sel] + o["ofs_shadow"][sel] + 8, MCSH_SIZE).reshape(-1, 64, 8),
+        present = sub.present[b"MCSH"]
+        if present.any():
+            sel = np.flatnonzero(present)
+            bits = np.unpackbits(self.gather(base[sel] + sub.ofs[b"MCSH"][sel] + 8, MCSH_SIZE).reshape(-1, 64, 8),
                                  axis=-1, bitorder="little").astype(bool)
             f = fix[sel]
             bits[f, :, 63] = bits[f, :, 62]
             bits[f, 63, :] = bits[f, 62, :]
             shadow[sel] = bits
+        return shadow
 
-        # MCCV
-        mccv = has_mccv = None
-        if p_mccv.any():
-            has_mccv = p_mccv.copy()
-            mccv = np.full((256, 145, 4), 127, np.uint8)
-            sel = np.flatnonzero(p_mccv)
-            mccv[sel] = self.gather(base[sel] + o["ofs_mccv"][sel] + 8, MCCV_SIZE).reshape(-1, 145, 4)
+    def _vertex_colours(self, base, sub: _Subchunks):
+        """MCCV: (256, 145, 4) colours (127 grey where a chunk has none) and which chunks have them;
+        (None, None) where no chunk has any."""
+        present = sub.present[b"MCCV"]
+        if not present.any():
+            return None, None
+        mccv = np.full((256, 145, 4), 127, np.uint8)
+        sel = np.flatnonzero(present)
+        mccv[sel] = self.gather(base[sel] + sub.ofs[b"MCCV"][sel] + 8, MCCV_SIZE).reshape(-1, 145, 4)
+        return mccv, present.copy()
 
-        # header bit maps
-        dm = hdr["doodad_mapping"]
-        if self.msb_first:
-            shifts = (3 - (np.arange(8) & 3)) * 2
-            byte = dm[:, np.arange(8)[:, None] * 2 + (np.arange(8)[None, :] >> 2)]
-            doodad_mapping = (byte >> shifts[None, None, :]) & 3
-        else:
-            rows = dm.view("<u2")
-            doodad_mapping = (rows[:, :, None] >> (2 * np.arange(8, dtype=np.uint16))[None, None, :]) & 3
-        no_effect = np.unpackbits(hdr["no_effect_doodad"], axis=-1, bitorder="little").reshape(256, 8, 8)
-
-        # raw per-chunk parts
+    def _raw_parts(self, base, sub: _Subchunks):
+        """What the tile keeps as read: MCRF references, MCLQ and MCSE payloads, MCLQ file offsets."""
         buf = self.buf
         refs, liquids, sounds = [], [], []
-        r0 = (base + o["ofs_refs"] + 8).tolist()
-        l0 = (base + o["ofs_liquid"] + 8).tolist()
-        s0 = (base + o["ofs_snd_emitters"] + 8).tolist()
+        r0 = (base + sub.ofs[b"MCRF"] + 8).tolist()
+        l0 = (base + sub.ofs[b"MCLQ"] + 8).tolist()
+        s0 = (base + sub.ofs[b"MCSE"] + 8).tolist()
+        p_refs, p_liquid, p_snd = sub.present[b"MCRF"], sub.present[b"MCLQ"], sub.present[b"MCSE"]
+        s_refs, s_liquid, s_snd = sub.size[b"MCRF"], sub.size[b"MCLQ"], sub.size[b"MCSE"]
         for i in range(256):
             refs.append(np.frombuffer(buf, "<u4", int(s_refs[i]) // 4, r0[i]) if p_refs[i] else np.zeros(0, "<u4"))
             liquids.append(buf[l0[i]:l0[i] + int(s_liquid[i]) - 8] if p_liquid[i] else None)
             sounds.append(buf[s0[i]:s0[i] + int(s_snd[i])] if p_snd[i] else None)
-
-        return dict(chunk_flags=flags.copy(), index_xy=idx_xy, n_layers=n_layers, area_id=hdr["area_id"].copy(),
-                    positions=hdr["position"].copy(), heights=heights, normals=normals,
-                    layer_texture=layer_texture, layer_flags=layer_flags, layer_effect=layer_effect,
-                    alpha=alpha, alpha_encoding=enc, shadow=shadow, holes=hdr["holes"].copy(),
-                    doodad_mapping=doodad_mapping.astype(np.uint8), no_effect_doodad=no_effect.astype(bool),
-                    mccv=mccv, has_mccv=has_mccv, mcnk_headers=hdr, mcnr_pad=mcnr_pad, refs=refs,
-                    liquids=liquids, liquid_offsets=np.asarray(l0, np.int64), sound_emitters=sounds,
-                    extra_subchunks=extra, mcnk_offsets=base.astype(np.int64),
-                    mcly_offsets=np.where(p_layer, base + o["ofs_layer"] + 8, -1).astype(np.int64))
+        return refs, liquids, sounds, np.asarray(l0, np.int64)
 
     def _layers(self, starts, n_layers):
         """(256, 4) MCLY records; slots past nLayers are zero (their bytes are not read)."""
@@ -885,6 +958,14 @@ def write_adt(tile: AdtTile) -> bytes:
     The alpha encoding of every layer follows from its MCLY flags and ``tile.big_alpha`` exactly as
     the reader decides it (see :func:`alpha_encodings`).
     """
+    n_layers, layer_flags, enc = _layer_encodings(tile)
+    blobs = _alpha_blobs(np.asarray(tile.alpha, np.uint8), enc)
+    mcnks = _McnkWriter(tile, n_layers, layer_flags, blobs)
+    return _tile_bytes(tile, [mcnks.chunk(i) for i in range(256)])
+
+
+def _layer_encodings(tile: AdtTile):
+    """nLayers, MCLY flags and the alpha encoding they give each layer (checked against the tile's)."""
     n_layers = np.asarray(tile.n_layers, np.int64)
     if (n_layers > 4).any() or (n_layers < 0).any():
         raise FormatError("nLayers must be 0..4")
@@ -895,8 +976,11 @@ def write_adt(tile: AdtTile) -> bytes:
         i, j = (int(v[0]) for v in np.nonzero(given != enc))
         raise ValueError(f"chunk {i} layer {j}: alpha_encoding {int(given[i, j])} disagrees with MCLY flags "
                          f"0x{int(layer_flags[i, j]):X} and big_alpha={tile.big_alpha} (expected {int(enc[i, j])})")
+    return n_layers, layer_flags, enc
 
-    alpha = np.asarray(tile.alpha, np.uint8)
+
+def _alpha_blobs(alpha, enc) -> dict:
+    """(chunk, layer) -> the layer's MCAL bytes in its encoding (the 4-bit ones packed at once)."""
     blobs = {}
     ci, li = np.nonzero(enc == ALPHA_4BIT)
     if ci.size:
@@ -906,40 +990,57 @@ def write_adt(tile: AdtTile) -> bytes:
         blobs[(c, k)] = alpha[c, k].tobytes()
     for c, k in zip(*(a.tolist() for a in np.nonzero(enc == ALPHA_COMPRESSED))):
         blobs[(c, k)] = encode_alpha_rle(alpha[c, k])
+    return blobs
 
-    hdr = np.zeros(256, MCNK_HEADER_DTYPE) if tile.mcnk_headers is None else np.array(tile.mcnk_headers).copy()
-    flags = np.asarray(tile.chunk_flags, "<u4").copy()
-    has_mccv = (np.zeros(256, bool) if tile.mccv is None else
-                np.asarray(tile.has_mccv if tile.has_mccv is not None else np.ones(256, bool), bool))
-    hdr["flags"] = flags
-    hdr["index_x"] = np.asarray(tile.index_xy)[:, 0]
-    hdr["index_y"] = np.asarray(tile.index_xy)[:, 1]
-    hdr["n_layers"] = n_layers
-    hdr["area_id"] = tile.area_id
-    hdr["holes"] = tile.holes
-    hdr["position"] = tile.positions
-    dm = np.asarray(tile.doodad_mapping, np.uint8) & 3
-    if tile.doodad_map_msb_first:
-        shifts = (3 - (np.arange(8) & 3)) * 2
-        vals = (dm << shifts[None, None, :]).reshape(256, 8, 2, 4).sum(axis=-1, dtype=np.uint8)
-        hdr["doodad_mapping"] = vals.reshape(256, 16)
-    else:
-        rows = (dm.astype("<u2") << (2 * np.arange(8, dtype=np.uint16))[None, None, :]).sum(axis=-1, dtype="<u2")
-        hdr["doodad_mapping"] = rows.astype("<u2").view(np.uint8).reshape(256, 16)
-    hdr["no_effect_doodad"] = np.packbits(np.asarray(tile.no_effect_doodad, bool), axis=-1,
-                                          bitorder="little").reshape(256, 8)
-    shadow_bytes = np.packbits(np.asarray(tile.shadow, bool), axis=-1, bitorder="little").reshape(256, MCSH_SIZE)
-    heights = np.ascontiguousarray(tile.heights, "<f4").reshape(256, 145)
-    normals = np.ascontiguousarray(tile.normals, np.int8).reshape(256, 145 * 3)
-    pad = np.ascontiguousarray(tile.mcnr_pad, np.uint8).reshape(256, MCNR_PAD)
-    mccv = None if tile.mccv is None else np.ascontiguousarray(tile.mccv, np.uint8).reshape(256, MCCV_SIZE)
-    layer_texture = np.asarray(tile.layer_texture)
-    layer_effect = np.asarray(tile.layer_effect, "<u4")
 
-    chunks = []
-    for i in range(256):
+class _McnkWriter:
+    """The 256 MCNK chunks of a tile: the headers' fields from the tile's arrays (spare fields as
+    read), then each chunk's sub-chunks laid out behind its header (:meth:`chunk`)."""
+
+    def __init__(self, tile: AdtTile, n_layers, layer_flags, blobs):
+        self.tile, self.n_layers, self.layer_flags, self.blobs = tile, n_layers, layer_flags, blobs
+        hdr = np.zeros(256, MCNK_HEADER_DTYPE) if tile.mcnk_headers is None else np.array(tile.mcnk_headers).copy()
+        self.flags = np.asarray(tile.chunk_flags, "<u4").copy()
+        self.has_mccv = (np.zeros(256, bool) if tile.mccv is None else
+                         np.asarray(tile.has_mccv if tile.has_mccv is not None else np.ones(256, bool), bool))
+        hdr["flags"] = self.flags
+        hdr["index_x"] = np.asarray(tile.index_xy)[:, 0]
+        hdr["index_y"] = np.asarray(tile.index_xy)[:, 1]
+        hdr["n_layers"] = n_layers
+        hdr["area_id"] = tile.area_id
+        hdr["holes"] = tile.holes
+        hdr["position"] = tile.positions
+        hdr["doodad_mapping"] = pack_doodad_mapping(tile.doodad_mapping, tile.doodad_map_msb_first)
+        hdr["no_effect_doodad"] = np.packbits(np.asarray(tile.no_effect_doodad, bool), axis=-1,
+                                              bitorder="little").reshape(256, 8)
+        self.hdr = hdr
+        self.shadow = np.packbits(np.asarray(tile.shadow, bool), axis=-1, bitorder="little").reshape(256, MCSH_SIZE)
+        self.heights = np.ascontiguousarray(tile.heights, "<f4").reshape(256, 145)
+        self.normals = np.ascontiguousarray(tile.normals, np.int8).reshape(256, 145 * 3)
+        self.pad = np.ascontiguousarray(tile.mcnr_pad, np.uint8).reshape(256, MCNR_PAD)
+        self.mccv = None if tile.mccv is None else np.ascontiguousarray(tile.mccv, np.uint8).reshape(256, MCCV_SIZE)
+        self.layer_texture = np.asarray(tile.layer_texture)
+        self.layer_effect = np.asarray(tile.layer_effect, "<u4")
+
+    def _layers(self, i: int) -> tuple[bytes, bytearray]:
+        """Chunk ``i``'s MCLY records and its MCAL (each layer's alpha map where it has one)."""
+        nl = int(self.n_layers[i])
+        mcly = np.zeros(nl, MCLY_DTYPE)
+        mcly["texture_id"] = self.layer_texture[i, :nl].astype(np.int64) & 0xFFFFFFFF
+        mcly["flags"] = self.layer_flags[i, :nl]
+        mcly["effect_id"] = self.layer_effect[i, :nl]
+        mcal = bytearray()
+        for k in range(nl):
+            blob = self.blobs.get((i, k))
+            if blob is not None:
+                mcly["offset_in_mcal"][k] = len(mcal)
+                mcal += blob
+        return mcly.tobytes(), mcal
+
+    def chunk(self, i: int) -> bytes:
+        """MCNK ``i``'s payload: its header (offsets and sizes of what follows) and sub-chunks."""
+        tile, h = self.tile, self.hdr[i]
         parts, pos = [], HEADER_SIZE + MCNK_HEADER_SIZE
-        h = hdr[i]
 
         def add(tag, payload, declared=None):
             nonlocal pos
@@ -949,28 +1050,18 @@ def write_adt(tile: AdtTile) -> bytes:
             pos += len(data)
             return start
 
-        h["ofs_height"] = add(b"MCVT", heights[i].tobytes())
-        h["ofs_normal"] = add(b"MCNR", normals[i].tobytes())
-        parts.append(pad[i].tobytes())
+        h["ofs_height"] = add(b"MCVT", self.heights[i].tobytes())
+        h["ofs_normal"] = add(b"MCNR", self.normals[i].tobytes())
+        parts.append(self.pad[i].tobytes())
         pos += MCNR_PAD
-        nl = int(n_layers[i])
-        mcly = np.zeros(nl, MCLY_DTYPE)
-        mcly["texture_id"] = layer_texture[i, :nl].astype(np.int64) & 0xFFFFFFFF
-        mcly["flags"] = layer_flags[i, :nl]
-        mcly["effect_id"] = layer_effect[i, :nl]
-        mcal = bytearray()
-        for k in range(nl):
-            blob = blobs.get((i, k))
-            if blob is not None:
-                mcly["offset_in_mcal"][k] = len(mcal)
-                mcal += blob
-        h["ofs_layer"] = add(b"MCLY", mcly.tobytes())
+        mcly, mcal = self._layers(i)
+        h["ofs_layer"] = add(b"MCLY", mcly)
         refs = np.asarray(tile.refs[i], "<u4")
         h["ofs_refs"] = add(b"MCRF", refs.tobytes())
         h["n_doodad_refs"] = min(int(h["n_doodad_refs"]), refs.size)
         h["n_map_obj_refs"] = refs.size - int(h["n_doodad_refs"])
-        if flags[i] & McnkFlags.HAS_MCSH:
-            h["ofs_shadow"] = add(b"MCSH", shadow_bytes[i].tobytes())
+        if self.flags[i] & McnkFlags.HAS_MCSH:
+            h["ofs_shadow"] = add(b"MCSH", self.shadow[i].tobytes())
             h["size_shadow"] = MCSH_SIZE
         else:
             h["ofs_shadow"] = h["size_shadow"] = 0
@@ -984,11 +1075,15 @@ def write_adt(tile: AdtTile) -> bytes:
             h["ofs_liquid"] = h["size_liquid"] = 0
         snd = tile.sound_emitters[i]
         h["ofs_snd_emitters"] = add(b"MCSE", snd) if snd is not None else 0
-        h["ofs_mccv"] = add(b"MCCV", mccv[i].tobytes()) if has_mccv[i] else 0
+        h["ofs_mccv"] = add(b"MCCV", self.mccv[i].tobytes()) if self.has_mccv[i] else 0
         for tag, payload in tile.extra_subchunks.get(i, ()):
             add(tag, payload)
-        chunks.append(b"".join([h.tobytes()] + parts))
+        return b"".join([h.tobytes()] + parts)
 
+
+def _tile_bytes(tile: AdtTile, chunks: list[bytes]) -> bytes:
+    """The file: MVER, MHDR (offsets of the top-level chunks), MCIN (where each MCNK is), the name
+    and placement chunks, the MCNKs, then MFBO/MTXF and unknown chunks where they were."""
     before = [write_chunk(b"MVER", struct.pack("<I", tile.version))]
     mhdr_pos = len(before[0])
     mhdr_data = mhdr_pos + HEADER_SIZE
