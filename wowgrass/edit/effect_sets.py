@@ -271,14 +271,9 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
     file goes to a temporary beside its target first, the renames come last. An existing file is
     replaced only with ``force``; one of ``inputs`` only with ``in_place`` (its old bytes kept
     beside it as ``<name>.bak``). A rename that fails puts back the files already replaced."""
-    import os
-    import shutil
-    import tempfile
     from pathlib import Path
 
-    from wowgrass.errors import OutputError
-    from wowgrass import fileio
-    from wowgrass.fileio import current_umask, make_dirs
+    from wowgrass.fileio import write_files_atomic
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -294,66 +289,6 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
             elif not force:
                 raise UsageError(f"{target} exists; --force replaces it")
         plan.append((target, data))
-    temps: list[tuple[Path, Path]] = []
-    made: list[Path] = []        # folders this call creates: removed again on failure
-    target = out
-    try:
-        for target, data in plan:
-            missing = [d for d in [target.parent, *target.parent.parents] if not d.exists()]
-            make_dirs(target.parent)
-            made += [d for d in reversed(missing) if d not in made]
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-            temps.append((Path(tmp), target))
-            try:
-                os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain file honours the umask
-            except BaseException:
-                os.close(fd)
-                raise
-            fileio._write_file(fd, data, True)
-        for tmp, target in temps:
-            if target.exists() and target.resolve() in same:
-                shutil.copy2(target, target.with_name(target.name + ".bak"))
-        done: list[tuple[Path, Path | None]] = []   # (target, its old bytes' hard link) for a roll-back
-        keep = None
-        try:
-            for tmp, target in temps:
-                keep = None
-                if target.exists():
-                    keep = target.with_name(f".{target.name}.{os.getpid()}.old.tmp")
-                    os.link(target, keep)
-                os.replace(tmp, target)
-                done.append((target, keep))
-            keep = None
-        except OSError:
-            if keep is not None:      # the link of the target whose rename failed: it was not replaced
-                try:
-                    keep.unlink()
-                except OSError:
-                    pass
-            for target, keep in reversed(done):   # put the files already replaced back
-                try:
-                    os.replace(keep, target) if keep is not None else target.unlink()
-                except OSError:
-                    pass
-            raise
-        for _, keep in done:
-            if keep is not None:
-                try:
-                    keep.unlink()
-                except OSError:
-                    pass
-    except OSError as exc:
-        for tmp, _ in temps:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-        for d in reversed(made):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        if isinstance(exc, OutputError):
-            raise
-        raise OutputError.from_os(target, exc) from exc   # the table being written, not its temporary
+    backups = {t: t.with_name(t.name + ".bak") for t, _d in plan if t.exists() and t.resolve() in same}
+    write_files_atomic(plan, backups=backups)
     return [str(t) for t, _ in plan]
