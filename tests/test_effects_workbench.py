@@ -204,6 +204,39 @@ def test_exclude_from_a_mask_picture(world, tmp_path):
     assert res.exit_code == 2 and "need 128x128" in res.stderr
 
 
+@pytest.mark.parametrize("value, dtype, suffix, selects", [
+    (1000, np.uint16, ".png", False),         # near black in 16 bits: 1000/65535
+    (60000, np.uint16, ".png", True),
+    (32896, np.uint16, ".png", True),         # 128.0 of 255 exactly
+    (32767, np.uint16, ".png", False),
+    (0.3, np.float32, ".tif", False),         # floats: 0.0 black, 1.0 white
+    (0.9, np.float32, ".tif", True),
+    (1 << 20, np.int32, ".tif", False),       # 32-bit integer: white is 2**31 - 1
+    (2_000_000_000, np.int32, ".tif", True),
+])
+def test_mask_pictures_of_more_than_8_bits_scale_by_their_depth(world, tmp_path, value, dtype, suffix, selects):
+    from PIL import Image
+
+    path = tmp_path / f"deep{suffix}"
+    Image.fromarray(np.full((CELLS, 2 * CELLS), value, dtype)).save(path)
+    with Image.open(path) as im:                              # the mode the file really has
+        assert im.mode == {np.uint16: "I;16", np.float32: "F", np.int32: "I"}[dtype]
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", path, "-n", "--json")
+    assert res.exit_code == 0, res.output
+    tiles = json.loads(res.stdout)["tiles"]
+    assert [t["before"]["mask_cell_count"] for t in tiles] == [256 * 64 if selects else 0] * 2
+
+
+def test_mask_picture_of_an_unreadable_mode_is_refused_naming_it():
+    from types import SimpleNamespace
+
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    with pytest.raises(UsageError, match="mode 'BGR;24'"):
+        picture_grey(SimpleNamespace(mode="BGR;24"))
+
+
 def test_grid_round_trip():
     t = AdtTile.from_arrays(31, 32)
     rng = np.random.default_rng(0)
