@@ -1,7 +1,7 @@
 """``wowgrass effects``: the ground-effect workbench: audit a map's grass, fix it, make new sets.
 
 Sections: shared options; ``audit``; the fixes (``assign``, ``remap``, ``exclude``); then the new
-sets and previews (``new-set``, ``diff``) at the end of the file.
+sets and previews (``new-set``, ``edit-set``, ``diff``, written in cli/effects_sets.py) at the end.
 """
 
 from __future__ import annotations
@@ -271,21 +271,10 @@ def exclude_cmd(data, map_name, ranges, msb_first, mask, slope_above, under_liqu
     _finish(edit, data, out)
 
 
-# ============================================================================= new sets, previews (below)
-# `new-set` and `diff` are written in cli/effects_sets.py (new effect sets, patches, previews): they
-# join this group when that module is there.
+# ============================================================================= new sets, previews
+# `new-set`, `edit-set` and `diff` are written in cli/effects_sets.py.
 
-def _attach_sets() -> None:
-    import importlib.util
+from wowgrass.cli.effects_sets import diff, edit_set, new_set  # noqa: E402
 
-    if importlib.util.find_spec("wowgrass.cli.effects_sets") is None:
-        return
-    from wowgrass.cli import effects_sets
-
-    for name in ("new_set", "diff"):
-        cmd = getattr(effects_sets, name, None)
-        if isinstance(cmd, click.Command) and cmd.name not in effects.commands:
-            effects.add_command(cmd)
-
-
-_attach_sets()
+for _command in (new_set, edit_set, diff):
+    effects.add_command(_command)
