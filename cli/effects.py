@@ -95,6 +95,7 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
     case (layers of a texture that carries grass elsewhere on the map with no effect id); effect
     ids with no GroundEffectTexture row, rows whose doodads have no GroundEffectDoodad row, doodad
     models missing from the data; cells excluded by noEffectDoodad; stale doodadMapping cells.
+    Exit status 2 when the ground-effect tables are missing or cannot be read (grass not counted).
     """
     from wowgrass.cli.common import output_path
     from wowgrass.edit.adt_edit import STALE_MARGIN
@@ -129,6 +130,9 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
             click.echo(line)
     for f in files:
         note(f"wrote {f}")
+    if result.tables_problem:   # an audit that could not check the grass is no clean bill
+        click.echo(f"error: the audit is incomplete: {result.tables_problem}", err=True)
+        raise click.exceptions.Exit(2)
 
 
 def _image_suffixes():

@@ -126,6 +126,60 @@ def test_audit_finds_every_fault(broken):
     assert "UNASSIGNED" in text and "NO GroundEffectTexture ROW" in text and "stale" in text
 
 
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_unreadable_tables_are_a_finding_and_grass_is_not_counted(world, tmp_path, damage):
+    root = tmp_path / "Data"
+    shutil.copytree(world["loose"], root)
+    dood = game_file(root, "DBFilesClient\\GroundEffectDoodad.dbc")
+    if damage == "truncated":
+        dood.write_bytes(dood.read_bytes()[:30])          # the header, and 10 bytes of 12-byte records
+    else:
+        dood.unlink()
+    res = run("effects", "audit", "--data", root)
+    assert res.exit_code == 2, res.output
+    found = [line for line in res.stdout.splitlines() if line.strip().startswith("found:")]
+    assert len(found) == 1 and "nothing wrong" not in found[0]
+    assert ("cannot be read" if damage == "truncated" else "no GroundEffectDoodad.dbc") in found[0]
+    assert "grow grass" in res.stdout and "? grow grass" in res.stdout
+    assert res.stderr.strip().splitlines()[-1].startswith("error: the audit is incomplete")
+    doc = json.loads(run("effects", "audit", "--data", root, "--json").stdout)
+    assert doc["findings"]["unreadable_table_count"] == 1 and doc["tables"] is False
+    assert doc["summary"]["grass_cell_count"] is None and doc["summary"]["unassigned_cell_count"] is None
+    assert all(t["grass_cell_count"] is None for t in doc["per_tile"])
+
+
+def test_audit_text_and_json_counts_add_up(broken, tmp_path):
+    res = run("effects", "audit", "--data", broken["root"], "--json")
+    doc = json.loads(res.stdout)
+    s = doc["summary"]
+    # every stale cell of the fixture names layer 3 of a chunk with fewer layers: hand-made, all invalid
+    assert s["invalid_mapping_cell_count"] == s["stale_cell_count"] == int(broken["stale"].sum()) > 0
+    text = run("effects", "audit", "--data", broken["root"]).stdout
+    cells = next(line for line in text.splitlines() if line.strip().startswith("cells:"))
+    assert f"{s['stale_cell_count']:,} stale doodadMapping ({s['invalid_mapping_cell_count']:,} name a layer " \
+           f"the chunk lacks, 0 a layer showing less" in cells
+    assert f"{s['no_row_cell_count']:,} on effect ids without a row" in cells
+    assert f"{len(doc['missing_models'])} doodad models missing" in text
+
+
+def test_a_model_in_two_slots_is_missing_once(broken, tmp_path):
+    from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, DbcFile, schema_for, write_dbc
+
+    root = tmp_path / "Data"
+    shutil.copytree(broken["root"], root)
+    tex = game_file(root, "DBFilesClient\\GroundEffectTexture.dbc")
+    rows = DbcFile.from_bytes(tex.read_bytes()).with_schema(schema_for(GROUND_EFFECT_TEXTURE, "3.3.5")).records.copy()
+    rows["DoodadID"][rows["ID"] == 1002] = [4, 5, 5, 10]      # ElwGra02 (doodad 5, deleted) in two slots
+    tex.write_bytes(write_dbc(rows, b"\0"))
+    doc = json.loads(run("effects", "audit", "--data", root, "--json").stdout)
+    assert doc["missing_models"] == [{"model": "World\\NoDXT\\Detail\\ElwGra02.m2", "effects": [1002]}]
+    e1002 = next(e for e in doc["effects"] if e["id"] == 1002)
+    assert e1002["missing_models"] == ["World\\NoDXT\\Detail\\ElwGra02.m2"]
+    text = run("effects", "audit", "--data", root).stdout
+    assert "1 doodad models missing" in text and "not in the data: ElwGra02.m2;" not in text
+    assert text.count("not in the data: ElwGra02.m2") == 1
+
+
 def test_audit_jobs_give_the_same_result(broken):
     g = open_data(broken["root"])
     assert audit_map(g, MAP_NAME, jobs=2).to_json() == audit_map(g, MAP_NAME, jobs=1).to_json()

@@ -19,26 +19,16 @@ import numpy as np
 
 from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
+from wowgrass.game.tiles import grid_chunks, tile_grid
 
 CELLS = 128                                  # cells across a tile
 
 
 # ----------------------------------------------------------------------------- grids
 
-def chunks_to_grid(tile: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
-    """(256, 8, 8, ...) in MCNK order -> (128, 128, ...) north up (rows: IndexY, columns: IndexX)."""
-    per_chunk = np.asarray(per_chunk)
-    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
-    grid[tile.index_xy[:, 1], tile.index_xy[:, 0]] = per_chunk
-    axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
-    return grid.transpose(axes).reshape((CELLS, CELLS) + per_chunk.shape[3:])
-
-
-def grid_to_chunks(tile: AdtTile, grid: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`chunks_to_grid`: (128, 128, ...) -> (256, 8, 8, ...) in MCNK order."""
-    grid = np.asarray(grid)
-    g = grid.reshape((16, 8, 16, 8) + grid.shape[2:]).transpose((0, 2, 1, 3) + tuple(range(4, grid.ndim + 2)))
-    return g[tile.index_xy[:, 1], tile.index_xy[:, 0]]
+# the one chunk <-> cell-grid conversion (game.tiles), under the names this module has always had
+chunks_to_grid = tile_grid       # (256, 8, 8, ...) in MCNK order -> (128, 128, ...) north up
+grid_to_chunks = grid_chunks     # (128, 128, ...) -> (256, 8, 8, ...) in MCNK order
 
 
 def selection_box(tiles) -> tuple[int, int, int, int]:

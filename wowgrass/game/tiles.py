@@ -181,14 +181,25 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
 
 
 # --- pictures ------------------------------------------------------------------------------------
-def tile_grid(t: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
-    """(256, n, n, ...) per-chunk arrays → one (16n, 16n, ...) tile picture, north up."""
+def tile_grid(t, per_chunk: np.ndarray) -> np.ndarray:
+    """(256, n, n, ...) per-chunk arrays in MCNK order → one (16n, 16n, ...) tile picture, north up
+    (rows: IndexY, columns: IndexX). ``t`` is the AdtTile, or its (256, 2) ``index_xy``."""
+    ixy = np.asarray(getattr(t, "index_xy", t))
     per_chunk = np.asarray(per_chunk)
     n = per_chunk.shape[1]
     grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
-    grid[t.index_xy[:, 1], t.index_xy[:, 0]] = per_chunk
+    grid[ixy[:, 1], ixy[:, 0]] = per_chunk
     axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
     return grid.transpose(axes).reshape((16 * n, 16 * n) + per_chunk.shape[3:])
+
+
+def grid_chunks(t, grid: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`tile_grid`: a (16n, 16n, ...) tile picture → (256, n, n, ...) in MCNK order."""
+    ixy = np.asarray(getattr(t, "index_xy", t))
+    grid = np.asarray(grid)
+    n = grid.shape[0] // 16
+    g = grid.reshape((16, n, 16, n) + grid.shape[2:]).transpose((0, 2, 1, 3) + tuple(range(4, grid.ndim + 2)))
+    return g[ixy[:, 1], ixy[:, 0]]
 
 
 def _pixel_points(t: AdtTile, size: int):
