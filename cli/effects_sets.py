@@ -20,7 +20,6 @@ from wowgrass.cli.common import (
     plural,
     progress_bar,
     text_console,
-    tile_option,
 )
 from wowgrass.errors import UsageError
 
@@ -185,21 +184,24 @@ def edit_set(effect_id, data_path, dbc_dir, doodads, weights, density, sound, bu
 @click.option("--map", "map_name", metavar="NAME", help="The map (default: the only map in --data).")
 @click.option("--patch", "patch_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The patch MPQ, mounted where the client would mount it by its name.")
-@tile_option
+@click.option("--tile", "tiles", multiple=True, metavar="C,R|C0:C1,R0:R1",
+              help="A tile (column,row) or an inclusive range, e.g. 32,48 or 30:33,40:45; repeatable. Default: "
+                   "the tiles whose ADT the patch holds (every tile of the map when it changes only the "
+                   "ground-effect tables).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
               help="Write the before | after | change picture here (PNG or another image suffix).")
 @click.option("--placement", type=click.Choice(["client", "coverage"]), default="client", show_default=True,
               help="Which placement the picture draws (both are counted).")
-@click.option("--size", type=click.IntRange(64, 2048), default=None,
-              help="Pixels per tile in the picture (default: about 1024 across each of its three panels).")
+@click.option("--size", type=click.IntRange(256, 16384), default=None, metavar="PIXELS",
+              help="The picture's width: its three panels side by side (default 1536; a tile gets 16 to 512 "
+                   "pixels, each panel at most as tall as it is wide).")
 @constants_options
 @json_option
 def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, overrides, as_json):
     """Before and after: the grass of each tile without and with the patch placed in the Data folder,
     counted with the client placement and with coverage (instances, and cells whose grass changed).
-    Default tiles: those whose ADT the patch holds (every tile of the map when it changes only the
-    ground-effect tables). -o draws the selection top down: before | after (a dot per instance,
-    coloured by model, the cells whose grass changed outlined) | the change per cell, with the legend.
+    -o draws the selection top down: before | after (a dot per instance, coloured by model, the
+    cells whose grass changed outlined) | the change per cell, each tile labelled, with the legend.
     """
     from wowgrass.edit.preview import before_after, diff_picture, diff_tiles, patch_tiles, tables_changed
     from wowgrass.fileio import image_format, write_image
@@ -234,7 +236,7 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
     for p in ("client", "coverage"):
         result[p] = {k: sum(d.counts[p][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
     if out is not None:
-        write_image(out, diff_picture(diffs, placement, size, Path(patch_path).name))
+        write_image(out, diff_picture(diffs, placement, patch_name=Path(patch_path).name, width=size))
         result["file"] = str(out)
     if as_json:
         echo_json(result)
@@ -251,7 +253,10 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
         table.add_row(f"{d.tile[0]},{d.tile[1]}", f"{c['before']:,}>{c['after']:,}", f"{v['before']:,}>{v['after']:,}",
                       f"{c['cells_changed']:,}/{v['cells_changed']:,}", edits)
     table.caption = "instances before>after; cells whose grass changed (client/coverage); ADT fields edited"
-    text_console().print(table)
+    console = text_console()
+    if not console.is_terminal:   # a log or a pipe: whole numbers, never cut to 80 columns
+        console.width = max(80, console.measure(table).maximum)
+    console.print(table)
     if where["file"] is None:
         note("note: the patch answers first, over the loose folder")
     else:

@@ -565,11 +565,15 @@ def _lookup_index(order: list, values: np.ndarray) -> np.ndarray:
 
 
 def write_audit_picture(audit: Audit, path, scale: int | None = None):
-    """The audit's picture with its legend drawn in below, written atomically (format by suffix)."""
+    """The audit's picture, each tile labelled "col,row", with its legend drawn in below, written
+    atomically (format by suffix)."""
     from wowgrass.fileio import write_image
-    from wowgrass.game.tiles import legend_strip
+    from wowgrass.game.tiles import label_tiles, legend_strip
 
     rgb, legend = audit.picture(scale)
+    c0, r0 = min(c for c, _ in audit.tiles), min(r for _, r in audit.tiles)
+    tile_px = rgb.shape[1] // (max(c for c, _ in audit.tiles) - c0 + 1)
+    rgb = label_tiles(rgb, audit.tiles, (c0, r0), tile_px)
     f = audit.findings()
     ua = "?" if f["unassigned_cell_count"] is None else f"{f['unassigned_cell_count']:,}"
     title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {ua} cells, "
