@@ -84,9 +84,9 @@ def _progress(label: str):
                    "--mask` reads (paint over it).")
 @click.option("--scale", type=click.IntRange(1, 16), default=None,
               help="Pixels per cell of the -o picture (default: about 1024 pixels across).")
-@click.option("--overlay", "overlay", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
-              help="Files under DIR (a fix's -o DIR, in the client's layout) answer before --data's: "
-                   "audit the map as fixed there.")
+@click.option("--overlay", "overlay", type=click.Path(exists=True), default=None, metavar="DIR|PATCH.MPQ",
+              help="Files under DIR (a fix's -o DIR, in the client's layout), or those of a patch MPQ, answer "
+                   "before --data's: audit the map as fixed there.")
 @json_option
 def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, overlay, as_json):
     """Which textures carry which ground effects, and where the grass goes missing.

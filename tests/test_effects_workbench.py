@@ -493,6 +493,15 @@ def test_fixes_add_up_in_their_output_folder(broken, tmp_path):
     a = json.loads(res.stdout)
     assert a["summary"]["unassigned_cell_count"] == 0 and a["summary"]["stale_cell_count"] == 0
     assert {e["id"] for e in a["effects"]} >= {5555}
+    # the same fixes shipped as a patch: the audit over the patch sees what it sees over the folder
+    from wowgrass.edit.patch import build_patch
+
+    patch = tmp_path / "patch-enUS-2.MPQ"
+    build_patch(fix, patch, build="3.3.5")
+    res = run("effects", "audit", "--data", broken["root"], "--overlay", patch, "--json", "-j", "2")
+    assert res.exit_code == 0, res.output
+    assert {k: v for k, v in json.loads(res.stdout).items() if k != "notes"} == \
+        {k: v for k, v in a.items() if k != "notes"}
     # the input folder itself stays as it was
     assert audit_map(open_data(broken["root"]), MAP_NAME).cells["unassigned"] == broken["ua_cells"]
 

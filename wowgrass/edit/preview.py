@@ -28,42 +28,6 @@ MORE_RGB = np.array((60, 200, 80), np.float32)    # change panel: cells with mor
 LESS_RGB = np.array((230, 60, 50), np.float32)    # and with less
 
 
-class _Overlay:
-    """A loose folder with a patch archive answering first (what ``read``/``exists``/``list`` need)."""
-
-    def __init__(self, base: GameData, patch: Path):
-        self.base, self.root, self.build, self.locale = base, base.root, base.build, base.locale
-        self.archives: list = []
-        self._arc = MpqArchive.open(patch)
-        self._patch = patch
-
-    def locate(self, path):
-        e = self._arc.lookup(path, None)
-        if e is not None:
-            return (None if e.is_delete_marker else (self._patch, self._arc))
-        return self.base.locate(path)
-
-    def exists(self, path) -> bool:
-        return self.locate(path) is not None
-
-    def read(self, path) -> bytes:
-        found = self.locate(path)
-        if found is None:
-            raise GameFileNotFound(f"{path}: not in {self.root} nor in {self._patch.name}")
-        return found[1].read(path) if found[1] is not None else found[0].read_bytes()
-
-    def list(self, pattern="*"):
-        import fnmatch
-
-        pat = pattern.replace("/", "\\").upper()
-        mine = [n for n in self._arc.names() if fnmatch.fnmatchcase(n.upper(), pat)]
-        return sorted(set(self.base.list(pattern)) | set(mine), key=str.lower)
-
-    def close(self):
-        self._arc.close()
-        self.base.close()
-
-
 @contextlib.contextmanager
 def before_after(data_path, patch_path):
     """``(before, after, where)``: the data source without and with the patch mounted; ``where``
@@ -74,12 +38,16 @@ def before_after(data_path, patch_path):
     MpqArchive.open(patch).close()   # a patch that is no MPQ fails here, naming it
     base = open_data(data_path)
     try:
-        if not base.archives:
-            after = _Overlay(open_data(data_path), patch)
+        if not base.archives:   # a loose folder: the patch simply answers first
+            from wowgrass.edit.batch import Overlay
+
+            under = open_data(data_path)
+            after = Overlay(under, patch)
             try:
                 yield base, after, {"file": None, "rank": 1, "archive_count": 1}
             finally:
                 after.close()
+                under.close()
             return
         me = patch.resolve()
         resolved = [Path(a).resolve() for a in base.archives]
