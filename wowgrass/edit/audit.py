@@ -294,7 +294,7 @@ def _set_colour(i: int, effect_id: int):
 
 # ----------------------------------------------------------------------------- the map
 
-def _catalog(data, notes):
+def _catalog(data):
     """(catalog or None, what is wrong with the tables or None): missing or unreadable tables are a
     finding of their own (the grass cannot be counted without them)."""
     from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
@@ -307,8 +307,7 @@ def _catalog(data, notes):
             return GroundEffectCatalog.from_data(data), None
         except WowgrassError as exc:
             problem = f"the ground-effect tables cannot be read ({exc})"
-    notes.append(f"warning: {problem}: effect rows are not checked and grass is not counted")
-    return None, problem
+    return None, problem   # a finding (the text's found:, JSON tables_problem), not only a warning
 
 
 def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float = STALE_MARGIN,
@@ -319,7 +318,7 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
 
     mt = map_tiles(data, map_name, tiles)
     notes = [mt.note()] if mt.note() else []
-    cat, problem = _catalog(data, notes)
+    cat, problem = _catalog(data)
     jobs_list = [(adt_game_path(mt.name, c, r), (c, r), mt.big_alpha, msb_first, float(margin)) for c, r in mt.tiles]
     total = len(jobs_list)
     facts: list[dict] = []
