@@ -207,7 +207,7 @@ def change_image(t, before_counts: np.ndarray, after_counts: np.ndarray, size: i
 #: the default width of the whole diff picture (three panels side by side), pixels
 PICTURE_WIDTH = 1536
 MIN_TILE_PX, MAX_TILE_PX = 16, 512
-OUTLINE_MIN_CELL_PX = 3          # cells smaller than this are not outlined (the outline would be all there is)
+OUTLINE_MIN_TILE_PX = 192        # 1.5 pixels a cell: below, an outline would be all there is of a cell
 
 
 def tile_pixels(tiles, width: int = PICTURE_WIDTH) -> int:
@@ -224,7 +224,7 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | N
                  patch_name: str = "patch", *, width: int | None = None) -> np.ndarray:
     """The selection top down, three times side by side: its grass before | after (a dot per
     instance, coloured by model, over the relief; the cells whose grass changed outlined where that
-    panel has grass in them and a cell is 3 pixels or more) | the change per cell (green more, red
+    panel has grass in them, on tiles of 192 pixels or more) | the change per cell (green more, red
     fewer), each tile where the map has it (north up) and labelled "col,row", the legend drawn in
     below. ``size``: pixels per tile; else ``width``, the whole picture's width (default
     :data:`PICTURE_WIDTH`; :func:`tile_pixels`)."""
@@ -239,7 +239,7 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | N
     panels = [np.full((nr * size, nc * size, 3), 235, np.uint8) for _ in range(3)]
     legend: dict[str, dict] = {}
     more = fewer = 0
-    outline = size * 8 // 128 >= OUTLINE_MIN_CELL_PX
+    outline = size >= OUTLINE_MIN_TILE_PX
     colours = model_colours(str(m) for d in diffs for inst in d.instances[placement] for m in inst.models)
     for d in diffs:
         tb, ta = d.tiles
