@@ -265,3 +265,10 @@ def test_a_model_has_one_colour_in_every_panel_and_tile(edit):
     legends = [{e["label"].lower(): e["rgb"] for e in grass_image(d.tiles[0], inst, 64, colours)[1]}
                for inst in (ib, few)]
     assert len(legends[1]) == 3 and all(legends[0][k] == v for k, v in legends[1].items())
+
+
+def test_diff_help_says_one_thing_about_tiles_and_size():
+    r = CliRunner().invoke(cli, ["effects", "diff", "--help"], terminal_width=200)
+    text = " ".join(r.output.split())
+    assert "Default: the tiles whose ADT the patch holds" in text and "every tile the map lists" not in text
+    assert "--size PIXELS The picture's width" in text and "per tile" not in text
