@@ -363,7 +363,7 @@ def read_tables(*, data=None, dbc_dir=None, over=None) -> tuple[bytes, bytes, li
         elif data is not None and data.exists(gp):
             out.append(data.read(gp))
         else:
-            searched = [str(w) for w in (over, dbc_dir, getattr(data, "root", None)) if w is not None]
+            searched = dict.fromkeys(str(w) for w in (over, dbc_dir, getattr(data, "root", None)) if w is not None)
             raise UsageError(f"no {name} in {' nor '.join(searched)} (nor in a DBFilesClient folder there)")
         inputs.append(given or loose)
     return out[0], out[1], inputs, getattr(data, "build", None)
