@@ -56,13 +56,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview |
         make_dirs(path.parent)
         if sweep:
             sweep_temporaries(path.parent, f".{glob.escape(path.name)}.*.tmp")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
-        except BaseException:
-            os.close(fd)
-            raise
-        _write_file(fd, data, durable)
+        tmp = _temp_beside(path, data, durable)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -76,8 +70,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview |
     return path
 
 
-def _temp_beside(target: Path, data) -> Path:
-    """``data`` in a hidden temporary file beside ``target`` (flushed to disk); OSError on failure."""
+def _temp_beside(target: Path, data, durable: bool = True) -> Path:
+    """``data`` in a hidden temporary file beside ``target`` (its name holds the writer's pid;
+    flushed to disk when ``durable``); nothing left behind and the OSError raised on failure."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         try:
@@ -85,7 +80,7 @@ def _temp_beside(target: Path, data) -> Path:
         except BaseException:
             os.close(fd)
             raise
-        _write_file(fd, data, True)
+        _write_file(fd, data, durable)
     except BaseException:
         _unlink_quietly(Path(tmp))
         raise
