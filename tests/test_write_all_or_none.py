@@ -135,3 +135,21 @@ def test_a_symlinked_input_comes_back_a_symlink(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert a.is_symlink() and real.read_bytes() == b"shared bytes" and b.read_bytes() == b"b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.adt", "b.adt", "real.adt"]
+
+
+def test_roll_back_without_hard_links(tmp_path, monkeypatch):
+    """A file system without hard links (vfat, some network mounts): the old bytes are copied aside."""
+    files = {tmp_path / n: b"old " + n.encode() for n in ("a", "b", "c")}
+    for p, raw in files.items():
+        p.write_bytes(raw)
+
+    def no_link(*a, **k):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    fail_nth(monkeypatch, 3)
+    with pytest.raises(OutputError):
+        write_files_atomic({p: b"new" for p in files})
+    monkeypatch.undo()
+    assert {p: p.read_bytes() for p in files} == files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]

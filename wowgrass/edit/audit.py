@@ -211,7 +211,8 @@ class Audit:
                     if f["unassigned_layer_count"] else "",
                     f"{f['missing_row_count']} effect ids without a row" if f["missing_row_count"] else "",
                     f"{f['unresolved_row_count']} rows with unknown doodads" if f["unresolved_row_count"] else "",
-                    f"{f['missing_model_count']} doodad models missing" if f["missing_model_count"] else "",
+                    f"{f['missing_model_count']} doodad model{'s' * (f['missing_model_count'] != 1)} missing"
+                    if f["missing_model_count"] else "",
                     f"{f['stale_cell_count']:,} stale cells" if f["stale_cell_count"] else ""]
         problems = [p for p in problems if p]
         out.append("  found: " + ("; ".join(problems) if problems else "nothing wrong"))
