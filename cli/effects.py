@@ -1,7 +1,7 @@
 """``wowgrass effects``: the ground-effect workbench: audit a map's grass, fix it, make new sets.
 
 Sections: shared options; ``audit``; the fixes (``assign``, ``remap``, ``exclude``); then the new
-sets and previews (``new-set``, ``diff``) at the end of the file.
+sets and previews (``new-set``, ``edit-set``, ``diff``, written in cli/effects_sets.py) at the end.
 """
 
 from __future__ import annotations
@@ -84,9 +84,9 @@ def _progress(label: str):
                    "--mask` reads (paint over it).")
 @click.option("--scale", type=click.IntRange(1, 16), default=None,
               help="Pixels per cell of the -o picture (default: about 1024 pixels across).")
-@click.option("--overlay", "overlay", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
-              help="Files under DIR (a fix's -o DIR, in the client's layout) answer before --data's: "
-                   "audit the map as fixed there.")
+@click.option("--overlay", "overlay", type=click.Path(exists=True), default=None, metavar="DIR|PATCH.MPQ",
+              help="Files under DIR (a fix's -o DIR, in the client's layout), or those of a patch MPQ, answer "
+                   "before --data's: audit the map as fixed there.")
 @json_option
 def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, overlay, as_json):
     """Which textures carry which ground effects, and where the grass goes missing.
@@ -95,6 +95,7 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
     case (layers of a texture that carries grass elsewhere on the map with no effect id); effect
     ids with no GroundEffectTexture row, rows whose doodads have no GroundEffectDoodad row, doodad
     models missing from the data; cells excluded by noEffectDoodad; stale doodadMapping cells.
+    Exit status 2 when the ground-effect tables are missing or cannot be read (grass not counted).
     """
     from wowgrass.cli.common import output_path
     from wowgrass.edit.adt_edit import STALE_MARGIN
@@ -129,6 +130,9 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
             click.echo(line)
     for f in files:
         note(f"wrote {f}")
+    if result.tables_problem:   # an audit that could not check the grass is no clean bill
+        click.echo(f"error: the audit is incomplete: {result.tables_problem}", err=True)
+        raise click.exceptions.Exit(2)
 
 
 def _image_suffixes():
@@ -271,21 +275,10 @@ def exclude_cmd(data, map_name, ranges, msb_first, mask, slope_above, under_liqu
     _finish(edit, data, out)
 
 
-# ============================================================================= new sets, previews (below)
-# `new-set` and `diff` are written in cli/effects_sets.py (new effect sets, patches, previews): they
-# join this group when that module is there.
+# ============================================================================= new sets, previews
+# `new-set`, `edit-set` and `diff` are written in cli/effects_sets.py.
 
-def _attach_sets() -> None:
-    import importlib.util
+from wowgrass.cli.effects_sets import diff, edit_set, new_set  # noqa: E402
 
-    if importlib.util.find_spec("wowgrass.cli.effects_sets") is None:
-        return
-    from wowgrass.cli import effects_sets
-
-    for name in ("new_set", "diff"):
-        cmd = getattr(effects_sets, name, None)
-        if isinstance(cmd, click.Command) and cmd.name not in effects.commands:
-            effects.add_command(cmd)
-
-
-_attach_sets()
+for _command in (new_set, edit_set, diff):
+    effects.add_command(_command)

@@ -15,7 +15,8 @@ from wowgrass.cli.main import cli
 from wowgrass.edit.effect_sets import add_effect_set, append_rows
 from wowgrass.errors import FormatError, UsageError
 from wowgrass.formats.dbc import HEADER_SIZE, DbcFile, read_table, write_dbc
-from wowgrass.game.effects import GroundEffectCatalog
+from wowgrass.game.data import open_data
+from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 from wowgrass.grass.placement import weight_bags
 
 TABLES = ("GroundEffectTexture", "GroundEffectDoodad")
@@ -152,32 +153,140 @@ def world(tmp_path_factory):
     return build_sample_world(tmp_path_factory.mktemp("sets") / "w", "3.3.5", (1, 1), seed=0)
 
 
+def new_set(*args):
+    return CliRunner().invoke(cli, ["effects", "new-set", *[str(a) for a in args]])
+
+
+def pair(out):
+    folder = out / "DBFilesClient"
+    return (folder / "GroundEffectTexture.dbc").read_bytes(), (folder / "GroundEffectDoodad.dbc").read_bytes()
+
+
 def test_cli_new_set_writes_both_tables(world, tmp_path):
     out = tmp_path / "fix"
-    r = CliRunner().invoke(cli, ["effects", "new-set", "--data", str(world), "--doodad", "ElwGra01",
-                                 "--doodad", "SampleFern", "--weights", "12,4", "--density", "20", "-o", str(out),
-                                 "--json"])
+    r = new_set("--data", world, "--doodad", "ElwGra01", "--doodad", "SampleFern", "--weights", "12,4",
+                "--density", "20", "-o", out, "--json")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert res["id"] == 1007 and res["weights"] == [12, 4] and res["new_doodad_count"] == 1
     assert res["missing_models"] == ["World\\NoDXT\\Detail\\SampleFern.m2"]
-    tex = (out / "DBFilesClient" / "GroundEffectTexture.dbc").read_bytes()
-    dood = (out / "DBFilesClient" / "GroundEffectDoodad.dbc").read_bytes()
+    tex, dood = pair(out)
     assert GroundEffectCatalog.from_dbc_bytes(tex, dood).row(1007)["weights"] == [12, 4, 0, 0]
-    # a second run does not overwrite without --force; with it the pair is rewritten
-    again = ["effects", "new-set", "--data", str(world), "--doodad", "ElwGra02", "-o", str(out)]
-    r = CliRunner().invoke(cli, again)
-    assert r.exit_code == 2 and "exists; --force" in r.output
-    assert (out / "DBFilesClient" / "GroundEffectTexture.dbc").read_bytes() == tex
-    r = CliRunner().invoke(cli, [*again, "--force", "-q"])
+
+
+def test_cli_new_set_writes_both_tables_even_when_no_doodad_row_is_added(world, tmp_path):
+    out = tmp_path / "fix"
+    r = new_set("--data", world, "--doodad", "ElwGra05", "--doodad", "ElwGra08", "-o", out, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["new_doodad_count"] == 0
+    with open_data(world) as d:
+        assert pair(out)[1] == d.read(DOODAD_PATH)        # the data's doodad table, beside the new texture table
+
+
+def test_sets_add_up_in_one_output_folder(world, tmp_path):
+    out = tmp_path / "fix"
+    assert new_set("--data", world, "--doodad", "ElwGra05", "-o", out, "-q").stdout.strip() == "1007"
+    # the documented follow-up: the same command shape again, on the same folder
+    r = new_set("--data", world, "--doodad", "SampleFern", "-o", out, "-q")
+    assert r.exit_code == 0 and r.stdout.strip() == "1008", r.output
+    r = new_set("--dbc", out, "--doodad", "ElwGra03", "-o", out, "-q")      # tables read back from DIR
+    assert r.exit_code == 0 and r.stdout.strip() == "1009", r.output
+    cat = GroundEffectCatalog.from_dbc_bytes(*pair(out))
+    assert [m.rsplit("\\", 1)[-1] for m in cat.row(1007)["models"] if m] == ["ElwGra05.m2"]
+    assert [m.rsplit("\\", 1)[-1] for m in cat.row(1008)["models"] if m] == ["SampleFern.m2"]
+    assert [m.rsplit("\\", 1)[-1] for m in cat.row(1009)["models"] if m] == ["ElwGra03.m2"]
+    with open_data(world) as d:
+        base = DbcFile.from_bytes(d.read(TEXTURE_PATH))
+    assert DbcFile.from_bytes(pair(out)[0]).record_count == base.record_count + 3
+    assert not list(out.rglob("*.bak")) and not list(out.rglob("*.tmp"))
+
+
+def test_force_starts_again_but_never_reuses_an_id(world, tmp_path):
+    out = tmp_path / "fix"
+    new_set("--data", world, "--doodad", "ElwGra05", "-o", out, "-q")
+    new_set("--data", world, "--doodad", "ElwGra06", "-o", out, "-q")          # 1007, 1008
+    r = new_set("--data", world, "--doodad", "ElwGra02", "-o", out, "--force", "-q")
+    assert r.exit_code == 0 and r.stdout.strip() == "1009", r.output           # not 1007 again
+    cat = GroundEffectCatalog.from_dbc_bytes(*pair(out))
+    assert cat.row(1007) is None and cat.row(1008) is None and cat.row(1009) is not None
+    r = new_set("--data", world, "--doodad", "ElwGra03", "-o", out, "--force", "-q")
+    assert r.exit_code == 0 and r.stdout.strip() == "1010", r.output           # ids only go up
+    r = new_set("--data", world, "--doodad", "ElwGra02", "-o", out, "--force", "--id", "1010")
+    assert r.exit_code == 2 and "1010 is taken" in r.output
+
+
+def test_data_and_dbc_together(world, tmp_path):
+    out = tmp_path / "fix"
+    new_set("--data", world, "--doodad", "ElwGra05", "-o", out, "-q")
+    r = new_set("--data", world, "--dbc", out, "--doodad", "SampleFern", "-o", tmp_path / "other", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["id"] == 1008                                     # on top of --dbc's tables
+    assert res["missing_models"] == ["World\\NoDXT\\Detail\\SampleFern.m2"]     # checked in --data
+    r = new_set("--doodad", "ElwGra05", "-o", out)
+    assert r.exit_code == 2 and "give the tables" in r.output
+
+
+def test_new_set_into_the_loose_data_itself_needs_in_place(world, tmp_path):
+    loose = tmp_path / "loose"
+    with open_data(world) as d:
+        for n in (TEXTURE_PATH, DOODAD_PATH):
+            p = loose.joinpath(*n.split("\\"))
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(d.read(n))
+    before = pair(loose)
+    r = new_set("--data", loose, "--doodad", "ElwGra05", "-o", loose)
+    assert r.exit_code == 2 and "--in-place" in r.output and pair(loose) == before
+    r = new_set("--data", loose, "--doodad", "ElwGra05", "-o", loose, "--in-place", "-q")
     assert r.exit_code == 0 and r.stdout.strip() == "1007"
-    # sets stack with --dbc DIR -o DIR --in-place (a .bak keeps the old table)
-    r = CliRunner().invoke(cli, ["effects", "new-set", "--dbc", str(out), "--doodad", "ElwGra03", "-o", str(out)])
-    assert r.exit_code == 2 and "--in-place" in r.output
-    r = CliRunner().invoke(cli, ["effects", "new-set", "--dbc", str(out), "--doodad", "ElwGra03", "-o", str(out),
-                                 "--in-place", "-q"])
-    assert r.exit_code == 0 and r.stdout.strip() == "1008"
-    assert (out / "DBFilesClient" / "GroundEffectTexture.dbc.bak").exists()
+    folder = loose / "DBFilesClient"
+    assert (folder / "GroundEffectTexture.dbc.bak").read_bytes() == before[0]
+    assert (folder / "GroundEffectDoodad.dbc.bak").read_bytes() == before[1]
+
+
+def test_edit_set_changes_only_its_row(world, tmp_path):
+    out = tmp_path / "fix"
+    new_set("--data", world, "--doodad", "ElwGra05", "--doodad", "ElwGra08", "-o", out, "-q")
+    tex0, dood0 = pair(out)
+    r = CliRunner().invoke(cli, ["effects", "edit-set", "1007", "--data", str(world), "-o", str(out),
+                                 "--density", "12", "--weights", "10,6", "--json"])
+    assert r.exit_code == 0, r.output
+    tex1, dood1 = pair(out)
+    row = GroundEffectCatalog.from_dbc_bytes(tex1, dood1).row(1007)
+    assert row["density"] == 12 and row["weights"] == [10, 6, 0, 0]
+    rec = DbcFile.from_bytes(tex0)
+    size, n = rec.record_size, rec.record_count
+    diff = np.flatnonzero(np.frombuffer(tex0, np.uint8) != np.frombuffer(tex1, np.uint8))
+    assert len(tex0) == len(tex1) and diff.size > 0
+    assert set(((diff - 20) // size).tolist()) == {n - 1}          # only the last record (1007)
+    assert dood1 == dood0
+    # new models: a new doodad row appended, the slots replaced, weights shared evenly
+    r = CliRunner().invoke(cli, ["effects", "edit-set", "1007", "--data", str(world), "-o", str(out),
+                                 "--doodad", "SampleFern", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["new_doodad_count"] == 1 and res["weights"] == [16, 0, 0, 0]
+    row = GroundEffectCatalog.from_dbc_bytes(*pair(out)).row(1007)
+    assert [m.rsplit("\\", 1)[-1] for m in row["models"] if m] == ["SampleFern.m2"] and row["density"] == 12
+    r = CliRunner().invoke(cli, ["effects", "edit-set", "4242", "--data", str(world), "-o", str(out),
+                                 "--density", "3"])
+    assert r.exit_code == 2 and "no row 4242" in r.output
+    r = CliRunner().invoke(cli, ["effects", "edit-set", "1007", "--data", str(world), "-o", str(out)])
+    assert r.exit_code == 2 and "say what to change" in r.output
+
+
+def test_edit_set_1_12_keeps_other_rows_and_refuses_weights(tmp_path):
+    from wowgrass.edit.effect_sets import edit_effect_set
+    from wowgrass.samples import tables as T
+
+    tex, dood = T.ground_effect_texture("1.12"), T.ground_effect_doodad("1.12")
+    with pytest.raises(UsageError, match="1.12 GroundEffectTexture has no weights"):
+        edit_effect_set(tex, dood, 1001, weights=[16])
+    t2, d2 = edit_effect_set(tex, dood, 1001, doodads=["ElwGra07"], sound=9)
+    cat = GroundEffectCatalog.from_dbc_bytes(t2, d2)
+    assert [m.rsplit("\\", 1)[-1] for m in cat.row(1001)["models"] if m] == ["ElwGra07.m2"]
+    assert cat.row(1002) == GroundEffectCatalog.from_dbc_bytes(tex, dood).row(1002)
+    assert len(t2) == len(tex)
 
 
 def test_cli_1_12_refuses_weights(tmp_path):

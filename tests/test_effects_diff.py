@@ -50,7 +50,7 @@ def edit(tmp_path_factory):
 def test_diff_counts_match_placing_the_edited_tile(edit, tmp_path):
     png = tmp_path / "diff.png"
     r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(edit["patch"]),
-                                 "-o", str(png), "--size", "128", "--json"])
+                                 "-o", str(png), "--size", "400", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert res["mounted"]["rank"] == res["mounted"]["archive_count"]          # a locale patch ranks highest
@@ -106,7 +106,7 @@ def test_diff_picture_to_a_read_only_folder_is_an_error(edit, tmp_path):
     out.mkdir()
     with faults.failing_folder(out, "EROFS"):
         r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(edit["patch"]),
-                                     "-o", str(out / "d.png"), "--size", "64", "--placement", "coverage"])
+                                     "-o", str(out / "d.png"), "--size", "256", "--placement", "coverage"])
     assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
     assert faults.tree(out) == []
 
@@ -194,3 +194,81 @@ def test_real_tile_new_set_assign_patch_and_diff_over_a_loose_folder(realdata, t
     for placement in ("client", "coverage"):
         assert t[placement]["after"] == len(make_strategy(placement).place(tile, cat, map_name="continent"))
         assert t[placement]["after"] > t[placement]["before"]
+
+
+def test_diff_table_is_not_cut_when_stdout_is_not_a_terminal(edit):
+    args = ["effects", "diff", "--data", str(edit["data"]), "--patch", str(edit["patch"])]
+    doc = json.loads(CliRunner().invoke(cli, [*args, "--json"]).stdout)
+    r = CliRunner(env={"COLUMNS": "40"}).invoke(cli, args)      # a narrow terminal setting, output to a pipe
+    assert r.exit_code == 0, r.output
+    (t,) = doc["tiles"]
+    c, v = t["client"], t["coverage"]
+    row = next(line for line in r.stdout.splitlines() if f"{TILE[0]},{TILE[1]}" in line)
+    assert f"{c['before']:,}>{c['after']:,}" in row and f"{v['before']:,}>{v['after']:,}" in row
+    assert "…" not in r.stdout
+
+
+def _diffs(edit):
+    from wowgrass.edit.preview import before_after, diff_tiles
+
+    with before_after(edit["data"], edit["patch"]) as (before, after, _where):
+        return diff_tiles(before, after, MAP_NAME, [TILE])
+
+
+def test_diff_picture_is_bounded_over_many_tiles(edit):
+    import dataclasses
+
+    from wowgrass.edit.preview import PICTURE_WIDTH, diff_picture
+
+    (d,) = _diffs(edit)
+    img = diff_picture([d])
+    assert img.shape[1] <= PICTURE_WIDTH
+    many = [dataclasses.replace(d, tile=(28 + k % 7, 27 + k // 7)) for k in range(37)]   # 7 x 6 tiles
+    img = diff_picture(many)
+    assert img.shape[1] <= PICTURE_WIDTH and img.shape[0] <= PICTURE_WIDTH
+    wide = diff_picture(many, width=3000)
+    assert PICTURE_WIDTH < wide.shape[1] <= 3000
+
+
+def test_diff_picture_outlines_only_cells_with_grass_and_labels_tiles(edit):
+    from wowgrass.edit.preview import _label, diff_picture
+    from wowgrass.game.tiles import tile_grid
+
+    (d,) = _diffs(edit)
+    size = 256
+    img = diff_picture([d], size=size)
+    top = _label(np.zeros((size, size, 3), np.uint8), "x").shape[0] - size     # the panel title's height
+    tb, ta = d.tiles
+    ib, ia = d.instances["client"]
+    changed = d.changed_cells["client"]
+    assert (changed & (ib.cell_counts() == 0)).any()          # cells that grow grass only after: not outlined before
+    for k, (t, counts) in enumerate(((tb, ib.cell_counts()), (ta, ia.cell_counts()))):
+        panel = img[top:top + size, k * (size + 8):k * (size + 8) + size]
+        white = (panel == 255).all(axis=-1)
+        white[:24, :64] = False                                              # the tile label
+        may = tile_grid(ta, changed & (counts > 0)).repeat(2, 0).repeat(2, 1)
+        assert white.any() and not (white & ~may).any()
+        assert (panel[3, 3] == (20, 20, 20)).all()                           # the label's box
+
+
+def test_a_model_has_one_colour_in_every_panel_and_tile(edit):
+    from types import SimpleNamespace
+
+    from wowgrass.game.tiles import grass_image, model_colours
+
+    (d,) = _diffs(edit)
+    ib, _ia = d.instances["client"]
+    model = np.asarray(ib.model)
+    keep = model < 3                                  # another tile growing only three of the models
+    few = SimpleNamespace(models=list(ib.models)[:3], pos=np.asarray(ib.pos)[keep], model=model[keep])
+    colours = model_colours(str(m) for m in ib.models)
+    legends = [{e["label"].lower(): e["rgb"] for e in grass_image(d.tiles[0], inst, 64, colours)[1]}
+               for inst in (ib, few)]
+    assert len(legends[1]) == 3 and all(legends[0][k] == v for k, v in legends[1].items())
+
+
+def test_diff_help_says_one_thing_about_tiles_and_size():
+    r = CliRunner().invoke(cli, ["effects", "diff", "--help"], terminal_width=200)
+    text = " ".join(r.output.split())
+    assert "Default: the tiles whose ADT the patch holds" in text and "every tile the map lists" not in text
+    assert "--size PIXELS The picture's width" in text and "per tile" not in text

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from faults import failing_folder, tree
 
 from wowgrass.cli.main import cli
-from wowgrass.edit.adt_edit import assign_effect, patch_fields, read_tile, stale_cells
+from wowgrass.edit.adt_edit import assign_effect, patch_fields, read_tile
 from wowgrass.edit.audit import EXCLUDED, STALE, UNASSIGNED, CATEGORY_RGB, audit_map, write_audit_picture
 from wowgrass.edit.batch import exclude_map, iter_tiles
 from wowgrass.edit.masks import CELLS, cell_slopes, chunks_to_grid, grid_to_chunks, liquid_mask
@@ -32,6 +32,19 @@ def run(*args):
 
 def game_file(root: Path, gp: str) -> Path:
     return root.joinpath(*gp.split("\\"))
+
+
+def no_effect_bits(adt: bytes) -> int:
+    """The noEffectDoodad bits set in a tile, by a struct walk of its MCNK headers (not wowgrass's reader)."""
+    import struct
+
+    total, at = 0, 0
+    while at + 8 <= len(adt):
+        magic, size = adt[at:at + 4], struct.unpack_from("<I", adt, at + 4)[0]
+        if magic == b"KNCM":                               # MCNK, stored reversed
+            total += sum(bin(b).count("1") for b in adt[at + 8 + 0x50:at + 8 + 0x58])
+        at += 8 + size
+    return total
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +90,20 @@ def broken(world, tmp_path_factory):
     pick[few, 2:5, 1:6] = True
     dm[pick] = 3
     new1, _ = patch_fields(raw1, t1, doodad_mapping=dm)
-    stale = pick & ~t1.no_effect_doodad & ~t1.hole_cells()
-    new1, rep_dirt = assign_effect(new1, g1, "SampleDirt", 4242)
-    new1, rep_rock = assign_effect(new1, g1, "SampleRock", 1007)
+    live1 = ~t1.no_effect_doodad & ~t1.hole_cells()
+    stale = pick & live1
+    new1, _ = assign_effect(new1, g1, "SampleDirt", 4242)
+    new1, _ = assign_effect(new1, g1, "SampleRock", 1007)
     game_file(root, g1).write_bytes(new1)
+    # what those edits did, counted from the tile's own fields (not from what the edits report)
+    exists1 = np.arange(4)[None, :] < t1.n_layers[:, None]
+    dirt = exists1 & (t1.layer_texture == t1.textures.index("Tileset\\Sample\\SampleDirt.blp"))
+    rock = exists1 & (t1.layer_texture == t1.textures.index("Tileset\\Sample\\SampleRock.blp"))
+    mapped = np.take_along_axis(np.where(exists1, t1.layer_texture, -1), np.minimum(dm, 3).reshape(256, 64).astype(
+        np.int64), 1).reshape(256, 8, 8)
+    valid = dm < t1.n_layers[:, None, None]
+    dirt_cells = (mapped == t1.textures.index("Tileset\\Sample\\SampleDirt.blp")) & valid & live1 \
+        & (t1.n_layers > 0)[:, None, None]
     tex_path = "DBFilesClient\\GroundEffectTexture.dbc"
     schema = schema_for(GROUND_EFFECT_TEXTURE, "3.3.5")
     rows = DbcFile.from_bytes(g.read(tex_path)).with_schema(schema).records
@@ -88,8 +111,9 @@ def broken(world, tmp_path_factory):
     extra["ID"], extra["DoodadID"], extra["DoodadWeight"], extra["Density"] = 1007, [99, 0, 0, 0], [16, 0, 0, 0], 4
     game_file(root, tex_path).write_bytes(write_dbc(np.concatenate([rows, extra]), b"\0"))
     game_file(root, "World\\NoDXT\\Detail\\ElwGra02.m2").unlink()
-    return {"root": root, "tiles": mt.tiles, "ua_layers": int(ua_layers.sum()), "ua_cells": int(ua_cells.sum()),
-            "ua_mask": ua_cells, "stale": stale, "dirt_layers": rep_dirt.layers, "rock_layers": rep_rock.layers}
+    return {"root": root, "world": world["loose"], "tiles": mt.tiles, "ua_layers": int(ua_layers.sum()), "ua_cells": int(ua_cells.sum()),
+            "ua_mask": ua_cells, "stale": stale, "put_in": int(pick.sum()), "dirt_layers": int(dirt.sum()),
+            "dirt_cells": int(dirt_cells.sum()), "rock_layers": int(rock.sum())}
 
 
 # ----------------------------------------------------------------------------- the audit
@@ -100,8 +124,7 @@ def test_sample_world_audits_clean(world):
     f = a.findings()
     assert f["unassigned_layer_count"] == 0 and f["missing_row_count"] == 0 and f["unresolved_row_count"] == 0
     assert f["missing_model_count"] == 0 and f["stale_cell_count"] == 0
-    g = open_data(world["loose"])
-    exp = sum(int(t.no_effect_doodad.sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
+    exp = sum(no_effect_bits(p.read_bytes()) for p in sorted(world["loose"].rglob("*.adt")))   # a struct walk
     assert a.cells["excluded"] == exp > 0
     grass = next(t for t in a.textures if t["path"] == GRASS)
     assert grass["carries_grass"] and {e["id"] for e in grass["effects"]} <= {1001, 1002, 1003}
@@ -117,13 +140,69 @@ def test_audit_finds_every_fault(broken):
     assert {c["tile"][0] for c in grass["unassigned_chunks"]} == {broken["tiles"][0][0]}
     assert grass["unassigned_chunk_count"] == 64
     assert a.cells["stale"] == int(broken["stale"].sum()) > 0
-    assert a.missing_rows == [{"id": 4242, "layers": broken["dirt_layers"], "cells": a.missing_rows[0]["cells"]}]
+    assert a.missing_rows == [{"id": 4242, "layers": broken["dirt_layers"], "cells": broken["dirt_cells"]}]
+    assert broken["dirt_layers"] > 0 and broken["dirt_cells"] > 0
     assert a.unresolved_rows == [{"id": 1007, "doodad_ids": [99]}]
     assert next(e for e in a.effects if e["id"] == 1007)["layers"] == broken["rock_layers"]
     assert [m["model"] for m in a.missing_models] == ["World\\NoDXT\\Detail\\ElwGra02.m2"]
     assert set(a.missing_models[0]["effects"]) == {1002}     # the only set using ElwGra02 here
     text = "\n".join(a.text_lines())
     assert "UNASSIGNED" in text and "NO GroundEffectTexture ROW" in text and "stale" in text
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_unreadable_tables_are_a_finding_and_grass_is_not_counted(world, tmp_path, damage):
+    root = tmp_path / "Data"
+    shutil.copytree(world["loose"], root)
+    dood = game_file(root, "DBFilesClient\\GroundEffectDoodad.dbc")
+    if damage == "truncated":
+        dood.write_bytes(dood.read_bytes()[:30])          # the header, and 10 bytes of 12-byte records
+    else:
+        dood.unlink()
+    res = run("effects", "audit", "--data", root)
+    assert res.exit_code == 2, res.output
+    found = [line for line in res.stdout.splitlines() if line.strip().startswith("found:")]
+    assert len(found) == 1 and "nothing wrong" not in found[0]
+    assert ("cannot be read" if damage == "truncated" else "no GroundEffectDoodad.dbc") in found[0]
+    assert "grow grass" in res.stdout and "? grow grass" in res.stdout
+    assert res.stderr.strip().splitlines()[-1].startswith("error: the audit is incomplete")
+    doc = json.loads(run("effects", "audit", "--data", root, "--json").stdout)
+    assert doc["findings"]["unreadable_table_count"] == 1 and doc["tables"] is False
+    assert doc["summary"]["grass_cell_count"] is None and doc["summary"]["unassigned_cell_count"] is None
+    assert all(t["grass_cell_count"] is None for t in doc["per_tile"])
+
+
+def test_audit_text_and_json_counts_add_up(broken, tmp_path):
+    res = run("effects", "audit", "--data", broken["root"], "--json")
+    doc = json.loads(res.stdout)
+    s = doc["summary"]
+    # every stale cell of the fixture names layer 3 of a chunk with fewer layers: hand-made, all invalid
+    assert s["invalid_mapping_cell_count"] == s["stale_cell_count"] == int(broken["stale"].sum()) > 0
+    text = run("effects", "audit", "--data", broken["root"]).stdout
+    cells = next(line for line in text.splitlines() if line.strip().startswith("cells:"))
+    assert f"{s['stale_cell_count']:,} stale doodadMapping ({s['invalid_mapping_cell_count']:,} name a layer " \
+           f"the chunk lacks, 0 a layer showing less" in cells
+    assert f"{s['no_row_cell_count']:,} on effect ids without a row" in cells
+    n = len(doc["missing_models"])
+    assert n > 0 and f"{n} doodad model{'s' * (n != 1)} missing" in text
+
+
+def test_a_model_in_two_slots_is_missing_once(broken, tmp_path):
+    from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, DbcFile, schema_for, write_dbc
+
+    root = tmp_path / "Data"
+    shutil.copytree(broken["root"], root)
+    tex = game_file(root, "DBFilesClient\\GroundEffectTexture.dbc")
+    rows = DbcFile.from_bytes(tex.read_bytes()).with_schema(schema_for(GROUND_EFFECT_TEXTURE, "3.3.5")).records.copy()
+    rows["DoodadID"][rows["ID"] == 1002] = [4, 5, 5, 10]      # ElwGra02 (doodad 5, deleted) in two slots
+    tex.write_bytes(write_dbc(rows, b"\0"))
+    doc = json.loads(run("effects", "audit", "--data", root, "--json").stdout)
+    assert doc["missing_models"] == [{"model": "World\\NoDXT\\Detail\\ElwGra02.m2", "effects": [1002]}]
+    e1002 = next(e for e in doc["effects"] if e["id"] == 1002)
+    assert e1002["missing_models"] == ["World\\NoDXT\\Detail\\ElwGra02.m2"]
+    text = run("effects", "audit", "--data", root).stdout
+    assert "1 doodad model missing" in text and "not in the data: ElwGra02.m2;" not in text
+    assert text.count("not in the data: ElwGra02.m2") == 1
 
 
 def test_audit_jobs_give_the_same_result(broken):
@@ -167,12 +246,11 @@ def test_fixes_clear_the_audit(broken, tmp_path):
     for f in doc["files"]:
         rel = Path(f).relative_to(out)
         shutil.copy(f, fixed / rel)
-    g = open_data(fixed)
-    stale = sum(int(stale_cells(t).sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
-    assert stale >= int(broken["stale"].sum())          # those put in, and any excluded or in holes
+    # the remap of the unbroken world, plus exactly the cells the fixture pointed at a missing layer
+    unbroken = json.loads(run("effects", "remap", "--data", broken["world"], "-n", "--json").stdout)["cell_count"]
     res = run("effects", "remap", "--data", fixed, "--in-place", "--json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["cell_count"] == stale
+    assert json.loads(res.stdout)["cell_count"] == unbroken + broken["put_in"] and broken["put_in"] > 0
     a = audit_map(open_data(fixed), MAP_NAME)
     assert a.cells["unassigned"] == 0 and a.cells["stale"] == 0
     gp = game_file(fixed, f"World\\Maps\\{MAP_NAME}\\{MAP_NAME}_32_32.adt")
@@ -198,10 +276,46 @@ def test_exclude_from_a_mask_picture(world, tmp_path):
     for k, (gp, raw) in enumerate(sorted(e1.files.items())):
         old = read_tile(g.read(gp), gp, big_alpha=True)
         new = read_tile(raw, gp, big_alpha=True)
-        want = old.no_effect_doodad | grid_to_chunks(old, grey[:, k * CELLS:(k + 1) * CELLS] >= 128)
+        tile_grey = grey[:, k * CELLS:(k + 1) * CELLS]
+        picked = np.array([tile_grey[iy * 8:iy * 8 + 8, ix * 8:ix * 8 + 8] >= 128      # chunk by chunk, by hand
+                           for ix, iy in old.index_xy.tolist()])
+        want = old.no_effect_doodad | picked
         assert np.array_equal(new.no_effect_doodad, want)
     res = run("effects", "exclude", "--data", world["loose"], "--mask", tmp_path / "m.png", "--tile", "31,32", "-n")
     assert res.exit_code == 2 and "need 128x128" in res.stderr
+
+
+@pytest.mark.parametrize("value, dtype, suffix, selects", [
+    (1000, np.uint16, ".png", False),         # near black in 16 bits: 1000/65535
+    (60000, np.uint16, ".png", True),
+    (32896, np.uint16, ".png", True),         # 128.0 of 255 exactly
+    (32767, np.uint16, ".png", False),
+    (0.3, np.float32, ".tif", False),         # floats: 0.0 black, 1.0 white
+    (0.9, np.float32, ".tif", True),
+    (1 << 20, np.int32, ".tif", False),       # 32-bit integer: white is 2**31 - 1
+    (2_000_000_000, np.int32, ".tif", True),
+])
+def test_mask_pictures_of_more_than_8_bits_scale_by_their_depth(world, tmp_path, value, dtype, suffix, selects):
+    from PIL import Image
+
+    path = tmp_path / f"deep{suffix}"
+    Image.fromarray(np.full((CELLS, 2 * CELLS), value, dtype)).save(path)
+    with Image.open(path) as im:                              # the mode the file really has
+        assert im.mode == {np.uint16: "I;16", np.float32: "F", np.int32: "I"}[dtype]
+    res = run("effects", "exclude", "--data", world["loose"], "--mask", path, "-n", "--json")
+    assert res.exit_code == 0, res.output
+    tiles = json.loads(res.stdout)["tiles"]
+    assert [t["before"]["mask_cell_count"] for t in tiles] == [256 * 64 if selects else 0] * 2
+
+
+def test_mask_picture_of_an_unreadable_mode_is_refused_naming_it():
+    from types import SimpleNamespace
+
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    with pytest.raises(UsageError, match="mode 'BGR;24'"):
+        picture_grey(SimpleNamespace(mode="BGR;24"))
 
 
 def test_grid_round_trip():
@@ -326,11 +440,15 @@ def test_real_tiles_audit(realdata, tmp_path):
     assert layers[40199] == 52 and len(a["textures"]) == 16 and s["excluded_cell_count"] == 340
     assert a["missing_rows"] == [] and s["stale_cell_count"] == 0 and s["unassigned_cell_count"] == 0
     assert a["missing_models"]                          # no detail models in a tiles-and-tables folder
+    # the README's layer counts: 1 layer in 25 chunks, 2 in 47, 3 in 116, 4 in 68; one chunk has holes
+    assert sum(t["layer_count"] for t in a["textures"]) == 25 + 2 * 47 + 3 * 116 + 4 * 68
+    assert 0 < s["hole_cell_count"] <= 64 and s["cell_count"] == 256 * 64
     res = run("effects", "audit", "--data", real_folder(realdata, tmp_path, "1.12"), "--json")
     a = json.loads(res.stdout)
     assert [(e["id"], e["layer_count"]) for e in a["effects"]] == [(453, 256)]
     assert a["textures"][0]["path"].endswith("BurningSteppsAsh01.blp") and a["summary"]["excluded_cell_count"] == 0
     assert a["summary"]["cell_count"] == 16384 and a["findings"]["missing_model_count"] == 4
+    assert a["summary"]["hole_cell_count"] == 0 and a["textures"][0]["layer_count"] == 256   # README: no holes
 
 
 def test_real_tile_assign_through_the_cli(realdata, tmp_path):
@@ -379,6 +497,15 @@ def test_fixes_add_up_in_their_output_folder(broken, tmp_path):
     a = json.loads(res.stdout)
     assert a["summary"]["unassigned_cell_count"] == 0 and a["summary"]["stale_cell_count"] == 0
     assert {e["id"] for e in a["effects"]} >= {5555}
+    # the same fixes shipped as a patch: the audit over the patch sees what it sees over the folder
+    from wowgrass.edit.patch import build_patch
+
+    patch = tmp_path / "patch-enUS-2.MPQ"
+    build_patch(fix, patch, build="3.3.5")
+    res = run("effects", "audit", "--data", broken["root"], "--overlay", patch, "--json", "-j", "2")
+    assert res.exit_code == 0, res.output
+    assert {k: v for k, v in json.loads(res.stdout).items() if k != "notes"} == \
+        {k: v for k, v in a.items() if k != "notes"}
     # the input folder itself stays as it was
     assert audit_map(open_data(broken["root"]), MAP_NAME).cells["unassigned"] == broken["ua_cells"]
 
@@ -391,6 +518,5 @@ def test_cells_png_is_the_grid_exclude_reads(world, tmp_path):
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["cell_count"] == 0              # white = excluded already: nothing new
     res = run("effects", "exclude", "--data", world["loose"], "--mask", cells, "--clear", "-n", "--json")
-    g = open_data(world["loose"])
-    excluded = sum(int(t.no_effect_doodad.sum()) for *_x, t in iter_tiles(g, map_tiles(g, MAP_NAME)))
+    excluded = sum(no_effect_bits(p.read_bytes()) for p in sorted(world["loose"].rglob("*.adt")))   # struct walk
     assert json.loads(res.stdout)["cell_count"] == excluded > 0

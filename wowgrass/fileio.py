@@ -56,13 +56,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview |
         make_dirs(path.parent)
         if sweep:
             sweep_temporaries(path.parent, f".{glob.escape(path.name)}.*.tmp")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
-        except BaseException:
-            os.close(fd)
-            raise
-        _write_file(fd, data, durable)
+        tmp = _temp_beside(path, data, durable)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -74,6 +68,111 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview |
             raise OutputError.from_os(path, exc) from exc
         raise
     return path
+
+
+def _temp_beside(target: Path, data, durable: bool = True) -> Path:
+    """``data`` in a hidden temporary file beside ``target`` (its name holds the writer's pid;
+    flushed to disk when ``durable``); nothing left behind and the OSError raised on failure."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
+        except BaseException:
+            os.close(fd)
+            raise
+        _write_file(fd, data, durable)
+    except BaseException:
+        _unlink_quietly(Path(tmp))
+        raise
+    return Path(tmp)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _keep_old(target: Path) -> Path:
+    """A second name for ``target``'s present bytes (a hard link, else a copy) to put back on a roll-back."""
+    keep = target.with_name(f".{target.name}.{os.getpid()}.old.tmp")
+    _unlink_quietly(keep)
+    try:
+        os.link(target, keep, follow_symlinks=False)   # a symlinked input comes back a symlink
+    except OSError:          # a file system without hard links: a copy (renamed into place if needed)
+        import shutil
+
+        shutil.copy2(target, keep)
+    return keep
+
+
+def write_files_atomic(files, *, backups=None) -> list[Path]:
+    """Write several files all or none: ``files`` is ``{path: bytes}`` (or (path, bytes) pairs).
+
+    Every file goes to a temporary beside its target first (missing folders made); only once all
+    are written do the renames come. ``backups`` ``{path: backup path}``: the target's present bytes
+    are kept there first (a backup already there is left alone: the first input stays
+    recoverable). A failure anywhere, a rename in the middle included, puts back every target
+    already replaced, removes the backups, temporaries and folders this call made, and raises
+    :class:`~wowgrass.errors.OutputError` naming the file being written (never its temporary)."""
+    plan = [(Path(p), data) for p, data in (files.items() if isinstance(files, dict) else files)]
+    backups = {Path(k): Path(v) for k, v in (backups or {}).items()}
+    temps: list[tuple[Path, Path]] = []        # (temporary, target)
+    made_dirs: list[Path] = []
+    made_backups: list[Path] = []
+    done: list[tuple[Path, Path | None]] = []  # (target replaced, its old bytes' second name or None)
+    current = plan[0][0] if plan else Path(".")
+    try:
+        for current, data in plan:
+            missing = [d for d in [current.parent, *current.parent.parents] if not d.exists()]
+            make_dirs(current.parent)
+            made_dirs += [d for d in reversed(missing) if d not in made_dirs]
+            temps.append((_temp_beside(current, data), current))
+        for _tmp, current in temps:
+            backup = backups.get(current)
+            if backup is not None and current.exists() and not backup.exists():
+                btmp = _temp_beside(backup, current.read_bytes())
+                try:
+                    os.replace(btmp, backup)
+                except BaseException:
+                    _unlink_quietly(btmp)
+                    raise
+                made_backups.append(backup)
+        for tmp, current in temps:
+            keep = _keep_old(current) if current.exists() else None
+            try:
+                os.replace(tmp, current)
+            except BaseException:
+                if keep is not None:
+                    _unlink_quietly(keep)
+                raise
+            done.append((current, keep))
+    except BaseException as exc:
+        for target, keep in reversed(done):      # put back the files already replaced
+            try:
+                if keep is not None:
+                    os.replace(keep, target)
+                else:
+                    os.unlink(target)
+            except OSError:
+                pass
+        for tmp, _ in temps:
+            _unlink_quietly(tmp)
+        for b in made_backups:
+            _unlink_quietly(b)
+        for d in reversed(made_dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            raise OutputError.from_os(current, exc) from exc
+        raise
+    for _target, keep in done:
+        if keep is not None:
+            _unlink_quietly(keep)
+    return [t for t, _ in plan]
 
 
 _TEMP_PID = re.compile(r"\.(\d+)\.[^.]+\.tmp$")

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wowgrass.errors import OutputError, UsageError
+from wowgrass.errors import UsageError
 from wowgrass.formats.adt import NO_EFFECT_IDS, AdtTile
 
 STALE_MARGIN = 0.25
@@ -375,9 +375,9 @@ def write_edited(files: dict, out_dir=None, *, in_place: bool = False, data=None
     folder must exist; an input of ``data`` (a loose folder) is never overwritten that way.
     ``in_place``: over the loose files of ``data`` themselves, each old file kept beside it as
     ``<name>.bak`` (an older backup is kept: the first edit's input stays recoverable); an MPQ
-    source cannot be edited in place. Everything is written to temporary files first and renamed
-    into place only once all are written; a failure (full disk, read-only folder) removes them and
-    raises OutputError."""
+    source cannot be edited in place. Written by :func:`wowgrass.fileio.write_files_atomic`: a
+    failure anywhere (full disk, read-only folder, a rename in the middle) puts every file back as
+    it was and raises OutputError."""
     if not files:
         return []
     targets: list[tuple[Path, bytes, Path | None]] = []
@@ -406,71 +406,10 @@ def write_edited(files: dict, out_dir=None, *, in_place: bool = False, data=None
                     raise UsageError(f"{dest} is the input tile itself: give another -o folder, or --in-place "
                                      "to edit it (a backup is kept beside it)")
             targets.append((dest, raw, None))
-    pending: list[tuple[Path, Path]] = []      # (temporary, destination)
-    made_backups: list[Path] = []
-    made_dirs: list[Path] = []
-    try:
-        for dest, raw, backup in targets:
-            missing = []
-            p = dest.parent
-            while not p.exists():
-                missing.append(p)
-                p = p.parent
-            _mkdirs(dest.parent)
-            made_dirs += reversed(missing)
-            tmp = _temp_beside(dest, raw)
-            pending.append((tmp, dest))
-            if backup is not None and not backup.exists():
-                btmp = _temp_beside(backup, dest.read_bytes())
-                os.replace(btmp, backup)
-                made_backups.append(backup)
-    except OSError as exc:
-        for tmp, _ in pending:
-            _unlink(tmp)
-        for b in made_backups:
-            _unlink(b)
-        for d in reversed(made_dirs):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        if isinstance(exc, OutputError):
-            raise
-        raise OutputError.from_os(getattr(exc, "filename", None) or out_dir or "", exc) from exc
-    written = []
-    for tmp, dest in pending:
-        os.replace(tmp, dest)
-        written.append(dest)
-    return written
+    from wowgrass.fileio import write_files_atomic
 
-
-def _mkdirs(folder: Path) -> None:
-    from wowgrass.fileio import make_dirs
-
-    make_dirs(folder)
-
-
-def _temp_beside(dest: Path, raw: bytes) -> Path:
-    """``raw`` in a hidden temporary file beside ``dest`` (flushed to disk); OSError on failure."""
-    import tempfile
-
-    from wowgrass.fileio import _write_file, current_umask
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.{os.getpid()}.", suffix=".tmp", dir=dest.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~current_umask())
-        _write_file(fd, raw, True)
-    except BaseException:
-        _unlink(Path(tmp))
-        raise
-    return Path(tmp)
-
-
-def _unlink(p: Path) -> None:
-    try:
-        os.unlink(p)
-    except OSError:
-        pass
+    return write_files_atomic([(dest, raw) for dest, raw, _b in targets],
+                              backups={dest: b for dest, _r, b in targets if b is not None})
 
 
 __all__ = ["BACKUP_SUFFIX", "STALE_MARGIN", "EditReport", "assign_effect", "best_layers", "closest_textures",

@@ -126,6 +126,7 @@ class Audit:
     unresolved_rows: list = field(default_factory=list)
     missing_models: list = field(default_factory=list)
     tables: bool = True
+    tables_problem: str | None = None   # what is wrong with the ground-effect tables (a finding)
     _grids: dict = field(default_factory=dict, repr=False)     # (col, row) -> (128, 128) category, set, excluded
     _sets: list = field(default_factory=list, repr=False)      # effect ids in colour order
 
@@ -148,6 +149,7 @@ class Audit:
 
         return {"map": self.map, "build": self.build, "tile_count": len(self.tiles),
                 "tiles": [list(t) for t in self.tiles], "margin": self.margin, "tables": self.tables,
+                "tables_problem": self.tables_problem,
                 "notes": list(self.notes), "summary": counts(self.cells),
                 "findings": self.findings(),
                 "textures": [texture(t) for t in self.textures], "effects": [effect(e) for e in self.effects],
@@ -160,7 +162,8 @@ class Audit:
     def findings(self) -> dict:
         """The problems found, counted (what the text and the docs headline)."""
         c = self.cells
-        return {"unassigned_layer_count": sum(t["unassigned_layers"] for t in self.textures),
+        return {"unreadable_table_count": int(self.tables_problem is not None),
+                "unassigned_layer_count": sum(t["unassigned_layers"] for t in self.textures),
                 "unassigned_cell_count": c.get("unassigned", 0), "missing_row_count": len(self.missing_rows),
                 "unresolved_row_count": len(self.unresolved_rows), "missing_model_count": len(self.missing_models),
                 "stale_cell_count": c.get("stale", 0), "excluded_cell_count": c.get("excluded", 0)}
@@ -168,11 +171,18 @@ class Audit:
     def text_lines(self) -> list[str]:
         c = self.cells
         out = [f"{self.map}: {len(self.tiles):,} tile(s), {c['total']:,} cells; build {self.build or 'unknown'}"
-               + ("" if self.tables else " (no ground-effect tables: rows not checked)")]
-        out.append(f"  cells: {c['grass']:,} grow grass, {c['unassigned']:,} unassigned (grass texture, no effect id), "
-                   f"{c['stale']:,} stale doodadMapping ({c['stale_grass_missing']:,} lose grass, "
-                   f"{c['stale_wrong_ground']:,} grow it on the wrong ground), {c['excluded']:,} excluded by "
-                   f"noEffectDoodad ({c['excluded_grass']:,} of them on grass), {c['hole']:,} in holes")
+               + ("" if self.tables else " (no readable ground-effect tables: rows not checked, grass not counted)")]
+
+        def n(key):
+            return "?" if c.get(key) is None else f"{c[key]:,}"
+
+        shows_less = c["stale"] - c["invalid_mapping"]
+        out.append(f"  cells: {n('grass')} grow grass, {n('unassigned')} unassigned (grass texture, no effect id), "
+                   f"{n('no_row')} on effect ids without a row, {c['stale']:,} stale doodadMapping "
+                   f"({c['invalid_mapping']:,} name a layer the chunk lacks, {shows_less:,} a layer showing less; "
+                   f"{n('stale_grass_missing')} lose grass, {n('stale_wrong_ground')} grow it on the wrong ground), "
+                   f"{c['excluded']:,} excluded by noEffectDoodad ({n('excluded_grass')} of them on grass), "
+                   f"{c['hole']:,} in holes")
         out.append(f"  textures ({len(self.textures)}):")
         for t in self.textures:
             effs = ", ".join(f"{e['id']} x{e['layers']}" for e in t["effects"]) or "none"
@@ -193,14 +203,16 @@ class Audit:
                 if e["unresolved_doodads"]:
                     what += f"; DoodadIDs without a GroundEffectDoodad row: {e['unresolved_doodads']}"
                 if e["missing_models"]:
-                    what += f"; models not in the data: {len(e['missing_models'])}"
+                    what += "; not in the data: " + ", ".join(m.rsplit("\\", 1)[-1] for m in e["missing_models"])
             out.append(f"    {e['id']:>10}: {e['layers']} layers, {e['cells']:,} cells; {what}")
         f = self.findings()
-        problems = [f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)"
+        problems = [self.tables_problem or "",
+                    f"{f['unassigned_layer_count']} unassigned layers ({f['unassigned_cell_count']:,} cells)"
                     if f["unassigned_layer_count"] else "",
                     f"{f['missing_row_count']} effect ids without a row" if f["missing_row_count"] else "",
                     f"{f['unresolved_row_count']} rows with unknown doodads" if f["unresolved_row_count"] else "",
-                    f"{f['missing_model_count']} doodad models missing" if f["missing_model_count"] else "",
+                    f"{f['missing_model_count']} doodad model{'s' * (f['missing_model_count'] != 1)} missing"
+                    if f["missing_model_count"] else "",
                     f"{f['stale_cell_count']:,} stale cells" if f["stale_cell_count"] else ""]
         problems = [p for p in problems if p]
         out.append("  found: " + ("; ".join(problems) if problems else "nothing wrong"))
@@ -283,14 +295,20 @@ def _set_colour(i: int, effect_id: int):
 
 # ----------------------------------------------------------------------------- the map
 
-def _catalog(data, notes):
-    from wowgrass.game.effects import GroundEffectCatalog
+def _catalog(data):
+    """(catalog or None, what is wrong with the tables or None): missing or unreadable tables are a
+    finding of their own (the grass cannot be counted without them)."""
+    from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 
-    try:
-        return GroundEffectCatalog.from_data(data)
-    except WowgrassError as exc:
-        notes.append(f"warning: the ground-effect tables cannot be read ({exc}); effect rows are not checked")
-        return None
+    missing = [p.rsplit("\\", 1)[-1] for p in (TEXTURE_PATH, DOODAD_PATH) if not data.exists(p)]
+    if missing:
+        problem = f"no {' nor '.join(missing)} in the data"
+    else:
+        try:
+            return GroundEffectCatalog.from_data(data), None
+        except WowgrassError as exc:
+            problem = f"the ground-effect tables cannot be read ({exc})"
+    return None, problem   # a finding (the text's found:, JSON tables_problem), not only a warning
 
 
 def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float = STALE_MARGIN,
@@ -301,7 +319,7 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
 
     mt = map_tiles(data, map_name, tiles)
     notes = [mt.note()] if mt.note() else []
-    cat = _catalog(data, notes)
+    cat, problem = _catalog(data)
     jobs_list = [(adt_game_path(mt.name, c, r), (c, r), mt.big_alpha, msb_first, float(margin)) for c, r in mt.tiles]
     total = len(jobs_list)
     facts: list[dict] = []
@@ -328,61 +346,77 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
             collect(map(_tile_facts, jobs_list))
         finally:
             _WORKER.pop("data", None)
-    return _gather(mt.name, [tuple(t) for t in mt.tiles], facts, cat, data, float(margin), notes, picture)
+    audit = _gather(mt.name, [tuple(t) for t in mt.tiles], facts, cat, data, float(margin), notes, picture)
+    audit.tables_problem = problem
+    return audit
 
 
-def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
-    """The map's totals from every tile's facts."""
+#: cell counts that need the tables (which effects grow grass): None when they cannot be read
+GRASS_COUNTS = ("grass", "unassigned", "stale_grass_missing", "stale_wrong_ground", "excluded_grass", "no_row")
+
+
+def _classify_effects(facts, cat):
+    """(every effect id used, its catalog row index or -1, the ids whose row names doodads, the ids
+    without a row). Without tables no id is known to grow grass and none lacks a row."""
     no_eff = np.array(NO_EFFECT_IDS, np.uint32)
-    # every effect id used, and which of them grow grass (a row naming doodads)
     used = np.unique(np.concatenate([f["layer_effect"] for f in facts] + [np.zeros(0, np.uint32)]))
     used = used[~np.isin(used, no_eff)]
-    if cat is not None:
-        rows = cat.lookup(used)
-        has_row = rows >= 0
-        from wowgrass.game.effects import empty_slot_mask
+    if cat is None:
+        return used, np.full(len(used), -1), np.zeros(0, np.uint32), np.zeros(0, np.uint32)
+    from wowgrass.game.effects import empty_slot_mask
 
-        slots = np.where(has_row[:, None], cat.slot_doodad[np.maximum(rows, 0)], -1)
-        empty = empty_slot_mask(slots, cat.build) | ~has_row[:, None]
-        grassy = has_row & (~empty).any(axis=1)
-    else:
-        rows = np.full(len(used), -1)
-        has_row = np.ones(len(used), bool)          # unknown: every id counts as a row
-        grassy = np.ones(len(used), bool)
-    grass_ids = used[grassy]
-    no_row_ids = used[~has_row] if cat is not None else np.zeros(0, np.uint32)
+    rows = cat.lookup(used)
+    has_row = rows >= 0
+    slots = np.where(has_row[:, None], cat.slot_doodad[np.maximum(rows, 0)], -1)
+    empty = empty_slot_mask(slots, cat.build) | ~has_row[:, None]
+    return used, rows, used[has_row & (~empty).any(axis=1)], used[~has_row]
 
-    tex_info: dict[str, dict] = {}
-    eff_layers: Counter = Counter()
-    eff_cells: Counter = Counter()
-    eff_textures: dict[int, set] = {}
-    totals = Counter()
-    per_tile = []
-    grids = {}
-    # which textures carry grass anywhere (first pass over the layers)
-    grass_tex: set[str] = set()
+
+def _grass_textures(facts, grass_ids) -> set[str]:
+    """The textures (keys) some layer of which carries an effect that grows grass."""
+    out: set[str] = set()
     for f in facts:
         keys = [_key(p) for p in f["textures"]]
         lt, le = f["layer_texture"], f["layer_effect"]
         for ti in np.unique(lt[np.isin(le, grass_ids)]).tolist():
             if 0 <= ti < len(keys):
-                grass_tex.add(keys[ti])
-    set_order: Counter = Counter()
-    for f in facts:
+                out.add(keys[ti])
+    return out
+
+
+class _Tally:
+    """The map's totals, tile by tile."""
+
+    def __init__(self, grass_ids, no_row_ids, grass_tex, picture):
+        self.grass_ids, self.no_row_ids, self.grass_tex, self.picture = grass_ids, no_row_ids, grass_tex, picture
+        self.no_eff = np.array(NO_EFFECT_IDS, np.uint32)
+        self.tex_info: dict[str, dict] = {}
+        self.eff_layers: Counter = Counter()
+        self.eff_cells: Counter = Counter()
+        self.eff_textures: dict[int, set] = {}
+        self.totals: Counter = Counter()
+        self.per_tile: list = []
+        self.grids: dict = {}
+        self.set_order: Counter = Counter()
+
+    def add(self, f) -> None:
         names = f["textures"]
         keys = [_key(p) for p in names]
-        lt, le, lc = f["layer_texture"], f["layer_effect"], f["layer_chunk"]
-        ixy = f["index_xy"]
-        is_grass_tex = np.array([k in grass_tex for k in keys] + [False], bool)   # last: out-of-range ids
+        is_grass_tex = np.array([k in self.grass_tex for k in keys] + [False], bool)   # last: out-of-range ids
+        self._layers(f, names, keys, is_grass_tex)
+        self._cells(f, keys, is_grass_tex)
+
+    def _layers(self, f, names, keys, is_grass_tex) -> None:
+        lt, le, lc, ixy = f["layer_texture"], f["layer_effect"], f["layer_chunk"], f["index_xy"]
         lt_i = np.where((lt >= 0) & (lt < len(keys)), lt, len(keys))
-        unassigned_layer = is_grass_tex[lt_i] & np.isin(le, no_eff)
+        unassigned_layer = is_grass_tex[lt_i] & np.isin(le, self.no_eff)
         for ti in np.unique(lt_i).tolist():
             sel = lt_i == ti
             name = names[ti] if ti < len(keys) else f"<MTEX index {int(lt[sel][0])} out of range>"
             key = keys[ti] if ti < len(keys) else name
-            info = tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(),
-                                             "effects": Counter(),
-                                             "unassigned_layers": 0, "unassigned_chunks": [], "cells": 0})
+            info = self.tex_info.setdefault(key, {"path": name, "layers": 0, "chunks": 0, "tiles": set(),
+                                                  "effects": Counter(), "unassigned_layers": 0,
+                                                  "unassigned_chunks": [], "cells": 0})
             info["layers"] += int(sel.sum())
             info["chunks"] += int(np.unique(lc[sel]).size)
             info["tiles"].add(f["tile"])
@@ -392,38 +426,38 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
                 info["unassigned_layers"] += int(ua.sum())
                 for ch in np.unique(lc[ua]).tolist():
                     info["unassigned_chunks"].append({"tile": list(f["tile"]),
-                                                      "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])],
-                                                      "mcnk": int(ch)})
-        eff_layers.update(le.tolist())
+                                                      "chunk": [int(ixy[ch, 0]), int(ixy[ch, 1])], "mcnk": int(ch)})
+        self.eff_layers.update(le.tolist())
         for ti, e in set(zip(lt_i.tolist(), le.tolist())):
-            eff_textures.setdefault(int(e), set()).add(names[ti] if ti < len(keys) else "?")
+            self.eff_textures.setdefault(int(e), set()).add(names[ti] if ti < len(keys) else "?")
 
-        # cells
+    def _cells(self, f, keys, is_grass_tex) -> None:
         ct, ce = f["cell_texture"].astype(np.int64), f["cell_effect"]
         ct_i = np.where((ct >= 0) & (ct < len(keys)), ct, len(keys))
         valid, has = f["valid"], f["has_layers"][:, None, None]
-        grows = np.isin(ce, grass_ids) & valid
-        no_row = np.isin(ce, no_row_ids) & valid
-        unassigned = is_grass_tex[ct_i] & np.isin(ce, no_eff) & valid
-        no_grass = valid & ~grows & ~no_row & ~np.isin(ce, no_eff)
+        grows = np.isin(ce, self.grass_ids) & valid
+        no_row = np.isin(ce, self.no_row_ids) & valid
+        unassigned = is_grass_tex[ct_i] & np.isin(ce, self.no_eff) & valid
+        no_grass = valid & ~grows & ~no_row & ~np.isin(ce, self.no_eff)
         stale, excl, hole = f["stale"], f["excluded"], f["hole"]
-        best_grows = np.isin(f["best_effect"], grass_ids)
+        best_grows = np.isin(f["best_effect"], self.grass_ids)
         live = ~excl & ~hole & has
         c = {"total": 256 * 64, "grass": int((grows & live & ~stale).sum()),
              "unassigned": int((unassigned & live).sum()), "stale": int((stale & live).sum()),
              "stale_grass_missing": int((stale & live & best_grows & ~grows).sum()),
              "stale_wrong_ground": int((stale & live & grows & ~best_grows).sum()),
              "excluded": int(excl.sum()), "excluded_grass": int((excl & grows).sum()), "hole": int(hole.sum()),
-             "invalid_mapping": int((has & ~valid).sum()), "no_row": int((no_row & live).sum())}
-        totals.update(c)
-        per_tile.append({"tile": list(f["tile"]), **{k: v for k, v in c.items() if k != "total"}})
+             # a layer the chunk lacks: part of the stale cells (counted over the same live cells)
+             "invalid_mapping": int((has & ~valid & live).sum()), "no_row": int((no_row & live).sum())}
+        self.totals.update(c)
+        self.per_tile.append({"tile": list(f["tile"]), **{k: v for k, v in c.items() if k != "total"}})
         for ti in np.unique(ct_i[unassigned & live]).tolist():
             key = keys[ti] if ti < len(keys) else None
-            if key in tex_info:
-                tex_info[key]["cells"] += int((unassigned & live & (ct_i == ti)).sum())
+            if key in self.tex_info:
+                self.tex_info[key]["cells"] += int((unassigned & live & (ct_i == ti)).sum())
         vals, n = np.unique(ce[valid & live], return_counts=True)
-        eff_cells.update(dict(zip(vals.tolist(), n.tolist())))
-        if picture:
+        self.eff_cells.update(dict(zip(vals.tolist(), n.tolist())))
+        if self.picture:
             category = np.full((256, 8, 8), BARE, np.uint8)
             category[no_grass] = NO_GRASS
             category[grows] = GRASS
@@ -433,67 +467,93 @@ def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
             category[excl] = EXCLUDED
             category[hole] = HOLE
             gv, gn = np.unique(ce[grows & (category == GRASS)], return_counts=True)
-            set_order.update(dict(zip(gv.tolist(), gn.tolist())))
-            grids[f["tile"]] = (category, ce, excl)
-    totals["total"] = 256 * 64 * len(facts)
+            self.set_order.update(dict(zip(gv.tolist(), gn.tolist())))
+            self.grids[f["tile"]] = (category, ce, excl, f["index_xy"])
 
-    # effects
-    effects, missing_models_all, unresolved = [], {}, []
-    exists_cache: dict[str, bool] = {}
+    def textures(self) -> list[dict]:
+        out = []
+        for key, info in sorted(self.tex_info.items(), key=lambda kv: (-kv[1]["layers"], kv[0])):
+            out.append({"path": info["path"], "layers": info["layers"], "chunks": info["chunks"],
+                        "tile_count": len(info["tiles"]), "carries_grass": key in self.grass_tex,
+                        "effects": [{"id": int(i), "layers": int(n)} for i, n in info["effects"].most_common()],
+                        "unassigned_layers": info["unassigned_layers"], "unassigned_cells": info["cells"],
+                        "unassigned_chunk_count": len(info["unassigned_chunks"]),
+                        "unassigned_chunks": info["unassigned_chunks"]})
+        return out
+
+
+def _effect_entries(used, rows, cat, data, tally: _Tally):
+    """(effects [dict], {missing model: [effect ids]}, unresolved rows [dict])."""
+    from wowgrass.game.effects import empty_slot_mask
+
+    effects, missing_models, unresolved = [], {}, []
+    exists: dict[str, bool] = {}
     for k, e in enumerate(used.tolist()):
         row = cat.row(e) if cat is not None else None
-        entry = {"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e]),
-                 "textures": sorted(eff_textures.get(e, ()), key=str.lower),
+        entry = {"id": int(e), "layers": int(tally.eff_layers[e]), "cells": int(tally.eff_cells[e]),
+                 "textures": sorted(tally.eff_textures.get(e, ()), key=str.lower),
                  "row": (row is not None) if cat is not None else None,
-                 "grass": bool(np.isin(e, grass_ids)), "models": [], "density": None, "unresolved_doodads": [],
-                 "missing_models": []}
+                 "grass": bool(np.isin(e, tally.grass_ids)), "models": [], "density": None,
+                 "unresolved_doodads": [], "missing_models": []}
         if row is not None:
             r = int(rows[k])
-            from wowgrass.game.effects import empty_slot_mask
-
             empty = empty_slot_mask(cat.slot_doodad[r], cat.build)
             entry["models"] = row["models"]
             entry["density"] = row["density"]
             entry["unresolved_doodads"] = [int(d) for d, m, z in zip(cat.slot_doodad[r].tolist(),
                                                                       cat.slot_model[r].tolist(), empty.tolist())
                                            if not z and m < 0]
-            for m in row["models"]:
-                if m and m not in exists_cache:
-                    exists_cache[m] = data.exists(m)
-                if m and not exists_cache[m]:
+            for m in dict.fromkeys(m for m in row["models"] if m):   # a model in two slots counts once
+                if m not in exists:
+                    exists[m] = data.exists(m)
+                if not exists[m]:
                     entry["missing_models"].append(m)
-                    missing_models_all.setdefault(m, []).append(int(e))
+                    missing_models.setdefault(m, []).append(int(e))
             if entry["unresolved_doodads"]:
                 unresolved.append({"id": int(e), "doodad_ids": entry["unresolved_doodads"]})
         effects.append(entry)
     effects.sort(key=lambda d: (-d["layers"], d["id"]))
+    return effects, missing_models, unresolved
 
-    textures = []
-    for key, info in sorted(tex_info.items(), key=lambda kv: (-kv[1]["layers"], kv[0])):
-        textures.append({"path": info["path"], "layers": info["layers"], "chunks": info["chunks"],
-                         "tile_count": len(info["tiles"]), "carries_grass": key in grass_tex,
-                         "effects": [{"id": int(i), "layers": int(n)} for i, n in info["effects"].most_common()],
-                         "unassigned_layers": info["unassigned_layers"], "unassigned_cells": info["cells"],
-                         "unassigned_chunk_count": len(info["unassigned_chunks"]),
-                         "unassigned_chunks": info["unassigned_chunks"]})
+
+def _gather(map_name, tiles, facts, cat, data, margin, notes, picture) -> Audit:
+    """The map's totals from every tile's facts."""
+    used, rows, grass_ids, no_row_ids = _classify_effects(facts, cat)
+    tally = _Tally(grass_ids, no_row_ids, _grass_textures(facts, grass_ids), picture)
+    for f in facts:
+        tally.add(f)
+    tally.totals["total"] = 256 * 64 * len(facts)
+    cells = dict(tally.totals)
+    if cat is None:          # which effects grow grass is unknown: those counts are not made
+        for k in GRASS_COUNTS:
+            cells[k] = None
+        for t in tally.per_tile:
+            t.update({k: None for k in GRASS_COUNTS})
+    effects, missing_models, unresolved = _effect_entries(used, rows, cat, data, tally)
     audit = Audit(map_name, tiles, getattr(cat, "build", None) or getattr(data, "build", None), margin, notes,
-                  textures, effects, dict(totals), per_tile,
-                  missing_rows=[{"id": int(e), "layers": int(eff_layers[e]), "cells": int(eff_cells[e])}
+                  tally.textures(), effects, cells, tally.per_tile,
+                  missing_rows=[{"id": int(e), "layers": int(tally.eff_layers[e]), "cells": int(tally.eff_cells[e])}
                                 for e in no_row_ids.tolist()],
                   unresolved_rows=unresolved,
-                  missing_models=[{"model": m, "effects": ids} for m, ids in sorted(missing_models_all.items())],
+                  missing_models=[{"model": m, "effects": ids} for m, ids in sorted(missing_models.items())],
                   tables=cat is not None)
     if picture:
-        order = [e for e, _n in set_order.most_common()]
-        for t, (category, ce, excl) in grids.items():
-            set_idx = np.full(ce.shape, -1, np.int32)
-            g = category == GRASS
-            if g.any():
-                set_idx[g] = _lookup_index(order, ce[g])
-            tile_ixy = next(f["index_xy"] for f in facts if f["tile"] == t)
-            audit._grids[t] = (_to_grid(tile_ixy, category), _to_grid(tile_ixy, set_idx), _to_grid(tile_ixy, excl))
-        audit._sets = order
+        _picture_grids(audit, tally)
     return audit
+
+
+def _picture_grids(audit: Audit, tally: _Tally) -> None:
+    """The per-tile category, set-colour and excluded grids the pictures draw."""
+    from wowgrass.game.tiles import tile_grid
+
+    order = [e for e, _n in tally.set_order.most_common()]
+    for t, (category, ce, excl, ixy) in tally.grids.items():
+        set_idx = np.full(ce.shape, -1, np.int32)
+        g = category == GRASS
+        if g.any():
+            set_idx[g] = _lookup_index(order, ce[g])
+        audit._grids[t] = tuple(tile_grid(ixy, a) for a in (category, set_idx, excl))
+    audit._sets = order
 
 
 def _lookup_index(order: list, values: np.ndarray) -> np.ndarray:
@@ -504,21 +564,21 @@ def _lookup_index(order: list, values: np.ndarray) -> np.ndarray:
     return srt[np.minimum(pos, len(ids) - 1)].astype(np.int32)
 
 
-def _to_grid(index_xy: np.ndarray, per_chunk: np.ndarray) -> np.ndarray:
-    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
-    grid[index_xy[:, 1], index_xy[:, 0]] = per_chunk
-    return grid.transpose(0, 2, 1, 3).reshape(128, 128)
-
-
 def write_audit_picture(audit: Audit, path, scale: int | None = None):
-    """The audit's picture with its legend drawn in below, written atomically (format by suffix)."""
+    """The audit's picture, each tile labelled "col,row", with its legend drawn in below, written
+    atomically (format by suffix)."""
     from wowgrass.fileio import write_image
-    from wowgrass.game.tiles import legend_strip
+    from wowgrass.game.tiles import label_tiles, legend_strip
 
     rgb, legend = audit.picture(scale)
+    c0, r0 = min(c for c, _ in audit.tiles), min(r for _, r in audit.tiles)
+    tile_px = rgb.shape[1] // (max(c for c, _ in audit.tiles) - c0 + 1)
+    rgb = label_tiles(rgb, audit.tiles, (c0, r0), tile_px)
     f = audit.findings()
-    title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {f['unassigned_cell_count']:,} cells, "
-             f"stale {f['stale_cell_count']:,}, excluded {f['excluded_cell_count']:,}")
+    ua = "?" if f["unassigned_cell_count"] is None else f"{f['unassigned_cell_count']:,}"
+    title = (f"{audit.map}: {len(audit.tiles)} tile(s); unassigned {ua} cells, "
+             f"stale {f['stale_cell_count']:,}, excluded {f['excluded_cell_count']:,}"
+             + ("; TABLES UNREADABLE: grass not counted" if audit.tables_problem else ""))
     return write_image(path, legend_strip(rgb, legend, title))
 
 

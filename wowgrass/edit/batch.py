@@ -39,16 +39,21 @@ def _game_key(path: str) -> str:
 
 
 class Overlay:
-    """``data`` with the files under ``folder`` (laid out as the client's paths: ``World/Maps/...``,
-    ``DBFilesClient/...``) answering first. Hidden files, temporaries and ``.bak`` backups are not
-    game files. Reads only: writes go through :func:`write_edited`, given the data underneath."""
+    """``data`` with other files answering first: those under ``folder`` (laid out as the client's
+    paths: ``World/Maps/...``, ``DBFilesClient/...``; a fix's ``-o DIR``), or those of a patch MPQ
+    (``folder`` a file: ``effects diff`` over a loose folder, where the patch simply answers first;
+    a delete marker there hides the file below). Hidden files, temporaries and ``.bak`` backups are
+    not game files. Reads only: writes go through :func:`write_edited`, given the data underneath."""
 
     def __init__(self, data, folder):
         from pathlib import Path
 
+        from wowgrass.formats.mpq import MpqArchive
+
         self.data = data
         self.folder = Path(folder)
         self.files: dict[str, tuple[str, Path]] = {}
+        self.archive = MpqArchive.open(self.folder) if self.folder.is_file() else None
         if self.folder.is_dir():
             for p in sorted(self.folder.rglob("*")):
                 rel = p.relative_to(self.folder)
@@ -58,27 +63,51 @@ class Overlay:
                 name = "\\".join(rel.parts)
                 self.files[_game_key(name)] = (name, p)
 
-    def __getattr__(self, name):        # root, build, locale, ... of the data underneath
+    def __getattr__(self, name):        # root, build, locale, archives, ... of the data underneath
         return getattr(self.data, name)
 
-    def locate(self, path: str):
+    def _mine(self, path: str):
+        """(True, (file, archive or None)) where this layer answers (None: deleted), else (False, None)."""
+        if self.archive is not None:
+            e = self.archive.lookup(path, None)
+            if e is None:
+                return False, None
+            return True, (None if e.is_delete_marker else (self.folder, self.archive))
         hit = self.files.get(_game_key(path))
-        return (hit[1], None) if hit else self.data.locate(path)
+        return (True, (hit[1], None)) if hit else (False, None)
+
+    def locate(self, path: str):
+        mine, found = self._mine(path)
+        return found if mine else self.data.locate(path)
 
     def exists(self, path: str) -> bool:
-        return _game_key(path) in self.files or self.data.exists(path)
+        mine, found = self._mine(path)
+        return found is not None if mine else self.data.exists(path)
 
     def read(self, path: str) -> bytes:
-        hit = self.files.get(_game_key(path))
-        return hit[1].read_bytes() if hit else self.data.read(path)
+        mine, found = self._mine(path)
+        if not mine:
+            return self.data.read(path)
+        if found is None:
+            from wowgrass.errors import GameFileNotFound
+
+            raise GameFileNotFound(f"{path}: deleted by {self.folder.name}")
+        return found[1].read(path) if found[1] is not None else found[0].read_bytes()
 
     def list(self, pattern: str = "*") -> list[str]:
         import fnmatch
 
         pat = _game_key(pattern) if pattern not in ("", "*") else "*"
-        mine = [n for k, (n, _p) in self.files.items() if fnmatch.fnmatchcase(k, pat)]
+        names = self.archive.names() if self.archive is not None else [n for n, _p in self.files.values()]
+        mine = [n for n in names if fnmatch.fnmatchcase(_game_key(n), pat)]
         have = {_game_key(n) for n in mine}
         return sorted(mine + [n for n in self.data.list(pattern) if _game_key(n) not in have], key=str.lower)
+
+    def close(self) -> None:
+        """Close the patch archive (the data underneath belongs to the caller)."""
+        if self.archive is not None:
+            self.archive.close()
+            self.archive = None
 
 
 def base_data(data):

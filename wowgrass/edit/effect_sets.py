@@ -108,21 +108,8 @@ def check_doodad_path(path: str) -> str:
     return resolve_model(text)
 
 
-def add_effect_set(texture_dbc_bytes: bytes, doodad_dbc_bytes: bytes, build: str | None = None, *,
-                   doodads, weights=None, density: int = DEFAULT_DENSITY, sound: int = 0,
-                   id: int | None = None, hint: str | None = None, report: list | None = None):
-    """Add one GroundEffectTexture row naming ``doodads`` (model paths; 1 to 4) in the layout of
-    ``build`` (detected from the texture table when None). Models without a GroundEffectDoodad row
-    get one. ``id``: the new row's ID (refused when taken), else the next free one (max + 1).
-    ``weights``: 3.3.5 only, one per doodad (default: the 16-point bag shared evenly).
-
-    Returns ``(texture_bytes, doodad_bytes, new_id)``; ``doodad_bytes`` is the input unchanged when
-    no doodad row was needed. ``report`` (a list) receives the :class:`EffectSet`.
-    """
-    short = table_build(texture_dbc_bytes, build, hint)
-    models = [check_doodad_path(d) for d in doodads]
-    if not 1 <= len(models) <= SLOTS:
-        raise UsageError(f"an effect set has 1 to {SLOTS} doodads, got {len(models)}")
+def _check_weights(short: str, models: list, weights) -> tuple[list | None, list[str]]:
+    """``weights`` checked against the layout and the models (3.3.5 default: the bag shared evenly)."""
     wotlk = short == "3.3.5"
     warnings: list[str] = []
     if weights is not None:
@@ -141,48 +128,65 @@ def add_effect_set(texture_dbc_bytes: bytes, doodad_dbc_bytes: bytes, build: str
     elif wotlk:
         n = len(models)
         weights = [BAG // n + (1 if k < BAG % n else 0) for k in range(n)]  # fills the bag: no empty draws
-    density, sound = int(density), int(sound)
-    if not 0 <= density <= 0x7FFFFFFF:
+    return (weights if wotlk else None), warnings
+
+
+def _check_models(doodads) -> list[str]:
+    models = [check_doodad_path(d) for d in doodads]
+    if not 1 <= len(models) <= SLOTS:
+        raise UsageError(f"an effect set has 1 to {SLOTS} doodads, got {len(models)}")
+    return models
+
+
+def _check_density_sound(density, sound) -> None:
+    if density is not None and not 0 <= int(density) <= 0x7FFFFFFF:
         raise UsageError(f"--density {density}: must be 0 or more (0 means the client's default, 8)")
-    if not -(2**31) <= sound <= 2**31 - 1:
+    if sound is not None and not -(2**31) <= int(sound) <= 2**31 - 1:
         raise UsageError(f"--sound {sound}: not a 32-bit value")
 
-    tex = _read(texture_dbc_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
-    dood = _read(doodad_dbc_bytes, DOODAD_PATH, GROUND_EFFECT_DOODAD, "1.12" if short == "2.4.3" else short)
 
-    taken = tex.records["ID"].astype(np.int64) & 0xFFFFFFFF
+def _new_id(tex: DbcFile, id: int | None, reserved=()) -> int:
+    """The new row's ID: ``id`` (refused when taken or reserved), else one above the highest of the
+    table's and ``reserved`` (ids handed out before, never given again)."""
+    taken = np.concatenate([tex.records["ID"].astype(np.int64) & 0xFFFFFFFF,
+                            np.asarray(list(reserved), np.int64)])
+    top = int(taken.max()) if taken.size else 0
     if id is None:
-        new_id = int(taken.max()) + 1 if taken.size else 1
+        new_id = top + 1
         while new_id in NO_EFFECT_IDS:
             new_id += 1
-    else:
-        new_id = int(id)
-        if new_id in NO_EFFECT_IDS or not 0 < new_id <= MAX_ID:
-            raise UsageError(f"--id {new_id}: effect ids 0, 65535 and 4294967295 mean 'no effect' in MCLY")
-        if (taken == new_id).any():
-            raise UsageError(f"--id {new_id} is taken: GroundEffectTexture already has a row {new_id} "
-                             f"(the next free id is {int(taken.max()) + 1})")
-    if new_id > MAX_ID:
-        raise UsageError("GroundEffectTexture has no free id above its highest; give --id")
+        if new_id > MAX_ID:
+            raise UsageError("GroundEffectTexture has no free id above its highest; give --id")
+        return new_id
+    new_id = int(id)
+    if new_id in NO_EFFECT_IDS or not 0 < new_id <= MAX_ID:
+        raise UsageError(f"--id {new_id}: effect ids 0, 65535 and 4294967295 mean 'no effect' in MCLY")
+    if (taken == new_id).any():
+        raise UsageError(f"--id {new_id} is taken: GroundEffectTexture already has (or had) a row {new_id} "
+                         f"(the next free id is {top + 1})")
+    return new_id
 
-    # the doodad rows: existing ones by model (first row wins), new ones after the highest ID / tag
+
+def _doodad_slots(dood: DbcFile, models: list[str]) -> tuple[list[int], bytes | None, list[dict]]:
+    """The DoodadID of each model: its existing GroundEffectDoodad row (the first by model), else a
+    new row after the highest ID (1.12/2.4.3: tag ID - 1 as in 5875, else the next free tag).
+    Returns (slot ids, the doodad table's new bytes or None when no row was added, rows added)."""
     d = dood.records
     ids = d["ID"].astype(np.int64)
-    keys = d["DoodadIdTag"].astype(np.int64) if "DoodadIdTag" in d.dtype.names else ids
+    tagged = "DoodadIdTag" in d.dtype.names
+    keys = d["DoodadIdTag"].astype(np.int64) if tagged else ids
     paths = dood.strings(d["Doodadpath"]) if len(d) else []
     by_model: dict[str, int] = {}
     for r, p in enumerate(paths):  # hundreds of rows, once
         if resolve_model(p):
             by_model.setdefault(_model_key(p), r)
-    new_rows = []
-    strings = bytearray()
+    new_rows, strings, new_doodads = [], bytearray(), []
     block_len = len(dood.string_block)
     existing_strings = _string_offsets(dood.string_block)
     next_id = int(ids.max()) + 1 if ids.size else 1
     used_keys = set(keys.tolist())
     slot_ids: list[int] = []
     added: dict[str, int] = {}
-    new_doodads: list[dict] = []
     for m in models:
         k = m.lower()
         if k in by_model:
@@ -197,38 +201,119 @@ def add_effect_set(texture_dbc_bytes: bytes, doodad_dbc_bytes: bytes, build: str
             off = block_len + len(strings)
             strings += name.encode("utf-8") + b"\0"
             existing_strings[name] = off
-        row = np.zeros(1, dood.records.dtype)
+        row = np.zeros(1, d.dtype)
         row["ID"] = next_id
         row["Doodadpath"] = off
         key = next_id
-        if "DoodadIdTag" in row.dtype.names:
+        entry = {"id": next_id, "path": name, "model": m}
+        if tagged:
             # 5875 keeps tag = ID - 1; where that tag is taken, the next tag above the highest
             key = next_id - 1 if next_id - 1 not in used_keys else max(used_keys) + 1
             row["DoodadIdTag"] = key
+            entry["tag"] = key
         used_keys.add(key)
         new_rows.append(row)
-        entry = {"id": next_id, "path": name, "model": m}
-        if "DoodadIdTag" in row.dtype.names:
-            entry["tag"] = key
         new_doodads.append(entry)
         added[k] = key
         slot_ids.append(key)
         next_id += 1
+    out = append_rows(dood, np.concatenate(new_rows), bytes(strings)) if new_rows else None
+    return slot_ids, out, new_doodads
 
+
+def _fill_row(row, short: str, slot_ids, weights) -> None:
+    """DoodadID (and 3.3.5's DoodadWeight) of one texture row: the slots given, the rest empty."""
+    wotlk = short == "3.3.5"
+    row["DoodadID"] = list(slot_ids) + [0 if wotlk else -1] * (SLOTS - len(slot_ids))
+    if wotlk:
+        row["DoodadWeight"] = list(weights) + [0] * (SLOTS - len(weights))
+
+
+def _read_pair(texture_dbc_bytes, doodad_dbc_bytes, short):
+    tex = _read(texture_dbc_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
+    dood = _read(doodad_dbc_bytes, DOODAD_PATH, GROUND_EFFECT_DOODAD, "1.12" if short == "2.4.3" else short)
+    return tex, dood
+
+
+def add_effect_set(texture_dbc_bytes: bytes, doodad_dbc_bytes: bytes, build: str | None = None, *,
+                   doodads, weights=None, density: int = DEFAULT_DENSITY, sound: int = 0,
+                   id: int | None = None, hint: str | None = None, report: list | None = None, reserved=()):
+    """Add one GroundEffectTexture row naming ``doodads`` (model paths; 1 to 4) in the layout of
+    ``build`` (detected from the texture table when None). Models without a GroundEffectDoodad row
+    get one. ``id``: the new row's ID (refused when taken), else the next free one (one above the
+    highest of the table's and ``reserved``: ids given before that must never be given again).
+    ``weights``: 3.3.5 only, one per doodad (default: the 16-point bag shared evenly).
+
+    Returns ``(texture_bytes, doodad_bytes, new_id)``; ``doodad_bytes`` is the input unchanged when
+    no doodad row was needed. ``report`` (a list) receives the :class:`EffectSet`.
+    """
+    short = table_build(texture_dbc_bytes, build, hint)
+    models = _check_models(doodads)
+    weights, warnings = _check_weights(short, models, weights)
+    _check_density_sound(density, sound)
+    density, sound = int(density), int(sound)
+    tex, dood = _read_pair(texture_dbc_bytes, doodad_dbc_bytes, short)
+    new_id = _new_id(tex, id, reserved)
+    slot_ids, dood_out, new_doodads = _doodad_slots(dood, models)
     row = np.zeros(1, tex.records.dtype)
     row["ID"] = new_id
-    empty = 0 if wotlk else -1
-    row["DoodadID"] = slot_ids + [empty] * (SLOTS - len(slot_ids))
-    if wotlk:
-        row["DoodadWeight"] = weights + [0] * (SLOTS - len(weights))
+    _fill_row(row, short, slot_ids, weights)
     row["Density"] = density
     row["Sound"] = sound
-    tex_out = append_rows(tex, row)
-    dood_out = append_rows(dood, np.concatenate(new_rows), bytes(strings)) if new_rows else bytes(doodad_dbc_bytes)
     if report is not None:
-        report.append(EffectSet(new_id, short, models, slot_ids, weights if wotlk else None, density, sound,
-                                new_doodads, warnings))
-    return tex_out, dood_out, new_id
+        report.append(EffectSet(new_id, short, models, slot_ids, weights, density, sound, new_doodads, warnings))
+    return append_rows(tex, row), dood_out if dood_out is not None else bytes(doodad_dbc_bytes), new_id
+
+
+def edit_effect_set(texture_dbc_bytes: bytes, doodad_dbc_bytes: bytes, effect_id: int, build: str | None = None,
+                    *, doodads=None, weights=None, density: int | None = None, sound: int | None = None,
+                    hint: str | None = None, report: list | None = None) -> tuple[bytes, bytes]:
+    """Change the GroundEffectTexture row ``effect_id``: its models (``doodads``, 1 to 4, replacing
+    every slot; new GroundEffectDoodad rows as :func:`add_effect_set` makes them), ``weights``
+    (3.3.5; with ``doodads`` one per model, else one per filled slot; default with new models: the
+    bag shared evenly), ``density``, ``sound``; what is not given stays. Only that record's bytes
+    change (and the doodad table gains rows at its end). Returns ``(texture_bytes, doodad_bytes)``."""
+    from wowgrass.game.effects import empty_slot_mask
+
+    short = table_build(texture_dbc_bytes, build, hint)
+    if doodads is None and weights is None and density is None and sound is None:
+        raise UsageError("say what to change: --doodad, --weights, --density or --sound")
+    _check_density_sound(density, sound)
+    tex, dood = _read_pair(texture_dbc_bytes, doodad_dbc_bytes, short)
+    records = np.array(tex.records)
+    at = np.flatnonzero((records["ID"].astype(np.int64) & 0xFFFFFFFF) == int(effect_id))
+    if at.size == 0:
+        raise UsageError(f"GroundEffectTexture has no row {effect_id} (`wowgrass effects new-set` adds one)")
+    row = records[at[0]:at[0] + 1]
+    dood_out, new_doodads, warnings = None, [], []
+    if doodads is not None:
+        models = _check_models(doodads)
+        weights, warnings = _check_weights(short, models, weights)
+        slot_ids, dood_out, new_doodads = _doodad_slots(dood, models)
+        _fill_row(row, short, slot_ids, weights)
+    elif weights is not None:
+        filled = np.flatnonzero(~empty_slot_mask(row["DoodadID"][0], short))
+        weights, warnings = _check_weights(short, [None] * len(filled), weights)
+        w = np.zeros(SLOTS, np.int64)
+        w[filled] = weights
+        row["DoodadWeight"] = w
+    if density is not None:
+        row["Density"] = int(density)
+    if sound is not None:
+        row["Sound"] = int(sound)
+    records[at[0]] = row[0]
+    tex_out = write_dbc(records, bytes(tex.string_block))
+    dood_out = dood_out if dood_out is not None else bytes(doodad_dbc_bytes)
+    if report is not None:
+        from wowgrass.game.effects import GroundEffectCatalog
+
+        now = GroundEffectCatalog.from_dbc_bytes(tex_out, dood_out, build=short).row(int(effect_id))
+        filled = ~empty_slot_mask(row["DoodadID"][0], short)
+        report.append(EffectSet(int(effect_id), short, [m for m in now["models"] if m],
+                                [int(v) for v, f in zip(row["DoodadID"][0].tolist(), filled) if f],
+                                row["DoodadWeight"][0].tolist() if short == "3.3.5" else None,
+                                int(row["Density"][0]), int(row["Sound"][0]), new_doodads, warnings))
+    return tex_out, dood_out
 
 
 def _string_offsets(block: bytes) -> dict[str, int]:
@@ -245,24 +330,50 @@ def _string_offsets(block: bytes) -> dict[str, int]:
     return out
 
 
-def read_tables(*, data=None, dbc_dir=None) -> tuple[bytes, bytes, list, str | None]:
-    """Both ground-effect tables' bytes from a data source or a ``--dbc`` folder:
-    ``(texture, doodad, source files or None, build hint)`` (the files when they are on disk)."""
+def read_tables(*, data=None, dbc_dir=None, over=None) -> tuple[bytes, bytes, list, str | None]:
+    """Both ground-effect tables' bytes: ``(texture, doodad, input files, build hint)``.
+
+    Each table comes from the first of ``over`` (an output folder: tables an earlier ``new-set``
+    or ``edit-set`` wrote there, so sets add up), ``dbc_dir`` (a ``--dbc`` folder) and ``data`` (a
+    data source) that has it. The input files are those on disk under ``dbc_dir`` or a loose
+    ``data`` (never overwritten without ``--in-place``), None where not on disk."""
+    from pathlib import Path
+
     from wowgrass.paths import find_table
 
-    if dbc_dir is not None:
-        found = [find_table(dbc_dir, n) for n in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc")]
-        missing = [n for n, p in zip(("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"), found) if p is None]
-        if missing:
-            raise UsageError(f"{dbc_dir} has no {' nor '.join(missing)} (nor has its DBFilesClient folder)")
-        return found[0].read_bytes(), found[1].read_bytes(), found, None
-    for p in (TEXTURE_PATH, DOODAD_PATH):
-        if not data.exists(p):
-            raise UsageError(f"{data.root} has no {p}")
-    files = [None, None]
-    if not getattr(data, "archives", None):   # a loose folder: the files on disk (never overwritten silently)
-        files = [data.locate(p)[0] for p in (TEXTURE_PATH, DOODAD_PATH)]
-    return data.read(TEXTURE_PATH), data.read(DOODAD_PATH), files, getattr(data, "build", None)
+    names = ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc")
+    game = (TEXTURE_PATH, DOODAD_PATH)
+    if data is None and dbc_dir is None and over is None:
+        raise UsageError("give the tables: --data DIR (a Data folder or extract) or --dbc DIR")
+    over_dir = Path(over) / "DBFilesClient" if over is not None else None
+    if dbc_dir is not None and over_dir is not None and over_dir.is_dir() and \
+            Path(dbc_dir).resolve() in (Path(over).resolve(), over_dir.resolve()):
+        dbc_dir = None                       # --dbc DIR -o DIR: the output folder, read first anyway
+    out, inputs = [], []
+    for name, gp in zip(names, game):
+        mine = find_table(over_dir, name) if over_dir is not None and over_dir.is_dir() else None
+        given = find_table(dbc_dir, name) if dbc_dir is not None else None
+        loose = None
+        if data is not None and not getattr(data, "archives", None) and data.exists(gp):
+            loose = data.locate(gp)[0]
+        if mine is not None:
+            out.append(mine.read_bytes())
+        elif given is not None:
+            out.append(given.read_bytes())
+        elif data is not None and data.exists(gp):
+            out.append(data.read(gp))
+        else:
+            searched = dict.fromkeys(str(w) for w in (over, dbc_dir, getattr(data, "root", None)) if w is not None)
+            raise UsageError(f"no {name} in {' nor '.join(searched)} (nor in a DBFilesClient folder there)")
+        inputs.append(given or loose)
+    return out[0], out[1], inputs, getattr(data, "build", None)
+
+
+def table_ids(texture_bytes: bytes) -> np.ndarray:
+    """Every row ID of a GroundEffectTexture table (any layout: the ID is its first field)."""
+    dbc = DbcFile.from_bytes(texture_bytes, TEXTURE_PATH)
+    raw = np.frombuffer(bytes(texture_bytes), np.uint8, dbc.record_count * dbc.record_size, HEADER_SIZE)
+    return raw.reshape(-1, dbc.record_size)[:, :4].copy().view("<u4").ravel().astype(np.int64)
 
 
 def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_place: bool = False,
@@ -271,14 +382,9 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
     file goes to a temporary beside its target first, the renames come last. An existing file is
     replaced only with ``force``; one of ``inputs`` only with ``in_place`` (its old bytes kept
     beside it as ``<name>.bak``). A rename that fails puts back the files already replaced."""
-    import os
-    import shutil
-    import tempfile
     from pathlib import Path
 
-    from wowgrass.errors import OutputError
-    from wowgrass import fileio
-    from wowgrass.fileio import current_umask, make_dirs
+    from wowgrass.fileio import write_files_atomic
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -294,66 +400,6 @@ def write_tables(out_dir, outputs: dict[str, bytes], *, force: bool = False, in_
             elif not force:
                 raise UsageError(f"{target} exists; --force replaces it")
         plan.append((target, data))
-    temps: list[tuple[Path, Path]] = []
-    made: list[Path] = []        # folders this call creates: removed again on failure
-    target = out
-    try:
-        for target, data in plan:
-            missing = [d for d in [target.parent, *target.parent.parents] if not d.exists()]
-            make_dirs(target.parent)
-            made += [d for d in reversed(missing) if d not in made]
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-            temps.append((Path(tmp), target))
-            try:
-                os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain file honours the umask
-            except BaseException:
-                os.close(fd)
-                raise
-            fileio._write_file(fd, data, True)
-        for tmp, target in temps:
-            if target.exists() and target.resolve() in same:
-                shutil.copy2(target, target.with_name(target.name + ".bak"))
-        done: list[tuple[Path, Path | None]] = []   # (target, its old bytes' hard link) for a roll-back
-        keep = None
-        try:
-            for tmp, target in temps:
-                keep = None
-                if target.exists():
-                    keep = target.with_name(f".{target.name}.{os.getpid()}.old.tmp")
-                    os.link(target, keep)
-                os.replace(tmp, target)
-                done.append((target, keep))
-            keep = None
-        except OSError:
-            if keep is not None:      # the link of the target whose rename failed: it was not replaced
-                try:
-                    keep.unlink()
-                except OSError:
-                    pass
-            for target, keep in reversed(done):   # put the files already replaced back
-                try:
-                    os.replace(keep, target) if keep is not None else target.unlink()
-                except OSError:
-                    pass
-            raise
-        for _, keep in done:
-            if keep is not None:
-                try:
-                    keep.unlink()
-                except OSError:
-                    pass
-    except OSError as exc:
-        for tmp, _ in temps:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-        for d in reversed(made):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        if isinstance(exc, OutputError):
-            raise
-        raise OutputError.from_os(target, exc) from exc   # the table being written, not its temporary
+    backups = {t: t.with_name(t.name + ".bak") for t, _d in plan if t.exists() and t.resolve() in same}
+    write_files_atomic(plan, backups=backups)
     return [str(t) for t, _ in plan]

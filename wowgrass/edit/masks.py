@@ -9,7 +9,8 @@ selected tiles, their columns left to right and rows top to bottom: (128 * colum
 pixels, tile (c, r) at pixel (128 * (c - c_min), 128 * (r - r_min)); a picture of such a selection
 is what ``effects audit --cells-png`` writes. A picture k times that size in both directions (a
 painting over a scaled-up audit picture) is reduced by averaging each k x k block. A pixel whose
-grey level (mean of its colour channels) is 128 or more selects its cell.
+grey level (mean of its colour channels) is 128 or more selects its cell; pictures of more than 8
+bits a channel are scaled by their depth first (16-bit grey: 32,896 of 65,535; floats: 0.502).
 """
 
 from __future__ import annotations
@@ -18,26 +19,16 @@ import numpy as np
 
 from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
+from wowgrass.game.tiles import grid_chunks, tile_grid
 
 CELLS = 128                                  # cells across a tile
 
 
 # ----------------------------------------------------------------------------- grids
 
-def chunks_to_grid(tile: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
-    """(256, 8, 8, ...) in MCNK order -> (128, 128, ...) north up (rows: IndexY, columns: IndexX)."""
-    per_chunk = np.asarray(per_chunk)
-    grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
-    grid[tile.index_xy[:, 1], tile.index_xy[:, 0]] = per_chunk
-    axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
-    return grid.transpose(axes).reshape((CELLS, CELLS) + per_chunk.shape[3:])
-
-
-def grid_to_chunks(tile: AdtTile, grid: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`chunks_to_grid`: (128, 128, ...) -> (256, 8, 8, ...) in MCNK order."""
-    grid = np.asarray(grid)
-    g = grid.reshape((16, 8, 16, 8) + grid.shape[2:]).transpose((0, 2, 1, 3) + tuple(range(4, grid.ndim + 2)))
-    return g[tile.index_xy[:, 1], tile.index_xy[:, 0]]
+# the one chunk <-> cell-grid conversion (game.tiles), under the names this module has always had
+chunks_to_grid = tile_grid       # (256, 8, 8, ...) in MCNK order -> (128, 128, ...) north up
+grid_to_chunks = grid_chunks     # (128, 128, ...) -> (256, 8, 8, ...) in MCNK order
 
 
 def selection_box(tiles) -> tuple[int, int, int, int]:
@@ -47,20 +38,48 @@ def selection_box(tiles) -> tuple[int, int, int, int]:
     return min(cs), min(rs), max(cs) - min(cs) + 1, max(rs) - min(rs) + 1
 
 
+#: white of each single-channel mode Pillow opens that is not 8-bit (its grey is scaled to 0..255)
+MODE_WHITE = {"I;16": 65535.0, "I;16B": 65535.0, "I;16L": 65535.0, "I;16N": 65535.0,
+              "I": 2.0 ** 31 - 1,          # 32-bit integer (Pillow's is signed)
+              "F": 1.0}                    # floating point: 0.0 black, 1.0 white
+
+
+def picture_grey(im) -> np.ndarray:
+    """(h, w) float32 grey 0..255 of a Pillow image, scaled by its bit depth: 8-bit modes the mean of
+    their colour channels, 16-bit grey by 65535, 32-bit integers by 2**31 - 1, floats by 1.0 (so a
+    near-black 16-bit picture stays near black). UsageError naming a mode it cannot read."""
+    mode = im.mode
+    if mode == "1":
+        return np.asarray(im.convert("L"), np.float32)
+    if mode in MODE_WHITE:
+        raw = np.asarray(im, dtype=np.float64 if mode in ("I", "F") else None)
+        if raw.ndim != 2:
+            raise UsageError(f"a mask picture of mode {mode} must have one channel")
+        grey = raw.astype(np.float64)
+        if not np.isfinite(grey).all():
+            raise UsageError(f"a mask picture of mode {mode} holds NaN or infinite values")
+        return (np.clip(grey, 0.0, MODE_WHITE[mode]) * (255.0 / MODE_WHITE[mode])).astype(np.float32)
+    if mode in ("L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "La", "RGBa"):
+        rgb = np.asarray(im.convert("RGB"), np.float32)
+        return rgb.mean(axis=-1) if mode not in ("L", "LA", "La") else rgb[..., 0]
+    raise UsageError(f"a mask picture of mode {mode!r} cannot be read: save it as 8-bit or 16-bit grey "
+                     "(or RGB, a 32-bit integer or a float picture)")
+
+
 def read_mask_picture(path, tiles) -> dict:
     """``{(col, row): (128, 128) bool}`` from a mask picture of the selection ``tiles`` (see the
-    module docstring for the grid); a picture of another size is an error giving the expected one."""
+    module docstring for the grid; :func:`picture_grey` for the bit depths); a picture of another
+    size is an error giving the expected one."""
     from PIL import Image
 
     try:
         with Image.open(path) as im:
             im.load()
-            grey = np.asarray(im.convert("RGB"), np.float32).mean(axis=-1) if im.mode not in ("L", "I", "F", "1") \
-                else np.asarray(im.convert("F"), np.float32) * (255.0 if im.mode == "1" else 1.0)
+            grey = picture_grey(im)
+    except UsageError as exc:
+        raise UsageError(f"--mask {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"--mask {path}: not a picture Pillow reads ({exc})") from None
-    if grey.ndim != 2:
-        grey = grey.reshape(grey.shape[:2])
     return mask_from_array(grey, tiles, name=str(path))
 
 
@@ -162,4 +181,4 @@ def near_objects_mask(tile: AdtTile, yards: float, objects=None) -> np.ndarray:
 
 
 __all__ = ["CELLS", "cell_slopes", "chunks_to_grid", "grid_to_chunks", "liquid_mask", "map_objects", "mask_from_array",
-           "near_objects_mask", "read_mask_picture", "selection_box", "slope_mask"]
+           "near_objects_mask", "picture_grey", "read_mask_picture", "selection_box", "slope_mask"]

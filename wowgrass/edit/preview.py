@@ -28,42 +28,6 @@ MORE_RGB = np.array((60, 200, 80), np.float32)    # change panel: cells with mor
 LESS_RGB = np.array((230, 60, 50), np.float32)    # and with less
 
 
-class _Overlay:
-    """A loose folder with a patch archive answering first (what ``read``/``exists``/``list`` need)."""
-
-    def __init__(self, base: GameData, patch: Path):
-        self.base, self.root, self.build, self.locale = base, base.root, base.build, base.locale
-        self.archives: list = []
-        self._arc = MpqArchive.open(patch)
-        self._patch = patch
-
-    def locate(self, path):
-        e = self._arc.lookup(path, None)
-        if e is not None:
-            return (None if e.is_delete_marker else (self._patch, self._arc))
-        return self.base.locate(path)
-
-    def exists(self, path) -> bool:
-        return self.locate(path) is not None
-
-    def read(self, path) -> bytes:
-        found = self.locate(path)
-        if found is None:
-            raise GameFileNotFound(f"{path}: not in {self.root} nor in {self._patch.name}")
-        return found[1].read(path) if found[1] is not None else found[0].read_bytes()
-
-    def list(self, pattern="*"):
-        import fnmatch
-
-        pat = pattern.replace("/", "\\").upper()
-        mine = [n for n in self._arc.names() if fnmatch.fnmatchcase(n.upper(), pat)]
-        return sorted(set(self.base.list(pattern)) | set(mine), key=str.lower)
-
-    def close(self):
-        self._arc.close()
-        self.base.close()
-
-
 @contextlib.contextmanager
 def before_after(data_path, patch_path):
     """``(before, after, where)``: the data source without and with the patch mounted; ``where``
@@ -74,12 +38,16 @@ def before_after(data_path, patch_path):
     MpqArchive.open(patch).close()   # a patch that is no MPQ fails here, naming it
     base = open_data(data_path)
     try:
-        if not base.archives:
-            after = _Overlay(open_data(data_path), patch)
+        if not base.archives:   # a loose folder: the patch simply answers first
+            from wowgrass.edit.batch import Overlay
+
+            under = open_data(data_path)
+            after = Overlay(under, patch)
             try:
                 yield base, after, {"file": None, "rank": 1, "archive_count": 1}
             finally:
                 after.close()
+                under.close()
             return
         me = patch.resolve()
         resolved = [Path(a).resolve() for a in base.archives]
@@ -236,40 +204,62 @@ def change_image(t, before_counts: np.ndarray, after_counts: np.ndarray, size: i
     return np.clip(grey * (1 - a) + colour * a, 0, 255).astype(np.uint8)
 
 
+#: the default width of the whole diff picture (three panels side by side), pixels
+PICTURE_WIDTH = 1536
+MIN_TILE_PX, MAX_TILE_PX = 16, 512
+OUTLINE_MIN_TILE_PX = 192        # 1.5 pixels a cell: below, an outline would be all there is of a cell
+
+
+def tile_pixels(tiles, width: int = PICTURE_WIDTH) -> int:
+    """Pixels a tile in each panel so that the three panels side by side (8-pixel gaps) are
+    ``width`` across and each panel at most as tall as it is wide (16 .. 512)."""
+    cols = [c for c, _ in tiles]
+    rows = [r for _, r in tiles]
+    nc, nr = max(cols) - min(cols) + 1, max(rows) - min(rows) + 1
+    panel = (int(width) - 16) // 3
+    return int(np.clip(panel // max(nc, nr), MIN_TILE_PX, MAX_TILE_PX))
+
+
 def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | None = None,
-                 patch_name: str = "patch") -> np.ndarray:
+                 patch_name: str = "patch", *, width: int | None = None) -> np.ndarray:
     """The selection top down, three times side by side: its grass before | after (a dot per
-    instance, coloured by model, over the relief; the cells whose grass changed outlined on both) |
-    the change per cell (green more, red fewer), each tile where the map has it (north up), the
-    legend drawn in below. ``size``: pixels per tile (default: about 1024 across a panel)."""
-    from wowgrass.game.tiles import grass_image, legend_strip, tile_grid
+    instance, coloured by model, over the relief; the cells whose grass changed outlined where that
+    panel has grass in them, on tiles of 192 pixels or more) | the change per cell (green more, red
+    fewer), each tile where the map has it (north up) and labelled "col,row", the legend drawn in
+    below. ``size``: pixels per tile; else ``width``, the whole picture's width (default
+    :data:`PICTURE_WIDTH`; :func:`tile_pixels`)."""
+    from wowgrass.game.tiles import grass_image, label_tiles, legend_strip, model_colours, tile_grid
 
     cols = [d.tile[0] for d in diffs]
     rows = [d.tile[1] for d in diffs]
     c0, r0 = min(cols), min(rows)
     nc, nr = max(cols) - c0 + 1, max(rows) - r0 + 1
     if size is None:
-        size = int(np.clip(1024 // max(nc, nr), 64, 512))
+        size = tile_pixels([d.tile for d in diffs], PICTURE_WIDTH if width is None else width)
     panels = [np.full((nr * size, nc * size, 3), 235, np.uint8) for _ in range(3)]
     legend: dict[str, dict] = {}
     more = fewer = 0
+    outline = size >= OUTLINE_MIN_TILE_PX
+    colours = model_colours(str(m) for d in diffs for inst in d.instances[placement] for m in inst.models)
     for d in diffs:
         tb, ta = d.tiles
         ib, ia = d.instances[placement]
-        edge = _outline(tile_grid(ta, d.changed_cells[placement]), size)
+        cb, ca = ib.cell_counts(), ia.cell_counts()
         y, x = (d.tile[1] - r0) * size, (d.tile[0] - c0) * size
-        for k, (which, t, inst) in enumerate((("before", tb, ib), ("after", ta, ia))):
-            rgb, leg = grass_image(t, inst, size)
-            rgb = rgb.copy()
-            rgb[edge] = CHANGED_RGB
+        for k, (which, t, inst, counts) in enumerate((("before", tb, ib, cb), ("after", ta, ia, ca))):
+            rgb, leg = grass_image(t, inst, size, colours)
+            if outline:
+                edge = _outline(tile_grid(ta, d.changed_cells[placement] & (counts > 0)), size)
+                rgb = rgb.copy()
+                rgb[edge] = CHANGED_RGB
             panels[k][y:y + size, x:x + size] = rgb
             for e in leg:
                 slot = legend.setdefault(e["label"], {"label": e["label"], "rgb": e["rgb"], "before": 0, "after": 0})
                 slot[which] += e["count"]
-        cb, ca = ib.cell_counts(), ia.cell_counts()
         more += int((ca > cb).sum())
         fewer += int((ca < cb).sum())
         panels[2][y:y + size, x:x + size] = change_image(ta, cb, ca, size)
+    panels = [label_tiles(p, [d.tile for d in diffs], (c0, r0), size) for p in panels]
     total = {k: sum(d.counts[placement][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
     where = f"{diffs[0].tile[0]},{diffs[0].tile[1]}" if len(diffs) == 1 else f"{len(diffs)} tiles"
     titles = (f"{where} before: {total['before']:,} instances",
@@ -281,7 +271,8 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | N
     img = np.concatenate([labelled[0], sep, labelled[1], sep, labelled[2]], axis=1)
     entries = [{"label": f"{e['label'].rsplit(chr(92), 1)[-1]}: {e['before']:,} -> {e['after']:,}", "rgb": e["rgb"]}
                for e in sorted(legend.values(), key=lambda e: -max(e["before"], e["after"]))]
-    entries.append({"label": "cell whose grass changed (outline)", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
+    if outline:
+        entries.append({"label": "cell whose grass changed (outline)", "rgb": "#%02x%02x%02x" % CHANGED_RGB})
     entries.append({"label": "more grass in the cell", "rgb": "#%02x%02x%02x" % tuple(int(v) for v in MORE_RGB)})
     entries.append({"label": "less grass in the cell", "rgb": "#%02x%02x%02x" % tuple(int(v) for v in LESS_RGB)})
     return legend_strip(img, entries, title=f"grass by model, {placement} placement: before | after | change")

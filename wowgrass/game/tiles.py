@@ -181,14 +181,25 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
 
 
 # --- pictures ------------------------------------------------------------------------------------
-def tile_grid(t: AdtTile, per_chunk: np.ndarray) -> np.ndarray:
-    """(256, n, n, ...) per-chunk arrays → one (16n, 16n, ...) tile picture, north up."""
+def tile_grid(t, per_chunk: np.ndarray) -> np.ndarray:
+    """(256, n, n, ...) per-chunk arrays in MCNK order → one (16n, 16n, ...) tile picture, north up
+    (rows: IndexY, columns: IndexX). ``t`` is the AdtTile, or its (256, 2) ``index_xy``."""
+    ixy = np.asarray(getattr(t, "index_xy", t))
     per_chunk = np.asarray(per_chunk)
     n = per_chunk.shape[1]
     grid = np.zeros((16, 16) + per_chunk.shape[1:], per_chunk.dtype)
-    grid[t.index_xy[:, 1], t.index_xy[:, 0]] = per_chunk
+    grid[ixy[:, 1], ixy[:, 0]] = per_chunk
     axes = (0, 2, 1, 3) + tuple(range(4, grid.ndim))
     return grid.transpose(axes).reshape((16 * n, 16 * n) + per_chunk.shape[3:])
+
+
+def grid_chunks(t, grid: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`tile_grid`: a (16n, 16n, ...) tile picture → (256, n, n, ...) in MCNK order."""
+    ixy = np.asarray(getattr(t, "index_xy", t))
+    grid = np.asarray(grid)
+    n = grid.shape[0] // 16
+    g = grid.reshape((16, n, 16, n) + grid.shape[2:]).transpose((0, 2, 1, 3) + tuple(range(4, grid.ndim + 2)))
+    return g[ixy[:, 1], ixy[:, 0]]
 
 
 def _pixel_points(t: AdtTile, size: int):
@@ -406,6 +417,30 @@ def legend_strip(rgb: np.ndarray, legend: list[dict], title: str = "", max_items
     return np.asarray(out)
 
 
+def label_tiles(rgb: np.ndarray, tiles, origin, tile_px: int, offset=(0, 0)) -> np.ndarray:
+    """``rgb`` with each tile's "col,row" written in its north-west corner (white on a dark box),
+    where a tile is ``tile_px`` pixels across (nothing below 40: the label would hide the tile).
+    ``origin`` is the (col, row) drawn at ``offset`` (x, y) pixels."""
+    if tile_px < 40 or not len(tiles):
+        return rgb
+    from PIL import Image, ImageDraw, ImageFont
+
+    px = int(np.clip(tile_px // 10, 10, 18))
+    try:
+        font = ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    img = Image.fromarray(np.ascontiguousarray(rgb[..., :3]))
+    d = ImageDraw.Draw(img)
+    for c, r in tiles:
+        x = offset[0] + (c - origin[0]) * tile_px + 2
+        y = offset[1] + (r - origin[1]) * tile_px + 2
+        text = f"{c},{r}"
+        d.rectangle((x, y, x + d.textlength(text, font=font) + 4, y + px + 4), fill=(20, 20, 20))
+        d.text((x + 2, y + 1), text, fill=(255, 255, 255), font=font)
+    return np.asarray(img)
+
+
 def image_legend(t: AdtTile, kind: str, size: int = 1024) -> list[dict]:
     """What the colours of :func:`tile_image` stand for: ``[{"label", "rgb", "count", "unit"}]``
     (``height``: bands in yards, the pixels of a ``size`` picture in each)."""
@@ -469,18 +504,28 @@ def write_tile_image(t: AdtTile, path, kind: str = "height", size: int = 1024) -
     return write_image(path, tile_image(t, kind, size))
 
 
-def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, list[dict]]:
+def model_colours(names) -> dict[str, tuple[int, int, int]]:
+    """One colour per model name (case-insensitive) over a whole set of names: pictures of several
+    tiles (or before and after) given the same mapping colour a model alike everywhere."""
+    keys = sorted({str(n).lower() for n in names})
+    cols = _category_colour(np.array([zlib.crc32(k.encode()) & 0x7FFFFFFF for k in keys] or [0]), seed=3)
+    return {k: tuple(int(v) for v in c) for k, c in zip(keys, cols)}
+
+
+def grass_image(t: AdtTile, instances, size: int = 1024, colours: dict | None = None
+                ) -> tuple[np.ndarray, list[dict]]:
     """Where the grass was placed: one dot per instance, coloured by model, over the grey relief.
 
-    ``instances`` is a :class:`wowgrass.grass.placement.Instances` of this tile. Returns the (size, size, 3)
-    picture and its legend (one entry per model, with its instance count)."""
+    ``instances`` is a :class:`wowgrass.grass.placement.Instances` of this tile; ``colours`` a
+    :func:`model_colours` mapping (default: one made of this tile's models). Returns the (size,
+    size, 3) picture and its legend (one entry per model, with its instance count)."""
     if not 16 <= size <= 8192:
         raise UsageError(f"image size {size} outside 16..8192")
     _z, shade = _relief(t, size)
     rgb = ((25 + 70 * shade)[..., None] * np.ones(3)).astype(np.float32)  # dark, so the dots stand out
     names = np.array([str(m) for m in instances.models] or [""], dtype=object)
-    cols = _category_colour(np.array([zlib.crc32(n.lower().encode()) & 0x7FFFFFFF for n in names.tolist()]),
-                            seed=3).astype(np.float32)
+    colours = model_colours(names.tolist()) if colours is None else colours
+    cols = np.array([colours[n.lower()] for n in names.tolist()], np.float32).reshape(-1, 3)
     pos = np.asarray(instances.pos, np.float64)
     px = (ZEROPOINT - t.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE * size  # east
     py = (ZEROPOINT - t.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE * size  # south
@@ -497,5 +542,5 @@ def grass_image(t: AdtTile, instances, size: int = 1024) -> tuple[np.ndarray, li
     return np.clip(rgb, 0, 255).astype(np.uint8), legend
 
 
-__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "image_legend", "legend_strip", "load_tile", "parse_tile_arg", "select_tiles", "tile_image",
-           "tile_summary", "write_tile_image"]
+__all__ = ["IMAGE_KINDS", "adt_game_path", "grass_image", "grid_chunks", "image_legend", "label_tiles", "legend_strip", "load_tile", "model_colours", "parse_tile_arg", "select_tiles", "tile_image",
+           "tile_grid", "tile_summary", "write_tile_image"]
