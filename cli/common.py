@@ -128,7 +128,13 @@ def text_console():
                 click.echo(self._pending.rstrip(), nl=False)
                 self._pending = ""
 
-    return Console(file=_Stripped(), highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self):
+            """rich exits 1 on a closed pipe; hand it to cli/main.py, which exits 0 as for any output."""
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(file=_Stripped(), highlight=False)
 
 
 #: plural names whose number is a measure in that unit or a bit field, not a count of things

@@ -82,15 +82,7 @@ def interrupted(message: str = "", signum: int = signal.SIGINT) -> "NoReturn":  
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | set(self._available()))
-
-    def _available(self):
-        out = []
-        for name, (target, _help) in COMMANDS.items():
-            mod = target.split(":")[0]
-            if importlib.util.find_spec(mod) is not None:
-                out.append(name)
-        return out
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
     def get_command(self, ctx, name):
         cmd = super().get_command(ctx, name)
@@ -114,6 +106,9 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's own usage errors in wowgrass's form too: ``error: ...`` on stderr, exit status 2."""
+        from wowgrass.cli.common import reset_verbosity
+
+        reset_verbosity()  # -q / -v of this command line only (tests run many in one process)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
@@ -172,10 +167,12 @@ def cli():
 
     Every command that reads game data takes --data PATH: a client's Data folder (MPQ chain)
     or a folder of loose extracted files. With no --data, wowgrass uses its built-in sample world.
-    """
-    from wowgrass.cli.common import reset_verbosity
 
-    reset_verbosity()  # -q / -v given to this command line only (tests run many in one process)
+    -q and -v go before the command (wowgrass -q maps) or after it (wowgrass maps -q).
+    """
+
+
+with_verbosity(cli)   # the group's own -q/-v (the lazy subcommands get theirs as they load)
 
 
 def main(argv=None):
