@@ -236,17 +236,26 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output"):
-    """``path`` as a Path after checking that its folder exists and its suffix is one of ``suffixes``."""
+    """``path`` as a Path after checking, before any work, that its suffix is one of ``suffixes``
+    and that it can be written (its folder exists and takes a new file: the error names ``path``
+    and why). An existing file is replaced, with a note saying so: docs/cli.md, "Outputs"."""
     from pathlib import Path
 
+    from wowgrass.fileio import check_output_file
+
     out = Path(path)
-    if out.is_dir():
-        raise UsageError(f"{option} {out}: is a folder; give a file name")
-    if not out.parent.is_dir():
-        raise UsageError(f"{option} {out}: folder {out.parent} does not exist")
+    try:
+        if out.is_dir():
+            raise UsageError(f"{option} {out}: is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise UsageError(f"{option} {out}: folder {out.parent} does not exist")
+    except OSError:
+        pass   # no permission to look: check_output_file names the output and the reason
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(f"{option} {out}: the file name must end in {' or '.join(suffixes)} "
                          f"(the format follows the suffix)")
+    if check_output_file(out):
+        note(f"note: {out} exists: replacing it")
     return out
 
 
