@@ -271,7 +271,7 @@ def info(file, as_json):
 @bundle.command("export")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--csv", "fmt", flag_value="csv", help="Comma-separated rows with a header line (the default).")
-@click.option("--json", "fmt", flag_value="json", help="One JSON document: files, columns, count and rows.")
+@click.option("--json", "fmt", flag_value="json", help="One JSON document: files, columns, row_count and rows.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write here (.csv or .json, which also picks the format) instead of stdout.")
 def export_rows(files, fmt, output):
@@ -295,7 +295,7 @@ def write_rows(files, fmt, output) -> int:
         suffix = Path(output).suffix.lower()
         if fmt is None and suffix in (".csv", ".json"):
             fmt = suffix[1:]
-        out = output_path(output, (f".{fmt or 'csv'}",))
+        out = output_path(output, (f".{fmt}",) if fmt else (".csv", ".json"))
     fmt = fmt or "csv"
     files = [str(f) for f in files]
     rows = [0]

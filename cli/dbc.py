@@ -329,6 +329,10 @@ def dump(source, table, mpq_path, data_path, build, lenient, fmt, output):
     """The whole table, one row per record, strings decoded."""
     import json
 
+    if output:
+        from wowgrass.cli.common import output_path
+
+        output_path(output)   # writable (replacing?) before the table is read
     src = load_source(source, table, mpq_path, data_path)
     f, det = _typed(src, build, lenient)
     cols = f.columns_flat()

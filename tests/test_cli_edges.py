@@ -83,3 +83,128 @@ def test_the_group_lists_every_command():
     assert r.exit_code == 0
     for name in COMMANDS:
         assert f"  {name} " in r.stdout, name
+
+
+# ----------------------------------------------------------------------------- 42.11 unwritable outputs
+
+UNWRITABLE = ["/proc/edges-test.png", "/proc/1/cwd/edges-test.png"]
+
+
+@pytest.mark.parametrize("target", UNWRITABLE)
+def test_an_unwritable_image_names_itself_and_the_reason(world, target):
+    r = run("adt", "image", "--data", world, "--tile", "32,32", "-o", target)
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"error: cannot write {target}: ") and ".tmp" not in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_view_checks_its_output_before_rendering(world, monkeypatch):
+    import wowgrass.render.app as app
+
+    def no_render(*a, **k):
+        raise AssertionError("rendered before checking the output")
+
+    monkeypatch.setattr(app, "run_view", no_render)
+    r = run("view", "--data", world, "--output", "/proc/edges-view.png", "--frames", "1")
+    assert r.exit_code == 2 and r.stderr.startswith("error: cannot write /proc/edges-view.png: "), r.stderr
+
+
+def test_mpq_extract_checks_the_folder_before_reading(world):
+    r = run("mpq", "extract", "--data", world, "-o", "/proc/edges-extract")
+    assert r.exit_code == 2
+    assert r.stderr == "error: cannot write /proc/edges-extract: the folder above takes no new folders\n" or (
+        r.stderr.startswith("error: cannot write /proc/edges-extract: ") and r.stderr.count("\n") == 1), r.stderr
+
+
+def test_write_atomic_names_the_target_not_its_temporary(tmp_path):
+    from wowgrass.errors import OutputError
+    from wowgrass.fileio import check_output_file, write_atomic
+
+    with pytest.raises(OutputError) as e:
+        write_atomic("/proc/edges-atomic.bin", b"x")
+    assert e.value.filename == "/proc/edges-atomic.bin" and ".tmp" not in str(e.value)
+    with pytest.raises(OutputError, match="does not exist"):
+        check_output_file(tmp_path / "nope" / "x.bin")
+    assert check_output_file(tmp_path / "x.bin") is False and list(tmp_path.iterdir()) == []
+    (tmp_path / "x.bin").write_bytes(b"1")
+    assert check_output_file(tmp_path / "x.bin") is True
+
+
+# ----------------------------------------------------------------------------- 42.10 one overwrite rule
+
+@pytest.mark.parametrize("command", [
+    ("adt", "image", "--data", "{world}", "--tile", "32,32", "-o", "{out}.png"),
+    ("export", "gltf", "--data", "{world}", "--tile", "32,32", "-o", "{out}.glb"),
+    ("effects", "audit", "--data", "{world}", "-o", "{out}.png"),
+    ("dbc", "dump", "--data", "{world}", "GroundEffectDoodad", "-o", "{out}.csv"),
+])
+def test_every_output_is_replaced_and_said(world, tmp_path, command):
+    out = tmp_path / "out"
+    args = [a.format(world=world, out=out) for a in command]
+    target = Path(args[-1])
+    target.write_bytes(b"old")
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    assert f"note: {target} exists: replacing it" in r.stderr
+    assert target.read_bytes() != b"old"
+
+
+# ----------------------------------------------------------------------------- 42.13 JSON keys, messages
+
+def test_bundle_export_names_both_suffixes(tmp_path):
+    r = run("bundle", "export", __file__, "-o", tmp_path / "x.txt")
+    assert r.exit_code == 2 and ".csv or .json" in r.stderr, r.stderr
+
+
+def test_blp_convert_json(tmp_path):
+    src = real("blp", "WHITE8X8.blp")
+    r = run("blp", "convert", src, "-o", tmp_path / "w.png", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["width"], doc["height"], doc["mip"], doc["format"]) == (8, 8, 0, "PNG")
+    assert doc["file"] == str(tmp_path / "w.png") and doc["mip_level_count"] >= 1
+    back = run("blp", "convert", tmp_path / "w.png", "-o", tmp_path / "w.blp", "--encoding", "dxt1", "--json")
+    assert back.exit_code == 0, back.output
+    doc = json.loads(back.stdout)
+    assert (doc["width"], doc["encoding"], doc["size"]) == (8, "dxt1", (tmp_path / "w.blp").stat().st_size)
+
+
+def test_adt_info_json_names_the_file_and_counts_chunks(world):
+    r = run("adt", "info", "--data", world, "--tile", "32,32", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["file"].lower().endswith(f"{MAP_NAME}_32_32.adt".lower())
+    assert {"MVER": 1, "MCNK": 256}.items() <= {c["id"]: c["chunk_count"] for c in doc["chunks"]}.items()
+    assert all("count" not in c for c in doc["chunks"]) and doc["mcnk"]["chunk_count"] == 256
+
+
+def test_adt_info_escapes_an_empty_chunk_name(tmp_path):
+    """42.12: a padding chunk named with four NUL bytes is printed escaped, never raw."""
+    import struct
+
+    adt = real("adt", "Azeroth_38_46.adt").read_bytes()
+    path = tmp_path / "padded.adt"
+    path.write_bytes(adt + b"\0\0\0\0" + struct.pack("<I", 0))
+    r = run("adt", "info", path)
+    assert r.exit_code == 0, r.output
+    assert "\0" not in r.stdout and "\\x00\\x00\\x00\\x00" in r.stdout
+    doc = json.loads(run("adt", "info", path, "--json").stdout)
+    assert doc["chunks"][-1] == {"id": "\\x00\\x00\\x00\\x00", "chunk_count": 1, "bytes": 0}
+
+
+def test_bundle_info_cells_count(world, tmp_path):
+    from wowgrass.grass.bundle import read_bundle
+
+    cache = tmp_path / "cache"
+    r = CliRunner(env={"WOWGRASS_CACHE": str(cache)}).invoke(cli, ["bake", "--data", str(world), "--json"])
+    assert r.exit_code == 0, r.output
+    (bundle,) = [p for p in cache.rglob("*.wgb")]
+    doc = json.loads(run("bundle", "info", bundle, "--json").stdout)
+    assert doc["cells"]["cell_count"] == 256 * 64 and "total" not in doc["cells"]
+    with read_bundle(bundle) as b:
+        n = b.instance_count
+    out = tmp_path / "rows.json"
+    out.write_text("old")
+    r = run("bundle", "export", bundle, "-o", out)
+    assert r.exit_code == 0 and json.loads(out.read_text())["row_count"] == n
+    assert f"note: {out} exists: replacing it" in r.stderr

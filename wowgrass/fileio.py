@@ -307,7 +307,12 @@ def check_output_file(path) -> bool:
 def check_output_folder(folder) -> Path:
     """Make ``folder`` (``mkdir -p``) and check it takes new files, before any work; an
     :class:`~wowgrass.errors.OutputError` names ``folder`` and the reason."""
-    folder = make_dirs(folder)
+    try:
+        folder = make_dirs(folder)
+    except OutputError as exc:
+        if exc.errno != errno.ENOENT or not Path(folder).parent.is_dir():
+            raise
+        raise OutputError(folder, exc.errno, "the folder above takes no new folders") from None
     try:
         _probe(folder, "probe")
     except OSError as exc:

@@ -127,6 +127,12 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
     return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
 
 
+def chunk_name(tag: bytes) -> str:
+    """A chunk's id as text a terminal and grep take: bytes outside printable ASCII escaped
+    (``\\x00\\x00\\x00\\x00`` for a padding chunk with an empty name)."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}" for b in tag)
+
+
 def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
     """A JSON-able description of a tile (what ``wowgrass adt info`` prints)."""
     from wowgrass.formats.liquid import tile_liquid
@@ -146,7 +152,7 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
         "big_alpha": t.big_alpha,
         "chunks": [],
         "mcnk": {
-            "count": 256,
+            "chunk_count": 256,
             "layers_per_chunk": {str(n): int((t.n_layers == n).sum()) for n in range(5) if (t.n_layers == n).any()},
             "layers_total": int(t.n_layers.sum()),
             "do_not_fix_alpha_chunks": int(((t.chunk_flags & McnkFlags.DO_NOT_FIX_ALPHA_MAP) != 0).sum()),
@@ -173,9 +179,9 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
         counts: Counter = Counter()
         sizes: Counter = Counter()
         for ch in iter_chunks(raw, t.path):
-            counts[ch.tag.decode("latin-1")] += 1
-            sizes[ch.tag.decode("latin-1")] += ch.size
-        out["chunks"] = [{"id": k, "count": counts[k], "bytes": sizes[k]} for k in counts]
+            counts[chunk_name(ch.tag)] += 1
+            sizes[chunk_name(ch.tag)] += ch.size
+        out["chunks"] = [{"id": k, "chunk_count": counts[k], "bytes": sizes[k]} for k in counts]
         out["file_size"] = len(raw)
     return out
 
