@@ -208,3 +208,52 @@ def test_bundle_info_cells_count(world, tmp_path):
     r = run("bundle", "export", bundle, "-o", out)
     assert r.exit_code == 0 and json.loads(out.read_text())["row_count"] == n
     assert f"note: {out} exists: replacing it" in r.stderr
+
+
+# ----------------------------------------------------------------------------- 42.14 dbc show / dump
+
+def _wdbc_field(path: Path, row: int, field: int) -> int:
+    """A record's field read straight from the file (header 20 B, record size from the header)."""
+    import struct
+
+    data = path.read_bytes()
+    _magic, _n, _fields, size, _strings = struct.unpack_from("<4sIIII", data)
+    return struct.unpack_from("<I", data, 20 + row * size + field * 4)[0]
+
+
+def test_dbc_show_takes_the_build_from_the_tables_beside_it_and_prints_colours_in_hex(tmp_path):
+    src = real("dbc", "3.3.5", "LightIntBand.dbc")
+    r = run("dbc", "show", src, "--id", "1")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].endswith("(LightIntBand 3.3.5)"), r.stdout.splitlines()[0]
+    colour = _wdbc_field(src, 0, 18)                    # ID, Num, Time[16], then Data[0]
+    assert f"Data[0]  │ #{colour & 0xFFFFFF:06x}" in r.stdout
+    assert f"│ {colour} " not in r.stdout
+    doc = json.loads(run("dbc", "show", src, "--id", "1", "--json").stdout)
+    assert doc["build"] == "3.3.5" and doc["row"]["Data"][0] == colour       # JSON keeps the number
+    alone = tmp_path / "LightIntBand.dbc"                 # nothing beside it: the build is not guessed
+    alone.write_bytes(src.read_bytes())
+    r = run("dbc", "show", alone, "--id", "1")
+    assert "build unknown" in r.stdout.splitlines()[0] and "1.12)" not in r.stdout.splitlines()[0]
+    assert json.loads(run("dbc", "show", alone, "--id", "1", "--json").stdout)["build"] is None
+
+
+def test_dbc_dump_area_table_names_its_columns(tmp_path):
+    import csv
+
+    src = real("dbc", "3.3.5", "AreaTable.dbc")
+    out = tmp_path / "area.csv"
+    r = run("dbc", "dump", src, "-o", out)
+    assert r.exit_code == 0, r.output
+    rows = list(csv.reader(out.open(encoding="utf-8")))
+    head = rows[0]
+    assert len(head) == 36 and len(rows) == 2307 + 1                     # the shared README's 2,307 x 36
+    assert head[:3] == ["ID", "ContinentID", "ParentAreaID"] and head[-1] == "LightID"
+    assert not any(h.startswith("field") for h in head)
+    # the first row's English name, read from the string block by hand (field 11 = AreaName_lang[0])
+    data = src.read_bytes()
+    n, fields, size = (int.from_bytes(data[4 + 4 * k:8 + 4 * k], "little") for k in range(3))
+    block = data[20 + n * size:]
+    off = _wdbc_field(src, 0, 11)
+    assert rows[1][head.index("AreaName_lang[0]")] == block[off:block.index(b"\0", off)].decode("utf-8")
+    assert rows[1][head.index("ID")] == str(_wdbc_field(src, 0, 0))
