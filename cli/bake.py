@@ -107,7 +107,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         if data_path and dbc_dir:
             raise UsageError("give --data or --dbc, not both")
         if out:
-            output_path(out, (".wgb",))
+            output_path(out, (".wgb",), say=False)   # a valid bundle there is a cache hit, not replaced
         else:
             writable_cache_dir()  # the cache is this command's output: a read-only one is an error
         if not data_path and not dbc_dir:
@@ -251,7 +251,7 @@ def info(file, as_json):
     echo(f"  instances: {s['instances']:,} ({s['bytes_per_instance']} bytes each"
          + (f", {s['file_bytes_per_instance']:.1f} bytes per instance in the file)" if s["instances"] else ")"))
     c = s["cells"]
-    echo(f"  cells with grass: {c['with_grass']:,} of {c['total']:,}; per filled cell min {c['min']}, "
+    echo(f"  cells with grass: {c['with_grass']:,} of {c['cell_count']:,}; per filled cell min {c['min']}, "
          f"mean {c['mean']:.2f}, max {c['max']}")
     echo("  instances per cell: " + ", ".join(f"{k}: {v}" for k, v in c["histogram"].items()))
     echo(f"  models ({len(s['models'])}):")

@@ -235,10 +235,11 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output"):
+def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output", say: bool = True):
     """``path`` as a Path after checking, before any work, that its suffix is one of ``suffixes``
     and that it can be written (its folder exists and takes a new file: the error names ``path``
-    and why). An existing file is replaced, with a note saying so: docs/cli.md, "Outputs"."""
+    and why). An existing file is replaced, with a note saying so (``say``; not for `bake -o`,
+    whose file is a cache entry kept while valid): docs/cli.md, "Outputs"."""
     from pathlib import Path
 
     from wowgrass.fileio import check_output_file
@@ -254,7 +255,7 @@ def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = 
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(f"{option} {out}: the file name must end in {' or '.join(suffixes)} "
                          f"(the format follows the suffix)")
-    if check_output_file(out):
+    if check_output_file(out) and say:
         note(f"note: {out} exists: replacing it")
     return out
 

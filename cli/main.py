@@ -106,9 +106,9 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's own usage errors in wowgrass's form too: ``error: ...`` on stderr, exit status 2."""
-        from wowgrass.cli.common import reset_verbosity
-
-        reset_verbosity()  # -q / -v of this command line only (tests run many in one process)
+        common = sys.modules.get("wowgrass.cli.common")   # (not imported here: it loads numpy, and a
+        if common is not None:                            # Ctrl-C must land where it is handled)
+            common.reset_verbosity()  # -q / -v of this command line only (tests run many in one process)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
@@ -172,7 +172,24 @@ def cli():
     """
 
 
-with_verbosity(cli)   # the group's own -q/-v (the lazy subcommands get theirs as they load)
+def _group_verbosity(setter: str):
+    """-q/-v before the command: the callbacks of cli/common.py's options, loaded when one is given."""
+    def callback(ctx, param, value):
+        if value:
+            from wowgrass.cli import common
+
+            getattr(common, setter)(ctx, param, value)
+        return value
+
+    return callback
+
+
+cli.params += [   # the same options as every subcommand's (common.VERBOSITY_PARAMS), lazily
+    click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, is_eager=True,
+                 callback=_group_verbosity("_set_quiet"), help="Print only results and errors."),
+    click.Option(["-v", "--verbose"], count=True, expose_value=False, is_eager=True,
+                 callback=_group_verbosity("_set_verbose"), help="Say more: -v what is read, -vv debugging detail."),
+]
 
 
 def main(argv=None):

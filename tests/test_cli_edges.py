@@ -257,3 +257,167 @@ def test_dbc_dump_area_table_names_its_columns(tmp_path):
     off = _wdbc_field(src, 0, 11)
     assert rows[1][head.index("AreaName_lang[0]")] == block[off:block.index(b"\0", off)].decode("utf-8")
     assert rows[1][head.index("ID")] == str(_wdbc_field(src, 0, 0))
+
+
+# ----------------------------------------------------------------------------- 42.4 / 42.12 m2 export
+
+def _glb_doc(path):
+    import pygltflib
+
+    return pygltflib.GLTF2.load(str(path))
+
+
+def test_m2_export_glb_writes_each_triangle_once_as_obj_does(tmp_path):
+    """An environment map's reflection batch over a submesh's triangles: the .glb drew them twice."""
+    from test_reliability import _two_batch_model
+
+    p = _two_batch_model(tmp_path, 1, 4)      # submesh 0: alpha-keyed base + additive reflection
+    glb = run("m2", "export", p, "-o", tmp_path / "two.glb", "--json", "--no-textures")
+    obj = run("m2", "export", p, "-o", tmp_path / "two.obj", "--json", "--no-textures")
+    assert glb.exit_code == obj.exit_code == 0, glb.output + obj.output
+    assert json.loads(glb.stdout)["triangle_count"] == json.loads(obj.stdout)["triangle_count"] == 4
+    doc = _glb_doc(tmp_path / "two.glb")
+    counts = [doc.accessors[pr.indices].count for pr in doc.meshes[0].primitives]
+    assert sum(counts) == 12 and len(counts) == 2        # one primitive for each submesh's triangles
+
+
+def test_m2_export_glb_warns_of_missing_textures_as_obj_does(tmp_path):
+    from test_reliability import _two_batch_model
+
+    p = _two_batch_model(tmp_path, 0, 4)                 # a.blp is not beside it
+    for suffix in ("glb", "obj"):
+        r = run("m2", "export", p, "-o", tmp_path / f"two.{suffix}")
+        assert r.exit_code == 0, r.output
+        assert "warning: texture a.blp not found; batch 0 has no map" in r.stderr, (suffix, r.stderr)
+
+
+def test_m2_export_of_a_model_without_geometry_is_valid_gltf(tmp_path):
+    """Spell effects are particle emitters only: no vertices. A node with the model's extras, no mesh."""
+    from test_export import _validator
+    from wowgrass.formats.m2 import make_vertices, write_m2
+
+    import numpy as np
+
+    m2, skin = write_m2(make_vertices(np.zeros((0, 3), np.float32)), [], name="Spell", version=264)
+    (tmp_path / "Spell.m2").write_bytes(m2)
+    (tmp_path / "Spell00.skin").write_bytes(skin)
+    out = tmp_path / "spell.glb"
+    r = run("m2", "export", tmp_path / "Spell.m2", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "has no geometry" in r.stderr and "node without a mesh" in r.stderr
+    doc = _glb_doc(out)
+    assert doc.meshes == [] and doc.buffers == [] and doc.accessors == []
+    assert doc.nodes[0].mesh is None and doc.nodes[0].extras["name"] == "Spell"
+    node, env = _validator()
+    proc = subprocess.run([node, str(Path(__file__).parent / "gltf_validate.js"), str(out)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(proc.stdout)
+    assert report["errors"] == 0 and report["warnings"] == 0, report
+
+
+# ----------------------------------------------------------------------------- 42.15 maps, doctor, cache
+
+def test_maps_says_what_a_loose_adt_at_the_top_is_and_how_to_view_it(tmp_path):
+    adt = tmp_path / "continent4229.adt"
+    adt.write_bytes(real("adt", "continent4229.adt").read_bytes())
+    r = run("maps", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "0 maps" in r.stdout
+    assert "continent4229.adt" in r.stderr and "outside World/Maps/<map>/" in r.stderr
+    assert f"wowgrass view {adt}" in r.stderr
+    doc = json.loads(run("maps", tmp_path, "--json").stdout)
+    assert [(i["folder"], i["file"]) for i in doc["ignored_adts"]] == [("", "continent4229.adt")]
+
+
+def test_a_zero_padded_tile_name_is_no_tile_name_for_maps_and_view_alike(tmp_path, monkeypatch):
+    """One rule (the client's): Azeroth_038_046.adt is not a tile name. `maps` says so; `view` of
+    the file alone takes its tile from its chunks, and says why."""
+    import wowgrass.cli.view as V
+    from wowgrass.game.tiles import tile_from_name
+
+    folder = tmp_path / "World" / "Maps" / "Azeroth"
+    folder.mkdir(parents=True)
+    padded = folder / "Azeroth_038_046.adt"
+    padded.write_bytes(real("adt", "Azeroth_38_46.adt").read_bytes())
+    doc = json.loads(run("maps", tmp_path, "--json").stdout)
+    (ignored,) = doc["ignored_adts"]
+    assert ignored["file"] == "Azeroth_038_046.adt" and "zero-padded" in ignored["reason"]
+    assert tile_from_name(padded) == ("Azeroth", None)
+    assert tile_from_name(folder / "Azeroth_38_46.adt") == ("Azeroth", (38, 46))
+    said = []
+    monkeypatch.setattr(V, "note", said.append)
+    _data, map_name, tiles, _dbc, files = V._loose_input(str(padded), None, str(real("dbc", "1.12")), None, ())
+    assert (map_name, tiles) == ("Azeroth", ("38,46",))     # the chunks' position: column 38, row 46 (README)
+    assert list(files.values()) == [padded]
+    assert any("zero-padded" in n and "from its chunks" in n for n in said), said
+
+
+def _loose_map(tmp_path):
+    root = tmp_path / "data"
+    maps = root / "World" / "Maps" / "continent"
+    maps.mkdir(parents=True)
+    (maps / "continent_42_29.adt").write_bytes(real("adt", "continent4229.adt").read_bytes())
+    (maps / "continent.wdt").write_bytes(real("adt", "continent.wdt").read_bytes())
+    dbc = root / "DBFilesClient"
+    dbc.mkdir()
+    for t in ("GroundEffectTexture", "GroundEffectDoodad"):
+        (dbc / f"{t}.dbc").write_bytes(real("dbc", "3.3.5", f"{t}.dbc").read_bytes())
+    return root
+
+
+def _doctor_data(root, *extra):
+    r = run("doctor", "--data", root, "--json", *extra)
+    (data,) = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "data"]
+    return r.exit_code, data
+
+
+def test_doctor_reports_light_tables_without_their_bands(tmp_path):
+    root = _loose_map(tmp_path)
+    code, data = _doctor_data(root)
+    assert data["ok"] and "no light tables" in data["detail"] and "liquids of 1 tile read" in data["detail"]
+    (root / "DBFilesClient" / "Light.dbc").write_bytes(real("dbc", "3.3.5", "Light.dbc").read_bytes())
+    code, data = _doctor_data(root)
+    assert code == 1 and not data["ok"]
+    assert "lack LightParams.dbc, LightIntBand.dbc, LightFloatBand.dbc" in data["detail"]
+    for t in ("LightParams", "LightIntBand", "LightFloatBand"):
+        (root / "DBFilesClient" / f"{t}.dbc").write_bytes(real("dbc", "3.3.5", f"{t}.dbc").read_bytes())
+    code, data = _doctor_data(root)
+    assert data["ok"] and "light tables read (715 lights)" in data["detail"]     # the README's 715 rows
+
+
+def test_doctor_reports_a_tile_whose_liquid_does_not_parse(tmp_path):
+    import struct
+
+    import numpy as np
+
+    from wowgrass.formats.chunks import iter_chunks
+
+    root = _loose_map(tmp_path)
+    tile = root / "World" / "Maps" / "continent" / "continent_42_29.adt"
+    raw = bytearray(tile.read_bytes())
+    (mh2o,) = [c for c in iter_chunks(raw) if c.tag == b"MH2O"]
+    headers = np.frombuffer(bytes(raw[mh2o.data_offset:mh2o.data_offset + 256 * 12]), "<u4").reshape(256, 3)
+    chunk = int(np.flatnonzero(headers[:, 1])[0])       # the first chunk with a liquid layer (README: 9 of them)
+    struct.pack_into("<I", raw, mh2o.data_offset + chunk * 12, mh2o.size + 1000)   # its instances: past the chunk
+    tile.write_bytes(raw)
+    code, data = _doctor_data(root)
+    assert code == 1 and not data["ok"]
+    assert "1 tile whose liquid does not parse: continent 42,29" in data["detail"] and "MH2O" in data["detail"]
+    code, data = _doctor_data(root, "--no-tiles")
+    assert data["ok"] and "liquids of" not in data["detail"]
+
+
+def test_cache_ls_names_every_data_folder_and_the_build_of_loose_files(world, tmp_path):
+    loose = tmp_path / "loose"
+    assert run("mpq", "extract", "--data", world, "-o", loose, "-q").exit_code == 0
+    env = {"WOWGRASS_CACHE": str(tmp_path / "cache")}
+    runner = CliRunner(env=env)
+    assert runner.invoke(cli, ["bake", "--data", str(world), "-q"]).exit_code == 0
+    r = runner.invoke(cli, ["export", "gltf", "--data", str(loose), "-o", str(tmp_path / "x.glb"), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(runner.invoke(cli, ["cache", "ls", "--json"]).stdout)
+    (entry,) = [e for e in doc["entries"] if e["kind"] == "bundles"]
+    sources = {Path(s["data"]).resolve(): s["build"] for s in entry["sources"]}
+    assert sources == {Path(world).resolve(): "3.3.5", loose.resolve(): "3.3.5"}
+    text = runner.invoke(cli, ["cache", "ls"]).stdout
+    assert "build unknown" not in text and str(loose.resolve()) in text

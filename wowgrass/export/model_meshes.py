@@ -18,13 +18,28 @@ from .gltf import GltfBuilder, MeshPart, Primitive, to_gltf
 log = logging.getLogger(__name__)
 
 
+def face_batches(batches) -> list[tuple[int, object]]:
+    """One ``(batch index, batch)`` per submesh's triangles: its first batch that writes depth
+    (opaque or alpha-keyed), else its first. Further batches of the same triangles (an environment
+    map's reflection, an additive glow) draw them again; exporting those too doubles every face
+    (z-fighting in Blender; wow.export leaves them out too). OBJ and glTF exports both use this."""
+    chosen: dict[tuple[int, int], tuple[int, object]] = {}
+    for i, b in enumerate(batches):
+        key = (b.index_start, b.index_count)
+        if key not in chosen or (chosen[key][1].blend_mode > BlendMode.ALPHA_KEY >= b.blend_mode):
+            chosen[key] = (i, b)
+    return sorted(chosen.values(), key=lambda ib: ib[0])
+
+
 class ModelLibrary:
-    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`."""
+    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`. ``missing`` holds why
+    each texture that could not be written failed (name -> reason), for a command to report."""
 
     def __init__(self, builder: GltfBuilder, read: Callable[[str], bytes] | None):
         self.b, self.read = builder, read
         self.meshes: dict[str, int | None] = {}
         self.textures: dict[str, int | None] = {}
+        self.missing: dict[str, str] = {}
         self.parts: dict[str, MeshPart | None] = {}  # CPU meshes (merged grass copies them)
 
     def texture(self, name: str | None) -> int | None:
@@ -40,6 +55,8 @@ class ModelLibrary:
             except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
                 log.info("texture %s: %s", name, exc)
                 self.textures[key] = None
+                self.missing[name] = "not found" if isinstance(exc, (GameFileNotFound, FileNotFoundError)) \
+                    else f"unreadable ({exc})"
         return self.textures[key]
 
     def m2_part(self, path: str, texture_override: int | None = None) -> MeshPart | None:
@@ -68,11 +85,12 @@ class ModelLibrary:
         return self.meshes[key]
 
     def part(self, model, texture_override: int | None = None) -> MeshPart:
-        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch, its texture and blending."""
+        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch that draws its own
+        triangles (:func:`face_batches`), its texture and blending."""
         rm = model.render_mesh()
         name = Path(model.path.replace("\\", "/")).stem if model.path else model.name
         part = MeshPart(name, to_gltf(rm.positions), to_gltf(rm.normals), rm.uv0)
-        for b in rm.batches or [None]:
+        for b in [b for _, b in face_batches(rm.batches)] or [None]:
             if b is None:  # no batches: the whole index list, untextured
                 part.primitives.append(Primitive(rm.indices, self.b.material(name, None)))
                 continue

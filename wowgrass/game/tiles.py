@@ -56,10 +56,16 @@ def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
 
 
 def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
-    """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None)."""
+    """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None). A name the
+    client would not ask for (zero-padded ``Map_032_048.adt``, a column past 63) names no tile,
+    as ``maps`` says too (``maps.adt_name_problem``): (map, None), the tile then comes from the
+    file's chunks."""
     m = _TILE_NAME.match(path.name)
     if m:
-        return m.group("map"), (int(m.group("col")), int(m.group("row")))
+        col, row = m.group("col"), m.group("row")
+        if col != str(int(col)) or row != str(int(row)) or not (int(col) < 64 and int(row) < 64):
+            return m.group("map"), None
+        return m.group("map"), (int(col), int(row))
     return path.stem, None
 
 
