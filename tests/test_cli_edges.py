@@ -421,3 +421,30 @@ def test_cache_ls_names_every_data_folder_and_the_build_of_loose_files(world, tm
     assert sources == {Path(world).resolve(): "3.3.5", loose.resolve(): "3.3.5"}
     text = runner.invoke(cli, ["cache", "ls"]).stdout
     assert "build unknown" not in text and str(loose.resolve()) in text
+
+
+# ----------------------------------------------------------------------------- 42.16 the first frame
+
+def test_the_default_camera_over_a_tile_without_grass_frames_the_ground(tmp_path):
+    """continent4229.adt read with the 1.12 tables: its 3.3.5 effect ids name no grass. Eye height
+    over that bare tile looked into a hillside (3% of the tile's vertices within 30 degrees of the
+    view's axis); the first frame now looks down across the tile."""
+    import math
+
+    import numpy as np
+
+    from wowgrass.game.tiles import read_adt
+
+    adt = real("adt", "continent4229.adt")
+    r = run("view", adt, "--dbc", real("dbc", "1.12"), "-o", tmp_path / "f.png", "--size", "96x54", "--json",
+            "--samples", "0", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    pos, yaw, pitch = np.array(doc["camera"]), math.radians(doc["yaw_deg"]), math.radians(doc["pitch_deg"])
+    axis = np.array([math.cos(pitch) * math.cos(yaw), math.cos(pitch) * math.sin(yaw), math.sin(pitch)])
+    ground = read_adt(adt.read_bytes(), str(adt)).vertex_positions().reshape(-1, 3)
+    to = ground - pos
+    to /= np.linalg.norm(to, axis=1)[:, None]
+    seen = float((np.degrees(np.arccos(np.clip(to @ axis, -1, 1))) < 30).mean())
+    assert seen > 0.5, (seen, doc["camera"], doc["yaw_deg"], doc["pitch_deg"])
+    assert pitch < 0 and pos[2] > ground[:, 2].max()            # above the tile, looking down at it
