@@ -106,9 +106,6 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's own usage errors in wowgrass's form too: ``error: ...`` on stderr, exit status 2."""
-        common = sys.modules.get("wowgrass.cli.common")   # (not imported here: it loads numpy, and a
-        if common is not None:                            # Ctrl-C must land where it is handled)
-            common.reset_verbosity()  # -q / -v of this command line only (tests run many in one process)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
@@ -170,14 +167,20 @@ def cli():
 
     -q and -v go before the command (wowgrass -q maps) or after it (wowgrass maps -q).
     """
+    from wowgrass.cli.common import reset_verbosity
+
+    if not click.get_current_context().meta.get("wowgrass.verbosity"):
+        reset_verbosity()  # this command line's level only (tests run many in one process)
 
 
 def _group_verbosity(setter: str):
-    """-q/-v before the command: the callbacks of cli/common.py's options, loaded when one is given."""
+    """-q/-v before the command: the callbacks of cli/common.py's options, loaded when one is given
+    (cli/common.py loads numpy: at start-up, before Ctrl-C is handled, it would not be)."""
     def callback(ctx, param, value):
         if value:
             from wowgrass.cli import common
 
+            ctx.meta["wowgrass.verbosity"] = True
             getattr(common, setter)(ctx, param, value)
         return value
 
