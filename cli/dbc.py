@@ -132,15 +132,12 @@ def _typed(src: Source, build, lenient):
         sibling = _sibling_build(src)
         if sibling in det.candidates:
             f, det = read_table(src.data, src.name, hint=sibling, strict=not lenient)
-            det.notes[-1] = f"build {sibling} from {sibling_note(sibling)}"
+            det.notes = [n for n in det.notes if not n.endswith("from the data source")]
+            det.notes.append(f"build {sibling} from the tables beside it (their layout is {sibling}'s)")
         else:
             det.build_known = False
             det.notes.append("the build is unknown: the layout is the same in " + ", ".join(det.candidates))
     return f, det
-
-
-def sibling_note(build: str) -> str:
-    return f"the tables beside it (their layout is {build}'s)"
 
 
 def _sibling_build(src: Source) -> str | None:
@@ -302,7 +299,7 @@ def show_report(src: Source, record_id: int, build=None, lenient=False) -> dict:
         raise UsageError(f"{src.name}: no row with ID {record_id}") from None
     row = _row_dict(f, i)
     out = {"file": src.name, "table": det.table, "build": det.build if det.build_known else None,
-           "layout_builds": det.candidates, "row_index": i, "row": row,
+           "candidates": det.candidates, "row_index": i, "row": row,
            "colour_columns": list(COLOUR_COLUMNS.get(det.table or "", ()))}
     if det.table == GROUND_EFFECT_DOODAD and det.schema is not None:
         out["model"] = resolve_model(row["Doodadpath"])
@@ -349,8 +346,8 @@ def show(source, table, mpq_path, data_path, build, lenient, record_id, as_json)
     # the title on its own line: a table title would wrap a long path mid-word
     if r["build"]:
         what = f"{r['table']} {r['build']}"
-    elif r["table"] and r["layout_builds"]:
-        what = f"{r['table']}, build unknown: the layout of {'/'.join(r['layout_builds'])}"
+    elif r["table"] and r["candidates"]:
+        what = f"{r['table']}, build unknown: the layout of {'/'.join(r['candidates'])}"
     else:
         what = r["table"] or "unknown table"
     con.print(f"{r['file']} ID {record_id} ({what})", soft_wrap=True)
