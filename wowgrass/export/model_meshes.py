@@ -77,11 +77,12 @@ class ModelLibrary:
         return self.parts[key]
 
     def m2(self, path: str, texture_override: int | None = None) -> int | None:
-        """The mesh index of an M2 (None when the data lacks it or it has no view)."""
+        """The mesh index of an M2 (None when the data lacks it, it has no view or no triangles)."""
         key = m2_name(path).lower()
         if key not in self.meshes:
             part = self.m2_part(path, texture_override)
-            self.meshes[key] = None if part is None else self.b.mesh(part)
+            empty = part is None or not len(part.positions) or not any(len(p.indices) for p in part.primitives)
+            self.meshes[key] = None if empty else self.b.mesh(part)   # (particles only: no mesh is valid glTF)
         return self.meshes[key]
 
     def part(self, model, texture_override: int | None = None) -> MeshPart:
@@ -90,7 +91,7 @@ class ModelLibrary:
         rm = model.render_mesh()
         name = Path(model.path.replace("\\", "/")).stem if model.path else model.name
         part = MeshPart(name, to_gltf(rm.positions), to_gltf(rm.normals), rm.uv0)
-        for b in [b for _, b in face_batches(rm.batches)] or [None]:
+        for b in [b for _, b in face_batches(rm.batches) if b.index_count] or [None]:
             if b is None:  # no batches: the whole index list, untextured
                 part.primitives.append(Primitive(rm.indices, self.b.material(name, None)))
                 continue
