@@ -98,7 +98,7 @@ def info(loaded, as_json):
     from wowgrass.game.tiles import tile_summary
 
     tile, raw, source = loaded
-    summary = {"source": source, **tile_summary(tile, raw)}
+    summary = {"file": source["path"], "source": source, **tile_summary(tile, raw)}
     if as_json:
         echo_json(summary)
         return
@@ -109,7 +109,7 @@ def info(loaded, as_json):
     wdt = source.get("wdt")
     echo(f"  alpha maps: {'8-bit (big alpha)' if s['big_alpha'] else '4-bit'}"
          + (f" (from {wdt['path']}, MPHD flags 0x{wdt['flags']:X})" if wdt else ""))
-    echo("  chunks: " + ", ".join(f"{c['id']}" + (f"×{c['count']}" if c["count"] > 1 else "") for c in s["chunks"]))
+    echo("  chunks: " + ", ".join(f"{c['id']}" + (f"×{c['chunk_count']}" if c["chunk_count"] > 1 else "") for c in s["chunks"]))
     m = s["mcnk"]
     echo("  layers per chunk: " + ", ".join(f"{k}: {v}" for k, v in m["layers_per_chunk"].items())
          + f" ({m['layers_total']} layers)")

@@ -107,7 +107,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         if data_path and dbc_dir:
             raise UsageError("give --data or --dbc, not both")
         if out:
-            output_path(out, (".wgb",))
+            output_path(out, (".wgb",), say=False)   # a valid bundle there is a cache hit, not replaced
         else:
             writable_cache_dir()  # the cache is this command's output: a read-only one is an error
         if not data_path and not dbc_dir:
@@ -251,7 +251,7 @@ def info(file, as_json):
     echo(f"  instances: {s['instances']:,} ({s['bytes_per_instance']} bytes each"
          + (f", {s['file_bytes_per_instance']:.1f} bytes per instance in the file)" if s["instances"] else ")"))
     c = s["cells"]
-    echo(f"  cells with grass: {c['with_grass']:,} of {c['total']:,}; per filled cell min {c['min']}, "
+    echo(f"  cells with grass: {c['with_grass']:,} of {c['cell_count']:,}; per filled cell min {c['min']}, "
          f"mean {c['mean']:.2f}, max {c['max']}")
     echo("  instances per cell: " + ", ".join(f"{k}: {v}" for k, v in c["histogram"].items()))
     echo(f"  models ({len(s['models'])}):")
@@ -271,7 +271,7 @@ def info(file, as_json):
 @bundle.command("export")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--csv", "fmt", flag_value="csv", help="Comma-separated rows with a header line (the default).")
-@click.option("--json", "fmt", flag_value="json", help="One JSON document: files, columns, count and rows.")
+@click.option("--json", "fmt", flag_value="json", help="One JSON document: files, columns, row_count and rows.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write here (.csv or .json, which also picks the format) instead of stdout.")
 def export_rows(files, fmt, output):
@@ -295,7 +295,7 @@ def write_rows(files, fmt, output) -> int:
         suffix = Path(output).suffix.lower()
         if fmt is None and suffix in (".csv", ".json"):
             fmt = suffix[1:]
-        out = output_path(output, (f".{fmt or 'csv'}",))
+        out = output_path(output, (f".{fmt}",) if fmt else (".csv", ".json"))
     fmt = fmt or "csv"
     files = [str(f) for f in files]
     rows = [0]

@@ -47,7 +47,8 @@ def info(file, as_json):
 @click.option("--encoding", type=click.Choice(ENCODINGS), default="dxt5", show_default=True,
               help="Encoding when writing a BLP (image → BLP).")
 @click.option("--no-mipmaps", is_flag=True, help="Write only mip 0 (image → BLP).")
-def convert(src, old_dst, dst, mip, encoding, no_mipmaps):
+@json_option
+def convert(src, old_dst, dst, mip, encoding, no_mipmaps, as_json):
     """Convert SRC.blp to an image (-o FILE.png, or any format Pillow writes by its suffix), or an
     image to a BLP2 (-o FILE.blp). The output's folder must exist, as for every -o."""
     from PIL import Image, UnidentifiedImageError
@@ -73,6 +74,10 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps):
         img.image(mip).save(buf, fmt)
         write_atomic(dst, buf.getvalue())
         w, h = img.mip_size(mip)
+        if as_json:
+            echo_json({"file": str(dst), "source": str(src), "direction": "blp-to-image", "format": fmt,
+                       "width": w, "height": h, "mip": mip, "mip_level_count": img.mip_count,
+                       "size": len(buf.getvalue())})
         note(f"wrote {dst} ({w}×{h}, mip {mip} of {img.mip_count})")
         return
     if Path(dst).suffix.lower() != ".blp":
@@ -82,5 +87,10 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps):
             rgba = np.asarray(im.convert("RGBA"))
     except (UnidentifiedImageError, OSError) as exc:
         raise UsageError(f"{src}: not a BLP and not an image Pillow reads ({exc})") from None
-    write_atomic(dst, write_blp(rgba, encoding, mipmaps=not no_mipmaps))
+    body = write_blp(rgba, encoding, mipmaps=not no_mipmaps)
+    write_atomic(dst, body)
+    if as_json:
+        echo_json({"file": str(dst), "source": str(src), "direction": "image-to-blp", "format": "BLP2",
+                   "width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "encoding": encoding,
+                   "mip_level_count": read_blp(body, str(dst)).mip_count, "size": len(body)})
     note(f"wrote {dst} ({rgba.shape[1]}×{rgba.shape[0]} {encoding})")

@@ -128,7 +128,13 @@ def text_console():
                 click.echo(self._pending.rstrip(), nl=False)
                 self._pending = ""
 
-    return Console(file=_Stripped(), highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self):
+            """rich exits 1 on a closed pipe; hand it to cli/main.py, which exits 0 as for any output."""
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(file=_Stripped(), highlight=False)
 
 
 #: plural names whose number is a measure in that unit or a bit field, not a count of things
@@ -229,18 +235,28 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output"):
-    """``path`` as a Path after checking that its folder exists and its suffix is one of ``suffixes``."""
+def output_path(path, suffixes: tuple[str, ...] | None = None, *, option: str = "-o/--output", say: bool = True):
+    """``path`` as a Path after checking, before any work, that its suffix is one of ``suffixes``
+    and that it can be written (its folder exists and takes a new file: the error names ``path``
+    and why). An existing file is replaced, with a note saying so (``say``; not for `bake -o`,
+    whose file is a cache entry kept while valid): docs/cli.md, "Outputs"."""
     from pathlib import Path
 
+    from wowgrass.fileio import check_output_file
+
     out = Path(path)
-    if out.is_dir():
-        raise UsageError(f"{option} {out}: is a folder; give a file name")
-    if not out.parent.is_dir():
-        raise UsageError(f"{option} {out}: folder {out.parent} does not exist")
+    try:
+        if out.is_dir():
+            raise UsageError(f"{option} {out}: is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise UsageError(f"{option} {out}: folder {out.parent} does not exist")
+    except OSError:
+        pass   # no permission to look: check_output_file names the output and the reason
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(f"{option} {out}: the file name must end in {' or '.join(suffixes)} "
                          f"(the format follows the suffix)")
+    if check_output_file(out) and say:
+        note(f"note: {out} exists: replacing it")
     return out
 
 

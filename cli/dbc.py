@@ -121,9 +121,48 @@ def source_options(f):
 
 
 def _typed(src: Source, build, lenient):
-    from wowgrass.formats.dbc import read_table
+    """The table read with its schema. A layout several builds share (the light tables') takes
+    its build from the source (a Data folder's archives) or from a table beside it whose layout
+    tells the builds apart (Map.dbc, GroundEffectTexture.dbc); else the build is said to be unknown."""
+    from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, read_table
 
-    return read_table(src.data, src.name, build=build, hint=src.build, strict=not lenient)
+    f, det = read_table(src.data, src.name, build=build, hint=src.build, strict=not lenient)
+    if (build is None and src.build is None and det.schema is not None and len(det.candidates) > 1
+            and det.table not in (GROUND_EFFECT_TEXTURE, GROUND_EFFECT_DOODAD)):   # those tell by their columns
+        sibling = _sibling_build(src)
+        if sibling in det.candidates:
+            f, det = read_table(src.data, src.name, hint=sibling, strict=not lenient)
+            det.notes = [n for n in det.notes if not n.endswith("from the data source")]
+            det.notes.append(f"build {sibling} from the tables beside it (their layout is {sibling}'s)")
+        else:
+            det.build_known = False
+            det.notes.append("the build is unknown: the layout is the same in " + ", ".join(det.candidates))
+    return f, det
+
+
+def _sibling_build(src: Source) -> str | None:
+    """The build whose layout Map.dbc (its field count differs in every build) or, failing that,
+    GroundEffectTexture.dbc beside the table has; None when neither tells."""
+    from wowgrass.errors import FormatError
+    from wowgrass.formats.dbc import MAP_LAYOUTS, DbcFile
+
+    def header(table):
+        try:
+            return DbcFile.from_bytes(src.read(archive_name(table)), table)
+        except (GameFileNotFound, FormatError, OSError):
+            return None
+
+    m = header("Map")
+    if m is not None:
+        for b, (fields, _, _) in MAP_LAYOUTS.items():
+            if m.field_count == fields:
+                return b
+    t = header("GroundEffectTexture")
+    return "3.3.5" if t is not None and (t.field_count, t.record_size) == (11, 44) else None
+
+
+#: columns that hold colours (0xRRGGBB in the low 24 bits): `dbc show` prints them as #rrggbb
+COLOUR_COLUMNS = {"LightIntBand": ("Data",)}
 
 
 # ---------------------------------------------------------------------------------------- info
@@ -185,9 +224,12 @@ def _print_info(r: dict) -> None:
     t.add_row("fields", f"{h['fields']}")
     t.add_row("record size", f"{h['record_size']} B")
     t.add_row("string block", f"{h['string_block_size']:,} B")
-    if s["build"]:
+    if s["table"] and s["columns"] is not None:
         amb = "  [yellow](ambiguous)[/yellow]" if s["ambiguous"] else ""
-        t.add_row("schema", f"{s['table']} {s['build']} (layout of {s['layout_builds']}){amb}")
+        if s["build_known"]:
+            t.add_row("schema", f"{s['table']} {s['build']} (layout of {s['layout_builds']}){amb}")
+        else:
+            t.add_row("schema", f"{s['table']}, build unknown (one layout in {', '.join(s['candidates'])})")
         t.add_row("columns", ", ".join(s["columns"]))
         if len(s["candidates"]) > 1:
             t.add_row("builds", ", ".join(s["candidates"]))
@@ -256,7 +298,9 @@ def show_report(src: Source, record_id: int, build=None, lenient=False) -> dict:
     except KeyError:
         raise UsageError(f"{src.name}: no row with ID {record_id}") from None
     row = _row_dict(f, i)
-    out = {"file": src.name, "table": det.table, "build": det.build, "row_index": i, "row": row}
+    out = {"file": src.name, "table": det.table, "build": det.build if det.build_known else None,
+           "candidates": det.candidates, "row_index": i, "row": row,
+           "colour_columns": list(COLOUR_COLUMNS.get(det.table or "", ()))}
     if det.table == GROUND_EFFECT_DOODAD and det.schema is not None:
         out["model"] = resolve_model(row["Doodadpath"])
     if det.table == GROUND_EFFECT_TEXTURE and det.schema is not None:
@@ -300,14 +344,20 @@ def show(source, table, mpq_path, data_path, build, lenient, record_id, as_json)
 
     con = text_console()
     # the title on its own line: a table title would wrap a long path mid-word
-    con.print(f"{r['file']} ID {record_id} ({r['table'] or 'unknown table'} {r['build'] or ''})".rstrip(),
-              soft_wrap=True)
+    if r["build"]:
+        what = f"{r['table']} {r['build']}"
+    elif r["table"] and r["candidates"]:
+        what = f"{r['table']}, build unknown: the layout of {'/'.join(r['candidates'])}"
+    else:
+        what = r["table"] or "unknown table"
+    con.print(f"{r['file']} ID {record_id} ({what})", soft_wrap=True)
     t = Table()
     t.add_column("column")
     t.add_column("value")
     for k, v in r["row"].items():  # arrays one element a row, named as `dbc dump` names its columns
+        colour = k in r["colour_columns"]
         for name, value in ([(f"{k}[{i}]", x) for i, x in enumerate(v)] if isinstance(v, list) else [(k, v)]):
-            t.add_row(name, str(value))
+            t.add_row(name, f"#{int(value) & 0xFFFFFF:06x}" if colour else str(value))
     if "model" in r:
         t.add_row("model", r["model"])
     if r.get("models") is not None:
@@ -329,6 +379,10 @@ def dump(source, table, mpq_path, data_path, build, lenient, fmt, output):
     """The whole table, one row per record, strings decoded."""
     import json
 
+    if output:
+        from wowgrass.cli.common import output_path
+
+        output_path(output)   # writable (replacing?) before the table is read
     src = load_source(source, table, mpq_path, data_path)
     f, det = _typed(src, build, lenient)
     cols = f.columns_flat()

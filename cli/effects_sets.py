@@ -234,7 +234,7 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
     result = {"map": map_name, "patch": str(patch_path), "mounted": where,
               "tiles": [d.to_dict() for d in diffs], "tile_count": len(diffs)}
     for p in ("client", "coverage"):
-        result[p] = {k: sum(d.counts[p][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
+        result[p] = {k: sum(d.counts[p][k] for d in diffs) for k in ("before", "after", "change", "changed_cell_count")}
     if out is not None:
         write_image(out, diff_picture(diffs, placement, patch_name=Path(patch_path).name, width=size))
         result["file"] = str(out)
@@ -248,10 +248,10 @@ def diff(data_path, map_name, patch_path, tiles, out, placement, size, seed, ove
         table.add_column(col, justify="right" if col != "edits" else "left", no_wrap=True)
     for d in diffs:
         c, v, e = d.counts["client"], d.counts["coverage"], d.edits
-        edits = ", ".join(f"{n:,} {what}" for n, what in ((e["layer_effects"], "layers"),
-                          (e["no_effect_doodad"], "noEffect"), (e["doodad_mapping"], "mapping")) if n) or "-"
+        edits = ", ".join(f"{n:,} {what}" for n, what in ((e["layer_effect_count"], "layers"),
+                          (e["no_effect_doodad_cell_count"], "noEffect"), (e["doodad_mapping_cell_count"], "mapping")) if n) or "-"
         table.add_row(f"{d.tile[0]},{d.tile[1]}", f"{c['before']:,}>{c['after']:,}", f"{v['before']:,}>{v['after']:,}",
-                      f"{c['cells_changed']:,}/{v['cells_changed']:,}", edits)
+                      f"{c['changed_cell_count']:,}/{v['changed_cell_count']:,}", edits)
     table.caption = "instances before>after; cells whose grass changed (client/coverage); ADT fields edited"
     console = text_console()
     if not console.is_terminal:   # a log or a pipe: whole numbers, never cut to 80 columns

@@ -12,7 +12,6 @@ import numpy as np
 from wowgrass.cli.common import (GameOrDiskFiles, echo_json, game_file_data_option, json_option, note,
                                  output_path, plural)
 from wowgrass.errors import GameFileNotFound, UsageError
-from wowgrass.formats.m2 import BlendMode
 
 data_opt = game_file_data_option("MODEL", "World\\NoDXT\\Detail\\ElwGra01.m2")
 skin_opt = click.option("--skin", "skin", type=click.IntRange(0, 3), default=0, show_default=True,
@@ -148,8 +147,13 @@ def export(model, data_path, output, fmt, texture_file, no_textures, skin, as_js
              f"{plural(summary['triangle_count'], 'triangle')}, {plural(summary['texture_count'], 'texture')})")
 
 
+def _no_map(texture: str, batch: int, why: str) -> None:
+    note(f"warning: texture {texture} {why}; batch {batch} has no map")
+
+
 def _export_gltf(m, src, out, texture_file, no_textures):
     from wowgrass.export.gltf import GltfBuilder
+    from wowgrass.export.model_meshes import face_batches
     from wowgrass.export.scene import ModelLibrary
     from wowgrass.fileio import write_atomic
 
@@ -161,11 +165,23 @@ def _export_gltf(m, src, out, texture_file, no_textures):
 
         override = b.texture(read_blp(Path(texture_file).read_bytes(), texture_file).mip(0), Path(texture_file).name)
     part = lib.part(m, override)
-    b.node(part.name, mesh=b.mesh(part), extras={"model": m.path})
+    triangles = sum(len(p.indices) for p in part.primitives) // 3
+    extras = {"model": m.path, "name": m.name, "version": m.version}
+    if len(part.positions) and triangles:
+        b.node(part.name, mesh=b.mesh(part), extras=extras)
+    else:   # particle or ribbon emitters only (spell effects): a node to place, no empty mesh
+        hdr = m.header
+        extras.update(particle_emitters=int(hdr["particle_emitters"][0]), ribbon_emitters=int(hdr["ribbon_emitters"][0]))
+        b.node(part.name, extras=extras)
+        note(f"warning: {m.path or m.name} has no geometry (particle emitters {extras['particle_emitters']}, "
+             f"ribbon emitters {extras['ribbon_emitters']}): wrote a node without a mesh")
+    for i, batch in face_batches(m.render_mesh().batches):   # as the OBJ export says it
+        if batch.texture in lib.missing:
+            _no_map(batch.texture, i, lib.missing[batch.texture])
     data = b.glb()
     write_atomic(out, data)
     textures = sum(t is not None for t in lib.textures.values()) + (override is not None)
-    return {"vertex_count": len(part.positions), "triangle_count": sum(len(p.indices) for p in part.primitives) // 3,
+    return {"vertex_count": len(part.positions) if triangles else 0, "triangle_count": triangles,
             "texture_count": textures, "files": [str(out)]}
 
 
@@ -183,6 +199,8 @@ def _export_obj(m, src, out, texture_file, no_textures):
     try:
         summary = _write_obj(m, src, out, texture_file, no_textures, write_atomic)
         summary["files"] = [str(p) for p in written]
+        if not summary["triangle_count"]:
+            note(f"warning: {m.path or m.name} has no geometry (particle or ribbon emitters only): the OBJ has no faces")
         return summary
     except OutputError:
         for p in written:
@@ -191,10 +209,11 @@ def _export_obj(m, src, out, texture_file, no_textures):
 
 
 def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
+    from wowgrass.export.model_meshes import face_batches
     from wowgrass.formats.blp import read_blp
 
     rm = m.render_mesh()
-    faces = _face_batches(rm.batches)
+    faces = face_batches(rm.batches)
     stem = out.stem
     mtl_lines, material_names, pngs = [], [], {}
     if not no_textures:
@@ -221,7 +240,7 @@ def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
                         pngs[key] = png_name
                     png_name = pngs[key]
             except GameFileNotFound:
-                note(f"warning: texture {tex} not found; batch {i} has no map")
+                _no_map(tex, i, "not found")
             mtl_lines += [f"newmtl {name}", "Kd 1.0 1.0 1.0", "illum 1"]
             if png_name:
                 mtl_lines += [f"map_Kd {png_name}"]
@@ -232,18 +251,6 @@ def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
     if mtl_lines:
         write_atomic(out.with_suffix(".mtl"), "\n".join(mtl_lines).encode())
     return {"vertex_count": len(rm.positions), "triangle_count": len(rm.indices) // 3, "texture_count": len(pngs)}
-
-
-def _face_batches(batches) -> list[tuple[int, object]]:
-    """One ``(batch index, batch)`` per submesh: its first batch that writes depth (opaque or
-    alpha-keyed), else its first. Further batches of a submesh (reflection, additive glow) draw the
-    same triangles again; exporting them too doubles every face (what wow.export avoids too)."""
-    chosen: dict[tuple[int, int], tuple[int, object]] = {}
-    for i, b in enumerate(batches):
-        key = (b.index_start, b.index_count)
-        if key not in chosen or (chosen[key][1].blend_mode > BlendMode.ALPHA_KEY >= b.blend_mode):
-            chosen[key] = (i, b)
-    return sorted(chosen.values(), key=lambda ib: ib[0])
 
 
 def _obj_text(rm, faces, mtl_name, material_names) -> str:

@@ -82,15 +82,7 @@ def interrupted(message: str = "", signum: int = signal.SIGINT) -> "NoReturn":  
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | set(self._available()))
-
-    def _available(self):
-        out = []
-        for name, (target, _help) in COMMANDS.items():
-            mod = target.split(":")[0]
-            if importlib.util.find_spec(mod) is not None:
-                out.append(name)
-        return out
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
     def get_command(self, ctx, name):
         cmd = super().get_command(ctx, name)
@@ -172,10 +164,35 @@ def cli():
 
     Every command that reads game data takes --data PATH: a client's Data folder (MPQ chain)
     or a folder of loose extracted files. With no --data, wowgrass uses its built-in sample world.
+
+    -q and -v go before the command (wowgrass -q maps) or after it (wowgrass maps -q).
     """
     from wowgrass.cli.common import reset_verbosity
 
-    reset_verbosity()  # -q / -v given to this command line only (tests run many in one process)
+    if not click.get_current_context().meta.get("wowgrass.verbosity"):
+        reset_verbosity()  # this command line's level only (tests run many in one process)
+
+
+def _group_verbosity(setter: str):
+    """-q/-v before the command: the callbacks of cli/common.py's options, loaded when one is given
+    (cli/common.py loads numpy: at start-up, before Ctrl-C is handled, it would not be)."""
+    def callback(ctx, param, value):
+        if value:
+            from wowgrass.cli import common
+
+            ctx.meta["wowgrass.verbosity"] = True
+            getattr(common, setter)(ctx, param, value)
+        return value
+
+    return callback
+
+
+cli.params += [   # the same options as every subcommand's (common.VERBOSITY_PARAMS), lazily
+    click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, is_eager=True,
+                 callback=_group_verbosity("_set_quiet"), help="Print only results and errors."),
+    click.Option(["-v", "--verbose"], count=True, expose_value=False, is_eager=True,
+                 callback=_group_verbosity("_set_verbose"), help="Say more: -v what is read, -vv debugging detail."),
+]
 
 
 def main(argv=None):

@@ -323,7 +323,7 @@ def _split(args, data_path, *, need_name=False):
 @click.argument("args", nargs=-1, metavar="[ARCHIVE] [NAMES|GLOBS...]")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to extract into (created if missing).")
-@click.option("-f", "--force", is_flag=True, help="Overwrite files that already exist under -o DIR.")
+@click.option("-f", "--force", is_flag=True, hidden=True, help="(Files already there are always replaced.)")
 @click.option("--unnamed", is_flag=True,
               help="Also extract the entries no name was found for, as File%08X.ext (block index, extension "
                    "from the file's first bytes; with --data under the archive's name), as MPQ editors do.")
@@ -336,16 +336,17 @@ def extract(args, out_dir, force, unnamed, data_path, listfiles, locale, as_json
     tiles, the WDTs', ADTs', WMOs' and M2s' references, the tables it knows, GroundEffectDoodad's
     models, LiquidType's textures); how many stay unnamed is always said, and --unnamed extracts
     those too. Paths keep their folders; '..' and absolute parts are dropped so nothing lands
-    outside DIR. Each file is written atomically. A file that cannot be read or written gets a
-    warning and the rest still come out; the exit status is then 2. Files already there are kept
-    (and counted) unless --force.
+    outside DIR. Each file is written atomically. DIR is checked first (made, and a file made
+    there): a place that takes no files is one error before anything is read. A file that cannot
+    be read or written gets a warning and the rest still come out; the exit status is then 2.
+    Files already there are replaced (and counted), as every output is.
     """
-    from wowgrass.fileio import write_atomic
+    from wowgrass.fileio import check_output_folder
 
     archive, patterns = _split(args, data_path)
-    out = Path(out_dir)
+    out = check_output_folder(out_dir)
     src = _Source(archive, data_path, listfiles, locale)
-    done, skipped, failed, existing, total = [], [], [], [], 0
+    run = _Extraction(out)
     try:
         named = _name_entries(src) if not patterns or any(_GLOB.search(p) for p in patterns) else []
         names = src.select(patterns)
@@ -357,83 +358,89 @@ def extract(args, out_dir, force, unnamed, data_path, listfiles, locale, as_json
         if not as_json:
             src.warn()
         targets = {n: safe_target(out, n) for n in names}
-        skipped = [n for n, t in targets.items() if t is None]
-        if not force:
-            existing = [n for n, t in targets.items() if t is not None and t.exists()]
-            for n in existing:
-                targets[n] = None
+        run.skipped = [n for n, t in targets.items() if t is None]
         with progress_bar("extract", "files", total=len(names), quiet=as_json) as bar:
-            bar.advance("", len(skipped) + len(existing))
+            bar.advance("", len(run.skipped))
             # decompression runs ahead on worker threads while files are written here
             for name, data in src.read_many(n for n in names if targets[n] is not None):
-                bar.advance(f"{total / 1e6:,.1f} MB")
+                bar.advance(f"{run.total / 1e6:,.1f} MB")
                 if isinstance(data, WowgrassError):
-                    failed.append({"name": name, "error": str(data)})
-                    continue
-                # a name the file system refuses (too long, a file where a folder must go) is
-                # reported like a corrupt file, and the rest still come out
-                try:
-                    write_atomic(targets[name], data)
-                except OutputError as exc:
-                    if exc.errno in STOP_ERRNOS:
-                        raise  # a full or read-only place takes none of the rest either
-                    failed.append({"name": name, "error": str(exc)})
-                    continue
-                except OSError as exc:
-                    failed.append({"name": name, "error": exc.strerror or str(exc)})
-                    continue
-                total += len(data)
-                done.append({"name": name, "path": str(targets[name]), "size": len(data)})
+                    run.failed.append({"name": name, "error": str(data)})
+                else:
+                    run.write(name, targets[name], data)
             if unnamed:
-                for label, a, e in left:
-                    try:
-                        data = a.read_entry(e)
-                    except WowgrassError as exc:
-                        failed.append({"name": f"{label}block #{e.block_index}", "error": str(exc)})
-                        continue
-                    from wowgrass.game.name_finder import unnamed_entry_name
-
-                    name = label + unnamed_entry_name(e, data)
-                    if patterns and not any(fnmatch.fnmatchcase(name.upper(), p.replace("/", "\\").upper())
-                                            for p in patterns):
-                        continue
-                    target = safe_target(out, name)
-                    if target.exists() and not force:
-                        existing.append(name)
-                        continue
-                    try:
-                        write_atomic(target, data)
-                    except OutputError as exc:
-                        if exc.errno in STOP_ERRNOS:
-                            raise
-                        failed.append({"name": name, "error": str(exc)})
-                        continue
-                    total += len(data)
-                    done.append({"name": name, "path": str(target), "size": len(data), "block": e.block_index,
-                                 "unnamed": True})
+                _extract_unnamed(run, left, patterns)
     finally:
         src.close()
-    n_unnamed = len(left)
+    _report_extraction(run, out, names, unreachable, named, len(left), unnamed, as_json)
+
+
+class _Extraction:
+    """What an extraction wrote, skipped, replaced and failed to write, and the bytes written."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.done, self.skipped, self.failed, self.existing, self.total = [], [], [], [], 0
+
+    def write(self, name: str, target: Path, data: bytes, **extra) -> None:
+        from wowgrass.fileio import write_atomic
+
+        existed = target.exists()
+        # a name the file system refuses (too long, a file where a folder must go) is reported
+        # like a corrupt file, and the rest still come out
+        try:
+            write_atomic(target, data)
+        except OutputError as exc:
+            if exc.errno in STOP_ERRNOS:
+                raise  # a full or read-only place takes none of the rest either
+            self.failed.append({"name": name, "error": str(exc)})
+            return
+        except OSError as exc:
+            self.failed.append({"name": name, "error": exc.strerror or str(exc)})
+            return
+        if existed:
+            self.existing.append(name)
+        self.total += len(data)
+        self.done.append({"name": name, "path": str(target), "size": len(data), **extra})
+
+
+def _extract_unnamed(run: _Extraction, left, patterns) -> None:
+    """--unnamed: the entries without a name, as File%08X.ext (the extension from their bytes)."""
+    from wowgrass.game.name_finder import unnamed_entry_name
+
+    for label, a, e in left:
+        try:
+            data = a.read_entry(e)
+        except WowgrassError as exc:
+            run.failed.append({"name": f"{label}block #{e.block_index}", "error": str(exc)})
+            continue
+        name = label + unnamed_entry_name(e, data)
+        if patterns and not any(fnmatch.fnmatchcase(name.upper(), p.replace("/", "\\").upper()) for p in patterns):
+            continue
+        run.write(name, safe_target(run.out, name), data, block=e.block_index, unnamed=True)
+
+
+def _report_extraction(run: _Extraction, out, names, unreachable, named, n_unnamed, unnamed, as_json) -> None:
     if as_json:
-        echo_json({"output": str(out), "files": done, "skipped": skipped, "existing": existing, "failed": failed,
-                   "unreachable": unreachable, "bytes": total, "named_by_references": len(named),
-                   "unnamed": n_unnamed, "unnamed_extracted": bool(unnamed)})
+        echo_json({"output": str(out), "files": run.done, "skipped": run.skipped, "replaced": run.existing,
+                   "failed": run.failed, "unreachable": unreachable, "bytes": run.total,
+                   "named_by_references": len(named), "unnamed": n_unnamed, "unnamed_extracted": bool(unnamed)})
     else:
         if n_unnamed and not unnamed:
             note(f"note: {plural(n_unnamed, 'entry', 'entries')} {'has' if n_unnamed == 1 else 'have'} no name "
                  "(no listfile or reference names them): not extracted; --unnamed writes them as File%08X.ext")
         elif n_unnamed:
             note(f"note: {plural(n_unnamed, 'entry', 'entries')} without a name written as File%08X.ext")
-        for s in skipped:
+        for s in run.skipped:
             note(f"warning: skipped {s!r} (no safe path under {out})")
-        for f in failed:
+        for f in run.failed:
             note(f"warning: {f['name']} not extracted: {f['error']}")
-        if existing:
-            note(f"note: {plural(len(existing), 'file')} already in {out} kept (--force overwrites)")
-        note(f"extracted {plural(len(done), 'file')} ({plural(total, 'byte')}) to {out}")
-    if failed:
-        raise UsageError(f"{len(failed)} of {plural(len(names), 'file')} could not be read or written "
-                         f"(the others were extracted); the first: {failed[0]['error']}")
+        if run.existing:
+            note(f"note: {plural(len(run.existing), 'file')} already in {out} replaced")
+        note(f"extracted {plural(len(run.done), 'file')} ({plural(run.total, 'byte')}) to {out}")
+    if run.failed:
+        raise UsageError(f"{len(run.failed)} of {plural(len(names), 'file')} could not be read or written "
+                         f"(the others were extracted); the first: {run.failed[0]['error']}")
 
 
 def _name_entries(src) -> list[str]:

@@ -25,7 +25,7 @@ def patch():
 @click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
               help="A client's Data folder to check the archive against as if it lay there (mounted? "
                    "its rank? files a higher archive hides?).")
-@click.option("-f", "--force", is_flag=True, help="Replace the archive when it exists.")
+@click.option("-f", "--force", is_flag=True, hidden=True, help="(An existing archive is always replaced.)")
 @json_option
 def build(folder, out, build, locale, force, data_path, as_json):
     """Pack every file under FOLDER, laid out as the client's paths (DBFilesClient/..., World/Maps/...:
@@ -37,16 +37,20 @@ def build(folder, out, build, locale, force, data_path, as_json):
     (2.4.3/3.3.5) DBC tables sit in a Data patch that the locale archives' copies hide. Written into a
     client's Data folder (or checked against --data D as if it lay there, by its name), the archive
     chain is opened to check that it is mounted and wins. Nothing
-    is written unless the whole archive is; an existing one is replaced only with --force.
+    is written unless the whole archive is; an existing one is replaced (said on stderr), as every
+    output is. Only regular files are read (a FIFO or a device is skipped with a warning).
     """
     from wowgrass.edit.patch import build_patch
 
-    result = build_patch(folder, out, build=build, locale=locale, force=force, data=data_path)
+    from wowgrass.cli.common import output_path
+
+    output_path(out)   # writable? replacing? (said before any work)
+    result = build_patch(folder, out, build=build, locale=locale, data=data_path)
     if as_json:
         echo_json(result.to_dict())
         return
     for s in result.skipped:
-        note(f"note: skipped {s} (not a game file)")
+        note(f"warning: skipped {s}" if s.endswith("(not a regular file)") else f"note: skipped {s} (not a game file)")
     for w in result.warnings:
         note(f"warning: {w}")
     chain = result.chain

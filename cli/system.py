@@ -85,7 +85,19 @@ def maps(wdt, data_path, list_tiles, as_json):
     if as_json:
         echo_json({"data": str(data_path), "map_count": len(out), "maps": out, "ignored_adts": ignored_list})
         return
+    from wowgrass.game.maps import OUTSIDE_MAPS
+
     for folder, files in ignored.items():   # the client would not load them either
+        stray = [n for n, why in files if why == OUTSIDE_MAPS]
+        if stray:
+            where = Path(data_path, *folder.split("\\")) if folder else Path(data_path)
+            note(f"note: {where}: {plural(len(stray), 'ADT file')} outside World/Maps/<map>/, so in no map: "
+                 + ", ".join(stray[:5]) + (" …" if len(stray) > 5 else "")
+                 + f"; read one alone with `wowgrass view {where / stray[0]}` (or `adt info`, `adt image`), "
+                 "or move it to World/Maps/<Map>/<Map>_<col>_<row>.adt")
+        files = [(n, why) for n, why in files if why != OUTSIDE_MAPS]
+        if not files:
+            continue
         shown = "; ".join(f"{n} ({why})" for n, why in files[:5]) + (" …" if len(files) > 5 else "")
         note(f"note: {folder}: {plural(len(files), 'ADT file')} ignored, not named as the client loads tiles "
              f"(<Map>_<col>_<row>.adt): {shown}")
@@ -304,7 +316,7 @@ def _window():
         win.release()
 
 
-def _data(data_path):
+def _data(data_path, tiles: bool = True):
     def check():
         from wowgrass.grass.bake import load_catalog
         from wowgrass.game.data import open_data
@@ -343,9 +355,71 @@ def _data(data_path):
             if bad or warnings:
                 return False, detail + "; " + "; ".join(bad + warnings), (
                     "extract the map's files again (a WDT that does not parse is not a map wowgrass can read)")
+            light, light_problem = _light_state(data)
+            if light_problem:
+                return False, f"{detail}; {light_problem}", (
+                    "extract Light.dbc, LightParams.dbc, LightIntBand.dbc and LightFloatBand.dbc together "
+                    "from the client (without them the view keeps its fixed sun)")
+            read = []
+            if tiles:
+                read, broken = _tile_liquids(data, maps)
+                if broken:
+                    shown = "; ".join(broken[:5]) + (" …" if len(broken) > 5 else "")
+                    return False, f"{detail}; {plural(len(broken), 'tile')} whose liquid does not parse: {shown}", (
+                        "extract those tiles again (their water is not drawn or exported)")
             return True, (detail + f", ground-effect tables read ({catalog.build}, "
-                          f"{plural(len(catalog.ids), 'effect')}, {plural(len(catalog.models), 'model')})"), ""
+                          f"{plural(len(catalog.ids), 'effect')}, {plural(len(catalog.models), 'model')}), "
+                          + light + (f", liquids of {plural(len(read), 'tile')} read" if tiles else "")), ""
     return check
+
+
+def _light_state(data) -> tuple[str, str | None]:
+    """(what the light tables are, the problem with them or None). None at all is no problem (the
+    view keeps its fixed sun); some of them, or ones that do not read, are."""
+    from wowgrass.game.light import load_light_tables
+
+    names = ("Light", "LightParams", "LightIntBand", "LightFloatBand")
+    present = [t for t in names if data.exists(f"DBFilesClient\\{t}.dbc")]
+    if not present:
+        return "no light tables (the view keeps its fixed sun)", None
+    missing = [t for t in names if t not in present]
+    if missing:
+        return "", (f"the light tables lack {', '.join(t + '.dbc' for t in missing)} "
+                    f"(present: {', '.join(t + '.dbc' for t in present)})")
+    said: list[str] = []
+    tables = load_light_tables(data=data, warn=said.append)
+    if tables is None:
+        return "", "; ".join(said) or "the light tables do not read"
+    return f"light tables read ({plural(len(tables.lights), 'light')})", None
+
+
+def _tile_liquids(data, maps) -> tuple[list[str], list[str]]:
+    """Every present tile of every map read as `view` and `export` read it, its liquid decoded:
+    (tiles read, 'Map c,r: why' for those that fail)."""
+    from wowgrass.errors import WowgrassError
+    from wowgrass.formats.liquid import tile_liquid
+    from wowgrass.game.maps import map_tiles
+    from wowgrass.game.tiles import load_tile
+
+    from wowgrass.cli.common import progress_bar
+
+    todo = []
+    for name in maps:
+        try:
+            todo += [(name, t) for t in map_tiles(data, name, need_tiles=False).tiles]
+        except WowgrassError:
+            continue   # the map's own problem is reported above
+    read, broken = [], []
+    with progress_bar("doctor", "tiles", total=len(todo)) as bar:
+        for name, (c, r) in todo:
+            bar.advance(f"{name} {c},{r}")
+            try:
+                tile, _, _ = load_tile(data=data, map_name=name, tile=(c, r))
+                tile_liquid(tile)
+            except WowgrassError as exc:
+                broken.append(f"{name} {c},{r}: {exc}")
+            read.append(f"{name} {c},{r}")
+    return read, broken
 
 
 def _cache():
@@ -375,19 +449,22 @@ def _storm():
 
 @click.command()
 @data_option
+@click.option("--no-tiles", "no_tiles", is_flag=True,
+              help="Skip reading every tile of the data (their terrain and liquid): quicker on a whole client.")
 @json_option
-def doctor(data_path, as_json):
+def doctor(data_path, no_tiles, as_json):
     """Check what wowgrass needs: Python, OpenGL through EGL and through a window, the data source,
     the cache and StormLib. One line each, OK or problem, and what to do about a problem.
 
     Exits 1 when a check fails. A machine without a display that renders offscreen through EGL is
     healthy (the window check is a note: `view -o` and `view --frames` work), and so is one without
-    StormLib (only the cross-check tests need it). The data check reads the ground-effect tables
-    and every map's WDT: present is not enough.
+    StormLib (only the cross-check tests need it). The data check reads the ground-effect tables,
+    the light tables (all four or none), every map's WDT and every tile with its liquid (--no-tiles
+    skips the tiles): present is not enough.
     """
     egl = _check("gl-egl", _egl)
     checks = [_check("python", _python), egl, _check("gl-window", _window, optional=egl["ok"]),
-              _check("data", _data(data_path)), _check("cache", _cache), _check("stormlib", _storm, optional=True)]
+              _check("data", _data(data_path, not no_tiles)), _check("cache", _cache), _check("stormlib", _storm, optional=True)]
     healthy = all(c["ok"] or c["optional"] for c in checks)
     if as_json:
         echo_json({"ok": healthy, "checks": checks})

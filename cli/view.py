@@ -69,10 +69,15 @@ def _loose_input(source, data_path, dbc_dir, map_name, tiles):
         return source, map_name, tiles, dbc_dir, None
     name, tile = tile_from_name(path)
     if tile is None:
+        from wowgrass.game.maps import adt_name_problem
         from wowgrass.game.tiles import read_adt
 
         t = read_adt(path.read_bytes(), str(path))
         tile = (t.col, t.row)
+        why = adt_name_problem(path.name, name) if path.suffix.lower() == ".adt" else None
+        if why is not None and name != path.stem:   # one rule with `maps`: such a name is no tile
+            note(f"note: {path.name} is not named as the client loads tiles ({why}): "
+                 f"tile {tile[0]},{tile[1]} from its chunks' position")
     map_name = map_name or name
     if not dbc_dir:
         from wowgrass.grass.bake import tables_for

@@ -252,18 +252,19 @@ def test_mpq_locale(tmp_path):
     assert res.exit_code == 2 and "not a client locale" in res.stderr
 
 
-def test_mpq_extract_keeps_existing_files_without_force(chain, tmp_path):
+def test_mpq_extract_replaces_existing_files_and_says_so(chain, tmp_path):
+    """One rule for every output (issue 42.10, docs/cli.md "Outputs"): replaced, and said."""
     d, listfile = chain
     out = tmp_path / "out"
     res = run("mpq", "extract", "--data", d, "-L", listfile, "-o", out)
     assert res.exit_code == 0, res.output
     assert (out / "dir" / "b.txt").read_bytes() == b"22" and res.stderr.startswith("extracted 4 files")
     (out / "c.txt").write_bytes(b"mine")
-    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt")
-    assert res.exit_code == 0 and (out / "c.txt").read_bytes() == b"mine"
-    assert "1 file already in" in res.stderr and "--force" in res.stderr
-    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt", "--force")
-    assert res.exit_code == 0 and (out / "c.txt").read_bytes() == b"333" and "extracted 1 file " in res.stderr
+    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt", "--json")
+    assert res.exit_code == 0 and (out / "c.txt").read_bytes() == b"333"
+    assert json.loads(res.stdout)["replaced"] == ["c.txt"]
+    res = run("mpq", "extract", "--data", d, "-o", out, "c.txt", "--force")   # the old flag is still taken
+    assert res.exit_code == 0 and "1 file already in" in res.stderr and "replaced" in res.stderr
 
 
 def test_mpq_info_speaks_plainly(realdata):

@@ -52,8 +52,10 @@ def test_parse_dbd_text_and_errors():
     d = dbd.parse_dbd(text, "T")
     assert d.columns["Ref"].foreign == "Other::ID" and d.columns["Scale"].comment == "note"
     dt = d.dtype("1.12.1.5875")
-    assert dt.names == ("ID", "Scale", "Name", "Ref")
-    assert dt["Scale"] == np.dtype("<f4") and dt["Name"].shape == (9,) and dt["Ref"] == np.dtype(("<u2", (2,)))
+    # a locstring: 8 string offsets (one a locale, 1.x), then its flags word, which is no string offset
+    assert dt.names == ("ID", "Scale", "Name", "Name_flags", "Ref")
+    assert dt["Scale"] == np.dtype("<f4") and dt["Name"].shape == (8,) and dt["Name_flags"] == np.dtype("<u4")
+    assert dt["Ref"] == np.dtype(("<u2", (2,))) and dt.itemsize == 4 + 4 + 9 * 4 + 4
     with pytest.raises(FormatError, match="COLUMNS"):
         dbd.parse_dbd("BUILD 1.0.0.1\n", "T")
     with pytest.raises(FormatError, match="not in COLUMNS"):

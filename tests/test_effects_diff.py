@@ -61,8 +61,8 @@ def test_diff_counts_match_placing_the_edited_tile(edit, tmp_path):
         expect = make_strategy(placement).place(edit["tile"], cat, map_name=MAP_NAME)
         assert t[placement]["after"] == len(expect), placement            # the patched tile, the patched tables
         assert t[placement]["after"] > t[placement]["before"]              # density 40 over 8..30
-        assert t[placement]["cells_changed"] > 0
-    assert t["edits"]["layer_effect_count"] > 0 and t["edits"]["no_effect_doodad"] == 0
+        assert t[placement]["changed_cell_count"] > 0
+    assert t["edits"]["layer_effect_count"] > 0 and t["edits"]["no_effect_doodad_cell_count"] == 0
     img = np.asarray(Image.open(png).convert("RGB"))
     assert img.shape[1] >= 3 * 128                                       # before | after | change
     top = 20                                                             # below the panel titles
@@ -272,3 +272,33 @@ def test_diff_help_says_one_thing_about_tiles_and_size():
     text = " ".join(r.output.split())
     assert "Default: the tiles whose ADT the patch holds" in text and "every tile the map lists" not in text
     assert "--size PIXELS The picture's width" in text and "per tile" not in text
+
+
+def test_diff_table_on_a_closed_pipe_exits_0_silently(edit):
+    """`effects diff ... | true` (issue 42.8): the rich table's closed pipe exits 0 as other output does."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "wowgrass", "effects", "diff", "--data", str(edit["data"]),
+                               "--patch", str(edit["patch"])], stdout=w, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_diff_json_counts_end_in_count(edit):
+    """Issue 42.13: counts are named *_count (cells changed, cells whose noEffectDoodad bits changed)."""
+    r = CliRunner().invoke(cli, ["effects", "diff", "--data", str(edit["data"]), "--patch", str(edit["patch"]),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    (t,) = res["tiles"]
+    assert set(t["edits"]) == {"layer_effect_count", "no_effect_doodad_cell_count", "doodad_mapping_cell_count",
+                               "textures_changed"}
+    assert t["coverage"]["changed_cell_count"] > 0 and res["coverage"]["changed_cell_count"] > 0
+    assert t["edits"]["textures_changed"] is False

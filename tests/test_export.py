@@ -490,9 +490,9 @@ def test_bundle_export_rows_match_the_bundle_and_the_placement(world, tmp_path, 
         rows = list(csv.reader(f))
     assert rows[0] == doc["columns"] == ["model", "x", "y", "z", "yaw", "scale", "tile_col", "tile_row", "chunk",
                                           "cell"]
-    assert doc["files"] == [bundle] and doc["count"] == len(doc["rows"]) == len(rows) - 1
+    assert doc["files"] == [bundle] and doc["row_count"] == len(doc["rows"]) == len(rows) - 1
     with read_bundle(bundle) as b:
-        assert doc["count"] == b.instance_count
+        assert doc["row_count"] == b.instance_count
         pos = np.concatenate([unpack_instances(m.instances)[0] for m in b.models])
         counts = b.cell_counts.reshape(-1).astype(np.int64)
     got = np.array([r[1:4] for r in doc["rows"]], np.float32)

@@ -86,13 +86,13 @@ def test_json_rows_are_valid_json_with_the_same_rows(bundles):
     text = P.rows_text(bundles, "json", block=777)
     doc = json.loads(text)
     assert doc["files"] == [str(b) for b in bundles] and doc["columns"] == list(P.COLUMNS)
-    assert doc["count"] == len(doc["rows"]) == 6000
+    assert doc["row_count"] == len(doc["rows"]) == 6000
     want = [json.loads("[" + r + "]") for b in bundles for r in reference_rows(b, "json")]
     assert doc["rows"] == want
     # one row a line, as before: header line, rows joined by ",\n", footer
     lines = text.decode().split("\n")
     assert lines[0].endswith('"rows":[') and lines[-2] == "]}" and len(lines) == 6003
-    assert json.loads(P.rows_text([], "json")) == {"files": [], "columns": list(P.COLUMNS), "count": 0, "rows": []}
+    assert json.loads(P.rows_text([], "json")) == {"files": [], "columns": list(P.COLUMNS), "row_count": 0, "rows": []}
 
 
 def test_float32_text_is_numpys_for_every_kind_of_value():
@@ -149,7 +149,7 @@ def test_export_is_atomic_when_a_block_fails(bundles, tmp_path, monkeypatch):
     assert res.exit_code == 0 and "6,000 rows, CSV" in res.stderr
     assert out.read_bytes() == P.rows_text(bundles, "csv")
     res = run("bundle", "export", *bundles, "--json")  # stdout
-    assert res.exit_code == 0 and json.loads(res.stdout)["count"] == 6000
+    assert res.exit_code == 0 and json.loads(res.stdout)["row_count"] == 6000
 
 
 def test_yaw_and_scale_tables_are_numpys_text_for_all_16_bit_values():

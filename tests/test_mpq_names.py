@@ -119,3 +119,26 @@ def test_name_finder_follows_map_dbc_to_the_tiles():
     (b"hello world\r\n", "txt"), (b"\x00\x01\x02", "xxx")])
 def test_extension_from_the_magic(head, ext):
     assert guess_extension(head) == ext
+
+
+def test_a_damaged_table_is_a_warning_and_other_errors_are_not_swallowed(tmp_path, monkeypatch, caplog):
+    """Issue 42.17: the finder's errors were caught (every Exception) and never shown."""
+    import logging
+
+    from wowgrass.formats.mpq import MpqArchive, write_mpq
+    from wowgrass.game import name_finder
+
+    raw = write_mpq({"DBFilesClient\\Map.dbc": b"WDBC" + b"\xff" * 12, "x.txt": b"x"}, listfile=False)
+    arc = MpqArchive.from_bytes(raw, "damaged.mpq")
+    with caplog.at_level(logging.WARNING, logger="wowgrass"):
+        assert find_names([arc], arc.read) == ["DBFilesClient\\Map.dbc"]
+    (rec,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert rec.getMessage().startswith("DBFilesClient\\Map.dbc names no other files: ")
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug, not a damaged file")
+
+    monkeypatch.setattr(name_finder, "references", broken)
+    arc = MpqArchive.from_bytes(raw, "damaged.mpq")
+    with pytest.raises(RuntimeError, match="a bug"):
+        find_names([arc], arc.read)

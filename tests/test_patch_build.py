@@ -4,6 +4,9 @@ read back through wowgrass's archive chain (the patch wins) and through StormLib
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -115,22 +118,23 @@ def test_stormlib_reads_every_file_of_the_patch(tmp_path, build):
 
 @pytest.mark.parametrize("name,kind,loc", [("patch-4.MPQ", "data", None), ("Patch-z.mpq", "data", None),
                                            ("patch-enUS-4.MPQ", "locale", "enUS"), ("patch-10.MPQ", "unloaded", None),
+                                           ("patch-é.MPQ", "unloaded", None), ("patch-enUS-é.MPQ", "unloaded", None),
                                            ("mypatch.MPQ", "unloaded", None), ("patch.MPQ", "unloaded", None)])
 def test_names_the_client_loads(name, kind, loc):
     assert name_kind(name) == (kind, loc)
 
 
-def test_cli_advice_refusals_and_force(tmp_path):
+def test_cli_advice_refusals_and_replacing(tmp_path):
     src = _tree(tmp_path / "fix", {ADT: b"x" * 5000})
     out = tmp_path / "patch-10.MPQ"
     r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out), "--build", "1.12"])
     assert r.exit_code == 0 and "does not load patch-10.MPQ" in r.output and "Data\\patch-N.MPQ" in r.output
-    before = out.read_bytes()
+    _tree(src, {ADT: b"y" * 5000})   # an existing archive is replaced, as every output (docs/cli.md), and said
     r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out)])
-    assert r.exit_code == 2 and "exists; --force" in r.output and out.read_bytes() == before
-    _tree(src, {ADT: b"y" * 5000})
-    r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out), "--force", "-q"])
-    assert r.exit_code == 0 and MpqArchive.open(out).read(ADT) == b"y" * 5000
+    assert r.exit_code == 0 and f"{out} exists: replacing it" in r.stderr
+    assert MpqArchive.open(out).read(ADT) == b"y" * 5000
+    r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out), "--force", "-q"])   # the old flag
+    assert r.exit_code == 0 and r.stderr == ""
     for args, message in ((["-o", str(src / "patch-2.MPQ")], "inside"),
                           (["-o", str(tmp_path / "p.zip")], "ends in .MPQ"),
                           (["-o", str(tmp_path / "patch-2.MPQ"), "--build", "1.12", "--locale", "enUS"], "1.12"),
@@ -180,3 +184,43 @@ def test_archive_order_places_an_extra_archive_by_its_name(tmp_path):
     assert order[-1] == mine and other in order and data / "patch-3.MPQ" not in order
     assert archive_order(data, "3.3.5", "enUS", extra={"deDE/patch-deDE-2.MPQ": mine}) == archive_order(
         data, "3.3.5", "enUS")                                            # another locale's folder: not mounted
+
+
+def test_a_bad_data_folder_leaves_no_archive(tmp_path):
+    """Issue 42.6: the chain of --data is opened before the archive is written."""
+    src = _tree(tmp_path / "fix", {ADT: b"x"})
+    bad = tmp_path / "client"
+    bad.mkdir()
+    (bad / "common.MPQ").write_bytes(b"\0" * 4096)            # no MPQ header anywhere
+    out = tmp_path / "patch-4.MPQ"
+    r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(out), "--data", str(bad)])
+    assert r.exit_code == 2 and "common.MPQ" in r.output and "Traceback" not in r.output
+    assert not out.exists() and list(tmp_path.glob(".patch-4.MPQ*")) == []
+
+
+def test_a_fifo_in_the_folder_is_skipped_with_a_warning(tmp_path):
+    """Reading a FIFO waits for a writer for ever: only regular files are read."""
+    src = _tree(tmp_path / "fix", {ADT: b"x"})
+    os.mkfifo(src / "World" / "pipe.adt")
+    out = tmp_path / "patch-4.MPQ"
+    proc = subprocess.run([sys.executable, "-m", "wowgrass", "patch", "build", str(src), "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: skipped World\\pipe.adt (not a regular file)" in proc.stderr
+    assert MpqArchive.open(out).read(ADT) == b"x"
+
+
+def test_a_backslash_in_a_file_name_is_the_same_game_path_not_a_case_difference(tmp_path):
+    src = tmp_path / "fix"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "b.txt").write_bytes(b"1")
+    (src / "a\\b.txt").write_bytes(b"2")
+    with pytest.raises(UsageError, match=r"same game path a\\b.txt \(a \\ in a file name separates folders") as e:
+        collect_files(src)
+    assert "case" not in str(e.value)
+
+
+def test_a_non_ascii_patch_name_is_said_not_to_load(tmp_path):
+    src = _tree(tmp_path / "fix", {ADT: b"x"})
+    r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(tmp_path / "patch-é.MPQ"), "--build", "1.12"])
+    assert r.exit_code == 0 and "does not load patch-é.MPQ" in r.output

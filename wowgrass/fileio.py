@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from wowgrass.errors import OutputError
+from wowgrass.errors import OUTPUT_REASONS, OutputError
 
 
 def current_umask() -> int:
@@ -73,7 +73,10 @@ def write_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview |
 def _temp_beside(target: Path, data, durable: bool = True) -> Path:
     """``data`` in a hidden temporary file beside ``target`` (its name holds the writer's pid;
     flushed to disk when ``durable``); nothing left behind and the OSError raised on failure."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:   # never the temporary file's name in the message: the target's
+        raise OutputError(target, exc.errno, _reason(exc)) from None
     try:
         try:
             os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; a plain open() would honour the umask
@@ -363,3 +366,54 @@ def temp_dir(prefix: str, parent) -> Path:
     except OSError as exc:
         raise OutputError.from_os(parent, exc) from exc
     return path
+
+
+# ----------------------------------------------------------------------------- checks before work
+
+def _probe(folder: Path, name: str) -> None:
+    """Create and remove a temporary file in ``folder``, as :func:`write_atomic` will (OSError as it fails)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _reason(exc: OSError) -> str | None:
+    if exc.errno == errno.ENOENT:   # the folder is there (checked first): it takes no new files (/proc)
+        return "the folder takes no new files"
+    return OUTPUT_REASONS.get(exc.errno) or exc.strerror or None
+
+
+def check_output_file(path) -> bool:
+    """Check, before any work, that ``path`` can be written as :func:`write_atomic` writes it: not a
+    folder, its folder exists and takes a new file (one is made there and removed). An
+    :class:`~wowgrass.errors.OutputError` names ``path`` itself and the reason (never a temporary
+    file). Returns whether a file is there already (it will be replaced)."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise OutputError(path, errno.EISDIR, "is a folder; give a file name")
+        if not path.parent.is_dir():
+            raise OutputError(path, errno.ENOENT, f"folder {path.parent} does not exist")
+        existed = path.exists()
+        _probe(path.parent, path.name)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(path, exc.errno, _reason(exc)) from None
+    return existed
+
+
+def check_output_folder(folder) -> Path:
+    """Make ``folder`` (``mkdir -p``) and check it takes new files, before any work; an
+    :class:`~wowgrass.errors.OutputError` names ``folder`` and the reason."""
+    try:
+        folder = make_dirs(folder)
+    except OutputError as exc:
+        if exc.errno != errno.ENOENT or not Path(folder).parent.is_dir():
+            raise
+        raise OutputError(folder, exc.errno, "the folder above takes no new folders") from None
+    try:
+        _probe(folder, "probe")
+    except OSError as exc:
+        raise OutputError(folder, exc.errno, _reason(exc)) from None
+    return folder

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wowgrass.errors import FormatError, UsageError
-from wowgrass.fileio import write_atomic
+from wowgrass.fileio import check_output_file, write_atomic
 from wowgrass.formats.mpq import MpqArchive, write_mpq
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 FORMAT_VERSION = {"1.12": 0, "2.4.3": 0, "3.3.5": 0}   # v1 header: read by every client here
 COMPRESSION = "zlib"
-DATA_PATCH = re.compile(r"^patch-(.)\.mpq$", re.IGNORECASE)
-LOCALE_PATCH = re.compile(r"^patch-([a-z]{2}[A-Z]{2})-(.)\.mpq$", re.IGNORECASE)
+# N is one ASCII letter or digit: the clients' patch-?.MPQ never matches a non-ASCII name (patch-é.MPQ)
+DATA_PATCH = re.compile(r"^patch-([0-9a-z])\.mpq$", re.IGNORECASE)
+LOCALE_PATCH = re.compile(r"^patch-([a-z]{2}[A-Z]{2})-([0-9a-z])\.mpq$", re.IGNORECASE)
 LOCALE_NAME = re.compile(r"^[a-z]{2}[A-Z]{2}$")
 _SKIP = re.compile(r"^\.|\.tmp$|~$|\.bak$", re.IGNORECASE)   # hidden, temporaries, backups
 
@@ -55,29 +56,43 @@ class PatchResult:
 
 
 def collect_files(folder) -> tuple[dict[str, bytes], list[str]]:
-    """``{game path: bytes}`` of every file under ``folder`` (its relative path with ``\\``), and the
-    names skipped: hidden files, temporaries and backups, archives."""
+    """``{game path: bytes}`` of every regular file under ``folder`` (its relative path with ``\\``),
+    and the names skipped: hidden files, temporaries and backups, archives, and what is not a
+    regular file (a FIFO, a socket, a device: reading one could wait for ever), said as such."""
+    import stat
+
     root = Path(folder)
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder (give the folder of changed files, laid out as the client's paths)")
     files: dict[str, bytes] = {}
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[Path, str]] = {}
     skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for f in sorted(filenames):
-            rel = (Path(dirpath) / f).relative_to(root)
+            path = Path(dirpath) / f
+            rel = path.relative_to(root)
             name = "\\".join(rel.parts)
             if _SKIP.search(f) or f.lower().endswith(".mpq") or f.lower() in ("(listfile)", "(attributes)"):
                 skipped.append(name)
+                continue
+            try:
+                regular = stat.S_ISREG(path.stat().st_mode)
+            except OSError:   # a dangling link
+                regular = False
+            if not regular:
+                skipped.append(f"{name} (not a regular file)")
                 continue
             if not name.isascii():
                 raise UsageError(f"{rel}: MPQ names are ASCII in these clients")
             key = name.upper()
             if key in seen:
-                raise UsageError(f"{seen[key]} and {name} are the same game path (the client ignores case)")
-            seen[key] = name
-            files[name] = (Path(dirpath) / f).read_bytes()
+                other, other_name = seen[key]
+                why = ("a \\ in a file name separates folders in game paths" if other_name == name
+                       else "the client ignores case")
+                raise UsageError(f"{other.as_posix()} and {rel.as_posix()} are the same game path {name} ({why})")
+            seen[key] = (rel, name)
+            files[name] = path.read_bytes()
     if not files:
         raise UsageError(f"{root} holds no files to pack")
     return files, skipped
@@ -217,6 +232,13 @@ def chain_check(out: Path, names, data_root=None) -> dict | None:
                 "highest": archives.index(me) == len(archives) - 1, "hidden": hidden}
 
 
+def _open_chain(data_root) -> None:
+    """Open ``data_root``'s archive chain (the error a bad one gives) and close it again."""
+    from wowgrass.game.data import open_data
+
+    open_data(data_root).close()
+
+
 def pack(files: dict[str, bytes], build: str | None = None) -> bytes:
     """The patch archive's bytes, checked by reading every file back."""
     version = FORMAT_VERSION.get(build or "", 0)
@@ -230,8 +252,9 @@ def pack(files: dict[str, bytes], build: str | None = None) -> bytes:
 
 def build_patch(folder, out, *, build: str | None = None, locale: str | None = None,
                 force: bool = False, data=None) -> PatchResult:
-    """Pack ``folder`` into the patch archive ``out`` (refused when it exists, unless ``force``).
-    ``data``: a client's Data folder to check the archive against as if it lay there."""
+    """Pack ``folder`` into the patch archive ``out`` (replaced when it exists; ``force`` is kept for
+    old callers). ``data``: a client's Data folder to check the archive against as if it lay there,
+    opened before anything is written."""
     out = Path(out)
     if build is not None and build not in BUILDS:
         raise UsageError(f"--build {build}: one of {', '.join(BUILDS)}")
@@ -248,8 +271,9 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
     src = Path(folder).resolve()
     if src == out.resolve().parent or src in out.resolve().parents:
         raise UsageError(f"-o {out} lies inside {folder}, the folder being packed; write it elsewhere")
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; --force replaces it")
+    check_output_file(out)   # an existing archive is replaced (docs/cli.md, "Outputs"); ``force`` is the old flag's
+    if data is not None:
+        _open_chain(data)     # a --data that is no Data folder fails here, before an archive exists
     files, skipped = collect_files(folder)
     detected = detect_files_build(files)
     if build is None:

@@ -91,7 +91,7 @@ def before_after(data_path, patch_path):
 @dataclass
 class TileDiff:
     tile: tuple[int, int]
-    counts: dict                                  # placement -> {"before", "after", "change", "cells_changed"}
+    counts: dict                                  # placement -> {"before", "after", "change", "changed_cell_count"}
     edits: dict                                   # what changed in the ADT: layers, cells
     adt_changed: bool
     changed_cells: dict = field(default_factory=dict, repr=False)   # placement -> (256, 8, 8) bool
@@ -121,10 +121,10 @@ def _edits(a, b) -> dict:
     la = np.asarray(a.layer_effect, np.int64) * (np.asarray(a.layer_texture) >= 0)
     lb = np.asarray(b.layer_effect, np.int64) * (np.asarray(b.layer_texture) >= 0)
     return {
-        "layer_effects": int(np.count_nonzero(la != lb)),
-        "no_effect_doodad": int(np.count_nonzero(a.no_effect_doodad != b.no_effect_doodad)),
-        "doodad_mapping": int(np.count_nonzero(a.doodad_mapping != b.doodad_mapping)),
-        "textures": int(a.textures != b.textures),
+        "layer_effect_count": int(np.count_nonzero(la != lb)),
+        "no_effect_doodad_cell_count": int(np.count_nonzero(a.no_effect_doodad != b.no_effect_doodad)),
+        "doodad_mapping_cell_count": int(np.count_nonzero(a.doodad_mapping != b.doodad_mapping)),
+        "textures_changed": a.textures != b.textures,
     }
 
 
@@ -147,7 +147,7 @@ def diff_tiles(before, after, map_name: str, tiles, *, placements=PLACEMENTS, co
             ia = s.place(ta, cat_a, map_name=map_name)
             cells = ib.cell_counts() != ia.cell_counts()
             counts[name] = {"before": len(ib), "after": len(ia), "change": len(ia) - len(ib),
-                            "cells_changed": int(cells.sum())}
+                            "changed_cell_count": int(cells.sum())}
             changed[name], inst[name] = cells, (ib, ia)
         out.append(TileDiff((c, r), counts, _edits(tb, ta), raw_a != raw_b, changed, (tb, ta), inst))
         if progress is not None:
@@ -260,11 +260,11 @@ def diff_picture(diffs: list[TileDiff], placement: str = "client", size: int | N
         fewer += int((ca < cb).sum())
         panels[2][y:y + size, x:x + size] = change_image(ta, cb, ca, size)
     panels = [label_tiles(p, [d.tile for d in diffs], (c0, r0), size) for p in panels]
-    total = {k: sum(d.counts[placement][k] for d in diffs) for k in ("before", "after", "change", "cells_changed")}
+    total = {k: sum(d.counts[placement][k] for d in diffs) for k in ("before", "after", "change", "changed_cell_count")}
     where = f"{diffs[0].tile[0]},{diffs[0].tile[1]}" if len(diffs) == 1 else f"{len(diffs)} tiles"
     titles = (f"{where} before: {total['before']:,} instances",
               f"after {patch_name}: {total['after']:,} ({total['change']:+,}), "
-              f"{total['cells_changed']:,} cells changed",
+              f"{total['changed_cell_count']:,} cells changed",
               f"change: {more:,} cells more, {fewer:,} fewer")
     labelled = [_label(p, t) for p, t in zip(panels, titles)]
     sep = np.full((labelled[0].shape[0], 8, 3), 255, np.uint8)

@@ -299,6 +299,13 @@ class GltfBuilder:
 
     def glb(self) -> bytes:
         self.blob += b"\0" * (-len(self.blob) % 4)
+        if not self.blob:   # nodes only: no buffer (one of 0 bytes, pygltflib's, is invalid glTF)
+            import struct
+
+            self.doc.buffers = []
+            text = self.doc.to_json().encode("utf-8")
+            text += b" " * (-len(text) % 4)
+            return struct.pack("<4sII", b"glTF", 2, 20 + len(text)) + struct.pack("<I4s", len(text), b"JSON") + text
         self.doc.buffers = [g.Buffer(byteLength=len(self.blob))]
         self.doc.set_binary_blob(bytes(self.blob))
         return b"".join(self.doc.save_to_bytes())

@@ -83,6 +83,10 @@ def open_tiles(*, adt_files=(), data_path=None, dbc_dir=None, map_name=None, ran
             tiles.append(TileInput(adt, Path(res.path)))
             if on_tile:
                 on_tile(res)
+        if tiles:   # `cache ls` names every data source that baked the map's bundles
+            from wowgrass.grass.bake import record_source
+
+            record_source(map_name, data.root, catalog.build, [(t.adt.col, t.adt.row) for t in tiles])
     except BaseException:
         data.close()
         raise

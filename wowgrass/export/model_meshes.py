@@ -18,13 +18,28 @@ from .gltf import GltfBuilder, MeshPart, Primitive, to_gltf
 log = logging.getLogger(__name__)
 
 
+def face_batches(batches) -> list[tuple[int, object]]:
+    """One ``(batch index, batch)`` per submesh's triangles: its first batch that writes depth
+    (opaque or alpha-keyed), else its first. Further batches of the same triangles (an environment
+    map's reflection, an additive glow) draw them again; exporting those too doubles every face
+    (z-fighting in Blender; wow.export leaves them out too). OBJ and glTF exports both use this."""
+    chosen: dict[tuple[int, int], tuple[int, object]] = {}
+    for i, b in enumerate(batches):
+        key = (b.index_start, b.index_count)
+        if key not in chosen or (chosen[key][1].blend_mode > BlendMode.ALPHA_KEY >= b.blend_mode):
+            chosen[key] = (i, b)
+    return sorted(chosen.values(), key=lambda ib: ib[0])
+
+
 class ModelLibrary:
-    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`."""
+    """M2 meshes and BLP textures written once into a :class:`GltfBuilder`. ``missing`` holds why
+    each texture that could not be written failed (name -> reason), for a command to report."""
 
     def __init__(self, builder: GltfBuilder, read: Callable[[str], bytes] | None):
         self.b, self.read = builder, read
         self.meshes: dict[str, int | None] = {}
         self.textures: dict[str, int | None] = {}
+        self.missing: dict[str, str] = {}
         self.parts: dict[str, MeshPart | None] = {}  # CPU meshes (merged grass copies them)
 
     def texture(self, name: str | None) -> int | None:
@@ -40,6 +55,8 @@ class ModelLibrary:
             except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
                 log.info("texture %s: %s", name, exc)
                 self.textures[key] = None
+                self.missing[name] = "not found" if isinstance(exc, (GameFileNotFound, FileNotFoundError)) \
+                    else f"unreadable ({exc})"
         return self.textures[key]
 
     def m2_part(self, path: str, texture_override: int | None = None) -> MeshPart | None:
@@ -60,19 +77,21 @@ class ModelLibrary:
         return self.parts[key]
 
     def m2(self, path: str, texture_override: int | None = None) -> int | None:
-        """The mesh index of an M2 (None when the data lacks it or it has no view)."""
+        """The mesh index of an M2 (None when the data lacks it, it has no view or no triangles)."""
         key = m2_name(path).lower()
         if key not in self.meshes:
             part = self.m2_part(path, texture_override)
-            self.meshes[key] = None if part is None else self.b.mesh(part)
+            empty = part is None or not len(part.positions) or not any(len(p.indices) for p in part.primitives)
+            self.meshes[key] = None if empty else self.b.mesh(part)   # (particles only: no mesh is valid glTF)
         return self.meshes[key]
 
     def part(self, model, texture_override: int | None = None) -> MeshPart:
-        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch, its texture and blending."""
+        """An M2's view 0 as a :class:`MeshPart`: one primitive per batch that draws its own
+        triangles (:func:`face_batches`), its texture and blending."""
         rm = model.render_mesh()
         name = Path(model.path.replace("\\", "/")).stem if model.path else model.name
         part = MeshPart(name, to_gltf(rm.positions), to_gltf(rm.normals), rm.uv0)
-        for b in rm.batches or [None]:
+        for b in [b for _, b in face_batches(rm.batches) if b.index_count] or [None]:
             if b is None:  # no batches: the whole index list, untextured
                 part.primitives.append(Primitive(rm.indices, self.b.material(name, None)))
                 continue

@@ -289,12 +289,12 @@ def count_rows(files: Iterable) -> int:
 
 
 def row_blocks(files: list, fmt: str, *, block: int = BLOCK, on_file=None) -> Iterator[bytes]:
-    """The whole document (CSV, or JSON ``{"files", "columns", "count", "rows"}``) for bundle
+    """The whole document (CSV, or JSON ``{"files", "columns", "row_count", "rows"}``) for bundle
     ``files`` as byte blocks, one bundle open at a time. ``on_file(path, rows)`` after each."""
     if fmt == "csv":
         yield (",".join(COLUMNS) + "\n").encode()
     else:
-        head = json.dumps({"files": [str(s) for s in files], "columns": list(COLUMNS), "count": count_rows(files)})
+        head = json.dumps({"files": [str(s) for s in files], "columns": list(COLUMNS), "row_count": count_rows(files)})
         yield (head[:-1] + ',"rows":[\n').encode()
     first = True
     for f in files:

@@ -173,11 +173,13 @@ class Detection:
     candidates: list[str] = field(default_factory=list)
     ambiguous: bool = False
     notes: list[str] = field(default_factory=list)
+    build_known: bool = True   # False: ``build`` is only the first of ``candidates`` that share the layout
 
     def to_dict(self) -> dict:
         return {
             "table": self.table,
-            "build": self.build,
+            "build": self.build if self.build_known else None,
+            "build_known": self.build_known,
             "layout_builds": self.schema.build_range if self.schema else None,
             "columns": self.schema.columns() if self.schema else None,
             "reason": self.reason,

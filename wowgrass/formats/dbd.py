@@ -4,11 +4,12 @@ A ``.dbd`` file (https://github.com/wowdev/WoWDBDefs) has a ``COLUMNS`` section 
 every column the table ever had) and then one block per layout: ``LAYOUT``/``BUILD``/``COMMENT`` lines
 followed by the fields in record order, e.g. ``$id$ID<32>``, ``DoodadID<32>[4]``, ``Doodadpath``.
 ``<32>`` is a signed 32-bit integer, ``<u32>`` unsigned; strings are 4-byte offsets into the string
-block; floats are 4 bytes; ``locstring`` is one offset per locale plus a flags word (8+1 fields in
+block; floats are 4 bytes; ``locstring`` is one offset per locale plus a flags word ``<name>_flags`` (8+1 fields in
 1.x, 16+1 in 2.x/3.x).
 
 Only the definitions wowgrass needs are vendored, as package data in ``formats/dbd/``
-(GroundEffectTexture, GroundEffectDoodad, TerrainType; CC BY-SA 4.0, see ``dbd/README.md``);
+(GroundEffectTexture, GroundEffectDoodad, TerrainType, LiquidType, the light tables, AreaTable;
+CC BY-SA 4.0, see ``dbd/README.md``);
 nothing is downloaded. Fields marked ``noninline`` (WDB5+ only) take no space in the record.
 """
 
@@ -110,8 +111,10 @@ class Definition:
             if not f.inline:
                 continue
             count = f.count
-            if f.type == "locstring":
-                count = 9 if build[0] < 2 else 17
+            if f.type == "locstring":   # one offset per locale, then a flags word that is no string
+                names += [f.name, f"{f.name}_flags"]
+                formats += [(f.numpy_type(), (8 if build[0] < 2 else 16,)), "<u4"]
+                continue
             names.append(f.name)
             formats.append(f.numpy_type() if count == 1 else (f.numpy_type(), (count,)))
         return np.dtype({"names": names, "formats": formats})

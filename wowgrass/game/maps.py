@@ -127,15 +127,23 @@ def adt_name_problem(name: str, map_name: str) -> str | None:
     return None
 
 
+#: why an ADT outside World\Maps\<map>\ is read by no map
+OUTSIDE_MAPS = "not in a map folder (World\\Maps\\<map>\\): no map reads it; `wowgrass view FILE` or `adt info FILE` read it alone"
+
+
 def ignored_adts(data) -> dict[str, list[tuple[str, str]]]:
-    """ADT files in a map folder that no map reads: folder -> [(file name, why)], sorted."""
+    """ADT files that no map reads: folder -> [(file name, why)], sorted. Those in a map folder
+    named otherwise than the client asks for, and those outside any map folder (a loose tile at
+    the top of a folder: its folder is ``""``, or the path above it)."""
     out: dict[str, list[tuple[str, str]]] = {}
-    for n in data.list("world\\maps\\*"):
+    for n in data.list("*.adt"):
         p = n.replace("/", "\\").split("\\")
-        if len(p) == 4 and p[3].lower().endswith(".adt"):
+        if len(p) == 4 and p[0].lower() == "world" and p[1].lower() == "maps":
             why = adt_name_problem(p[3], p[2])
             if why is not None:
                 out.setdefault(p[2], []).append((p[3], why))
+        else:
+            out.setdefault("\\".join(p[:-1]), []).append((p[-1], OUTSIDE_MAPS))
     if out:
         log.info("ADT files no map reads: %s", ", ".join(f"{f}\\{n}" for f, v in out.items() for n, _ in v))
     return {k: sorted(v, key=lambda t: t[0].lower()) for k, v in sorted(out.items(), key=lambda kv: kv[0].lower())}

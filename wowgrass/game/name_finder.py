@@ -20,6 +20,7 @@ import logging
 import struct
 from collections.abc import Callable, Iterable
 
+from wowgrass.errors import WowgrassError
 from wowgrass.formats.mpq import HASH_A, HASH_B, MpqArchive, MpqEntry, hash_strings
 
 log = logging.getLogger(__name__)
@@ -205,9 +206,9 @@ class NameFinder:
                     continue
                 try:
                     todo += references(name, self.read(name), self.read)
-                except Exception as exc:  # noqa: BLE001 - a damaged file names nothing; the rest goes on
+                except WowgrassError as exc:   # a damaged file names nothing; the rest goes on, and it is said
                     self.errors.append(f"{name}: {exc}")
-                    log.debug("name finder: %s unreadable (%s)", name, exc)
+                    log.warning("%s names no other files: %s", name, exc)
             self.known = []
         return self.found
 

@@ -56,10 +56,16 @@ def select_tiles(listed, ranges, map_name: str) -> list[tuple[int, int]]:
 
 
 def tile_from_name(path: Path) -> tuple[str, tuple[int, int] | None]:
-    """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None)."""
+    """``<Map>_<col>_<row>.adt`` → (map, (col, row)); any other name → (stem, None). A name the
+    client would not ask for (zero-padded ``Map_032_048.adt``, a column past 63) names no tile,
+    as ``maps`` says too (``maps.adt_name_problem``): (map, None), the tile then comes from the
+    file's chunks."""
     m = _TILE_NAME.match(path.name)
     if m:
-        return m.group("map"), (int(m.group("col")), int(m.group("row")))
+        col, row = m.group("col"), m.group("row")
+        if col != str(int(col)) or row != str(int(row)) or not (int(col) < 64 and int(row) < 64):
+            return m.group("map"), None
+        return m.group("map"), (int(col), int(row))
     return path.stem, None
 
 
@@ -127,6 +133,12 @@ def load_tile(file=None, *, data=None, map_name=None, tile=None, wdt=None, big_a
     return t, raw, {"path": name, "wdt": wdt_info, "big_alpha": bool(big_alpha)}
 
 
+def chunk_name(tag: bytes) -> str:
+    """A chunk's id as text a terminal and grep take: bytes outside printable ASCII escaped
+    (``\\x00\\x00\\x00\\x00`` for a padding chunk with an empty name)."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}" for b in tag)
+
+
 def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
     """A JSON-able description of a tile (what ``wowgrass adt info`` prints)."""
     from wowgrass.formats.liquid import tile_liquid
@@ -146,7 +158,7 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
         "big_alpha": t.big_alpha,
         "chunks": [],
         "mcnk": {
-            "count": 256,
+            "chunk_count": 256,
             "layers_per_chunk": {str(n): int((t.n_layers == n).sum()) for n in range(5) if (t.n_layers == n).any()},
             "layers_total": int(t.n_layers.sum()),
             "do_not_fix_alpha_chunks": int(((t.chunk_flags & McnkFlags.DO_NOT_FIX_ALPHA_MAP) != 0).sum()),
@@ -173,9 +185,9 @@ def tile_summary(t: AdtTile, raw: bytes | None = None) -> dict:
         counts: Counter = Counter()
         sizes: Counter = Counter()
         for ch in iter_chunks(raw, t.path):
-            counts[ch.tag.decode("latin-1")] += 1
-            sizes[ch.tag.decode("latin-1")] += ch.size
-        out["chunks"] = [{"id": k, "count": counts[k], "bytes": sizes[k]} for k in counts]
+            counts[chunk_name(ch.tag)] += 1
+            sizes[chunk_name(ch.tag)] += ch.size
+        out["chunks"] = [{"id": k, "chunk_count": counts[k], "bytes": sizes[k]} for k in counts]
         out["file_size"] = len(raw)
     return out
 

@@ -166,6 +166,15 @@ def bundle_path(map_name: str, col: int, row: int, strategy: str, key: str) -> P
 SOURCES_FILE = ".sources.json"
 
 
+def _bundle_build(path) -> str | None:
+    """The build a bundle's provenance records (the ground-effect tables' layout it was baked with)."""
+    try:
+        with B.read_bundle(path, verify=False) as b:
+            return b.provenance.get("build")
+    except (OSError, WowgrassError):
+        return None
+
+
 def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
     """Note in the map's bundle folder which data source (and build) baked which tiles, so that
     `cache ls` tells two clients' maps of one name apart. Best effort: a cache that cannot take
@@ -683,8 +692,8 @@ def bake_map(
     with terminate_as_interrupt():
         _bake_chunks(args, chunks, jobs, record, results, failures, len(todo))
     results.sort(key=lambda r: (r.tile[1], r.tile[0]))
-    if results:
-        record_source(map_name, data_root, build, [r.tile for r in results])
+    if results:   # a loose folder names no build: the tables' layout, as the bundles record it
+        record_source(map_name, data_root, build or _bundle_build(results[0].path), [r.tile for r in results])
     return results, failures
 
 

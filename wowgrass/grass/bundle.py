@@ -262,7 +262,7 @@ class Bundle:
             ],
             "missing_models": [m.path for m in self.models if not m.info.present],
             "cells": {
-                "total": int(counts.size),
+                "cell_count": int(counts.size),
                 "with_grass": int(filled.size),
                 "min": int(filled.min()) if filled.size else 0,
                 "mean": float(filled.mean()) if filled.size else 0.0,

@@ -4,8 +4,10 @@ along the ground across it.
 1. The start tile: the tile nearest the centre of the source's tiles (only tiles the data has:
    a WDT may list tiles an extract lacks, and GameSource leaves those out).
 2. Candidate spots: the tile's grass instances (from its bundle, drawn or not: a real extract
-   often lacks the grass models), standing where the most grass is within 12 units; without any
-   grass, a grid of spots over the tile.
+   often lacks the grass models), standing where the most grass is within 12 units. Without
+   grass (fewer than 20 instances), no eye-height spot: an overview from above the tile's edge,
+   looking down at its centre (:func:`overview`; eye height over bare ground framed a slab of
+   hillside against the sky).
 3. For each spot and 16 headings: the grass in a 45-degree sector 6..90 units ahead (what the
    view shows), times a penalty when the ground ahead rises above the eye line (a hillside: the
    steepest elevation angle of the ground 4..60 units ahead, over the
@@ -75,7 +77,10 @@ def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.nda
         near = np.hypot(*(spots[:, None, :] - pts[None, :: max(1, len(pts) // 4000), :]).transpose(2, 0, 1))
         around = (near < 12.0).sum(axis=1)
         spots = spots[np.argsort(-around, kind="stable")[:40]]
-    else:
+    else:   # no grass to stand in: look across the whole tile from above its edge
+        view = overview(scene, tile)
+        if view is not None:
+            return view
         g = np.linspace(-TILE_SIZE / 2 + 40, TILE_SIZE / 2 - 40, 6)
         spots = np.stack(np.meshgrid(cx + g, cy + g), -1).reshape(-1, 2)
     ground = ground_heights(scene, spots[:, 0], spots[:, 1])
@@ -119,6 +124,40 @@ def choose_start(scene, tile, *, eye_height: float = EYE_HEIGHT) -> tuple[np.nda
     i, j = np.unravel_index(int(np.argmax(score)), score.shape)
     pitch = math.atan(float(np.clip(slope[i, j], -0.35, 0.35))) - math.radians(8.0)
     return np.array([spots[i, 0], spots[i, 1], eye[i]]), float(yaw[j] % (2 * math.pi)), pitch
+
+
+OVERVIEW_DISTANCE = 0.75 * TILE_SIZE   # from the tile's centre, horizontally
+OVERVIEW_PITCH = math.radians(28.0)   # down to the centre at least: ground below the horizon
+CLEARANCE = 6.0                       # the sight line passes this far above the ground
+
+
+def overview(scene, tile) -> tuple[np.ndarray, float, float] | None:
+    """(position, yaw, pitch) looking down at ``tile``'s centre from above its edge, for a tile with
+    no grass to stand in (eye height over a bare tile frames a slab of hillside against the sky).
+    Of 16 headings, the one whose eye can be lowest while its sight line clears the ground (the
+    least hidden view); None when the tile has no ground."""
+    from .streaming import tiles_centre
+
+    cx, cy = tiles_centre([tile])
+    g = np.linspace(-TILE_SIZE / 2 + 8, TILE_SIZE / 2 - 8, 33)
+    grid = ground_heights(scene, *np.meshgrid(cx + g, cy + g))
+    if not np.isfinite(grid).any():
+        return None
+    zc = float(np.nanmedian(grid))
+    yaw = (np.arange(HEADINGS) + 0.5) * 2 * math.pi / HEADINGS
+    dirs = np.stack([np.cos(yaw), np.sin(yaw)], -1)
+    eyes = np.array([cx, cy]) - dirs * OVERVIEW_DISTANCE                        # (headings, 2)
+    t = np.linspace(0.0, 0.9, 40)                                                # along the line to the centre
+    line = eyes[:, None, :] + t[None, :, None] * (np.array([cx, cy]) - eyes)[:, None, :]
+    h = ground_heights(scene, line[..., 0], line[..., 1])                        # (headings, 40)
+    # the eye height z that keeps z + t * (zc - z) above h + CLEARANCE at every sample
+    need = np.where(np.isfinite(h), (h + CLEARANCE - t[None, :] * zc) / (1.0 - t[None, :]), -np.inf)
+    z = np.maximum(need.max(axis=1), zc + OVERVIEW_DISTANCE * math.tan(OVERVIEW_PITCH))
+    j = int(np.argmin(z))
+    pos = np.array([eyes[j, 0], eyes[j, 1], z[j]])
+    cam = Camera(position=pos)
+    cam.look_at((cx, cy, zc))
+    return pos, float(cam.yaw % (2 * math.pi)), float(cam.pitch)
 
 
 def default_camera(scene, source, *, camera=None, target=None, eye_height: float = EYE_HEIGHT) -> Camera:

@@ -249,13 +249,15 @@ class GameSource:
         return out
 
     def load_tile(self, col: int, row: int) -> dict:
-        from wowgrass.grass.bake import bake_tile
+        from wowgrass.grass.bake import bake_tile, record_source
         from wowgrass.grass.bundle import read_bundle
 
         name, raw, adt = self._adt(col, row)  # parsed once: bake and terrain share it
         with self._lock:
             res = bake_tile(raw, self.catalog, map_name=self.map, placement=self.placement, constants=self.constants,
                             models=self.model_table, big_alpha=self.big_alpha, adt_path=name, tile=adt)
+            # `cache ls` names every data source whose tiles the map's bundles hold
+            record_source(res.map, self.data.root, self.catalog.build, [res.tile])
         self.bakes.append(res)
         grass, missing = {}, []
         with read_bundle(res.path, expect_key=res.key) as b:
