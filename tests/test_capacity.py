@@ -47,19 +47,22 @@ def random_scatter(rng, n, chunks, models):
     return chunk, rng.integers(0, models, n)
 
 
-@pytest.mark.parametrize("sizes", ["none", "small", "filling"])
+@pytest.mark.parametrize("sizes", ["none", "small", "filling", "filling-per-texture"])
 @pytest.mark.parametrize("picks", [16, 48, 256])
 def test_batches_match_the_ports_loop(sizes, picks):
     rng = np.random.default_rng(picks + len(sizes))
     textures = ["a.blp", "b.blp", "c.blp", "d.blp", "e.blp", "f.blp"]
-    scale = {"none": 0, "small": 1, "filling": 60}[sizes]
+    scale = {"none": 0, "small": 1, "filling": 60, "filling-per-texture": 60}[sizes]
     geometry = {m: ModelGeometry(textures[rng.integers(0, 6)], int(rng.integers(1, 9)) * scale,
                                  int(rng.integers(3, 30)) * scale) for m in range(12)}
+    if sizes == "filling-per-texture":  # one size a texture: the closed form, not the steps
+        geometry = {m: ModelGeometry(g.texture, 7 * len(g.texture) * (ord(g.texture[0]) - 90), 40 + ord(g.texture[0]))
+                    for m, g in geometry.items()}
     chunk, model = random_scatter(rng, 6000, 40, 12)
     got = draw_capacity(chunk, model, geometry, max(picks, 16), True)
     want = port_reference(chunk, model, geometry, picks, True)
     assert (got == want).all()
-    if sizes == "filling":  # the batches fill: more than the fifth texture goes
+    if sizes.startswith("filling"):  # the batches fill: more than the fifth texture goes
         assert (~got).sum() > (~draw_capacity(chunk, model, {m: ModelGeometry(g.texture) for m, g in
                                                               geometry.items()}, picks, True)).sum()
 

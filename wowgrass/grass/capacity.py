@@ -99,7 +99,7 @@ def draw_capacity(chunk, model, geometry, picks: int, wotlk: bool) -> np.ndarray
         keep[order] = rank < min(int(picks) << 6, INSTANCES_MAX_112)
         return keep
     # per model: a texture number and the counts it adds to a batch
-    used = np.unique(model)
+    used = np.flatnonzero(np.bincount(model))
     keys: dict[str, int] = {}
     tex_of = np.zeros(int(used.max()) + 1, np.int64)
     vtx_of = np.zeros_like(tex_of)
@@ -112,31 +112,60 @@ def draw_capacity(chunk, model, geometry, picks: int, wotlk: bool) -> np.ndarray
     tex, vtx, idx = tex_of[m_sorted], vtx_of[m_sorted], idx_of[m_sorted]
     ch = chunk[order].astype(np.int64)
     budget = budget_335(picks)
-    if _fits_without_filling(ch, tex, vtx, idx, budget):
-        # no batch ever fills: a chunk keeps its first four textures (by first appearance)
-        key = ch * len(keys) + tex
-        _, first = np.unique(key, return_index=True)
-        opened = np.zeros(n, np.int64)
-        opened[first] = 1
-        starts = np.concatenate(([0], np.cumsum(np.bincount(ch, minlength=256))))
-        cum = np.cumsum(opened)
-        before = np.concatenate(([0], cum))[starts[:-1]][ch]
-        tex_rank = np.zeros(len(keys) * 256, np.int64)
-        tex_rank[key[first]] = (cum - before)[first]  # 1 for a chunk's first texture
-        keep[order] = tex_rank[key] <= BATCHES_335
-        return keep
-    keep[order] = _fill_batches(ch, rank, tex, vtx, idx, budget)
+    got = np.zeros(n, dtype=bool)
+    fast = _uniform_chunks(ch, tex, vtx, idx)[ch]
+    if fast.any():
+        got[fast] = _fill_uniform(ch[fast], tex[fast], np.maximum(vtx, idx)[fast], budget)
+    if not fast.all():
+        slow = ~fast
+        got[slow] = _fill_batches(ch[slow], _ranks(ch[slow])[1], tex[slow], vtx[slow], idx[slow], budget)
+    keep[order] = got
     return keep
 
 
-def _fits_without_filling(ch, tex, vtx, idx, budget) -> bool:
-    """True when no texture of any chunk gathers ``budget`` vertices or indices in all: then no
-    batch is ever full and only the number of textures decides."""
-    key = ch * (int(tex.max()) + 1) + tex
-    for counts in (vtx, idx):
-        if counts.any() and np.bincount(key, weights=counts).max() >= budget:
-            return False
-    return True
+def _small(key: np.ndarray) -> np.ndarray:
+    """Sort keys in the narrowest unsigned type: a stable argsort of 16-bit keys is a radix sort."""
+    return key.astype(np.min_scalar_type(int(key.max(initial=0))))
+
+
+def _uniform_chunks(ch, tex, vtx, idx) -> np.ndarray:
+    """(256,) bool: chunks where all placements of a texture add the same vertex and index counts
+    (the usual case: a texture per model), which :func:`_fill_uniform` settles without stepping."""
+    key = _small(ch * (int(tex.max()) + 1) + tex)
+    by_key = np.argsort(key, kind="stable")
+    sk = key[by_key]
+    same_key = sk[1:] == sk[:-1]
+    differs = same_key & ((vtx[by_key][1:] != vtx[by_key][:-1]) | (idx[by_key][1:] != idx[by_key][:-1]))
+    out = np.ones(256, dtype=bool)
+    out[ch[by_key][1:][differs]] = False
+    return out
+
+
+def _fill_uniform(ch, tex, size, budget) -> np.ndarray:
+    """The batches of chunks whose textures each add one ``size`` (the larger of the vertex and index
+    counts) a placement, in closed form. A batch of a texture takes ``q = max(1, (budget - 1) // size)``
+    placements (no limit for size 0) and opens at every q-th placement of its texture; openings
+    succeed while fewer than four batches are open and batches never close, so an opening succeeds
+    exactly when it is among the chunk's first four, and a placement is kept when its batch opened
+    (a texture's placements after a failed opening all fail: four are open by then). Placements
+    grouped by chunk, in scatter order within."""
+    n = ch.size
+    key = _small(ch * (int(tex.max()) + 1) + tex)
+    q = np.where(size > 0, np.maximum(1, (budget - 1) // np.maximum(size, 1)), np.iinfo(np.int64).max)
+    by_key = np.argsort(key, kind="stable")  # scatter order within each (chunk, texture)
+    sk = key[by_key]
+    key_first = np.concatenate(([0], np.flatnonzero(sk[1:] != sk[:-1]) + 1))
+    first_of = np.repeat(key_first, np.diff(np.concatenate((key_first, [n]))))  # per key-sorted slot
+    k = np.empty(n, np.int64)
+    k[by_key] = np.arange(n) - first_of  # the placement's index among its texture's in the chunk
+    opens = k % q == 0
+    chunk_first = np.concatenate(([0], np.cumsum(np.bincount(ch, minlength=256))))[:-1]
+    cum = np.cumsum(opens)
+    rank = cum - np.concatenate(([0], cum))[chunk_first][ch]  # among the chunk's openings, at an opening
+    start = np.empty(n, np.int64)
+    start[by_key] = first_of
+    opener = by_key[start + (k // q) * q]  # the placement that opened this one's batch
+    return rank[opener] <= BATCHES_335
 
 
 def _fill_batches(ch, rank, tex, vtx, idx, budget) -> np.ndarray:
