@@ -174,7 +174,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         dropped = [r.capacity_dropped for r in results if r.capacity_dropped is not None]
         if dropped:
             echo_capacity(sum(dropped), inst)
-        warn_missing_models(sorted({m for r in results for m in r.missing_models}), capacity=bool(dropped))
+        warn_missing_models(sorted({m for r in results for m in r.missing_models}))
         warn_no_grass(results)
         if results:
             click.echo(f"  bundles in {Path(results[0].path).parent}")
@@ -185,13 +185,11 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {', '.join(tiles)}" if tiles else ""))
 
 
-def warn_missing_models(names, capacity: bool = False) -> None:
+def warn_missing_models(names) -> None:
     """One warning for grass models the data lacks (their instances are baked all the same)."""
     if names:
         note(f"note: {plural(len(names), 'grass model')} missing from the data (view and export draw "
              "stand-ins; --no-placeholders leaves them out): " + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
-        if capacity:
-            note("note: for the draw capacity each missing model counts as a texture of its own, with no vertices")
 
 
 def echo_capacity(dropped: int, kept: int) -> None:
@@ -234,7 +232,7 @@ def _echo_result(res):
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
     if res.capacity_dropped is not None:
         echo_capacity(res.capacity_dropped, res.instances)
-    warn_missing_models(res.missing_models, capacity=res.capacity_dropped is not None)
+    warn_missing_models(res.missing_models)
     if res.no_grass:
         note(f"note: no grass on tile {res.tile[0]},{res.tile[1]}: {res.no_grass}")
 

@@ -142,11 +142,12 @@ def test_real_tile_client_bake_drops_what_the_capacity_drops(realdata, tmp_path)
     assert r.exit_code == 0, r.output
     # no grass model is public: all 16 are missing, each a texture of its own
     assert "317 placements of 6,149 dropped (5.2 %)" in r.output
-    assert "each missing model counts as a texture of its own" in r.output
+    assert "each missing grass model counts as a texture of its own" in r.output
     r = runner.invoke(cli, ["bake", str(adt), "--dbc", str(realdata / "dbc" / "3.3.5"), "--placement", "client",
                             "-o", str(tmp_path / "c.wgb"), "--json"])
     d = json.loads(r.stdout)
     assert (d["capacity_dropped_count"], d["instance_count"], d["cache_hit"]) == (317, 6149 - 317, True)
+    assert any("counts as a texture of its own" in n for n in d["notes"])
     r = runner.invoke(cli, ["bundle", "info", str(tmp_path / "c.wgb"), "--json"])
     info = json.loads(r.stdout)
     assert info["capacity_dropped_count"] == 317 and info["scatter_order"] is True

@@ -43,6 +43,9 @@ from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, cli
 
 log = logging.getLogger(__name__)
 
+#: said where a client bake's draw capacity met models the data lacks (grass/capacity.py)
+MISSING_CAPACITY_NOTE = ("note: for the draw capacity each missing grass model counts as a texture of its own, "
+                         "with no vertices (its batch never fills)")
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
 DOODAD_TABLE = "GroundEffectDoodad.dbc"
 
@@ -282,6 +285,8 @@ def bake_tile(
     prov = provenance(adt_bytes=adt_bytes, tile=tile, catalog=catalog, strategy=strategy, map_name=map_name,
                       big_alpha=big_alpha, models=infos, effect_ids=effect_ids, capacity=capacity)
     notes = [n for n in (client_picks_note(strategy.constants, catalog) if client else None,) if n]
+    if capacity is not None and any(not g.known for g in capacity):
+        notes.append(MISSING_CAPACITY_NOTE)
     key = B.provenance_key(prov)
     col, row = int(tile.col), int(tile.row)
     path = Path(out) if out is not None else bundle_path(map_name, col, row, strategy.name, key)

@@ -12,6 +12,9 @@ Pure numpy: arrays in, arrays out; no I/O, no GL. Two strategies share one inter
   chunk from global chunk coordinates, ``client_picks`` cell picks with repeats, the 2-bit
   doodadMapping, ``Density`` doodads per pick (0 means 8, no cap), round-robin slots (1.12/2.4.3)
   or the 16-slot weight bag and the slope rule (3.3.5), in float32 as the clients compute.
+  noEffectDoodad cells are skipped in every build (``client_no_effect_335=0``: the first 3.3.5
+  decode's untested variant); 3.3.5 takes at least 16 picks, as its CVar's clamp. What the
+  clients' draw side keeps of the scatter is grass/capacity.py's (applied by the bake).
 
 Builds: 1.12, 2.4.3 and 3.3.5 (the catalogue says which; 1.12/2.4.3 rows carry no weights).
 
