@@ -287,6 +287,8 @@ def test_view_look_client_bakes_the_client_placement_with_its_constants(tmp_path
     (bundle,) = res["bundles"]
     with read_bundle(bundle["file"]) as b:
         assert b.provenance["placement"] == "client" and b.provenance["constants"]["client_picks"] == 4
+        # the client look draws what the draw capacity keeps: the sample's tufts fill their batches
+        assert bundle["capacity_dropped_count"] == b.capacity_dropped > 0 and b.scatter_order is not None
     assert out.exists()
     # --grass-distance, and --placement coverage under the client look
     r = CliRunner().invoke(cli, ["view", "--look", "client", "--placement", "coverage", "--grass-distance", "40",
@@ -295,6 +297,7 @@ def test_view_look_client_bakes_the_client_placement_with_its_constants(tmp_path
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert (res["placement"], res["grass_distance"]) == ("coverage", 40.0)
+    assert res["bundles"][0]["capacity_dropped_count"] is None  # no scatter order: nothing dropped
 
 
 @pytest.mark.gl
