@@ -308,10 +308,13 @@ def bundle_bytes(
     provenance: dict,
     tile: tuple[int, int],
     cell_counts: np.ndarray | None = None,
+    scatter_order: bool = False,
+    capacity_dropped: int | None = None,
 ) -> bytes:
     """Serialize a bundle. ``model_index`` indexes ``models``; only models with instances are kept."""
     return bytes(_bundle_buffer(model_index=model_index, pos=pos, yaw=yaw, scale=scale, models=models,
-                                provenance=provenance, tile=tile, cell_counts=cell_counts))
+                                provenance=provenance, tile=tile, cell_counts=cell_counts,
+                                scatter_order=scatter_order, capacity_dropped=capacity_dropped))
 
 
 def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None, records=None,
