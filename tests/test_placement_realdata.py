@@ -184,3 +184,5 @@ def test_bake_client_335_raises_picks_below_16_and_says_so(realdata, tmp_path):
                                                  str(realdata / "dbc" / "1.12"), "--placement", "client", "-C",
                                                  "client_picks=4", "-o", str(tmp_path / "a4.wgb"), "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["instance_count"] == 20480 // 4 and "below" not in r.stderr
+    # 1.12 draws no texture batches: its models' textures do not matter, and no note says they do
+    assert json.loads(r.stdout)["capacity_dropped_count"] == 0 and "texture of its own" not in r.stderr

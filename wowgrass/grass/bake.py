@@ -214,8 +214,9 @@ def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
 
 def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
                effect_ids, capacity: list[ModelGeometry] | None = None) -> dict:
-    extra = {} if capacity is None else {"capacity_models": [g.to_list() for g in capacity]}
-    return {**extra,
+    """What a bundle's key hashes; ``capacity``: the models' textures and counts a client bake's draw
+    capacity takes (``capacity_models``: [texture, vertices, indices, known] per model)."""
+    prov = {
         "format": "wowgrass-bundle",
         "format_version": B.FORMAT_VERSION,
         "placement_version": PLACEMENT_VERSION,
@@ -230,6 +231,9 @@ def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, model
         "constants": strategy.constants.to_dict(),
         "models": [m.to_dict() for m in models],
     }
+    if capacity is not None:
+        prov["capacity_models"] = [g.to_list() for g in capacity]
+    return prov
 
 
 def bake_tile(
@@ -285,7 +289,7 @@ def bake_tile(
     prov = provenance(adt_bytes=adt_bytes, tile=tile, catalog=catalog, strategy=strategy, map_name=map_name,
                       big_alpha=big_alpha, models=infos, effect_ids=effect_ids, capacity=capacity)
     notes = [n for n in (client_picks_note(strategy.constants, catalog) if client else None,) if n]
-    if capacity is not None and any(not g.known for g in capacity):
+    if capacity is not None and is_335_routine(catalog) and any(not g.known for g in capacity):
         notes.append(MISSING_CAPACITY_NOTE)
     key = B.provenance_key(prov)
     col, row = int(tile.col), int(tile.row)
