@@ -338,6 +338,7 @@ def test_nodes_mode_warns_over_its_limit(world, tmp_path, monkeypatch):
     res = run(*args, "--instancing", "ext", "-o", tmp_path / "e.glb")
     ext = json.loads(res.stdout)
     assert res.exit_code == 0 and not ext["warnings"] and "warning" not in res.stderr
+    assert "note: client_picks=1 is below what the 3.3.5 client takes" in res.stderr  # and 16 were taken
     # a limit the ext export stays within and the nodes export does not: only the latter warns
     monkeypatch.setattr(scene, "NODES_LIMIT", ext["node_count"])
     res = run(*args, "--instancing", "nodes", "-o", tmp_path / "n.glb")
