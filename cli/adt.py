@@ -235,13 +235,17 @@ def square_size(text) -> int:
 
 def _place(tile, source, dbc_dir, placement, seed, overrides):
     """The tile's grass as the bake places it (tables from --data or --dbc)."""
-    from wowgrass.grass.placement import make_strategy
+    from wowgrass.grass.placement import client_picks_note, make_strategy
     from wowgrass.game.tiles import tile_from_name
 
     catalog = _tables(source, dbc_dir)
     map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
     constants = placement_constants(seed, overrides)
-    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name), catalog
+    strategy = make_strategy(placement, constants)
+    line = client_picks_note(constants, catalog) if strategy.name == "client" else None
+    if line:
+        note(line)
+    return strategy.place(tile, catalog, map_name=map_name), catalog
 
 
 def _tables(source, dbc_dir, build=None):
