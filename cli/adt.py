@@ -242,7 +242,7 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
     map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
     constants = placement_constants(seed, overrides)
     strategy = make_strategy(placement, constants)
-    line = client_picks_note(constants, catalog) if strategy.name == "client" else None
+    line = client_picks_note(strategy.constants, catalog) if strategy.name == "client" else None
     if line:
         note(line)
     return strategy.place(tile, catalog, map_name=map_name), catalog

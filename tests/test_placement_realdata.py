@@ -186,3 +186,16 @@ def test_bake_client_335_raises_picks_below_16_and_says_so(realdata, tmp_path):
     assert r.exit_code == 0 and json.loads(r.stdout)["instance_count"] == 20480 // 4 and "below" not in r.stderr
     # 1.12 draws no texture batches: its models' textures do not matter, and no note says they do
     assert json.loads(r.stdout)["capacity_dropped_count"] == 0 and "texture of its own" not in r.stderr
+
+
+def test_adt_image_of_the_client_scatter_says_where_picks_are_raised(realdata, tmp_path):
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+
+    adt, dbc = str(realdata / "adt" / "continent4229.adt"), str(realdata / "dbc" / "3.3.5")
+    for extra, noted in (([], False), (["-C", "client_picks=4"], True)):
+        r = CliRunner().invoke(cli, ["adt", "image", adt, "--dbc", dbc, "--kind", "grass", "--placement", "client",
+                                     *extra, "--size", "64", "-o", str(tmp_path / "g.png")])
+        assert r.exit_code == 0, r.output
+        assert ("client_picks=4 is below what the 3.3.5 client takes" in r.stderr) == noted
