@@ -107,3 +107,13 @@ def test_adt_scatter_prints_the_same_for_any_tile(realdata, vectors):
     assert got == {k: want[k] for k in got}
     r = CliRunner().invoke(cli, ["adt", "scatter", az, "--dbc", str(realdata / "dbc" / "1.12"), "--picks", "0"])
     assert r.exit_code == 2 and "0 is not in the range 1<=x<=256" in r.output
+
+
+def test_an_empty_scatter_has_counts_and_no_hashes():
+    from placement_fakes import make_catalog, make_tile
+
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    tile.no_effect_doodad[:] = True  # every cell masked: nothing scatters
+    v = tile_vectors(tile, make_catalog([(1, 0, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True), 16)
+    assert v["placement_count"] == 0 and v["chunk_counts"] == [0] * 256 and v["chunk_hashes"] == [None] * 256
+    assert v["tile_hash"] == hashlib.sha256(b"").hexdigest()

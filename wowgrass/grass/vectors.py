@@ -30,12 +30,10 @@ import dataclasses
 import hashlib
 import json
 import re
-import struct
 
 import numpy as np
 
-from wowgrass.grass.placement import (ClientPlacement, PlacementConstants, client_draws, client_picks, client_reals,
-                                      client_seed)
+from wowgrass.grass.placement import ClientPlacement, PlacementConstants, client_draws, client_picks, client_reals
 
 FORMAT = "wowgrass-client-scatter-vectors"
 FORMAT_VERSION = 1
@@ -46,8 +44,6 @@ CHUNK_HASH_DIGITS = 16
 GENERATOR_SEEDS = (0x02E00260, 0x01D002A0, 0x00000000, 0x00000001, 0x7FFF7FFF, 0xFFFFFFFF)
 PICKS = (16, 48, 256)
 
-_RECORD = struct.Struct("<5fB")
-
 
 def model_stem(path: str) -> str:
     """``World\\NoDXT\\Detail\\ElwGra01.m2`` -> ``elwgra01``: how the hash names a model."""
@@ -55,27 +51,50 @@ def model_stem(path: str) -> str:
     return name.rsplit(".", 1)[0].lower() if "." in name else name.lower()
 
 
-def placement_records(inst) -> list[bytes]:
-    """One hash record per placement of ``inst`` (:class:`Instances`), in its order."""
-    stems = [model_stem(m).encode("ascii", "replace") + b"\0" for m in inst.models]
-    fields = zip(inst.pos[:, 0].tolist(), inst.pos[:, 1].tolist(), inst.pos[:, 2].tolist(), inst.yaw.tolist(),
-                 inst.scale.tolist(), inst.cell.tolist(), inst.model.tolist())
-    # float32 values go through Python floats exactly; struct packs them back to the same bits
-    return [_RECORD.pack(x, y, z, yaw, s, cell) + stems[m] for x, y, z, yaw, s, cell, m in fields]
+#: the fixed part of a hash record: X, Y, Z, yaw, scale as float32, the cell as a byte (21 bytes, packed)
+RECORD_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("yaw", "<f4"), ("scale", "<f4"), ("cell", "u1")])
+assert RECORD_DTYPE.itemsize == 21
+
+
+def placement_records(inst) -> tuple[np.ndarray, np.ndarray]:
+    """Every placement's hash record of ``inst`` (:class:`Instances`, in its order) end to end, as
+    one uint8 buffer, and where each record starts in it (n + 1 offsets)."""
+    n = len(inst)
+    if n == 0:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    fixed = np.empty(n, RECORD_DTYPE)
+    for name, values in (("x", inst.pos[:, 0]), ("y", inst.pos[:, 1]), ("z", inst.pos[:, 2]), ("yaw", inst.yaw),
+                         ("scale", inst.scale), ("cell", inst.cell)):
+        fixed[name] = values
+    stems = [model_stem(m).encode("ascii", "replace") + b"\0" for m in inst.models] or [b"\0"]
+    stem_len = np.array([len(t) for t in stems], np.int64)
+    table = np.zeros((len(stems), int(stem_len.max())), np.uint8)
+    for k, t in enumerate(stems):
+        table[k, :len(t)] = np.frombuffer(t, np.uint8)
+    model = np.asarray(inst.model, np.int64)
+    lengths = RECORD_DTYPE.itemsize + stem_len[model]
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    buf = np.empty(int(offsets[-1]), np.uint8)
+    buf[offsets[:-1, None] + np.arange(RECORD_DTYPE.itemsize)] = fixed.view(np.uint8).reshape(n, -1)
+    own = stem_len[model]
+    col = np.arange(int(own.sum())) - np.repeat(np.cumsum(own) - own, own)
+    buf[np.repeat(offsets[:-1] + RECORD_DTYPE.itemsize, own) + col] = table[np.repeat(model, own), col]
+    return buf, offsets
 
 
 def chunk_hashes(inst) -> tuple[list[int], list[str | None], str]:
-    """Per chunk (256) the placement count and hash of ``inst`` (in the client's scatter order),
-    and the tile's hash (see the module's docstring)."""
-    records = placement_records(inst)
+    """Per chunk (256) the placement count and hash of ``inst`` (in the client's scatter order,
+    chunk by chunk), and the tile's hash (see the module's docstring)."""
     chunk = np.asarray(inst.chunk, dtype=np.int64)
+    if chunk.size and (np.diff(chunk) < 0).any():
+        raise ValueError("the placements are not grouped by chunk (the client's scatter order is)")
+    buf, offsets = placement_records(inst)
     counts = np.bincount(chunk, minlength=256).astype(np.int64)
+    bounds = offsets[np.concatenate(([0], np.cumsum(counts)))]
     hashes: list[str | None] = [None] * 256
     tile = hashlib.sha256()
-    order = np.argsort(chunk, kind="stable")  # the scatter is chunk by chunk already; keep it so
-    starts = np.concatenate(([0], np.cumsum(counts)))
     for c in np.flatnonzero(counts).tolist():
-        blob = b"".join(records[i] for i in order[starts[c]:starts[c + 1]].tolist())
+        blob = buf[bounds[c]:bounds[c + 1]].tobytes()
         hashes[c] = hashlib.sha256(blob).hexdigest()[:CHUNK_HASH_DIGITS]
         tile.update(blob)
     return counts.tolist(), hashes, tile.hexdigest()
@@ -101,10 +120,6 @@ def generator_vectors(seeds=GENERATOR_SEEDS, draws: int = 16, reals: int = 8) ->
                     "reals_f32_bits": [f"0x{int(v):08X}" for v in r.view(np.uint32).tolist()],
                     "reals": [float(f"{float(v):.9g}") for v in r.tolist()]})
     return out
-
-
-def chunk_seed_of(gx: int, gy: int) -> str:
-    return f"0x{int(client_seed(gx, gy)):08X}"
 
 
 def realdata_vectors(realdata, *, tiles=("Azeroth_38_46.adt", "continent4229.adt"), builds=("1.12", "3.3.5"),
