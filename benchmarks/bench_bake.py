@@ -131,12 +131,35 @@ def bench_client(root: Path, tmp: str):
         bcpu, _ = timed(bake, clock=time.process_time)
         print(f"  client bake (parse+place+write): best {bbest:6.2f} ms  median {bmed:6.2f} ms  (CPU time best "
               f"{bcpu:6.2f} ms)  target <= {BAKE_TARGET_MS:.0f} ms  {'OK' if bbest <= BAKE_TARGET_MS else 'MISSED'}")
+        bench_capacity(tile, catalog, map_name)
         t0 = time.perf_counter()
         ref = client_reference(tile, catalog)
         ref_ms = (time.perf_counter() - t0) * 1e3
         assert len(ref) == n
         print(f"  client reference (plain Python): {ref_ms:8.1f} ms  ratio {ref_ms / best:6.0f}x  target >= "
               f"{RATIO_TARGET:.0f}x  {'OK' if ref_ms / best >= RATIO_TARGET else 'MISSED'}")
+
+
+def bench_capacity(tile, catalog, map_name):
+    """The client's draw capacity on the tile's scatter at 16 and 256 picks: every model missing (a
+    texture each, as on the real data) and every model a 24-vertex, 36-index tuft on six textures
+    (batches that fill)."""
+    import numpy as np
+
+    from wowgrass.grass.capacity import ModelGeometry, draw_capacity, missing_geometry
+    from wowgrass.grass.placement import ClientPlacement, PlacementConstants, client_picks, is_335_routine
+
+    for picks in (16, 256):
+        k = PlacementConstants(client_picks=picks)
+        inst = ClientPlacement(k).place(tile, catalog, map_name=map_name)
+        used = np.unique(inst.model).tolist()
+        taken = client_picks(k, catalog)
+        for what, geo in (("missing models", {m: missing_geometry(catalog.models[m]) for m in used}),
+                          ("filling tufts", {m: ModelGeometry(f"t{m % 6}", 24, 36) for m in used})):
+            keep = draw_capacity(inst.chunk, inst.model, geo, taken, is_335_routine(catalog))
+            best, med = timed(lambda: draw_capacity(inst.chunk, inst.model, geo, taken, is_335_routine(catalog)))
+            print(f"  draw capacity, {picks} picks, {what}: {len(inst)} -> {int(keep.sum())} kept, best {best:6.2f} ms"
+                  f"  median {med:6.2f} ms")
 
 
 def bench_map():

@@ -525,11 +525,12 @@ def _bundle_bases():
     n = 300
     models = [ModelInfo("World\\NoDXT\\Detail\\ElwGra01.m2", True, (-1, -1, 0), (1, 1, 1), 0, 1),
               ModelInfo("World\\NoDXT\\Detail\\ElwGra02.m2", False)]
-    data = bundle_bytes(model_index=rng.integers(0, 2, n), pos=rng.uniform(0, 533, (n, 3)),
-                        yaw=rng.uniform(0, 6.28, n), scale=rng.uniform(0.5, 1.5, n), models=models,
-                        provenance={"tile": [32, 32], "build": "3.3.5", "inputs": {"adt": "ab" * 16}},
-                        tile=(32, 32))
-    return [("two-models", (data,))]
+    args = dict(model_index=rng.integers(0, 2, n), pos=rng.uniform(0, 533, (n, 3)),
+                yaw=rng.uniform(0, 6.28, n), scale=rng.uniform(0.5, 1.5, n), models=models,
+                provenance={"tile": [32, 32], "build": "3.3.5", "inputs": {"adt": "ab" * 16}}, tile=(32, 32))
+    # a client bake's: the scatter order block and the draw capacity's count
+    return [("two-models", (bundle_bytes(**args),)),
+            ("client-order", (bundle_bytes(**args, scatter_order=True, capacity_dropped=17),))]
 
 
 def _bundle_fix(parts: list[bytes], rng: random.Random) -> None:

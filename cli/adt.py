@@ -237,11 +237,24 @@ def square_size(text) -> int:
 
 def _place(tile, source, dbc_dir, placement, seed, overrides):
     """The tile's grass as the bake places it (tables from --data or --dbc)."""
-
-    from wowgrass.grass.bake import load_catalog
-    from wowgrass.game.data import open_data
-    from wowgrass.grass.placement import make_strategy
+    from wowgrass.grass.placement import client_picks_note, make_strategy
     from wowgrass.game.tiles import tile_from_name
+
+    catalog = _tables(source, dbc_dir)
+    map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
+    constants = placement_constants(seed, overrides)
+    strategy = make_strategy(placement, constants)
+    line = client_picks_note(strategy.constants, catalog) if strategy.name == "client" else None
+    if line:
+        note(line)
+    return strategy.place(tile, catalog, map_name=map_name), catalog
+
+
+def _tables(source, dbc_dir, build=None):
+    """The ground-effect catalogue for a tile: from --data or --dbc, else the sample world's or the
+    tables beside or above the file; ``build`` forces a layout (2.4.3 reads 1.12's)."""
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import load_catalog
 
     data_dir = source.get("data_dir")
     if data_dir and dbc_dir:
@@ -250,11 +263,54 @@ def _place(tile, source, dbc_dir, placement, seed, overrides):
         from wowgrass.grass.bake import tables_for
 
         data_dir, dbc_dir = tables_for(Path(source["file"]))
-    map_name = source.get("map") or tile_from_name(Path(source["file"]))[0]
     if data_dir:
         with open_data(data_dir) as data:
-            catalog = load_catalog(data=data)
-    else:
-        catalog = load_catalog(dbc_dir=dbc_dir)
+            return load_catalog(data=data, build=build)
+    return load_catalog(dbc_dir=dbc_dir, build=build)
+
+
+@adt.command()
+@tile_source
+@dbc_option
+@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
+              help="The client build whose routine and table layout to take (default: the tables' own; 2.4.3 "
+                   "reads 1.12's tables and scatters as 1.12).")
+@click.option("--picks", "picks_list", type=click.IntRange(1, 256), multiple=True, metavar="N",
+              help="Cell picks per chunk (the clients' frillDensity / groundEffectDensity; 3.3.5 raises values "
+                   "below 16 to 16); repeat for several. Default: 16.")
+@constants_options
+@json_option
+def scatter(loaded, dbc_dir, build, picks_list, seed, overrides, as_json):
+    """Test vectors of the clients' scatter of a tile: per chunk the placement count and hash.
+
+    The same numbers as docs/client-scatter-vectors.json gives for the shared real tiles (the hash
+    is defined in docs/bake.md#test-vectors-for-other-projects), for any tile, so a map editor or
+    a client project can compare its own port of the scatter with wowgrass's --placement client.
+    """
+    import hashlib
+
+    from wowgrass.grass.vectors import tile_vectors
+
+    tile, raw, source = loaded
+    catalog = _tables(source, dbc_dir, build)
     constants = placement_constants(seed, overrides)
-    return make_strategy(placement, constants).place(tile, catalog, map_name=map_name), catalog
+    picks_list = picks_list or (16,)
+    entries = [tile_vectors(tile, catalog, p, constants) for p in picks_list]
+    for e in entries:
+        if e["taken_pick_count"] != e["pick_count"]:
+            note(f"note: --picks {e['pick_count']} is below what the 3.3.5 client takes (16 .. 256): "
+                 f"{e['taken_pick_count']} picks")
+    name = Path(str(source["path"]).replace("\\", "/")).name
+    doc = {"tile": name, "adt_sha256": hashlib.sha256(raw).hexdigest(), "tile_col_row": [int(tile.col), int(tile.row)],
+           "build": catalog.build, "entries": entries}
+    if as_json:
+        echo_json(doc)
+        return
+    click.echo(f"{source['path']}: tile {tile.col},{tile.row}, the {catalog.build} clients' scatter")
+    for e in entries:
+        taken = e["taken_pick_count"]
+        click.echo(f"  picks {e['pick_count']}" + (f" (taken: {taken})" if taken != e["pick_count"] else "")
+                   + f": {plural(e['placement_count'], 'placement')}, tile hash {e['tile_hash']}")
+        for c, (n, h) in enumerate(zip(e["chunk_counts"], e["chunk_hashes"])):
+            if n:
+                click.echo(f"    chunk {c:3d}  {n:6d}  {h}")

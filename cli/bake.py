@@ -126,6 +126,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         if export_file:
             write_rows([res.path], export_fmt, export_file)
         warn_unknown_effects([res])
+        say_notes([res])
         if as_json:
             echo_json(res.to_dict())
         else:
@@ -155,10 +156,13 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
                                             constants, force, dbc_dir, quiet=as_json, direct=direct_io)
     seconds = time.perf_counter() - t0
     warn_unknown_effects(results)
+    say_notes(results)
     if export_file and results:
         write_rows([r.path for r in results], export_fmt, export_file)
     if as_json:
+        dropped = [r.capacity_dropped for r in results if r.capacity_dropped is not None]
         echo_json({"map": map_name, "data": str(data_path), "seconds": round(seconds, 3),
+                   "capacity_dropped_count": sum(dropped) if dropped else None,
                    "tiles": [r.to_dict() for r in results], "failures": [f.to_dict() for f in failures],
                    "absent_tiles": [list(t) for t in mt.absent]})
     else:
@@ -167,6 +171,9 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         inst = sum(r.instances for r in results)
         click.echo(f"{map_name}: {plural(len(results), 'tile')} baked ({hits} cached, {rebuilt} rebuilt), "
                    f"{plural(inst, 'instance')}, {seconds:.1f} s ({len(results) / max(seconds, 1e-9):.1f} tiles/s)")
+        dropped = [r.capacity_dropped for r in results if r.capacity_dropped is not None]
+        if dropped:
+            echo_capacity(sum(dropped), inst)
         warn_missing_models(sorted({m for r in results for m in r.missing_models}))
         warn_no_grass(results)
         if results:
@@ -183,6 +190,19 @@ def warn_missing_models(names) -> None:
     if names:
         note(f"note: {plural(len(names), 'grass model')} missing from the data (view and export draw "
              "stand-ins; --no-placeholders leaves them out): " + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""))
+
+
+def echo_capacity(dropped: int, kept: int) -> None:
+    """The line saying what the client's draw capacity left out of the scatter."""
+    share = f" ({100.0 * dropped / (dropped + kept):.1f} %)" if dropped else ""
+    click.echo(f"  draw capacity: {plural(dropped, 'placement')} of {dropped + kept:,} dropped{share}, as the "
+               "client's batches leave them out (-C client_capacity=0 keeps the whole scatter)")
+
+
+def say_notes(results) -> None:
+    """Each distinct note of the bakes once (``-C client_picks`` below what 3.3.5 takes, ...)."""
+    for line in dict.fromkeys(n for r in results for n in r.notes):
+        note(line)
 
 
 def warn_unknown_effects(results) -> None:
@@ -210,6 +230,8 @@ def _echo_result(res):
     state = "cache hit" if res.cache_hit else ("rebuilt" if res.rebuilt else "baked")  # why: the warning before
     click.echo(f"{res.path}: {plural(res.instances, 'instance')}, {plural(res.models, 'model')}, tile {res.tile[0]},{res.tile[1]} "
                f"({state}, {res.seconds.get('total', 0) * 1e3:.1f} ms)")
+    if res.capacity_dropped is not None:
+        echo_capacity(res.capacity_dropped, res.instances)
     warn_missing_models(res.missing_models)
     if res.no_grass:
         note(f"note: no grass on tile {res.tile[0]},{res.tile[1]}: {res.no_grass}")
@@ -251,6 +273,10 @@ def info(file, as_json):
     echo(f"  instances: {s['instances']:,} ({s['bytes_per_instance']} bytes each"
          + (f", {s['file_bytes_per_instance']:.1f} bytes per instance in the file)" if s["instances"] else ")"))
     c = s["cells"]
+    if s["capacity_dropped_count"] is not None:
+        echo(f"  draw capacity: {plural(s['capacity_dropped_count'], 'placement')} dropped (not in the bundle)")
+    if s["scatter_order"]:
+        echo("  scatter order: recorded (each instance's place in the client's scatter)")
     echo(f"  cells with grass: {c['with_grass']:,} of {c['cell_count']:,}; per filled cell min {c['min']}, "
          f"mean {c['mean']:.2f}, max {c['max']}")
     echo("  instances per cell: " + ", ".join(f"{k}: {v}" for k, v in c["histogram"].items()))

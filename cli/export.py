@@ -82,7 +82,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
     Grass comes from the tiles' bundles (baked first when the cache has none). A map's tiles are
     the ADTs present (see `wowgrass maps`). See docs/export.md.
     """
-    from wowgrass.cli.bake import warn_unknown_effects
+    from wowgrass.cli.bake import say_notes, warn_unknown_effects
     from wowgrass.export.scene import check_texture_size, export_scene
     from wowgrass.export.inputs import open_tiles
     from wowgrass.fileio import write_atomic
@@ -121,6 +121,7 @@ def gltf(adt, data_path, dbc_dir, map_name, tiles, build, placement, seed, overr
         raise UsageError(f"none of the {plural(len(src.errors), 'tile')} could be read; nothing written "
                          f"(the first: {next(iter(src.errors.values()))})")
     warn_unknown_effects(baked)
+    say_notes(baked)   # -C client_picks below what 3.3.5 takes, ...
     try:
         light = _export_light(src, dbc_dir, clock) if clock is not None else None
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:

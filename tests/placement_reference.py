@@ -305,7 +305,8 @@ def client_reference(tile, catalog, k: PlacementConstants | None = None):
             if not ready:
                 continue
         cells = []
-        for _ in range(k.client_picks):
+        picks = max(k.client_picks, 16) if wotlk else k.client_picks  # 3.3.5 clamps to 16 .. 256
+        for _ in range(picks):
             col = rng.uint32() & 7
             row_ = rng.uint32() & 7
             cells.append((row_, col))

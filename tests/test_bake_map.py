@@ -111,3 +111,26 @@ def test_a_stopped_pool_is_off_the_exit_list_of_concurrent_futures():
     _stop_pool(pool)
     assert not manager.is_alive()
     assert manager not in futures_process._threads_wakeups
+
+
+def test_client_map_bake_tests_no_effect_doodad_and_counts_what_the_capacity_drops(world, tmp_path, monkeypatch):
+    from wowgrass.grass.placement import ClientPlacement, PlacementConstants
+
+    monkeypatch.setenv("WOWGRASS_CACHE", str(tmp_path / "c"))
+    with open_data(world["data"]) as data:
+        catalog = load_catalog(data=data)
+        tiles = [_tile(data, c, r) for c, r in world["tiles"]]
+    placed = {v: sum(len(ClientPlacement(PlacementConstants(client_no_effect_335=v)).place(t, catalog,
+                                                                                       map_name=MAP_NAME))
+                     for t in tiles) for v in (0, 1)}
+    assert placed == {0: 368968, 1: 366044}  # measured on this 3x2 world (seed 2): masked cells stay bare
+    results, failures = bake_map(world["data"], MAP_NAME, tiles=world["tiles"], jobs=1, placement="client")
+    assert not failures
+    dropped = sum(r.capacity_dropped for r in results)
+    assert sum(r.instances for r in results) + dropped == placed[1] and dropped > 0
+
+
+def _tile(data, c, r):
+    from wowgrass.game.tiles import read_adt
+
+    return read_adt(data.read(adt_game_path(MAP_NAME, c, r)), None, True)

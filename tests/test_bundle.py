@@ -176,3 +176,31 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         B.write_bundle(path, **kw2)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wgb"]  # no temporary left over
+
+
+def test_scatter_order_block_puts_the_instances_back_in_input_order(tmp_path):
+    from wowgrass.grass.bundle import FLAG_CAPACITY, FLAG_SCATTER_ORDER, ModelInfo, bundle_bytes, read_bundle, read_header
+
+    rng = np.random.default_rng(5)
+    n = 257
+    model = rng.integers(0, 3, n)
+    pos = rng.uniform(-500, 500, (n, 3)).astype(np.float32)
+    models = [ModelInfo(f"World\\NoDXT\\Detail\\M{i}.m2") for i in range(3)]
+    args = dict(model_index=model, pos=pos, yaw=np.zeros(n), scale=np.ones(n), models=models,
+                provenance={"tile": [1, 2]}, tile=(1, 2))
+    p = tmp_path / "o.wgb"
+    p.write_bytes(bundle_bytes(**args, scatter_order=True, capacity_dropped=9))
+    h = read_header(p.read_bytes())
+    assert h["flags"] == FLAG_SCATTER_ORDER | FLAG_CAPACITY and h["order_offset"] % 64 == 0
+    with read_bundle(p) as b:
+        rows = b.instances()
+        back = np.empty_like(rows)
+        back[b.scatter_order] = rows
+        assert np.array_equal(back["pos"], pos) and b.capacity_dropped == 9
+        assert b.stats()["scatter_order"] is True and b.stats()["capacity_dropped_count"] == 9
+    # without them: the layout of before (flags 0, zeros where the fields are)
+    p.write_bytes(bundle_bytes(**args))
+    h = read_header(p.read_bytes())
+    assert (h["flags"], h["order_offset"], h["capacity_dropped"]) == (0, 0, 0)
+    with read_bundle(p) as b:
+        assert b.scatter_order is None and b.capacity_dropped is None

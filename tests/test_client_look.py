@@ -106,6 +106,13 @@ def test_client_look_settings():
     assert (s.draw_distance, s.fade_start, s.enabled, s.rings.enabled) == (70.0, 70.0 * 0.85, False, False)
     s = GrassSettings.for_look("client", 120.0)
     assert (s.draw_distance, s.fade_start) == (120.0, 102.0)
+    # the fade as each build does it: 3.3.5 from 85 % of groundEffectDist, 1.12 and 2.4.3 over the
+    # last quarter of their 70 yards (from 52.5)
+    assert GrassSettings.for_look("client", build="3.3.5").fade_start == pytest.approx(59.5)
+    for build in ("1.12", "2.4.3"):
+        s = GrassSettings.for_look("client", build=build)
+        assert (s.draw_distance, s.fade_start) == (70.0, 52.5)
+        assert GrassSettings.for_look("client", 120.0, build=build).fade_start == 90.0
     d = GrassSettings.for_look("default", 110.0)
     assert (d.draw_distance, d.fade_start, d.enabled) == (110.0, 80.0, True)
     assert GrassSettings.for_look("default").draw_distance == 220.0
@@ -143,7 +150,7 @@ class LookSource(SyntheticSource):
         return p
 
 
-def look_viewer(ctx, src, eye, target, *, size=(200, 200), culling="auto", distance=None):
+def look_viewer(ctx, src, eye, target, *, size=(200, 200), culling="auto", distance=None, build=None):
     from wowgrass.render.camera import Camera
     from wowgrass.render.gl.context import create_offscreen_target
     from wowgrass.render.gl.programs import make_programs
@@ -152,7 +159,7 @@ def look_viewer(ctx, src, eye, target, *, size=(200, 200), culling="auto", dista
 
     tg = create_offscreen_target(size, samples=0, ctx=ctx)
     sc = Scene(ctx, make_programs(ctx, look="client"), src, threaded=False, grass_culling=culling,
-               grass_settings=GrassSettings.for_look("client", distance), client_look=True)
+               grass_settings=GrassSettings.for_look("client", distance, build=build), client_look=True)
     sc.update(eye, block=True)
     cam = Camera.looking_at(eye, target)
     cam.fov_y = 90.0
@@ -187,6 +194,30 @@ def test_client_look_draws_to_its_draw_distance(ctx, culling):
     assert img[rpix < 45].sum() > 50, "the near ring is missing"
     assert img[rpix > CLIENT_DRAW_DISTANCE + 8].sum() == 0, "grass beyond the client's 70 yards"
     assert frames[130.0][rpix > CLIENT_DRAW_DISTANCE + 8].sum() > 50, "--grass-distance 130 did not reach further"
+
+
+@pytest.mark.gl
+def test_client_look_fades_from_52_5_in_112_and_from_59_5_in_335(ctx):
+    # rings of opaque squares seen from above. The fade is an alpha ramp under the alpha test at 128:
+    # a square goes where its fade drops below one half, at 61.25 yards in 1.12 (the ramp from 52.5
+    # to 70) and at 64.75 in 3.3.5 (from 59.5). At 56 yards both builds draw every square; at 63
+    # 3.3.5 still does and 1.12 draws none.
+    ang = np.linspace(0, 2 * np.pi, 240, endpoint=False)
+    yy, xx = np.mgrid[0:240, 0:240]
+    rpix = np.hypot(xx - 119.5, yy - 119.5) * (2 * 150.0 / 240)
+    drawn = {}
+    for build in ("3.3.5", "1.12"):
+        for r in (56.0, 63.0):
+            xy = np.column_stack([CX + r * np.cos(ang), CY + r * np.sin(ang)])
+            inst = pack_instances(np.column_stack([xy, np.zeros(len(xy))]), 0.0, 1.0)
+            v = look_viewer(ctx, LookSource({"synthetic\\grass0.m2": inst}), (CX, CY, 150.0), (CX + 0.01, CY, 0.0),
+                            size=(240, 240), build=build)
+            v.render_frame(0.0)
+            img = not_sky(v.read_rgba())
+            v.scene.release()
+            drawn[build, r] = int(img[np.abs(rpix - r) < 5].sum())
+    assert drawn["3.3.5", 56.0] > 300 and drawn["1.12", 56.0] == drawn["3.3.5", 56.0]
+    assert drawn["3.3.5", 63.0] > 300 and drawn["1.12", 63.0] == 0
 
 
 @pytest.mark.gl
@@ -256,6 +287,8 @@ def test_view_look_client_bakes_the_client_placement_with_its_constants(tmp_path
     (bundle,) = res["bundles"]
     with read_bundle(bundle["file"]) as b:
         assert b.provenance["placement"] == "client" and b.provenance["constants"]["client_picks"] == 4
+        # the client look draws what the draw capacity keeps: the sample's tufts fill their batches
+        assert bundle["capacity_dropped_count"] == b.capacity_dropped > 0 and b.scatter_order is not None
     assert out.exists()
     # --grass-distance, and --placement coverage under the client look
     r = CliRunner().invoke(cli, ["view", "--look", "client", "--placement", "coverage", "--grass-distance", "40",
@@ -264,6 +297,30 @@ def test_view_look_client_bakes_the_client_placement_with_its_constants(tmp_path
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     assert (res["placement"], res["grass_distance"]) == ("coverage", 40.0)
+    assert res["bundles"][0]["capacity_dropped_count"] is None  # no scatter order: nothing dropped
+
+
+@pytest.mark.gl
+def test_view_look_client_fades_as_the_data_build_does(tmp_path, egl):
+    import json
+
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+    from wowgrass.samples import build_sample_world
+
+    data = build_sample_world(tmp_path / "w112", "1.12", (1, 1), seed=0)
+    r = CliRunner().invoke(cli, ["view", "--data", str(data), "--look", "client", "--camera", "60,60", "--size",
+                                 "64x36", "-o", str(tmp_path / "v.png"), "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert (res["grass_distance"], res["grass_fade_start"]) == (70.0, 52.5)
+    # 3.3.5 (the default sample): from 85 %; -C client_picks below 16 is raised, and said
+    r = CliRunner().invoke(cli, ["view", "--look", "client", "-C", "client_picks=8", "--tile", "31,31", "--camera",
+                                 "60,60", "--size", "64x36", "-o", str(tmp_path / "w.png"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["grass_fade_start"] == pytest.approx(59.5)
+    assert "client_picks=8 is below what the 3.3.5 client takes" in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [

@@ -435,13 +435,14 @@ def test_client_335_chunk_waits_for_a_doodad_it_cannot_load():
     assert got == want
 
 
-def test_client_335_ignores_no_effect_doodad_unless_asked():
+def test_client_335_tests_no_effect_doodad_unless_the_untested_variant_is_asked():
     tile = make_tile(effects=(1,), height_amp=0.0)
     tile.no_effect_doodad[:] = True
     cat = make_catalog([(1, 0, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
-    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 256 * 16 * 8
-    assert len(ClientPlacement(PlacementConstants(client_no_effect_335=1)).place(tile, cat, map_name="c")) == 0
-    inst = ClientPlacement().place(tile, cat, map_name="c")
+    assert len(ClientPlacement().place(tile, cat, map_name="c")) == 0  # the client's rule, by default
+    untested = PlacementConstants(client_no_effect_335=0)  # the first 3.3.5 decode's reading
+    assert len(ClientPlacement(untested).place(tile, cat, map_name="c")) == 256 * 16 * 8
+    inst = ClientPlacement(untested).place(tile, cat, map_name="c")
     assert inst.scale.min() >= 0.67 - 1e-6 and inst.scale.max() <= 1.33 + 1e-6
     assert inst.yaw.min() >= 0 and inst.yaw.max() <= 2 * math.pi + 1e-6
 
@@ -496,6 +497,26 @@ def test_make_strategy():
     assert make_strategy("coverage").name == "coverage"
     assert make_strategy("seed").name == "coverage"  # the old name is an alias
     assert make_strategy("client", PlacementConstants(client_picks=4)).constants.client_picks == 4
+
+
+def test_client_picks_are_clamped_to_16_in_335_with_a_note():
+    from wowgrass.grass.placement import client_picks, client_picks_note
+
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    cat335 = make_catalog([(1, 0, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
+    few = PlacementConstants(client_picks=4)
+    assert client_picks(few, cat335) == 16 and client_picks(PlacementConstants(client_picks=40), cat335) == 40
+    # 3.3.5 takes 16 picks where 4 are asked: the same placements as 16, and a note says so
+    assert as_client_rows(ClientPlacement(few).place(tile, cat335, map_name="c")) == \
+        as_client_rows(ClientPlacement().place(tile, cat335, map_name="c"))
+    line = client_picks_note(few, cat335)
+    assert "client_picks=4" in line and "16 .. 256" in line and "16 picks" in line
+    assert client_picks_note(PlacementConstants(), cat335) is None
+    # 1.12 takes 1 .. 256 as asked: no note, a quarter of the picks
+    cat112 = make_catalog([(1, 0, [0, 1, 2, 3])])
+    assert client_picks(few, cat112) == 4 and client_picks_note(few, cat112) is None
+    n4 = len(ClientPlacement(few).place(tile, cat112, map_name="c"))
+    assert 0 < n4 < len(ClientPlacement().place(tile, cat112, map_name="c"))
     from wowgrass.errors import UsageError
 
     with pytest.raises(UsageError, match="unknown placement"):
@@ -518,7 +539,8 @@ def test_constant_overrides():
         PlacementConstants().with_overrides(["client_picks=257"])
     # every number has a valid range: values outside it are errors, not odd bakes
     for bad in ("coverage_min=256", "road_coverage_min=-1", "coverage_scale=0", "coverage_scale=16",
-                "client_min_normal_z=1.5", "client_no_effect_335=2", "max_placements_per_sample=1048576"):
+                "client_min_normal_z=1.5", "client_no_effect_335=2", "client_capacity=2",
+                "max_placements_per_sample=1048576"):
         name = bad.split("=")[0]
         with pytest.raises(UsageError, match=f"{name}=.* is outside"):
             PlacementConstants().with_overrides([bad])

@@ -87,17 +87,17 @@ def test_continent_coverage_placement_respects_masks_cells_and_terrain(continent
 def test_continent_client_placement_respects_masks_cells_terrain_and_slope(continent):
     tile, cat = continent
     inst = ClientPlacement().place(tile, cat, map_name="continent")
-    assert len(inst) > 1000
-    check_instances(tile, inst, masks=False)  # the 3.3.5 decode does not test noEffectDoodad
-    masked = tile.no_effect_doodad[inst.chunk, inst.cell // 8, inst.cell % 8]
-    assert masked.any()
+    # issue 41: the 3.3.5 client tests noEffectDoodad; at 16 picks it places 6,149 (6,755 untested)
+    assert len(inst) == 6149
+    check_instances(tile, inst)
     nz = tile.fan_normal_z(inst.chunk.astype(np.int64), inst.pos[:, 0], inst.pos[:, 1])
     assert nz.min() >= 0.4 - 1e-4
     assert inst.scale.min() >= 0.67 - 1e-3 and inst.scale.max() <= 1.33 + 1e-3
-    # the 1.12 rule on request
-    strict = ClientPlacement(PlacementConstants(client_no_effect_335=1)).place(tile, cat, map_name="continent")
-    check_instances(tile, strict)
-    assert len(strict) < len(inst)
+    # the first decode's untested variant on request: masked cells get doodads too
+    untested = ClientPlacement(PlacementConstants(client_no_effect_335=0)).place(tile, cat, map_name="continent")
+    check_instances(tile, untested, masks=False)
+    assert len(untested) == 6755
+    assert tile.no_effect_doodad[untested.chunk, untested.cell // 8, untested.cell % 8].sum() == 6755 - 6149
 
 
 def test_continent_vectorized_matches_reference(continent):
@@ -163,3 +163,39 @@ def test_bake_client_export_and_provenance_carry_the_clients_scatter(realdata, t
     with read_bundle(tmp_path / "az48.wgb") as b:
         assert b.instance_count == 3 * 20480
         assert b.provenance["placement"] == "client" and b.provenance["constants"]["client_picks"] == 48
+
+
+def test_bake_client_335_raises_picks_below_16_and_says_so(realdata, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+
+    adt, dbc = str(realdata / "adt" / "continent4229.adt"), str(realdata / "dbc" / "3.3.5")
+    r = CliRunner().invoke(cli, ["bake", adt, "--dbc", dbc, "--placement", "client", "-C",
+                                                 "client_picks=4", "-C", "client_capacity=0", "-o",
+                                                 str(tmp_path / "p4.wgb"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["instance_count"] == 6149  # as at 16 picks
+    assert "client_picks=4 is below what the 3.3.5 client takes" in r.stderr and "16 picks" in r.stderr
+    # 1.12 takes what is asked, without a note
+    r = CliRunner().invoke(cli, ["bake", str(realdata / "adt" / "Azeroth_38_46.adt"), "--dbc",
+                                                 str(realdata / "dbc" / "1.12"), "--placement", "client", "-C",
+                                                 "client_picks=4", "-o", str(tmp_path / "a4.wgb"), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["instance_count"] == 20480 // 4 and "below" not in r.stderr
+    # 1.12 draws no texture batches: its models' textures do not matter, and no note says they do
+    assert json.loads(r.stdout)["capacity_dropped_count"] == 0 and "texture of its own" not in r.stderr
+
+
+def test_adt_image_of_the_client_scatter_says_where_picks_are_raised(realdata, tmp_path):
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+
+    adt, dbc = str(realdata / "adt" / "continent4229.adt"), str(realdata / "dbc" / "3.3.5")
+    for extra, noted in (([], False), (["-C", "client_picks=4"], True)):
+        r = CliRunner().invoke(cli, ["adt", "image", adt, "--dbc", dbc, "--kind", "grass", "--placement", "client",
+                                     *extra, "--size", "64", "-o", str(tmp_path / "g.png")])
+        assert r.exit_code == 0, r.output
+        assert ("client_picks=4 is below what the 3.3.5 client takes" in r.stderr) == noted

@@ -36,11 +36,16 @@ from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.fileio import write_atomic
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, make_strategy, unknown_effect_ids,
-                                      used_effect_ids, why_no_grass)
+from wowgrass.grass.capacity import ModelGeometry, draw_capacity, missing_geometry, model_geometry
+from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, client_picks, client_picks_note,
+                                      is_335_routine, make_strategy, unknown_effect_ids, used_effect_ids,
+                                      why_no_grass)
 
 log = logging.getLogger(__name__)
 
+#: said where a client bake's draw capacity met models the data lacks (grass/capacity.py)
+MISSING_CAPACITY_NOTE = ("note: for the draw capacity each missing grass model counts as a texture of its own, "
+                         "with no vertices (its batch never fills)")
 TEXTURE_TABLE = "GroundEffectTexture.dbc"
 DOODAD_TABLE = "GroundEffectDoodad.dbc"
 
@@ -60,6 +65,9 @@ class BakeResult:
     cpu_seconds: dict = field(default_factory=dict)  # the same stages in this process's CPU time
     unknown_effects: dict = field(default_factory=dict)  # {"ids": [...], "cells": n}: ids the tables lack
     no_grass: str | None = None  # why a tile got no instance (placement.why_no_grass)
+    #: placements the client's draw capacity left out (None: not applied, as for the coverage placement)
+    capacity_dropped: int | None = None
+    notes: list[str] = field(default_factory=list)  # "note: ..." lines for the user (once per bake)
 
     def to_dict(self) -> dict:
         """JSON shape: ``file`` is the bundle; ``model_count`` a number (``missing_models`` a list)."""
@@ -67,6 +75,7 @@ class BakeResult:
         d["tile"] = list(self.tile)
         d["file"] = d.pop("path")
         d["model_count"] = d.pop("models")
+        d["capacity_dropped_count"] = d.pop("capacity_dropped")
         return d
 
 
@@ -122,12 +131,19 @@ class ModelTable:
     def __init__(self, read: Callable[[str], bytes] | None):
         self.read = read
         self._cache: dict[str, B.ModelInfo] = {}
+        self._geometry: dict[str, ModelGeometry] = {}
+
+    def geometry(self, path: str) -> ModelGeometry:
+        """The texture and first-submesh counts the client's draw capacity takes (grass/capacity.py)."""
+        self.info(path)
+        return self._geometry[path.lower()]
 
     def info(self, path: str) -> B.ModelInfo:
         hit = self._cache.get(path.lower())
         if hit is not None:
             return hit
         info = B.ModelInfo(path)
+        geometry = missing_geometry(path)
         if self.read is not None:
             try:
                 from wowgrass.formats.m2 import M2Model
@@ -137,9 +153,11 @@ class ModelTable:
                 z = pos[:, 2] if len(pos) else np.array([model.bbox_min[2], model.bbox_max[2]], np.float32)
                 info = B.ModelInfo(path, True, tuple(model.bbox_min), tuple(model.bbox_max),
                                    float(z.min()), float(z.max()))
+                geometry = model_geometry(model, path)
             except (GameFileNotFound, FileNotFoundError, FormatError):
                 pass  # recorded as missing: the viewer names it
         self._cache[path.lower()] = info
+        self._geometry[path.lower()] = geometry
         return info
 
 
@@ -204,8 +222,10 @@ def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
 
 
 def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
-               effect_ids) -> dict:
-    return {
+               effect_ids, capacity: list[ModelGeometry] | None = None) -> dict:
+    """What a bundle's key hashes; ``capacity``: the models' textures and counts a client bake's draw
+    capacity takes (``capacity_models``: [texture, vertices, indices, known] per model)."""
+    prov = {
         "format": "wowgrass-bundle",
         "format_version": B.FORMAT_VERSION,
         "placement_version": PLACEMENT_VERSION,
@@ -220,6 +240,9 @@ def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, model
         "constants": strategy.constants.to_dict(),
         "models": [m.to_dict() for m in models],
     }
+    if capacity is not None:
+        prov["capacity_models"] = [g.to_list() for g in capacity]
+    return prov
 
 
 def bake_tile(
@@ -267,8 +290,16 @@ def bake_tile(
     used_models = np.unique(np.asarray(catalog.slot_model)[rows[rows >= 0]])
     used_models = used_models[used_models >= 0]
     infos = [models.info(catalog.models[m]) for m in used_models.tolist()]
+    # the client placement keeps its scatter order in the bundle, and what the draw capacity keeps of it
+    client = strategy.name == "client"
+    capacity = None
+    if client and strategy.constants.client_capacity:
+        capacity = [models.geometry(catalog.models[m]) for m in used_models.tolist()]
     prov = provenance(adt_bytes=adt_bytes, tile=tile, catalog=catalog, strategy=strategy, map_name=map_name,
-                      big_alpha=big_alpha, models=infos, effect_ids=effect_ids)
+                      big_alpha=big_alpha, models=infos, effect_ids=effect_ids, capacity=capacity)
+    notes = [n for n in (client_picks_note(strategy.constants, catalog) if client else None,) if n]
+    if capacity is not None and is_335_routine(catalog) and any(not g.known for g in capacity):
+        notes.append(MISSING_CAPACITY_NOTE)
     key = B.provenance_key(prov)
     col, row = int(tile.col), int(tile.row)
     path = Path(out) if out is not None else bundle_path(map_name, col, row, strategy.name, key)
@@ -277,7 +308,8 @@ def bake_tile(
         try:
             with B.read_bundle(path, expect_key=key) as old:
                 result = BakeResult(map_name, (col, row), str(path), key, old.instance_count, len(old.models),
-                                    [m.path for m in old.models if not m.info.present], True)
+                                    [m.path for m in old.models if not m.info.present], True,
+                                    capacity_dropped=old.capacity_dropped, notes=notes)
             result.seconds = {"parse": t1 - t0, "total": time.perf_counter() - t0}
             result.unknown_effects = unknown
             log.info("tile %d,%d: cache hit %s (%s instances)", col, row, path, f"{result.instances:,}")
@@ -289,12 +321,20 @@ def bake_tile(
             log.warning("%s; the bundle is baked again", exc)
     t2, c2 = time.perf_counter(), time.process_time()
     inst = strategy.place(tile, catalog, map_name=map_name)
+    dropped = None
+    if capacity is not None:
+        geometry = dict(zip(used_models.tolist(), capacity))
+        keep = draw_capacity(inst.chunk, inst.model, geometry, client_picks(strategy.constants, catalog),
+                             is_335_routine(catalog))
+        dropped = int(keep.size - np.count_nonzero(keep))
+        if dropped:
+            inst = inst.take(keep)
     t3, c3 = time.perf_counter(), time.process_time()
     # the bundle's model table: catalogue model index -> info (only models in use get instances)
     table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))
     if writes is not None:
         writes.wait()  # the last bundle is on disk: its buffer may be reused
-    data = B.instances_bundle_data(inst, table, prov, direct=direct)
+    data = B.instances_bundle_data(inst, table, prov, direct=direct, scatter_order=client, capacity_dropped=dropped)
 
     def write():
         write_atomic(path, data, durable=out is not None, sweep=False)  # the cache is checksummed
@@ -312,7 +352,7 @@ def bake_tile(
     return BakeResult(map_name, (col, row), str(path), key, len(inst), int(present.size), missing, False, rebuilt,
                       {"parse": t1 - t0, "place": t3 - t2, "write": t4 - t3, "total": time.perf_counter() - t0},
                       {"parse": c1 - c0, "place": c3 - c2, "write": c4 - c3, "total": time.process_time() - c0},
-                      unknown, None if len(inst) else why_no_grass(tile, catalog))
+                      unknown, None if len(inst) else why_no_grass(tile, catalog), dropped, notes)
 
 
 class _ModelInfos:

@@ -12,6 +12,7 @@ byte-level spec in docs/bake.md)::
     ...    provenance                          canonical JSON (ADT hash, DBC rows, strategy, constants, ...)
     64k    cell counts  u2[256*64]              instances per MCNK cell (chunk-major, r*8+c)
     64k    instances, model 0, model 1, ...     INSTANCE_DTYPE arrays, each 64-byte aligned
+    64k    scatter order (flag 0x1)            u4 per instance in file order: its place in the scatter
     end    file_size
 
 The checksum is CRC-32 of every byte of the file except the checksum field itself. A file that
@@ -55,6 +56,10 @@ assert INSTANCE_DTYPE.itemsize == 16
 
 MODEL_PRESENT = 0x1  # the model file was found; bbox and z range are real
 
+#: header flags
+FLAG_SCATTER_ORDER = 0x1  # a u4 per instance (file order) gives its place in the placement's order
+FLAG_CAPACITY = 0x2  # the client's draw capacity was applied: ``capacity_dropped`` placements left out
+
 MODEL_DTYPE = np.dtype(
     [
         ("path_offset", "<u4"),  # into the string block
@@ -90,7 +95,9 @@ HEADER_SPEC = (
     ("data_offset", "Q"),
     ("file_size", "Q"),
     ("key", "32s"),  # sha256 of the canonical provenance JSON: the cache key
-    ("reserved", "24s"),
+    ("order_offset", "Q"),  # the scatter order block (FLAG_SCATTER_ORDER), else 0
+    ("capacity_dropped", "I"),  # placements the draw capacity left out (FLAG_CAPACITY), else 0
+    ("reserved", "12s"),
     ("checksum", "I"),  # crc32 of the file with these 4 bytes left out
 )
 _HEADER = struct.Struct("<" + "".join(code for _, code in HEADER_SPEC))
@@ -218,6 +225,11 @@ class Bundle:
     cell_counts: np.ndarray  # (256, 8, 8) u2
     file_size: int
     _mmap: object = field(default=None, repr=False)
+    #: (n,) u4 in file order (model by model): each instance's place in the placement's (scatter)
+    #: order, or None where the bundle does not record it
+    scatter_order: np.ndarray | None = None
+    #: placements the client's draw capacity left out, or None where it was not applied
+    capacity_dropped: int | None = None
 
     @property
     def instance_count(self) -> int:
@@ -269,6 +281,8 @@ class Bundle:
                 "max": int(filled.max()) if filled.size else 0,
                 "histogram": {str(i): int(hist[i]) for i in np.flatnonzero(hist).tolist()},
             },
+            "scatter_order": self.scatter_order is not None,
+            "capacity_dropped_count": self.capacity_dropped,
             "bytes_per_instance": INSTANCE_DTYPE.itemsize,
             "file_size": self.file_size,
             "file_bytes_per_instance": (self.file_size / n) if n else None,
@@ -294,20 +308,25 @@ def bundle_bytes(
     provenance: dict,
     tile: tuple[int, int],
     cell_counts: np.ndarray | None = None,
+    scatter_order: bool = False,
+    capacity_dropped: int | None = None,
 ) -> bytes:
     """Serialize a bundle. ``model_index`` indexes ``models``; only models with instances are kept."""
     return bytes(_bundle_buffer(model_index=model_index, pos=pos, yaw=yaw, scale=scale, models=models,
-                                provenance=provenance, tile=tile, cell_counts=cell_counts))
+                                provenance=provenance, tile=tile, cell_counts=cell_counts,
+                                scatter_order=scatter_order, capacity_dropped=capacity_dropped))
 
 
 def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, cell_counts=None, records=None,
-                   aligned: bool = False):
+                   aligned: bool = False, scatter_order: bool = False, capacity_dropped: int | None = None):
     """:func:`bundle_bytes` without the final copy: the records are packed once, in input order,
     and gathered into model order straight into the file's buffer (a tile is 2.6 MB) as pairs
     of 8-byte words (which take copies fast); each model's block is checksummed as it lands
     (while it is in the cache), the header first. A bytearray, or with ``aligned`` an
     :class:`~wowgrass.fileio.AlignedBlock` in this thread's reused page-aligned buffer (valid
-    until the thread's next aligned bundle)."""
+    until the thread's next aligned bundle). ``scatter_order``: also record each instance's
+    place in the input order (the client placement's scatter order, which the grouping by model
+    loses); ``capacity_dropped``: how many placements the client's draw capacity left out."""
     model_index = np.asarray(model_index).reshape(-1)
     n = model_index.shape[0]
     small = 0 < len(models) <= 0x10000
@@ -348,6 +367,11 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
     for i, c in enumerate(block_counts):
         table[i]["data_offset"] = offset
         offset = _align(offset + c * INSTANCE_DTYPE.itemsize)
+    data_end = offset
+    order_offset = 0
+    if scatter_order:
+        order_offset = offset
+        offset = _align(offset + n * 4)
     file_size = offset
 
     if aligned:
@@ -361,6 +385,8 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
             end = int(table[i]["data_offset"]) + c * INSTANCE_DTYPE.itemsize
             buf[end:_align(end)] = bytes(_align(end) - end)
         scratch[file_size:] = bytes(len(scratch) - file_size)
+        if scatter_order:
+            buf[order_offset + 4 * n : file_size] = bytes(file_size - order_offset - 4 * n)
     else:
         buf = bytearray(file_size)
     buf[models_offset:strings_offset] = table.tobytes()
@@ -372,7 +398,7 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
         "magic": MAGIC,
         "version": FORMAT_VERSION,
         "header_size": HEADER_SIZE,
-        "flags": 0,
+        "flags": (FLAG_SCATTER_ORDER if scatter_order else 0) | (FLAG_CAPACITY if capacity_dropped is not None else 0),
         "model_count": len(used),
         "tile_col": int(tile[0]),
         "tile_row": int(tile[1]),
@@ -386,6 +412,8 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
         "data_offset": data_offset,
         "file_size": file_size,
         "key": hashlib.sha256(prov).digest(),  # provenance_key() of the JSON written above
+        "order_offset": order_offset,
+        "capacity_dropped": 0 if capacity_dropped is None else int(capacity_dropped),
         "reserved": b"",
         "checksum": 0,
     }
@@ -398,7 +426,10 @@ def _bundle_buffer(*, model_index, pos, yaw, scale, models, provenance, tile, ce
         dest = np.frombuffer(buf, np.uint64, count=2 * c, offset=at).reshape(c, 2)
         np.take(words, order[start : start + c], axis=0, out=dest, mode="clip")  # "raise" buffers out
         start += c
-        crc = zlib.crc32(view[at : int(table[i + 1]["data_offset"]) if i + 1 < len(block_counts) else file_size], crc)
+        crc = zlib.crc32(view[at : int(table[i + 1]["data_offset"]) if i + 1 < len(block_counts) else data_end], crc)
+    if scatter_order:  # file position j holds input record order[j]
+        buf[order_offset : order_offset + 4 * n] = order.astype("<u4").tobytes()
+    crc = zlib.crc32(view[data_end:file_size], crc)
     del dest, view  # the buffer's views go before it is handed on
     struct.pack_into("<I", buf, CHECKSUM_OFFSET, crc & 0xFFFFFFFF)
     return AlignedBlock(scratch, file_size) if aligned else buf
@@ -416,7 +447,8 @@ def write_instances_bundle(path, instances, models: Sequence[ModelInfo], provena
                         sweep=False)  # bake_map sweeps the folder
 
 
-def instances_bundle_data(instances, models: Sequence[ModelInfo], provenance: dict, *, direct: bool = False):
+def instances_bundle_data(instances, models: Sequence[ModelInfo], provenance: dict, *, direct: bool = False,
+                          scatter_order: bool = False, capacity_dropped: int | None = None):
     """The bundle file of :func:`write_instances_bundle`, to write later: a bytearray, or with
     ``direct`` (where the system has O_DIRECT) an :class:`~wowgrass.fileio.AlignedBlock` in
     this thread's aligned buffer, valid until the thread builds its next one."""
@@ -433,6 +465,8 @@ def instances_bundle_data(instances, models: Sequence[ModelInfo], provenance: di
         provenance=provenance,
         tile=tuple(int(v) for v in provenance.get("tile", (0, 0))),
         cell_counts=instances.cell_counts(),
+        scatter_order=scatter_order,
+        capacity_dropped=capacity_dropped,
     )
 
 
@@ -601,6 +635,15 @@ def _parse(buf, spath, path, expect_key, verify) -> Bundle:
     if total != h["instance_count"]:
         raise FormatError(f"models hold {total} instances, header says {h['instance_count']}", path=spath,
                           offset=0x14)
+    order = None
+    if h["flags"] & FLAG_SCATTER_ORDER:
+        off = h["order_offset"]
+        if off % ALIGN:
+            raise FormatError(f"scatter order at {off} not {ALIGN}-byte aligned", path=spath, offset=off)
+        region(off, 4 * total, "scatter order")
+        order = np.frombuffer(buf, "<u4", count=total, offset=off).copy()  # small: outlives the map
+        if total and int(order.max()) >= total:
+            raise FormatError(f"scatter order names place {int(order.max())} of {total}", path=spath, offset=off)
     return Bundle(
         path=path,
         version=h["version"],
@@ -611,6 +654,8 @@ def _parse(buf, spath, path, expect_key, verify) -> Bundle:
         cell_counts=cells,
         file_size=len(buf),
         _mmap=buf,
+        scatter_order=order,
+        capacity_dropped=int(h["capacity_dropped"]) if h["flags"] & FLAG_CAPACITY else None,
     )
 
 

@@ -12,6 +12,9 @@ Pure numpy: arrays in, arrays out; no I/O, no GL. Two strategies share one inter
   chunk from global chunk coordinates, ``client_picks`` cell picks with repeats, the 2-bit
   doodadMapping, ``Density`` doodads per pick (0 means 8, no cap), round-robin slots (1.12/2.4.3)
   or the 16-slot weight bag and the slope rule (3.3.5), in float32 as the clients compute.
+  noEffectDoodad cells are skipped in every build (``client_no_effect_335=0``: the first 3.3.5
+  decode's untested variant); 3.3.5 takes at least 16 picks, as its CVar's clamp. What the
+  clients' draw side keeps of the scatter is grass/capacity.py's (applied by the bake).
 
 Builds: 1.12, 2.4.3 and 3.3.5 (the catalogue says which; 1.12/2.4.3 rows carry no weights).
 
@@ -60,7 +63,7 @@ from wowgrass.formats.adt import UNIT_SIZE as UNIT
 from wowgrass.grass.bundle import scale_word
 
 # Bump when a code change moves any instance: it is part of every bundle's provenance.
-PLACEMENT_VERSION = 2
+PLACEMENT_VERSION = 3
 
 CELLS = 64  # 8x8 cells per chunk
 TEXELS_PER_CELL = 64  # 8x8 alpha texels per cell
@@ -88,9 +91,10 @@ CONSTANT_RANGES = {
     # the random counters hold a cell/pick index below 2**40 and a clump index below 2**20
     "max_placements_per_sample": (0, (1 << 20) - 1, "clumps per cell"),
     "coverage_scale": (1 / 4096, _SCALE_MAX, "bundles store scale in 1/4096 steps below 16"),
-    "client_picks": (1, 256, "the clients clamp frillDensity / groundEffectDensity to 1 .. 256"),
+    "client_picks": (1, 256, "1.12 clamps frillDensity to 1 .. 256 (3.3.5 groundEffectDensity to 16 .. 256)"),
     "client_min_normal_z": (-1.0, 1.0, "the z of a unit normal"),
-    "client_no_effect_335": (0, 1, "0 = as the 3.3.5 decode (no test), 1 = the 1.12 rule"),
+    "client_no_effect_335": (0, 1, "1 = tested, as the 3.3.5 client does; 0 = the first decode's untested variant"),
+    "client_capacity": (0, 1, "1 = keep what the client's draw capacity keeps; 0 = the whole scatter"),
     "seed": (-(1 << 63), (1 << 63) - 1, "a 64-bit integer"),
 }
 
@@ -112,7 +116,8 @@ class PlacementConstants:
     # --- client strategy (client.md; docs/bake.md) ---
     client_picks: int = 16  # frillDensity / groundEffectDensity (default 16): cell picks per chunk
     client_min_normal_z: float = 0.4  # 3.3.5 MIN_NORMAL_Z (0.4f): steeper triangles get nothing
-    client_no_effect_335: int = 0  # 3.3.5: 1 also skips noEffectDoodad cells (the decode does not)
+    client_no_effect_335: int = 1  # 3.3.5 skips noEffectDoodad cells; 0: the first decode's untested variant
+    client_capacity: int = 1  # drop what the client's draw capacity drops (grass/capacity.py)
     # --- coverage strategy ---
     seed: int = 0  # mixed into every chunk key; the client strategy's seeds are the clients' own
 
@@ -189,6 +194,12 @@ class Instances:
 
     def model_counts(self) -> np.ndarray:
         return np.bincount(self.model, minlength=len(self.models)).astype(np.int64)
+
+    def take(self, keep: np.ndarray) -> Instances:
+        """The instances where ``keep`` (bool, (n,)) is set, in the same order."""
+        return Instances(model=self.model[keep], pos=np.ascontiguousarray(self.pos[keep]), yaw=self.yaw[keep],
+                         scale=self.scale[keep], chunk=self.chunk[keep], cell=self.cell[keep],
+                         models=list(self.models))
 
 
 # ----------------------------------------------------------------------------- random numbers
@@ -859,9 +870,30 @@ _TRI_VERTICES = ((17, 0), (0, 1), (18, 17), (1, 18))
 _CELL_CORNER = ((0, 0), (0, -1), (-1, -1), (-1, 0))  # in units of CELL_STEP's magnitude
 
 
-def _is_wotlk(catalog) -> bool:
+def is_335_routine(catalog) -> bool:
     """The 3.3.5 routine (weight bag, slope rule, rotation before scale) or the 1.12/2.4.3 one."""
     return getattr(catalog, "build", None) == "3.3.5" or bool(catalog.has_weights)
+
+
+#: 3.3.5 clamps groundEffectDensity to 16 .. 256 ([F] CWorldParam, [C]); 1.12 frillDensity to 1 .. 256 [B]
+PICKS_MIN_335 = 16
+
+
+def client_picks(constants: PlacementConstants, catalog) -> int:
+    """The cell picks per chunk the client takes for ``constants.client_picks``: 3.3.5 raises a
+    value below 16 to 16, as its CVar does; 1.12/2.4.3 take 1 .. 256 as asked."""
+    picks = int(constants.client_picks)
+    return max(picks, PICKS_MIN_335) if is_335_routine(catalog) else picks
+
+
+def client_picks_note(constants: PlacementConstants, catalog) -> str | None:
+    """The line to show where ``-C client_picks`` asks 3.3.5 for fewer picks than its client takes."""
+    asked = int(constants.client_picks)
+    taken = client_picks(constants, catalog)
+    if taken == asked:
+        return None
+    return (f"note: client_picks={asked} is below what the 3.3.5 client takes (groundEffectDensity is clamped to "
+            f"{PICKS_MIN_335} .. 256): placing with {taken} picks a chunk")
 
 
 def _exact_effect_rows(tile, catalog) -> np.ndarray:
@@ -940,8 +972,8 @@ class ClientPlacement:
 
     def place(self, tile, catalog, *, map_name: str) -> Instances:  # noqa: ARG002 (the seeds are global)
         k = self.constants
-        wotlk = _is_wotlk(catalog)
-        picks = int(k.client_picks)
+        wotlk = is_335_routine(catalog)
+        picks = client_picks(k, catalog)
         seeds = client_chunk_seeds(tile)
         n_layers = np.asarray(tile.n_layers).astype(np.int64).reshape(256)
         rows = _exact_effect_rows(tile, catalog)  # (256, 4)

@@ -224,7 +224,15 @@ def open_scene(target, src, opts: ViewOptions, say, moving: bool = True):
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=opts.grass_path,
                           wind=opts.wind, wind_falloff=opts.wind_falloff, look=opts.look)
     rings = opts.rings if opts.rings is not None else RingSettings()
-    grass_settings = GrassSettings.for_look(opts.look, opts.grass_distance, rings)
+    catalog = getattr(src, "catalog", None)
+    build = getattr(catalog, "build", None)
+    grass_settings = GrassSettings.for_look(opts.look, opts.grass_distance, rings, build=build)
+    if getattr(src, "placement", None) == "client" and catalog is not None:
+        from wowgrass.grass.placement import PlacementConstants, client_picks_note
+
+        line = client_picks_note(src.constants or PlacementConstants(), catalog)
+        if line:
+            say(line)
     scene = Scene(target.ctx, progs, src, placeholders=opts.placeholders, grass_settings=grass_settings,
                   grass_culling=opts.grass_culling, grass_path=opts.grass_path, terrain_reach=TERRAIN_REACH,
                   grid_draw=opts.grid_draw, client_look=opts.look == "client", horizon=open_horizon(src, opts, say),
@@ -341,7 +349,8 @@ def describe_view(opts: ViewOptions, data, src, scene, viewer, *, load_s: float)
         "liquid_errors": {f"{c},{r}": e for (c, r), e in getattr(src, "liquid_errors", {}).items()},
         "tile_errors": {f"{c},{r}": e for (c, r), e in scene.errors.items()},
         "load_seconds": load_s,
-        "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path} for b in src.bakes],
+        "bundles": [{"tile": list(b.tile), "cache_hit": b.cache_hit, "file": b.path,
+                     "capacity_dropped_count": b.capacity_dropped} for b in src.bakes],
         "grass_path": opts.grass_path, "wind": opts.wind, "wind_falloff": opts.wind_falloff,
         "look": opts.look, "placement": src.placement, "grass_distance": scene.grass.settings.draw_distance,
         "grass_fade_start": scene.grass.settings.fade_start,

@@ -46,7 +46,8 @@ HORIZON_REACH = 32 * TILE_SIZE
 
 # view --look client (client.md section 5): groundEffectDist's default, and the fade over its last 15%
 CLIENT_DRAW_DISTANCE = 70.0
-CLIENT_FADE_FROM = 0.85  # fraction of the draw distance where the fade starts
+CLIENT_FADE_FROM = 0.85  # 3.3.5: fraction of groundEffectDist where the fade starts [F]
+CLIENT_FADE_FROM_112 = 0.75  # 1.12 and 2.4.3: a fixed 70 yards faded over its last quarter, from 52.5 [B]
 DEFAULT_FADE_FROM = FADE_START_DISTANCE / DRAW_DISTANCE  # the default look's, when --grass-distance moves it
 
 EYE_HEIGHT = 1.7  # world units above the ground (a human is ~2.0 units tall, the grass reference's size oracle)
@@ -134,6 +135,11 @@ def wind_defines(wind: str = "classic", falloff: str = "smoothstep") -> dict:
     return {"WOW_GRASS_WIND": WIND_MODES.index(wind), "WOW_GRASS_WIND_FALLOFF": WIND_FALLOFFS.index(falloff)}
 
 
+def client_fade_from(build: str | None) -> float:
+    """The fraction of the draw distance where the client look's fade starts, per build (client.md §5)."""
+    return CLIENT_FADE_FROM_112 if build in ("1.12", "2.4.3") else CLIENT_FADE_FROM
+
+
 @dataclass
 class GrassSettings:
     """What goes into sway.glsl's ``uGrassParams`` (through the frame block); defaults are the grass
@@ -150,13 +156,15 @@ class GrassSettings:
     rings: RingSettings = field(default_factory=RingSettings)
 
     @classmethod
-    def for_look(cls, look: str = "default", distance: float | None = None, rings: RingSettings | None = None):
+    def for_look(cls, look: str = "default", distance: float | None = None, rings: RingSettings | None = None,
+                 build: str | None = None):
         """The settings of a look: ``"default"`` (the grass reference's: fade 160 -> 220, sway, the
-        rings) or ``"client"`` (the clients': draw distance 70, fade from 85% of it, no sway, no
-        rings); ``distance`` moves the draw distance (and the fade with it, in proportion)."""
+        rings) or ``"client"`` (the clients': draw distance 70, no sway, no rings, faded as ``build``
+        does: 3.3.5 (and an unknown build) from 85% of it, 1.12 and 2.4.3 over its last quarter);
+        ``distance`` moves the draw distance (and the fade with it, in proportion)."""
         if look == "client":
             d = CLIENT_DRAW_DISTANCE if distance is None else float(distance)
-            return cls(fade_start=d * CLIENT_FADE_FROM, draw_distance=d, enabled=False,
+            return cls(fade_start=d * client_fade_from(build), draw_distance=d, enabled=False,
                        rings=RingSettings(enabled=False))
         rings = rings if rings is not None else RingSettings()
         if distance is None:

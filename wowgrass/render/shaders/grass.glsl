@@ -111,7 +111,8 @@ void main() {
     vec3 n = vec3(nxy, sqrt(max(1.0 - dot(nxy, nxy), 0.0)));
     vec3 turned = (i_extra.z & 1u) != 0u ? alongSlope(p, n, c, s) : vec3(c * p.x - s * p.y, s * p.x + c * p.y, p.z);
     vec3 world = i_pos + turned * scale;
-    // opaque to 85% of the draw distance, gone at 100%: an alpha ramp (the clients' c9 constant)
+    // opaque to the fade start (3.3.5: 85% of the draw distance; 1.12, 2.4.3: 52.5 of 70), gone at
+    // the draw distance: an alpha ramp (the clients' c9 constant)
     float fade = clamp((uGrassParams[0].w - d) / max(uGrassParams[0].w - uGrassParams[0].z, 1e-3), 0.0, 1.0);
     gl_Position = uViewProj * vec4(world, 1.0);
     v_data = vec4(in_uv, fade, height);

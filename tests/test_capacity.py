@@ -1,0 +1,231 @@
+"""The clients' draw capacity (grass/capacity.py): what of the scatter a chunk draws, and how client
+bakes keep it (the dropped count, the scatter order) in the bundle."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from wowgrass.cli.main import cli
+from wowgrass.formats.m2 import M2Model, M2Texture, make_vertices, write_m2
+from wowgrass.grass.bundle import read_bundle
+from wowgrass.grass.capacity import ModelGeometry, budget_335, draw_capacity, missing_geometry, model_geometry
+
+
+def port_reference(chunk, model, geometry, picks, wotlk):
+    """The draw side as the second 3.3.5 port writes it, placement by placement (and 1.12's cap)."""
+    keep = np.zeros(len(chunk), bool)
+    if not wotlk:
+        seen = {}
+        for k, c in enumerate(chunk.tolist()):
+            seen[c] = seen.get(c, 0) + 1
+            keep[k] = seen[c] <= min(picks << 6, 8192)
+        return keep
+    budget = min(max(picks, 16) * 64, 4096)
+    batches = {}  # chunk -> [[texture, vertices, indices], ...] (at most four)
+    for k, (c, m) in enumerate(zip(chunk.tolist(), model.tolist())):
+        g = geometry[m]
+        open_ = batches.setdefault(c, [])
+        use = next((b for b in open_ if b[0] == g.texture and b[1] + g.vertex_count < budget
+                    and b[2] + g.index_count < budget), None)
+        if use is None and len(open_) < 4:
+            use = [g.texture, 0, 0]
+            open_.append(use)
+        if use is None:
+            continue
+        use[1] += g.vertex_count
+        use[2] += g.index_count
+        keep[k] = True
+    return keep
+
+
+def random_scatter(rng, n, chunks, models):
+    chunk = np.sort(rng.integers(0, chunks, n)).astype(np.uint16)  # scatter order: chunk by chunk
+    return chunk, rng.integers(0, models, n)
+
+
+@pytest.mark.parametrize("sizes", ["none", "small", "filling", "filling-per-texture"])
+@pytest.mark.parametrize("picks", [16, 48, 256])
+def test_batches_match_the_ports_loop(sizes, picks):
+    rng = np.random.default_rng(picks + len(sizes))
+    textures = ["a.blp", "b.blp", "c.blp", "d.blp", "e.blp", "f.blp"]
+    scale = {"none": 0, "small": 1, "filling": 60, "filling-per-texture": 60}[sizes]
+    geometry = {m: ModelGeometry(textures[rng.integers(0, 6)], int(rng.integers(1, 9)) * scale,
+                                 int(rng.integers(3, 30)) * scale) for m in range(12)}
+    if sizes == "filling-per-texture":  # one size a texture: the closed form, not the steps
+        geometry = {m: ModelGeometry(g.texture, 7 * len(g.texture) * (ord(g.texture[0]) - 90), 40 + ord(g.texture[0]))
+                    for m, g in geometry.items()}
+    chunk, model = random_scatter(rng, 6000, 40, 12)
+    got = draw_capacity(chunk, model, geometry, max(picks, 16), True)
+    want = port_reference(chunk, model, geometry, picks, True)
+    assert (got == want).all()
+    if sizes.startswith("filling"):  # the batches fill: more than the fifth texture goes
+        assert (~got).sum() > (~draw_capacity(chunk, model, {m: ModelGeometry(g.texture) for m, g in
+                                                              geometry.items()}, picks, True)).sum()
+
+
+def test_a_fifth_texture_is_dropped_and_a_full_batch_opens_another():
+    geometry = {m: ModelGeometry(f"t{m}", 100, 150) for m in range(6)}
+    # one chunk: textures 0..4 in turn; the fifth never gets a batch
+    chunk = np.zeros(10, np.uint16)
+    model = np.array([0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
+    keep = draw_capacity(chunk, model, geometry, 16, True)
+    assert keep.tolist() == [True, True, True, True, False] * 2
+    # budget 1024 at 16 picks: a batch takes six of a 150-index model (900 + 150 = 1050 is not < 1024),
+    # the seventh opens a second batch of the same texture, ... until four are open
+    assert budget_335(16) == 1024 and budget_335(48) == 3072 and budget_335(256) == 4096
+    model = np.zeros(30, np.int64)
+    keep = draw_capacity(np.zeros(30, np.uint16), model, geometry, 16, True)
+    assert keep.sum() == 4 * 6 and keep[:24].all()
+    # a chunk's batches are its own
+    keep = draw_capacity(np.repeat(np.arange(2, dtype=np.uint16), 30), np.zeros(60, np.int64), geometry, 16, True)
+    assert keep.sum() == 2 * 24
+
+
+def test_missing_models_are_textures_of_their_own_that_never_fill():
+    g = missing_geometry("World\\NoDXT\\Detail\\Gone01.m2")
+    assert not g.known and g.vertex_count == 0 and "gone01.m2" in g.texture
+    geometry = {m: missing_geometry(f"m{m}.m2") for m in range(5)}
+    keep = draw_capacity(np.zeros(5000, np.uint16), np.arange(5000) % 5, geometry, 16, True)
+    assert keep.sum() == 4000 and not keep[4::5].any()
+
+
+def test_112_keeps_the_instance_cap_of_its_decode():
+    chunk = np.repeat(np.arange(3, dtype=np.uint16), [100, 2000, 9000])
+    model = np.zeros(chunk.size, np.int64)
+    for picks in (1, 16, 256):
+        got = draw_capacity(chunk, model, {}, picks, False)
+        assert (got == port_reference(chunk, model, {}, picks, False)).all()
+    assert draw_capacity(chunk, model, {}, 16, False).sum() == 100 + 1024 + 1024
+    assert draw_capacity(chunk, model, {}, 256, False).sum() == 100 + 2000 + 8192
+
+
+def test_model_geometry_is_the_first_batch_by_index_start():
+    verts = make_vertices(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 1], [2, 2, 2]], "f4"))
+    m2, skin = write_m2(verts, [0, 1, 2, 1, 3, 2], name="Tuft", textures=[M2Texture(0, 0, "World/NoDXT/Detail/Tuft.BLP")])
+    model = M2Model.from_bytes(m2, "Tuft.m2", skin=skin)
+    g = model_geometry(model, "World\\NoDXT\\Detail\\Tuft.m2")
+    assert g == ModelGeometry("world\\nodxt\\detail\\tuft.blp", int(model.view.submeshes[0]["vertex_count"]), 6, True)
+    # a replaceable texture has no file: the model's own key
+    m2, skin = write_m2(verts, [0, 1, 2], name="R", textures=[M2Texture(11, 0, "")])
+    g = model_geometry(M2Model.from_bytes(m2, "R.m2", skin=skin), "R.m2")
+    assert g.texture.startswith("<model r.m2") and g.index_count == 3
+
+
+# ----------------------------------------------------------------------------- client bakes
+
+
+def _five_per_chunk_reference(inst):
+    """Placements a chunk keeps when every model is a texture of its own that never fills: those
+    of its first four distinct models, in scatter order."""
+    keep, seen = [], {}
+    for c, m in zip(inst.chunk.tolist(), inst.model.tolist()):
+        first = seen.setdefault(c, [])
+        if m not in first and len(first) < 4:
+            first.append(m)
+        keep.append(m in first)
+    return np.array(keep)
+
+
+def test_real_tile_client_bake_drops_what_the_capacity_drops(realdata, tmp_path):
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.grass.bake import load_catalog
+    from wowgrass.grass.placement import ClientPlacement
+
+    adt = realdata / "adt" / "continent4229.adt"
+    runner = CliRunner()
+    r = runner.invoke(cli, ["bake", str(adt), "--dbc", str(realdata / "dbc" / "3.3.5"), "--placement", "client",
+                            "-o", str(tmp_path / "c.wgb")])
+    assert r.exit_code == 0, r.output
+    # no grass model is public: all 16 are missing, each a texture of its own
+    assert "317 placements of 6,149 dropped (5.2 %)" in r.output
+    assert "each missing grass model counts as a texture of its own" in r.output
+    r = runner.invoke(cli, ["bake", str(adt), "--dbc", str(realdata / "dbc" / "3.3.5"), "--placement", "client",
+                            "-o", str(tmp_path / "c.wgb"), "--json"])
+    d = json.loads(r.stdout)
+    assert (d["capacity_dropped_count"], d["instance_count"], d["cache_hit"]) == (317, 6149 - 317, True)
+    assert any("counts as a texture of its own" in n for n in d["notes"])
+    r = runner.invoke(cli, ["bundle", "info", str(tmp_path / "c.wgb"), "--json"])
+    info = json.loads(r.stdout)
+    assert info["capacity_dropped_count"] == 317 and info["scatter_order"] is True
+    assert "317 placements dropped" in runner.invoke(cli, ["bundle", "info", str(tmp_path / "c.wgb")]).output
+
+    tile = AdtTile.from_bytes(adt.read_bytes())
+    inst = ClientPlacement().place(tile, load_catalog(dbc_dir=realdata / "dbc" / "3.3.5"), map_name="c")
+    kept = _five_per_chunk_reference(inst)
+    assert (~kept).sum() == 317
+    # the bundle's scatter order puts its instances back in the client's order: the kept placements
+    with read_bundle(tmp_path / "c.wgb") as b:
+        rows = b.instances()
+        order = b.scatter_order
+        paths = np.concatenate([[m.path] * len(m) for m in b.models])
+    back = np.empty_like(rows)
+    back[order] = rows
+    assert np.array_equal(back["pos"], inst.pos[kept])
+    names = np.empty(len(paths), object)
+    names[order] = paths
+    assert names.tolist() == [inst.models[m] for m in inst.model[kept].tolist()]
+
+
+def test_capacity_off_keeps_the_whole_scatter_and_coverage_bundles_record_none(realdata, tmp_path):
+    adt = str(realdata / "adt" / "continent4229.adt")
+    dbc = str(realdata / "dbc" / "3.3.5")
+    r = CliRunner().invoke(cli, ["bake", adt, "--dbc", dbc, "--placement", "client", "-C", "client_capacity=0",
+                                 "-o", str(tmp_path / "all.wgb"), "--json"])
+    d = json.loads(r.stdout)
+    assert d["instance_count"] == 6149 and d["capacity_dropped_count"] is None
+    with read_bundle(tmp_path / "all.wgb") as b:
+        assert b.capacity_dropped is None and sorted(b.scatter_order.tolist()) == list(range(6149))
+    r = CliRunner().invoke(cli, ["bake", adt, "--dbc", dbc, "-o", str(tmp_path / "cov.wgb"), "--json"])
+    assert json.loads(r.stdout)["capacity_dropped_count"] is None
+    with read_bundle(tmp_path / "cov.wgb") as b:
+        assert b.scatter_order is None and b.capacity_dropped is None
+
+
+def test_a_damaged_scatter_order_is_a_format_error(realdata, tmp_path):
+    import struct
+
+    from wowgrass.errors import FormatError
+    from wowgrass.grass.bundle import file_checksum
+
+    path = tmp_path / "c.wgb"
+    r = CliRunner().invoke(cli, ["bake", str(realdata / "adt" / "continent4229.adt"), "--dbc",
+                                 str(realdata / "dbc" / "3.3.5"), "--placement", "client", "-o", str(path)])
+    assert r.exit_code == 0, r.output
+    raw = bytearray(path.read_bytes())
+    (order_at,) = struct.unpack_from("<Q", raw, 0x64)
+    struct.pack_into("<I", raw, order_at, 10**9)  # a place past the instances
+    struct.pack_into("<I", raw, 0x7C, file_checksum(raw))
+    path.write_bytes(raw)
+    with pytest.raises(FormatError, match="scatter order names place"):
+        read_bundle(path)
+    assert CliRunner().invoke(cli, ["bundle", "info", str(path)]).exit_code == 2
+
+
+def test_sample_world_client_bake_takes_the_models_textures_and_counts(tmp_path):
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import adt_game_path, map_tiles
+    from wowgrass.game.tiles import read_adt
+    from wowgrass.grass.bake import ModelTable, bake_tile, load_catalog
+    from wowgrass.grass.placement import ClientPlacement
+    from wowgrass.samples import MAP_NAME, build_sample_world
+
+    data_dir = build_sample_world(tmp_path / "w", "3.3.5", (1, 1), seed=0)
+    with open_data(data_dir) as data:
+        cat = load_catalog(data=data)
+        mt = map_tiles(data, MAP_NAME)
+        raw = data.read(adt_game_path(MAP_NAME, *mt.tiles[0]))
+        table = ModelTable(data.read)
+        res = bake_tile(raw, cat, map_name=MAP_NAME, placement="client", models=table, big_alpha=mt.big_alpha,
+                        out=tmp_path / "s.wgb")
+        tile = read_adt(raw, None, mt.big_alpha)
+    inst = ClientPlacement().place(tile, cat, map_name=MAP_NAME)
+    geometry = {m: table.geometry(cat.models[m]) for m in np.unique(inst.model).tolist()}
+    assert all(g.known and g.vertex_count > 0 and g.texture.endswith(".blp") for g in geometry.values())
+    want = port_reference(inst.chunk, inst.model, geometry, 16, True)
+    assert res.capacity_dropped == int((~want).sum()) > 0 and res.instances == int(want.sum())
+    with read_bundle(res.path) as b:
+        assert b.provenance["capacity_models"] and b.capacity_dropped == res.capacity_dropped
