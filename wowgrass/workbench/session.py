@@ -140,8 +140,8 @@ class EditSession:
         st = Path(where).stat()
         return (Path(where), True), ("stat", st.st_size, st.st_mtime_ns)
 
-    def _changed_on_disk(self, game_path: str, source: tuple, fingerprint: tuple) -> str | None:
-        """Why the file behind ``game_path`` is not as it was loaded, or None."""
+    def _changed_on_disk(self, game_path: str, source: tuple, fingerprint: tuple) -> tuple | None:
+        """(file, why) when the file behind ``game_path`` is not as it was loaded, else None."""
         where, in_archive = source
         if where is None:
             return None
@@ -149,12 +149,12 @@ class EditSession:
             if in_archive:
                 st = Path(where).stat()
                 if ("stat", st.st_size, st.st_mtime_ns) != fingerprint:
-                    return f"{where} (holding {game_path}) changed on disk since it was loaded"
+                    return where, f"the archive holding {game_path} changed on disk since it was loaded"
                 return None
             if _sha(Path(where).read_bytes()) != fingerprint[1]:
-                return f"{where} changed on disk since it was loaded"
+                return where, "changed on disk since it was loaded"
         except FileNotFoundError:
-            return f"{where} was removed since it was loaded"
+            return where, "removed since it was loaded"
         return None
 
     # ------------------------------------------------------------------------------------ tiles
@@ -489,7 +489,10 @@ class EditSession:
 
     def conflicts(self) -> list[str]:
         """The files behind the session's changed tiles and tables that changed on disk since they
-        were loaded (another editor saved them)."""
+        were loaded (another editor saved them): ``PATH: why`` each."""
+        return [f"{p}: {why}" for p, why in self._conflicts()]
+
+    def _conflicts(self) -> list[tuple]:
         with self._lock:
             out = []
             for st in self._tiles.values():
@@ -519,15 +522,17 @@ class EditSession:
             files = self._pending()
             if not files:
                 return {"files": [], "tiles": [], "tables": [], "changed_byte_count": 0, "backups": []}
-            problems = self.conflicts()
+            problems = self._conflicts()
             if out_dir is not None:
                 for gp in files:
                     dest = Path(out_dir) / disk_path(gp)
                     if dest.is_file() and self._saved.get(str(dest)) != _sha(dest.read_bytes()) and \
                             not self._is_source(gp, dest):
-                        problems.append(f"{dest} exists and is not what this session loaded or saved")
+                        problems.append((dest, "exists and is not what this session loaded or saved"))
             if problems:
-                raise OutputError("; ".join(problems) + ": nothing written (reload, or save elsewhere)")
+                more = "".join(f"; {p}: {why}" for p, why in problems[1:])
+                raise OutputError(problems[0][0], None, f"{problems[0][1]}{more}; nothing written (reload, or save "
+                                  "elsewhere)")
             data = base_data(self.data)
             tops = [f for f in files if not self._loose(gp=f)] if in_place else []
             layers = list(getattr(data, "layers", ()) or ())
