@@ -93,6 +93,7 @@ class EditSession:
         self._history = History()
         self._tiles: dict[tuple[int, int], _Tile] = {}
         self._placed: dict[tuple[int, int], object] = {}
+        self._scan = None                          # the client's maps' effects per texture (suggestions)
         self._saved: dict[str, str] = {}          # file written by save -> sha256 (saving again over it is fine)
         self._mt = map_tiles(data, map_name, need_tiles=False)
         self._present = set(self._mt.tiles)
@@ -400,6 +401,32 @@ class EditSession:
             for key, idx in chunks.items():
                 change.chunks.setdefault(key, set()).update(int(i) for i in idx)
             return new_id
+
+    # ------------------------------------------------------------------------------------ suggestions
+    def suggestions(self, texture: str, n: int = 5, *, progress=None) -> list[dict]:
+        """For a texture: the effect ids the client's maps give it most often, best first, as
+        ``{"effect_id", "layer_count", "has_row"}`` (``has_row``: the session's tables have it, so
+        :meth:`assign_texture` takes it). The first call scans the client's maps (seconds; cached
+        in the cache folder after): call it off the frame's thread."""
+        from wowgrass.edit.suggest import client_effects
+
+        scan = self._scan
+        if scan is None:
+            scan = self._scan = client_effects(self.data, progress=progress)
+        return [{"effect_id": e, "layer_count": c, "has_row": self.catalog.row(e) is not None}
+                for e, c in scan.suggest(texture, n)]
+
+    def unassigned_textures(self) -> dict[str, int]:
+        """Textures with layers carrying no effect id in the tiles loaded so far: {texture: layers}."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for st in self._tiles.values():
+                t = st.tile
+                exists = np.arange(4)[None, :] < t.n_layers[:, None]
+                bare = exists & np.isin(t.layer_effect, NO_EFFECT_IDS)
+                for i, n in zip(*np.unique(t.layer_texture[bare], return_counts=True)):
+                    out[t.textures[int(i)]] = out.get(t.textures[int(i)], 0) + int(n)
+        return out
 
     # ------------------------------------------------------------------------------------ history
     def _restore(self, step: Step, which: int) -> Change:
