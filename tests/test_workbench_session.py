@@ -98,6 +98,31 @@ def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
     assert 0 < diff.size <= 8 * masks[WEST].reshape(256, -1).any(axis=1).sum()
 
 
+def concat(parts):
+    from wowgrass.grass.placement import Instances
+
+    parts = list(parts)
+    return Instances(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                       ("model", "pos", "yaw", "scale", "chunk", "cell")), parts[0].models)
+
+
+def same_instances(a, b) -> bool:
+    """The same instances in the same order within each chunk."""
+    oa, ob = np.argsort(a.chunk, kind="stable"), np.argsort(b.chunk, kind="stable")
+    return all(np.array_equal(getattr(a, f)[oa], getattr(b, f)[ob]) for f in ("model", "pos", "yaw", "scale", "cell"))
+
+
+@pytest.mark.parametrize("placement", ["client", "coverage"])
+def test_chunks_placed_alone_equal_the_whole_tiles_placement(world, placement):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME, placement=placement)
+        some = s.place_chunks(EAST, [3, 77, 130, 255])
+        everything = s.place_chunks(EAST, range(256))
+        whole = s.tile_instances(EAST)
+        assert same_instances(concat(everything.values()), whole) and len(whole) > 10_000
+        assert all(same_instances(some[i], everything[i]) for i in some)
+
+
 def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
     from wowgrass.grass.bake import bake_tile
     from wowgrass.game.effects import GroundEffectCatalog
@@ -118,7 +143,10 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
         assert idx in seen[3].chunks[WEST]
         live_chunk = s.chunk_instances(WEST, idx)
         assert len(live_chunk) != before
-        live = s.tile_instances(WEST)
+        parts = s.place_chunks(WEST, range(256))       # chunk by chunk, as a viewer re-places them
+        live = concat(parts.values())
+        whole = s.tile_instances(WEST)
+        assert same_instances(live, whole)
         out = tmp_path / "o"
         out.mkdir()
         assert s.save(out)["tables"] == [TEXTURE_PATH]     # the model had a doodad row already

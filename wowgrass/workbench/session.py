@@ -88,11 +88,15 @@ class EditSession:
         self.placement = placement
         self.msb_first = bool(msb_first)
         self.strategy = make_strategy(placement, constants)
+        from wowgrass.grass.bake import canonical_map
+
+        self._placed_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
         self._lock = threading.RLock()
         self._listeners: list = []
         self._history = History()
         self._tiles: dict[tuple[int, int], _Tile] = {}
-        self._placed: dict[tuple[int, int], object] = {}
+        self._placed: dict[tuple[int, int], object] = {}          # tile -> its whole placement
+        self._chunk_placed: dict[tuple, object] = {}                 # (tile, MCNK index) -> Instances
         self._scan = None                          # the client's maps' effects per texture (suggestions)
         self._saved: dict[str, str] = {}          # file written by save -> sha256 (saving again over it is fine)
         self._mt = map_tiles(data, map_name, need_tiles=False)
@@ -276,13 +280,13 @@ class EditSession:
             step.tiles[key] = ((st.raw, st.tile), (raw, t))
             change.chunks[key] = set(int(i) for i in chunks)
             st.raw, st.tile = raw, t
-            self._placed.pop(key, None)
+            self._forget_placed(key, change.chunks[key])
         if tables is not None and tables != self._tables:
             new = dict(self._tables)
             new.update(tables)
             step.tables = ((dict(self._tables), self.catalog), (new, self._make_catalog(new)))
             self._tables, self.catalog = step.tables[1]
-            self._placed.clear()
+            self._forget_placed(None)
             change.tables = True
         if change.empty:
             return change
@@ -436,16 +440,16 @@ class EditSession:
             raw, t = states[which]
             before = st.tile
             st.raw, st.tile = raw, t
-            self._placed.pop(key, None)
             diff = set()
             for name in ("layer_effect", "doodad_mapping", "no_effect_doodad"):
                 a, b = getattr(before, name), getattr(t, name)
                 diff |= set(np.flatnonzero((a != b).reshape(256, -1).any(axis=1)).tolist())
             change.chunks[key] = diff
+            self._forget_placed(key, diff)
         if step.tables is not None:
             self._tables, self.catalog = step.tables[which]
             self._tables = dict(self._tables)
-            self._placed.clear()
+            self._forget_placed(None)
             change.tables = True
         return self._emit(change)
 
@@ -490,22 +494,65 @@ class EditSession:
             key = (int(tile[0]), int(tile[1]))
             inst = self._placed.get(key)
             if inst is None:
-                from wowgrass.grass.bake import canonical_map
-
-                t = self._state(key).tile
-                inst = self.strategy.place(t, self.catalog, map_name=canonical_map(self.map_name))
+                inst = self.strategy.place(self._state(key).tile, self.catalog, map_name=self._placed_name)
                 self._placed[key] = inst
             return inst
+
+    def place_chunks(self, tile, chunk_indices) -> dict:
+        """{MCNK index: Instances} of some chunks of a tile, placed now (what a viewer re-uploads after
+        a Change). Only those chunks are placed: the tile is placed with every other chunk's layers
+        hidden, which gives each chunk exactly its part of the whole tile's placement (a chunk's grass
+        depends on its own data only; tests compare), for a fraction of the time."""
+        from wowgrass.grass.placement import Instances
+
+        want = sorted({int(i) for i in chunk_indices})
+        with self._lock:
+            key = (int(tile[0]), int(tile[1]))
+            full = self._placed.get(key)
+            out = {}
+            todo = []
+            for i in want:
+                hit = self._chunk_placed.get((key, i))
+                if hit is not None:
+                    out[i] = hit
+                elif full is None:
+                    todo.append(i)
+            if full is None and todo:
+                t = self._state(key).tile
+                keep = np.zeros(256, bool)
+                keep[todo] = True
+                masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
+                full_part = self.strategy.place(masked, self.catalog, map_name=self._placed_name)
+            else:
+                full_part = full
+            if full_part is not None:
+                order = np.argsort(full_part.chunk, kind="stable")
+                chunks = full_part.chunk[order]
+                for i in (want if full is not None else todo):
+                    if i in out:
+                        continue
+                    lo, hi = np.searchsorted(chunks, i), np.searchsorted(chunks, i, side="right")
+                    sel = order[lo:hi]
+                    inst = Instances(full_part.model[sel], np.ascontiguousarray(full_part.pos[sel]), full_part.yaw[sel],
+                                     full_part.scale[sel], full_part.chunk[sel], full_part.cell[sel], full_part.models)
+                    self._chunk_placed[(key, i)] = out[i] = inst
+            return out
 
     def chunk_instances(self, tile, chunk_index: int):
         """The grass of one chunk as grass/placement.py's Instances: the placement a bake of the
         saved tile gives (the same strategy, tables and bytes)."""
-        from wowgrass.grass.placement import Instances
+        return self.place_chunks(tile, [chunk_index])[int(chunk_index)]
 
-        inst = self.tile_instances(tile)
-        sel = np.flatnonzero(inst.chunk == int(chunk_index))
-        return Instances(inst.model[sel], np.ascontiguousarray(inst.pos[sel]), inst.yaw[sel], inst.scale[sel],
-                         inst.chunk[sel], inst.cell[sel], inst.models)
+    def _forget_placed(self, key, chunks=None) -> None:
+        """Drop the placements an edit made stale: a tile's chunks (all with None), or everything
+        (key None: the tables changed)."""
+        if key is None:
+            self._placed.clear()
+            self._chunk_placed.clear()
+            return
+        self._placed.pop(key, None)
+        for i in (range(256) if chunks is None else chunks):
+            self._chunk_placed.pop((key, int(i)), None)
 
     # ------------------------------------------------------------------------------------ save
     def _pending(self) -> dict[str, bytes]:
@@ -675,7 +722,7 @@ class EditSession:
             for key, st in list(self._tiles.items()):
                 if key not in self._present:
                     del self._tiles[key]
-                    self._placed.pop(key, None)
+                    self._forget_placed(key)
                     self._history.forget(key)
                     change.chunks[key] = set(range(256))
                     continue
@@ -690,7 +737,7 @@ class EditSession:
                     st.source, st.fingerprint = self._fingerprint(st.game_path, raw)
                     continue
                 del self._tiles[key]
-                self._placed.pop(key, None)
+                self._forget_placed(key)
                 self._history.forget(key)
                 self._state(key)
                 change.chunks[key] = set(range(256))
@@ -705,7 +752,7 @@ class EditSession:
                         self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
                         self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
                     self.catalog = self._make_catalog(self._tables)
-                    self._placed.clear()
+                    self._forget_placed(None)
                     self._history.forget(tables=True)
                     change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
