@@ -4,6 +4,7 @@ undo and redo; conflicts on disk; saving all or none; patches; reloads."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -310,3 +311,43 @@ def test_reload_takes_another_editors_save(loose):
     assert ch.notes and EAST not in ch.chunks and s.tile_bytes(EAST) == mine
     with pytest.raises(OutputError, match="changed on disk"):
         s.save(in_place=True)
+
+
+def test_save_in_place_over_layered_data_writes_into_the_project(world, tmp_path):
+    """A project over the client's MPQs: the project's tile is replaced (a backup kept); the client's
+    tile and table edited too go into the project folder as new files; the client is untouched."""
+    proj = tmp_path / "proj"
+    gp_w = adt_game_path(MAP_NAME, *WEST)
+    with open_data(world["mpq"]) as g:
+        raw_w = g.read(gp_w)
+    game_file(proj, gp_w).parent.mkdir(parents=True)
+    game_file(proj, gp_w).write_bytes(raw_w)
+    mpqs = {p: p.stat().st_mtime_ns for p in Path(world["mpq"]).rglob("*.MPQ")}
+    with open_data([world["mpq"], proj]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)                                   # both tiles: the project's and the client's
+        s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+        res = s.save(in_place=True)
+        assert res["backups"] == [str(game_file(proj, gp_w)) + ".bak"]
+        for k in (WEST, EAST):
+            assert game_file(proj, adt_game_path(MAP_NAME, *k)).read_bytes() == s.tile_bytes(k)
+        assert game_file(proj, TEXTURE_PATH).read_bytes() == s.tables_bytes(TEXTURE_PATH)
+        assert s.changed_tiles == [] and s.changed_tables == [] and s.conflicts() == []
+        data.refresh()
+        assert data.locate(adt_game_path(MAP_NAME, *EAST))[1] is None      # now the project's
+    assert {p: p.stat().st_mtime_ns for p in mpqs} == mpqs
+
+
+def test_an_archive_changed_on_disk_is_a_conflict(world, tmp_path):
+    client = tmp_path / "client"
+    shutil.copytree(Path(world["mpq"]).parent, client)
+    with open_data(client / "Data") as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        arc = Path(data.locate(adt_game_path(MAP_NAME, *WEST))[0])
+        os.utime(arc, ns=(arc.stat().st_atime_ns, arc.stat().st_mtime_ns + 10**9))   # the client patched
+        out = tmp_path / "o"
+        out.mkdir()
+        with pytest.raises(OutputError, match="archive holding"):
+            s.save(out)
+    assert tree(out) == []
