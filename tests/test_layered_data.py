@@ -155,3 +155,23 @@ def test_view_over_layered_data(layers, tmp_path):
     # the project has no textures or models: every one came from the client beneath it
     assert doc["missing_textures"] == [] and doc["missing_models"] == []
     assert out.is_file()
+
+
+def test_light_show_over_layered_data(layers):
+    # the light tables come from the client under the project (the project has none)
+    at = ["--at", "-200,380,40", "--clock", "06:30", "--json"]
+    alone = run("light", "show", "--data", layers["client"], "--map", MAP_NAME, *at)
+    over = run("light", "show", "--data", layers["client"], "--data", layers["proj"], "--map", MAP_NAME, *at)
+    assert alone.exit_code == 0 and over.exit_code == 0, over.output
+    assert json.loads(over.stdout) == json.loads(alone.stdout) and json.loads(over.stdout)["lights"]
+
+
+def test_export_over_layered_data(layers, tmp_path):
+    out = tmp_path / "proj.glb"
+    res = run("export", "gltf", "--data", layers["client"], "--data", layers["proj"], "--map", PROJ, "-o", out,
+              "--no-doodads", "--no-wmos", "--no-liquids", "--texture-size", "128", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert out.is_file() and doc["tiles"] == [[31, 32]] and doc["grass_instance_count"] > 0
+    # the project holds neither textures nor grass models: the client's were found under it
+    assert doc["missing_textures"] == [] and doc["missing_grass"] == []
