@@ -175,3 +175,24 @@ def test_export_over_layered_data(layers, tmp_path):
     assert out.is_file() and doc["tiles"] == [[31, 32]] and doc["grass_instance_count"] > 0
     # the project holds neither textures nor grass models: the client's were found under it
     assert doc["missing_textures"] == [] and doc["missing_grass"] == []
+
+
+def test_effects_diff_over_layered_data(layers, tmp_path):
+    # a patch MPQ ranks below the loose layers: its tile 32,32 (which the project lacks) shows, the
+    # project's own tile 31,32 stays the project's
+    from wowgrass.edit.patch import pack
+
+    raw = open_data(layers["client"]).read(adt_game_path(MAP_NAME, 32, 32))
+    bare, _ = exclude_cells(raw, "x", np.ones((256, 8, 8), bool))
+    patch = tmp_path / "patch-4.MPQ"
+    patch.write_bytes(pack({adt_game_path(MAP_NAME, 32, 32): bare, adt_game_path(MAP_NAME, 31, 32): layers["raw"]},
+                           "3.3.5"))
+    res = run("effects", "diff", "--data", layers["client"], "--data", layers["proj"], "--map", MAP_NAME,
+              "--patch", patch, "--placement", "coverage", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    by = {tuple(t["tile"]): t for t in doc["tiles"]}
+    assert set(by) == {(31, 32), (32, 32)} and by[(32, 32)]["adt_changed"]
+    assert not by[(31, 32)]["adt_changed"]          # the project's tile hides the patch's
+    counts = by[(32, 32)]["coverage"]
+    assert counts["before"] > 0 and counts["after"] == 0
