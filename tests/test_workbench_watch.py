@@ -111,9 +111,13 @@ def test_a_session_reloads_a_tile_rewritten_on_disk(client, project):
     changes: queue.Queue = queue.Queue()
     s.subscribe(changes.put)
     new, _ = exclude_cells(raw, "x", np.ones((256, 8, 8), bool))
-    with W.FileWatcher(W.watched_folders(data), s.reload, debounce_ms=50):
+    w = s.watch(debounce_ms=50)
+    try:
+        assert w.roots == [root]          # the project only: the client is archives
         save_like_an_editor(path, new)
         ch = expect(changes, "reload", lambda c: TILE in c.chunks)
+    finally:
+        w.stop()
     assert ch.label == "reload" and ch.chunks[TILE] == set(range(256))
     assert s.tile_bytes(TILE) == new and s.tile(TILE).no_effect_doodad.all() and not s.changed_tiles
 

@@ -698,6 +698,20 @@ class EditSession:
         return result.to_dict()
 
     # ------------------------------------------------------------------------------------ reload
+    def watch(self, *, poll: bool | None = None, debounce_ms: int = 150):
+        """A started :class:`~wowgrass.workbench.watch.FileWatcher` over the loose folders of the data
+        (its layers, or a loose root) calling :meth:`reload`; its Changes reach the subscribers on the
+        watcher's thread (a window hands them to its frame). ``stop()`` it when done."""
+        from wowgrass.workbench.watch import FileWatcher, watched_folders
+
+        folders = watched_folders(self.data)
+        if not folders:
+            raise UsageError(f"{self.data.root} is a client's MPQ chain: nothing there is saved as loose files; lay "
+                             "the folder another program saves into over it (--data CLIENT --data PROJECT)")
+        w = FileWatcher(folders, self.reload, poll=poll, debounce_ms=debounce_ms)
+        w.start()
+        return w
+
     def reload(self, paths) -> Change:
         """Take files changed on disk (another editor saved them): each loaded tile, the WDT or a
         table whose file is among ``paths`` is read again (its history forgotten); a tile with
