@@ -351,3 +351,52 @@ def test_an_archive_changed_on_disk_is_a_conflict(world, tmp_path):
         with pytest.raises(OutputError, match="archive holding"):
             s.save(out)
     assert tree(out) == []
+
+
+def test_remap_brush_equals_effects_remap(world):
+    from wowgrass.edit.adt_edit import remap_mapping
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        raw = s.tile_bytes(EAST)
+        t = s.tile(EAST)
+        shuffled = t.doodad_mapping.copy()
+        shuffled[::3] = 0                         # some stale cells to fix (layer 0 where another shows)
+        s._apply("setup", {EAST: s._fields(EAST, doodad_mapping=shuffled)})
+        start = s.tile_bytes(EAST)
+        x, y = s.tile(EAST).cell_centres()[0, 0, 0]
+        ch = s.paint_mapping(x, y, 2000, None)    # a brush over the whole tile (and its neighbour)
+        assert ch.chunks[EAST]
+        want, rep = remap_mapping(start, "x", margin=0.0, big_alpha=True)
+        assert rep.cells > 0 and s.tile_bytes(EAST) == want
+        assert raw != start
+
+
+def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
+    from wowgrass.formats.dbc import DbcFile
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        orig = s.tables_bytes(TEXTURE_PATH)
+        old = DbcFile.from_bytes(orig)
+        changed = s.preview_set(["World\\NoDXT\\Detail\\ElwGra05.m2", "World\\NoDXT\\Detail\\ElwGra01.m2"], [10, 6],
+                                7, effect_id=1001)
+        assert changed == 1001 and s.catalog.row(1001)["density"] == 7
+        assert s.catalog.row(1001)["weights"][:2] == [10, 6]
+        edited = s.tables_bytes(TEXTURE_PATH)
+        assert len(edited) == len(orig)          # a row changed in place: nothing appended
+        at = int(np.flatnonzero(np.asarray(old.raw[:, 0]) == 1001)[0])
+        lo = 20 + at * old.record_size
+        diff = np.flatnonzero(np.frombuffer(orig, np.uint8) != np.frombuffer(edited, np.uint8))
+        assert diff.size and diff.min() >= lo and diff.max() < lo + old.record_size
+        new_id = s.preview_set(["World\\NoDXT\\Detail\\ElwGra07.m2"], None, 9)
+        assert new_id == int(old.raw[:, 0].max()) + 1 and s.catalog.row(new_id)["density"] == 9
+        both = s.tables_bytes(TEXTURE_PATH)
+        assert both[20 + old.record_count * old.record_size + old.record_size:] == orig[20 + old.record_count *
+                                                                                      old.record_size:]   # strings kept
+        out = tmp_path / "o"
+        out.mkdir()
+        assert s.save(out)["tables"] == [TEXTURE_PATH]
+        assert out.joinpath(*TEXTURE_PATH.split("\\")).read_bytes() == both
+        s.undo()
+        assert s.catalog.row(new_id) is None and s.changed_tables == [TEXTURE_PATH]

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.edit.adt_edit import (
-    best_layers, closest_textures, disk_path, match_textures, patch_fields, read_tile, write_edited,
+    best_layers, closest_textures, disk_path, match_textures, patch_fields, read_tile, stale_cells, visible_shares,
+    write_edited,
 )
 from wowgrass.errors import OutputError, UsageError
 from wowgrass.formats.adt import CHUNK_SIZE, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT
@@ -318,17 +319,18 @@ class EditSession:
 
     def paint_mapping(self, x: float, y: float, radius: float, layer: int | None) -> Change:
         """Set the doodadMapping of the cells under the brush to ``layer`` (cells of chunks without
-        that layer keep theirs), or with None to the layer most visible in each cell (as ``effects
-        remap --margin 0`` does there)."""
+        that layer keep theirs), or with None to the layer most visible in each cell where the
+        mapping names another (what ``effects remap --margin 0`` does in those cells)."""
         if layer is not None and not 0 <= int(layer) <= 3:
             raise UsageError(f"layer {layer}: 0 .. 3")
         with self._lock:
             edits = {}
             for key, m in self._brush(x, y, radius).items():
                 t = self._tiles[key].tile
-                if layer is None:
-                    target = best_layers(t)
-                    sel = m & (t.n_layers[:, None, None] > 0)
+                if layer is None:    # as `effects remap --margin 0` does in these cells
+                    shares = visible_shares(t)
+                    target = best_layers(t, shares)
+                    sel = m & stale_cells(t, 0.0, shares) & (target != t.doodad_mapping)
                 else:
                     target = np.full((256, 8, 8), int(layer), np.uint8)
                     sel = m & (t.n_layers[:, None, None] > int(layer))
