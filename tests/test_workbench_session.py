@@ -400,3 +400,25 @@ def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
         assert out.joinpath(*TEXTURE_PATH.split("\\")).read_bytes() == both
         s.undo()
         assert s.catalog.row(new_id) is None and s.changed_tables == [TEXTURE_PATH]
+
+
+def test_a_stroke_is_one_undo_step(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        orig = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        s.paint_mapping(*border_point(), 4, 0)
+        n = len(s.history)
+        seen = []
+        s.subscribe(seen.append)
+        with s.stroke("exclude stroke"):
+            stroke(s)
+        assert len(seen) == 3 and len(s.history) == n + 1 and s.history[-1] == "exclude stroke"
+        edited = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        ch = s.undo()
+        assert ch.label == "undo exclude stroke" and set(ch.chunks) == {WEST, EAST}
+        assert len(s.history) == n
+        s.undo()
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == orig
+        s.redo()
+        s.redo()
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == edited

@@ -15,6 +15,7 @@ Coordinates are world yards: X north, Y west (as the rest of wowgrass). A tile i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
@@ -454,6 +455,21 @@ class EditSession:
             self._forget_placed(None)
             change.tables = True
         return self._emit(change)
+
+    @contextlib.contextmanager
+    def stroke(self, label: str | None = None):
+        """Every edit made inside ``with session.stroke("exclude r=12"):`` becomes one undo step (a
+        brush stroke's dabs); each dab still reaches the subscribers as it lands."""
+        with self._lock:
+            start = self._history.done_count
+        try:
+            yield self
+        finally:
+            with self._lock:
+                n = self._history.done_count - start
+                if n > 0:
+                    first = self._history.labels[-n]
+                    self._history.merge_last(n, label or (first if n == 1 else f"{first} (+{n - 1} dabs)"))
 
     def undo(self) -> Change | None:
         with self._lock:
