@@ -422,3 +422,21 @@ def test_a_stroke_is_one_undo_step(world):
         s.redo()
         s.redo()
         assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == edited
+
+
+def test_tables_from_a_folder_of_their_own(loose, tmp_path):
+    # a map folder alone (as a map editor keeps it) with the tables elsewhere: dbc_dir, or found above
+    maps = loose / "World" / "Maps" / MAP_NAME
+    tables = tmp_path / "tables"
+    shutil.copytree(loose / "DBFilesClient", tables)
+    shutil.rmtree(loose / "DBFilesClient")
+    with pytest.raises(UsageError, match="needs both ground-effect tables"):
+        EditSession(open_data(maps), MAP_NAME)
+    s = EditSession(open_data(maps), MAP_NAME, dbc_dir=tables)
+    s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+    stroke(s)
+    res = s.save(in_place=True)
+    assert str(tables / "GroundEffectTexture.dbc") in res["files"] and (tables / "GroundEffectTexture.dbc.bak").exists()
+    shutil.copytree(tables, loose / "DBFilesClient")
+    s2 = EditSession(open_data(maps), MAP_NAME)          # the tables above the map folder
+    assert s2.tables_bytes(TEXTURE_PATH) == s.tables_bytes(TEXTURE_PATH)

@@ -82,7 +82,7 @@ class EditSession:
     ``msb_first``: the tiles store doodadMapping MSB first (noggit3), kept on write."""
 
     def __init__(self, data, map_name: str, *, placement: str = "client", build: str | None = None,
-                 constants=None, msb_first: bool = False):
+                 constants=None, msb_first: bool = False, dbc_dir=None):
         from wowgrass.grass.placement import make_strategy
 
         self.data = data
@@ -106,6 +106,7 @@ class EditSession:
         self._tables_loaded: dict[str, bytes] = {}
         self._tables_source: dict[str, tuple] = {}
         self._tables_print: dict[str, tuple] = {}
+        self._tables_from(data, dbc_dir)
         for p in TABLES:
             raw = data.read(p)
             self._tables_loaded[p] = raw
@@ -115,6 +116,31 @@ class EditSession:
         self.build = build or getattr(data, "build", None)
         self.catalog = self._make_catalog(self._tables)
         self.build = self.catalog.build if build is None else build
+
+    @staticmethod
+    def _tables_from(data, dbc_dir) -> None:
+        """Let the tables of ``dbc_dir`` (as ``--dbc``; without it, for a loose folder lacking them,
+        the nearest folder above holding them, as bake takes them) answer for the game paths: then
+        they are loaded, checked for changes and saved in place like the rest."""
+        from wowgrass.grass.bake import tables_above
+        from wowgrass.paths import find_table
+
+        if dbc_dir is None:
+            if all(data.exists(p) for p in TABLES) or getattr(data, "archives", None):
+                return
+            dbc_dir = tables_above(data.root)
+            if dbc_dir is None:
+                raise UsageError(f"{data.root} has no {' nor '.join(p for p in TABLES if not data.exists(p))}: the "
+                                 "session needs both ground-effect tables (give dbc_dir, or lay the folder over "
+                                 "the client's Data: --data CLIENT --data PROJECT)")
+        files = [find_table(Path(dbc_dir), p.rsplit("\\", 1)[-1]) for p in TABLES]
+        if None in files:
+            raise UsageError(f"{dbc_dir} has no GroundEffectTexture.dbc and GroundEffectDoodad.dbc (nor has its "
+                             "DBFilesClient folder)")
+        if not hasattr(data, "add_file"):
+            raise UsageError("tables from a folder of their own need a GameData source")
+        for p, f in zip(TABLES, files):
+            data.add_file(p, f)
 
     # ------------------------------------------------------------------------------------ basics
     def subscribe(self, fn) -> None:
