@@ -387,6 +387,7 @@ class EditSession:
                 scope = {k: np.ones(256, bool) for k in self._mt.tiles}
                 where = "the map"
             edits, seen, matched = {}, set(), False
+            had = set(self._tiles)
             for key, chunks in scope.items():
                 t = self._state(key).tile
                 seen.update(t.textures)
@@ -399,6 +400,8 @@ class EditSession:
                 if sel.any():
                     new = np.where(sel, eid, t.layer_effect.astype(np.int64))
                     edits[key] = self._fields(key, effect=new)
+                elif key not in had:      # a map-wide pass keeps only the tiles it changed
+                    del self._tiles[key]
             if not matched and scope:
                 near = closest_textures(seen, texture)
                 raise UsageError(f"no texture in {where} matches {texture!r}" + (f"; closest: {', '.join(near)}"
