@@ -440,3 +440,21 @@ def test_tables_from_a_folder_of_their_own(loose, tmp_path):
     shutil.copytree(tables, loose / "DBFilesClient")
     s2 = EditSession(open_data(maps), MAP_NAME)          # the tables above the map folder
     assert s2.tables_bytes(TEXTURE_PATH) == s.tables_bytes(TEXTURE_PATH)
+
+
+def test_save_into_a_project_that_is_a_map_folder(world, tmp_path):
+    # a project folder holding a map's files at its top (no World folder): the client's tile saved
+    # there lands beside them, so the folder still answers for both tiles
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    gp_w = adt_game_path(MAP_NAME, *WEST)
+    with open_data(world["mpq"]) as g:
+        (proj / f"{MAP_NAME}_31_32.adt").write_bytes(g.read(gp_w))
+    with open_data([world["mpq"], proj]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        s.save(in_place=True)
+        assert (proj / f"{MAP_NAME}_32_32.adt").read_bytes() == s.tile_bytes(EAST)
+        data.refresh()
+        for k in (WEST, EAST):
+            assert data.read(adt_game_path(MAP_NAME, *k)) == s.tile_bytes(k)

@@ -669,7 +669,8 @@ class EditSession:
                         before[gp] = dest.with_name(dest.name + BACKUP_SUFFIX).exists()
             written: list[Path] = []
             if tops:   # archived files of layered data: new files in the top loose folder
-                written += write_edited({gp: files[gp] for gp in tops}, Path(layers[-1]), data=None)
+                written += write_edited({_layer_path(Path(layers[-1]), gp): files[gp] for gp in tops},
+                                        Path(layers[-1]), data=None)
             try:
                 rest = {gp: raw for gp, raw in files.items() if gp not in tops}
                 if in_place:
@@ -817,6 +818,18 @@ class EditSession:
                     self._history.forget(tables=True)
                     change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
+
+
+def _layer_path(folder: Path, game_path: str) -> str:
+    """Where a file goes in a loose folder: the client's layout, except that a folder which *is* a
+    map folder (its tiles at its top, no World folder) takes the map's files at its top, so they
+    keep answering for their game paths (game.data.loose_index)."""
+    parts = game_path.replace("/", "\\").split("\\")
+    is_map_folder = not any(p.is_dir() and p.name.lower() == "world" for p in folder.iterdir()) and any(
+        p.suffix.lower() in (".adt", ".wdt") for p in folder.iterdir() if p.is_file())
+    if is_map_folder and len(parts) == 4 and parts[0].lower() == "world" and parts[1].lower() == "maps":
+        return parts[3]
+    return game_path
 
 
 def _bytes_differing(a: bytes, b: bytes) -> int:
