@@ -96,9 +96,9 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
         map_name = _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles,
                          jobs, big_alpha, seed, overrides, force, export_file, as_json, direct_io)
-    if watch:
-        _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
-               poll, watch_count, as_json)
+        if watch:   # Ctrl-C (or SIGTERM) ends the watch: exit 0, every bake done already in the cache
+            _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
+                   poll, watch_count, as_json)
 
 
 def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll, count, as_json):

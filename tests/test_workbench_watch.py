@@ -192,3 +192,32 @@ def test_bake_watch_refusals(client):
     assert r.exit_code == 2 and "--watch" in r.stderr
     r = CliRunner().invoke(cli, ["bake", "--data", str(client), "--tile", "31,32", "--watch"])
     assert r.exit_code == 2 and "MPQ chain" in r.stderr and "Traceback" not in r.output
+
+
+def test_bake_watch_stops_on_sigterm(client, project):
+    import signal
+
+    root, _path, _raw = project
+    proc = subprocess.Popen([sys.executable, "-m", "wowgrass", "bake", "--data", str(client), "--data", str(root),
+                             "--tile", "31,32", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read_err():
+        for ln in proc.stderr:
+            lines.put(ln)
+        lines.put(None)
+
+    threading.Thread(target=read_err, daemon=True).start()
+    try:
+        line = expect(lines, "'watching' line", lambda ln: ln is None or ln.startswith("watching"))
+        assert line is not None, "bake --watch ended before watching"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rest = []
+    while (ln := lines.get(timeout=WAIT)) is not None:
+        rest.append(ln)
+    assert proc.returncode == 0 and not any("Traceback" in ln for ln in rest)
