@@ -112,12 +112,12 @@ def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll
     with _open(data_path, build) as data:
         job = BakeOnSave(data, map_name, placement=placement, constants=placement_constants(seed, overrides),
                          dbc_dir=dbc_dir, on_result=results.put, poll=poll)
-        job.start()
-        w = job.watcher
-        note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
-             + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
-        done = 0
-        try:
+        try:      # Ctrl-C or SIGTERM from here on ends the watch quietly
+            job.start()
+            w = job.watcher
+            note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
+                 + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
+            done = 0
             while count is None or done < count:
                 res = results.get()
                 if isinstance(res, tuple):
