@@ -84,6 +84,10 @@ def test_file_watcher_polls_where_events_are_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("WATCHFILES_FORCE_POLLING", "1")
     assert W.needs_polling([tmp_path]) == "WATCHFILES_FORCE_POLLING is set"
     monkeypatch.delenv("WATCHFILES_FORCE_POLLING")
+    assert W._mount_type(tmp_path) is not None            # /proc/mounts names this folder's file system
+    monkeypatch.setattr(W, "_mount_type", lambda path: "nfs4")
+    assert "nfs4" in W.needs_polling([tmp_path])
+    monkeypatch.undo()
     real = W.FileWatcher._make
 
     def no_events(self, polling):
