@@ -458,3 +458,24 @@ def test_save_into_a_project_that_is_a_map_folder(world, tmp_path):
         data.refresh()
         for k in (WEST, EAST):
             assert data.read(adt_game_path(MAP_NAME, *k)) == s.tile_bytes(k)
+
+
+def test_tile_patches_chain_as_applied_in_order():
+    from wowgrass.workbench.history import TilePatch
+
+    rng = np.random.default_rng(3)
+    states = [rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()]
+    patches = []
+    for k in range(6):
+        nxt = bytearray(states[-1])
+        at = rng.integers(0, 4096, 40)
+        for i in at:
+            nxt[i] = int(rng.integers(0, 4)) if k % 2 else states[0][i]   # some bytes go back to the start
+        states.append(bytes(nxt))
+        patches.append(TilePatch.between(states[-2], states[-1], {"f": k}, {"f": k + 1}))
+    one = TilePatch.chain(patches)
+    assert one.apply(states[-1], 0) == states[0] and one.apply(states[0], 1) == states[-1]
+    assert one.fields(0) == {"f": 0} and one.fields(1) == {"f": 6}
+    assert one.at.size == np.count_nonzero(np.frombuffer(states[0], np.uint8) != np.frombuffer(states[-1], np.uint8))
+    for p, a, b in zip(patches, states, states[1:]):
+        assert p.apply(b, 0) == a and p.apply(a, 1) == b

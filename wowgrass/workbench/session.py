@@ -32,9 +32,10 @@ from wowgrass.errors import OutputError, UsageError
 from wowgrass.formats.adt import CHUNK_SIZE, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 from wowgrass.game.maps import adt_game_path, map_tiles, wdt_game_path
-from wowgrass.workbench.history import History, Step
+from wowgrass.workbench.history import History, Step, TilePatch
 
 TABLES = (TEXTURE_PATH, DOODAD_PATH)
+_FIELDS = ("layer_effect", "doodad_mapping", "no_effect_doodad")    # what the tools change in a tile
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,9 @@ class EditSession:
             st = self._tiles[key]
             if raw == st.raw:
                 continue
-            step.tiles[key] = ((st.raw, st.tile), (raw, t))
+            names = [n for n in _FIELDS if getattr(st.tile, n) is not getattr(t, n)]
+            step.tiles[key] = TilePatch.between(st.raw, raw, {n: getattr(st.tile, n) for n in names},
+                                                {n: getattr(t, n) for n in names})
             change.chunks[key] = set(int(i) for i in chunks)
             st.raw, st.tile = raw, t
             self._forget_placed(key, change.chunks[key])
@@ -467,13 +470,14 @@ class EditSession:
     # ------------------------------------------------------------------------------------ history
     def _restore(self, step: Step, which: int) -> Change:
         change = Change(("undo " if which == 0 else "redo ") + step.label)
-        for key, states in step.tiles.items():
+        for key, patch in step.tiles.items():
             st = self._tiles[key]
-            raw, t = states[which]
             before = st.tile
+            raw = patch.apply(st.raw, which)
+            t = dataclasses.replace(before, **patch.fields(which)) if patch.fields(which) else before
             st.raw, st.tile = raw, t
             diff = set()
-            for name in ("layer_effect", "doodad_mapping", "no_effect_doodad"):
+            for name in _FIELDS:
                 a, b = getattr(before, name), getattr(t, name)
                 diff |= set(np.flatnonzero((a != b).reshape(256, -1).any(axis=1)).tolist())
             change.chunks[key] = diff
