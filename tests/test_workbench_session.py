@@ -479,3 +479,25 @@ def test_tile_patches_chain_as_applied_in_order():
     assert one.at.size == np.count_nonzero(np.frombuffer(states[0], np.uint8) != np.frombuffer(states[-1], np.uint8))
     for p, a, b in zip(patches, states, states[1:]):
         assert p.apply(b, 0) == a and p.apply(a, 1) == b
+
+
+def test_reload_of_the_sessions_own_save_changes_nothing(loose):
+    s = EditSession(open_data(loose), MAP_NAME)
+    stroke(s)
+    s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+    s.save(in_place=True)
+    seen = []
+    s.subscribe(seen.append)
+    files = [game_file(loose, adt_game_path(MAP_NAME, *k)) for k in (WEST, EAST)] + [game_file(loose, TEXTURE_PATH)]
+    ch = s.reload(files)                    # what a watcher reports after the session's own save
+    assert ch.empty and not ch.notes and seen == [] and s.can_undo
+    other = game_file(loose, TEXTURE_PATH)
+    raw = s.tables_bytes(TEXTURE_PATH)
+    orig_row = s.catalog.row(1001)
+    from wowgrass.edit.effect_sets import add_effect_set
+
+    tex, _d, nid = add_effect_set(raw, s.tables_bytes(DOODAD_PATH), None, doodads=["ElwGra02"], weights=[16],
+                                  hint="3.3.5")
+    other.write_bytes(tex)                  # another editor added a set
+    ch = s.reload([other])
+    assert ch.tables and s.catalog.row(nid) is not None and s.catalog.row(1001) == orig_row

@@ -813,14 +813,16 @@ class EditSession:
                     change.notes.append("the ground-effect tables changed on disk while the session has unsaved "
                                         "table edits: kept the edits")
                 else:
-                    for p in TABLES:
-                        raw = self.data.read(p)
-                        self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
+                    new = {p: self.data.read(p) for p in TABLES}
+                    for p, raw in new.items():
                         self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
-                    self.catalog = self._make_catalog(self._tables)
-                    self._forget_placed(None)
-                    self._history.forget(tables=True)
-                    change.tables = True
+                    if new != self._tables:     # not just this session's own save coming back
+                        for p, raw in new.items():
+                            self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
+                        self.catalog = self._make_catalog(self._tables)
+                        self._forget_placed(None)
+                        self._history.forget(tables=True)
+                        change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
 
 
