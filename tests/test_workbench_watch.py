@@ -103,6 +103,20 @@ def test_file_watcher_polls_where_events_are_missing(tmp_path, monkeypatch):
         expect(changes, "change", lambda paths: tmp_path / "a.adt" in paths)
     with pytest.raises(OSError):
         W.FileWatcher([tmp_path], changes.put, poll=False).start()
+
+    class Broken:      # an event watcher that fails once running
+        def watch(self, *a):
+            raise RuntimeError("watch descriptor lost")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(W.FileWatcher, "_make", lambda self, polling: Broken() if not polling else real(self, polling))
+    with W.FileWatcher([tmp_path], changes.put, poll=False, debounce_ms=50) as w:
+        assert w.fell_back.wait(WAIT), "the watcher did not fall back to polling"
+        assert w.mode == "polling" and "watch descriptor lost" in w.why_polling
+        (tmp_path / "b.adt").write_bytes(b"y")
+        expect(changes, "change after the fallback", lambda paths: tmp_path / "b.adt" in paths)
     with pytest.raises(FileNotFoundError):
         W.FileWatcher([tmp_path / "missing"], changes.put)
 
