@@ -294,7 +294,8 @@ class BakeOnSave:
             raw = self.data.read(gp)
             res = bake_tile(raw, self.catalog, map_name=self.map_name, placement=self.placement,
                             constants=self.constants, models=self.models, big_alpha=big_alpha, adt_path=gp)
-            record_source(res.map, self.data.root, self.catalog.build, [res.tile])
+            source = [self.data.root, *getattr(self.data, "layers", [])]
+            record_source(res.map, source if len(source) > 1 else source[0], self.catalog.build, [res.tile])
         except WowgrassError as exc:   # a tile saved half-way, a broken file: said, and the watch goes on
             self.on_result((tile, exc))
             return
