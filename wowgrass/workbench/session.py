@@ -172,7 +172,8 @@ class EditSession:
 
     # ------------------------------------------------------------------------------------ basics
     def subscribe(self, fn) -> None:
-        """``fn(change)`` after every edit, undo, redo and reload."""
+        """``fn(change)`` after every edit, undo, redo and reload, on the thread that made it (a
+        watcher's for a reload) once the session's lock is free again."""
         self._listeners.append(fn)
 
     def _emit(self, change: Change) -> Change:
