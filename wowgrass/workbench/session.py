@@ -141,7 +141,7 @@ class EditSession:
             self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
         self._tables_base = dict(self._tables_loaded)
         self._tables = dict(self._tables_loaded)
-        self.build = build or getattr(data, "build", None)
+        self._build = build                 # forces the tables' layout (None: detected)
         self.catalog = self._make_catalog(self._tables)
         self.build = self.catalog.build if build is None else build
 
@@ -189,7 +189,7 @@ class EditSession:
         return list(self._mt.tiles)
 
     def _make_catalog(self, tables: dict) -> GroundEffectCatalog:
-        return GroundEffectCatalog.from_dbc_bytes(tables[TEXTURE_PATH], tables[DOODAD_PATH], None,
+        return GroundEffectCatalog.from_dbc_bytes(tables[TEXTURE_PATH], tables[DOODAD_PATH], self._build,
                                                   hint=getattr(self.data, "build", None))
 
     def _fingerprint(self, game_path: str, raw: bytes) -> tuple[tuple, tuple]:
@@ -459,11 +459,11 @@ class EditSession:
             exists = effect_id is not None and self.catalog.row(int(effect_id)) is not None
             if not self.catalog.has_weights:
                 weights = None
-            new_tex, new_dood, new_id = add_effect_set(tex, dood, None, doodads=models, weights=weights,
+            new_tex, new_dood, new_id = add_effect_set(tex, dood, self._build, doodads=models, weights=weights,
                                                        density=density, id=None if exists else effect_id, hint=hint)
             label = f"new set {new_id}"
             if exists:
-                new_tex = _replace_row(tex, new_tex, int(effect_id), hint)
+                new_tex = _replace_row(tex, new_tex, int(effect_id), hint, self._build)
                 new_id, label = int(effect_id), f"change set {effect_id}"
             chunks = {}
             for key, st in self._tiles.items():
@@ -881,14 +881,14 @@ def _bytes_differing(a: bytes, b: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8)))
 
 
-def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint) -> bytes:
+def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint, build=None) -> bytes:
     """``texture_bytes`` with row ``effect_id`` given the doodads, weights and density of the row
     :func:`add_effect_set` appended in ``appended`` (its doodad rows were made there); every other
     byte kept."""
     from wowgrass.edit.effect_sets import _read, table_build
     from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, write_dbc
 
-    short = table_build(texture_bytes, None, hint)
+    short = table_build(texture_bytes, build, hint)
     old = _read(texture_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
     new = _read(appended, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
     rec = np.array(old.records)
