@@ -1,0 +1,609 @@
+"""The workbench in the view's window: the glue between an :class:`EditSession`, the running scene
+and the panels (panels.py draws them; this module holds what they show and does what they ask).
+
+Frame thread (``before_frame``): input turned into tool calls, the grass of the chunks an edit
+changed placed again and handed to the scene (:meth:`Scene.replace_grass`), overlay images and
+reloads that the worker finished put in place. Worker thread: overlays of tiles as they become
+resident, large re-placements (a table changed), reloads of files another program saved, the
+audit's findings. Render never imports this module: it offers hooks (``WindowUi``, the terrain's
+``CellOverlays``, ``Scene.replace_grass``/``reload_tile``/``on_resident``, ``render.pick``).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.grass.bundle import pack_instances
+from wowgrass.render.pick import pick_ground, pixel_ray
+from wowgrass.render.sources.terrain import OVERLAY_BITS
+
+from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
+
+TOOLS = ("pick", "exclude", "mapping", "assign")
+SYNC_CHUNKS = 16  # an edit touching at most this many chunks is placed again on the frame thread
+
+
+@dataclass
+class Finding:
+    """One line of the audit's findings, with where the camera flies for it (None: nowhere)."""
+
+    kind: str
+    text: str
+    target: tuple | None = None  # world (X, Y)
+
+
+@dataclass
+class Hover:
+    """What lies under the cursor (the status line)."""
+
+    world: np.ndarray | None = None
+    ref: object = None
+    at: float = 0.0
+
+
+@dataclass
+class ToolState:
+    tool: str = "pick"
+    radius: float = 6.0
+    clear: bool = False  # exclusion brush: clear noEffectDoodad instead of setting it
+    layer: int = -1  # mapping brush: the layer to paint; -1: remap from the alpha maps
+    texture: str = ""  # assign: the texture
+    effect_id: int = 0  # assign: the effect id
+    scope: str = "brush"  # assign: "map", "tile" or "brush"
+    # effect-set editor
+    set_models: list = field(default_factory=lambda: ["", "", "", ""])
+    set_weights: list = field(default_factory=lambda: [1, 1, 1, 1])
+    set_density: int = 8
+    set_effect: int = 0  # 0: a new set; else the id being changed
+    preview_id: int | None = None
+
+
+def chunk_centre(tile, chunk) -> tuple[float, float]:
+    """World (X, Y) of chunk (cx, cy)'s centre in tile (col, row)."""
+    col, row = tile
+    cx, cy = chunk
+    return (ZEROPOINT - row * TILE_SIZE - (cy + 0.5) * CHUNK_SIZE,
+            ZEROPOINT - col * TILE_SIZE - (cx + 0.5) * CHUNK_SIZE)
+
+
+def cell_corner(ref) -> tuple[float, float]:
+    """World (X, Y) of a cell's north-west corner."""
+    col, row = ref.tile
+    cx, cy = ref.chunk
+    x, y = ref.cell
+    return (ZEROPOINT - row * TILE_SIZE - cy * CHUNK_SIZE - y * UNIT_SIZE,
+            ZEROPOINT - col * TILE_SIZE - cx * CHUNK_SIZE - x * UNIT_SIZE)
+
+
+def tile_grass(instances) -> dict:
+    """A placement's :class:`~wowgrass.grass.placement.Instances` as the scene takes grass:
+    model path -> INSTANCE_DTYPE (the bundle's records)."""
+    out = {}
+    if instances is None or len(instances) == 0:
+        return out
+    model = np.asarray(instances.model)
+    for m in np.unique(model).tolist():
+        sel = model == m
+        out[instances.models[m]] = pack_instances(instances.pos[sel], instances.yaw[sel], instances.scale[sel])
+    return out
+
+
+class Workbench:
+    """The window's workbench (a ``render.window.WindowUi``): see the module docstring."""
+
+    def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True):
+        self.session, self.scene = session, scene
+        self.log = log or (lambda s: None)
+        self.lock = threading.RLock()  # the session is used by the frame thread and the worker
+        self.colours = SetColours()
+        self.grass_textures: set[str] = set()
+        self.overlays = {name: False for name, _k, _l in OVERLAYS}
+        self.tools = ToolState()
+        self.hover = Hover()
+        self.picked = None  # CellRef
+        self.picked_info: dict | None = None
+        self.pick_ms: float | None = None
+        self.help = False
+        self.findings: list[Finding] = []
+        self.findings_note = "the audit runs in the background" if audit else "audit off"
+        self.messages: list[str] = []  # the last results (save, patch, reloads, errors)
+        self.frame_ms = 0.0
+        self.frames = 0
+        self.edits_applied: list = []  # (change label, frame the scene got its grass)
+        self.viewer = self.controls = None
+        self.cursor = (0.0, 0.0)
+        self.painting = False
+        self._last_dab = None
+        self._main: queue.Queue = queue.Queue()  # callables for the frame thread
+        self._jobs: queue.Queue = queue.Queue()
+        self._stop = False
+        self._audit = audit
+        self._watch_roots = watch
+        self.watcher = None
+        self.reloads: list[dict] = []  # {paths, tiles, seen (s), drawn (s) once resident again}
+        self._pending_reload: dict = {}  # tile -> reload entry waiting for its tile
+        self.ui = None
+        self._want_panels = panels
+        scene.keep_grass = True
+        scene.on_resident.append(self._tile_resident)
+        self.scene.terrain.cells.set_colours = self.colours.shader_colours()
+        self._worker = threading.Thread(target=self._work, name="wowgrass-workbench", daemon=True)
+        self._worker.start()
+        for key in list(scene.tiles):
+            self._tile_resident(key)
+
+    # -- WindowUi --
+    def install(self, viewer, controls) -> None:
+        self.viewer, self.controls = viewer, controls
+        if self._want_panels:
+            from .panels import Panels
+
+            self.ui = Panels(self, viewer.target)
+        if self._audit:
+            self._jobs.put(("audit", None))
+        if self._watch_roots:
+            from .watch import FileWatcher
+
+            self.watcher = FileWatcher(self._watch_roots, self._files_changed)
+            self.watcher.start()
+
+    def close(self) -> None:
+        self._stop = True
+        self._jobs.put(None)
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.ui is not None:
+            self.ui.close()
+            self.ui = None
+
+    def before_frame(self, dt: float) -> None:
+        t0 = _time.perf_counter()
+        self.frames += 1
+        self.frame_ms = dt * 1000.0
+        while True:
+            try:
+                fn = self._main.get_nowait()
+            except queue.Empty:
+                break
+            fn()
+        if self.painting:
+            self._dab()
+        self._sync_terrain()
+        self.work_ms = (_time.perf_counter() - t0) * 1000.0
+
+    def draw(self) -> None:
+        if self.ui is not None:
+            self.ui.draw()
+
+    # -- input (the panels see it first) --
+    def on_key(self, key, scancode, action, mods) -> bool:
+        g = self.controls.glfw
+        if self.ui is not None and self.ui.on_key(key, scancode, action, mods):
+            return True
+        if action != g.PRESS:
+            return False
+        ctrl = bool(mods & g.MOD_CONTROL)
+        if ctrl and key == g.KEY_Z:
+            self.redo() if mods & g.MOD_SHIFT else self.undo()
+            return True
+        if ctrl and key == g.KEY_Y:
+            self.redo()
+            return True
+        if ctrl and key == g.KEY_S:
+            self.save()
+            return True
+        if key == g.KEY_F1:
+            self.help = not self.help
+            return True
+        overlay_keys = {getattr(g, f"KEY_{k}"): name for name, k, _l in OVERLAYS}
+        if key in overlay_keys:
+            self.toggle_overlay(overlay_keys[key])
+            return True
+        tool_keys = {g.KEY_F5: "pick", g.KEY_F6: "exclude", g.KEY_F7: "mapping", g.KEY_F8: "assign"}
+        if key in tool_keys:
+            self.tools.tool = tool_keys[key]
+            self._sync_terrain()
+            return True
+        return False
+
+    def on_char(self, codepoint) -> bool:
+        return self.ui is not None and self.ui.on_char(codepoint)
+
+    def on_cursor(self, x, y) -> bool:
+        self.cursor = (float(x), float(y))
+        if self.ui is not None:
+            self.ui.on_cursor(x, y)
+        return False
+
+    def on_button(self, button, action, mods) -> bool:
+        g = self.controls.glfw
+        if self.ui is not None and self.ui.on_button(button, action, mods):
+            return True
+        if button != g.MOUSE_BUTTON_LEFT:
+            return False  # the right button looks around, as in 3D editors
+        if action == g.PRESS:
+            if self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush"):
+                self.painting = True
+                self._last_dab = None
+                self._dab()
+            else:
+                self.pick_at(*self.cursor)
+        elif action == g.RELEASE:
+            self.painting = False
+        return True
+
+    def on_scroll(self, dx, dy) -> bool:
+        if self.ui is not None and self.ui.on_scroll(dx, dy):
+            return True
+        g = self.controls.glfw
+        ctrl = g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS
+        if ctrl or (self.tools.tool != "pick" and g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS):
+            self.tools.radius = float(np.clip(self.tools.radius * 1.15 ** dy, 0.5, 200.0))
+            return True
+        return False
+
+    # -- picking --
+    def ground_at(self, x: float, y: float):
+        """World point under window pixel (x, y) (screen units scaled to the framebuffer)."""
+        target = self.viewer.target
+        ws = target.glfw.get_window_size(target.window) if hasattr(target, "glfw") else target.size
+        sx, sy = target.size[0] / max(ws[0], 1), target.size[1] / max(ws[1], 1)
+        o, d = pixel_ray(self.viewer.camera, target.size, x * sx, y * sy)
+        return pick_ground(self.scene, o, d)
+
+    def pick_at(self, x: float, y: float):
+        """Pick the cell under pixel (x, y): its info (``picked_info``) and its outline."""
+        t0 = _time.perf_counter()
+        p = self.ground_at(x, y)
+        ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
+        self.pick_ms = (_time.perf_counter() - t0) * 1000.0
+        self.picked = ref
+        self.picked_info = None
+        if ref is not None:
+            with self.lock:
+                info = self.session.cell_info(ref)
+            info["world"] = [float(v) for v in p]
+            info["light"] = self.light_at(p)
+            self.picked_info = info
+        self._sync_terrain()
+        return ref
+
+    def light_at(self, p) -> dict | None:
+        zl = getattr(self.viewer, "zone_light", None)
+        if zl is None:
+            return None
+        from wowgrass.game.light import clock_text, scene_light
+
+        sl = scene_light(zl.map_light, np.asarray(p, np.float64), zl.clock)
+        return {"hour": clock_text(zl.clock), "sun_dir": [round(float(v), 3) for v in sl.sun_dir],
+                "sun_colour": [round(float(v), 3) for v in sl.sun_color],
+                "ambient": [round(float(v), 3) for v in sl.ambient],
+                "fog": [round(float(v), 1) for v in sl.fog]}
+
+    def update_hover(self):
+        now = _time.perf_counter()
+        if now - self.hover.at < 0.05:
+            return
+        self.hover.at = now
+        p = self.ground_at(*self.cursor)
+        self.hover.world = p
+        self.hover.ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
+
+    # -- tools --
+    def _dab(self):
+        """One dab of the brush tool under the cursor (a stroke: a dab each half radius moved)."""
+        p = self.ground_at(*self.cursor)
+        if p is None:
+            return
+        if self._last_dab is not None and math.dist(p[:2], self._last_dab) < 0.5 * self.tools.radius:
+            return
+        self._last_dab = (float(p[0]), float(p[1]))
+        self.apply_tool(float(p[0]), float(p[1]))
+
+    def apply_tool(self, x: float, y: float):
+        ts = self.tools
+        with self.lock:
+            if ts.tool == "exclude":
+                change = self.session.exclude(x, y, ts.radius, clear=ts.clear)
+            elif ts.tool == "mapping":
+                change = self.session.paint_mapping(x, y, ts.radius, None if ts.layer < 0 else ts.layer)
+            elif ts.tool == "assign":
+                if not ts.texture:
+                    self.say("assign: choose a texture first")
+                    return None
+                change = self.session.assign_texture(ts.texture, ts.effect_id, at=(x, y, ts.radius))
+            else:
+                return None
+        self.apply_change(change)
+        return change
+
+    def assign_scope(self):
+        """Assign the texture over the map or the picked tile (the panel's button)."""
+        ts = self.tools
+        if not ts.texture:
+            self.say("assign: choose a texture first")
+            return None
+        kw = {}
+        if ts.scope == "tile":
+            if self.picked is None:
+                self.say("assign to a tile: pick a cell of it first")
+                return None
+            kw["tile"] = self.picked.tile
+        with self.lock:
+            change = self.session.assign_texture(ts.texture, ts.effect_id, **kw)
+        self.apply_change(change)
+        return change
+
+    def preview_set(self):
+        ts = self.tools
+        models = [m for m in ts.set_models if m]
+        weights = [int(w) for m, w in zip(ts.set_models, ts.set_weights) if m]
+        if not models:
+            self.say("effect set: choose at least one model")
+            return None
+        with self.lock:
+            eid = self.session.preview_set(models, weights, int(ts.set_density),
+                                           effect_id=ts.set_effect or None)
+        ts.preview_id = eid
+        ts.effect_id = eid
+        self.say(f"effect set {eid} previewed (no table written; assign it to a texture to see it)")
+        return eid
+
+    def undo(self):
+        with self.lock:
+            change = self.session.undo()
+        if change is not None:
+            self.apply_change(change)
+            self.say(f"undone: {change.label}")
+        return change
+
+    def redo(self):
+        with self.lock:
+            change = self.session.redo()
+        if change is not None:
+            self.apply_change(change)
+            self.say(f"redone: {change.label}")
+        return change
+
+    def save(self, out_dir=None, *, in_place: bool = False):
+        try:
+            with self.lock:
+                res = self.session.save(out_dir, in_place=in_place)
+        except Exception as exc:  # a file changed on disk, a folder not writable: said, not raised
+            self.say(f"save failed: {exc}")
+            return None
+        self.say(f"saved {len(res.get('files', res.get('written', [])) or [])} file(s)"
+                 + (f" to {out_dir}" if out_dir else " in place" if in_place else ""))
+        return res
+
+    def build_patch(self, out_path):
+        try:
+            with self.lock:
+                res = self.session.build_patch(out_path)
+        except Exception as exc:
+            self.say(f"patch failed: {exc}")
+            return None
+        self.say(f"patch written: {out_path}")
+        return res
+
+    def say(self, text: str):
+        self.messages.append(text)
+        del self.messages[:-8]
+        self.log(text)
+
+    # -- changes reach the screen --
+    def apply_change(self, change):
+        """The chunks ``change`` touched: placed again and handed to the scene now (a few) or by
+        the worker (many, or the tables: every resident tile); their tiles' overlays again."""
+        if change is None:
+            return
+        resident = [k for k in (change.chunks or {}) if k in self.scene.tiles]
+        if change.tables:
+            for key in list(self.scene.tiles):
+                if self.scene.tiles[key].full:
+                    self._jobs.put(("replace", (key, None, change.label)))
+            for key in list(self.scene.tiles):
+                self._jobs.put(("overlay", key))
+            return
+        n = sum(len(change.chunks[k]) for k in resident)
+        for key in resident:
+            if n <= SYNC_CHUNKS:
+                self._replace_chunks(key, change.chunks[key], change.label)
+            else:
+                self._jobs.put(("replace", (key, set(change.chunks[key]), change.label)))
+            self._jobs.put(("overlay", key))
+
+    def _placed(self, key, chunks) -> dict:
+        """Model -> instances of ``chunks`` of tile ``key`` (None: every chunk), as the session
+        places them now."""
+        parts: dict = {}
+        for k in (range(256) if chunks is None else sorted(chunks)):
+            with self.lock:
+                inst = self.session.chunk_instances(key, int(k))
+            for name, arr in tile_grass(inst).items():
+                parts.setdefault(name, []).append(arr)
+        return {n: np.concatenate(a) for n, a in parts.items()}
+
+    def _merged(self, key, chunks, placed) -> dict:
+        """The tile's resident grass with ``chunks`` replaced by ``placed``."""
+        t = self.scene.tiles.get(key)
+        old = (t.grass or {}) if t is not None else {}
+        if chunks is None:
+            return placed
+        out = {}
+        ground = t.adt if t is not None else None
+        drop = np.zeros(256, bool)
+        drop[list(chunks)] = True
+        for name, inst in old.items():
+            if len(inst) and ground is not None:
+                ch = ground.chunk_index_at(inst["pos"][:, 0], inst["pos"][:, 1])
+                inst = inst[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
+            out[name] = inst
+        for name, inst in placed.items():
+            out[name] = np.concatenate([out[name], inst]) if name in out else inst
+        return out
+
+    def _replace_chunks(self, key, chunks, label):
+        grass = self._merged(key, chunks, self._placed(key, chunks))
+        self._hand_over(key, grass, label)
+
+    def _hand_over(self, key, grass, label):
+        extra = None
+        if self.scene.client_look:
+            extra = self._extras(key, grass)
+        self.scene.replace_grass(key, grass, extra)
+        self.edits_applied.append((label, self.frames))
+        del self.edits_applied[:-64]
+
+    def _extras(self, key, grass) -> dict:
+        from wowgrass.render.world.client_look import tuft_extras
+
+        with self.lock:
+            adt = self.session.tile(key)
+        flags = getattr(self.scene.source, "grass_flags", {})
+        build = getattr(getattr(self.session, "catalog", None), "build", "3.3.5")
+        return {n: tuft_extras(adt, inst, flags=flags.get(n, 0), build=build) for n, inst in grass.items()}
+
+    # -- overlays --
+    def toggle_overlay(self, name: str, on: bool | None = None):
+        self.overlays[name] = (not self.overlays[name]) if on is None else bool(on)
+        self._sync_terrain()
+
+    def _sync_terrain(self):
+        cells = self.scene.terrain.cells
+        cells.mask = sum(OVERLAY_BITS[n] for n, on in self.overlays.items() if on)
+        if self.picked is not None:
+            x, y = cell_corner(self.picked)
+            cells.pick = (x, y, UNIT_SIZE, 1.0)
+        else:
+            cells.pick = (0.0, 0.0, 0.0, 0.0)
+        brush = self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush")
+        if brush and self.hover.world is not None and not (self.ui is not None and self.ui.wants_mouse()):
+            cells.brush = (float(self.hover.world[0]), float(self.hover.world[1]), self.tools.radius, 1.0)
+        else:
+            cells.brush = (0.0, 0.0, 0.0, 0.0)
+
+    def _tile_resident(self, key):
+        if self.scene.tiles.get(key) is not None and self.scene.tiles[key].full:
+            self._jobs.put(("overlay", key))
+        entry = self._pending_reload.pop(key, None)
+        if entry is not None:
+            entry["drawn_s"] = _time.perf_counter() - entry["t0"]
+            self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
+
+    def overlay_for(self, key) -> np.ndarray:
+        with self.lock:
+            tile = self.session.tile(key)
+            cat = self.session.catalog
+        self.grass_textures |= tile_grass_textures(tile, cat)
+        return cell_overlay(tile, key, cat, self.colours, self.grass_textures)
+
+    # -- watching another editor --
+    def _files_changed(self, paths):
+        self._jobs.put(("reload", (set(paths), _time.perf_counter())))
+
+    # -- the worker --
+    def _work(self):
+        while not self._stop:
+            job = self._jobs.get()
+            if job is None:
+                return
+            kind, arg = job
+            try:
+                if kind == "overlay":
+                    img = self.overlay_for(arg)
+                    self._main.put(lambda k=arg, i=img: self.scene.terrain.cells.set(k, i))
+                elif kind == "replace":
+                    key, chunks, label = arg
+                    grass = self._placed(key, chunks)
+                    self._main.put(lambda k=key, c=chunks, g=grass, lb=label:
+                                   self._hand_over(k, self._merged(k, c, g), lb))
+                elif kind == "audit":
+                    self._run_audit()
+                elif kind == "reload":
+                    self._reload(*arg)
+            except Exception as exc:  # the view goes on; the panel says what failed
+                self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
+
+    def _reload(self, paths, t0):
+        with self.lock:
+            change = self.session.reload(paths)
+        tiles = [k for k in (change.chunks or {})]
+
+        def on_main():
+            entry = {"paths": sorted(str(p) for p in paths), "tiles": tiles, "t0": t0,
+                     "seen_s": _time.perf_counter() - t0}
+            self.reloads.append(entry)
+            if change.tables and hasattr(self.scene.source, "catalog"):
+                self.scene.source.catalog = self.session.catalog  # tiles loaded from now on
+                for key in list(self.scene.tiles):
+                    if self.scene.tiles[key].full and key not in tiles:
+                        self._jobs.put(("replace", (key, None, "tables reloaded")))
+            for key in tiles:
+                if self.scene.reload_tile(key):
+                    self._pending_reload[key] = entry
+            self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
+
+        self._main.put(on_main)
+
+    def _run_audit(self):
+        from wowgrass.edit.audit import audit_map
+
+        a = audit_map(self.session.data, self.session.map_name, picture=False)
+        found = []
+        for tex in a.textures:
+            for c in tex["unassigned_chunks"][:50]:
+                found.append(Finding("unassigned", f"{tex['path'].rsplit(chr(92), 1)[-1]}: no effect id "
+                                     f"(tile {c['tile'][0]},{c['tile'][1]} chunk {c['chunk'][0]},{c['chunk'][1]})",
+                                     chunk_centre(tuple(c["tile"]), tuple(c["chunk"]))))
+        for t in a.per_tile:
+            col, row = t["tile"]
+            centre = (ZEROPOINT - (row + 0.5) * TILE_SIZE, ZEROPOINT - (col + 0.5) * TILE_SIZE)
+            if t.get("stale"):
+                found.append(Finding("stale", f"tile {col},{row}: {t['stale']} stale doodadMapping cells", centre))
+            if t.get("excluded_grass"):
+                found.append(Finding("excluded", f"tile {col},{row}: {t['excluded_grass']} excluded cells "
+                                     "that would grow grass", centre))
+        for r in a.missing_rows:
+            found.append(Finding("no row", f"effect {r['id']}: no GroundEffectTexture row ({r['cells']} cells)"))
+        for m in a.missing_models:
+            found.append(Finding("model", f"missing model {m['model']} (effects {m['effects']})"))
+        grass = {t["path"].lower() for t in a.textures if t["carries_grass"]}
+
+        def on_main():
+            self.findings = found
+            self.findings_note = f"{len(found)} finding(s) over {len(a.tiles)} tile(s)"
+            self.grass_textures |= grass
+            for key in list(self.scene.tiles):
+                self._jobs.put(("overlay", key))
+
+        self._main.put(on_main)
+
+    def fly_to(self, finding: Finding):
+        """Put the camera 60 units from the finding's place, looking down at it."""
+        if finding.target is None:
+            return
+        x, y = finding.target
+        cam = self.viewer.camera
+        with self.lock:
+            ref = self.session.cell_at(x, y)
+        z = 0.0
+        if ref is not None:
+            try:
+                with self.lock:
+                    tile = self.session.tile(ref.tile)
+                k = ref.chunk[1] * 16 + ref.chunk[0]
+                ch = int(tile.chunk_index_at(x, y))
+                z = float(tile.heights_at(ch if ch >= 0 else k, x, y))
+            except Exception:  # a tile the session cannot read: the height stays 0
+                pass
+        cam.position = np.array([x + 45.0, y + 10.0, z + 40.0])
+        cam.look_at((x, y, z))
+        self.scene.update(cam.position)
