@@ -1,0 +1,284 @@
+"""The workbench's edit session as library calls (issue 40.3/40.4): a brush stroke saved equals the
+batch command over the same cells byte for byte; the live grass equals a bake of the saved tile;
+undo and redo; conflicts on disk; saving all or none; patches; reloads."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from faults import failing_folder, tree
+from PIL import Image
+
+from wowgrass.cli.main import cli
+from wowgrass.edit.masks import chunks_to_grid
+from wowgrass.errors import OutputError, UsageError
+from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.game.data import open_data
+from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
+from wowgrass.game.maps import adt_game_path
+from wowgrass.grass import bundle as B
+from wowgrass.samples import MAP_NAME, build_sample_world
+from wowgrass.workbench.session import CellRef, EditSession
+
+WEST, EAST = (31, 32), (32, 32)
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def game_file(root: Path, gp: str) -> Path:
+    return root.joinpath(*gp.split("\\"))
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The 3.3.5 sample world (2x1 tiles) as MPQs and as a loose copy of every file."""
+    base = tmp_path_factory.mktemp("wbs")
+    data = build_sample_world(base / "mpq", "3.3.5", (2, 1), seed=0)
+    loose = base / "loose"
+    with open_data(data) as g:
+        for name in g.list("*"):
+            p = game_file(loose, name)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(g.read(name))
+    return {"mpq": data, "loose": loose}
+
+
+@pytest.fixture
+def loose(world, tmp_path):
+    root = tmp_path / "Data"
+    shutil.copytree(world["loose"], root)
+    return root
+
+
+def border_point():
+    """World X, Y on the border of the two tiles, a third of the way down the tile."""
+    return ZEROPOINT - 32 * TILE_SIZE - TILE_SIZE / 3, ZEROPOINT - 32 * TILE_SIZE
+
+
+def stroke(session, clear=False):
+    """Three dabs of radius 9 across the tile border: cells of both tiles."""
+    x, y = border_point()
+    for k in range(3):
+        session.exclude(x - 6 * k, y + 5 - 5 * k, 9.0, clear=clear)
+
+
+def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        before = {k: s.tile(k).no_effect_doodad.copy() for k in (WEST, EAST)}
+        stroke(s)
+        assert s.changed_tiles == [WEST, EAST] and s.changed_tables == []
+        masks = {k: s.tile(k).no_effect_doodad & ~before[k] for k in (WEST, EAST)}
+        assert all(m.sum() > 5 for m in masks.values())
+        out = tmp_path / "session"
+        out.mkdir()
+        saved = s.save(out)
+        # the same cells as a mask picture for `effects exclude --mask` (both tiles: 256x128)
+        grid = np.concatenate([chunks_to_grid(s.tile(k), masks[k]) for k in (WEST, EAST)], axis=1)
+        png = tmp_path / "mask.png"
+        Image.fromarray(np.where(grid, 255, 0).astype(np.uint8)).save(png)
+    cli_out = tmp_path / "cli"
+    cli_out.mkdir()
+    res = run("effects", "exclude", "--data", world["mpq"], "--mask", png, "-o", cli_out)
+    assert res.exit_code == 0, res.output
+    assert len(saved["files"]) == 2 and saved["tables"] == []
+    for k in (WEST, EAST):
+        gp = adt_game_path(MAP_NAME, *k)
+        assert game_file(out, gp).read_bytes() == game_file(cli_out, gp).read_bytes()
+    with open_data(world["mpq"]) as data:    # only the noEffectDoodad bytes changed
+        orig = data.read(adt_game_path(MAP_NAME, *WEST))
+    new = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
+    diff = np.flatnonzero(np.frombuffer(orig, np.uint8) != np.frombuffer(new, np.uint8))
+    assert 0 < diff.size <= 8 * masks[WEST].reshape(256, -1).any(axis=1).sum()
+
+
+def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
+    from wowgrass.grass.bake import bake_tile
+    from wowgrass.game.effects import GroundEffectCatalog
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME, placement="client")
+        x, y = border_point()
+        ref = s.cell_at(x - 20, y + 20)
+        idx = s.chunk_index(ref)
+        before = len(s.chunk_instances(WEST, idx))
+        seen = []
+        s.subscribe(seen.append)
+        s.paint_mapping(x - 20, y + 20, 25, 1)       # a layer's effect over some cells
+        s.exclude(x - 20, y + 20, 6)
+        new_id = s.preview_set(["World\\NoDXT\\Detail\\ElwGra02.m2"], [16], 12)
+        s.assign_texture("SampleGrass", new_id, at=(x - 20, y + 20, 15))
+        assert [len(c.chunks[WEST]) > 0 for c in seen[:2]] == [True, True] and seen[2].tables
+        assert idx in seen[3].chunks[WEST]
+        live_chunk = s.chunk_instances(WEST, idx)
+        assert len(live_chunk) != before
+        live = s.tile_instances(WEST)
+        out = tmp_path / "o"
+        out.mkdir()
+        assert s.save(out)["tables"] == [TEXTURE_PATH]     # the model had a doodad row already
+        doodads = data.read(DOODAD_PATH)
+    saved = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
+    cat = GroundEffectCatalog.from_dbc_bytes(game_file(out, TEXTURE_PATH).read_bytes(), doodads, None, hint="3.3.5")
+    res = bake_tile(saved, cat, map_name=MAP_NAME, placement="client", out=tmp_path / "t.wgb", big_alpha=True)
+    with B.read_bundle(res.path) as b:
+        assert np.array_equal(b.cell_counts, live.cell_counts())
+        for m in b.models:
+            mine = np.flatnonzero(np.asarray(live.models)[live.model] == m.path)
+            packed = B.pack_instances(live.pos[mine], live.yaw[mine], live.scale[mine])
+            assert np.array_equal(np.sort(packed.view("V16")), np.sort(np.array(m.instances).view("V16")))
+        assert b.instance_count == len(live)
+    assert np.array_equal(np.unique(live_chunk.chunk), [idx])
+
+
+def test_undo_returns_the_original_bytes_and_redo_the_edit(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        orig = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        tables = s.tables_bytes(TEXTURE_PATH)
+        stroke(s)
+        x, y = border_point()
+        s.paint_mapping(x, y, 30, None)
+        s.assign_texture("SampleGrass", 1001, tile=EAST)
+        s.preview_set(["World\\NoDXT\\Detail\\ElwGra01.m2"], None, 3, effect_id=1001)
+        edited = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        assert len(s.history) >= 5 and s.can_undo and not s.can_redo
+        assert s.changed_tables == [TEXTURE_PATH]
+        while s.can_undo:
+            ch = s.undo()
+            assert ch is not None and ch.label.startswith("undo ")
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == orig
+        assert s.tables_bytes(TEXTURE_PATH) == tables and s.changed_tiles == [] and s.changed_tables == []
+        while s.can_redo:
+            s.redo()
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == edited
+        assert s.catalog.row(1001)["density"] == 3
+
+
+def test_clear_brush_and_an_edit_changing_nothing(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        n = len(s.history)
+        stroke(s)        # the same cells again: nothing changes, nothing recorded
+        assert len(s.history) == n
+        stroke(s, clear=True)
+        assert s.changed_tiles == []     # set then cleared: the bytes are the loaded ones again
+        assert s.exclude(9000.0, 9000.0, 5).empty      # off the map
+
+
+def test_cell_at_and_cell_info(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        t = s.tile(WEST)
+        x, y = t.cell_centres()[37, 2, 5]
+        ref = s.cell_at(x, y)
+        assert ref == CellRef(WEST, (int(t.index_xy[37, 0]), int(t.index_xy[37, 1])), (5, 2))
+        info = s.cell_info(ref)
+        assert info["mcnk_index"] == 37 and info["layers"][0]["alpha_mean"] == 1.0
+        assert info["doodad_mapping"] == int(t.doodad_mapping[37, 2, 5])
+        inst = s.chunk_instances(WEST, 37)
+        assert len(info["grass"]) == int((inst.cell == 2 * 8 + 5).sum())
+        assert s.cell_at(9000.0, 9000.0) is None
+        with pytest.raises(UsageError, match="no tile"):
+            s.tile((5, 5))
+
+
+def test_a_file_changed_on_disk_is_not_overwritten(loose, tmp_path):
+    s = EditSession(open_data(loose), MAP_NAME)
+    stroke(s)
+    west = game_file(loose, adt_game_path(MAP_NAME, *WEST))
+    other = bytearray(west.read_bytes())
+    other[-1] ^= 0xFF                      # another editor saved the tile
+    west.write_bytes(bytes(other))
+    assert any(str(west) in c for c in s.conflicts())
+    out = tmp_path / "o"
+    out.mkdir()
+    for kw in ({"in_place": True}, {"out_dir": out}):
+        with pytest.raises(OutputError, match="changed on disk"):
+            s.save(**kw)
+    assert west.read_bytes() == bytes(other) and tree(out) == []
+    assert not list(loose.rglob("*.bak"))
+
+
+def test_save_in_place_keeps_backups_and_writes_all_or_none(loose):
+    s = EditSession(open_data(loose), MAP_NAME)
+    files = {k: game_file(loose, adt_game_path(MAP_NAME, *k)) for k in (WEST, EAST)}
+    orig = {k: p.read_bytes() for k, p in files.items()}
+    stroke(s)
+    s.preview_set(["World\\NoDXT\\Detail\\ElwGra01.m2"], [16], 4)
+    table = game_file(loose, TEXTURE_PATH)
+    table_orig = table.read_bytes()
+    with failing_folder(loose / "DBFilesClient", "ENOSPC"):
+        with pytest.raises(OutputError):
+            s.save(in_place=True)
+    assert {k: p.read_bytes() for k, p in files.items()} == orig and table.read_bytes() == table_orig
+    assert not list(loose.rglob("*.bak")) and not list(loose.rglob("*.tmp"))
+    res = s.save(in_place=True)
+    assert sorted(res["backups"]) == sorted(str(p) + ".bak" for p in [*files.values(), table])
+    assert {k: Path(str(p) + ".bak").read_bytes() for k, p in files.items()} == orig
+    assert {k: p.read_bytes() for k, p in files.items()} == {k: s.tile_bytes(k) for k in files}
+    assert s.changed_tiles == [] and s.changed_tables == []
+    s.exclude(*border_point(), 3, clear=True)      # saved again over its own save: no conflict
+    assert s.save(in_place=True, backups=False)["files"]
+
+
+def test_save_refuses_an_out_folder_holding_other_files(world, tmp_path):
+    out = tmp_path / "o"
+    gp = adt_game_path(MAP_NAME, *WEST)
+    game_file(out, gp).parent.mkdir(parents=True)
+    game_file(out, gp).write_bytes(b"someone else's tile")
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        with pytest.raises(OutputError, match="not what this session loaded"):
+            s.save(out)
+        with pytest.raises(UsageError, match="only loose files"):
+            s.save(in_place=True)
+    assert game_file(out, gp).read_bytes() == b"someone else's tile"
+
+
+def test_build_patch_holds_the_changed_files(world, tmp_path):
+    from wowgrass.formats.mpq import MpqArchive
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        with pytest.raises(UsageError, match="nothing differs"):
+            s.build_patch(tmp_path / "patch-4.MPQ")
+        stroke(s)
+        res = s.build_patch(tmp_path / "patch-4.MPQ")
+        want = {adt_game_path(MAP_NAME, *k): s.tile_bytes(k) for k in (WEST, EAST)}
+    arc = MpqArchive.open(res["file"])
+    try:
+        assert {n: arc.read(n) for n in want} == want
+    finally:
+        arc.close()
+
+
+def test_reload_takes_another_editors_save(loose):
+    s = EditSession(open_data(loose), MAP_NAME)
+    seen = []
+    s.subscribe(seen.append)
+    east = game_file(loose, adt_game_path(MAP_NAME, *EAST))
+    s.tile(EAST)
+    s.exclude(*border_point(), 9)                  # unsaved edits on both tiles
+    s.undo()                                       # ... undone: nothing unsaved
+    from wowgrass.edit.adt_edit import exclude_cells
+
+    new, _ = exclude_cells(east.read_bytes(), "x", np.ones((256, 8, 8), bool))
+    east.write_bytes(new)
+    ch = s.reload([east])
+    assert ch.chunks == {EAST: set(range(256))} and seen[-1] is ch and not s.can_redo
+    assert s.tile_bytes(EAST) == new and s.tile(EAST).no_effect_doodad.all()
+    s.exclude(*border_point(), 9, clear=True)      # unsaved edits now
+    mine = s.tile_bytes(EAST)
+    east.write_bytes(east.read_bytes()[:-1] + b"\x01")
+    ch = s.reload([east])
+    assert ch.notes and EAST not in ch.chunks and s.tile_bytes(EAST) == mine
+    with pytest.raises(OutputError, match="changed on disk"):
+        s.save(in_place=True)
