@@ -423,6 +423,9 @@ class Workbench:
     def _placed(self, key, chunks) -> dict:
         """Model -> instances of ``chunks`` of tile ``key`` (None: every chunk), as the session
         places them now."""
+        if chunks is None:
+            with self.lock:
+                return tile_grass(self.session.tile_instances(key))
         parts: dict = {}
         for k in (range(256) if chunks is None else sorted(chunks)):
             with self.lock:
@@ -607,3 +610,51 @@ class Workbench:
         cam.position = np.array([x + 45.0, y + 10.0, z + 40.0])
         cam.look_at((x, y, z))
         self.scene.update(cam.position)
+
+    def report(self) -> dict:
+        """What the session did, for ``view --json`` (``workbench``)."""
+        s = self.session
+        return {"panels": self.ui is not None or self._want_panels, "edit_count": len(s.history),
+                "history": list(s.history), "changed_tiles": [list(k) for k in s.changed_tiles],
+                "changed_tables": list(s.changed_tables), "picked": None if self.picked is None else
+                {"tile": list(self.picked.tile), "chunk": list(self.picked.chunk), "cell": list(self.picked.cell)},
+                "pick_ms": self.pick_ms, "overlays": [n for n, on in self.overlays.items() if on],
+                "messages": list(self.messages), "finding_count": len(self.findings),
+                "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
+                             "seen_ms": r["seen_s"] * 1000.0,
+                             "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None} for r in self.reloads]}
+
+
+def watch_roots(data) -> list:
+    """The loose folders of ``data`` a watcher follows (an MPQ chain alone has none)."""
+    from pathlib import Path
+
+    roots = [Path(p) for p in getattr(data, "loose_roots", []) or []]
+    if not roots and getattr(data, "kind", None) == "loose":
+        roots = [Path(data.root)]
+    for _game_path, f in (getattr(data, "_files", None) or {}).values():  # view ADT: the file's folder
+        roots.append(Path(f).parent)
+    return list(dict.fromkeys(r.resolve() for r in roots if r.is_dir()))
+
+
+def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
+                   audit: bool = True, build=None, log=None) -> Workbench:
+    """The workbench over the view's map (``view`` builds it for its window): an EditSession with
+    the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders."""
+    from wowgrass.errors import UsageError
+
+    from .session import EditSession
+
+    session = EditSession(data, src.map, placement=getattr(src, "placement", "client"), build=build,
+                          constants=getattr(src, "constants", None))
+    roots = None
+    if watch:
+        roots = watch_roots(data)
+        if not roots:
+            raise UsageError("--watch follows loose folders: --data is an MPQ chain with none laid over it")
+        if log:
+            log("watching " + ", ".join(str(r) for r in roots))
+    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels)
+    for name in overlays:
+        bench.toggle_overlay(name, True)
+    return bench

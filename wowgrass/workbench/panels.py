@@ -131,7 +131,7 @@ class Panels:
 
     def _overlays(self):
         imgui, b = self.imgui, self.bench
-        if self._window("Overlays", 8, 8, 250, 0):
+        if self._window("Overlays", 8, 8, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
             for name, key, label in OVERLAYS:
                 changed, on = imgui.checkbox(f"{key}  {label}", b.overlays[name])
                 if changed:
@@ -139,17 +139,19 @@ class Panels:
             if b.overlays["sets"]:
                 imgui.separator()
                 imgui.text("effect sets")
-                for eid, rgb in b.colours.legend()[:24]:
+                for i, (eid, rgb) in enumerate(b.colours.legend()[:24]):
                     imgui.color_button(f"##set{eid}", imgui.ImVec4(rgb[0] / 255, rgb[1] / 255, rgb[2] / 255, 1.0),
                                        0, imgui.ImVec2(12, 12))
                     imgui.same_line()
-                    imgui.text(f"{eid}")
+                    imgui.text(f"{eid:<6d}")
+                    if i % 3 != 2:
+                        imgui.same_line()
         imgui.end()
 
     def _tools(self):
         imgui, b = self.imgui, self.bench
         ts = b.tools
-        if self._window("Tools", 8, 250, 250, 0):
+        if self._window("Tools", 8, 330, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
             for i, (name, label) in enumerate((("pick", "F5 pick"), ("exclude", "F6 exclusion brush"),
                                                 ("mapping", "F7 doodadMapping brush"), ("assign", "F8 assign effect"))):
                 if imgui.radio_button(label, ts.tool == name):
@@ -243,7 +245,7 @@ class Panels:
     def _changes(self):
         imgui, b = self.imgui, self.bench
         s = b.session
-        if self._window("Changes", 266, 8, 300, 0):
+        if self._window("Changes", 300, 8, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
             imgui.text(f"history: {len(s.history)} edit(s)")
             for label in s.history[-6:]:
                 imgui.bullet_text(label)
