@@ -101,6 +101,7 @@ def run_view(opts: ViewOptions) -> dict:
         cleanup.callback(target.release)
         scene = open_scene(target, src, opts, say, moving=mode.window)  # offscreen frames stand still
         cleanup.callback(scene.release)
+        scene.keep_grass = opts.ui is not None and mode.window  # the window's edits replace chunks' grass
         viewer = open_viewer(target, scene, src, opts, mode)
         result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
         result["light"] = describe_light(viewer)

@@ -46,6 +46,7 @@ class Hover:
     world: np.ndarray | None = None
     ref: object = None
     at: float = 0.0
+    key: tuple | None = None  # (cursor, camera) of the last pick
 
 
 @dataclass
@@ -131,6 +132,9 @@ class Workbench:
         self._pending_reload: dict = {}  # tile -> reload entry waiting for its tile
         self.ui = None
         self._want_panels = panels
+        self.shots: list[str] = []  # screenshots written (F12)
+        self.shots_pending: list = []
+        self.shot_prefix = "wowgrass-shot"
         scene.keep_grass = True
         scene.on_resident.append(self._tile_resident)
         self.scene.terrain.cells.set_colours = self.colours.shader_colours()
@@ -149,8 +153,10 @@ class Workbench:
         if self._audit:
             self._jobs.put(("audit", None))
         if self._watch_roots:
-            from .watch import FileWatcher
-
+            try:
+                from .watch import FileWatcher
+            except ImportError:  # until the library's watcher lands: the polling one below
+                FileWatcher = PollWatcher
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 
@@ -173,6 +179,8 @@ class Workbench:
             except queue.Empty:
                 break
             fn()
+        if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
+            self.update_hover()
         if self.painting:
             self._dab()
         self._sync_terrain()
@@ -181,6 +189,19 @@ class Workbench:
     def draw(self) -> None:
         if self.ui is not None:
             self.ui.draw()
+        if self.shots_pending:
+            self._write_shot(self.shots_pending.pop(0))
+
+    def _write_shot(self, path):
+        """The window's back buffer as drawn (frame and panels) to ``path`` (F12)."""
+        from wowgrass.render.viewer import write_png
+
+        target = self.viewer.target
+        w, h = target.size
+        data = target.ctx.screen.read(viewport=(0, 0, w, h), components=3, alignment=1)
+        write_png(path, np.frombuffer(data, np.uint8).reshape(h, w, 3)[::-1])
+        self.shots.append(str(path))
+        self.say(f"screenshot {path}")
 
     # -- input (the panels see it first) --
     def on_key(self, key, scancode, action, mods) -> bool:
@@ -201,6 +222,9 @@ class Workbench:
             return True
         if key == g.KEY_F1:
             self.help = not self.help
+            return True
+        if key == g.KEY_F12:
+            self.shots_pending.append(f"{self.shot_prefix}-{len(self.shots) + len(self.shots_pending) + 1}.png")
             return True
         overlay_keys = {getattr(g, f"KEY_{k}"): name for name, k, _l in OVERLAYS}
         if key in overlay_keys:
@@ -288,10 +312,14 @@ class Workbench:
                 "fog": [round(float(v), 1) for v in sl.fog]}
 
     def update_hover(self):
+        """The ground under the cursor (status line, brush circle): picked again when the cursor or
+        the camera moved, at most 20 times a second."""
         now = _time.perf_counter()
-        if now - self.hover.at < 0.05:
+        cam = self.viewer.camera
+        key = (self.cursor, tuple(cam.position.tolist()), cam.yaw, cam.pitch, self.scene.version)
+        if key == self.hover.key or now - self.hover.at < 0.05:
             return
-        self.hover.at = now
+        self.hover.at, self.hover.key = now, key
         p = self.ground_at(*self.cursor)
         self.hover.world = p
         self.hover.ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
@@ -454,6 +482,9 @@ class Workbench:
         return out
 
     def _replace_chunks(self, key, chunks, label):
+        t = self.scene.tiles.get(key)
+        if t is not None and t.grass is None:  # the scene did not keep this tile's grass: all of it again
+            chunks = None
         grass = self._merged(key, chunks, self._placed(key, chunks))
         self._hand_over(key, grass, label)
 
@@ -619,10 +650,66 @@ class Workbench:
                 "changed_tables": list(s.changed_tables), "picked": None if self.picked is None else
                 {"tile": list(self.picked.tile), "chunk": list(self.picked.chunk), "cell": list(self.picked.cell)},
                 "pick_ms": self.pick_ms, "overlays": [n for n, on in self.overlays.items() if on],
-                "messages": list(self.messages), "finding_count": len(self.findings),
+                "messages": list(self.messages), "finding_count": len(self.findings), "screenshots": list(self.shots),
+                "edits_applied": [{"label": lb, "frame": f} for lb, f in self.edits_applied],
                 "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
                              "seen_ms": r["seen_s"] * 1000.0,
                              "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None} for r in self.reloads]}
+
+
+class PollWatcher:
+    """Files changed under ``roots`` by polling their sizes and times every ``interval`` seconds
+    (a daemon thread): ``on_change(set[Path])`` once a changed file holds still for one poll (a
+    writer that takes longer than that is seen at its next pause). The minimum the window needs
+    while the library's event-based FileWatcher (watch.py) is not there."""
+
+    def __init__(self, roots, on_change, *, interval: float = 0.1):
+        from pathlib import Path
+
+        self.roots, self.on_change, self.interval = [Path(r) for r in roots], on_change, float(interval)
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _scan(self) -> dict:
+        import os
+
+        out = {}
+        for root in self.roots:
+            for dirpath, _dirs, files in os.walk(root):
+                for f in files:
+                    p = os.path.join(dirpath, f)
+                    try:
+                        st = os.stat(p)
+                    except OSError:
+                        continue
+                    out[p] = (st.st_mtime_ns, st.st_size)
+        return out
+
+    def _run(self):
+        from pathlib import Path
+
+        seen = self._scan()
+        moving: dict = {}
+        while not self._stop.wait(self.interval):
+            now = self._scan()
+            changed = {p for p in now.keys() | seen.keys() if now.get(p) != seen.get(p)}
+            settled = {p for p, st in moving.items() if p not in changed}
+            for p in changed:
+                moving[p] = now.get(p)
+            if settled:
+                for p in settled:
+                    moving.pop(p, None)
+                self.on_change({Path(p) for p in settled})
+            seen = now
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="wowgrass-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2.0)
 
 
 def watch_roots(data) -> list:

@@ -27,6 +27,7 @@ KEYS_HELP = (
     ("[ ]", "the hour, an hour back / on (with --clock)"),
     ("G O T B R Z", "grass, doodads, terrain, WMOs, liquids, horizon"),
     ("F3", "frame statistics"),
+    ("F12", "screenshot of the window (wowgrass-shot-N.png)"),
     ("F1", "this help"),
     ("Esc", "quit"),
 )
@@ -51,10 +52,14 @@ class Panels:
         self.ctx = imgui.create_context()
         io = imgui.get_io()
         io.set_ini_filename("")  # no imgui.ini beside the user's files
-        self._addr = ctypes.cast(target.window, ctypes.c_void_p).value
-        imgui.backends.glfw_init_for_opengl(self._addr, False)
+        # a window: glfw's backend takes the events; an offscreen target (the benchmark): no input
+        self._addr = None
+        if getattr(target, "window", None) is not None:
+            self._addr = ctypes.cast(target.window, ctypes.c_void_p).value
+            imgui.backends.glfw_init_for_opengl(self._addr, False)
         imgui.backends.opengl3_init("#version 330")
-        self.cpu_ms = 0.0  # the panels' CPU time of the last frame (build + render submit)
+        self._t = _time.perf_counter()
+        self.cpu_ms = self.build_ms = self.submit_ms = 0.0  # the panels' CPU time of the last frame
         self.out_dir = "workbench-out"
         self.patch_path = "patch-wowgrass.MPQ"
         self.texture_filter = ""
@@ -64,7 +69,8 @@ class Panels:
     def close(self):
         imgui = self.imgui
         imgui.backends.opengl3_shutdown()
-        imgui.backends.glfw_shutdown()
+        if self._addr is not None:
+            imgui.backends.glfw_shutdown()
         imgui.destroy_context(self.ctx)
 
     # -- input --
@@ -96,9 +102,14 @@ class Panels:
         imgui = self.imgui
         t0 = _time.perf_counter()
         imgui.backends.opengl3_new_frame()
-        imgui.backends.glfw_new_frame()
+        if self._addr is not None:
+            imgui.backends.glfw_new_frame()
+        else:
+            io = imgui.get_io()
+            io.display_size = imgui.ImVec2(*self.target.size)
+            io.delta_time = max(t0 - self._t, 1e-4)
+            self._t = t0
         imgui.new_frame()
-        self.bench.update_hover()
         self._status()
         self._overlays()
         self._tools()
@@ -108,8 +119,11 @@ class Panels:
         if self.bench.help:
             self._help()
         imgui.render()
+        t1 = _time.perf_counter()
         imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
-        self.cpu_ms = (_time.perf_counter() - t0) * 1000.0
+        t2 = _time.perf_counter()
+        self.build_ms, self.submit_ms = (t1 - t0) * 1000.0, (t2 - t1) * 1000.0  # widgets; GL calls
+        self.cpu_ms = (t2 - t0) * 1000.0
 
     def _window(self, title, x, y, w, h=0, flags=0):
         imgui = self.imgui
