@@ -233,7 +233,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data")
     ap.add_argument("--map")
-    ap.add_argument("--look", default="client", choices=["default", "client"])
+    ap.add_argument("--look", default="default", choices=["default", "client"],
+                    help="client: the clients' scatter (3.3.5 ignores noEffectDoodad: the stroke changes nothing there)")
     ap.add_argument("--size", default="960x600")
     ap.add_argument("--frames", type=int, default=40, help="frames with and without panels")
     ap.add_argument("--json", action="store_true", help="write workbench.json into --out (and print it)")

@@ -113,7 +113,7 @@ class Workbench:
         self.pick_ms: float | None = None
         self.help = False
         self.findings: list[Finding] = []
-        self.findings_note = "the audit runs in the background" if audit else "audit off"
+        self.findings_note = "the audit runs in the background" if audit else None
         self.messages: list[str] = []  # the last results (save, patch, reloads, errors)
         self.frame_ms = 0.0
         self.frames = 0
@@ -121,6 +121,7 @@ class Workbench:
         self.viewer = self.controls = None
         self.cursor = (0.0, 0.0)
         self.painting = False
+        self._stroke_edits = 0
         self._last_dab = None
         self._main: queue.Queue = queue.Queue()  # callables for the frame thread
         self._jobs: queue.Queue = queue.Queue()
@@ -135,6 +136,8 @@ class Workbench:
         self.shots: list[str] = []  # screenshots written (F12)
         self.shots_pending: list = []
         self.shot_prefix = "wowgrass-shot"
+        self.save_dir = "workbench-out"  # Ctrl+S and the Save panel's folder (an overlay folder)
+        self.patch_path = "patch-wowgrass.MPQ"
         scene.keep_grass = True
         scene.on_resident.append(self._tile_resident)
         self.scene.terrain.cells.set_colours = self.colours.shader_colours()
@@ -181,7 +184,7 @@ class Workbench:
             fn()
         if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
             self.update_hover()
-        if self.painting:
+        if self.painting and not (self.ui is not None and self.ui.wants_mouse()):
             self._dab()
         self._sync_terrain()
         self.work_ms = (_time.perf_counter() - t0) * 1000.0
@@ -218,7 +221,7 @@ class Workbench:
             self.redo()
             return True
         if ctrl and key == g.KEY_S:
-            self.save()
+            self.save(self.save_dir)
             return True
         if key == g.KEY_F1:
             self.help = not self.help
@@ -248,20 +251,37 @@ class Workbench:
 
     def on_button(self, button, action, mods) -> bool:
         g = self.controls.glfw
+        if self.painting and button == g.MOUSE_BUTTON_LEFT and action == g.RELEASE:
+            self.end_stroke()  # wherever the stroke ends, over a panel too
+            if self.ui is not None:
+                self.ui.on_button(button, action, mods)
+            return True
         if self.ui is not None and self.ui.on_button(button, action, mods):
             return True
         if button != g.MOUSE_BUTTON_LEFT:
             return False  # the right button looks around, as in 3D editors
         if action == g.PRESS:
             if self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush"):
-                self.painting = True
-                self._last_dab = None
-                self._dab()
+                self.begin_stroke()
             else:
                 self.pick_at(*self.cursor)
-        elif action == g.RELEASE:
-            self.painting = False
+        elif action == g.RELEASE and self.painting:
+            self.end_stroke()
         return True
+
+    def begin_stroke(self):
+        self.painting = True
+        self._last_dab = None
+        self._stroke_edits = 0
+        self._dab()
+
+    def end_stroke(self):
+        """A stroke's dabs become one undo step (the session records one per call)."""
+        self.painting = False
+        n, self._stroke_edits = self._stroke_edits, 0
+        if n > 1:
+            with self.lock:
+                merge_last_steps(self.session, n, f"{self.tools.tool} stroke ({n} dabs) r={self.tools.radius:g}")
 
     def on_scroll(self, dx, dy) -> bool:
         if self.ui is not None and self.ui.on_scroll(dx, dy):
@@ -330,10 +350,18 @@ class Workbench:
         p = self.ground_at(*self.cursor)
         if p is None:
             return
-        if self._last_dab is not None and math.dist(p[:2], self._last_dab) < 0.5 * self.tools.radius:
+        spacing = 0.5 * self.tools.radius
+        last = self._last_dab
+        if last is not None and math.dist(p[:2], last) < spacing:
             return
+        # the cursor may have gone far between two frames: dabs along the way, half a radius apart
+        n = 1 if last is None else max(1, int(math.dist(p[:2], last) // spacing))
+        for i in range(1, n + 1):
+            f = i / n
+            x, y = (float(p[0]), float(p[1])) if last is None else (last[0] + (p[0] - last[0]) * f,
+                                                                     last[1] + (p[1] - last[1]) * f)
+            self.apply_tool(x, y)
         self._last_dab = (float(p[0]), float(p[1]))
-        self.apply_tool(float(p[0]), float(p[1]))
 
     def apply_tool(self, x: float, y: float):
         ts = self.tools
@@ -349,6 +377,8 @@ class Workbench:
                 change = self.session.assign_texture(ts.texture, ts.effect_id, at=(x, y, ts.radius))
             else:
                 return None
+        if change is not None and not change.empty and self.painting:
+            self._stroke_edits += 1
         self.apply_change(change)
         return change
 
@@ -389,7 +419,7 @@ class Workbench:
             change = self.session.undo()
         if change is not None:
             self.apply_change(change)
-            self.say(f"undone: {change.label}")
+            self.say(change.label)
         return change
 
     def redo(self):
@@ -397,11 +427,15 @@ class Workbench:
             change = self.session.redo()
         if change is not None:
             self.apply_change(change)
-            self.say(f"redone: {change.label}")
+            self.say(change.label)
         return change
 
     def save(self, out_dir=None, *, in_place: bool = False):
         try:
+            if out_dir is not None:  # the panel names a folder: made if new (as effects -o takes one)
+                from pathlib import Path
+
+                Path(out_dir).mkdir(parents=True, exist_ok=True)
             with self.lock:
                 res = self.session.save(out_dir, in_place=in_place)
         except Exception as exc:  # a file changed on disk, a folder not writable: said, not raised
@@ -655,6 +689,25 @@ class Workbench:
                 "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
                              "seen_ms": r["seen_s"] * 1000.0,
                              "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None} for r in self.reloads]}
+
+
+def merge_last_steps(session, n: int, label: str) -> None:
+    """The session's last ``n`` undo steps as one (a brush stroke's dabs): each tile's state before
+    the first and after the last, the tables' likewise. The session's API records a step per call
+    and has no stroke of its own yet: this reaches into its History (workbench/history.py)."""
+    from .history import Step
+
+    done = session._history._done
+    if n < 2 or len(done) < n:
+        return
+    steps = done[-n:]
+    merged = Step(label)
+    for step in steps:
+        for key, (before, after) in step.tiles.items():
+            merged.tiles[key] = (merged.tiles[key][0] if key in merged.tiles else before, after)
+        if step.tables is not None:
+            merged.tables = (merged.tables[0] if merged.tables is not None else step.tables[0], step.tables[1])
+    done[-n:] = [merged]
 
 
 class PollWatcher:

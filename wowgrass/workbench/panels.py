@@ -60,8 +60,6 @@ class Panels:
         imgui.backends.opengl3_init("#version 330")
         self._t = _time.perf_counter()
         self.cpu_ms = self.build_ms = self.submit_ms = 0.0  # the panels' CPU time of the last frame
-        self.out_dir = "workbench-out"
-        self.patch_path = "patch-wowgrass.MPQ"
         self.texture_filter = ""
         self.model_filter = ""
         self._models = None
@@ -249,6 +247,8 @@ class Panels:
     def _findings(self):
         imgui, b = self.imgui, self.bench
         W, H = self.target.size
+        if b.findings_note is None:  # view --no-audit
+            return
         if self._window("Findings", W - 340, 380, 332, 200):
             imgui.text(b.findings_note)
             for i, f in enumerate(b.findings[:400]):
@@ -266,15 +266,15 @@ class Panels:
             tiles = ", ".join(f"{c},{r}" for c, r in s.changed_tiles) or "none"
             imgui.text_wrapped(f"changed tiles: {tiles}")
             imgui.text_wrapped(f"changed tables: {', '.join(s.changed_tables) or 'none'}")
-            _, self.out_dir = imgui.input_text("overlay folder", self.out_dir)
-            if imgui.button("Save to folder"):
-                b.save(self.out_dir)
+            _, b.save_dir = imgui.input_text("overlay folder", b.save_dir)
+            if imgui.button("Save to folder (Ctrl+S)"):
+                b.save(b.save_dir)
             imgui.same_line()
             if imgui.button("Save in place"):
                 b.save(None, in_place=True)
-            _, self.patch_path = imgui.input_text("patch MPQ", self.patch_path)
+            _, b.patch_path = imgui.input_text("patch MPQ", b.patch_path)
             if imgui.button("Build patch"):
-                b.build_patch(self.patch_path)
+                b.build_patch(b.patch_path)
             for m in b.messages[-4:]:
                 imgui.text_wrapped(m)
         imgui.end()
