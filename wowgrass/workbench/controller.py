@@ -116,6 +116,7 @@ class Workbench:
         self.findings_note = "the audit runs in the background" if audit else None
         self.messages: list[str] = []  # the last results (save, patch, reloads, errors)
         self.frame_ms = 0.0
+        self._frame_t = None
         self.frames = 0
         self.edits_applied: list = []  # (change label, frame the scene got its grass)
         self.viewer = self.controls = None
@@ -175,7 +176,9 @@ class Workbench:
     def before_frame(self, dt: float) -> None:
         t0 = _time.perf_counter()
         self.frames += 1
-        self.frame_ms = dt * 1000.0
+        # the wall time between frames (the window's dt is clamped for the camera's sake)
+        self.frame_ms = (t0 - self._frame_t) * 1000.0 if self._frame_t is not None else dt * 1000.0
+        self._frame_t = t0
         while True:
             try:
                 fn = self._main.get_nowait()
@@ -318,6 +321,14 @@ class Workbench:
             self.picked_info = info
         self._sync_terrain()
         return ref
+
+    def _refresh_pick(self):
+        if self.picked is None or self.picked_info is None:
+            return
+        with self.lock:
+            info = self.session.cell_info(self.picked)
+        info["world"], info["light"] = self.picked_info.get("world"), self.picked_info.get("light")
+        self.picked_info = info
 
     def light_at(self, p) -> dict | None:
         zl = getattr(self.viewer, "zone_light", None)
@@ -466,6 +477,8 @@ class Workbench:
         the worker (many, or the tables: every resident tile); their tiles' overlays again."""
         if change is None:
             return
+        if self.picked is not None and (change.tables or self.picked.tile in (change.chunks or {})):
+            self._main.put(self._refresh_pick)  # the Cell panel shows the edited cell (next frame)
         resident = [k for k in (change.chunks or {}) if k in self.scene.tiles]
         if change.tables:
             for key in list(self.scene.tiles):

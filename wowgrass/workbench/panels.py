@@ -239,7 +239,7 @@ class Panels:
         W = self.target.size[0]
         if info is None:
             return
-        if self._window("Cell", W - 340, 8, 332, 360):
+        if self._window("Cell", W - 360, 8, 352, min(470, self.target.size[1] - 60)):
             for line in pick_lines(b.picked, info, b.pick_ms):
                 imgui.text_wrapped(line)
         imgui.end()
@@ -249,7 +249,7 @@ class Panels:
         W, H = self.target.size
         if b.findings_note is None:  # view --no-audit
             return
-        if self._window("Findings", W - 340, 380, 332, 200):
+        if self._window("Findings", W - 360, min(486, H - 250), 352, 200):
             imgui.text(b.findings_note)
             for i, f in enumerate(b.findings[:400]):
                 if imgui.selectable(f"[{f.kind}] {f.text}##f{i}", False)[0]:
@@ -333,8 +333,8 @@ def pick_lines(ref, info: dict, pick_ms) -> list[str]:
     else:
         out.append("effect set: none")
     grass = info.get("grass") or []
-    out.append(f"grass placed: {len(grass)}")
-    for g in grass[:8]:
+    out.append(f"grass placed: {len(grass)}" + (" (the first 5:)" if len(grass) > 5 else ""))
+    for g in grass[:5]:
         out.append(f"   {short(g['model'])}  ({g['x']:.1f}, {g['y']:.1f}, {g['z']:.1f})  yaw {g['yaw']:.2f}  "
                    f"scale {g['scale']:.2f}")
     light = info.get("light")
