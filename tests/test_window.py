@@ -66,8 +66,9 @@ def _env(display):
 
 
 def _view(display, *args):
+    # the view alone (the workbench's panels: tests/test_workbench_window.py)
     return [sys.executable, "-m", "wowgrass", "view", "--window", "--size", f"{SIZE[0]}x{SIZE[1]}",
-            "--camera", CAMERA, "--stats", "--json", *args]
+            "--camera", CAMERA, "--stats", "--json", "--no-panels", *args]
 
 
 def _png(path):

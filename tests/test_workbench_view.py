@@ -1,0 +1,258 @@
+"""The workbench's window half without a window: the overlays' per-cell data, the ray pick, a
+stroke's dabs as one undo step, the grass an edit hands the scene, the polling watcher, and the
+options ``view`` refuses (the window tests are tests/test_workbench_window.py)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from wowgrass.cli.main import cli
+
+
+@pytest.fixture(scope="module")
+def sample():
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import default_data
+
+    root, map_name = default_data()
+    data = open_data(root)
+    yield data, map_name
+    data.close()
+
+
+@pytest.fixture()
+def session(sample):
+    from wowgrass.workbench.session import EditSession
+
+    data, map_name = sample
+    return EditSession(data, map_name, placement="coverage")
+
+
+def test_cell_overlay_matches_the_audit_facts(session):
+    from wowgrass.edit.audit import tile_facts
+    from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE, CELL_STALE
+    from wowgrass.workbench.overlays import SetColours, cell_overlay, grass_effects
+
+    key = session.tiles[0]
+    tile = session.tile(key)
+    img = cell_overlay(tile, key, session.catalog, SetColours(), set())
+    assert img.shape == (128, 128, 4) and img.dtype == np.uint8
+    f = tile_facts(tile, key)
+    # back to (256, 8, 8) in MCNK order: chunk k's cells at rows (k // 16) * 8.., columns (k % 16) * 8..
+    cells = img.reshape(16, 8, 16, 8, 4).transpose(0, 2, 1, 3, 4).reshape(256, 8, 8, 4)
+    grows = f["valid"] & grass_effects(session.catalog, f["cell_effect"]).reshape(256, 8, 8)
+    assert grows.any() and (~grows).any()
+    assert np.array_equal(cells[..., 0] > 0, grows)
+    flags = cells[..., 1]
+    assert np.array_equal((flags & CELL_EXCLUDED) > 0, f["excluded"])
+    assert np.array_equal((flags & CELL_STALE) > 0, f["stale"])
+    assert np.array_equal((flags & CELL_HOLE) > 0, f["hole"])
+    # one colour per effect set, the same id the same colour
+    ids = f["cell_effect"][grows]
+    for e in np.unique(ids)[:4]:
+        assert len(np.unique(cells[..., 0][grows][ids == e])) == 1
+
+
+def test_unassigned_flag_marks_grass_textures_without_an_effect(session):
+    from wowgrass.render.sources.terrain import CELL_UNASSIGNED
+    from wowgrass.workbench.overlays import SetColours, cell_overlay
+
+    key = session.tiles[0]
+    tile = session.tile(key)
+    # every texture counted as a grass texture: the cells mapped to a layer with no effect id are flagged
+    names = {t.lower() for t in tile.textures}
+    img = cell_overlay(tile, key, session.catalog, SetColours(), names)
+    cells = img.reshape(16, 8, 16, 8, 4).transpose(0, 2, 1, 3, 4).reshape(256, 8, 8, 4)
+    from wowgrass.edit.audit import tile_facts
+
+    f = tile_facts(tile, key)
+    want = f["valid"] & np.isin(f["cell_effect"], [0, 0xFFFF, 0xFFFFFFFF])
+    assert np.array_equal((cells[..., 1] & CELL_UNASSIGNED) > 0, want)
+    none = cell_overlay(tile, key, session.catalog, SetColours(), set())
+    assert not ((none[..., 1] & CELL_UNASSIGNED) > 0).any()
+
+
+def _ground_scene(session):
+    from wowgrass.render.world.tile_payload import TileGround
+
+    tiles = {k: SimpleNamespace(adt=TileGround(session.tile(k)), full=True, grass=None) for k in session.tiles}
+    return SimpleNamespace(tiles=tiles)
+
+
+def test_pick_finds_the_ground_under_a_ray(session):
+    from wowgrass.render.pick import ground_heights, pick_ground
+
+    scene = _ground_scene(session)
+    tile = session.tile(session.tiles[0])
+    x, y = (float(v) for v in tile.positions[100, :2] - 5.0)
+    h = float(tile.heights_at(int(tile.chunk_index_at(x, y)), x, y))
+    p = pick_ground(scene, (x, y, h + 300.0), (0.0, 0.0, -1.0))
+    assert p is not None and abs(p[0] - x) < 1e-6 and abs(p[2] - h) < 0.05
+    # a slanted ray: the hit is on the ground and along the ray
+    d = np.array([0.6, 0.3, -0.5])
+    d /= np.linalg.norm(d)
+    o = np.array([x, y, h + 40.0])
+    q = pick_ground(scene, o, d)
+    assert q is not None
+    assert abs(q[2] - ground_heights(scene, q[None, :2])[0]) < 1e-3
+    along = (q - o) / np.linalg.norm(q - o)
+    assert np.allclose(along[:2] / np.linalg.norm(along[:2]), d[:2] / np.linalg.norm(d[:2]), atol=0.02)
+    assert pick_ground(scene, (x, y, h + 300.0), (0.0, 0.0, 1.0)) is None  # up into the sky
+    assert pick_ground(scene, (1e5, 1e5, 100.0), (0.0, 0.0, -1.0)) is None  # off the resident tiles
+
+
+def test_a_stroke_is_one_undo_step(session):
+    from wowgrass.workbench.controller import merge_last_steps
+
+    key = session.tiles[0]
+    original = session.tile_bytes(key)
+    tile = session.tile(key)
+    x0, y0 = (float(v) for v in tile.positions[5 * 16 + 5, :2])
+    made = [session.exclude(x0 - 4 * i, y0 - 4 * i, 5.0) for i in range(3)]
+    assert all(not c.empty for c in made) and len(session.history) == 3
+    painted = session.tile_bytes(key)
+    merge_last_steps(session, 3, "exclude stroke")
+    assert session.history == ["exclude stroke"]
+    change = session.undo()
+    assert session.tile_bytes(key) == original and not session.can_undo
+    assert change.chunks[key]  # the chunks every dab touched
+    session.redo()
+    assert session.tile_bytes(key) == painted
+
+
+class _Cells:
+    def __init__(self):
+        self.mask, self.brush, self.pick, self.set_colours, self.given = 0, (0,) * 4, (0,) * 4, (), {}
+
+    def set(self, key, img):
+        self.given[key] = img
+
+
+def _stub_scene(session):
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.workbench.controller import tile_grass
+
+    calls = []
+    tiles = {}
+    for k in session.tiles:
+        tiles[k] = SimpleNamespace(adt=TileGround(session.tile(k)), full=True,
+                                   grass=tile_grass(session.tile_instances(k)))
+
+    def replace_grass(key, grass, extra=None):
+        calls.append((key, grass))
+        tiles[key].grass = grass
+
+    return SimpleNamespace(tiles=tiles, terrain=SimpleNamespace(cells=_Cells()), on_resident=[], keep_grass=False,
+                           client_look=False, replace_grass=replace_grass, calls=calls, version=0), calls
+
+
+def _records(grass: dict) -> dict:
+    return {n: np.sort(np.asarray(a).view(np.uint8).reshape(len(a), -1).view("V16").ravel()) for n, a in grass.items() if len(a)}
+
+
+def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
+    """After a brush dab the scene holds exactly the session's placement of the edited tile (the
+    other chunks kept, the dab's chunks placed again), and after undo the original again."""
+    from wowgrass.workbench.controller import Workbench, tile_grass
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        key = session.tiles[0]
+        before = _records(scene.tiles[key].grass)
+        tile = session.tile(key)
+        x0, y0 = (float(v) for v in tile.positions[7 * 16 + 7, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 14.0
+        change = bench.apply_tool(x0 - 10.0, y0 - 10.0)
+        assert change is not None and key in change.chunks
+        assert calls and calls[-1][0] == key
+        live = _records(scene.tiles[key].grass)
+        want = _records(tile_grass(session.tile_instances(key)))
+        assert live.keys() == want.keys() and all(np.array_equal(live[n], want[n]) for n in want)
+        assert sum(len(v) for v in live.values()) < sum(len(v) for v in before.values())
+        bench.undo()
+        back = _records(scene.tiles[key].grass)
+        assert back.keys() == before.keys() and all(np.array_equal(back[n], before[n]) for n in before)
+    finally:
+        bench.close()
+
+
+def test_poll_watcher_reports_a_rewritten_file(tmp_path):
+    from wowgrass.workbench.controller import PollWatcher
+
+    f = tmp_path / "a.adt"
+    f.write_bytes(b"one")
+    seen = []
+    w = PollWatcher([tmp_path], seen.append, interval=0.05)
+    w.start()
+    try:
+        time.sleep(0.2)
+        f.write_bytes(b"two, longer")
+        deadline = time.monotonic() + 5
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        w.stop()
+    assert seen and f in {p.resolve() for s in seen for p in s} | {p for s in seen for p in s}
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--output", "x.png", "--panels"], "for the window"),
+    (["--frames", "2", "--watch", "--offscreen"], "for the window"),
+    (["--procedural", "--overlay", "sets"], "not --procedural"),
+])
+def test_view_refuses_panels_offscreen(args, says, tmp_path):
+    r = CliRunner().invoke(cli, ["view", *args])
+    assert r.exit_code == 2, r.output
+    assert says in r.output
+
+
+def test_view_output_has_no_panels(tmp_path):
+    """view --output works as before: no workbench in the result, the frame written."""
+    out = tmp_path / "v.png"
+    r = CliRunner().invoke(cli, ["view", "--output", str(out), "--size", "96x64", "--json"])
+    if r.exit_code != 0 and "EGL" in r.output:
+        pytest.skip(f"no EGL context: {r.output.strip()}")
+    assert r.exit_code == 0, r.output
+    import json
+
+    res = json.loads(r.output[r.output.index("{"):])
+    assert "workbench" not in res and out.exists()
+
+
+def test_effect_set_preview_then_assign_reaches_the_scene(session):
+    """The effect-set editor: a new set previewed (the catalog only, no table written), then
+    assigned to a texture over a tile: that tile's grass is placed again with the set's model."""
+    from wowgrass.workbench.controller import Workbench
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        key = session.tiles[0]
+        tile = session.tile(key)
+        model = sorted(m for m in session.catalog.models if m)[0]
+        bench.tools.set_models = [model, "", "", ""]
+        bench.tools.set_weights = [1, 0, 0, 0]
+        bench.tools.set_density = 8
+        eid = bench.preview_set()
+        assert eid is not None and session.catalog.row(eid) is not None
+        assert session.changed_tables  # held in the session until saved
+        bench.tools.texture = tile.textures[int(tile.layer_texture[0, 0])]
+        bench.tools.scope = "tile"
+        bench.picked = session.cell_at(*(float(v) - 1.0 for v in tile.positions[0, :2]))
+        change = bench.assign_scope()
+        assert change is not None and not change.empty
+        # the tables changed: the tile is placed again on the worker and handed over on the frame thread
+        deadline = time.monotonic() + 60
+        while not any(k == key for k, _g in calls) and time.monotonic() < deadline:
+            bench.before_frame(0.016)
+            time.sleep(0.05)
+        got = [g for k, g in calls if k == key][-1]
+        assert model in got and len(got[model]) > 0
+    finally:
+        bench.close()
