@@ -61,9 +61,18 @@ def _open(data_path, build):
                    "nor pay for fresh cache pages. --no-direct-io writes them through the cache.")
 @click.option("--export", "export_file", type=click.Path(dir_okay=False), metavar="FILE.csv|FILE.json",
               help="Also write every baked instance as placement rows (as `bundle export` does).")
+@click.option("--watch", is_flag=True,
+              help="After the bake, keep watching the loose folders of --data (a project laid over a client: "
+                   "--data CLIENT --data PROJECT) and bake each tile into the cache as it is saved there (its WDT "
+                   "or the ground-effect tables: every tile). Ctrl-C stops.")
+@click.option("--poll/--no-poll", "poll", default=None,
+              help="--watch: poll the folders instead of taking file events (default: events, polling where they "
+                   "do not arrive: network folders, WSL, no event watcher).")
+@click.option("--watch-count", type=click.IntRange(1), default=None, metavar="N",
+              help="--watch: stop after N tiles were baked (for scripts).")
 @json_option
 def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
-         seed, overrides, force, direct_io, export_file, as_json):
+         seed, overrides, force, direct_io, export_file, watch, poll, watch_count, as_json):
     """Place ground-effect grass and write instance bundles (one per tile) into the cache.
 
     \b
@@ -80,9 +89,55 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     """
     from wowgrass.grass.bake import terminate_as_interrupt
 
+    if not watch and (poll is not None or watch_count is not None):
+        raise UsageError("--poll and --watch-count are for --watch")
+    if watch and source is not None and not Path(source).is_dir():
+        raise UsageError("--watch is for a map (--data, --map), not for one ADT file")
     with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
-        _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs,
-              big_alpha, seed, overrides, force, export_file, as_json, direct_io)
+        map_name = _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles,
+                         jobs, big_alpha, seed, overrides, force, export_file, as_json, direct_io)
+    if watch:
+        _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
+               poll, watch_count, as_json)
+
+
+def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll, count, as_json):
+    """Bake the tiles saved into the loose folders of ``data_path`` until Ctrl-C (or ``count``)."""
+    import json
+    import queue
+
+    from wowgrass.workbench.watch import BakeOnSave
+
+    results: queue.Queue = queue.Queue()
+    with _open(data_path, build) as data:
+        job = BakeOnSave(data, map_name, placement=placement, constants=placement_constants(seed, overrides),
+                         dbc_dir=dbc_dir, on_result=results.put, poll=poll)
+        job.start()
+        w = job.watcher
+        note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
+             + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
+        done = 0
+        try:
+            while count is None or done < count:
+                res = results.get()
+                if isinstance(res, tuple):
+                    (c, r), exc = res
+                    if as_json:
+                        click.echo(json.dumps({"tile": [c, r], "error": str(exc)}))
+                    else:
+                        note(f"error: tile {c},{r}: {exc}")
+                    continue
+                done += 1
+                if as_json:   # one line per bake (JSON lines), counts named as everywhere
+                    from wowgrass.cli.common import json_keys
+
+                    click.echo(json.dumps(json_keys(res.to_dict()), default=str))
+                else:
+                    _echo_result(res)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            job.stop()
 
 
 def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles, jobs, big_alpha,
@@ -130,7 +185,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
             echo_json(res.to_dict())
         else:
             _echo_result(res)
-        return
+        return res.map
 
     if out:
         raise UsageError("-o/--output is for one ADT file; a map's bundles go to the cache")
@@ -176,6 +231,7 @@ def _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, ol
         raise UsageError(f"{plural(len(failures), 'tile')} failed: {lines}" + (" …" if len(failures) > 3 else ""))
     if not results:
         raise UsageError(f"map {map_name!r}: no tiles to bake" + (f" in {', '.join(tiles)}" if tiles else ""))
+    return map_name
 
 
 def warn_missing_models(names) -> None:

@@ -12,13 +12,30 @@ from wowgrass.errors import UsageError
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 
-data_option = click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="A client's Data folder (MPQ chain) or a folder of loose extracted files.",
-)
+def _data_layers(ctx, param, value):
+    """Repeated ``--data``: None, one folder (a str), or a DataLayers (the first the base, the
+    others loose folders laid over it, the last winning)."""
+    if not value:
+        return None
+    if len(value) == 1:
+        return value[0]
+    from wowgrass.game.data import DataLayers
+
+    return DataLayers(value)
+
+
+DATA_HELP = ("A client's Data folder (MPQ chain) or a folder of loose extracted files. Repeat it to lay loose "
+             "folders over the first, the last winning: --data CLIENT/Data --data PROJECT reads the project's "
+             "tiles and the client's textures, models and tables.")
+
+
+def data_option_with(help: str = DATA_HELP):
+    """``--data`` (repeatable: layered data, see :func:`_data_layers`) with its own help text."""
+    return click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), multiple=True,
+                        callback=_data_layers, metavar="DIR", help=help)
+
+
+data_option = data_option_with()
 
 
 def game_file_data_option(argument: str, example: str):

@@ -208,23 +208,66 @@ def _finish(edit, data, out: dict) -> None:
 
 @effects.command("assign")
 @map_options
-@click.option("--texture", "texture", required=True, metavar="GLOB",
+@click.option("--texture", "texture", metavar="GLOB",
               help="The texture (MTEX path), a name or a glob: case-insensitive, / or \\; a bare name matches "
-                   "the file name (e.g. 'ElwynnGrass*' or 'Tileset/Elwynn/*').")
-@click.option("--effect", "effect_id", required=True, type=int, metavar="ID",
+                   "the file name (e.g. 'ElwynnGrass*' or 'Tileset/Elwynn/*'). With --suggest: only these textures.")
+@click.option("--effect", "effect_id", type=int, metavar="ID",
               help="The GroundEffectTexture id to give its layers (0 removes the effect).")
 @click.option("--only-unassigned", is_flag=True, help="Only layers that carry no effect id (0, 0xFFFF, 0xFFFFFFFF).")
 @click.option("--allow-missing", is_flag=True, help="Assign an effect id the tables do not have.")
+@click.option("--suggest", is_flag=True,
+              help="Instead of --effect: give the layers without an effect id of each texture the effect id the "
+                   "client's own maps give that texture most often (a scan of every map of the client's data, "
+                   "cached; with layered data the first --data only), and say what was chosen.")
+@click.option("--rescan", is_flag=True, help="--suggest: scan the client's maps again (not the cached scan).")
 @fix_outputs
-def assign_cmd(data, map_name, ranges, msb_first, texture, effect_id, only_unassigned, allow_missing, out):
-    """Give an effect id to every layer of a texture (over the map, --tile, or --only-unassigned)."""
+def assign_cmd(data, map_name, ranges, msb_first, texture, effect_id, only_unassigned, allow_missing, suggest, rescan,
+               out):
+    """Give an effect id to every layer of a texture (over the map, --tile, or --only-unassigned);
+    --suggest: to each texture without one, the id the client's maps give it most often."""
     from wowgrass.edit.batch import assign_map
+
+    if suggest:
+        if effect_id is not None or allow_missing or only_unassigned:
+            raise UsageError("--suggest chooses the effect ids (of layers without one): drop --effect, "
+                             "--allow-missing and --only-unassigned")
+        return _assign_suggested(data, map_name, ranges, msb_first, texture, rescan, out)
+    if rescan:
+        raise UsageError("--rescan is for --suggest")
+    if texture is None or effect_id is None:
+        raise UsageError("give --texture GLOB and --effect ID (or --suggest)")
 
     bar_cm, cb, state = _progress("assign")
     with bar_cm as bar:
         state["bar"] = bar
         edit = assign_map(data, map_name, texture, effect_id, tiles=ranges, only_unassigned=only_unassigned,
                           allow_missing=allow_missing, msb_first=msb_first, progress=cb)
+    _finish(edit, data, out)
+
+
+def _assign_suggested(data, map_name, ranges, msb_first, texture, rescan, out) -> None:
+    from wowgrass.edit.suggest import assign_suggested, client_effects
+
+    with progress_bar("scan the client's maps", "tiles") as bar:
+        scan = client_effects(data, refresh=rescan, progress=lambda d, t, what: bar.set(d, t, what))
+    note(f"note: suggestions from {plural(scan.tile_count, 'tile')} of {plural(scan.map_count, 'map')} of "
+         f"{scan.source or data.root}" + (" (cached scan)" if scan.cached else f" (scanned in {scan.seconds:.1f} s)"))
+    bar_cm, cb, state = _progress("assign")
+    with bar_cm as bar:
+        state["bar"] = bar
+        edit, chosen, missing = assign_suggested(data, map_name, scan, textures=texture, tiles=ranges,
+                                                 msb_first=msb_first, progress=cb)
+    edit.params["chosen"] = [{"texture": c["texture"], "effect": c["effect"], "layer_count": c["count"],
+                              "others": [{"effect": e, "layer_count": n} for e, n in c["others"]]}
+                             for c in chosen.values()]
+    edit.params["no_suggestion"] = missing
+    if not out["as_json"]:
+        for c in chosen.values():
+            others = ", ".join(f"{e} ({n:,})" for e, n in c["others"])
+            click.echo(f"  {c['texture']}: effect {c['effect']} (on {plural(c['count'], 'layer')} of the client's "
+                       f"maps" + (f"; then {others}" if others else "") + ")")
+        for t in missing:
+            note(f"note: {t}: the client's maps give it no effect the tables have; left as it is")
     _finish(edit, data, out)
 
 

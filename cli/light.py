@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note
+from wowgrass.cli.common import data_option_with, echo_json, json_option, note
 from wowgrass.errors import UsageError
 
 
@@ -25,8 +25,8 @@ def parse_at(text: str) -> tuple[tuple[float, float, float], bool]:
 
 
 @light.command("show")
-@click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,
-              help="A client's Data folder, or a folder of loose tables (Light.dbc, ..., Map.dbc).")
+@data_option_with("A client's Data folder, or a folder of loose tables (Light.dbc, ..., Map.dbc); repeat it to "
+                  "lay loose folders over the first (the last wins).")
 @click.option("--dbc", "dbc_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="A folder of loose light tables (or its DBFilesClient subfolder); overrides --data's.")
 @click.option("--map", "map_name", required=True, help="Map directory (Map.dbc, e.g. Azeroth) or numeric map ID.")

@@ -41,7 +41,7 @@ def test_package_top_is_small():
     top = sorted(p.name for p in (ROOT / "wowgrass").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert len(top) <= 6, top
     folders = {p.name for p in (ROOT / "wowgrass").iterdir() if (p / "__init__.py").exists()}
-    assert {"formats", "game", "grass", "edit", "render", "export", "samples"} <= folders, sorted(folders)
+    assert {"formats", "game", "grass", "edit", "render", "export", "samples", "workbench"} <= folders, sorted(folders)
 
 
 def test_lower_layers_do_not_import_upper_ones():
@@ -52,6 +52,19 @@ def test_lower_layers_do_not_import_upper_ones():
         parts = module.split(".")
         if len(parts) < 3 or parts[0] != "wowgrass" or parts[1] not in order:
             continue
-        above = order[order.index(parts[1]) + 1:] + ["render", "export", "edit", "cli"]
+        above = order[order.index(parts[1]) + 1:] + ["render", "export", "edit", "workbench", "cli"]
         bad = sorted(i for i in imported if i.split(".")[1:2] and i.split(".")[1] in above)
         assert not bad, (module, bad)
+
+
+def test_nothing_below_the_workbench_imports_it():
+    # workbench/ (the edit session, watching, the view's panels) sits above render/ and edit/: they
+    # and every layer below them never import it, so the batch commands and the plain view stand alone
+    graph = import_graph()
+    below = {"formats", "game", "grass", "edit", "render", "export", "samples"}
+    bad = sorted((m, i) for m, imported in graph.items()
+                 if m.split(".")[1:2] and m.split(".")[1] in below
+                 for i in imported if i.startswith("wowgrass.workbench"))
+    assert not bad, bad
+    # and the checker sees such an import: the workbench itself imports edit/ (so edges are found)
+    assert any(i.startswith("wowgrass.edit") for i in graph["wowgrass.workbench.session"])

@@ -4,6 +4,7 @@ undo and redo; conflicts on disk; saving all or none; patches; reloads."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -98,6 +99,31 @@ def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
     assert 0 < diff.size <= 8 * masks[WEST].reshape(256, -1).any(axis=1).sum()
 
 
+def concat(parts):
+    from wowgrass.grass.placement import Instances
+
+    parts = list(parts)
+    return Instances(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                       ("model", "pos", "yaw", "scale", "chunk", "cell")), parts[0].models)
+
+
+def same_instances(a, b) -> bool:
+    """The same instances in the same order within each chunk."""
+    oa, ob = np.argsort(a.chunk, kind="stable"), np.argsort(b.chunk, kind="stable")
+    return all(np.array_equal(getattr(a, f)[oa], getattr(b, f)[ob]) for f in ("model", "pos", "yaw", "scale", "cell"))
+
+
+@pytest.mark.parametrize("placement", ["client", "coverage"])
+def test_chunks_placed_alone_equal_the_whole_tiles_placement(world, placement):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME, placement=placement)
+        some = s.place_chunks(EAST, [3, 77, 130, 255])
+        everything = s.place_chunks(EAST, range(256))
+        whole = s.tile_instances(EAST)
+        assert same_instances(concat(everything.values()), whole) and len(whole) > 10_000
+        assert all(same_instances(some[i], everything[i]) for i in some)
+
+
 def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
     from wowgrass.grass.bake import bake_tile
     from wowgrass.game.effects import GroundEffectCatalog
@@ -118,7 +144,10 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
         assert idx in seen[3].chunks[WEST]
         live_chunk = s.chunk_instances(WEST, idx)
         assert len(live_chunk) != before
-        live = s.tile_instances(WEST)
+        parts = s.place_chunks(WEST, range(256))       # chunk by chunk, as a viewer re-places them
+        live = concat(parts.values())
+        whole = s.tile_instances(WEST)
+        assert same_instances(live, whole)
         out = tmp_path / "o"
         out.mkdir()
         assert s.save(out)["tables"] == [TEXTURE_PATH]     # the model had a doodad row already
@@ -282,3 +311,114 @@ def test_reload_takes_another_editors_save(loose):
     assert ch.notes and EAST not in ch.chunks and s.tile_bytes(EAST) == mine
     with pytest.raises(OutputError, match="changed on disk"):
         s.save(in_place=True)
+
+
+def test_save_in_place_over_layered_data_writes_into_the_project(world, tmp_path):
+    """A project over the client's MPQs: the project's tile is replaced (a backup kept); the client's
+    tile and table edited too go into the project folder as new files; the client is untouched."""
+    proj = tmp_path / "proj"
+    gp_w = adt_game_path(MAP_NAME, *WEST)
+    with open_data(world["mpq"]) as g:
+        raw_w = g.read(gp_w)
+    game_file(proj, gp_w).parent.mkdir(parents=True)
+    game_file(proj, gp_w).write_bytes(raw_w)
+    mpqs = {p: p.stat().st_mtime_ns for p in Path(world["mpq"]).rglob("*.MPQ")}
+    with open_data([world["mpq"], proj]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)                                   # both tiles: the project's and the client's
+        s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+        res = s.save(in_place=True)
+        assert res["backups"] == [str(game_file(proj, gp_w)) + ".bak"]
+        for k in (WEST, EAST):
+            assert game_file(proj, adt_game_path(MAP_NAME, *k)).read_bytes() == s.tile_bytes(k)
+        assert game_file(proj, TEXTURE_PATH).read_bytes() == s.tables_bytes(TEXTURE_PATH)
+        assert s.changed_tiles == [] and s.changed_tables == [] and s.conflicts() == []
+        data.refresh()
+        assert data.locate(adt_game_path(MAP_NAME, *EAST))[1] is None      # now the project's
+    assert {p: p.stat().st_mtime_ns for p in mpqs} == mpqs
+
+
+def test_an_archive_changed_on_disk_is_a_conflict(world, tmp_path):
+    client = tmp_path / "client"
+    shutil.copytree(Path(world["mpq"]).parent, client)
+    with open_data(client / "Data") as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        arc = Path(data.locate(adt_game_path(MAP_NAME, *WEST))[0])
+        os.utime(arc, ns=(arc.stat().st_atime_ns, arc.stat().st_mtime_ns + 10**9))   # the client patched
+        out = tmp_path / "o"
+        out.mkdir()
+        with pytest.raises(OutputError, match="archive holding"):
+            s.save(out)
+    assert tree(out) == []
+
+
+def test_remap_brush_equals_effects_remap(world):
+    from wowgrass.edit.adt_edit import remap_mapping
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        raw = s.tile_bytes(EAST)
+        t = s.tile(EAST)
+        shuffled = t.doodad_mapping.copy()
+        shuffled[::3] = 0                         # some stale cells to fix (layer 0 where another shows)
+        s._apply("setup", {EAST: s._fields(EAST, doodad_mapping=shuffled)})
+        start = s.tile_bytes(EAST)
+        x, y = s.tile(EAST).cell_centres()[0, 0, 0]
+        ch = s.paint_mapping(x, y, 2000, None)    # a brush over the whole tile (and its neighbour)
+        assert ch.chunks[EAST]
+        want, rep = remap_mapping(start, "x", margin=0.0, big_alpha=True)
+        assert rep.cells > 0 and s.tile_bytes(EAST) == want
+        assert raw != start
+
+
+def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
+    from wowgrass.formats.dbc import DbcFile
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        orig = s.tables_bytes(TEXTURE_PATH)
+        old = DbcFile.from_bytes(orig)
+        changed = s.preview_set(["World\\NoDXT\\Detail\\ElwGra05.m2", "World\\NoDXT\\Detail\\ElwGra01.m2"], [10, 6],
+                                7, effect_id=1001)
+        assert changed == 1001 and s.catalog.row(1001)["density"] == 7
+        assert s.catalog.row(1001)["weights"][:2] == [10, 6]
+        edited = s.tables_bytes(TEXTURE_PATH)
+        assert len(edited) == len(orig)          # a row changed in place: nothing appended
+        at = int(np.flatnonzero(np.asarray(old.raw[:, 0]) == 1001)[0])
+        lo = 20 + at * old.record_size
+        diff = np.flatnonzero(np.frombuffer(orig, np.uint8) != np.frombuffer(edited, np.uint8))
+        assert diff.size and diff.min() >= lo and diff.max() < lo + old.record_size
+        new_id = s.preview_set(["World\\NoDXT\\Detail\\ElwGra07.m2"], None, 9)
+        assert new_id == int(old.raw[:, 0].max()) + 1 and s.catalog.row(new_id)["density"] == 9
+        both = s.tables_bytes(TEXTURE_PATH)
+        assert both[20 + old.record_count * old.record_size + old.record_size:] == orig[20 + old.record_count *
+                                                                                      old.record_size:]   # strings kept
+        out = tmp_path / "o"
+        out.mkdir()
+        assert s.save(out)["tables"] == [TEXTURE_PATH]
+        assert out.joinpath(*TEXTURE_PATH.split("\\")).read_bytes() == both
+        s.undo()
+        assert s.catalog.row(new_id) is None and s.changed_tables == [TEXTURE_PATH]
+
+
+def test_a_stroke_is_one_undo_step(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        orig = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        s.paint_mapping(*border_point(), 4, 0)
+        n = len(s.history)
+        seen = []
+        s.subscribe(seen.append)
+        with s.stroke("exclude stroke"):
+            stroke(s)
+        assert len(seen) == 3 and len(s.history) == n + 1 and s.history[-1] == "exclude stroke"
+        edited = {k: s.tile_bytes(k) for k in (WEST, EAST)}
+        ch = s.undo()
+        assert ch.label == "undo exclude stroke" and set(ch.chunks) == {WEST, EAST}
+        assert len(s.history) == n
+        s.undo()
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == orig
+        s.redo()
+        s.redo()
+        assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == edited

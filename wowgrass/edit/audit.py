@@ -66,11 +66,10 @@ def _key(path: str) -> str:
 _WORKER: dict = {}
 
 
-def _open_worker(root, overlay=None) -> None:
+def _open_worker(spec, overlay=None) -> None:
     from wowgrass.edit.batch import Overlay
-    from wowgrass.game.data import open_data
 
-    data = open_data(root)
+    data = spec.open()
     _WORKER["data"] = Overlay(data, overlay) if overlay else data
 
 
@@ -320,7 +319,7 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
 
         overlay = str(data.folder) if isinstance(data, Overlay) else None
         with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
-                                 initargs=(str(data.root), overlay)) as pool:
+                                 initargs=(data.spec(), overlay)) as pool:
             collect(pool.map(_tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
     else:
         _WORKER["data"] = data

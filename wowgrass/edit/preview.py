@@ -85,7 +85,7 @@ def before_after(data_path, patch_path):
         resolved = [Path(a).resolve() for a in base.archives]
         if me in resolved:   # already placed in the Data folder
             keep = [a for a, r in zip(base.archives, resolved) if r != me]
-            before = GameData(base.root, archives=keep, build=base.build, locale=base.locale)
+            before = GameData(base.root, archives=keep, build=base.build, locale=base.locale, layers=base.layers)
             try:
                 yield before, base, {"file": str(patch), "rank": resolved.index(me) + 1,
                                      "archive_count": len(resolved)}
@@ -109,7 +109,7 @@ def before_after(data_path, patch_path):
             else:
                 hint = "no rule of the archive order takes it"
             raise UsageError(f"a {base.build or 'WoW'} client would not mount {patch.name} in {base.root}: {hint}")
-        after = GameData(base.root, archives=order, build=base.build, locale=base.locale)
+        after = GameData(base.root, archives=order, build=base.build, locale=base.locale, layers=base.layers)
         try:
             names = [Path(a).resolve() for a in after.archives]
             yield base, after, {"file": str(base.root / rel), "rank": names.index(me) + 1,

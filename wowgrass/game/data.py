@@ -10,6 +10,11 @@ an earlier one; a DELETE_MARKER entry in a later archive hides earlier copies), 
   ``<loc>/locale-<loc> expansion-locale-<loc> lichking-locale-<loc>``, then ``patch.MPQ`` and
   ``patch-?.MPQ``, then the locale patches ``<loc>/patch-<loc>.MPQ`` and ``patch-<loc>-?.MPQ``.
 
+**Layered data**: loose folders laid over the base (``layers``, the last one winning), as the
+client lays its patches over its archives: a map editor's project folder over a client's Data
+folder gives the project's tiles and WDT, and the client's textures, models and tables for what the
+project lacks (``open_data([CLIENT, PROJECT])``; the CLI's repeated ``--data``).
+
 Archive and folder names are matched case-insensitively. The build is guessed from archive names
 (``lichking*`` -> 3.3.5, ``expansion*`` -> 2.4.3, ``dbc``/``terrain``/``model`` -> 1.12); the locale
 from the ``Data/<loc>`` folder. Both can be given explicitly, as can the whole ``order``.
@@ -115,6 +120,43 @@ def archive_order(root: Path, build: str | None, locale: str | None, *,
     return order
 
 
+def loose_index(folder: Path) -> dict[str, Path]:
+    """Normalised game path -> file of every file under ``folder``. A folder that *is*
+    ``DBFilesClient`` (.dbc files at its top) or a map folder (.adt/.wdt files at its top) also
+    answers for the game paths those files have in a client (``DBFilesClient\\X.dbc``,
+    ``World\\Maps\\<folder>\\X.adt``). Hidden files, temporaries and backups are not game files."""
+    idx: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        rel = Path(dirpath).relative_to(folder)
+        for f in sorted(filenames):
+            idx.setdefault(_norm(str(rel / f)), Path(dirpath) / f)
+    top = [k for k in idx if "\\" not in k]
+    if not any(k.startswith("DBFILESCLIENT\\") for k in idx):
+        for k in top:
+            if k.endswith(".DBC"):
+                idx["DBFILESCLIENT\\" + k] = idx[k]
+    if not any(k.startswith("WORLD\\") for k in idx):
+        for k in top:
+            m = _MAP_FILE.match(k)
+            if m:
+                idx[f"WORLD\\MAPS\\{m.group(1)}\\{k}"] = idx[k]
+    return idx
+
+
+def loose_name(folder: Path, key: str, path: Path) -> str:
+    """The game path shown for a loose file of ``folder`` (its alias when it answers for one)."""
+    rel = str(path.relative_to(folder)).replace(os.sep, "\\")
+    if "\\" in key and "\\" not in rel:  # an alias: DBFilesClient\\ or World\\Maps\\<map>\\
+        m = _MAP_FILE.match(rel.upper())
+        head = "DBFilesClient" if key.startswith("DBFILESCLIENT\\") else f"World\\Maps\\{rel[:len(m.group(1))]}"
+        return f"{head}\\{rel}"
+    return rel
+
+
+_SKIP_LAYER_FILE = re.compile(r"(^|\\)\.|\.(BAK|TMP)$")   # hidden files, temporaries, backups
+
+
 def _child_ci(folder: Path, name: str) -> Path | None:
     if not folder.is_dir():
         return None
@@ -139,11 +181,12 @@ class GameData:
     """Read game files by their in-game path from an MPQ chain or a loose folder.
 
     ``archives`` lists the mounted MPQs lowest priority first (empty for a loose folder);
+    ``layers``: loose folders over all of them, the last the highest (see the module docstring);
     ``threads`` decompress big files and batches of files (default: one per CPU).
     """
 
     def __init__(self, root: Path, *, archives: list[Path] | None = None, build: str | None = None,
-                 locale: str | None = None, threads: int | None = None):
+                 locale: str | None = None, threads: int | None = None, layers: list[Path] | None = None):
         self.root = Path(root)
         self.threads = default_threads() if threads is None else max(1, int(threads))
         self.build = build
@@ -151,6 +194,8 @@ class GameData:
         self.archives: list[Path] = list(archives or [])
         self._mpqs: list[MpqArchive] = []
         self._loose: dict[str, Path] | None = None
+        self.layers: list[Path] = [Path(p) for p in (layers or [])]
+        self._layer_index: list[dict[str, Path]] | None = None
         self._files: dict[str, tuple[str, Path]] = {}   # add_file: normalised path -> (shown path, file)
         self._lcid = LOCALES.get(locale) if locale else None
         try:
@@ -167,7 +212,17 @@ class GameData:
     def spec(self) -> "DataSpec":
         """What reopens this data source in another process (the viewer's tile process)."""
         return DataSpec(self.root, tuple(self.archives), self.build, self.locale, self.threads,
-                        tuple((shown, str(f)) for shown, f in self._files.values()))
+                        tuple((shown, str(f)) for shown, f in self._files.values()),
+                        tuple(str(p) for p in self.layers))
+
+    def describe(self) -> str:
+        """The source in words: its root, and the folders laid over it (``CLIENT + PROJECT``)."""
+        return " + ".join(str(p) for p in [self.root, *self.layers])
+
+    def refresh(self) -> None:
+        """Forget the listings of the loose folders (files were added or removed on disk)."""
+        self._loose = None
+        self._layer_index = None
 
     def archive(self, path) -> MpqArchive:
         """The opened archive for one of ``archives``."""
@@ -185,41 +240,27 @@ class GameData:
         self.close()
 
     def __repr__(self):
-        return f"<GameData {self.root} {self.kind} build={self.build} locale={self.locale} archives={len(self.archives)}>"
+        over = f" layers={len(self.layers)}" if self.layers else ""
+        return (f"<GameData {self.root} {self.kind} build={self.build} locale={self.locale} "
+                f"archives={len(self.archives)}{over}>")
 
     # loose files ------------------------------------------------------------------------------
     def _loose_index(self) -> dict[str, Path]:
-        """Normalised game path -> file. A folder that *is* ``DBFilesClient`` (.dbc files at its top)
-        or a map folder (.adt/.wdt files at its top) also answers for the game paths those files
-        have in a client (``DBFilesClient\\X.dbc``, ``World\\Maps\\<folder>\\X.adt``)."""
+        """The base loose folder's index (see :func:`loose_index`)."""
         if self._loose is None:
-            idx: dict[str, Path] = {}
-            for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames.sort()
-                rel = Path(dirpath).relative_to(self.root)
-                for f in sorted(filenames):
-                    idx.setdefault(_norm(str(rel / f)), Path(dirpath) / f)
-            top = [k for k in idx if "\\" not in k]
-            if not any(k.startswith("DBFILESCLIENT\\") for k in idx):
-                for k in top:
-                    if k.endswith(".DBC"):
-                        idx["DBFILESCLIENT\\" + k] = idx[k]
-            if not any(k.startswith("WORLD\\") for k in idx):
-                for k in top:
-                    m = _MAP_FILE.match(k)
-                    if m:
-                        idx[f"WORLD\\MAPS\\{m.group(1)}\\{k}"] = idx[k]
-            self._loose = idx
+            self._loose = loose_index(self.root)
         return self._loose
 
+    def _layers(self) -> list[dict[str, Path]]:
+        """Each layer's index, highest first, without hidden files, temporaries and backups (an
+        editor's save in progress)."""
+        if self._layer_index is None:
+            self._layer_index = [{k: p for k, p in loose_index(f).items() if not _SKIP_LAYER_FILE.search(k)}
+                                 for f in reversed(self.layers)]
+        return self._layer_index
+
     def _loose_name(self, key: str, path: Path) -> str:
-        """The game path shown for a loose file (its alias when it answers for one)."""
-        rel = str(path.relative_to(self.root)).replace(os.sep, "\\")
-        if "\\" in key and "\\" not in rel:  # an alias: DBFilesClient\\ or World\\Maps\\<map>\\
-            m = _MAP_FILE.match(rel.upper())
-            head = "DBFilesClient" if key.startswith("DBFILESCLIENT\\") else f"World\\Maps\\{rel[:len(m.group(1))]}"
-            return f"{head}\\{rel}"
-        return rel
+        return loose_name(self.root, key, path)
 
     def add_file(self, path: str, file) -> None:
         """Let the loose ``file`` answer for the game path ``path``, above every archive and folder
@@ -232,6 +273,12 @@ class GameData:
         added = self._files.get(_norm(path))
         if added is not None:
             return added[1], None
+        if self.layers:
+            key = _norm(path)
+            for idx in self._layers():
+                p = idx.get(key)
+                if p is not None:
+                    return p, None
         if not self.archives:
             p = self._loose_index().get(_norm(path))
             return (p, None) if p is not None else None
@@ -277,8 +324,12 @@ class GameData:
     def _where(self) -> str:
         if self.archives:
             hint = self.locale_note()
-            return f"{len(self.archives)} archives, build {self.build or 'unknown'}" + (f"; {hint}" if hint else "")
-        return "loose files"
+            where = f"{len(self.archives)} archives, build {self.build or 'unknown'}" + (f"; {hint}" if hint else "")
+        else:
+            where = "loose files"
+        if self.layers:
+            where += " under " + ", ".join(str(p) for p in self.layers)
+        return where
 
     def locale_note(self) -> str | None:
         """Why a 2.4.3/3.3.5 chain lacks its tables: no locale folder was found beside the MPQs."""
@@ -291,16 +342,27 @@ class GameData:
         """Known paths matching a case-insensitive glob ('/' or '\\'); MPQs need a (listfile)."""
         pat = _norm(pattern) if pattern not in ("", "*") else "*"
         added = [shown for k, (shown, _) in self._files.items() if fnmatch.fnmatchcase(k, pat)]
+        if self.layers:
+            seen = {_norm(n) for n in added}
+            for folder, idx in zip(reversed(self.layers), self._layers()):
+                for k, p in idx.items():
+                    if k not in seen and fnmatch.fnmatchcase(k, pat):
+                        seen.add(k)
+                        added.append(loose_name(folder, k, p))
+        out = {_norm(n): n for n in added}      # a path the layers or added files have: named once
         if not self.archives:
-            idx = self._loose_index()
-            listed = {self._loose_name(k, p) for k, p in idx.items() if fnmatch.fnmatchcase(k, pat)}
-            return sorted(listed | set(added), key=str.lower)
+            for k, p in self._loose_index().items():
+                if fnmatch.fnmatchcase(k, pat):
+                    out.setdefault(k, self._loose_name(k, p))
+            return sorted(out.values(), key=str.lower)
         names: dict[str, str] = {}
         for arc in self._mpqs:
             for n in arc.names():
                 names.setdefault(_norm(n), n)
-        out = [n for k, n in names.items() if fnmatch.fnmatchcase(k, pat) and self.exists(n)]
-        return sorted(set(out) | set(added), key=str.lower)
+        for k, n in names.items():
+            if k not in out and fnmatch.fnmatchcase(k, pat) and self.exists(n):
+                out[k] = n
+        return sorted(out.values(), key=str.lower)
 
 
 @dataclass(frozen=True)
@@ -314,10 +376,11 @@ class DataSpec:
     locale: str | None
     threads: int
     files: tuple = ()
+    layers: tuple = ()
 
     def open(self) -> GameData:
         data = GameData(self.root, archives=list(self.archives), build=self.build, locale=self.locale,
-                        threads=self.threads)
+                        threads=self.threads, layers=[Path(p) for p in self.layers])
         for shown, f in self.files:
             data.add_file(shown, f)
         return data
@@ -337,11 +400,29 @@ def choose_map(data, map_name: str | None, **kw) -> str:
     return _choose_map(data, map_name, **kw)
 
 
+class DataLayers(tuple):
+    """Data folders given together (``--data CLIENT --data PROJECT``): the base first, then the
+    loose folders laid over it, the last the highest; shown as ``CLIENT + PROJECT``."""
+
+    def __str__(self) -> str:
+        return " + ".join(str(p) for p in self)
+
+
 def open_data(path, *, build: str | None = None, locale: str | None = None,
-              order: list[str] | None = None, threads: int | None = None) -> GameData:
+              order: list[str] | None = None, threads: int | None = None, over=()) -> GameData:
     """Open a client's Data folder (or the client folder holding ``Data``) or a loose folder
-    (see :func:`_open_data`); -v says what was mounted, -vv each archive."""
+    (see :func:`_open_data`), with the loose folders ``over`` laid over it, the last winning;
+    ``path`` may also be a sequence, its first the base and the rest laid over it (a
+    :class:`DataLayers`). -v says what was mounted, -vv each archive."""
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise UsageError("no data folder given")
+        path, over = path[0], [*path[1:], *over]
+    layers = [_layer(p) for p in over]
     data = _open_data(path, build=build, locale=locale, order=order, threads=threads)
+    data.layers = layers
+    for p in layers:
+        log.info("data layer %s: loose files over the rest", p)
     if data.archives:
         log.info("data %s: %d archives, build %s, locale %s", data.root, len(data.archives), data.build or "unknown",
                  data.locale or "none")
@@ -353,6 +434,20 @@ def open_data(path, *, build: str | None = None, locale: str | None = None,
     else:
         log.info("data %s: loose files", data.root)
     return data
+
+
+def _layer(path) -> Path:
+    """A loose folder to lay over a data source (not a client's MPQ folder: those are the base)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        if folder.exists():
+            raise UsageError(f"{folder} is not a folder (a folder of loose files goes over the data)")
+        raise GameFileNotFound(f"no such folder: {folder}")
+    data_dir = _child_ci(folder, "Data")
+    if _mpqs_in(folder) or (data_dir is not None and _mpqs_in(data_dir)):
+        raise UsageError(f"{folder} holds MPQ archives: only the first --data may be a client's Data folder; the "
+                         "folders laid over it are loose files (a map editor's project, a fix's -o DIR)")
+    return folder
 
 
 def _open_data(path, *, build: str | None = None, locale: str | None = None,

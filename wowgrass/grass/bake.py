@@ -181,7 +181,12 @@ def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
             known = {}
     except (OSError, ValueError):
         known = {}
-    key = str(Path(data_root).resolve()) if data_root is not None else "(tables only)"
+    if data_root is None:
+        key = "(tables only)"
+    elif isinstance(data_root, (list, tuple)):   # layered data: the folders in order
+        key = " + ".join(str(Path(p).resolve()) for p in data_root)
+    else:
+        key = str(Path(data_root).resolve())
     entry = known.get(key) if isinstance(known.get(key), dict) else {}
     done = {tuple(t) for t in entry.get("tiles", []) if isinstance(t, list) and len(t) == 2}
     done |= {(int(c), int(r)) for c, r in tiles}
@@ -667,7 +672,8 @@ def bake_map(
         on_start(len(todo))
     jobs = max(1, min(jobs, len(todo)))
     threads = max(1, default_threads() // jobs)    # decompression threads per worker
-    args = (str(data_root), build, map_name, placement, constants, big_alpha, force, threads,
+    source = tuple(str(p) for p in data_root) if isinstance(data_root, (list, tuple)) else str(data_root)
+    args = (source, build, map_name, placement, constants, big_alpha, force, threads,
             None if dbc_dir is None else str(dbc_dir), bool(direct))
     size = chunk or chunk_size(len(todo), jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]

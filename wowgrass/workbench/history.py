@@ -53,6 +53,24 @@ class History:
             del self._done[:max(hit) + 1]
         self._undone.clear()
 
+    def merge_last(self, n: int, label: str | None = None) -> None:
+        """The last ``n`` steps as one (a brush stroke's dabs): each tile's state before the first
+        and after the last, the tables' likewise; ``label`` names it (default: the first's)."""
+        if n < 1 or len(self._done) < n:
+            return
+        steps = self._done[-n:]
+        merged = Step(label or steps[0].label)
+        for step in steps:
+            for key, (before, after) in step.tiles.items():
+                merged.tiles[key] = (merged.tiles[key][0] if key in merged.tiles else before, after)
+            if step.tables is not None:
+                merged.tables = (merged.tables[0] if merged.tables is not None else step.tables[0], step.tables[1])
+        self._done[-n:] = [merged]
+
+    @property
+    def done_count(self) -> int:
+        return len(self._done)
+
     @property
     def can_undo(self) -> bool:
         return bool(self._done)

@@ -15,6 +15,7 @@ Coordinates are world yards: X north, Y west (as the rest of wowgrass). A tile i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
@@ -24,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.edit.adt_edit import (
-    best_layers, closest_textures, disk_path, match_textures, patch_fields, read_tile, write_edited,
+    best_layers, closest_textures, disk_path, match_textures, patch_fields, read_tile, stale_cells, visible_shares,
+    write_edited,
 )
 from wowgrass.errors import OutputError, UsageError
 from wowgrass.formats.adt import CHUNK_SIZE, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT
@@ -88,11 +90,16 @@ class EditSession:
         self.placement = placement
         self.msb_first = bool(msb_first)
         self.strategy = make_strategy(placement, constants)
+        from wowgrass.grass.bake import canonical_map
+
+        self._placed_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
         self._lock = threading.RLock()
         self._listeners: list = []
         self._history = History()
         self._tiles: dict[tuple[int, int], _Tile] = {}
-        self._placed: dict[tuple[int, int], object] = {}
+        self._placed: dict[tuple[int, int], object] = {}          # tile -> its whole placement
+        self._chunk_placed: dict[tuple, object] = {}                 # (tile, MCNK index) -> Instances
+        self._scan = None                          # the client's maps' effects per texture (suggestions)
         self._saved: dict[str, str] = {}          # file written by save -> sha256 (saving again over it is fine)
         self._mt = map_tiles(data, map_name, need_tiles=False)
         self._present = set(self._mt.tiles)
@@ -275,13 +282,13 @@ class EditSession:
             step.tiles[key] = ((st.raw, st.tile), (raw, t))
             change.chunks[key] = set(int(i) for i in chunks)
             st.raw, st.tile = raw, t
-            self._placed.pop(key, None)
+            self._forget_placed(key, change.chunks[key])
         if tables is not None and tables != self._tables:
             new = dict(self._tables)
             new.update(tables)
             step.tables = ((dict(self._tables), self.catalog), (new, self._make_catalog(new)))
             self._tables, self.catalog = step.tables[1]
-            self._placed.clear()
+            self._forget_placed(None)
             change.tables = True
         if change.empty:
             return change
@@ -313,17 +320,18 @@ class EditSession:
 
     def paint_mapping(self, x: float, y: float, radius: float, layer: int | None) -> Change:
         """Set the doodadMapping of the cells under the brush to ``layer`` (cells of chunks without
-        that layer keep theirs), or with None to the layer most visible in each cell (as ``effects
-        remap --margin 0`` does there)."""
+        that layer keep theirs), or with None to the layer most visible in each cell where the
+        mapping names another (what ``effects remap --margin 0`` does in those cells)."""
         if layer is not None and not 0 <= int(layer) <= 3:
             raise UsageError(f"layer {layer}: 0 .. 3")
         with self._lock:
             edits = {}
             for key, m in self._brush(x, y, radius).items():
                 t = self._tiles[key].tile
-                if layer is None:
-                    target = best_layers(t)
-                    sel = m & (t.n_layers[:, None, None] > 0)
+                if layer is None:    # as `effects remap --margin 0` does in these cells
+                    shares = visible_shares(t)
+                    target = best_layers(t, shares)
+                    sel = m & stale_cells(t, 0.0, shares) & (target != t.doodad_mapping)
                 else:
                     target = np.full((256, 8, 8), int(layer), np.uint8)
                     sel = m & (t.n_layers[:, None, None] > int(layer))
@@ -401,6 +409,32 @@ class EditSession:
                 change.chunks.setdefault(key, set()).update(int(i) for i in idx)
             return new_id
 
+    # ------------------------------------------------------------------------------------ suggestions
+    def suggestions(self, texture: str, n: int = 5, *, progress=None) -> list[dict]:
+        """For a texture: the effect ids the client's maps give it most often, best first, as
+        ``{"effect_id", "layer_count", "has_row"}`` (``has_row``: the session's tables have it, so
+        :meth:`assign_texture` takes it). The first call scans the client's maps (seconds; cached
+        in the cache folder after): call it off the frame's thread."""
+        from wowgrass.edit.suggest import client_effects
+
+        scan = self._scan
+        if scan is None:
+            scan = self._scan = client_effects(self.data, progress=progress)
+        return [{"effect_id": e, "layer_count": c, "has_row": self.catalog.row(e) is not None}
+                for e, c in scan.suggest(texture, n)]
+
+    def unassigned_textures(self) -> dict[str, int]:
+        """Textures with layers carrying no effect id in the tiles loaded so far: {texture: layers}."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for st in self._tiles.values():
+                t = st.tile
+                exists = np.arange(4)[None, :] < t.n_layers[:, None]
+                bare = exists & np.isin(t.layer_effect, NO_EFFECT_IDS)
+                for i, n in zip(*np.unique(t.layer_texture[bare], return_counts=True)):
+                    out[t.textures[int(i)]] = out.get(t.textures[int(i)], 0) + int(n)
+        return out
+
     # ------------------------------------------------------------------------------------ history
     def _restore(self, step: Step, which: int) -> Change:
         change = Change(("undo " if which == 0 else "redo ") + step.label)
@@ -409,18 +443,33 @@ class EditSession:
             raw, t = states[which]
             before = st.tile
             st.raw, st.tile = raw, t
-            self._placed.pop(key, None)
             diff = set()
             for name in ("layer_effect", "doodad_mapping", "no_effect_doodad"):
                 a, b = getattr(before, name), getattr(t, name)
                 diff |= set(np.flatnonzero((a != b).reshape(256, -1).any(axis=1)).tolist())
             change.chunks[key] = diff
+            self._forget_placed(key, diff)
         if step.tables is not None:
             self._tables, self.catalog = step.tables[which]
             self._tables = dict(self._tables)
-            self._placed.clear()
+            self._forget_placed(None)
             change.tables = True
         return self._emit(change)
+
+    @contextlib.contextmanager
+    def stroke(self, label: str | None = None):
+        """Every edit made inside ``with session.stroke("exclude r=12"):`` becomes one undo step (a
+        brush stroke's dabs); each dab still reaches the subscribers as it lands."""
+        with self._lock:
+            start = self._history.done_count
+        try:
+            yield self
+        finally:
+            with self._lock:
+                n = self._history.done_count - start
+                if n > 0:
+                    first = self._history.labels[-n]
+                    self._history.merge_last(n, label or (first if n == 1 else f"{first} (+{n - 1} dabs)"))
 
     def undo(self) -> Change | None:
         with self._lock:
@@ -463,22 +512,65 @@ class EditSession:
             key = (int(tile[0]), int(tile[1]))
             inst = self._placed.get(key)
             if inst is None:
-                from wowgrass.grass.bake import canonical_map
-
-                t = self._state(key).tile
-                inst = self.strategy.place(t, self.catalog, map_name=canonical_map(self.map_name))
+                inst = self.strategy.place(self._state(key).tile, self.catalog, map_name=self._placed_name)
                 self._placed[key] = inst
             return inst
+
+    def place_chunks(self, tile, chunk_indices) -> dict:
+        """{MCNK index: Instances} of some chunks of a tile, placed now (what a viewer re-uploads after
+        a Change). Only those chunks are placed: the tile is placed with every other chunk's layers
+        hidden, which gives each chunk exactly its part of the whole tile's placement (a chunk's grass
+        depends on its own data only; tests compare), for a fraction of the time."""
+        from wowgrass.grass.placement import Instances
+
+        want = sorted({int(i) for i in chunk_indices})
+        with self._lock:
+            key = (int(tile[0]), int(tile[1]))
+            full = self._placed.get(key)
+            out = {}
+            todo = []
+            for i in want:
+                hit = self._chunk_placed.get((key, i))
+                if hit is not None:
+                    out[i] = hit
+                elif full is None:
+                    todo.append(i)
+            if full is None and todo:
+                t = self._state(key).tile
+                keep = np.zeros(256, bool)
+                keep[todo] = True
+                masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
+                full_part = self.strategy.place(masked, self.catalog, map_name=self._placed_name)
+            else:
+                full_part = full
+            if full_part is not None:
+                order = np.argsort(full_part.chunk, kind="stable")
+                chunks = full_part.chunk[order]
+                for i in (want if full is not None else todo):
+                    if i in out:
+                        continue
+                    lo, hi = np.searchsorted(chunks, i), np.searchsorted(chunks, i, side="right")
+                    sel = order[lo:hi]
+                    inst = Instances(full_part.model[sel], np.ascontiguousarray(full_part.pos[sel]), full_part.yaw[sel],
+                                     full_part.scale[sel], full_part.chunk[sel], full_part.cell[sel], full_part.models)
+                    self._chunk_placed[(key, i)] = out[i] = inst
+            return out
 
     def chunk_instances(self, tile, chunk_index: int):
         """The grass of one chunk as grass/placement.py's Instances: the placement a bake of the
         saved tile gives (the same strategy, tables and bytes)."""
-        from wowgrass.grass.placement import Instances
+        return self.place_chunks(tile, [chunk_index])[int(chunk_index)]
 
-        inst = self.tile_instances(tile)
-        sel = np.flatnonzero(inst.chunk == int(chunk_index))
-        return Instances(inst.model[sel], np.ascontiguousarray(inst.pos[sel]), inst.yaw[sel], inst.scale[sel],
-                         inst.chunk[sel], inst.cell[sel], inst.models)
+    def _forget_placed(self, key, chunks=None) -> None:
+        """Drop the placements an edit made stale: a tile's chunks (all with None), or everything
+        (key None: the tables changed)."""
+        if key is None:
+            self._placed.clear()
+            self._chunk_placed.clear()
+            return
+        self._placed.pop(key, None)
+        for i in (range(256) if chunks is None else chunks):
+            self._chunk_placed.pop((key, int(i)), None)
 
     # ------------------------------------------------------------------------------------ save
     def _pending(self) -> dict[str, bytes]:
@@ -624,6 +716,20 @@ class EditSession:
         return result.to_dict()
 
     # ------------------------------------------------------------------------------------ reload
+    def watch(self, *, poll: bool | None = None, debounce_ms: int = 150):
+        """A started :class:`~wowgrass.workbench.watch.FileWatcher` over the loose folders of the data
+        (its layers, or a loose root) calling :meth:`reload`; its Changes reach the subscribers on the
+        watcher's thread (a window hands them to its frame). ``stop()`` it when done."""
+        from wowgrass.workbench.watch import FileWatcher, watched_folders
+
+        folders = watched_folders(self.data)
+        if not folders:
+            raise UsageError(f"{self.data.root} is a client's MPQ chain: nothing there is saved as loose files; lay "
+                             "the folder another program saves into over it (--data CLIENT --data PROJECT)")
+        w = FileWatcher(folders, self.reload, poll=poll, debounce_ms=debounce_ms)
+        w.start()
+        return w
+
     def reload(self, paths) -> Change:
         """Take files changed on disk (another editor saved them): each loaded tile, the WDT or a
         table whose file is among ``paths`` is read again (its history forgotten); a tile with
@@ -648,7 +754,7 @@ class EditSession:
             for key, st in list(self._tiles.items()):
                 if key not in self._present:
                     del self._tiles[key]
-                    self._placed.pop(key, None)
+                    self._forget_placed(key)
                     self._history.forget(key)
                     change.chunks[key] = set(range(256))
                     continue
@@ -663,7 +769,7 @@ class EditSession:
                     st.source, st.fingerprint = self._fingerprint(st.game_path, raw)
                     continue
                 del self._tiles[key]
-                self._placed.pop(key, None)
+                self._forget_placed(key)
                 self._history.forget(key)
                 self._state(key)
                 change.chunks[key] = set(range(256))
@@ -678,7 +784,7 @@ class EditSession:
                         self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
                         self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
                     self.catalog = self._make_catalog(self._tables)
-                    self._placed.clear()
+                    self._forget_placed(None)
                     self._history.forget(tables=True)
                     change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
