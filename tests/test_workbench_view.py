@@ -106,25 +106,6 @@ def test_pick_finds_the_ground_under_a_ray(session):
     assert pick_ground(scene, (1e5, 1e5, 100.0), (0.0, 0.0, -1.0)) is None  # off the resident tiles
 
 
-def test_a_stroke_is_one_undo_step(session):
-    from wowgrass.workbench.controller import merge_last_steps
-
-    key = session.tiles[0]
-    original = session.tile_bytes(key)
-    tile = session.tile(key)
-    x0, y0 = (float(v) for v in tile.positions[5 * 16 + 5, :2])
-    made = [session.exclude(x0 - 4 * i, y0 - 4 * i, 5.0) for i in range(3)]
-    assert all(not c.empty for c in made) and len(session.history) == 3
-    painted = session.tile_bytes(key)
-    merge_last_steps(session, 3, "exclude stroke")
-    assert session.history == ["exclude stroke"]
-    change = session.undo()
-    assert session.tile_bytes(key) == original and not session.can_undo
-    assert change.chunks[key]  # the chunks every dab touched
-    session.redo()
-    assert session.tile_bytes(key) == painted
-
-
 class _Cells:
     def __init__(self):
         self.mask, self.brush, self.pick, self.set_colours, self.given = 0, (0,) * 4, (0,) * 4, (), {}
@@ -182,23 +163,27 @@ def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
         bench.close()
 
 
-def test_poll_watcher_reports_a_rewritten_file(tmp_path):
-    from wowgrass.workbench.controller import PollWatcher
+def test_a_stroke_is_one_undo_step_and_reaches_the_scene_dab_by_dab(session):
+    from wowgrass.workbench.controller import Workbench
 
-    f = tmp_path / "a.adt"
-    f.write_bytes(b"one")
-    seen = []
-    w = PollWatcher([tmp_path], seen.append, interval=0.05)
-    w.start()
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
     try:
-        time.sleep(0.2)
-        f.write_bytes(b"two, longer")
-        deadline = time.monotonic() + 5
-        while not seen and time.monotonic() < deadline:
-            time.sleep(0.05)
+        key = session.tiles[0]
+        original = session.tile_bytes(key)
+        tile = session.tile(key)
+        x0, y0 = (float(v) for v in tile.positions[5 * 16 + 5, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 5.0
+        bench.begin_stroke()  # as the left button's press does (its first dab needs a window's cursor)
+        for i in range(3):
+            bench.apply_tool(x0 - 4 * i, y0 - 4 * i)
+            assert len(calls) == i + 1  # each dab reached the scene as it landed
+        bench.end_stroke()
+        assert len(session.history) == 1 and session.history[0].startswith("exclude stroke")
+        bench.undo()
+        assert session.tile_bytes(key) == original and not session.can_undo
     finally:
-        w.stop()
-    assert seen and f in {p.resolve() for s in seen for p in s} | {p for s in seen for p in s}
+        bench.close()
 
 
 @pytest.mark.parametrize("args, says", [

@@ -122,7 +122,7 @@ class Workbench:
         self.viewer = self.controls = None
         self.cursor = (0.0, 0.0)
         self.painting = False
-        self._stroke_edits = 0
+        self._stroke = None
         self._last_dab = None
         self._main: queue.Queue = queue.Queue()  # callables for the frame thread
         self._jobs: queue.Queue = queue.Queue()
@@ -157,10 +157,8 @@ class Workbench:
         if self._audit:
             self._jobs.put(("audit", None))
         if self._watch_roots:
-            try:
-                from .watch import FileWatcher
-            except ImportError:  # until the library's watcher lands: the polling one below
-                FileWatcher = PollWatcher
+            from .watch import FileWatcher
+
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 
@@ -273,18 +271,19 @@ class Workbench:
         return True
 
     def begin_stroke(self):
+        """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke)."""
         self.painting = True
         self._last_dab = None
-        self._stroke_edits = 0
-        self._dab()
+        self._stroke = self.session.stroke(f"{self.tools.tool} stroke r={self.tools.radius:g}")
+        self._stroke.__enter__()
+        if self.viewer is not None:
+            self._dab()
 
     def end_stroke(self):
-        """A stroke's dabs become one undo step (the session records one per call)."""
         self.painting = False
-        n, self._stroke_edits = self._stroke_edits, 0
-        if n > 1:
-            with self.lock:
-                merge_last_steps(self.session, n, f"{self.tools.tool} stroke ({n} dabs) r={self.tools.radius:g}")
+        stroke, self._stroke = self._stroke, None
+        if stroke is not None:
+            stroke.__exit__(None, None, None)
 
     def on_scroll(self, dx, dy) -> bool:
         if self.ui is not None and self.ui.on_scroll(dx, dy):
@@ -388,8 +387,6 @@ class Workbench:
                 change = self.session.assign_texture(ts.texture, ts.effect_id, at=(x, y, ts.radius))
             else:
                 return None
-        if change is not None and not change.empty and self.painting:
-            self._stroke_edits += 1
         self.apply_change(change)
         return change
 
@@ -501,10 +498,10 @@ class Workbench:
         if chunks is None:
             with self.lock:
                 return tile_grass(self.session.tile_instances(key))
+        with self.lock:
+            placed = self.session.place_chunks(key, chunks)
         parts: dict = {}
-        for k in (range(256) if chunks is None else sorted(chunks)):
-            with self.lock:
-                inst = self.session.chunk_instances(key, int(k))
+        for inst in placed.values():
             for name, arr in tile_grass(inst).items():
                 parts.setdefault(name, []).append(arr)
         return {n: np.concatenate(a) for n, a in parts.items()}
@@ -704,87 +701,14 @@ class Workbench:
                              "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None} for r in self.reloads]}
 
 
-def merge_last_steps(session, n: int, label: str) -> None:
-    """The session's last ``n`` undo steps as one (a brush stroke's dabs): each tile's state before
-    the first and after the last, the tables' likewise. The session's API records a step per call
-    and has no stroke of its own yet: this reaches into its History (workbench/history.py)."""
-    from .history import Step
-
-    done = session._history._done
-    if n < 2 or len(done) < n:
-        return
-    steps = done[-n:]
-    merged = Step(label)
-    for step in steps:
-        for key, (before, after) in step.tiles.items():
-            merged.tiles[key] = (merged.tiles[key][0] if key in merged.tiles else before, after)
-        if step.tables is not None:
-            merged.tables = (merged.tables[0] if merged.tables is not None else step.tables[0], step.tables[1])
-    done[-n:] = [merged]
-
-
-class PollWatcher:
-    """Files changed under ``roots`` by polling their sizes and times every ``interval`` seconds
-    (a daemon thread): ``on_change(set[Path])`` once a changed file holds still for one poll (a
-    writer that takes longer than that is seen at its next pause). The minimum the window needs
-    while the library's event-based FileWatcher (watch.py) is not there."""
-
-    def __init__(self, roots, on_change, *, interval: float = 0.1):
-        from pathlib import Path
-
-        self.roots, self.on_change, self.interval = [Path(r) for r in roots], on_change, float(interval)
-        self._stop = threading.Event()
-        self._thread = None
-
-    def _scan(self) -> dict:
-        import os
-
-        out = {}
-        for root in self.roots:
-            for dirpath, _dirs, files in os.walk(root):
-                for f in files:
-                    p = os.path.join(dirpath, f)
-                    try:
-                        st = os.stat(p)
-                    except OSError:
-                        continue
-                    out[p] = (st.st_mtime_ns, st.st_size)
-        return out
-
-    def _run(self):
-        from pathlib import Path
-
-        seen = self._scan()
-        moving: dict = {}
-        while not self._stop.wait(self.interval):
-            now = self._scan()
-            changed = {p for p in now.keys() | seen.keys() if now.get(p) != seen.get(p)}
-            settled = {p for p, st in moving.items() if p not in changed}
-            for p in changed:
-                moving[p] = now.get(p)
-            if settled:
-                for p in settled:
-                    moving.pop(p, None)
-                self.on_change({Path(p) for p in settled})
-            seen = now
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wowgrass-watch", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2.0)
-
-
 def watch_roots(data) -> list:
-    """The loose folders of ``data`` a watcher follows (an MPQ chain alone has none)."""
+    """The loose folders of ``data`` a watcher follows (its layers, a loose root, and the folder of a
+    file ``view ADT`` added; an MPQ chain alone has none)."""
     from pathlib import Path
 
-    roots = [Path(p) for p in getattr(data, "loose_roots", []) or []]
-    if not roots and getattr(data, "kind", None) == "loose":
-        roots = [Path(data.root)]
+    from .watch import watched_folders
+
+    roots = list(watched_folders(data))
     for _game_path, f in (getattr(data, "_files", None) or {}).values():  # view ADT: the file's folder
         roots.append(Path(f).parent)
     return list(dict.fromkeys(r.resolve() for r in roots if r.is_dir()))
