@@ -116,6 +116,7 @@ class Workbench:
         self.findings_note = "the audit runs in the background" if audit else None
         self.messages: list[str] = []  # the last results (save, patch, reloads, errors)
         self.frame_ms = 0.0
+        self.ui_version = 0  # bumped when something the panels show changed (they build again)
         self._frame_t = None
         self.frames = 0
         self.edits_applied: list = []  # (change label, frame the scene got its grass)
@@ -312,6 +313,7 @@ class Workbench:
         self.pick_ms = (_time.perf_counter() - t0) * 1000.0
         self.picked = ref
         self.picked_info = None
+        self.ui_version += 1
         if ref is not None:
             with self.lock:
                 info = self.session.cell_info(ref)
@@ -322,6 +324,7 @@ class Workbench:
         return ref
 
     def _refresh_pick(self):
+        self.ui_version += 1
         if self.picked is None or self.picked_info is None:
             return
         with self.lock:
@@ -351,6 +354,7 @@ class Workbench:
             return
         self.hover.at, self.hover.key = now, key
         p = self.ground_at(*self.cursor)
+        self.ui_version += 1
         self.hover.world = p
         self.hover.ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
 
@@ -464,6 +468,7 @@ class Workbench:
         return res
 
     def say(self, text: str):
+        self.ui_version += 1
         self.messages.append(text)
         del self.messages[:-8]
         self.log(text)
@@ -472,6 +477,7 @@ class Workbench:
     def apply_change(self, change):
         """The chunks ``change`` touched: placed again and handed to the scene now (a few) or by
         the worker (many, or the tables: every resident tile); their tiles' overlays again."""
+        self.ui_version += 1
         if change is None:
             return
         if self.picked is not None and (change.tables or self.picked.tile in (change.chunks or {})):
@@ -551,6 +557,7 @@ class Workbench:
 
     # -- overlays --
     def toggle_overlay(self, name: str, on: bool | None = None):
+        self.ui_version += 1
         self.overlays[name] = (not self.overlays[name]) if on is None else bool(on)
         self._sync_terrain()
 
@@ -656,6 +663,7 @@ class Workbench:
         grass = {t["path"].lower() for t in a.textures if t["carries_grass"]}
 
         def on_main():
+            self.ui_version += 1
             self.findings = found
             self.findings_note = f"{len(found)} finding(s) over {len(a.tiles)} tile(s)"
             self.grass_textures |= grass

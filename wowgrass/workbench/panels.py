@@ -45,6 +45,8 @@ def imgui_available() -> str | None:
 class Panels:
     """Dear ImGui on the view's window, drawing the :class:`~.controller.Workbench`'s state."""
 
+    REFRESH_S = 0.25  # the widgets are built again at least this often (the status line's figures)
+
     def __init__(self, bench, target):
         from imgui_bundle import imgui
 
@@ -59,6 +61,9 @@ class Panels:
             imgui.backends.glfw_init_for_opengl(self._addr, False)
         imgui.backends.opengl3_init("#version 330")
         self._t = _time.perf_counter()
+        self._input = True  # an event since the last build: build again
+        self._key, self._built_at, self._draw_data = None, 0.0, None
+        self.builds = 0
         self.cpu_ms = self.build_ms = self.submit_ms = 0.0  # the panels' CPU time of the last frame
         self.texture_filter = ""
         self.model_filter = ""
@@ -76,49 +81,65 @@ class Panels:
         return bool(self.imgui.get_io().want_capture_mouse)
 
     def on_key(self, key, scancode, action, mods) -> bool:
+        self._input = True
         self.imgui.backends.glfw_key_callback(self._addr, key, scancode, action, mods)
         return bool(self.imgui.get_io().want_capture_keyboard)
 
     def on_char(self, c) -> bool:
+        self._input = True
         self.imgui.backends.glfw_char_callback(self._addr, c)
         return bool(self.imgui.get_io().want_text_input)
 
     def on_cursor(self, x, y) -> bool:
+        self._input = True
         self.imgui.backends.glfw_cursor_pos_callback(self._addr, x, y)
         return False
 
     def on_button(self, button, action, mods) -> bool:
+        self._input = True
         self.imgui.backends.glfw_mouse_button_callback(self._addr, button, action, mods)
         return self.wants_mouse()
 
     def on_scroll(self, dx, dy) -> bool:
+        self._input = True
         self.imgui.backends.glfw_scroll_callback(self._addr, dx, dy)
         return self.wants_mouse()
 
     # -- a frame of panels --
     def draw(self):
+        """A frame of panels. The widgets are built again only when something asks (input, a change
+        of what they show, the window's size, or REFRESH_S passed: the status line's figures);
+        otherwise the last frame's draw lists are submitted again (they stay valid until the next
+        ``new_frame``): the panels' CPU then is the GL submission alone."""
         imgui = self.imgui
         t0 = _time.perf_counter()
-        imgui.backends.opengl3_new_frame()
-        if self._addr is not None:
-            imgui.backends.glfw_new_frame()
-        else:
-            io = imgui.get_io()
-            io.display_size = imgui.ImVec2(*self.target.size)
-            io.delta_time = max(t0 - self._t, 1e-4)
-            self._t = t0
-        imgui.new_frame()
-        self._status()
-        self._overlays()
-        self._tools()
-        self._pick()
-        self._findings()
-        self._changes()
-        if self.bench.help:
-            self._help()
-        imgui.render()
+        key = (self.bench.ui_version, tuple(self.target.size))
+        build = self._input or key != self._key or t0 - self._built_at >= self.REFRESH_S or self._draw_data is None
+        if build:
+            self._input = False
+            self._key, self._built_at = key, t0
+            imgui.backends.opengl3_new_frame()
+            if self._addr is not None:
+                imgui.backends.glfw_new_frame()
+            else:
+                io = imgui.get_io()
+                io.display_size = imgui.ImVec2(*self.target.size)
+                io.delta_time = max(t0 - self._t, 1e-4)
+                self._t = t0
+            imgui.new_frame()
+            self._status()
+            self._overlays()
+            self._tools()
+            self._pick()
+            self._findings()
+            self._changes()
+            if self.bench.help:
+                self._help()
+            imgui.render()
+            self._draw_data = imgui.get_draw_data()
+            self.builds += 1
         t1 = _time.perf_counter()
-        imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
+        imgui.backends.opengl3_render_draw_data(self._draw_data)
         t2 = _time.perf_counter()
         self.build_ms, self.submit_ms = (t1 - t0) * 1000.0, (t2 - t1) * 1000.0  # widgets; GL calls
         self.cpu_ms = (t2 - t0) * 1000.0
