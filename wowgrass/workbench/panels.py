@@ -249,9 +249,15 @@ class Panels:
             imgui.text(f"previewed as {ts.preview_id}")
 
     def _model_list(self) -> list:
+        """The tables' models and the data's detail doodads (World\\NoDXT\\Detail), once."""
         if self._models is None:
             cat = getattr(self.bench.session, "catalog", None)
-            self._models = sorted(set(getattr(cat, "models", []) or []), key=str.lower)
+            names = set(m for m in (getattr(cat, "models", []) or []) if m)
+            try:
+                names.update(self.bench.session.data.list("World\\NoDXT\\Detail\\*.m2"))
+            except Exception:  # an archive without a listfile lists nothing: the tables' models remain
+                pass
+            self._models = sorted(names, key=str.lower)
         return self._models
 
     def _pick(self):
