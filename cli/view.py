@@ -319,10 +319,17 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
         return None
 
     def make(viewer, scene, src, data):
+        from wowgrass.errors import WowgrassError
         from wowgrass.workbench.controller import open_workbench
 
-        return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
-                              audit=run_audit, build=build, log=note)
+        try:
+            return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
+                                  audit=run_audit, build=build, log=note)
+        except WowgrassError as exc:
+            if panels or watch or overlays:  # asked for: an error
+                raise
+            note(f"note: no workbench panels ({exc}); the view goes on without them")
+            return None
 
     return make
 

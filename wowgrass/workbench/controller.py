@@ -722,6 +722,25 @@ def watch_roots(data) -> list:
     return list(dict.fromkeys(r.resolve() for r in roots if r.is_dir()))
 
 
+def add_table_files(data, dbc_dir) -> None:
+    """``view --dbc DIR``: the ground-effect tables of that folder (or its DBFilesClient) answer for
+    their game paths in ``data``, so the session reads and saves the tables the view places with."""
+    if not dbc_dir:
+        return
+    from pathlib import Path
+
+    from .session import TABLES
+
+    folders = [Path(dbc_dir), Path(dbc_dir) / "DBFilesClient"]
+    for game_path in TABLES:
+        name = game_path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        for folder in folders:
+            hit = [p for p in folder.glob("*") if p.name.lower() == name] if folder.is_dir() else []
+            if hit:
+                data.add_file(game_path, hit[0])
+                break
+
+
 def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
                    audit: bool = True, build=None, log=None) -> Workbench:
     """The workbench over the view's map (``view`` builds it for its window): an EditSession with
@@ -730,6 +749,7 @@ def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=()
 
     from .session import EditSession
 
+    add_table_files(data, (getattr(src, "_args", None) or {}).get("dbc_dir"))
     session = EditSession(data, src.map, placement=getattr(src, "placement", "client"), build=build,
                           constants=getattr(src, "constants", None))
     roots = None
