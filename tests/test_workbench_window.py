@@ -203,4 +203,6 @@ def test_watch_reloads_a_rewritten_tile(xdisplay, tmp_path):
     reloads = res["workbench"]["reloads"]
     assert reloads, (res["workbench"], err)
     assert [31, 31] in reloads[0]["tiles"]
-    assert reloads[0]["drawn_ms"] is not None, reloads  # the tile was drawn again from the new bytes
+    assert reloads[0]["drawn_ms"] is not None, reloads  # the tile was drawn again
+    before, after = reloads[0]["grass_instance_counts"]["31,31"]
+    assert before and after is not None and after < before, reloads  # from the new bytes: cells excluded

@@ -581,6 +581,7 @@ class Workbench:
         entry = self._pending_reload.pop(key, None)
         if entry is not None:
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
+            entry.setdefault("grass_after", {})[key] = self.scene.tiles[key].grass_instances
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
 
     def overlay_for(self, key) -> np.ndarray:
@@ -632,6 +633,8 @@ class Workbench:
                     if self.scene.tiles[key].full and key not in tiles:
                         self._jobs.put(("replace", (key, None, "tables reloaded")))
             for key in tiles:
+                t = self.scene.tiles.get(key)
+                entry.setdefault("grass_before", {})[key] = t.grass_instances if t is not None else None
                 if self.scene.reload_tile(key):
                     self._pending_reload[key] = entry
             self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
@@ -706,7 +709,10 @@ class Workbench:
                 "edits_applied": [{"label": lb, "frame": f} for lb, f in self.edits_applied],
                 "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
                              "seen_ms": r["seen_s"] * 1000.0,
-                             "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None} for r in self.reloads]}
+                             "drawn_ms": r["drawn_s"] * 1000.0 if "drawn_s" in r else None,
+                             "grass_instance_counts": {f"{k[0]},{k[1]}": [r.get("grass_before", {}).get(k),
+                                                                          r.get("grass_after", {}).get(k)]
+                                                       for k in r["tiles"]}} for r in self.reloads]}
 
 
 def watch_roots(data) -> list:
