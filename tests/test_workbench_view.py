@@ -241,3 +241,49 @@ def test_effect_set_preview_then_assign_reaches_the_scene(session):
         assert model in got and len(got[model]) > 0
     finally:
         bench.close()
+
+
+def test_choosing_a_finding_flies_the_camera_there(session):
+    from wowgrass.render.camera import Camera
+    from wowgrass.workbench.controller import Finding, Workbench, chunk_centre
+
+    scene, _calls = _stub_scene(session)
+    scene.update = lambda pos: None
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        bench.viewer = SimpleNamespace(camera=Camera(position=(0.0, 0.0, 0.0)))
+        key = session.tiles[0]
+        x, y = chunk_centre(key, (5, 9))
+        ref = session.cell_at(x, y)
+        assert ref.tile == key and ref.chunk == (5, 9)
+        bench.fly_to(Finding("unassigned", "t", (x, y)))
+        cam = bench.viewer.camera
+        tile = session.tile(key)
+        z = float(tile.heights_at(int(tile.chunk_index_at(x, y)), x, y))
+        assert np.hypot(cam.position[0] - x, cam.position[1] - y) < 60 and cam.position[2] > z + 10
+        f = cam.forward  # looking down at the place
+        to = np.array([x, y, z]) - cam.position
+        assert np.dot(f, to / np.linalg.norm(to)) > 0.999
+    finally:
+        bench.close()
+
+
+def test_pick_lines_show_the_cell(session):
+    from wowgrass.workbench.panels import pick_lines
+
+    key = session.tiles[0]
+    tile = session.tile(key)
+    x, y = (float(v) - 3.0 for v in tile.positions[3 * 16 + 4, :2])
+    ref = session.cell_at(x, y)
+    info = session.cell_info(ref)
+    info["world"] = [x, y, 0.0]
+    info["light"] = None
+    lines = pick_lines(ref, info, 0.5)
+    text = "\n".join(lines)
+    assert f"tile {key[0]},{key[1]}" in lines[0] and f"chunk {ref.chunk[0]},{ref.chunk[1]}" in lines[0]
+    assert f"doodadMapping: layer {info['doodad_mapping']}" in text
+    assert f"noEffectDoodad: {info['no_effect_doodad']}" in text
+    assert f"grass placed: {len(info['grass'])}" in text
+    for layer in info["layers"]:
+        assert f"effect {layer['effect_id']}" in text
+    assert "fixed sun" in text
