@@ -109,11 +109,46 @@ def bench_watch(poll: bool, n: int = 10) -> dict:
     return {"mode": mode, **ms(delays)}
 
 
+def bench_scan(real: Path, n: int) -> dict:
+    """The suggestion scan over an MPQ holding ``n`` copies of the real continent4229.adt as one map's
+    tiles (zlib sectors, as a client's archives), with the real 3.3.5 tables: reading and
+    decompressing each tile, then its MTEX/MCLY records."""
+    from wowgrass.edit.suggest import client_effects
+    from wowgrass.formats.mpq import write_mpq
+    from wowgrass.formats.wdt import WdtFile, write_wdt
+    from wowgrass.game.data import open_data
+
+    raw = (real / "adt" / "continent4229.adt").read_bytes()
+    wdt = WdtFile(main=np.zeros((64, 64), bool))
+    files = {}
+    for k in range(n):
+        c, r = k % 64, k // 64
+        wdt.main[r, c] = True
+        files[f"World\\Maps\\Bench\\Bench_{c}_{r}.adt"] = raw
+    files["World\\Maps\\Bench\\Bench.wdt"] = write_wdt(wdt)
+    for name in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
+        files[f"DBFilesClient\\{name}"] = (real / "dbc" / "3.3.5" / name).read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "Data"
+        data_dir.mkdir()
+        (data_dir / "common.MPQ").write_bytes(write_mpq(files, compression="zlib"))
+        with open_data(data_dir) as data:
+            t0 = time.perf_counter()
+            scan = client_effects(data, refresh=True)
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            client_effects(data)
+            cached = time.perf_counter() - t0
+    return {"tile_count": scan.tile_count, "adt_bytes": len(raw), "first_s": round(first, 3),
+            "ms_per_tile": round(first / max(1, scan.tile_count) * 1e3, 2), "cached_ms": round(cached * 1e3, 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strokes", type=int, default=40)
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--scan-tiles", type=int, default=200, help="--real: tiles in the suggestion scan's MPQ")
     a = ap.parse_args()
     from wowgrass.edit.suggest import client_effects
     from wowgrass.game.data import open_data
@@ -148,6 +183,8 @@ def main() -> None:
             with open_data(root) as data:
                 for placement in ("client", "coverage"):
                     out[f"continent4229_{placement}"] = bench_session(data, "continent", (42, 29), a.strokes, placement)
+    if a.real and os.environ.get("WOWGRASS_REALDATA"):
+        out["suggest_scan_mpq"] = bench_scan(Path(os.environ["WOWGRASS_REALDATA"]), a.scan_tiles)
     out["watch_events"] = bench_watch(False)
     out["watch_polling"] = bench_watch(True)
     if a.json:

@@ -96,9 +96,9 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
     with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
         map_name = _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles,
                          jobs, big_alpha, seed, overrides, force, export_file, as_json, direct_io)
-    if watch:
-        _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
-               poll, watch_count, as_json)
+        if watch:   # Ctrl-C (or SIGTERM) ends the watch: exit 0, every bake done already in the cache
+            _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
+                   poll, watch_count, as_json)
 
 
 def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll, count, as_json):
@@ -112,12 +112,12 @@ def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll
     with _open(data_path, build) as data:
         job = BakeOnSave(data, map_name, placement=placement, constants=placement_constants(seed, overrides),
                          dbc_dir=dbc_dir, on_result=results.put, poll=poll)
-        job.start()
-        w = job.watcher
-        note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
-             + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
-        done = 0
-        try:
+        try:      # Ctrl-C or SIGTERM from here on ends the watch quietly
+            job.start()
+            w = job.watcher
+            note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
+                 + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
+            done = 0
             while count is None or done < count:
                 res = results.get()
                 if isinstance(res, tuple):

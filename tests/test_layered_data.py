@@ -196,3 +196,12 @@ def test_effects_diff_over_layered_data(layers, tmp_path):
     assert not by[(31, 32)]["adt_changed"]          # the project's tile hides the patch's
     counts = by[(32, 32)]["coverage"]
     assert counts["before"] > 0 and counts["after"] == 0
+
+
+def test_audit_workers_open_the_same_layers(layers):
+    args = ("effects", "audit", "--data", layers["client"], "--data", layers["top"], "--map", MAP_NAME, "--json")
+    one, two = run(*args), run(*args, "--jobs", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["summary"] == b["summary"]
+    assert a["summary"]["excluded_cell_count"] >= 256 * 64     # the top layer's tile: every cell excluded

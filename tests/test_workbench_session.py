@@ -422,3 +422,82 @@ def test_a_stroke_is_one_undo_step(world):
         s.redo()
         s.redo()
         assert {k: s.tile_bytes(k) for k in (WEST, EAST)} == edited
+
+
+def test_tables_from_a_folder_of_their_own(loose, tmp_path):
+    # a map folder alone (as a map editor keeps it) with the tables elsewhere: dbc_dir, or found above
+    maps = loose / "World" / "Maps" / MAP_NAME
+    tables = tmp_path / "tables"
+    shutil.copytree(loose / "DBFilesClient", tables)
+    shutil.rmtree(loose / "DBFilesClient")
+    with pytest.raises(UsageError, match="needs both ground-effect tables"):
+        EditSession(open_data(maps), MAP_NAME)
+    s = EditSession(open_data(maps), MAP_NAME, dbc_dir=tables)
+    s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+    stroke(s)
+    res = s.save(in_place=True)
+    assert str(tables / "GroundEffectTexture.dbc") in res["files"] and (tables / "GroundEffectTexture.dbc.bak").exists()
+    shutil.copytree(tables, loose / "DBFilesClient")
+    s2 = EditSession(open_data(maps), MAP_NAME)          # the tables above the map folder
+    assert s2.tables_bytes(TEXTURE_PATH) == s.tables_bytes(TEXTURE_PATH)
+
+
+def test_save_into_a_project_that_is_a_map_folder(world, tmp_path):
+    # a project folder holding a map's files at its top (no World folder): the client's tile saved
+    # there lands beside them, so the folder still answers for both tiles
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    gp_w = adt_game_path(MAP_NAME, *WEST)
+    with open_data(world["mpq"]) as g:
+        (proj / f"{MAP_NAME}_31_32.adt").write_bytes(g.read(gp_w))
+    with open_data([world["mpq"], proj]) as data:
+        s = EditSession(data, MAP_NAME)
+        stroke(s)
+        s.save(in_place=True)
+        assert (proj / f"{MAP_NAME}_32_32.adt").read_bytes() == s.tile_bytes(EAST)
+        data.refresh()
+        for k in (WEST, EAST):
+            assert data.read(adt_game_path(MAP_NAME, *k)) == s.tile_bytes(k)
+
+
+def test_tile_patches_chain_as_applied_in_order():
+    from wowgrass.workbench.history import TilePatch
+
+    rng = np.random.default_rng(3)
+    states = [rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()]
+    patches = []
+    for k in range(6):
+        nxt = bytearray(states[-1])
+        at = rng.integers(0, 4096, 40)
+        for i in at:
+            nxt[i] = int(rng.integers(0, 4)) if k % 2 else states[0][i]   # some bytes go back to the start
+        states.append(bytes(nxt))
+        patches.append(TilePatch.between(states[-2], states[-1], {"f": k}, {"f": k + 1}))
+    one = TilePatch.chain(patches)
+    assert one.apply(states[-1], 0) == states[0] and one.apply(states[0], 1) == states[-1]
+    assert one.fields(0) == {"f": 0} and one.fields(1) == {"f": 6}
+    assert one.at.size == np.count_nonzero(np.frombuffer(states[0], np.uint8) != np.frombuffer(states[-1], np.uint8))
+    for p, a, b in zip(patches, states, states[1:]):
+        assert p.apply(b, 0) == a and p.apply(a, 1) == b
+
+
+def test_reload_of_the_sessions_own_save_changes_nothing(loose):
+    s = EditSession(open_data(loose), MAP_NAME)
+    stroke(s)
+    s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
+    s.save(in_place=True)
+    seen = []
+    s.subscribe(seen.append)
+    files = [game_file(loose, adt_game_path(MAP_NAME, *k)) for k in (WEST, EAST)] + [game_file(loose, TEXTURE_PATH)]
+    ch = s.reload(files)                    # what a watcher reports after the session's own save
+    assert ch.empty and not ch.notes and seen == [] and s.can_undo
+    other = game_file(loose, TEXTURE_PATH)
+    raw = s.tables_bytes(TEXTURE_PATH)
+    orig_row = s.catalog.row(1001)
+    from wowgrass.edit.effect_sets import add_effect_set
+
+    tex, _d, nid = add_effect_set(raw, s.tables_bytes(DOODAD_PATH), None, doodads=["ElwGra02"], weights=[16],
+                                  hint="3.3.5")
+    other.write_bytes(tex)                  # another editor added a set
+    ch = s.reload([other])
+    assert ch.tables and s.catalog.row(nid) is not None and s.catalog.row(1001) == orig_row

@@ -84,6 +84,10 @@ def test_file_watcher_polls_where_events_are_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("WATCHFILES_FORCE_POLLING", "1")
     assert W.needs_polling([tmp_path]) == "WATCHFILES_FORCE_POLLING is set"
     monkeypatch.delenv("WATCHFILES_FORCE_POLLING")
+    assert W._mount_type(tmp_path) is not None            # /proc/mounts names this folder's file system
+    monkeypatch.setattr(W, "_mount_type", lambda path: "nfs4")
+    assert "nfs4" in W.needs_polling([tmp_path])
+    monkeypatch.undo()
     real = W.FileWatcher._make
 
     def no_events(self, polling):
@@ -99,6 +103,20 @@ def test_file_watcher_polls_where_events_are_missing(tmp_path, monkeypatch):
         expect(changes, "change", lambda paths: tmp_path / "a.adt" in paths)
     with pytest.raises(OSError):
         W.FileWatcher([tmp_path], changes.put, poll=False).start()
+
+    class Broken:      # an event watcher that fails once running
+        def watch(self, *a):
+            raise RuntimeError("watch descriptor lost")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(W.FileWatcher, "_make", lambda self, polling: Broken() if not polling else real(self, polling))
+    with W.FileWatcher([tmp_path], changes.put, poll=False, debounce_ms=50) as w:
+        assert w.fell_back.wait(WAIT), "the watcher did not fall back to polling"
+        assert w.mode == "polling" and "watch descriptor lost" in w.why_polling
+        (tmp_path / "b.adt").write_bytes(b"y")
+        expect(changes, "change after the fallback", lambda paths: tmp_path / "b.adt" in paths)
     with pytest.raises(FileNotFoundError):
         W.FileWatcher([tmp_path / "missing"], changes.put)
 
@@ -192,3 +210,32 @@ def test_bake_watch_refusals(client):
     assert r.exit_code == 2 and "--watch" in r.stderr
     r = CliRunner().invoke(cli, ["bake", "--data", str(client), "--tile", "31,32", "--watch"])
     assert r.exit_code == 2 and "MPQ chain" in r.stderr and "Traceback" not in r.output
+
+
+def test_bake_watch_stops_on_sigterm(client, project):
+    import signal
+
+    root, _path, _raw = project
+    proc = subprocess.Popen([sys.executable, "-m", "wowgrass", "bake", "--data", str(client), "--data", str(root),
+                             "--tile", "31,32", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read_err():
+        for ln in proc.stderr:
+            lines.put(ln)
+        lines.put(None)
+
+    threading.Thread(target=read_err, daemon=True).start()
+    try:
+        line = expect(lines, "'watching' line", lambda ln: ln is None or ln.startswith("watching"))
+        assert line is not None, "bake --watch ended before watching"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rest = []
+    while (ln := lines.get(timeout=WAIT)) is not None:
+        rest.append(ln)
+    assert proc.returncode == 0 and not any("Traceback" in ln for ln in rest)

@@ -124,7 +124,7 @@ def loose_index(folder: Path) -> dict[str, Path]:
     """Normalised game path -> file of every file under ``folder``. A folder that *is*
     ``DBFilesClient`` (.dbc files at its top) or a map folder (.adt/.wdt files at its top) also
     answers for the game paths those files have in a client (``DBFilesClient\\X.dbc``,
-    ``World\\Maps\\<folder>\\X.adt``). Hidden files, temporaries and backups are not game files."""
+    ``World\\Maps\\<folder>\\X.adt``)."""
     idx: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()

@@ -32,9 +32,10 @@ from wowgrass.errors import OutputError, UsageError
 from wowgrass.formats.adt import CHUNK_SIZE, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 from wowgrass.game.maps import adt_game_path, map_tiles, wdt_game_path
-from wowgrass.workbench.history import History, Step
+from wowgrass.workbench.history import History, Step, TilePatch
 
 TABLES = (TEXTURE_PATH, DOODAD_PATH)
+_FIELDS = ("layer_effect", "doodad_mapping", "no_effect_doodad")    # what the tools change in a tile
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class EditSession:
     ``msb_first``: the tiles store doodadMapping MSB first (noggit3), kept on write."""
 
     def __init__(self, data, map_name: str, *, placement: str = "client", build: str | None = None,
-                 constants=None, msb_first: bool = False):
+                 constants=None, msb_first: bool = False, dbc_dir=None):
         from wowgrass.grass.placement import make_strategy
 
         self.data = data
@@ -106,6 +107,7 @@ class EditSession:
         self._tables_loaded: dict[str, bytes] = {}
         self._tables_source: dict[str, tuple] = {}
         self._tables_print: dict[str, tuple] = {}
+        self._tables_from(data, dbc_dir)
         for p in TABLES:
             raw = data.read(p)
             self._tables_loaded[p] = raw
@@ -115,6 +117,31 @@ class EditSession:
         self.build = build or getattr(data, "build", None)
         self.catalog = self._make_catalog(self._tables)
         self.build = self.catalog.build if build is None else build
+
+    @staticmethod
+    def _tables_from(data, dbc_dir) -> None:
+        """Let the tables of ``dbc_dir`` (as ``--dbc``; without it, for a loose folder lacking them,
+        the nearest folder above holding them, as bake takes them) answer for the game paths: then
+        they are loaded, checked for changes and saved in place like the rest."""
+        from wowgrass.grass.bake import tables_above
+        from wowgrass.paths import find_table
+
+        if dbc_dir is None:
+            if all(data.exists(p) for p in TABLES) or getattr(data, "archives", None):
+                return
+            dbc_dir = tables_above(data.root)
+            if dbc_dir is None:
+                raise UsageError(f"{data.root} has no {' nor '.join(p for p in TABLES if not data.exists(p))}: the "
+                                 "session needs both ground-effect tables (give dbc_dir, or lay the folder over "
+                                 "the client's Data: --data CLIENT --data PROJECT)")
+        files = [find_table(Path(dbc_dir), p.rsplit("\\", 1)[-1]) for p in TABLES]
+        if None in files:
+            raise UsageError(f"{dbc_dir} has no GroundEffectTexture.dbc and GroundEffectDoodad.dbc (nor has its "
+                             "DBFilesClient folder)")
+        if not hasattr(data, "add_file"):
+            raise UsageError("tables from a folder of their own need a GameData source")
+        for p, f in zip(TABLES, files):
+            data.add_file(p, f)
 
     # ------------------------------------------------------------------------------------ basics
     def subscribe(self, fn) -> None:
@@ -279,7 +306,9 @@ class EditSession:
             st = self._tiles[key]
             if raw == st.raw:
                 continue
-            step.tiles[key] = ((st.raw, st.tile), (raw, t))
+            names = [n for n in _FIELDS if getattr(st.tile, n) is not getattr(t, n)]
+            step.tiles[key] = TilePatch.between(st.raw, raw, {n: getattr(st.tile, n) for n in names},
+                                                {n: getattr(t, n) for n in names})
             change.chunks[key] = set(int(i) for i in chunks)
             st.raw, st.tile = raw, t
             self._forget_placed(key, change.chunks[key])
@@ -361,6 +390,7 @@ class EditSession:
                 scope = {k: np.ones(256, bool) for k in self._mt.tiles}
                 where = "the map"
             edits, seen, matched = {}, set(), False
+            had = set(self._tiles)
             for key, chunks in scope.items():
                 t = self._state(key).tile
                 seen.update(t.textures)
@@ -373,6 +403,8 @@ class EditSession:
                 if sel.any():
                     new = np.where(sel, eid, t.layer_effect.astype(np.int64))
                     edits[key] = self._fields(key, effect=new)
+                elif key not in had:      # a map-wide pass keeps only the tiles it changed
+                    del self._tiles[key]
             if not matched and scope:
                 near = closest_textures(seen, texture)
                 raise UsageError(f"no texture in {where} matches {texture!r}" + (f"; closest: {', '.join(near)}"
@@ -438,13 +470,14 @@ class EditSession:
     # ------------------------------------------------------------------------------------ history
     def _restore(self, step: Step, which: int) -> Change:
         change = Change(("undo " if which == 0 else "redo ") + step.label)
-        for key, states in step.tiles.items():
+        for key, patch in step.tiles.items():
             st = self._tiles[key]
-            raw, t = states[which]
             before = st.tile
+            raw = patch.apply(st.raw, which)
+            t = dataclasses.replace(before, **patch.fields(which)) if patch.fields(which) else before
             st.raw, st.tile = raw, t
             diff = set()
-            for name in ("layer_effect", "doodad_mapping", "no_effect_doodad"):
+            for name in _FIELDS:
                 a, b = getattr(before, name), getattr(t, name)
                 diff |= set(np.flatnonzero((a != b).reshape(256, -1).any(axis=1)).tolist())
             change.chunks[key] = diff
@@ -640,7 +673,8 @@ class EditSession:
                         before[gp] = dest.with_name(dest.name + BACKUP_SUFFIX).exists()
             written: list[Path] = []
             if tops:   # archived files of layered data: new files in the top loose folder
-                written += write_edited({gp: files[gp] for gp in tops}, Path(layers[-1]), data=None)
+                written += write_edited({_layer_path(Path(layers[-1]), gp): files[gp] for gp in tops},
+                                        Path(layers[-1]), data=None)
             try:
                 rest = {gp: raw for gp, raw in files.items() if gp not in tops}
                 if in_place:
@@ -779,15 +813,29 @@ class EditSession:
                     change.notes.append("the ground-effect tables changed on disk while the session has unsaved "
                                         "table edits: kept the edits")
                 else:
-                    for p in TABLES:
-                        raw = self.data.read(p)
-                        self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
+                    new = {p: self.data.read(p) for p in TABLES}
+                    for p, raw in new.items():
                         self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
-                    self.catalog = self._make_catalog(self._tables)
-                    self._forget_placed(None)
-                    self._history.forget(tables=True)
-                    change.tables = True
+                    if new != self._tables:     # not just this session's own save coming back
+                        for p, raw in new.items():
+                            self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
+                        self.catalog = self._make_catalog(self._tables)
+                        self._forget_placed(None)
+                        self._history.forget(tables=True)
+                        change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
+
+
+def _layer_path(folder: Path, game_path: str) -> str:
+    """Where a file goes in a loose folder: the client's layout, except that a folder which *is* a
+    map folder (its tiles at its top, no World folder) takes the map's files at its top, so they
+    keep answering for their game paths (game.data.loose_index)."""
+    parts = game_path.replace("/", "\\").split("\\")
+    is_map_folder = not any(p.is_dir() and p.name.lower() == "world" for p in folder.iterdir()) and any(
+        p.suffix.lower() in (".adt", ".wdt") for p in folder.iterdir() if p.is_file())
+    if is_map_folder and len(parts) == 4 and parts[0].lower() == "world" and parts[1].lower() == "maps":
+        return parts[3]
+    return game_path
 
 
 def _bytes_differing(a: bytes, b: bytes) -> int:

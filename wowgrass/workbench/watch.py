@@ -86,6 +86,7 @@ class FileWatcher:
         self.why_polling: str | None = None
         self.errors: list[BaseException] = []  # what on_change raised (the watch goes on)
         self._stop = threading.Event()
+        self.fell_back = threading.Event()      # set once the event watcher broke and polling took over
         self._thread: threading.Thread | None = None
         self._notify = None
 
@@ -136,6 +137,7 @@ class FileWatcher:
 
     def _run(self) -> None:
         notify = self._notify
+        failed = None
         try:
             while not self._stop.is_set():
                 raw = notify.watch(self.debounce_ms, 50, 1000, self._stop)
@@ -143,11 +145,20 @@ class FileWatcher:
                     break
                 if raw != "timeout":
                     self._deliver({Path(p) for _kind, p in raw})
+        except Exception as exc:  # noqa: BLE001 - the event watcher broke (a root removed, ...): poll
+            failed = exc
         finally:
             try:
                 notify.close()
             except Exception:  # noqa: BLE001 - closing a watcher that failed
                 pass
+        if failed is not None and not self._stop.is_set():
+            log.warning("file events stopped (%s); polling %s instead", failed, ", ".join(map(str, self.roots)))
+            self.errors.append(failed)
+            self._notify = _snapshot(self.roots)
+            self.mode, self.why_polling = "polling", f"file events stopped ({failed})"
+            self.fell_back.set()
+            self._poll()
 
     def _poll(self) -> None:
         """Compare snapshots every ``poll_ms``; changes are held until a poll finds no new ones (or
@@ -283,7 +294,8 @@ class BakeOnSave:
             raw = self.data.read(gp)
             res = bake_tile(raw, self.catalog, map_name=self.map_name, placement=self.placement,
                             constants=self.constants, models=self.models, big_alpha=big_alpha, adt_path=gp)
-            record_source(res.map, self.data.root, self.catalog.build, [res.tile])
+            source = [self.data.root, *getattr(self.data, "layers", [])]
+            record_source(res.map, source if len(source) > 1 else source[0], self.catalog.build, [res.tile])
         except WowgrassError as exc:   # a tile saved half-way, a broken file: said, and the watch goes on
             self.on_result((tile, exc))
             return
