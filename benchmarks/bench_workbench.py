@@ -49,6 +49,13 @@ def open_view(args, files=None, camera=None, target=None):
     return data, src, tgt, scene, viewer
 
 
+def close_view(data, tgt, scene, viewer):
+    scene.release()
+    viewer.release()
+    tgt.release()
+    data.close()
+
+
 def settle(viewer, frames=6, t=0.0):
     for _ in range(frames):
         viewer.scene.update(viewer.camera.position)
@@ -243,10 +250,7 @@ def bench_watch(args, out):
                 "max_over_median": max(around) / med, "frame_count": len(times)}
     finally:
         bench.close()
-        scene.release()
-        viewer.release()
-        tgt.release()
-        data.close()
+        close_view(data, tgt, scene, viewer)
 
 
 def main(argv=None):
@@ -300,10 +304,7 @@ def main(argv=None):
             viewer.save_png(args.out / "view.png")
     finally:
         bench.close()
-        scene.release()
-        viewer.release()
-        tgt.release()
-        data.close()
+        close_view(data, tgt, scene, viewer)
     if "watch" not in skip:
         res["watch"] = bench_watch(args, args.out)
         w = res["watch"]

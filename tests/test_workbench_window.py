@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xvfb import private_xvfb, x_env
 
 pytestmark = pytest.mark.window
 
@@ -44,33 +45,12 @@ def xdisplay():
     except ImportError:
         has_imgui = False
     _need("imgui-bundle", has_imgui, "pip install 'wowgrass[workbench]'; make install does")
-    r, w = os.pipe()
-    proc = subprocess.Popen([xvfb, "-displayfd", str(w), "-screen", "0", f"{SIZE[0]}x{SIZE[1]}x24", "-nolisten", "tcp"],
-                            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(w)
-    try:
-        buf = b""
-        deadline = time.monotonic() + 15
-        while not buf.endswith(b"\n") and time.monotonic() < deadline:
-            chunk = os.read(r, 16)
-            if not chunk:
-                break
-            buf += chunk
-        os.close(r)
-        assert buf.strip().isdigit(), f"Xvfb did not report a display: {buf!r}"
-        yield f":{int(buf)}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with private_xvfb(xvfb, SIZE) as display:
+        yield display
 
 
 def _env(display):
-    env = dict(os.environ, DISPLAY=display)
-    env.pop("WAYLAND_DISPLAY", None)
-    return env
+    return x_env(display)
 
 
 def _xdo(display, *args):
