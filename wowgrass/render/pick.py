@@ -50,32 +50,61 @@ def ground_heights(scene, xy: np.ndarray) -> np.ndarray:
 
 
 def pick_ground(scene, origin, direction, *, reach: float = 1500.0, step: float = 2.0,
-                refine: int = 64) -> np.ndarray | None:
+                refine: int = 256) -> np.ndarray | None:
     """World (X, Y, Z) where the ray first meets the resident ground, None where it does not
-    within ``reach`` units: samples every ``step`` units, then ``refine`` samples across the step
-    where it went under (three numpy passes in all, about step / refine units exact)."""
+    within ``reach`` units: samples every ``step`` units over the part of the ray between the
+    ground's lowest and highest point, then ``refine`` samples across the step where it went under
+    (two numpy passes in all; ``step / refine`` units exact, the height the ground's there)."""
     o, d = np.asarray(origin, np.float64), np.asarray(direction, np.float64)
-    t = np.arange(0.0, reach, step)
-    hit = _first_below(scene, o, d, t)
+    span = _height_span(scene, o, d, reach)
+    if span is None:
+        return None
+    t = np.arange(span[0], span[1] + step, step)
+    hit, h = _first_below(scene, o, d, t)
     if hit is None:
         return None
-    if hit == 0:
-        p = o
-    else:
-        lo, hi = t[hit - 1], t[hit]
-        for _ in range(2):  # twice: step / refine**2 units
-            fine = np.linspace(lo, hi, refine + 1)
-            k = _first_below(scene, o, d, fine)
-            k = len(fine) - 1 if k is None else max(k, 1)
-            lo, hi = fine[k - 1], fine[k]
-        p = o + hi * d
-    z = ground_heights(scene, p[None, :2])[0]
-    return np.array([p[0], p[1], z])
+    if hit > 0:
+        fine = np.linspace(t[hit - 1], t[hit], refine + 1)
+        k, hf = _first_below(scene, o, d, fine)
+        if k is not None:
+            t, hit, h = fine, k, hf
+    p = o + t[hit] * d
+    return np.array([p[0], p[1], h[hit]])
 
 
-def _first_below(scene, o, d, t) -> int | None:
-    """Index of the first ray parameter in ``t`` whose point lies on or under the ground."""
+_BOUNDS: dict = {}  # id(scene) -> (scene.version, lowest, highest ground)
+
+
+def _height_span(scene, o, d, reach: float):
+    """The part [t0, t1] of the ray within ``reach`` that lies between the resident ground's lowest
+    and highest point (None: none of it): the march samples only there."""
+    version = getattr(scene, "version", None)
+    cached = _BOUNDS.get(id(scene))
+    if cached is None or cached[0] != version or version is None:
+        lo, hi = np.inf, -np.inf
+        for t in scene.tiles.values():
+            g = getattr(t, "adt", None)
+            if g is None:
+                continue
+            h = np.asarray(g.heights, np.float64) + np.asarray(g.positions, np.float64)[:, 2:3]
+            lo, hi = min(lo, float(h.min())), max(hi, float(h.max()))
+        _BOUNDS.clear()  # one scene at a time is picked in
+        cached = _BOUNDS[id(scene)] = (version, lo, hi)
+    _v, lo, hi = cached
+    if not lo <= hi:
+        return None
+    z, dz = float(o[2]), float(d[2])
+    if abs(dz) < 1e-9:
+        return (0.0, reach) if lo <= z <= hi else None
+    a, b = (hi - z) / dz, (lo - z) / dz  # where the ray crosses the highest and the lowest ground
+    t0, t1 = max(min(a, b), 0.0), min(max(a, b), reach)
+    return (t0, t1) if t0 <= t1 else None
+
+
+def _first_below(scene, o, d, t):
+    """(index of the first ray parameter in ``t`` whose point lies on or under the ground, or None;
+    the ground's heights under every sample)."""
     p = o[None, :] + t[:, None] * d[None, :]
     h = ground_heights(scene, p[:, :2])
     below = np.flatnonzero(p[:, 2] <= h)  # NaN compares False: no ground, no hit
-    return int(below[0]) if len(below) else None
+    return (int(below[0]) if len(below) else None), h
