@@ -128,6 +128,7 @@ class Workbench:
         self._main: queue.Queue = queue.Queue()  # callables for the frame thread
         self._jobs: queue.Queue = queue.Queue()
         self._stop = False
+        self._busy = False  # the worker is on a job
         self._audit = audit
         self._watch_roots = watch
         self.watcher = None
@@ -602,6 +603,7 @@ class Workbench:
             if job is None:
                 return
             kind, arg = job
+            self._busy = True
             try:
                 if kind == "overlay":
                     img = self.overlay_for(arg)
@@ -617,6 +619,8 @@ class Workbench:
                     self._reload(*arg)
             except Exception as exc:  # the view goes on; the panel says what failed
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
+            finally:
+                self._busy = False
 
     def _reload(self, paths, t0):
         with self.lock:
