@@ -96,6 +96,28 @@ def tile_grass(instances) -> dict:
     return out
 
 
+class _JobQueue:
+    """The worker's jobs by kind: a file another program saved is reloaded before the overlays of
+    tiles that arrived are computed (each a few hundred ms on a slow machine)."""
+
+    ORDER = {None: -1, "reload": 0, "replace": 1, "overlay": 2, "audit": 3}
+
+    def __init__(self):
+        import itertools
+
+        self._q: queue.PriorityQueue = queue.PriorityQueue()
+        self._seq = itertools.count()
+
+    def put(self, job) -> None:
+        self._q.put((self.ORDER[None if job is None else job[0]], next(self._seq), job))
+
+    def get(self):
+        return self._q.get()[2]
+
+    def empty(self) -> bool:
+        return self._q.empty()
+
+
 class Workbench:
     """The window's workbench (a ``render.window.WindowUi``): see the module docstring."""
 
@@ -126,7 +148,7 @@ class Workbench:
         self._stroke = None
         self._last_dab = None
         self._main: queue.Queue = queue.Queue()  # callables for the frame thread
-        self._jobs: queue.Queue = queue.Queue()
+        self._jobs = _JobQueue()  # reloads first, then grass, then overlays, the audit last
         self._stop = False
         self._busy = False  # the worker is on a job
         self._audit = audit
