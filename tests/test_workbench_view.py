@@ -287,3 +287,33 @@ def test_pick_lines_show_the_cell(session):
     for layer in info["layers"]:
         assert f"effect {layer['effect_id']}" in text
     assert "fixed sun" in text
+
+
+def test_save_and_patch_from_the_workbench(session, tmp_path):
+    """The Changes panel's buttons: save to an overlay folder (made if new), then the patch MPQ."""
+    from wowgrass.formats.mpq import MpqArchive
+    from wowgrass.workbench.controller import Workbench
+
+    scene, _calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        key = session.tiles[0]
+        tile = session.tile(key)
+        x0, y0 = (float(v) for v in tile.positions[8 * 16 + 8, :2])
+        bench.tools.tool = "exclude"
+        assert not bench.apply_tool(x0 - 8.0, y0 - 8.0).empty
+        out = tmp_path / "new" / "overlay"
+        res = bench.save(out)
+        assert res is not None and res["files"], bench.messages
+        assert all(str(out) in f for f in res["files"]) and bench.messages[-1].startswith("saved 1 file")
+        mpq = tmp_path / "patch-test.MPQ"
+        assert bench.build_patch(mpq) is not None, bench.messages
+        arc = MpqArchive.open(mpq)
+        gp = next(n for n in arc.names() if n.lower().endswith(".adt"))
+        assert arc.read(gp) == session.tile_bytes(key)
+        # a folder that cannot be made: said in the panel, nothing raised
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        assert bench.save(blocker / "sub") is None and bench.messages[-1].startswith("save failed")
+    finally:
+        bench.close()
