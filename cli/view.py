@@ -315,6 +315,8 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
         if overlays:
             raise UsageError("--overlay draws with the panels: drop --no-panels")
     with_panels = why is None if panels is None else panels
+    if panels is None and why:
+        note(f"note: no workbench panels: {why}")
     if not with_panels and not watch:
         return None
 
