@@ -23,6 +23,7 @@ from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.grass.bundle import pack_instances
 from wowgrass.render.pick import pick_ground, pixel_ray
 from wowgrass.render.sources.terrain import OVERLAY_BITS
+from wowgrass.render.window import WindowUi
 
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
 
@@ -118,8 +119,8 @@ class _JobQueue:
         return self._q.empty()
 
 
-class Workbench:
-    """The window's workbench (a ``render.window.WindowUi``): see the module docstring."""
+class Workbench(WindowUi):
+    """The window's workbench (the window's ``ui``): see the module docstring."""
 
     def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True):
         self.session, self.scene = session, scene

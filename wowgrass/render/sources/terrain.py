@@ -972,8 +972,11 @@ class CellOverlays:
         self.brush = (0.0, 0.0, 0.0, 0.0)  # x, y, radius, shown
         self.pick = (0.0, 0.0, 0.0, 0.0)  # NW corner x, y, size, shown
         self.set_colours: tuple = tuple((0.5, 0.5, 0.5) for _ in range(20))
+        self._serial = 0  # bumped by set(): what texture() last wrote is checked again
+        self._seen = None  # (terrain version, serial, capacity) texture() last made current
 
     def set(self, key, cells: np.ndarray | None) -> None:
+        self._serial += 1
         if cells is None:
             self.data.pop(key, None)
         else:
@@ -986,10 +989,17 @@ class CellOverlays:
     def active(self) -> bool:
         return bool(self.mask) or self.brush[3] > 0.5 or self.pick[3] > 0.5
 
-    def texture(self, tiles: dict, capacity: int):
+    def texture(self, tiles: dict, capacity: int, version: int):
         """The texture array with every resident complete tile's slice as given (written when the
-        data or the slot changed; only while an overlay is shown)."""
+        data or the slot changed; only while an overlay is shown). The resident tiles are walked
+        only when ``version`` (the terrain's: tiles came or went) or the data changed, not every
+        frame."""
         import moderngl
+
+        state = (version, self._serial, capacity)
+        if self.tex is not None and state == self._seen:
+            return self.tex
+        self._seen = state
 
         if self.tex is None or self.capacity < capacity:
             if self.tex is not None:
@@ -1022,7 +1032,7 @@ class CellOverlays:
     def release(self):
         if self.tex is not None:
             self.tex.release()
-        self.tex, self.capacity, self.written = None, 0, {}
+        self.tex, self.capacity, self.written, self._seen = None, 0, {}, None
 
 
 FRAME_BINDING = 3  # storage binding of the frame block's buffer in terrain_lod.glsl (frame.glsl)
@@ -1265,7 +1275,7 @@ class TerrainSet(Source):
                 if cells.active:
                     from ..gl.programs import CELLS_UNIT
 
-                    use_texture(self.ctx, cells.texture(self.tiles, arena.capacity), CELLS_UNIT)
+                    use_texture(self.ctx, cells.texture(self.tiles, arena.capacity, self.version), CELLS_UNIT)
             use_texture(self.ctx, texture, 1)
             # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
             vao = arena.line_vao(prog) if lines else arena.vao(prog)
