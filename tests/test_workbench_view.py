@@ -317,3 +317,23 @@ def test_save_and_patch_from_the_workbench(session, tmp_path):
         assert bench.save(blocker / "sub") is None and bench.messages[-1].startswith("save failed")
     finally:
         bench.close()
+
+
+def test_cell_overlay_of_a_real_tile(realdata):
+    """continent4229.adt (realdata README): 340 noEffectDoodad bits, holes in exactly one chunk."""
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.effects import GroundEffectCatalog
+    from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE
+    from wowgrass.workbench.overlays import SetColours, cell_overlay
+
+    root = realdata
+    tile = read_tile((root / "adt" / "continent4229.adt").read_bytes(), "continent4229.adt")
+    dbc = root / "dbc" / "3.3.5"
+    cat = GroundEffectCatalog.from_dbc_bytes((dbc / "GroundEffectTexture.dbc").read_bytes(),
+                                             (dbc / "GroundEffectDoodad.dbc").read_bytes(), "3.3.5")
+    img = cell_overlay(tile, (42, 29), cat, SetColours(), set())
+    cells = img.reshape(16, 8, 16, 8, 4).transpose(0, 2, 1, 3, 4).reshape(256, 8, 8, 4)
+    assert int(((cells[..., 1] & CELL_EXCLUDED) > 0).sum()) == 340
+    holes = ((cells[..., 1] & CELL_HOLE) > 0).reshape(256, -1).any(axis=1)
+    assert int(holes.sum()) == 1
+    assert (cells[..., 0] > 0).any()  # its effect ids resolve in the 3.3.5 table: sets coloured
