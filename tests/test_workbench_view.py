@@ -286,7 +286,10 @@ def test_pick_lines_show_the_cell(session):
     assert f"grass placed: {len(info['grass'])}" in text
     for layer in info["layers"]:
         assert f"effect {layer['effect_id']}" in text
-    assert "fixed sun" in text
+    assert "no light tables" in text
+    info["light"] = {"hour": "12:00", "fixed_sun": True, "sun_colour": [1, 1, 1], "ambient": [0.5, 0.5, 0.5],
+                     "fog": [10.0, 100.0]}
+    assert "light at 12:00" in "\n".join(pick_lines(ref, info, 0.5))
 
 
 def test_save_and_patch_from_the_workbench(session, tmp_path):
@@ -337,3 +340,23 @@ def test_cell_overlay_of_a_real_tile(realdata):
     holes = ((cells[..., 1] & CELL_HOLE) > 0).reshape(256, -1).any(axis=1)
     assert int(holes.sum()) == 1
     assert (cells[..., 0] > 0).any()  # its effect ids resolve in the 3.3.5 table: sets coloured
+
+
+def test_the_light_at_a_picked_point_comes_from_the_light_tables(session):
+    """Without --clock the view draws its fixed sun; the pick still reports the tables' light (noon)."""
+    from wowgrass.game.light import load_light_tables, resolve_map, scene_light
+    from wowgrass.workbench.controller import Workbench
+
+    scene, _calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        bench.viewer = SimpleNamespace(zone_light=None)
+        p = (300.0, 150.0, 50.0)
+        light = bench.light_at(p)
+        tables = load_light_tables(session.data, build=session.build)
+        want = scene_light(tables.map_light(resolve_map(session.data, session.map_name)[0]), np.array(p), 1440)
+        assert light["fixed_sun"] is True and light["hour"] == "12:00"
+        assert np.allclose(light["ambient"], want.ambient, atol=1e-3)
+        assert np.allclose(light["sun_colour"], want.sun_color, atol=1e-3)
+    finally:
+        bench.close()

@@ -357,16 +357,39 @@ class Workbench(WindowUi):
         self.picked_info = info
 
     def light_at(self, p) -> dict | None:
-        zl = getattr(self.viewer, "zone_light", None)
-        if zl is None:
-            return None
+        """The light tables' light at ``p``: the view's hour (``--clock``), else noon from the
+        data's tables (the view then draws its fixed sun; ``fixed_sun`` says so); None where the
+        data has no light for the map."""
         from wowgrass.game.light import clock_text, scene_light
 
-        sl = scene_light(zl.map_light, np.asarray(p, np.float64), zl.clock)
-        return {"hour": clock_text(zl.clock), "sun_dir": [round(float(v), 3) for v in sl.sun_dir],
+        zl = getattr(self.viewer, "zone_light", None)
+        if zl is not None:
+            map_light, clock, fixed = zl.map_light, zl.clock, False
+        else:
+            map_light, clock, fixed = self._tables_light(), 1440, True
+            if map_light is None:
+                return None
+        sl = scene_light(map_light, np.asarray(p, np.float64), clock)
+        return {"hour": clock_text(clock), "fixed_sun": fixed,
+                "sun_dir": [round(float(v), 3) for v in sl.sun_dir],
                 "sun_colour": [round(float(v), 3) for v in sl.sun_color],
                 "ambient": [round(float(v), 3) for v in sl.ambient],
                 "fog": [round(float(v), 1) for v in sl.fog]}
+
+    def _tables_light(self):
+        """The map's MapLight from the session's data (once; False cached when it has none)."""
+        if getattr(self, "_map_light", None) is None:
+            self._map_light = False
+            try:
+                from wowgrass.game.light import load_light_tables, resolve_map
+
+                tables = load_light_tables(self.session.data, build=self.session.build)
+                if tables is not None:
+                    map_id, _ = resolve_map(self.session.data, self.session.map_name)
+                    self._map_light = tables.map_light(map_id)
+            except Exception:  # no Light.dbc, no Map.dbc row: the pick says there is no light
+                self._map_light = False
+        return self._map_light or None
 
     def update_hover(self):
         """The ground under the cursor (status line, brush circle): picked again when the cursor or

@@ -366,7 +366,8 @@ def pick_lines(ref, info: dict, pick_ms) -> list[str]:
                    f"scale {g['scale']:.2f}")
     light = info.get("light")
     if light:
-        out.append(f"light at {light['hour']}: sun {light['sun_colour']} ambient {light['ambient']}  fog {light['fog']}")
+        out.append(f"light at {light['hour']}: sun {light['sun_colour']} ambient {light['ambient']}  fog {light['fog']}"
+                   + ("  (the tables' noon; the view draws its fixed sun: --clock HH:MM)" if light.get("fixed_sun") else ""))
     else:
-        out.append("light: the fixed sun (view --clock HH:MM for the light tables)")
+        out.append("light: the data has no light tables for this map (the view's fixed sun)")
     return out
