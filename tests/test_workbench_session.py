@@ -501,3 +501,22 @@ def test_reload_of_the_sessions_own_save_changes_nothing(loose):
     other.write_bytes(tex)                  # another editor added a set
     ch = s.reload([other])
     assert ch.tables and s.catalog.row(nid) is not None and s.catalog.row(1001) == orig_row
+
+
+def test_subscribers_hear_changes_outside_the_lock(world):
+    import threading
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        got = []
+
+        def on_change(change):      # asks the session from another thread and waits for it
+            t = threading.Thread(target=lambda: got.append(s.tile_bytes(WEST)))
+            t.start()
+            t.join(10)
+            got.append(not t.is_alive())
+
+        s.subscribe(on_change)
+        stroke(s)
+        assert len(got) == 6 and got[1::2] == [True, True, True]      # three dabs, none waited on the lock
+        assert got[-2] == s.tile_bytes(WEST)

@@ -75,6 +75,31 @@ def _sha(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def _announces(method):
+    """A public call that may change the session: it runs under the lock, and the Changes it made
+    reach the subscribers once it has let go of the lock (in the order they were made)."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        out: list = []
+        try:
+            with self._lock:
+                self._depth += 1
+                try:
+                    return method(self, *args, **kwargs)
+                finally:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        out, self._outbox = self._outbox, []
+        finally:
+            for change in out:
+                for fn in list(self._listeners):
+                    fn(change)
+
+    return call
+
+
 class EditSession:
     """The tools, history and saving of one map of ``data`` (a GameData, layered or not).
 
@@ -96,6 +121,8 @@ class EditSession:
         self._placed_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
         self._lock = threading.RLock()
         self._listeners: list = []
+        self._outbox: list = []             # Changes made by the call under way (see _emit)
+        self._depth = 0
         self._history = History()
         self._tiles: dict[tuple[int, int], _Tile] = {}
         self._placed: dict[tuple[int, int], object] = {}          # tile -> its whole placement
@@ -114,7 +141,7 @@ class EditSession:
             self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
         self._tables_base = dict(self._tables_loaded)
         self._tables = dict(self._tables_loaded)
-        self.build = build or getattr(data, "build", None)
+        self._build = build                 # forces the tables' layout (None: detected)
         self.catalog = self._make_catalog(self._tables)
         self.build = self.catalog.build if build is None else build
 
@@ -145,12 +172,15 @@ class EditSession:
 
     # ------------------------------------------------------------------------------------ basics
     def subscribe(self, fn) -> None:
-        """``fn(change)`` after every edit, undo, redo and reload."""
+        """``fn(change)`` after every edit, undo, redo and reload, on the thread that made it (a
+        watcher's for a reload) once the session's lock is free again."""
         self._listeners.append(fn)
 
     def _emit(self, change: Change) -> Change:
-        for fn in list(self._listeners):
-            fn(change)
+        """Queue ``change`` for the subscribers: they hear it when the public call that made it
+        returns, outside the session's lock (a subscriber may then call the session from any
+        thread, or wait for one that does, without a deadlock)."""
+        self._outbox.append(change)
         return change
 
     @property
@@ -159,7 +189,7 @@ class EditSession:
         return list(self._mt.tiles)
 
     def _make_catalog(self, tables: dict) -> GroundEffectCatalog:
-        return GroundEffectCatalog.from_dbc_bytes(tables[TEXTURE_PATH], tables[DOODAD_PATH], None,
+        return GroundEffectCatalog.from_dbc_bytes(tables[TEXTURE_PATH], tables[DOODAD_PATH], self._build,
                                                   hint=getattr(self.data, "build", None))
 
     def _fingerprint(self, game_path: str, raw: bytes) -> tuple[tuple, tuple]:
@@ -336,6 +366,7 @@ class EditSession:
             chunks |= set(np.flatnonzero((v != getattr(st.tile, k)).reshape(256, -1).any(axis=1)).tolist())
         return raw, dataclasses.replace(st.tile, **repl), chunks
 
+    @_announces
     def exclude(self, x: float, y: float, radius: float, *, clear: bool = False) -> Change:
         """Set (or ``clear``) noEffectDoodad in the cells under the brush."""
         with self._lock:
@@ -347,6 +378,7 @@ class EditSession:
             what = "clear exclusion" if clear else "exclude"
             return self._apply(f"{what} r={radius:g} at ({x:.1f}, {y:.1f})", edits)
 
+    @_announces
     def paint_mapping(self, x: float, y: float, radius: float, layer: int | None) -> Change:
         """Set the doodadMapping of the cells under the brush to ``layer`` (cells of chunks without
         that layer keep theirs), or with None to the layer most visible in each cell where the
@@ -368,6 +400,7 @@ class EditSession:
             what = "remap" if layer is None else f"map layer {layer}"
             return self._apply(f"{what} r={radius:g} at ({x:.1f}, {y:.1f})", edits)
 
+    @_announces
     def assign_texture(self, texture: str, effect_id: int, *, tile=None, at=None,
                        only_unassigned: bool = False) -> Change:
         """Give ``effect_id`` to the layers of the textures ``texture`` matches (a glob, as
@@ -412,6 +445,7 @@ class EditSession:
             return self._apply(f"assign {texture} -> {eid} over {where}", edits)
 
     # ------------------------------------------------------------------------------------ tables
+    @_announces
     def preview_set(self, models: list[str], weights: list[int] | None, density: int, *,
                     effect_id: int | None = None) -> int:
         """A new effect set (or, with an existing ``effect_id``, new values for that row) applied to
@@ -425,11 +459,11 @@ class EditSession:
             exists = effect_id is not None and self.catalog.row(int(effect_id)) is not None
             if not self.catalog.has_weights:
                 weights = None
-            new_tex, new_dood, new_id = add_effect_set(tex, dood, None, doodads=models, weights=weights,
+            new_tex, new_dood, new_id = add_effect_set(tex, dood, self._build, doodads=models, weights=weights,
                                                        density=density, id=None if exists else effect_id, hint=hint)
             label = f"new set {new_id}"
             if exists:
-                new_tex = _replace_row(tex, new_tex, int(effect_id), hint)
+                new_tex = _replace_row(tex, new_tex, int(effect_id), hint, self._build)
                 new_id, label = int(effect_id), f"change set {effect_id}"
             chunks = {}
             for key, st in self._tiles.items():
@@ -504,11 +538,13 @@ class EditSession:
                     first = self._history.labels[-n]
                     self._history.merge_last(n, label or (first if n == 1 else f"{first} (+{n - 1} dabs)"))
 
+    @_announces
     def undo(self) -> Change | None:
         with self._lock:
             step = self._history.undo()
             return None if step is None else self._restore(step, 0)
 
+    @_announces
     def redo(self) -> Change | None:
         with self._lock:
             step = self._history.redo()
@@ -764,6 +800,7 @@ class EditSession:
         w.start()
         return w
 
+    @_announces
     def reload(self, paths) -> Change:
         """Take files changed on disk (another editor saved them): each loaded tile, the WDT or a
         table whose file is among ``paths`` is read again (its history forgotten); a tile with
@@ -844,14 +881,14 @@ def _bytes_differing(a: bytes, b: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8)))
 
 
-def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint) -> bytes:
+def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint, build=None) -> bytes:
     """``texture_bytes`` with row ``effect_id`` given the doodads, weights and density of the row
     :func:`add_effect_set` appended in ``appended`` (its doodad rows were made there); every other
     byte kept."""
     from wowgrass.edit.effect_sets import _read, table_build
     from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, write_dbc
 
-    short = table_build(texture_bytes, None, hint)
+    short = table_build(texture_bytes, build, hint)
     old = _read(texture_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
     new = _read(appended, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
     rec = np.array(old.records)
