@@ -360,3 +360,25 @@ def test_the_light_at_a_picked_point_comes_from_the_light_tables(session):
         assert np.allclose(light["sun_colour"], want.sun_color, atol=1e-3)
     finally:
         bench.close()
+
+
+def test_overlays_are_computed_only_while_one_is_shown(session):
+    from wowgrass.workbench.controller import Workbench
+
+    scene, _calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        for key in session.tiles:  # tiles arrive with every overlay off: nothing computed
+            bench._tile_resident(key)
+        time.sleep(0.3)
+        bench.before_frame(0.016)
+        assert scene.terrain.cells.given == {} and bench._jobs.empty()
+        bench.toggle_overlay("excluded", True)
+        deadline = time.monotonic() + 60
+        while len(scene.terrain.cells.given) < len(session.tiles) and time.monotonic() < deadline:
+            bench.before_frame(0.016)
+            time.sleep(0.05)
+        assert set(scene.terrain.cells.given) == set(session.tiles)
+        assert scene.terrain.cells.mask != 0
+    finally:
+        bench.close()

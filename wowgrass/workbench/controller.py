@@ -152,6 +152,8 @@ class Workbench(WindowUi):
         self._jobs = _JobQueue()  # reloads first, then grass, then overlays, the audit last
         self._stop = False
         self._busy = False  # the worker is on a job
+        self._overlay_fresh: set = set()  # tiles whose overlay data is current
+        self._overlay_queued: set = set()  # tiles with an overlay job waiting
         self._audit = audit
         self._watch_roots = watch
         self.watcher = None
@@ -169,8 +171,6 @@ class Workbench(WindowUi):
         self.scene.terrain.cells.set_colours = self.colours.shader_colours()
         self._worker = threading.Thread(target=self._work, name="wowgrass-workbench", daemon=True)
         self._worker.start()
-        for key in list(scene.tiles):
-            self._tile_resident(key)
 
     # -- WindowUi --
     def install(self, viewer, controls) -> None:
@@ -534,8 +534,7 @@ class Workbench(WindowUi):
             for key in list(self.scene.tiles):
                 if self.scene.tiles[key].full:
                     self._jobs.put(("replace", (key, None, change.label)))
-            for key in list(self.scene.tiles):
-                self._jobs.put(("overlay", key))
+            self._overlays_stale(list(self.scene.tiles))
             return
         n = sum(len(change.chunks[k]) for k in resident)
         for key in resident:
@@ -543,7 +542,7 @@ class Workbench(WindowUi):
                 self._replace_chunks(key, change.chunks[key], change.label)
             else:
                 self._jobs.put(("replace", (key, set(change.chunks[key]), change.label)))
-            self._jobs.put(("overlay", key))
+        self._overlays_stale(resident)
 
     def _placed(self, key, chunks) -> dict:
         """Model -> instances of ``chunks`` of tile ``key`` (None: every chunk), as the session
@@ -607,6 +606,20 @@ class Workbench(WindowUi):
         self.ui_version += 1
         self.overlays[name] = (not self.overlays[name]) if on is None else bool(on)
         self._sync_terrain()
+        self._overlays_stale([])  # the first overlay on: the resident tiles' data, where not current
+
+    def _overlays_stale(self, keys):
+        """``keys``' overlay data no longer current; while an overlay is shown, every resident
+        complete tile whose data is not current is computed again on the worker (none is computed
+        while every overlay is off: tiles arriving in a flight cost nothing then)."""
+        for key in keys:
+            self._overlay_fresh.discard(key)
+        if not any(self.overlays.values()):
+            return
+        for key, t in list(self.scene.tiles.items()):
+            if t.full and key not in self._overlay_fresh and key not in self._overlay_queued:
+                self._overlay_queued.add(key)
+                self._jobs.put(("overlay", key))
 
     def _sync_terrain(self):
         cells = self.scene.terrain.cells
@@ -623,13 +636,17 @@ class Workbench(WindowUi):
             cells.brush = (0.0, 0.0, 0.0, 0.0)
 
     def _tile_resident(self, key):
-        if self.scene.tiles.get(key) is not None and self.scene.tiles[key].full:
-            self._jobs.put(("overlay", key))
+        self._overlays_stale([key])  # a tile (again): its bytes may be new (a reload)
         entry = self._pending_reload.pop(key, None)
         if entry is not None:
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
             entry.setdefault("grass_after", {})[key] = self.scene.tiles[key].grass_instances
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
+
+    def _overlay_ready(self, key, img):
+        self.scene.terrain.cells.set(key, img)
+        if key not in self._overlay_queued:  # no newer request on the way
+            self._overlay_fresh.add(key)
 
     def overlay_for(self, key) -> np.ndarray:
         with self.lock:
@@ -652,8 +669,9 @@ class Workbench(WindowUi):
             self._busy = True
             try:
                 if kind == "overlay":
+                    self._overlay_queued.discard(arg)
                     img = self.overlay_for(arg)
-                    self._main.put(lambda k=arg, i=img: self.scene.terrain.cells.set(k, i))
+                    self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "replace":
                     key, chunks, label = arg
                     grass = self._placed(key, chunks)
@@ -719,9 +737,8 @@ class Workbench(WindowUi):
             self.ui_version += 1
             self.findings = found
             self.findings_note = f"{len(found)} finding(s) over {len(a.tiles)} tile(s)"
-            self.grass_textures |= grass
-            for key in list(self.scene.tiles):
-                self._jobs.put(("overlay", key))
+            self.grass_textures |= grass  # the map's grass textures: every tile's unassigned cells again
+            self._overlays_stale(list(self._overlay_fresh))
 
         self._main.put(on_main)
 
