@@ -382,3 +382,30 @@ def test_overlays_are_computed_only_while_one_is_shown(session):
         assert scene.terrain.cells.mask != 0
     finally:
         bench.close()
+
+
+def test_a_saved_file_names_its_resident_tile_even_if_the_session_never_loaded_it(tmp_path):
+    """view --watch: the view draws tiles the session never read (no overlay, no pick): a file
+    saved under one of them still reloads it."""
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import adt_game_path
+    from wowgrass.grass.bake import default_data
+    from wowgrass.workbench.controller import Workbench
+    from wowgrass.workbench.session import EditSession
+
+    root, map_name = default_data()
+    with open_data(root) as data:
+        gp = adt_game_path(map_name, 31, 31)
+        loose = tmp_path / "t.adt"
+        loose.write_bytes(data.read(gp))
+        data.add_file(gp, loose)
+        s = EditSession(data, map_name, placement="coverage")
+        scene = SimpleNamespace(tiles={(31, 31): SimpleNamespace(full=True), (32, 31): SimpleNamespace(full=True)},
+                                terrain=SimpleNamespace(cells=_Cells()), on_resident=[], keep_grass=False,
+                                client_look=False)
+        bench = Workbench(s, scene, audit=False, panels=False)
+        try:
+            assert bench._resident_files_in({loose}) == [(31, 31)]
+            assert bench._resident_files_in({tmp_path / "other.adt"}) == []
+        finally:
+            bench.close()

@@ -690,6 +690,7 @@ class Workbench(WindowUi):
         with self.lock:
             change = self.session.reload(paths)
         tiles = [k for k in (change.chunks or {})]
+        tiles += [k for k in self._resident_files_in(paths) if k not in tiles]
 
         def on_main():
             entry = {"paths": sorted(str(p) for p in paths), "tiles": tiles, "t0": t0,
@@ -708,6 +709,21 @@ class Workbench(WindowUi):
             self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
 
         self._main.put(on_main)
+
+    def _resident_files_in(self, paths) -> list:
+        """Resident tiles whose ADT is one of ``paths`` (the session reports the tiles it had
+        loaded; the view draws more: those it never needed, with every overlay off)."""
+        from pathlib import Path
+
+        from wowgrass.game.maps import adt_game_path
+
+        wanted = {Path(p).resolve() for p in paths}
+        out = []
+        for key in list(self.scene.tiles):
+            found = self.session.data.locate(adt_game_path(self.session.map_name, *key))
+            if found is not None and found[1] is None and Path(found[0]).resolve() in wanted:
+                out.append(key)
+        return out
 
     def _run_audit(self):
         from wowgrass.edit.audit import audit_map
