@@ -9,7 +9,7 @@ help:  ## list targets
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q -e '.[test,bench,workbench]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install wowgrass editable with test extras

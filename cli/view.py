@@ -198,6 +198,18 @@ def _size(text):
 @click.option("--cpu-instances", is_flag=True,
               help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
                    "for comparison) instead of generating them on the GPU.")
+@click.option("--panels/--no-panels", default=None,
+              help="Window: the workbench's panels (status line, overlays, pick, findings, tools, save; F1 lists the "
+                   "keys); default: on where imgui-bundle is installed (pip install 'wowgrass[workbench]'). "
+                   "Offscreen frames never have them.")
+@click.option("--overlay", "overlays", multiple=True,
+              type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles"]),
+              help="Window with panels: start with this terrain overlay on (repeatable; keys 1-7).")
+@click.option("--watch", is_flag=True,
+              help="Window: reload a tile, the WDT or a ground-effect table when another program (a map editor) "
+                   "saves it into the loose folder of --data (its grass too), without a restart.")
+@click.option("--audit/--no-audit", "run_audit", default=True, show_default=True,
+              help="Window with panels: audit the map in the background for the findings list.")
 @json_option
 def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, clock, weather,
          camera,
@@ -205,7 +217,8 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
          frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
          grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
-         no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, as_json):
+         no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, panels, overlays, watch, run_audit,
+         as_json):
     """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
     wind-sway shader.
 
@@ -284,12 +297,55 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
         log=note, files=files, clock=clock, weather=weather,
+        ui=_workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window),
     )
     result = run_view(opts)
     _print_result(result, as_json, stats, frames, quit_after)
     failed = result.get("tile_errors") or {}
     if failed:   # each was named on its own line as it failed
         raise UsageError(f"{len(failed)} tile(s) could not be loaded; the frame shows the others")
+
+
+def _workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window):
+    """The window's workbench factory for ViewOptions.ui (None: no panels), or ``error:`` for a
+    combination that cannot work."""
+    offscreen = window is False or (window is None and (output is not None or frames is not None) and not watch)
+    if procedural:
+        if panels or watch or overlays:
+            raise UsageError("--panels, --overlay and --watch work on game data, not --procedural")
+        return None
+    if offscreen:
+        if panels or watch or overlays:
+            raise UsageError("--panels, --overlay and --watch are for the window (offscreen frames have no panels)")
+        return None
+    from wowgrass.workbench.panels import imgui_available
+
+    why = imgui_available()
+    if panels and why:
+        raise UsageError(f"--panels: {why}")
+    if panels is False and (overlays or watch):
+        if overlays:
+            raise UsageError("--overlay draws with the panels: drop --no-panels")
+    with_panels = why is None if panels is None else panels
+    if panels is None and why:
+        note(f"note: no workbench panels: {why}")
+    if not with_panels and not watch:
+        return None
+
+    def make(viewer, scene, src, data):
+        from wowgrass.errors import WowgrassError
+        from wowgrass.workbench.controller import open_workbench
+
+        try:
+            return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
+                                  audit=run_audit, build=build, log=note)
+        except WowgrassError as exc:
+            if panels or watch or overlays:  # asked for: an error
+                raise
+            note(f"note: no workbench panels ({exc}); the view goes on without them")
+            return None
+
+    return make
 
 
 def _print_result(result, as_json, stats, frames, quit_after):

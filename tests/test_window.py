@@ -10,14 +10,13 @@ directly on a real (hidden) glfw window.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from xvfb import private_xvfb, x_env
 from click.testing import CliRunner
 
 from conftest import require_tool
@@ -34,38 +33,18 @@ CAMERA = "60,60"
 def xdisplay():
     """A private Xvfb server (screen = the window's size, so the pointer starts inside the window)."""
     xvfb = require_tool("Xvfb", "no X server for the window tests (apt-get install xvfb xdotool)")
-    r, w = os.pipe()
-    proc = subprocess.Popen([xvfb, "-displayfd", str(w), "-screen", "0", f"{SIZE[0]}x{SIZE[1]}x24", "-nolisten", "tcp"],
-                            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(w)
-    try:
-        buf = b""
-        deadline = time.monotonic() + 15
-        while not buf.endswith(b"\n") and time.monotonic() < deadline:
-            chunk = os.read(r, 16)
-            if not chunk:
-                break
-            buf += chunk
-        os.close(r)
-        assert buf.strip().isdigit(), f"Xvfb did not report a display: {proc.stderr.read1(4000) if proc.poll() is not None else buf!r}"
-        yield f":{int(buf)}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with private_xvfb(xvfb, SIZE) as display:
+        yield display
 
 
 def _env(display):
-    env = dict(os.environ, DISPLAY=display)
-    env.pop("WAYLAND_DISPLAY", None)
-    return env
+    return x_env(display)
 
 
 def _view(display, *args):
+    # the view alone (the workbench's panels: tests/test_workbench_window.py)
     return [sys.executable, "-m", "wowgrass", "view", "--window", "--size", f"{SIZE[0]}x{SIZE[1]}",
-            "--camera", CAMERA, "--stats", "--json", *args]
+            "--camera", CAMERA, "--stats", "--json", "--no-panels", *args]
 
 
 def _png(path):

@@ -74,6 +74,8 @@ class ViewOptions:
     # client look takes them at 12:00 without it; otherwise None keeps the fixed sun
     weather: str = "clear"  # "storm": each light's storm set mixed in fully (the light tables' weather)
     warm_up: bool | None = None  # compile and draw every program once before the first frame (None: in a window)
+    ui: object = field(default=None, repr=False)  # window only: ui(viewer, scene, src, data) -> a
+    # render.window.WindowUi (the workbench's panels; render never imports them), or None
 
 
 
@@ -100,12 +102,16 @@ def run_view(opts: ViewOptions) -> dict:
         cleanup.callback(target.release)
         scene = open_scene(target, src, opts, say, moving=mode.window)  # offscreen frames stand still
         cleanup.callback(scene.release)
+        scene.keep_grass = opts.ui is not None and mode.window  # the window's edits replace chunks' grass
         viewer = open_viewer(target, scene, src, opts, mode)
         result = describe_view(opts, data, src, scene, viewer, load_s=_time.perf_counter() - t_load)
         result["light"] = describe_light(viewer)
         report_missing(scene, opts, say)
+        ui = opts.ui(viewer, scene, src, data) if opts.ui is not None and mode.window else None
         result.update(present(viewer, target, opts, say, mode, keys=ZONE_KEYS,
-                              before_frame=last_frame_stats(viewer, opts)))
+                              before_frame=last_frame_stats(viewer, opts), ui=ui))
+        if ui is not None and hasattr(ui, "report"):
+            result["workbench"] = ui.report()
         result["gpu_memory"] = scene.memory_report()
         return result
 
@@ -398,10 +404,12 @@ def last_frame_stats(viewer, opts: ViewOptions):
     return before_frame
 
 
-def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_frame=None, counts=None) -> dict:
-    """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line) or render
-    ``opts.frames`` offscreen frames after a warm-up and write the last to ``mode.output``; returns
-    the figures for the ``--json`` result. ``before_frame(i, n)`` runs before offscreen frame ``i``."""
+def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_frame=None, counts=None,
+            ui=None) -> dict:
+    """Run ``viewer`` in its window (``keys``: the view's own keys, for the help line; ``ui``: the
+    window's panels) or render ``opts.frames`` offscreen frames after a warm-up and write the last
+    to ``mode.output``; returns the figures for the ``--json`` result. ``before_frame(i, n)`` runs
+    before offscreen frame ``i``."""
     from .viewer import write_png
     from .window import run_window
 
@@ -409,7 +417,7 @@ def present(viewer, target, opts, say, mode: OutputMode, *, keys: str, before_fr
         say(f"window: WASD move, mouse drag look, Shift fast, wheel speed, Q/E down/up, {keys}, "
             "F3 stats, Esc quit")
         run = run_window(viewer, start_time=opts.time, on_stats=say, frames=opts.frames,
-                         quit_after=opts.quit_after, screenshot=opts.screenshot is not None)
+                         quit_after=opts.quit_after, screenshot=opts.screenshot is not None, ui=ui)
         result = _window_result(run, viewer, target)
         if opts.screenshot is not None and run.image is not None:
             write_png(opts.screenshot, run.image)

@@ -11,15 +11,19 @@ import numpy as np
 
 def run_window(viewer, *, start_time: float = 0.0, speed: float = 12.0, on_stats=print,
                frames: int | None = None, quit_after: float | None = None,
-               screenshot: bool = False) -> WindowRun:
+               screenshot: bool = False, ui=None) -> WindowRun:
     """The interactive loop on a :class:`~wowgrass.render.gl.context.WindowTarget` (controls in
     :class:`WindowControls`). Ends on Esc, the close button, after ``frames`` frames or after
     ``quit_after`` seconds; with ``screenshot`` the last frame shown is read back from the
-    window (``WindowRun.image``)."""
+    window (``WindowRun.image``). ``ui``: a :class:`WindowUi` (the workbench's panels): it sees
+    input first, works before each frame and draws over it."""
     win = viewer.target
     glfw = win.glfw
-    controls = WindowControls(viewer, glfw, win.window, speed=speed)
+    controls = WindowControls(viewer, glfw, win.window, speed=speed, ui=ui)
     controls.install()
+    if ui is not None:
+        ui.install(viewer, controls)
+    draw_over = ui.draw if ui is not None else None
     run = WindowRun()
     t_start = _time.perf_counter()
     last = t_start
@@ -38,12 +42,14 @@ def run_window(viewer, *, start_time: float = 0.0, speed: float = 12.0, on_stats
                 continue
             controls.step(dt)
             win.resize_if_needed()  # the next frame's views follow the new size
+            if ui is not None:
+                ui.before_frame(dt)
             viewer.scene.update(viewer.camera.position)
             st = viewer.render_frame(start_time + now - t_start)
             run.frames += 1
             final = (frames is not None and run.frames >= frames) or (
                 quit_after is not None and _time.perf_counter() - t_start >= quit_after)
-            img = win.present(read_back=screenshot and final)
+            img = win.present(read_back=screenshot and final, draw_over=draw_over)
             run.stats.append(st)
             if img is not None:
                 run.image = img
@@ -58,11 +64,28 @@ def run_window(viewer, *, start_time: float = 0.0, speed: float = 12.0, on_stats
             if final:
                 break
         if screenshot and run.image is None and run.frames:  # closed by Esc / the window manager
-            run.image = win.present(read_back=True)
+            run.image = win.present(read_back=True, draw_over=draw_over)
     finally:
         controls.uninstall()
+        if ui is not None:
+            ui.close()
     run.seconds = _time.perf_counter() - t_start
     return run
+
+
+class WindowUi:
+    """What :func:`run_window` asks of a ``ui`` (the workbench's panels; render never imports
+    them). Input handlers return True when they took the event (the camera then ignores it)."""
+
+    def install(self, viewer, controls) -> None: ...
+    def before_frame(self, dt: float) -> None: ...  # edits, reloads, picks: before the scene's update
+    def draw(self) -> None: ...  # into the window's back buffer, over the frame
+    def close(self) -> None: ...
+    def on_key(self, key, scancode, action, mods) -> bool: return False
+    def on_char(self, codepoint) -> bool: return False
+    def on_button(self, button, action, mods) -> bool: return False
+    def on_cursor(self, x, y) -> bool: return False
+    def on_scroll(self, dx, dy) -> bool: return False
 
 
 @dataclass
@@ -93,8 +116,9 @@ class WindowControls:
     FAST = 6.0
     MIN_CLEARANCE = 0.5  # world units the camera keeps above the ground
 
-    def __init__(self, viewer: Viewer, glfw, window, *, speed: float = 12.0):
+    def __init__(self, viewer: Viewer, glfw, window, *, speed: float = 12.0, ui: WindowUi | None = None):
         self.viewer, self.glfw, self.window = viewer, glfw, window
+        self.ui = ui
         self.speed = float(speed)
         self.keys_down: set[int] = set()
         self.looking = False
@@ -112,15 +136,24 @@ class WindowControls:
         g.set_cursor_pos_callback(w, self.on_cursor)
         g.set_scroll_callback(w, self.on_scroll)
         g.set_window_focus_callback(w, self.on_focus)
+        g.set_char_callback(w, self.on_char)
 
     def uninstall(self):
         g, w = self.glfw, self.window
         for setter in (g.set_key_callback, g.set_mouse_button_callback, g.set_cursor_pos_callback,
-                       g.set_scroll_callback, g.set_window_focus_callback):
+                       g.set_scroll_callback, g.set_window_focus_callback, g.set_char_callback):
             setter(w, None)
+
+    def on_char(self, _window, codepoint):
+        if self.ui is not None:
+            self.ui.on_char(codepoint)
 
     def on_key(self, _window, key, _scancode, action, _mods):
         g, tg = self.glfw, self.viewer.toggles
+        if self.ui is not None and self.ui.on_key(key, _scancode, action, _mods):
+            if action == g.RELEASE:
+                self.keys_down.discard(key)
+            return
         if action == g.PRESS:
             self.keys_down.add(key)
             if key == g.KEY_ESCAPE:
@@ -136,12 +169,16 @@ class WindowControls:
 
     def on_button(self, _window, button, action, _mods):
         g = self.glfw
+        if self.ui is not None and not self.looking and self.ui.on_button(button, action, _mods):
+            return
         if button in (g.MOUSE_BUTTON_LEFT, g.MOUSE_BUTTON_RIGHT):
             self.looking = action == g.PRESS
             g.set_input_mode(self.window, g.CURSOR, g.CURSOR_DISABLED if self.looking else g.CURSOR_NORMAL)
             self._last_cursor = None
 
     def on_cursor(self, _window, x, y):
+        if self.ui is not None and not self.looking:
+            self.ui.on_cursor(x, y)
         if not self.looking:
             return
         if self._last_cursor is not None:
@@ -150,6 +187,8 @@ class WindowControls:
         self._last_cursor = (x, y)
 
     def on_scroll(self, _window, _dx, dy):
+        if self.ui is not None and self.ui.on_scroll(_dx, dy):
+            return
         self.speed = float(np.clip(self.speed * 1.25 ** dy, 0.5, 2000.0))
 
     def on_focus(self, _window, focused):

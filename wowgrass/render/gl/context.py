@@ -228,12 +228,18 @@ class WindowTarget(RenderTarget):
             return True
         return False
 
-    def present(self, *, read_back: bool = False):
+    def present(self, *, read_back: bool = False, draw_over=None):
         """Show the frame; with ``read_back`` return it as (H, W, 3) uint8 read from the window's
-        back buffer (glReadPixels on the default framebuffer) before the swap."""
+        back buffer (glReadPixels on the default framebuffer) before the swap. ``draw_over()``
+        draws into the back buffer after the frame is copied there (panels: single-sampled,
+        never in the scene's framebuffer, so ``read_rgba`` stays the scene alone)."""
         ctx = self.ctx
         ctx.copy_framebuffer(self._present, self.fbo)  # MSAA resolve (or plain copy)
         ctx.copy_framebuffer(ctx.screen, self._present)
+        if draw_over is not None:
+            ctx.screen.use()
+            draw_over()
+            self.fbo.use()
         img = None
         if read_back:
             w, h = self.size

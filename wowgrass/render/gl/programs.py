@@ -52,8 +52,9 @@ MANIFEST = {
 SHADOW_UNIT = 7  # texture unit of the sun's shadow map in colour passes (shadow.glsl)
 HEIGHT_UNIT = 4  # texture unit of the procedural meadow's heightmap (heightfield.glsl)
 MODEL_UNIT = 5  # texture unit of the camera grid's model table (grid_slot.glsl)
+CELLS_UNIT = 3  # texture unit of the terrain's per-cell overlays (terrain.glsl uCells)
 LINK_TIME_UNIFORMS = {"uTexture": 0, "uLayers": 0, "uTextures": 0, "uFrames": 0, "uDepthMaps": 2, "uAlpha": 1, "uFarColour": 1, "uAlphaRef": 0.5, "uTexRepeat": 8.0,
-                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uGridModels": MODEL_UNIT,
+                      "uGridControl": 1, "uGridHeights": 2, "uGridTiles": 3, "uCells": CELLS_UNIT, "uGridModels": MODEL_UNIT,
                       "uShadowMap": SHADOW_UNIT, "uHeight": HEIGHT_UNIT,
                       "uHorizonMask": 6}
 

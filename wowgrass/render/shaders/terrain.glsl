@@ -91,6 +91,15 @@ uniform sampler2DArray uAlpha;
 uniform float uTexRepeat;     // texture repeats across one chunk
 uniform float uLodDebug;      // 1: colour by LOD level
 uniform float uMcsh;          // 1: darken where the ADT's baked MCSH shadow bit is set
+#ifndef FAR_TILE
+// the workbench's overlays (render/sources/terrain.py CellOverlays): a 128x128 slice per slot, a
+// texel per cell (R: effect set colour index + 1, G: flag bits CELL_*), drawn where uOverlay asks
+uniform sampler2DArray uCells;
+uniform int uOverlay;         // OVERLAY_* bits; 0: none
+uniform vec3 uSetColours[20]; // edit/audit.py's set palette (index % 20)
+uniform vec4 uBrush;          // world x, y, radius, 1: the brush's circle
+uniform vec4 uPick;           // world X, Y of the picked cell's north-west corner, its size, 1: shown
+#endif
 
 in vec3 v_normal;
 in vec2 v_uv;
@@ -108,6 +117,65 @@ const vec3 LOD_COLORS[5] = vec3[5](vec3(0.95, 0.25, 0.2), vec3(0.95, 0.8, 0.2), 
 #ifndef FAR_TILE
 vec3 layer(float slice, vec2 uv) {
     return texture(uLayers, vec3(uv, slice)).rgb;
+}
+
+const int OVERLAY_SETS = 1, OVERLAY_UNASSIGNED = 2, OVERLAY_STALE = 4, OVERLAY_EXCLUDED = 8,
+          OVERLAY_HOLES = 16, OVERLAY_CHUNKS = 32, OVERLAY_TILES = 64;
+const int CELL_UNASSIGNED = 1, CELL_STALE = 2, CELL_EXCLUDED = 4, CELL_HOLE = 8;
+
+// 1 within ``w`` pixels of a whole-number line of ``x`` (screen-space width)
+float gridLine(vec2 x, float w) {
+    vec2 d = abs(fract(x - 0.5) - 0.5) / max(fwidth(x), vec2(1e-6));
+    return 1.0 - clamp(min(d.x, d.y) - w + 0.5, 0.0, 1.0);
+}
+
+uvec2 cellsAt(ivec2 c, float slot) {
+    return uvec2(texelFetch(uCells, ivec3(clamp(c, ivec2(0), ivec2(127)), int(slot)), 0).rg * 255.0 + 0.5);
+}
+
+// the albedo under the overlays the workbench asked for (per-cell data, no geometry per cell)
+vec3 overlays(vec3 albedo, vec2 chunk, float slot) {
+    vec2 cf = v_uv * 8.0;                       // cell units within the chunk: x east, y south
+    ivec2 cell = ivec2(chunk) * 8 + ivec2(clamp(floor(cf), 0.0, 7.0));
+    uvec2 t = cellsAt(cell, slot);
+    int flags = int(t.y);
+    if ((uOverlay & OVERLAY_SETS) != 0 && t.x > 0u)
+        albedo = mix(albedo, uSetColours[int(t.x - 1u) % 20], 0.55);
+    if ((uOverlay & OVERLAY_UNASSIGNED) != 0 && (flags & CELL_UNASSIGNED) != 0)
+        albedo = mix(albedo, vec3(1.0, 0.0, 0.86), 0.65);
+    if ((uOverlay & OVERLAY_STALE) != 0 && (flags & CELL_STALE) != 0)
+        albedo = mix(albedo, vec3(1.0, 0.84, 0.0), 0.6);
+    if ((uOverlay & OVERLAY_EXCLUDED) != 0 && (flags & CELL_EXCLUDED) != 0) {
+        // hatched, so the ground under it stays readable
+        float h = step(0.5, fract((v_world.x + v_world.y) * 0.5));
+        albedo = mix(albedo, vec3(0.15, 0.19, 0.43), 0.35 + 0.4 * h);
+    }
+    if ((uOverlay & OVERLAY_HOLES) != 0) {
+        // hole cells have no triangles: their neighbours' edges facing them are drawn red
+        vec2 f = fract(cf);
+        float band = 0.0;
+        if (f.x < 0.2 && (int(cellsAt(cell - ivec2(1, 0), slot).y) & CELL_HOLE) != 0 && cell.x % 128 != 0) band = 1.0;
+        if (f.x > 0.8 && (int(cellsAt(cell + ivec2(1, 0), slot).y) & CELL_HOLE) != 0 && cell.x % 128 != 127) band = 1.0;
+        if (f.y < 0.2 && (int(cellsAt(cell - ivec2(0, 1), slot).y) & CELL_HOLE) != 0 && cell.y % 128 != 0) band = 1.0;
+        if (f.y > 0.8 && (int(cellsAt(cell + ivec2(0, 1), slot).y) & CELL_HOLE) != 0 && cell.y % 128 != 127) band = 1.0;
+        albedo = mix(albedo, vec3(0.9, 0.05, 0.05), 0.8 * band);
+    }
+    if ((uOverlay & OVERLAY_CHUNKS) != 0)
+        albedo = mix(albedo, vec3(1.0), 0.7 * gridLine(v_uv + chunk, 1.0));
+    if ((uOverlay & OVERLAY_TILES) != 0)
+        albedo = mix(albedo, vec3(0.0, 0.9, 1.0), 0.9 * gridLine((v_uv + chunk) / 16.0, 2.0));
+    if (uPick.w > 0.5) {   // the picked cell: its outline (X south is -, Y east is -)
+        vec2 d = (uPick.xy - v_world.xy) / uPick.z;
+        if (all(greaterThanEqual(d, vec2(0.0))) && all(lessThan(d, vec2(1.0))))
+            albedo = mix(albedo, vec3(1.0, 1.0, 0.2), 0.9 * gridLine(d, 1.5));
+    }
+    if (uBrush.w > 0.5) {  // the brush: its circle, the inside lightly tinted
+        float r = distance(v_world.xy, uBrush.xy);
+        float ring = 1.0 - clamp(abs(r - uBrush.z) / max(fwidth(r), 1e-4) - 0.5, 0.0, 1.0);
+        albedo = mix(albedo, vec3(1.0), 0.15 * step(r, uBrush.z));
+        albedo = mix(albedo, vec3(1.0, 0.95, 0.3), ring);
+    }
+    return albedo;
 }
 #endif
 
@@ -129,6 +197,7 @@ void main() {
     if (v_layers.y >= 0.0) albedo = mix(albedo, layer(v_layers.y, tuv), alpha.r);
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
     if (v_layers.w >= 0.0) albedo = mix(albedo, layer(v_layers.w, tuv), alpha.b);
+    if (uOverlay != 0 || uBrush.w > 0.5 || uPick.w > 0.5) albedo = overlays(albedo, chunk, slot);
 #endif
     if (uLodDebug > 0.5 && v_level >= 0.0) albedo = mix(albedo, LOD_COLORS[int(v_level)], 0.7);
     vec3 lit = applyLightShadowed(albedo, v_normal, shadowFactor(v_world, v_dist));

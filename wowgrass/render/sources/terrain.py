@@ -949,6 +949,92 @@ class TerrainLod:
         return tuple(self.bands) if self.enabled else (1e30,) * 4
 
 
+# the workbench's overlay bits (terrain.glsl OVERLAY_*) and per-cell flags (CELL_*)
+OVERLAY_BITS = {"sets": 1, "unassigned": 2, "stale": 4, "excluded": 8, "holes": 16, "chunks": 32, "tiles": 64}
+CELL_UNASSIGNED, CELL_STALE, CELL_EXCLUDED, CELL_HOLE = 1, 2, 4, 8
+CELLS = 128  # a tile's cells per side: 16 chunks of 8
+
+
+class CellOverlays:
+    """Per-cell data for terrain.glsl's overlays: a 128x128 RGBA8 slice per complete-tile slot (a
+    texel a cell, rows south, columns east, chunks in MCNK order; R: effect set colour index + 1,
+    G: CELL_* bits), what the caller gave for each tile (kept, so a slot that moves or a texture
+    that grows is written again), and the overlay, brush and picked-cell uniforms. Drawing them
+    costs the terrain's fragment shader a branch when nothing is shown."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.tex = None
+        self.capacity = 0
+        self.data: dict = {}  # tile key -> (128, 128, 4) u1
+        self.written: dict = {}  # slot -> the data it holds (identity)
+        self.mask = 0  # OVERLAY_BITS shown
+        self.brush = (0.0, 0.0, 0.0, 0.0)  # x, y, radius, shown
+        self.pick = (0.0, 0.0, 0.0, 0.0)  # NW corner x, y, size, shown
+        self.set_colours: tuple = tuple((0.5, 0.5, 0.5) for _ in range(20))
+        self._serial = 0  # bumped by set(): what texture() last wrote is checked again
+        self._seen = None  # (terrain version, serial, capacity) texture() last made current
+
+    def set(self, key, cells: np.ndarray | None) -> None:
+        self._serial += 1
+        if cells is None:
+            self.data.pop(key, None)
+        else:
+            cells = np.ascontiguousarray(cells, np.uint8)
+            if cells.shape != (CELLS, CELLS, 4):
+                raise ValueError(f"cell overlay of {key}: shape {cells.shape}, want ({CELLS}, {CELLS}, 4)")
+            self.data[key] = cells
+
+    @property
+    def active(self) -> bool:
+        return bool(self.mask) or self.brush[3] > 0.5 or self.pick[3] > 0.5
+
+    def texture(self, tiles: dict, capacity: int, version: int):
+        """The texture array with every resident complete tile's slice as given (written when the
+        data or the slot changed; only while an overlay is shown). The resident tiles are walked
+        only when ``version`` (the terrain's: tiles came or went) or the data changed, not every
+        frame."""
+        import moderngl
+
+        state = (version, self._serial, capacity)
+        if self.tex is not None and state == self._seen:
+            return self.tex
+        self._seen = state
+
+        if self.tex is None or self.capacity < capacity:
+            if self.tex is not None:
+                self.tex.release()
+            self.capacity = max(capacity, 1)
+            self.tex = gpu_memory(self.ctx).track(self.ctx.texture_array((CELLS, CELLS, self.capacity), 4),
+                                                  "terrain-cells")
+            self.tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+            self.written = {}
+        empty = None
+        for key, t in tiles.items():
+            if t.far:
+                continue
+            d = self.data.get(key)
+            if self.written.get(t.slot, False) is d:
+                continue
+            if d is None:
+                empty = np.zeros((CELLS, CELLS, 4), np.uint8) if empty is None else empty
+            self.tex.write((d if d is not None else empty).tobytes(), viewport=(0, 0, t.slot, CELLS, CELLS, 1))
+            self.written[t.slot] = d
+        return self.tex
+
+    def uniforms(self, prog) -> None:
+        set_uniform(prog, "uOverlay", int(self.mask))
+        set_uniform(prog, "uBrush", tuple(float(v) for v in self.brush))
+        set_uniform(prog, "uPick", tuple(float(v) for v in self.pick))
+        if self.mask:
+            set_uniform(prog, "uSetColours", self.set_colours)
+
+    def release(self):
+        if self.tex is not None:
+            self.tex.release()
+        self.tex, self.capacity, self.written, self._seen = None, 0, {}, None
+
+
 FRAME_BINDING = 3  # storage binding of the frame block's buffer in terrain_lod.glsl (frame.glsl)
 
 
@@ -1031,6 +1117,7 @@ class TerrainSet(Source):
         self._lod_eye = None
         self._cull = None
         self._readback = Readback(ctx)  # statistics and tests
+        self.cells = CellOverlays(ctx)  # the workbench's overlays (terrain.glsl)
 
     @property
     def far_level(self) -> int:
@@ -1183,6 +1270,12 @@ class TerrainSet(Source):
                 set_uniform(prog, name, value)
             if not far:
                 use_texture(self.ctx, self.arena.layers, 0)
+                cells = self.cells
+                cells.uniforms(prog)
+                if cells.active:
+                    from ..gl.programs import CELLS_UNIT
+
+                    use_texture(self.ctx, cells.texture(self.tiles, arena.capacity, self.version), CELLS_UNIT)
             use_texture(self.ctx, texture, 1)
             # a lines view: the edge list with a line-list pipeline (its commands were written doubled)
             vao = arena.line_vao(prog) if lines else arena.vao(prog)
@@ -1211,6 +1304,7 @@ class TerrainSet(Source):
         for tab in self._tables.values():
             tab.release()
         self._readback.release()
+        self.cells.release()
         if self._cull is not None:
             self._cull.release()
             self._cull = None

@@ -125,6 +125,7 @@ class ResidentTile:
     full: bool = True  # False: terrain only (a far tile)
     liquid_cells: int = 0
     wmo_instances: int = 0
+    grass: dict | None = None  # model -> its instances, kept where the scene keeps them (keep_grass)
 
 
 class Scene:
@@ -185,6 +186,10 @@ class Scene:
             self.horizon = Horizon(ctx, programs, horizon, self.terrain)
         self.horizon_reach = max(float(horizon_reach), self.terrain_reach)
         self.tiles: dict[tuple[int, int], ResidentTile] = {}
+        # hooks for an interactive layer (the workbench): fn(key) once a tile is resident again;
+        # keep_grass: resident tiles keep their grass arrays (a chunk's grass can then be replaced)
+        self.on_resident: list = []
+        self.keep_grass = False
         self.version = 0  # bumped when a tile is uploaded or released (per-frame caches key on it)
         self.meshes: dict[str, GpuMesh | None] = {}  # GPU meshes by model path (None = missing)
         self._mesh_data: dict[str, MeshData | None] = {}  # CPU cache, shared with the worker
@@ -354,9 +359,12 @@ class Scene:
         def resident():
             self.tiles[key] = ResidentTile(key, made["terrain"], payload.get("ground"), made["grass"], made["doodads"],
                                            missing, payload.get("grass_xy"), payload.get("full", True),
-                                           made.get("liquid", 0), made.get("wmos", 0))
+                                           made.get("liquid", 0), made.get("wmos", 0),
+                                           grass=dict(payload.get("grass", {})) if self.keep_grass else None)
             self._pending.pop(key, None)
             self.version += 1
+            for fn in self.on_resident:
+                fn(key)
             return True
 
         steps.append((0, resident))
@@ -426,6 +434,55 @@ class Scene:
         if self.grass_path == "grid" and payload.get("grid") is not None:
             self.grass.add_tile(key, payload["grid"], grass_meshes, np.concatenate(samples) if samples else None)
         return n_grass
+
+    def replace_grass(self, key, grass: dict, extra: dict | None = None) -> int:
+        """Draw ``grass`` (model -> INSTANCE_DTYPE instances) as resident tile ``key``'s grass in place
+        of what it had (an edit placed some of its chunks again): its instances leave the grass
+        source and the new ones are queued under the frame's upload budget (the instanced path;
+        ``extra``: the client look's per-instance bytes, white where not given). Returns the
+        instances drawn; 0 where ``key`` is not a complete resident tile."""
+        t = self.tiles.get(key)
+        if t is None or not t.full or self.grass_path != "instanced":
+            return 0
+        from ..sources.grass_cpu import group_by_chunk
+
+        self.grass.remove_tile(key)
+        payload = {"grass": {}, "grass_groups": {}}
+        extras = {}
+        for name, inst in grass.items():
+            if len(inst) == 0:
+                continue
+            inst, groups = group_by_chunk(np.ascontiguousarray(inst))
+            payload["grass"][name], payload["grass_groups"][name] = inst, groups
+            if self.client_look:
+                from .client_look import white_extras
+
+                e = (extra or {}).get(name)
+                extras[name] = e if e is not None and len(e) == len(inst) else white_extras(len(inst))
+        payload["grass_extra"] = extras
+        if self._grass_upload is not None and payload["grass_groups"]:
+            n_inst = sum(len(v) for v in payload["grass"].values())
+            n_groups = sum(len(g.keys) for g in payload["grass_groups"].values())
+            self.grass.reserve(n_inst, n_groups, self._near_tiles_hint())
+        for name in payload["grass"]:  # a model the tile did not draw before
+            if name not in self.meshes:
+                self._add_mesh(name, self._mesh(name))
+        t.grass_instances = self._add_grass(key, payload, [])
+        if self.keep_grass:
+            t.grass = payload["grass"]
+        self.version += 1
+        return t.grass_instances
+
+    def reload_tile(self, key) -> bool:
+        """Load resident (or wanted) tile ``key`` again from the source (the file changed on disk):
+        prepared on the worker as any tile, it replaces the one drawn once uploaded (the old one is
+        drawn until then). False where the source has no such tile."""
+        if tuple(key) not in set(self.source.tiles):
+            return False
+        key = tuple(key)
+        t = self.tiles.get(key)
+        self._request(key, t.full if t is not None else True)
+        return True
 
     def _add_doodads(self, key, name: str, mats: np.ndarray, made: dict, missing: list):
         if name in self.meshes and self.meshes[name] is None and name in missing:
