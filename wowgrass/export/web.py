@@ -58,20 +58,32 @@ def three_package(folder) -> Path:
                 if meta.get("version") != THREE_VERSION:
                     raise UsageError(f"--three {folder}: three {meta.get('version')} there; the page is written "
                                      f"for three {THREE_VERSION} (npm install three@{THREE_VERSION})")
+                check_three(cand)
                 return cand
     raise UsageError(f"--three {folder}: no three package there (run `npm install three@{THREE_VERSION}` "
                      "in a folder and give that folder)")
+
+
+def check_three(package: Path) -> None:
+    """Each file the page loads is there and is the published file (its pinned hash)."""
+    for rel, want in THREE_FILES.items():
+        try:
+            data = (package / rel).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--three {package}: {rel} cannot be read ({exc.strerror})") from None
+        if sri(data) != want:
+            raise UsageError(f"--three {package}: {rel} differs from three {THREE_VERSION} as published "
+                             f"(hash {sri(data)}, expected {want})")
 
 
 def copy_three(package: Path, out: Path) -> int:
     """Copy the page's three.js files (and its licence) to ``out/three``, each checked against its
     pinned hash; returns the bytes written."""
     total = 0
-    for rel, want in THREE_FILES.items():
+    for rel in THREE_FILES:
         data = (package / rel).read_bytes()
-        if sri(data) != want:
-            raise UsageError(f"--three {package}: {rel} differs from three {THREE_VERSION} as published "
-                             f"(hash {sri(data)}, expected {want})")
+        if sri(data) != THREE_FILES[rel]:   # changed since check_three
+            raise UsageError(f"--three {package}: {rel} changed while the page was written")
         write_atomic(out / "three" / rel, data)
         total += len(data)
     lic = package / "LICENSE"

@@ -147,6 +147,12 @@ function patchMaterial(src, kind, geometry) {
   });
   if (m.map) { m.map.colorSpace = THREE.NoColorSpace; m.map.needsUpdate = true; }
   const grass = kind === 'grass';
+  if (grass && m.map && m.alphaTest > 0) {   // averaged alpha in the mips would fall under the cutoff: far grass gone
+    m.map = m.map.clone();
+    m.map.minFilter = THREE.LinearFilter;
+    m.map.generateMipmaps = false;
+    m.map.needsUpdate = true;
+  }
   const uniforms = { ...U };
   if (grass) {
     geometry.computeBoundingBox();
@@ -298,6 +304,8 @@ W.measure = (frames) => {   // ms per frame, each waited for (the benchmark)
   for (let i = 0; i < frames; i++) { sceneTime += 1 / 60; draw(); finish(); }
   return (performance.now() - s) / frames;
 };
+for (const k of (hash.get('hide') || '').split(',')) if (groups[k]) for (const o of groups[k]) o.visible = false;
+if (hash.has('hide')) { draw(); finish(); }
 W.ready = true;
 statusEl.textContent = `${scene.tiles.length} tile(s), ${grassInstances.toLocaleString()} grass instances; ` +
                        `first frame ${Math.round(W.firstFrameMs)} ms`;
