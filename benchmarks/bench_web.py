@@ -58,18 +58,19 @@ def main(argv=None) -> int:
         export_s = time.perf_counter() - t
         res = json.loads(r.stdout)
         srv = Server(site)
-        loads, frame_ms, grass = [], None, 0
+        loads, stages, frame_ms, grass = [], [], None, 0
         try:
             for k in range(a.loads):
                 with Chromium(browser) as b:   # a fresh browser each: nothing cached
                     b.navigate(srv.url + f"index.html?load={k}#still=1&ui=0&ratio=1")
                     b.wait_for("window.wowgrass && (wowgrass.ready || wowgrass.errors.length > 0)", 120)
-                    state = json.loads(b.evaluate("JSON.stringify({ready: wowgrass.ready, first: wowgrass.firstFrameMs,"
+                    state = json.loads(b.evaluate("JSON.stringify({ready: wowgrass.ready, first: wowgrass.firstFrameMs, timings: wowgrass.timings,"
                                                   " errors: wowgrass.errors, grass: wowgrass.grassInstances})"))
                     if not state["ready"] or b.errors():
                         print(f"page errors: {state['errors']} {b.errors()}", file=sys.stderr)
                         return 1
                     loads.append(state["first"])
+                    stages.append(state["timings"])
                     grass = state["grass"]
                     if k == a.loads - 1:
                         frame_ms = b.evaluate(f"wowgrass.measure({a.frames})", timeout=600)
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
     tiles = res["tile_count"]
     out = {"tile": a.tile, "tile_count": tiles, "grass_instance_count": grass, "bytes": res["bytes"],
            "bytes_per_tile": res["tile_bytes"] / tiles, "page_bytes": res["bytes"] - res["tile_bytes"],
-           "first_frame_ms": loads, "first_frame_ms_median": statistics.median(loads),
+           "first_frame_ms": loads, "stages_ms": stages, "first_frame_ms_median": statistics.median(loads),
            "frame_ms": frame_ms, "export_s": export_s, "target_first_frame_ms": 3000,
            "first_frame_ratio_to_target": statistics.median(loads) / 3000.0}
     if a.json:
@@ -88,6 +89,8 @@ def main(argv=None) -> int:
               f"(+{out['page_bytes'] / 1e6:.2f} MB page and three.js)")
         print(f"first frame: {', '.join(f'{v:.0f}' for v in loads)} ms (median {out['first_frame_ms_median']:.0f} ms, "
               f"{out['first_frame_ratio_to_target']:.2f}x the 3 s target)")
+        last = stages[-1]
+        print("stages of the last load (ms since navigation): " + ", ".join(f"{k} {v:.0f}" for k, v in last.items()))
         print(f"frame time: {frame_ms:.1f} ms ({a.frames} frames, each waited for; SwiftShader here)")
         print(f"export: {export_s:.1f} s")
     return 0

@@ -12,6 +12,7 @@ const hash = new URLSearchParams(location.hash.slice(1));
 const nums = (s) => s.split(',').map(Number);
 
 const scene = await (await fetch('./scene.json')).json();
+W.timings = { scene_json: performance.now() };
 const origin = scene.origin;   // WoW (X, Y, Z) of three's origin
 const toThree = (x, y, z) => new THREE.Vector3(x - origin[0], z - origin[2], -(y - origin[1]));
 const dirToThree = (d) => new THREE.Vector3(d[0], d[2], -d[1]);
@@ -78,6 +79,15 @@ float grassInstanceHash(uvec3 p) {
     h ^= h >> 16;
     return float(h >> 8) * (1.0 / 16777216.0);
 }
+float grassRingFade(float d, float h) {   // rings.glsl: the LOD rings thin the grass with distance
+    const vec3 radii = vec3(${G.ring_radii.map(v => Math.min(v, 1e30).toExponential(6)).join(', ')});
+    const vec3 keep = vec3(${G.ring_keep.map(v => v.toFixed(6)).join(', ')});
+    float band = max(${G.ring_band.toFixed(3)}, 1e-3), f = 1.0;
+    if (h >= keep.x) f = min(f, clamp((radii.x - d) / band, 0.0, 1.0));
+    if (h >= keep.y) f = min(f, clamp((radii.y - d) / band, 0.0, 1.0));
+    if (h >= keep.z) f = min(f, clamp((radii.z - d) / band, 0.0, 1.0));
+    return f;
+}
 `;
 // sway.glsl's classic wind with the smoothstep falloff, in the model's own space (three's x, -z)
 const GRASS_SWAY = `
@@ -95,8 +105,9 @@ float wgSway = sin(uTime * ${G.wind_speed.toFixed(6)} + wgPhase) * ${G.wind_ampl
 transformed.x += ${G.sway_direction[0].toFixed(6)} * wgSway;
 transformed.z -= ${G.sway_direction[1].toFixed(6)} * wgSway;
 float wgD = distance(wgXY, uCamXY);
-vWgGrass = vec4(clamp((${G.draw_distance.toFixed(3)} - wgD) / ${(G.draw_distance - G.fade_start).toFixed(3)}, 0.0, 1.0),
-                wgH, grassInstanceHash(floatBitsToUint(vec3(wgXY, wgPos.y + ${origin[2].toFixed(3)}))), wgD);
+float wgFade = clamp((${G.draw_distance.toFixed(3)} - wgD) / ${(G.draw_distance - G.fade_start).toFixed(3)}, 0.0, 1.0)
+              * grassRingFade(wgD, grassInstanceHash(floatBitsToUint(vec3(wgXY, wgPos.y + ${origin[2].toFixed(3)}))));
+vWgGrass = vec4(wgFade, wgH, 0.0, wgD);
 `;
 const WORLD_VS = `
 vec4 wgLocal = vec4(transformed, 1.0);
@@ -129,15 +140,6 @@ float bayer4(vec2 p) {
     uint m = ((a & 1u) << 3) | ((q.y & 1u) << 2) | (a & 2u) | ((q.y & 2u) >> 1);
     return (float(m) + 0.5) / 16.0;
 }
-float grassRingFade(float d, float h) {   // rings.glsl: the LOD rings thin the grass with distance
-    const vec3 radii = vec3(${G.ring_radii.map(v => Math.min(v, 1e30).toExponential(6)).join(', ')});
-    const vec3 keep = vec3(${G.ring_keep.map(v => v.toFixed(6)).join(', ')});
-    float band = max(${G.ring_band.toFixed(3)}, 1e-3), f = 1.0;
-    if (h >= keep.x) f = min(f, clamp((radii.x - d) / band, 0.0, 1.0));
-    if (h >= keep.y) f = min(f, clamp((radii.y - d) / band, 0.0, 1.0));
-    if (h >= keep.z) f = min(f, clamp((radii.z - d) / band, 0.0, 1.0));
-    return f;
-}
 `;
 
 function patchMaterial(src, kind, geometry) {
@@ -163,11 +165,13 @@ function patchMaterial(src, kind, geometry) {
     Object.assign(shader.uniforms, uniforms);
     let vs = COMMON_VS + (grass ? GRASS_VS : '') + shader.vertexShader;
     if (grass) vs = vs.replace('#include <begin_vertex>', '#include <begin_vertex>\n' + GRASS_SWAY);
-    vs = vs.replace('#include <project_vertex>', '#include <project_vertex>\n' + WORLD_VS);
+    vs = vs.replace('#include <project_vertex>', '#include <project_vertex>\n' + WORLD_VS +
+      // as the view: an instance beyond the draw distance or dropped by its ring is not rasterised
+      (grass ? 'if (wgFade <= 0.0) gl_Position = vec4(2.0, 2.0, 2.0, 1.0);\n' : ''));
     let fs = COMMON_FS + (grass ? GRASS_FS : '') + shader.fragmentShader;
     if (grass) {   // grass.glsl: the fade dithered out, the rings' dissolve, then the alpha test
       fs = fs.replace('#include <alphatest_fragment>', `
-        float wgFade = vWgGrass.x * grassRingFade(vWgGrass.w, vWgGrass.z);
+        float wgFade = vWgGrass.x;
         if (wgFade <= 0.0 || (wgFade < 1.0 && wgFade <= bayer4(gl_FragCoord.xy))) discard;
         #include <alphatest_fragment>`);
       fs = fs.replace('#include <opaque_fragment>', `
@@ -216,6 +220,46 @@ async function loadTile(t) {
   });
   for (const k of Object.keys(groups)) root.traverse((o) => { if (o.name === k) groups[k].push(o); });
   three.add(root);
+  root.updateMatrixWorld(true);
+  const big = [];
+  root.traverse((o) => { if (o.isInstancedMesh && kindOf(o) === 'grass' && o.count > 64) big.push(o); });
+  for (const o of big) splitInstances(o);
+}
+
+// A tile's grass model is one instanced mesh (export gltf's EXT_mesh_gpu_instancing node): split into
+// blocks of 2x2 chunks, each culled by the frustum and the draw distance, as the view culls per chunk.
+const BLOCK = 533.3333 / 8;
+const grassBlocks = [];
+function splitInstances(mesh) {
+  const m = new THREE.Matrix4(), w = new THREE.Matrix4(), buckets = new Map();
+  for (let i = 0; i < mesh.count; i++) {
+    mesh.getMatrixAt(i, m);
+    w.multiplyMatrices(mesh.matrixWorld, m);
+    const key = Math.floor(w.elements[12] / BLOCK) + ',' + Math.floor(w.elements[14] / BLOCK);
+    if (!buckets.has(key)) buckets.set(key, []);
+    buckets.get(key).push(i);
+  }
+  for (const idx of buckets.values()) {
+    const part = new THREE.InstancedMesh(mesh.geometry, mesh.material, idx.length);
+    idx.forEach((i, k) => { mesh.getMatrixAt(i, m); part.setMatrixAt(k, m); });
+    part.position.copy(mesh.position);
+    part.quaternion.copy(mesh.quaternion);
+    part.scale.copy(mesh.scale);
+    part.name = mesh.name;
+    part.computeBoundingSphere();
+    part.frustumCulled = true;
+    mesh.parent.add(part);
+    grassBlocks.push(part);
+  }
+  mesh.parent.remove(mesh);
+}
+const sphere = new THREE.Sphere();
+function cullGrass() {   // the draw distance, in XY as the view's (per block: a few hundred a tile)
+  const cx = camera.position.x, cz = camera.position.z, reach = G.draw_distance;
+  for (const b of grassBlocks) {
+    sphere.copy(b.boundingSphere).applyMatrix4(b.matrixWorld);
+    b.visible = Math.hypot(sphere.center.x - cx, sphere.center.z - cz) - sphere.radius < reach;
+  }
 }
 try {
   await Promise.all(scene.tiles.map(loadTile));
@@ -223,6 +267,8 @@ try {
   wowgrassError(`a tile did not load: ${e && (e.message || e)}`);
   throw e;
 }
+
+W.timings.tiles_loaded = performance.now();
 
 // --- the fly camera: the view's keys and mouse -----------------------------------------------------------
 const cam = { pos: [...scene.camera.position], yaw: 0, pitch: 0, speed: 12 };
@@ -289,11 +335,15 @@ let sceneTime = hash.has('time') ? Number(hash.get('time')) : 0, last = performa
 function draw() {
   placeCamera();
   U.uTime.value = sceneTime;
+  cullGrass();
   renderer.render(three, camera);
 }
 const gl = renderer.getContext();
 const px = new Uint8Array(4);
 function finish() { gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, px); }   // waits for the frame
+placeCamera();
+renderer.compile(three, camera);   // every program linked before the first frame's draws
+W.timings.compiled = performance.now();
 draw();
 finish();
 W.firstFrameMs = performance.now();   // since the navigation started
@@ -306,6 +356,8 @@ W.measure = (frames) => {   // ms per frame, each waited for (the benchmark)
 };
 for (const k of (hash.get('hide') || '').split(',')) if (groups[k]) for (const o of groups[k]) o.visible = false;
 if (hash.has('hide')) { draw(); finish(); }
+W.stats = () => ({ blocks: grassBlocks.length, visible_blocks: grassBlocks.filter((b) => b.visible).length,
+                   calls: renderer.info.render.calls, triangles: renderer.info.render.triangles });
 W.ready = true;
 statusEl.textContent = `${scene.tiles.length} tile(s), ${grassInstances.toLocaleString()} grass instances; ` +
                        `first frame ${Math.round(W.firstFrameMs)} ms`;
