@@ -224,6 +224,7 @@ async function loadTile(t) {
   const big = [];
   root.traverse((o) => { if (o.isInstancedMesh && kindOf(o) === 'grass' && o.count > 64) big.push(o); });
   for (const o of big) splitInstances(o);
+  root.updateMatrixWorld(true);   // the blocks' world matrices before the first cull
 }
 
 // A tile's grass model is one instanced mesh (export gltf's EXT_mesh_gpu_instancing node): split into
