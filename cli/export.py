@@ -361,3 +361,74 @@ def _light_table(src, dbc_dir):
     centre = np.asarray(scene_origin(src.tiles), np.float64)
     centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))
     return W.light_table(ml, centre), "tables"
+
+
+@export.command()
+@data_option
+@dbc_option
+@click.option("--map", "map_name", metavar="NAME",
+              help="Map to export (default: the only map in --data, or the sample world's).")
+@tile_option
+@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
+              help="Client build of the tables (default: detected).")
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="The folder to write (a folder per tile inside).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Tiles written at once (processes).")
+@json_option
+def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
+    """Write each tile's ground-effect data as images with a JSON sidecar, for engines and DCC tools
+    that scatter their own foliage.
+
+    \b
+    wowgrass export layers --data DIR --map Azeroth --tile 32,48 -o layers/
+    wowgrass export layers -o layers/                  the sample world
+
+    Per tile, in OUT/<map>_<col>_<row>/: effect.png (16-bit effect id per cell), no_effect_doodad.png,
+    doodad_mapping.png, texture.png (16-bit dominant MTEX index per cell), alpha.NN.<texture>.png
+    (each texture's weight per alpha texel), heights.png (16-bit) and layers.json (grids, orientation,
+    the effects' models and densities, the heights' scale and offset). Image +x is east, +y south;
+    the top-left pixel is the tile's north-west corner. See docs/export.md.
+    """
+    from pathlib import Path
+
+    from wowgrass.errors import UsageError
+    from wowgrass.export.layers import export_layers
+
+    if data_path is None:
+        from wowgrass.grass.bake import default_data
+
+        data_path, sample_map = default_data()
+        map_name = map_name or sample_map
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; -o takes a folder")
+    with progress_bar("layers", "tiles", quiet=as_json) as bar:
+        def on_start(n, name, partial):
+            bar.total(n)
+            if partial:
+                note(partial)
+
+        map_name, docs, errors, catalog_error = export_layers(
+            data_path, map_name, out, ranges=parse_tiles(tiles), dbc_dir=dbc_dir, build=build, jobs=jobs,
+            on_start=on_start, progress=bar.advance)
+    if catalog_error:
+        note(f"warning: the ground-effect tables: {catalog_error}; effect ids are written, their models not")
+    failed = {f"{c},{r}": why for (c, r), why in errors.items()}
+    for t, why in failed.items():
+        note(f"warning: tile {t} left out: {why}")
+    if not docs:
+        raise UsageError("no tile could be read; nothing written")
+    total = sum(d["bytes"] for d in docs)
+    if as_json:
+        echo_json({"folder": str(out), "map": map_name, "tile_count": len(docs), "bytes": total,
+                   "tiles": [{"tile": d["tile"], "folder": str(out / f"{map_name}_{d['tile'][0]}_{d['tile'][1]}"),
+                              "effect_cell_count": d["effect_cell_count"], "effect_count": len(d["effects"]),
+                              "alpha_count": len(d["alpha"]), "bytes": d["bytes"]} for d in docs],
+                   "tile_errors": failed})
+    else:
+        note(f"wrote {out}: {plural(len(docs), 'tile')} of {map_name}, {total / 1e6:.1f} MB "
+             f"(effect, no_effect_doodad, doodad_mapping, texture, alpha and heights images, layers.json)")
+    if failed:
+        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
+                         f"{plural(len(docs), 'tile')}")
