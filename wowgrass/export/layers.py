@@ -12,8 +12,8 @@ corner, world (X, Y) = (ZEROPOINT - row * TILE, ZEROPOINT - col * TILE). Grids:
   ``texture.png`` (16-bit: the MTEX index of the texture dominant on most of the cell's alpha
   texels; 65535: none);
 - alpha texels: 1024 x 1024 (16 chunks x 64 texels), 0.52 yards a pixel: ``alpha.NN.<name>.png``,
-  one per MTEX texture NN the tile uses: its weight 0..255 at each texel (layer 0's is 255 minus
-  the layers above, as the clients blend them);
+  one per MTEX texture NN the tile uses: its weight 0..255 at each texel (each layer over those
+  below by its alpha, as the view blends them: the weights sum to 255);
 - vertices: 129 x 129 (16 chunks x 8 cells + 1; chunk edges shared), 4.1667 yards apart, the
   first on the north-west corner: ``heights.png`` (16-bit; height = offset + value * scale).
 
@@ -72,12 +72,19 @@ def cell_effects(tile) -> np.ndarray:
 
 
 def texture_weights(tile) -> np.ndarray:
-    """(256, 4, 64, 64) u1 weight of each layer at each alpha texel (layer 0: 255 minus the rest)."""
-    w = np.asarray(tile.alpha, np.int32).copy()
+    """(256, 4, 64, 64) u1 weight of each layer at each alpha texel, as the view blends the layers
+    (each layer over those below by its alpha): layer k keeps its alpha times (1 - alpha) of every
+    layer above it; layer 0 (alpha 1) what is left. They sum to 255 (rounding aside)."""
+    a = np.asarray(tile.alpha, np.float64) / 255.0
     exists = np.arange(4)[None, :] < np.asarray(tile.n_layers)[:, None]
-    w[~exists] = 0
-    w[:, 0] = np.where(exists[:, 0, None, None], np.clip(255 - w[:, 1:].sum(axis=1), 0, 255), 0)
-    return w.astype(np.uint8)
+    a = np.where(exists[:, :, None, None], a, 0.0)
+    a[:, 0] = np.where(exists[:, 0, None, None], 1.0, 0.0)
+    w = np.empty_like(a)
+    rest = np.ones(a.shape[:1] + a.shape[2:])
+    for k in (3, 2, 1, 0):
+        w[:, k] = a[:, k] * rest
+        rest = rest * (1.0 - a[:, k])
+    return np.round(w * 255.0).astype(np.uint8)
 
 
 def dominant_textures(tile) -> np.ndarray:
