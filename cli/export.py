@@ -308,7 +308,7 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
         echo_json({**summary.to_dict(), "tile_errors": failed})
     else:
         note(f"wrote {out}/index.html: {plural(len(web_tiles), 'tile')}, "
-             f"{sum(t.grass_instances for t in web_tiles):,} grass instances, {summary.bytes / 1e6:.1f} MB "
+             f"{sum(t.grass_instance_count for t in web_tiles):,} grass instances, {summary.bytes / 1e6:.1f} MB "
              f"({summary.tile_bytes / max(len(web_tiles), 1) / 1e6:.1f} MB a tile); three.js "
              + ("beside the page" if local else f"from {W.THREE_CDN}") + f"; light: {source}")
         note(f"  serve it: python3 -m http.server -d {out}   (then http://localhost:8000/)")

@@ -80,7 +80,7 @@ def test_cdn_page_pins_version_and_integrity(tmp_path):
     scene = json.loads((out / "scene.json").read_text())
     assert len(scene["light"]["table"]) == W.HALF_HOURS and scene["light"]["source"] == "tables"
     for t in scene["tiles"]:
-        assert (out / t["file"]).stat().st_size == t["bytes"] and t["grass_instances"] > 0
+        assert (out / t["file"]).stat().st_size == t["bytes"] and t["grass_instance_count"] > 0
     assert res["bytes"] == sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
 
 

@@ -118,10 +118,10 @@ class WebTile:
     row: int
     file: str
     bytes: int
-    grass_instances: int
-    doodad_instances: int
-    wmo_placements: int
-    liquid_cells: int
+    grass_instance_count: int
+    doodad_instance_count: int
+    wmo_placement_count: int
+    liquid_cell_count: int
 
 
 @dataclass
