@@ -212,3 +212,18 @@ def test_page_in_chromium_matches_the_view(tmp_path, three_dir, browser):
     near = slice(540, 720)
     iou = (mp[near] * mv[near]).sum() / np.maximum(mp[near], mv[near]).sum()
     assert iou > 0.45, iou   # measured 0.57; clumps at other places would give about 0.1
+
+
+def test_jobs_write_the_same_tiles(tmp_path):
+    """--jobs: the tiles exported by worker processes are the bytes one process writes."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    sparse = ("--placement", "client", "-C", "client_picks=1", "-q", "--texture-size", "128")
+    assert run("export", "web", "-o", a, *sparse).exit_code == 0
+    r = run("export", "web", "-o", b, *sparse, "--jobs", "2", "--json")
+    assert r.exit_code == 0, r.output
+    tiles = sorted(p.name for p in (a / "tiles").iterdir())
+    assert len(tiles) == json.loads(r.stdout)["tile_count"] >= 2
+    assert tiles == sorted(p.name for p in (b / "tiles").iterdir())
+    for name in tiles:
+        assert (a / "tiles" / name).read_bytes() == (b / "tiles" / name).read_bytes(), name
+    assert (a / "scene.json").read_bytes() == (b / "scene.json").read_bytes()
