@@ -293,8 +293,9 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
         origin = [float(v) for v in scene_origin(src.tiles)]
         camera = W.start_camera(src.tiles)
         camera["ground"] = camera["position"][2] - 1.7
+        grids = {(t.adt.col, t.adt.row): W.height_grid(t.adt) for t in src.tiles}
         scene = {"format": "wowgrass-web 1", "map": src.map_name, "origin": origin, "three": W.THREE_VERSION,
-                 "tiles": [t.__dict__ for t in web_tiles], "camera": camera, "grass": W.grass_constants(),
+                 "tiles": [{**t.__dict__, "heights": grids[(t.col, t.row)]} for t in web_tiles], "camera": camera, "grass": W.grass_constants(),
                  "light": {"source": source, "start": start / 60.0, "table": table}}
     finally:
         src.close()

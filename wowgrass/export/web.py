@@ -191,6 +191,15 @@ def grass_constants() -> dict:
             "ring_keep": list(s.rings.keep_padded()), "ring_band": s.rings.band}
 
 
+def height_grid(adt) -> dict:
+    """The tile's 129x129 vertex heights (north-west first, rows south, columns east) as
+    little-endian int16 decimetres in base64: the page's ground under the camera (fog, near plane)."""
+    from .layers import vertex_heights
+
+    h = np.clip(np.round(vertex_heights(adt) * 10.0), -32768, 32767).astype("<i2")
+    return {"size": int(h.shape[0]), "decimetres": base64.b64encode(h.tobytes()).decode()}
+
+
 def start_camera(tiles, eye_height: float = 1.7) -> dict:
     """Where the page starts: at eye height over the grass instance nearest the first tile's centre,
     looking 30 degrees left of north and a little down (URL ``#camera=X,Y,Z&target=X,Y,Z`` moves it)."""

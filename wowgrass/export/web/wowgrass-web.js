@@ -33,6 +33,8 @@ const U = {
   uOriginXY: { value: new THREE.Vector2(origin[0], origin[1]) },
 };
 const G = scene.grass;
+const TERRAIN_REACH = 3200;   // the view's far tiles (render/constants.py): the fog never opens past them
+let baseFog = [260, 900];
 const lights = scene.light.table;
 let hour = hash.has('clock') ? clockHalfHours(hash.get('clock')) : scene.light.start;
 function clockHalfHours(t) { const [h, m] = t.split(':').map(Number); return (h * 60 + m) / 30; }
@@ -49,7 +51,7 @@ function setHour(k) {
   U.uSunColor.value.setRGB(...l.sun_color);
   U.uAmbient.value.setRGB(...l.ambient);
   U.uFogColor.value.setRGB(...l.fog_color);
-  U.uFog.value.set(l.fog[0], l.fog[1]);
+  baseFog = [l.fog[0], l.fog[1]];
   three.background = U.uFogColor.value;
   const mins = Math.round(hour * 30) % 1440;
   document.getElementById('clocktext').textContent =
@@ -280,6 +282,22 @@ function lookAt(target) {
 }
 lookAt(scene.camera.target);
 if (hash.has('camera')) { cam.pos = nums(hash.get('camera')); lookAt(hash.has('target') ? nums(hash.get('target')) : [cam.pos[0] + 1, cam.pos[1], cam.pos[2]]); }
+// the ground under the camera (scene.json: each tile's vertex heights), for the fog and near plane
+const TILE = 533.33333, ZERO = 32 * TILE, CELL = TILE / 128;
+const heightGrids = new Map(scene.tiles.map((t) => {
+  const b = atob(t.heights.decimetres), v = new Int16Array(b.length / 2);
+  for (let i = 0; i < v.length; i++) v[i] = (b.charCodeAt(2 * i) | (b.charCodeAt(2 * i + 1) << 8)) << 16 >> 16;
+  return [t.col + ',' + t.row, v];
+}));
+function groundAt(x, y) {
+  const col = Math.floor((ZERO - y) / TILE), row = Math.floor((ZERO - x) / TILE);
+  const g = heightGrids.get(col + ',' + row);
+  if (!g) return null;
+  const fx = (ZERO - col * TILE - y) / CELL, fy = (ZERO - row * TILE - x) / CELL;
+  const i = Math.min(Math.floor(fx), 127), j = Math.min(Math.floor(fy), 127), u = fx - i, v = fy - j;
+  const h = (a, b) => g[b * 129 + a] / 10;
+  return (h(i, j) * (1 - u) + h(i + 1, j) * u) * (1 - v) + (h(i, j + 1) * (1 - u) + h(i + 1, j + 1) * u) * v;
+}
 const forward = () => [Math.cos(cam.pitch) * Math.cos(cam.yaw), Math.cos(cam.pitch) * Math.sin(cam.yaw), Math.sin(cam.pitch)];
 function placeCamera() {
   const f = forward();
@@ -287,9 +305,13 @@ function placeCamera() {
   camera.up.set(0, 1, 0);
   camera.lookAt(toThree(cam.pos[0] + f[0], cam.pos[1] + f[1], cam.pos[2] + f[2]));
   U.uCamXY.value.set(cam.pos[0], cam.pos[1]);
-  const above = Math.max(cam.pos[2] - scene.camera.ground, 0);   // as the view: fog and planes follow the height
+  // as the view: fog, far and near planes open up with the height above the ground
+  const ground = groundAt(cam.pos[0], cam.pos[1]);
+  const above = ground === null ? 0 : Math.max(cam.pos[2] - ground, 0);
+  const end = Math.min(baseFog[1] + 4 * above, Math.max(TERRAIN_REACH, baseFog[1]));
+  U.uFog.value.set(Math.min(baseFog[0] + above, 0.5 * end), end);
   camera.near = Math.min(Math.max(0.2, 0.01 * above), 4.0);
-  camera.far = Math.max(U.uFog.value.y * 1.1, 500);
+  camera.far = Math.max(end * 1.1, 500);
   camera.updateProjectionMatrix();
 }
 const keys = new Set();
