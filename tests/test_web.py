@@ -227,3 +227,35 @@ def test_jobs_write_the_same_tiles(tmp_path):
     for name in tiles:
         assert (a / "tiles" / name).read_bytes() == (b / "tiles" / name).read_bytes(), name
     assert (a / "scene.json").read_bytes() == (b / "scene.json").read_bytes()
+
+
+@pytest.mark.gl
+@pytest.mark.usefixtures("egl")
+@pytest.mark.skipif(not os.environ.get("WOWGRASS_REALDATA"), reason="WOWGRASS_REALDATA is not set (real client files)")
+def test_real_tile_page_matches_the_view(tmp_path, three_dir, browser):
+    """A real 3.3.5 tile (the Plaguelands' heavy fog; its textures and models absent, drawn flat and
+    as stand-ins by both) seen from above: the fog opens with the height as in the view."""
+    real = Path(os.environ["WOWGRASS_REALDATA"])
+    world = tmp_path / "data"
+    maps = world / "World" / "Maps" / "Azeroth"
+    maps.mkdir(parents=True)
+    (world / "DBFilesClient").mkdir()
+    (maps / "Azeroth.wdt").symlink_to(real / "adt/continent.wdt")
+    (maps / "Azeroth_42_29.adt").symlink_to(real / "adt/continent4229.adt")
+    for f in (real / "dbc/3.3.5").glob("*.dbc"):
+        (world / "DBFilesClient" / f.name).symlink_to(f)
+    site = tmp_path / "site"
+    r = run("export", "web", "--data", world, "--map", "Azeroth", "--tile", "42,29", "-o", site, "--three", three_dir,
+            "-q", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["light"] == "tables"
+    pos, tgt = "1250,-5500,330", "1400,-5650,200"
+    shots = page_shots(browser, site, f"camera={pos}&target={tgt}&clock=12:00&time=0&still=1&ui=0&ratio=1", {"real": ""})
+    png, state, errors = shots["real"]
+    assert state["ready"] and state["errors"] == [] and errors == []
+    view = tmp_path / "view-real.png"
+    r = run("view", "--data", world, "--map", "Azeroth", "--tile", "42,29", "--camera", pos, "--target", tgt,
+            "--clock", "12:00", "--no-shadows", "--no-horizon", "--time", "0", "--size", "1280x720", "-o", view)
+    assert r.exit_code == 0, r.output
+    diff = np.abs(blocks(rgb(png)[360:]) - blocks(rgb(view)[360:]))
+    assert np.median(diff) < 8 and np.percentile(diff, 90) < 25, diff.mean(axis=2).round(1)
