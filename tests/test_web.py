@@ -259,3 +259,24 @@ def test_real_tile_page_matches_the_view(tmp_path, three_dir, browser):
     assert r.exit_code == 0, r.output
     diff = np.abs(blocks(rgb(png)[360:]) - blocks(rgb(view)[360:]))
     assert np.median(diff) < 8 and np.percentile(diff, 90) < 25, diff.mean(axis=2).round(1)
+
+
+def test_from_a_file_url_the_page_says_to_serve_it(tmp_path, three_dir, browser):
+    """Chromium refuses module scripts from file://: the page says so and how to serve the folder."""
+    import time
+
+    from chromium import Chromium
+
+    site = tmp_path / "site"
+    r = run("export", "web", "-o", site, "--three", three_dir, "-q", "--placement", "client", "-C", "client_picks=1",
+            "--texture-size", "128")
+    assert r.exit_code == 0, r.output
+    with Chromium(browser) as b:
+        b.navigate((site / "index.html").as_uri())
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not b.evaluate("window.wowgrass.ready || window.wowgrass.errors.length > 0"):
+            time.sleep(0.1)
+        state = b.evaluate("JSON.stringify({ready: wowgrass.ready, status: document.getElementById('status').textContent})")
+    state = json.loads(state)
+    if not state["ready"]:   # a browser that allows it draws the page; Chromium does not
+        assert "could not load" in state["status"] and "python3 -m http.server" in state["status"], state
