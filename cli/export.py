@@ -27,7 +27,7 @@ MODE_NOTES = {"ext": "EXT_mesh_gpu_instancing; for Blender write --instancing me
 
 @click.group()
 def export():
-    """Export tiles for other tools (glTF for Blender, Godot, Unity, three.js)."""
+    """Export tiles for other tools: glTF (Blender, Godot, Unity), a web page, ground-effect layers."""
 
 
 @export.command()
