@@ -199,6 +199,9 @@ def test_page_in_chromium_matches_the_view(tmp_path, three_dir, browser):
     below = slice(300, 720)
     diff = np.abs(blocks(page[below]) - blocks(view[below]))
     assert np.median(diff) < 6 and np.percentile(diff, 90) < 20, diff.mean(axis=2).round(1)
+    # the sky (sky.glsl's bands by elevation, the tables' colours at noon)
+    sky = np.abs(blocks(page[:120], (2, 16)) - blocks(view[:120], (2, 16)))
+    assert np.median(sky) < 4 and sky.max() < 12, sky.mean(axis=2).round(1)
     # grass where the view has it: the pixels grass changes, per block, agree
     def grass_mask(with_grass, without):
         return (np.abs(rgb(with_grass) - rgb(without)).sum(axis=2) > 30).astype(np.float64)

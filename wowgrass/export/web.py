@@ -167,8 +167,8 @@ def light_entry(sun_dir, sun_color, ambient, fog_color, fog, sky=None) -> dict:
     r = lambda v: [round(float(x), 5) for x in v]  # noqa: E731
     e = {"sun_dir": r(sun_dir), "sun_color": r(sun_color), "ambient": r(ambient), "fog_color": r(fog_color),
          "fog": r(fog)}
-    if sky is not None:
-        e["sky_top"], e["sky_horizon"] = r(sky[0]), r(sky[3])
+    if sky is not None:   # sky_top, sky_middle, sky_band1, sky_band2, sky_smog, fog: the view's sky.glsl bands
+        e["sky"] = r(np.asarray(sky, np.float64).reshape(-1))
     return e
 
 
@@ -176,7 +176,7 @@ def fixed_light() -> dict:
     """The view's own sun (no light tables): its direction, colours and fog."""
     from wowgrass.render.frame import AMBIENT, SKY, SUN_COLOR, SUN_DIR, Frame
 
-    return light_entry(SUN_DIR, SUN_COLOR, AMBIENT, SKY, Frame().fog, (SKY, SKY, SKY, SKY))
+    return light_entry(SUN_DIR, SUN_COLOR, AMBIENT, SKY, Frame().fog, (SKY,) * 6)
 
 
 def grass_constants() -> dict:

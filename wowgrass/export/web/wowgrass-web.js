@@ -42,7 +42,7 @@ function mixLight(k) {
   const n = lights.length, i = Math.floor(k) % n, j = (i + 1) % n, f = n > 1 ? k - Math.floor(k) : 0;
   const m = (key, c) => lights[i][key].map((v, q) => v + (lights[j][key][q] - v) * f);
   return { sun_dir: m('sun_dir'), sun_color: m('sun_color'), ambient: m('ambient'), fog_color: m('fog_color'),
-           fog: m('fog') };
+           fog: m('fog'), sky: m('sky') };
 }
 function setHour(k) {
   hour = ((k % 48) + 48) % 48;
@@ -52,13 +52,34 @@ function setHour(k) {
   U.uAmbient.value.setRGB(...l.ambient);
   U.uFogColor.value.setRGB(...l.fog_color);
   baseFog = [l.fog[0], l.fog[1]];
-  three.background = U.uFogColor.value;
+  for (let i = 0; i < 6; i++) skyColours[i].setRGB(l.sky[3 * i], l.sky[3 * i + 1], l.sky[3 * i + 2]);
   const mins = Math.round(hour * 30) % 1440;
   document.getElementById('clocktext').textContent =
     `${String(Math.floor(mins / 60)).padStart(2, '0')}:${String(mins % 60).padStart(2, '0')}` +
     (scene.light.source === 'tables' ? '' : ' (no light tables: the view\'s fixed sun)');
   document.getElementById('hour').value = hour;
 }
+// the view's sky (sky.glsl): six colour bands by the view direction's elevation
+const skyColours = Array.from({ length: 6 }, () => new THREE.Color());
+const sky = new THREE.Mesh(new THREE.SphereGeometry(1, 32, 16), new THREE.ShaderMaterial({
+  uniforms: { uSky: { value: skyColours } }, side: THREE.BackSide, depthWrite: false, depthTest: false,
+  vertexShader: `varying vec3 vDir;
+    void main() { vDir = position; gl_Position = projectionMatrix * modelViewMatrix * vec4(position, 1.0); gl_Position.z = gl_Position.w; }`,
+  fragmentShader: `uniform vec3 uSky[6]; varying vec3 vDir;
+    void main() {
+      float elev = degrees(asin(clamp(normalize(vDir).y, -1.0, 1.0)));
+      float ANGLES[7] = float[7](90.0, 30.0, 15.0, 5.0, 0.0, -30.0, -90.0);
+      vec3 c = uSky[5];
+      for (int i = 0; i < 6; ++i) {
+        float hi = ANGLES[i], lo = ANGLES[i + 1];
+        if (elev <= hi && elev >= lo) { c = mix(uSky[min(i + 1, 5)], uSky[i], (elev - lo) / max(hi - lo, 1e-3)); break; }
+      }
+      gl_FragColor = vec4(c, 1.0);
+    }`,
+}));
+sky.renderOrder = -1;
+sky.frustumCulled = false;
+three.add(sky);
 document.getElementById('hour').addEventListener('input', (e) => setHour(Number(e.target.value)));
 if (lights.length < 2) document.getElementById('hour').disabled = true;
 setHour(hour);
@@ -313,6 +334,8 @@ function placeCamera() {
   camera.near = Math.min(Math.max(0.2, 0.01 * above), 4.0);
   camera.far = Math.max(end * 1.1, 500);
   camera.updateProjectionMatrix();
+  sky.position.copy(camera.position);
+  sky.scale.setScalar(camera.near * 4 + 1);
 }
 const keys = new Set();
 const toggles = { KeyG: 'grass', KeyO: 'doodads', KeyT: 'terrain', KeyB: 'wmos', KeyR: 'water' };
