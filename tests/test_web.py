@@ -283,3 +283,50 @@ def test_from_a_file_url_the_page_says_to_serve_it(tmp_path, three_dir, browser)
     state = json.loads(state)
     if not state["ready"]:   # a browser that allows it draws the page; Chromium does not
         assert "could not load" in state["status"] and "python3 -m http.server" in state["status"], state
+
+
+def test_keys_mouse_and_hour_slider_drive_the_page(tmp_path, three_dir, browser):
+    """The fly camera and the controls, driven as a person would: key and mouse events through the
+    DevTools input domain, the slider by its input event."""
+    import math
+    import time
+
+    from chromium import Chromium
+
+    site = tmp_path / "site"
+    r = run("export", "web", "-o", site, "--three", three_dir, "-q", "--placement", "client", "-C", "client_picks=1",
+            "--texture-size", "128", "--clock", "06:00")
+    assert r.exit_code == 0, r.output
+    srv = Server(site)
+    try:
+        with Chromium(browser, size=(640, 360)) as b:
+            b.navigate(srv.url + "index.html#ratio=1")
+            b.wait_for("window.wowgrass && (wowgrass.ready || wowgrass.errors.length > 0)", 120)
+            view = lambda: b.evaluate("JSON.stringify(wowgrass.view())")  # noqa: E731
+            v0 = json.loads(view())
+            assert v0["hour"] == 12 and v0["grass"]   # --clock 06:00: half-hour 12
+
+            def key(code, vk, down_s=0.0):
+                b.send("Input.dispatchKeyEvent", type="keyDown", code=code, key=code[-1].lower(), windowsVirtualKeyCode=vk)
+                time.sleep(down_s)
+                b.send("Input.dispatchKeyEvent", type="keyUp", code=code, key=code[-1].lower(), windowsVirtualKeyCode=vk)
+
+            key("KeyW", 87, 0.6)   # fly forward: along the heading, not sideways
+            v1 = json.loads(view())
+            d = np.subtract(v1["position"], v0["position"])
+            assert np.hypot(d[0], d[1]) > 0.5
+            heading = np.array([math.cos(v0["yaw"]), math.sin(v0["yaw"])])
+            assert d[:2] @ heading / np.hypot(d[0], d[1]) > 0.95
+            key("KeyG", 71)   # grass off
+            assert json.loads(view())["grass"] is False
+            for t, x in (("mousePressed", 300), ("mouseMoved", 360), ("mouseReleased", 360)):   # drag: look right
+                b.send("Input.dispatchMouseEvent", type=t, x=x, y=180, button="left", buttons=1 if t != "mouseReleased" else 0,
+                       clickCount=1)
+            assert json.loads(view())["yaw"] != v1["yaw"]
+            b.evaluate("(() => { const s = document.getElementById('hour'); s.value = 36; "
+                       "s.dispatchEvent(new Event('input')); })()")   # 18:00
+            v2 = json.loads(view())
+            assert v2["hour"] == 36 and v2["sun"] != v0["sun"]   # the sun colour of 18:00, not 06:00
+            assert b.errors() == [] and b.evaluate("wowgrass.errors.length") == 0
+    finally:
+        srv.close()

@@ -404,6 +404,8 @@ for (const k of (hash.get('hide') || '').split(',')) if (groups[k]) for (const o
 if (hash.has('hide')) { draw(); finish(); }
 W.stats = () => ({ blocks: grassBlocks.length, visible_blocks: grassBlocks.filter((b) => b.visible).length,
                    calls: renderer.info.render.calls, triangles: renderer.info.render.triangles });
+W.view = () => ({ position: [...cam.pos], yaw: cam.yaw, pitch: cam.pitch, hour,
+                  grass: groups.grass.every((o) => o.visible), sun: U.uSunColor.value.toArray() });
 W.ready = true;
 statusEl.textContent = `${scene.tiles.length} tile(s), ${grassInstances.toLocaleString()} grass instances; ` +
                        `first frame ${Math.round(W.firstFrameMs)} ms`;
