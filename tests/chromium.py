@@ -120,8 +120,15 @@ class Chromium:
         """A call on the page's session."""
         return self.call(method, session=self.session, **params)
 
-    def navigate(self, url: str):
+    def navigate(self, url: str, timeout: float = 30.0):
+        """Load ``url`` and return once its document has replaced the previous one (so a poll that
+        follows never reads the old page's state)."""
         self.send("Page.navigate", url=url)
+        end = time.monotonic() + timeout
+        while self.evaluate("document.URL") != url:
+            if time.monotonic() > end:
+                raise TimeoutError(f"{url} did not load")
+            time.sleep(0.02)
 
     def evaluate(self, expression: str, *, timeout: float = 60.0):
         res = self.call("Runtime.evaluate", session=self.session, timeout=timeout, expression=expression,

@@ -277,7 +277,8 @@ def test_from_a_file_url_the_page_says_to_serve_it(tmp_path, three_dir, browser)
     with Chromium(browser) as b:
         b.navigate((site / "index.html").as_uri())
         end = time.monotonic() + 30
-        while time.monotonic() < end and not b.evaluate("window.wowgrass.ready || window.wowgrass.errors.length > 0"):
+        while time.monotonic() < end and not b.evaluate(
+                "window.wowgrass && (window.wowgrass.ready || window.wowgrass.errors.length > 0)"):
             time.sleep(0.1)
         state = b.evaluate("JSON.stringify({ready: wowgrass.ready, status: document.getElementById('status').textContent})")
     state = json.loads(state)
