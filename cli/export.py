@@ -27,7 +27,7 @@ MODE_NOTES = {"ext": "EXT_mesh_gpu_instancing; for Blender write --instancing me
 
 @click.group()
 def export():
-    """Export tiles for other tools (glTF for Blender, Godot, Unity, three.js)."""
+    """Export tiles for other tools: glTF (Blender, Godot, Unity), a web page, ground-effect layers."""
 
 
 @export.command()
@@ -203,3 +203,234 @@ def _export_light(src, dbc_dir, clock):
             "position": [float(v) for v in centre], "build": tables.build,
             "lights": ml.lights_used()}
     return sl, info
+
+
+@export.command()
+@data_option
+@dbc_option
+@click.option("--map", "map_name", metavar="NAME",
+              help="Map to export (default: the only map in --data, or the sample world's).")
+@tile_option
+@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
+              help="Client build of the tables (default: detected).")
+@placement_option
+@constants_options
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="The folder to write.")
+@click.option("--clock", metavar="HH:MM", default=None,
+              help="The hour the page starts at (default 12:00); the zone's light for every half hour comes "
+                   "from the light tables of --dbc or --data (without them: the view's fixed sun).")
+@click.option("--three", "three_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="The folder of an `npm install three@0.180.0`: its files are copied beside the page (checked "
+                   "against the pinned hashes), so the page needs no network; default: the pinned CDN address "
+                   "with integrity hashes.")
+@click.option("--texture-size", type=int, default=1024, show_default=True, metavar="PIXELS",
+              help="Side of each tile's baked terrain texture (a multiple of 128).")
+@click.option("--placeholders/--no-placeholders", default=True, show_default=True,
+              help="Draw grass models missing from the data as straw-coloured stand-ins (as view does).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Tiles baked and exported at once (processes).")
+@json_option
+def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, output, clock, three_dir,
+        texture_size, placeholders, jobs, as_json):
+    """Write a web page of tiles: terrain, WMOs, doodads, liquids and the swaying grass, lit by the
+    zone's light with an hour slider and a fly camera (WASD and mouse, as view).
+
+    \b
+    wowgrass export web --data DIR --map Azeroth --tile 32,48 -o zone/
+    wowgrass export web -o sample/ --three node_modules/three      the sample world, three.js beside it
+    python3 -m http.server -d zone/                                 then open http://localhost:8000/
+
+    The folder holds index.html, its script, scene.json and one .glb per tile (what export gltf
+    writes). three.js is loaded from the copy --three writes beside the page, else from the pinned
+    CDN address with integrity hashes. Browsers that do not load module scripts from files need the
+    folder served (any static server). The URL's #camera=X,Y,Z&target=X,Y,Z&clock=HH:MM set the
+    start. See docs/export.md.
+    """
+    from pathlib import Path
+
+    from wowgrass.cli.bake import warn_unknown_effects
+    from wowgrass.errors import UsageError
+    from wowgrass.export import web as W
+    from wowgrass.export.inputs import open_tiles
+    from wowgrass.export.scene import check_texture_size, scene_origin
+    from wowgrass.game.light import parse_clock
+
+    out = Path(output)
+    check_texture_size(texture_size)
+    local = W.three_package(three_dir) if three_dir else None   # refused before anything is baked
+    start = parse_clock(clock if clock is not None else "12:00")
+    constants = placement_constants(seed, overrides)
+    if data_path is None:
+        from wowgrass.grass.bake import default_data
+
+        data_path, sample_map = default_data()
+        map_name = map_name or sample_map
+    if jobs > 1:
+        _bake_first(data_path, map_name, tiles, jobs, build, placement, constants, dbc_dir, as_json)
+    W.clear_folder(out)
+    baked = []
+    with progress_bar("bake", "tiles", quiet=as_json) as bar:
+        def on_tile(res):
+            baked.append(res)
+            bar.advance(f"{res.tile[0]}_{res.tile[1]}")
+
+        src = open_tiles(data_path=data_path, dbc_dir=dbc_dir, map_name=map_name, ranges=parse_tiles(tiles),
+                         build=build, placement=placement, constants=constants, on_tile=on_tile,
+                         on_error=lambda tile, why: note(f"warning: tile {tile[0]},{tile[1]} left out: {why}"))
+    if src.note:
+        note(src.note)
+    if not src.tiles:
+        src.close()
+        raise UsageError("no tile could be read; nothing written"
+                         + (f" (the first: {next(iter(src.errors.values()))})" if src.errors else ""))
+    warn_unknown_effects(baked)
+    try:
+        table, source = _light_table(src, dbc_dir)
+        big_alpha = _big_alpha(src)
+        with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
+            web_tiles = W.export_tiles(src, out, data_path=data_path, build=build, big_alpha=big_alpha,
+                                       texture_size=texture_size, placeholders=placeholders, jobs=jobs,
+                                       progress=bar.advance)
+        origin = [float(v) for v in scene_origin(src.tiles)]
+        camera = W.start_camera(src.tiles)
+        camera["ground"] = camera["position"][2] - 1.7
+        grids = {(t.adt.col, t.adt.row): W.height_grid(t.adt) for t in src.tiles}
+        scene = {"format": "wowgrass-web 1", "map": src.map_name, "origin": origin, "three": W.THREE_VERSION,
+                 "tiles": [{**t.__dict__, "heights": grids[(t.col, t.row)]} for t in web_tiles], "camera": camera, "grass": W.grass_constants(),
+                 "light": {"source": source, "start": start / 60.0, "table": table}}
+    finally:
+        src.close()
+    page_bytes = W.write_page(out, local_three=local, title=f"{src.map_name}: wowgrass", scene=scene)
+    summary = W.WebSummary(folder=str(out), map=src.map_name, tiles=web_tiles, tile_count=len(web_tiles),
+                           tile_bytes=sum(t.bytes for t in web_tiles), three="local" if local else W.THREE_CDN,
+                           light=source, clock=clock or "12:00")
+    summary.bytes = summary.tile_bytes + page_bytes
+    failed = {f"{c},{r}": why for (c, r), why in src.errors.items()}
+    if as_json:
+        echo_json({**summary.to_dict(), "tile_errors": failed})
+    else:
+        note(f"wrote {out}/index.html: {plural(len(web_tiles), 'tile')}, "
+             f"{sum(t.grass_instance_count for t in web_tiles):,} grass instances, {summary.bytes / 1e6:.1f} MB "
+             f"({summary.tile_bytes / max(len(web_tiles), 1) / 1e6:.1f} MB a tile); three.js "
+             + ("beside the page" if local else f"from {W.THREE_CDN}") + f"; light: {source}")
+        note(f"  serve it: python3 -m http.server -d {out}   (then http://localhost:8000/)")
+    if failed:
+        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
+                         f"{plural(len(web_tiles), 'tile')}")
+
+
+def _bake_first(data_path, map_name, tiles, jobs, build, placement, constants, dbc_dir, quiet):
+    """--jobs: the tiles' bundles baked in parallel first (the export then finds them cached)."""
+    from wowgrass.cli.bake import _bake_with_progress
+    from wowgrass.game.data import open_data
+    from wowgrass.game.maps import choose_map, map_tiles
+    from wowgrass.grass.bake import bake_map
+
+    with open_data(data_path, build=build) as data:
+        name = choose_map(data, map_name)
+        wanted = map_tiles(data, name, parse_tiles(tiles)).tiles
+    _bake_with_progress(bake_map, data_path, name, wanted, jobs, build, placement, constants, False, dbc_dir, quiet)
+
+
+def _big_alpha(src) -> bool:
+    from wowgrass.game.maps import map_tiles
+
+    return map_tiles(src.data, src.map_name, None).big_alpha if src.data is not None else False
+
+
+def _light_table(src, dbc_dir):
+    """(the zone's light every half hour at the tiles' centre, "tables"), or the view's fixed sun."""
+    import numpy as np
+
+    from wowgrass.errors import FormatError, UsageError
+    from wowgrass.export import web as W
+    from wowgrass.export.scene import scene_origin
+    from wowgrass.game.light import LightUnavailable, load_light_tables, resolve_map
+
+    fixed = [W.fixed_light()], "fixed"
+    if src.data is None and dbc_dir is None:
+        return fixed
+    tables = load_light_tables(src.data, dbc_dir, warn=lambda m: note(f"warning: {m}"))
+    if tables is None:
+        note("note: no light tables; the page has the view's fixed sun")
+        return fixed
+    try:
+        map_id, _directory = resolve_map(dbc_dir if dbc_dir is not None else src.data, src.map_name)
+        ml = tables.map_light(map_id)
+    except (LightUnavailable, FormatError, UsageError) as exc:
+        note(f"warning: no light for map {src.map_name} ({exc}); the page has the view's fixed sun")
+        return fixed
+    centre = np.asarray(scene_origin(src.tiles), np.float64)
+    centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))
+    return W.light_table(ml, centre), "tables"
+
+
+@export.command()
+@data_option
+@dbc_option
+@click.option("--map", "map_name", metavar="NAME",
+              help="Map to export (default: the only map in --data, or the sample world's).")
+@tile_option
+@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
+              help="Client build of the tables (default: detected).")
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="The folder to write (a folder per tile inside).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Tiles written at once (processes).")
+@json_option
+def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
+    """Write each tile's ground-effect data as images with a JSON sidecar, for engines and DCC tools
+    that scatter their own foliage.
+
+    \b
+    wowgrass export layers --data DIR --map Azeroth --tile 32,48 -o layers/
+    wowgrass export layers -o layers/                  the sample world
+
+    Per tile, in OUT/<map>_<col>_<row>/: effect.png (16-bit effect id per cell), no_effect_doodad.png,
+    doodad_mapping.png, texture.png (16-bit dominant MTEX index per cell), alpha.NN.<texture>.png
+    (each texture's weight per alpha texel), heights.png (16-bit) and layers.json (grids, orientation,
+    the effects' models and densities, the heights' scale and offset). Image +x is east, +y south;
+    the top-left pixel is the tile's north-west corner. See docs/export.md.
+    """
+    from pathlib import Path
+
+    from wowgrass.errors import UsageError
+    from wowgrass.export.layers import export_layers
+
+    if data_path is None:
+        from wowgrass.grass.bake import default_data
+
+        data_path, sample_map = default_data()
+        map_name = map_name or sample_map
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; -o takes a folder")
+    with progress_bar("layers", "tiles", quiet=as_json) as bar:
+        def on_start(n, name, partial):
+            bar.total(n)
+            if partial:
+                note(partial)
+
+        map_name, docs, errors, catalog_error = export_layers(
+            data_path, map_name, out, ranges=parse_tiles(tiles), dbc_dir=dbc_dir, build=build, jobs=jobs,
+            on_start=on_start, progress=bar.advance)
+    if catalog_error:
+        note(f"warning: the ground-effect tables: {catalog_error}; effect ids are written, their models not")
+    failed = {f"{c},{r}": why for (c, r), why in errors.items()}
+    for t, why in failed.items():
+        note(f"warning: tile {t} left out: {why}")
+    if not docs:
+        raise UsageError("no tile could be read; nothing written")
+    total = sum(d["bytes"] for d in docs)
+    if as_json:
+        echo_json({"folder": str(out), "map": map_name, "tile_count": len(docs), "bytes": total,
+                   "tiles": [{"tile": d["tile"], "folder": str(out / f"{map_name}_{d['tile'][0]}_{d['tile'][1]}"),
+                              "effect_cell_count": d["effect_cell_count"], "effect_count": len(d["effects"]),
+                              "alpha_count": len(d["alpha"]), "bytes": d["bytes"]} for d in docs],
+                   "tile_errors": failed})
+    else:
+        note(f"wrote {out}: {plural(len(docs), 'tile')} of {map_name}, {total / 1e6:.1f} MB "
+             f"(effect, no_effect_doodad, doodad_mapping, texture, alpha and heights images, layers.json)")
+    if failed:
+        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
+                         f"{plural(len(docs), 'tile')}")

@@ -1,0 +1,142 @@
+"""``export layers``: the images and layers.json of a tile, checked against the ADT they came from
+(orientation, values, heights' scale and offset), on the sample world and a real 3.3.5 tile."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from wowgrass.cli.main import cli
+from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.game.tiles import read_adt
+
+REAL = os.environ.get("WOWGRASS_REALDATA")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def img(path) -> np.ndarray:
+    return np.asarray(Image.open(path)).astype(np.int64)
+
+
+def check_tile(folder: Path, adt, catalog_rows=None):
+    doc = json.loads((folder / "layers.json").read_text())
+    assert doc["tile"] == [adt.col, adt.row]
+    eff, noe, dm, tex = (img(folder / n) for n in ("effect.png", "no_effect_doodad.png", "doodad_mapping.png",
+                                                    "texture.png"))
+    assert eff.shape == noe.shape == dm.shape == tex.shape == (128, 128)
+    assert Image.open(folder / "effect.png").mode == "I;16"
+    # every cell against its chunk: pixel (x, y) = chunk IndexX*8 + col, IndexY*8 + row
+    for k in range(256):
+        ix, iy = (int(v) for v in adt.index_xy[k])
+        block = (slice(iy * 8, iy * 8 + 8), slice(ix * 8, ix * 8 + 8))
+        assert (noe[block] == adt.no_effect_doodad[k] * 255).all()
+        assert (dm[block] == adt.doodad_mapping[k]).all()
+        layer = adt.doodad_mapping[k].astype(int)
+        want = np.where(layer < adt.n_layers[k], adt.layer_effect[k][np.minimum(layer, 3)].astype(np.int64), 0)
+        want = np.where((want == 0xFFFF) | (want == 0xFFFFFFFF), 0, want)
+        assert (eff[block] == want).all(), k
+    assert doc["no_effect_doodad_cell_count"] == int(adt.no_effect_doodad.sum()) == int((noe == 255).sum())
+    # orientation against world coordinates: a cell centre's chunk by position
+    north, west = doc["world"]["north_x"], doc["world"]["west_y"]
+    assert north == ZEROPOINT - adt.row * TILE_SIZE and west == ZEROPOINT - adt.col * TILE_SIZE
+    for px, py in ((0, 0), (127, 0), (0, 127), (77, 31)):
+        x, y = north - (py + 0.5) * TILE_SIZE / 128, west - (px + 0.5) * TILE_SIZE / 128
+        k = int(np.argmin(np.where((adt.positions[:, 0] >= x) & (adt.positions[:, 1] >= y),
+                                   (adt.positions[:, 0] - x) + (adt.positions[:, 1] - y), np.inf)))
+        assert (int(adt.index_xy[k][0]), int(adt.index_xy[k][1])) == (px // 8, py // 8)
+    # heights: 16-bit with the JSON's scale and offset, within one step of the ADT's vertices
+    hv = img(folder / "heights.png")
+    meta = doc["files"]["heights.png"]
+    h = meta["offset"] + hv * meta["scale"]
+    for px, py in ((0, 0), (128, 128), (64, 9), (3, 100)):
+        x, y = north - py * TILE_SIZE / 128, west - px * TILE_SIZE / 128
+        k = (min(py // 8, 15)) * 16 + min(px // 8, 15)
+        k = int(np.flatnonzero((adt.index_xy[:, 0] == min(px // 8, 15)) & (adt.index_xy[:, 1] == min(py // 8, 15)))[0])
+        assert abs(h[py, px] - adt.height_at(k, x, y)) <= meta["scale"] + 1e-3
+    # alpha maps: weights of the textures sum to 255 where the chunk has layers
+    total = sum(img(folder / a["file"]) for a in doc["alpha"])
+    assert total.shape == (1024, 1024)
+    assert np.abs(total - 255).max() <= 2
+    for a in doc["alpha"]:
+        assert a["file"].startswith("alpha.") and a["texture"] == adt.textures[a["texture_index"]]
+    # the dominant texture is a texture the cell's chunk has
+    for k in range(0, 256, 17):
+        ix, iy = (int(v) for v in adt.index_xy[k])
+        used = set(adt.layer_texture[k][: adt.n_layers[k]].tolist())
+        assert set(np.unique(tex[iy * 8:iy * 8 + 8, ix * 8:ix * 8 + 8]).tolist()) <= used | {65535}
+    return doc, eff
+
+
+def test_sample_world_layers(tmp_path):
+    from wowgrass.grass.bake import default_data
+    from wowgrass.game.data import open_data
+
+    r = run("export", "layers", "-o", tmp_path, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["tile_count"] == len(res["tiles"]) >= 1
+    from wowgrass.grass.bake import load_catalog
+
+    data_path, name = default_data()
+    with open_data(data_path) as data:
+        catalog = load_catalog(data=data)
+        for t in res["tiles"]:
+            c, rw = t["tile"]
+            raw = data.read(f"World\\Maps\\{name}\\{name}_{c}_{rw}.adt")
+            doc, eff = check_tile(Path(t["folder"]), read_adt(raw))
+            for e, info in doc["effects"].items():   # the palette: every id in the image, with its models
+                assert info["cell_count"] == int((eff == int(e)).sum())
+                row = catalog.row(int(e))
+                assert (info["models"], info["density"]) == (row["models"], row["density"])
+            assert any(any(i["models"]) for i in doc["effects"].values())
+
+
+def test_jobs_write_the_same_files(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run("export", "layers", "-o", a, "-q").exit_code == 0
+    r = run("export", "layers", "-o", b, "-q", "--jobs", "2")
+    assert r.exit_code == 0, r.output
+    fa = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert fa == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()) and fa
+    for p in fa:
+        assert (a / p).read_bytes() == (b / p).read_bytes(), p
+
+
+def test_errors(tmp_path):
+    (tmp_path / "f").write_text("x")
+    r = run("export", "layers", "-o", tmp_path / "f")
+    assert r.exit_code == 2 and "is a file" in r.output
+    r = run("export", "layers", "-o", tmp_path / "o", "--tile", "5,5")
+    assert r.exit_code == 2 and "error:" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.skipif(not REAL, reason="WOWGRASS_REALDATA is not set (real client files)")
+def test_real_tile_layers(tmp_path):
+    real = Path(REAL)
+    world = tmp_path / "data"
+    maps = world / "World" / "Maps" / "continent"
+    maps.mkdir(parents=True)
+    (world / "DBFilesClient").mkdir()
+    (maps / "continent.wdt").symlink_to(real / "adt/continent.wdt")
+    (maps / "continent_42_29.adt").symlink_to(real / "adt/continent4229.adt")
+    for n in ("GroundEffectTexture", "GroundEffectDoodad"):
+        (world / "DBFilesClient" / f"{n}.dbc").symlink_to(real / f"dbc/3.3.5/{n}.dbc")
+    out = tmp_path / "out"
+    r = run("export", "layers", "--data", world, "--tile", "42,29", "-o", out, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    adt = read_adt((real / "adt/continent4229.adt").read_bytes(), big_alpha=False)
+    doc, eff = check_tile(out / "continent_42_29", adt)
+    # the README's facts: 340 noEffectDoodad bits, 16 MTEX names, the effects in the 3.3.5 table
+    assert doc["no_effect_doodad_cell_count"] == 340 and len(doc["textures"]) == 16
+    assert set(int(e) for e in doc["effects"]) <= {int(v) for v in np.unique(adt.layer_effect)}
+    assert doc["effects"]["40199"]["density"] == 3 if "40199" in doc["effects"] else True
+    assert not any(e.get("missing") for e in doc["effects"].values())
