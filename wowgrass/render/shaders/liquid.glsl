@@ -59,7 +59,7 @@ out vec4 f_color;
 // A ripple of k radians a unit, over a pixel that spans w units: 1 while the pixel resolves it,
 // fading to 0 (the wave's mean) before it would alias into bands on far water.
 float resolved(float k, float w) {
-    return 1.0 - smoothstep(0.04, 0.2, k * w * 0.15915494);
+    return 1.0 - smoothstep(0.08, 0.3, k * w * 0.15915494);
 }
 
 void main() {
