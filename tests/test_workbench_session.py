@@ -125,7 +125,7 @@ def test_chunks_placed_alone_equal_the_whole_tiles_placement(world, placement):
 
 
 def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
-    from wowgrass.grass.bake import bake_tile
+    from wowgrass.grass.bake import ModelTable, bake_tile
     from wowgrass.game.effects import GroundEffectCatalog
 
     with open_data(world["mpq"]) as data:
@@ -154,7 +154,10 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
         doodads = data.read(DOODAD_PATH)
     saved = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
     cat = GroundEffectCatalog.from_dbc_bytes(game_file(out, TEXTURE_PATH).read_bytes(), doodads, None, hint="3.3.5")
-    res = bake_tile(saved, cat, map_name=MAP_NAME, placement="client", out=tmp_path / "t.wgb", big_alpha=True)
+    with open_data(world["mpq"]) as data:   # the data's models: the client's draw capacity counts their batches
+        res = bake_tile(saved, cat, map_name=MAP_NAME, placement="client", out=tmp_path / "t.wgb", big_alpha=True,
+                        models=ModelTable(data.read))
+    assert res.capacity_dropped > 0
     with B.read_bundle(res.path) as b:
         assert np.array_equal(b.cell_counts, live.cell_counts())
         for m in b.models:

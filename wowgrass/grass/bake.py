@@ -226,6 +226,20 @@ def record_source(map_name: str, data_root, build: str | None, tiles) -> None:
         log.info("could not record the data source in %s: %s", path, exc)
 
 
+def client_draw_capacity(inst, catalog, strategy, models: ModelTable):
+    """What the client draws of a placement: (the instances kept, how many its draw capacity dropped),
+    or (``inst``, None) where no capacity applies (the coverage placement, ``client_capacity=0``).
+    Per chunk, so a chunk placed alone keeps what it keeps in its whole tile (the workbench's session)."""
+    if strategy.name != "client" or not strategy.constants.client_capacity:
+        return inst, None
+    used = np.unique(np.asarray(inst.model)).tolist()
+    geometry = {m: models.geometry(catalog.models[m]) for m in used}
+    keep = draw_capacity(inst.chunk, inst.model, geometry, client_picks(strategy.constants, catalog),
+                         is_335_routine(catalog))
+    dropped = int(keep.size - np.count_nonzero(keep))
+    return (inst.take(keep) if dropped else inst), dropped
+
+
 def provenance(*, adt_bytes, tile, catalog, strategy, map_name, big_alpha, models: list[B.ModelInfo],
                effect_ids, capacity: list[ModelGeometry] | None = None) -> dict:
     """What a bundle's key hashes; ``capacity``: the models' textures and counts a client bake's draw
@@ -325,15 +339,8 @@ def bake_tile(
             rebuilt = f"{type(exc).__name__}: {exc.reason}"
             log.warning("%s; the bundle is baked again", exc)
     t2, c2 = time.perf_counter(), time.process_time()
-    inst = strategy.place(tile, catalog, map_name=map_name)
-    dropped = None
-    if capacity is not None:
-        geometry = dict(zip(used_models.tolist(), capacity))
-        keep = draw_capacity(inst.chunk, inst.model, geometry, client_picks(strategy.constants, catalog),
-                             is_335_routine(catalog))
-        dropped = int(keep.size - np.count_nonzero(keep))
-        if dropped:
-            inst = inst.take(keep)
+    inst, dropped = client_draw_capacity(strategy.place(tile, catalog, map_name=map_name), catalog, strategy,
+                                         models)
     t3, c3 = time.perf_counter(), time.process_time()
     # the bundle's model table: catalogue model index -> info (only models in use get instances)
     table = _ModelInfos(catalog.models, dict(zip(used_models.tolist(), infos)))

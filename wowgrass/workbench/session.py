@@ -116,6 +116,7 @@ class EditSession:
         self.placement = placement
         self.msb_first = bool(msb_first)
         self.strategy = make_strategy(placement, constants)
+        self._model_table = None      # detail models' geometry for the draw capacity, read on demand
         from wowgrass.grass.bake import canonical_map
 
         self._placed_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
@@ -581,9 +582,19 @@ class EditSession:
             key = (int(tile[0]), int(tile[1]))
             inst = self._placed.get(key)
             if inst is None:
-                inst = self.strategy.place(self._state(key).tile, self.catalog, map_name=self._placed_name)
+                inst = self._place(self._state(key).tile)
                 self._placed[key] = inst
             return inst
+
+    def _place(self, tile):
+        """The strategy's placement of a tile, less what the client's draw capacity drops (as a
+        client bake of the saved tile keeps it: grass/bake.py)."""
+        from wowgrass.grass.bake import ModelTable, client_draw_capacity
+
+        if self._model_table is None:
+            self._model_table = ModelTable(self.data.read)
+        inst = self.strategy.place(tile, self.catalog, map_name=self._placed_name)
+        return client_draw_capacity(inst, self.catalog, self.strategy, self._model_table)[0]
 
     def place_chunks(self, tile, chunk_indices) -> dict:
         """{MCNK index: Instances} of some chunks of a tile, placed now (what a viewer re-uploads after
@@ -609,7 +620,7 @@ class EditSession:
                 keep = np.zeros(256, bool)
                 keep[todo] = True
                 masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
-                full_part = self.strategy.place(masked, self.catalog, map_name=self._placed_name)
+                full_part = self._place(masked)
             else:
                 full_part = full
             if full_part is not None:
