@@ -24,6 +24,8 @@ grass chunk of the start tile). Prints and (``--json``) writes:
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import json
 import statistics
 import sys
@@ -189,6 +191,19 @@ def bench_pick(bench, viewer, count=200, seed=1):
             "ms_p99": float(np.percentile(times, 99)), "ms_max": max(times)}
 
 
+def slowest(times, parts, spike) -> dict:
+    """The slowest frame from the write on: its CPU split (before_frame, scene update, render
+    submit, finish) and, under ``--profile-spike``, the functions that took its time."""
+    i = 30 + int(np.argmax(times[30:]))
+    out = {"frame": i, "ms": times[i], "split_ms": dict(zip(("before_frame", "update", "render", "finish"), parts[i]))}
+    if spike is not None:
+        st = pstats.Stats(spike[2])
+        rows = sorted(st.stats.items(), key=lambda kv: kv[1][3], reverse=True)[:25]
+        out["profiled_frame"] = spike[1]
+        out["top_cumulative"] = [f"{v[3] * 1000:.2f} ms {k[2]} ({Path(k[0]).name}:{k[1]})" for k, v in rows]
+    return out
+
+
 def bench_watch(args, out):
     """The start tile as a loose file, rewritten while the view runs at 60 fps pace."""
     from wowgrass.edit.adt_edit import exclude_cells
@@ -224,7 +239,7 @@ def bench_watch(args, out):
         mask = np.zeros((256, 8, 8), bool)
         mask[:128] = True  # half the tile's cells excluded: a real change of bytes
         new, _report = exclude_cells(raw, gp, mask)
-        times, t_write = [], None
+        times, parts, spike, t_write = [], [], None, None
         t_end = None
         t0 = time.perf_counter()
         frame = 0
@@ -233,11 +248,23 @@ def bench_watch(args, out):
             if frame == 30:
                 write_atomic(loose, new)
                 t_write = t
+            prof = cProfile.Profile() if args.profile_spike and frame >= 30 else None
+            if prof:
+                prof.enable()
             bench.before_frame(1 / 60)
+            t1 = time.perf_counter()
             scene.update(viewer.camera.position)
+            t2 = time.perf_counter()
             viewer.render_frame(0.0)
+            t3 = time.perf_counter()
             viewer.ctx.finish()
-            times.append((time.perf_counter() - t) * 1000.0)
+            t4 = time.perf_counter()
+            if prof:
+                prof.disable()
+            times.append((t4 - t) * 1000.0)
+            parts.append([round((b - a) * 1000.0, 3) for a, b in ((t, t1), (t1, t2), (t2, t3), (t3, t4))])
+            if prof and (spike is None or times[-1] > spike[0]):
+                spike = (times[-1], frame, prof)
             frame += 1
             done = bench.reloads and "drawn_s" in bench.reloads[-1]
             if done and t_end is None:
@@ -258,7 +285,8 @@ def bench_watch(args, out):
                 "seen_ms": (r["t0"] - t_write) * 1000.0 + r["seen_s"] * 1000.0 if r else None,
                 "drawn_ms": (r["t0"] - t_write) * 1000.0 + r["drawn_s"] * 1000.0 if r and "drawn_s" in r else None,
                 "frame_ms_median": med, "frame_ms_max_while_reloading": max(around),
-                "max_over_median": max(around) / med, "frame_count": len(times)}
+                "max_over_median": max(around) / med, "frame_count": len(times),
+                "slowest_frame": slowest(times, parts, spike)}
     finally:
         bench.close()
         close_view(data, tgt, scene, viewer)
@@ -276,6 +304,8 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=None, help="folder for the JSON and PNGs")
     ap.add_argument("--watch-tile", type=lambda s: tuple(int(v) for v in s.split(",")), default=None)
     ap.add_argument("--watch-timeout", type=float, default=20.0)
+    ap.add_argument("--profile-spike", action="store_true",
+                    help="profile each frame after the watched write; report the slowest one's functions")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: edit,panels,pick,watch")
     args = ap.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))

@@ -8,7 +8,6 @@ uncaught exceptions, wait for a page-side flag, evaluate expressions, take scree
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import os
 import shutil
@@ -32,10 +31,25 @@ def find_browser() -> str | None:
     return None
 
 
+class BrowserGone(RuntimeError):
+    """The browser process went away (or never answered) while being started or driven."""
+
+
 class Chromium:
     """One headless browser with one page target (a flattened session)."""
 
-    def __init__(self, binary: str, *, size=(1280, 720), gl: str = "swiftshader"):
+    def __init__(self, binary: str, *, size=(1280, 720), gl: str = "swiftshader", attempts: int = 3):
+        self.size = size
+        for attempt in range(attempts):   # a browser that dies while starting (a loaded machine) is started again
+            try:
+                self._start(binary, size, gl)
+                return
+            except BrowserGone as e:
+                self.close()
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"Chromium did not start ({attempts} tries): {e}") from None
+
+    def _start(self, binary, size, gl):
         self.profile = tempfile.mkdtemp(prefix="wowgrass-chromium-")
         r_cmd, w_cmd = os.pipe()   # we write commands -> its fd 3
         r_evt, w_evt = os.pipe()   # it writes replies and events -> our read end
@@ -45,13 +59,11 @@ class Chromium:
                 f"--window-size={size[0]},{size[1]}", "--hide-scrollbars", "--no-sandbox",
                 "--disable-dev-shm-usage", "about:blank"]
 
-        def child():   # the pipe ends on the descriptors the browser expects (via high copies: no clash)
-            a, b = fcntl.fcntl(r_cmd, fcntl.F_DUPFD, 10), fcntl.fcntl(w_evt, fcntl.F_DUPFD, 10)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, preexec_fn=child, pass_fds=(3, 4))
+        # The pipe ends reach the shell as its stdin/stdout and go onto the descriptors the browser expects
+        # by redirects: no preexec_fn (unsafe in a process with threads, and earlier browsers' readers run).
+        shell = 'exec "$@" 3<&0 4>&1 </dev/null >/dev/null'
+        self.proc = subprocess.Popen(["/bin/sh", "-c", shell, "sh", *args], stdin=r_cmd, stdout=w_evt,
+                                     stderr=subprocess.PIPE)
         os.close(r_cmd)
         os.close(w_evt)
         self._out = os.fdopen(w_cmd, "wb", buffering=0)
@@ -61,15 +73,25 @@ class Chromium:
         self.events: list[dict] = []
         self._cv = threading.Condition()
         self._stderr: list[bytes] = []
+        self._closed = False
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
-        self.size = size
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Runtime.enable", "Log.enable", "Page.enable"):
             self.send(domain)
         self.send("Emulation.setDeviceMetricsOverride", width=size[0], height=size[1], deviceScaleFactor=1,
                   mobile=False)
+
+    def _why(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            try:
+                code = self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = "still running"
+        tail = b"".join(self._stderr[-20:]).decode(errors="replace").strip()
+        return f"exit status {code}; stderr: {tail or '(empty)'}"
 
     def _drain_stderr(self):
         for line in self.proc.stderr:
@@ -102,14 +124,18 @@ class Chromium:
         msg = {"id": mid, "method": method, "params": params}
         if session:
             msg["sessionId"] = session
-        self._out.write(json.dumps(msg).encode() + b"\0")
+        try:
+            self._out.write(json.dumps(msg).encode() + b"\0")
+        except BrokenPipeError:
+            raise BrowserGone(self._why()) from None
         end = time.monotonic() + timeout
         with self._cv:
             while mid not in self._replies:
                 left = end - time.monotonic()
-                if left <= 0 or getattr(self, "_closed", False):
-                    raise TimeoutError(f"no reply to {method} from the browser "
-                                       f"({b''.join(self._stderr[-20:]).decode(errors='replace')})")
+                if self._closed:
+                    raise BrowserGone(f"closed before replying to {method}: {self._why()}")
+                if left <= 0:
+                    raise TimeoutError(f"no reply to {method} from the browser ({self._why()})")
                 self._cv.wait(left)
             reply = self._replies.pop(mid)
         if "error" in reply:
@@ -176,16 +202,24 @@ class Chromium:
         return Path(path)
 
     def close(self):
-        try:
-            self.call("Browser.close", timeout=5)
-        except Exception:
-            pass
+        if getattr(self, "proc", None) is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self.call("Browser.close", timeout=5)
+            except Exception:
+                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        try:
+            self._out.close()
+        except OSError:
+            pass
         shutil.rmtree(self.profile, ignore_errors=True)
+        self.proc = None
 
     def __enter__(self):
         return self

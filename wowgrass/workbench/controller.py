@@ -184,6 +184,9 @@ class Workbench(WindowUi):
         if self._watch_roots:
             from .watch import FileWatcher
 
+            if hasattr(self.scene, "keep_spare"):
+                self.scene.keep_spare(1)  # a reloaded tile's second copy, drawn until it replaces the first
+
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 

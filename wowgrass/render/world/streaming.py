@@ -201,6 +201,7 @@ class Scene:
         self._pending: dict[tuple[int, int], bool] = {}  # requested tiles -> complete (not terrain alone)
         self._residency_key = None  # what the last residency pass saw (camera cell, reach, counts)
         self._wanted_count = 0
+        self.spare_tiles = 0  # complete tiles' room kept free: a tile loaded again is drawn twice a while
         # a tile's GL uploads, (bytes, step) run in order under upload_budget bytes a frame
         self.upload_budget = int(upload_budget)
         self._steps: deque = deque()
@@ -373,11 +374,21 @@ class Scene:
     def _near_size(self, arena) -> int:
         """The complete tiles' arena size to grow to: what can be complete at once (within reach +
         hysteresis); for a still frame the tiles in reach now at first."""
-        return max(self._wanted_count, 1) if not arena.capacity and not self.moving else self._expected_near
+        near = max(self._wanted_count, 1) if not arena.capacity and not self.moving else self._expected_near
+        return near + self.spare_tiles
 
     def _near_tiles_hint(self) -> int:
         """How many complete tiles' grass the grass arena makes room for when it grows."""
-        return self._expected_near if self.moving else max(self._wanted_count, 1)
+        return (self._expected_near if self.moving else max(self._wanted_count, 1)) + self.spare_tiles
+
+    def keep_spare(self, tiles: int = 1):
+        """Keep room for ``tiles`` complete tiles more than reach needs, so that a tile loaded again
+        while drawn (a file another program saved) needs no arena growth, a copy of everything
+        resident, inside a frame. Grows now where the terrain arena exists and lacks it."""
+        self.spare_tiles = int(tiles)
+        arena = self.terrain.arena
+        if arena.capacity and not arena.fits(self.spare_tiles):
+            arena.reserve(self.spare_tiles, 0)
 
     def _water_and_wmo_steps(self, key, payload, made) -> list:
         """The tile's WMO models (each uploaded once), its placements and its liquid mesh."""
