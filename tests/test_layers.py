@@ -140,3 +140,64 @@ def test_real_tile_layers(tmp_path):
     assert set(int(e) for e in doc["effects"]) <= {int(v) for v in np.unique(adt.layer_effect)}
     assert doc["effects"]["40199"]["density"] == 3 if "40199" in doc["effects"] else True
     assert not any(e.get("missing") for e in doc["effects"].values())
+
+
+RECIPE = Path(__file__).resolve().parents[1] / "docs" / "recipes" / "blender_scatter_layers.py"
+
+
+def test_blender_recipe_scatters_where_the_layers_say(tmp_path):
+    """docs/recipes/blender_scatter_layers.py in Debian's Blender (geometry nodes over a tile's
+    layers): every instance stands in a cell of the chosen effect without noEffectDoodad, every such
+    cell gets some, about the effect's density a cell, on the terrain's heights; the top-down
+    picture puts the noEffectDoodad cells where no_effect_doodad.png has them."""
+    import shutil
+    import subprocess
+
+    blender = shutil.which("blender")
+    if blender is None:
+        pytest.skip("blender is not installed (Debian: apt-get install blender python3-numpy)")
+    r = run("export", "layers", "-o", tmp_path / "layers", "--tile", "32,32", "--json", "-q")
+    assert r.exit_code == 0, r.output
+    folder = Path(json.loads(r.stdout)["tiles"][0]["folder"])
+    doc = json.loads((folder / "layers.json").read_text())
+    report, picture = tmp_path / "scatter.json", tmp_path / "scatter.png"
+    proc = subprocess.run([blender, "-b", "--factory-startup", "--python", str(RECIPE), "--", str(folder),
+                           "--report", str(report), "--render", str(picture), "--render-size", "512"],
+                          capture_output=True, text=True, timeout=600)
+    assert report.is_file() and picture.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    rep = json.loads(report.read_text())
+    eff, noe = img(folder / "effect.png"), img(folder / "no_effect_doodad.png")
+    effect = rep["effect"]
+    density = doc["effects"][str(effect)]["density"]
+    assert density > 0 and noe.any() and (noe[eff == effect] > 0).any()  # the case the recipe must handle
+    pos = np.array(rep["positions"])
+    cell = TILE_SIZE / 128
+    fx, fy = (doc["world"]["west_y"] - pos[:, 1]) / cell, (doc["world"]["north_x"] - pos[:, 0]) / cell
+    px, py = np.floor(fx).astype(int), np.floor(fy).astype(int)
+    assert px.min() >= 0 and py.min() >= 0 and px.max() < 128 and py.max() < 128
+    on_edge = np.minimum(np.abs(fx - np.round(fx)), np.abs(fy - np.round(fy))) < 1e-3  # float32 at a boundary
+    wrong = ((eff[py, px] != effect) | (noe[py, px] > 0)) & ~on_edge
+    assert not wrong.any(), f"{wrong.sum()} of {len(pos)} instances in cells the layers exclude"
+    eligible = (eff == effect) & (noe == 0)
+    counts = np.zeros((128, 128), np.int64)
+    np.add.at(counts, (py, px), 1)
+    assert rep["eligible_cell_count"] == int(eligible.sum())
+    assert (counts[eligible] > 0).mean() > 0.99
+    per_cell = counts[eligible].mean()   # surface area: slopes hold a little more than the flat cell
+    assert density * 0.95 < per_cell < density * 1.25, per_cell
+    # on the terrain: heights.png's bilinear height under each instance, within a few of its steps
+    meta = doc["files"]["heights.png"]
+    h = img(folder / "heights.png") * meta["scale"] + meta["offset"]
+    gx, gy = np.clip(fx, 0, 127.999), np.clip(fy, 0, 127.999)
+    x0, y0 = gx.astype(int), gy.astype(int)
+    tx, ty = gx - x0, gy - y0
+    ground = (h[y0, x0] * (1 - tx) * (1 - ty) + h[y0, x0 + 1] * tx * (1 - ty) + h[y0 + 1, x0] * (1 - tx) * ty
+              + h[y0 + 1, x0 + 1] * tx * ty)
+    # a quad's two triangles (either diagonal) differ from the bilinear surface by at most a quarter
+    # of its twist
+    twist = np.abs(h[y0, x0] - h[y0, x0 + 1] - h[y0 + 1, x0] + h[y0 + 1, x0 + 1])
+    assert (np.abs(pos[:, 2] - ground) <= twist / 4 + 0.01).all()
+    # the picture: one pixel block a cell, red exactly where no_effect_doodad.png is set
+    shot = np.asarray(Image.open(picture).convert("RGB")).astype(int)[2::4, 2::4]
+    red = (shot[..., 0] > 150) & (shot[..., 1] < 80)
+    assert (red == (noe > 0)).mean() > 0.995
