@@ -8,6 +8,8 @@ pick never waits for the frame in flight.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from wowgrass.formats.adt import TILE_SIZE
@@ -72,25 +74,28 @@ def pick_ground(scene, origin, direction, *, reach: float = 1500.0, step: float 
     return np.array([p[0], p[1], h[hit]])
 
 
-_BOUNDS: dict = {}  # id(scene) -> (scene.version, lowest, highest ground)
+_TILE_SPAN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # AdtTile -> (lowest, highest)
+
+
+def _tile_span(adt) -> tuple[float, float]:
+    """A tile's lowest and highest ground, once per decoded tile (a reloaded tile is a new object):
+    a pick after tiles arrive walks the resident tiles' two numbers, not their heights."""
+    span = _TILE_SPAN.get(adt)
+    if span is None:
+        h = np.asarray(adt.heights, np.float64) + np.asarray(adt.positions, np.float64)[:, 2:3]
+        span = _TILE_SPAN[adt] = (float(h.min()), float(h.max()))
+    return span
 
 
 def _height_span(scene, o, d, reach: float):
     """The part [t0, t1] of the ray within ``reach`` that lies between the resident ground's lowest
     and highest point (None: none of it): the march samples only there."""
-    version = getattr(scene, "version", None)
-    cached = _BOUNDS.get(id(scene))
-    if cached is None or cached[0] != version or version is None:
-        lo, hi = np.inf, -np.inf
-        for t in scene.tiles.values():
-            g = getattr(t, "adt", None)
-            if g is None:
-                continue
-            h = np.asarray(g.heights, np.float64) + np.asarray(g.positions, np.float64)[:, 2:3]
-            lo, hi = min(lo, float(h.min())), max(hi, float(h.max()))
-        _BOUNDS.clear()  # one scene at a time is picked in
-        cached = _BOUNDS[id(scene)] = (version, lo, hi)
-    _v, lo, hi = cached
+    lo, hi = np.inf, -np.inf
+    for t in scene.tiles.values():
+        g = getattr(t, "adt", None)
+        if g is not None:
+            a, b = _tile_span(g)
+            lo, hi = min(lo, a), max(hi, b)
     if not lo <= hi:
         return None
     z, dz = float(o[2]), float(d[2])
