@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.errors import UsageError
-from wowgrass.formats.adt import NO_EFFECT_IDS, AdtTile
+from wowgrass.formats.adt import NO_EFFECT_IDS, AdtTile, pack_doodad_mapping
 
 STALE_MARGIN = 0.25
 BACKUP_SUFFIX = ".bak"
@@ -193,18 +193,6 @@ class EditReport:
 
 # ----------------------------------------------------------------------------- the primitive
 
-def _encode_mapping(dm: np.ndarray, msb_first: bool) -> np.ndarray:
-    """(n, 8, 8) layer indices -> (n, 16) bytes, the inverse of the reader's decode."""
-    dm = np.asarray(dm, np.uint8) & 3
-    n = dm.shape[0]
-    if msb_first:
-        shifts = (3 - (np.arange(8) & 3)) * 2
-        vals = (dm << shifts[None, None, :].astype(np.uint8)).reshape(n, 8, 2, 4).sum(axis=-1, dtype=np.uint8)
-        return vals.reshape(n, 16)
-    rows = (dm.astype("<u2") << (2 * np.arange(8, dtype=np.uint16))[None, None, :]).sum(axis=-1, dtype="<u2")
-    return np.ascontiguousarray(rows.astype("<u2")).view(np.uint8).reshape(n, 16)
-
-
 def _encode_bits(mask: np.ndarray) -> np.ndarray:
     """(n, 8, 8) bool -> (n, 8) bytes, bit c of byte r (LSB first)."""
     return np.packbits(np.asarray(mask, bool), axis=-1, bitorder="little").reshape(-1, 8)
@@ -237,7 +225,7 @@ def patch_fields(adt_bytes, tile: AdtTile, *, effect=None, doodad_mapping=None, 
             raise UsageError("doodadMapping layer indices must be 0..3")
         sel = np.flatnonzero((dm != tile.doodad_mapping).reshape(256, -1).any(axis=1))
         if sel.size:
-            arr[ofs["doodad_mapping"][sel, None] + np.arange(16)[None, :]] = _encode_mapping(
+            arr[ofs["doodad_mapping"][sel, None] + np.arange(16)[None, :]] = pack_doodad_mapping(
                 dm[sel], tile.doodad_map_msb_first)
         counts["doodad_mapping"] = int(sel.size)
     if no_effect is not None:
