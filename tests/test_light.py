@@ -11,12 +11,21 @@ from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
 from wowgrass.formats.dbc import schema_for, write_dbc
-from wowgrass.game.light import (BANDS_PER_SET, COLOR_BANDS, CORNER, FLOAT_BANDS, FLOATS_PER_SET, UNITS,
-                                 LightTables, LightUnavailable, client_sun_direction, light_world_positions,
+from wowgrass.game.light import (LightTables, LightUnavailable, client_sun_direction, light_world_positions,
                                  load_light_tables, model_colors, parse_clock, scene_light)
 from wowgrass.samples import tables as T
 
 LAKE = (-56.0, -121.0, 40.0)
+
+# The tables' layout as client.md section 6 and formats.md give it, stated here rather than taken
+# from the module under test, so that a wrong constant there fails these tests.
+BANDS_PER_SET, FLOATS_PER_SET = 18, 6     # int band k of set P: row P*18 - 17 + k; float: P*6 - 5 + k
+UNITS = 36.0                              # positions, radii and fog distances in 1/36 yard
+CORNER = 32 * 1600.0 / 3.0                # ZEROPOINT: 32 tiles of 533.333 yards
+COLOR_BANDS = ("diffuse", "ambient", "sky_top", "sky_middle", "sky_band1", "sky_band2", "sky_smog", "fog",
+               "shadow_opacity", "sun", "cloud_sun", "cloud_emissive", "cloud_layer1_ambient",
+               "cloud_layer2_ambient", "ocean_shallow", "ocean_deep", "river_shallow", "river_deep")
+FLOAT_BANDS = ("fog_end", "fog_start_scaler", "celestial_glow", "cloud_density", "float_band_4", "float_band_5")
 
 
 def sample_raw(build="3.3.5", lake=LAKE):
