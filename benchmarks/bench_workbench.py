@@ -121,6 +121,8 @@ def bench_panels(bench, viewer, frames):
     bench.ui = panels
     bench.toggle_overlay("sets", True)
     bench.pick_at(viewer.target.size[0] / 2, viewer.target.size[1] * 0.75)  # the Cell panel shows
+    wait_idle(bench)  # its info, where the session had not read the tile, comes from the worker
+    bench.before_frame(0.0)
     bench.tools.tool = "pick"
     without, with_, ui_ms, build, submit = [], [], [], [], []
     try:
@@ -184,7 +186,7 @@ def bench_pick(bench, viewer, count=200, seed=1):
         x, y = rng.uniform(0, w), rng.uniform(h * 0.5, h)
         t0 = time.perf_counter()
         p = bench.ground_at(x, y)
-        ref = bench.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
+        ref = bench.cell_at(float(p[0]), float(p[1])) if p is not None else None
         times.append((time.perf_counter() - t0) * 1000.0)
         hits += ref is not None
     return {"pick_count": count, "hit_count": hits, "ms_median": statistics.median(times),

@@ -409,3 +409,74 @@ def test_a_saved_file_names_its_resident_tile_even_if_the_session_never_loaded_i
             assert bench._resident_files_in({tmp_path / "other.adt"}) == []
         finally:
             bench.close()
+
+
+def test_the_cursor_over_a_tile_the_session_has_not_read_finds_its_cell_from_the_view(sample):
+    """The cell under a point comes from the resident tile's grid (chunk positions and order):
+    the same cell as the session's own reading gives, without the session reading the tile (a
+    frame's worth of work for the cursor's first pass over a tile)."""
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.maps import adt_game_path
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.workbench.controller import Workbench
+    from wowgrass.workbench.session import EditSession
+
+    data, map_name = sample
+    fresh = EditSession(data, map_name, placement="coverage")
+    key = fresh.tiles[0]
+    gp = adt_game_path(map_name, *key)
+    view_tile = TileGround(read_tile(data.read(gp), gp))
+    scene = SimpleNamespace(tiles={key: SimpleNamespace(adt=view_tile, full=True)}, terrain=SimpleNamespace(cells=_Cells()),
+                            on_resident=[], version=0)
+    bench = Workbench(fresh, scene, audit=False, panels=False)
+    try:
+        rng = np.random.default_rng(5)
+        x0, y0 = (float(v) for v in view_tile.positions[0, :2])
+        pts = np.column_stack([x0 - rng.uniform(0, 533.3, 300), y0 - rng.uniform(0, 533.3, 300)])
+        got = [bench.cell_at(float(x), float(y)) for x, y in pts]
+        assert key not in fresh._tiles  # the session has not read the tile
+        want = [fresh.cell_at(float(x), float(y)) for x, y in pts]  # reads it
+        assert key in fresh._tiles
+        assert got == want and all(r is not None and r.tile == key for r in got)
+        assert len({r.chunk for r in got}) > 100  # points over most of the tile's chunks
+    finally:
+        bench.close()
+
+
+def test_a_click_on_a_tile_the_session_has_not_read_fills_the_cell_panel_from_the_worker(sample):
+    """The click outlines the cell at once; the session reads the tile on the workbench's thread
+    and the panel's info arrives with a later frame, equal to the session's own cell info. On a
+    tile already read the info is there at once."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.workbench.controller import Workbench, chunk_centre
+    from wowgrass.workbench.session import EditSession
+
+    data, map_name = sample
+    fresh = EditSession(data, map_name, placement="coverage")
+    key = fresh.tiles[0]
+    ground = TileGround(EditSession(data, map_name, placement="coverage").tile(key))
+    scene = SimpleNamespace(tiles={key: SimpleNamespace(adt=ground, full=True)}, terrain=SimpleNamespace(cells=_Cells()),
+                            on_resident=[], version=0)
+    bench = Workbench(fresh, scene, audit=False, panels=False)
+    try:
+        x, y = chunk_centre(key, (7, 3))
+        z = float(ground.heights_at(int(ground.chunk_index_at(x, y)), x, y))
+        cam = Camera.looking_at((x + 30.0, y + 5.0, z + 40.0), (x, y, z))
+        bench.viewer = SimpleNamespace(camera=cam, target=SimpleNamespace(size=(64, 64)), zone_light=None)
+        ref = bench.pick_at(31.5, 31.5)  # the centre pixel: the ray meets the ground at (x, y, z)
+        assert ref is not None and ref.tile == key and ref.chunk == (7, 3)
+        assert bench.picked == ref and bench.picked_info is None  # nothing read on the frame's thread yet
+        deadline = time.monotonic() + 30
+        while bench.picked_info is None and time.monotonic() < deadline:
+            bench.before_frame(0.016)
+            time.sleep(0.01)
+        assert fresh.has_read(key)
+        info = bench.picked_info
+        want = fresh.cell_info(ref)
+        assert info is not None and info["layers"] == want["layers"] and info["grass"] == want["grass"]
+        assert np.allclose(info["world"][:2], (x, y), atol=0.5)
+        # the tile is read now: a second click fills the panel at once
+        assert bench.pick_at(31.5, 31.5) == ref and bench.picked_info is not None
+    finally:
+        bench.close()

@@ -101,7 +101,7 @@ class _JobQueue:
     """The worker's jobs by kind: a file another program saved is reloaded before the overlays of
     tiles that arrived are computed (each a few hundred ms on a slow machine)."""
 
-    ORDER = {None: -1, "reload": 0, "replace": 1, "overlay": 2, "audit": 3}
+    ORDER = {None: -1, "info": 0, "reload": 0, "replace": 1, "overlay": 2, "audit": 3}
 
     def __init__(self):
         import itertools
@@ -332,23 +332,39 @@ class Workbench(WindowUi):
         o, d = pixel_ray(self.viewer.camera, target.size, x * sx, y * sy)
         return pick_ground(self.scene, o, d)
 
+    def cell_at(self, x: float, y: float):
+        """The cell under world (X, Y): from the resident tile's grid where the view has the tile
+        (the session reads a tile only when its cell's details are asked for)."""
+        t = self.scene.tiles.get(self.session.tile_of(x, y))
+        return self.session.cell_at(x, y, grid=getattr(t, "adt", None))
+
     def pick_at(self, x: float, y: float):
-        """Pick the cell under pixel (x, y): its info (``picked_info``) and its outline."""
+        """Pick the cell under pixel (x, y): its outline, and its info (``picked_info``: on the
+        worker, a frame or two later, where the session has not read that tile yet)."""
         t0 = _time.perf_counter()
         p = self.ground_at(x, y)
-        ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
+        ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
         self.pick_ms = (_time.perf_counter() - t0) * 1000.0
         self.picked = ref
         self.picked_info = None
         self.ui_version += 1
         if ref is not None:
-            with self.lock:
-                info = self.session.cell_info(ref)
-            info["world"] = [float(v) for v in p]
-            info["light"] = self.light_at(p)
-            self.picked_info = info
+            world, light = [float(v) for v in p], self.light_at(p)
+            if self.session.has_read(ref.tile):
+                with self.lock:
+                    info = self.session.cell_info(ref)
+                self._show_info(ref, info, world, light)
+            else:  # the session reads the tile (a frame's worth) on the worker; the panel follows
+                self._jobs.put(("info", (ref, world, light)))
         self._sync_terrain()
         return ref
+
+    def _show_info(self, ref, info, world, light):
+        if self.picked != ref:  # picked elsewhere meanwhile
+            return
+        info["world"], info["light"] = world, light
+        self.picked_info = info
+        self.ui_version += 1
 
     def _refresh_pick(self):
         self.ui_version += 1
@@ -406,7 +422,7 @@ class Workbench(WindowUi):
         p = self.ground_at(*self.cursor)
         self.ui_version += 1
         self.hover.world = p
-        self.hover.ref = self.session.cell_at(float(p[0]), float(p[1])) if p is not None else None
+        self.hover.ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
 
     # -- tools --
     def _dab(self):
@@ -680,6 +696,11 @@ class Workbench(WindowUi):
                     grass = self._placed(key, chunks)
                     self._main.put(lambda k=key, c=chunks, g=grass, lb=label:
                                    self._hand_over(k, self._merged(k, c, g), lb))
+                elif kind == "info":
+                    ref, world, light = arg
+                    with self.lock:
+                        info = self.session.cell_info(ref)
+                    self._main.put(lambda r=ref, i=info, w=world, li=light: self._show_info(r, i, w, li))
                 elif kind == "audit":
                     self._run_audit()
                 elif kind == "reload":
