@@ -306,14 +306,34 @@ def _window():
     if not has_display():
         return False, "no display (DISPLAY and WAYLAND_DISPLAY unset)", (
             "windows need X11 or Wayland; use `view -o frame.png` offscreen, or run under xvfb-run")
-    from wowgrass.render.gl.context import WindowTarget
+    # in a process of its own: an X error (a GLX context beside the EGL check's, a screen without
+    # a GL visual) ends the process that meets it, and the report must go on
+    import json
+    import subprocess
 
-    win = WindowTarget((64, 64), samples=0, visible=False)
+    where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     try:
-        return True, f"window on {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')}: " \
-                     f"{win.ctx.info.get('GL_RENDERER')}", ""
-    finally:
-        win.release()
+        r = subprocess.run([sys.executable, "-c", _WINDOW_PROBE], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, f"window on {where}: no answer in 60 s", "check that the display server answers"
+    last = r.stdout.strip().splitlines()[-1:] if r.stdout.strip() else []
+    if r.returncode == 0 and last:
+        return True, f"window on {where}: {json.loads(last[0])['renderer']}", ""
+    err = " ".join(r.stderr.strip().splitlines()[-3:]) or f"exit status {r.returncode}"
+    return False, f"window on {where}: {err}", (
+        "the display offers no OpenGL window (under Xvfb give it a 24-bit screen: "
+        "xvfb-run -s '-screen 0 1280x1024x24'); `view -o frame.png` renders offscreen meanwhile")
+
+
+_WINDOW_PROBE = """
+import json
+from wowgrass.render.gl.context import WindowTarget
+win = WindowTarget((64, 64), samples=0, visible=False)
+try:
+    print(json.dumps({"renderer": win.ctx.info.get("GL_RENDERER")}))
+finally:
+    win.release()
+"""
 
 
 def _data(data_path, tiles: bool = True):

@@ -309,7 +309,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
 def _workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window):
     """The window's workbench factory for ViewOptions.ui (None: no panels), or ``error:`` for a
     combination that cannot work."""
-    offscreen = window is False or (window is None and (output is not None or frames is not None) and not watch)
+    offscreen = window is False or (window is None and (output is not None or frames is not None))
     if procedural:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch work on game data, not --procedural")
@@ -317,6 +317,14 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
     if offscreen:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch are for the window (offscreen frames have no panels)")
+        return None
+    from wowgrass.render.gl.context import has_display
+
+    if not has_display():  # the view falls back to one offscreen frame: what was asked would be lost
+        if panels or watch or overlays:
+            raise UsageError("--panels, --overlay and --watch are for the window, and there is no display "
+                             "(DISPLAY/WAYLAND_DISPLAY unset): run under a desktop or xvfb-run, or drop them "
+                             "to render a frame offscreen")
         return None
     from wowgrass.workbench.panels import imgui_available
 

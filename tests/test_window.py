@@ -10,6 +10,7 @@ directly on a real (hidden) glfw window.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -228,3 +229,31 @@ def test_window_option_conflicts(monkeypatch):
     assert r.exit_code == 2 and "for the window" in r.output
     r = CliRunner().invoke(cli, ["view", "--window", "--quit-after", "0"])
     assert r.exit_code == 2 and "--quit-after" in r.output
+
+
+def test_doctor_on_a_display_reports_every_check(xdisplay):
+    """On a display, ``doctor`` checks an EGL context and a window: a GLX context after the EGL one
+    in a single process ends it with an X error under Mesa, so the window is probed in a process
+    of its own and the report reaches its last line."""
+    r = subprocess.run([sys.executable, "-m", "wowgrass", "doctor", "--no-tiles", "--json"], env=_env(xdisplay),
+                       capture_output=True, text=True, timeout=300)
+    assert "X Error" not in r.stderr, r.stderr
+    report = json.loads(r.stdout)
+    checks = {c["check"]: c for c in report["checks"]}
+    assert {"python", "gl-egl", "gl-window", "data", "cache", "stormlib"} <= set(checks)
+    assert checks["gl-window"]["ok"], checks["gl-window"]
+    assert checks["gl-window"]["detail"].startswith("window on :")
+
+
+def test_doctor_reports_a_display_that_gives_no_window(tmp_path):
+    """A display that cannot be opened: the window check fails with what the probe said, a
+    note (EGL still renders offscreen), and the report goes on."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY",)}
+    env["DISPLAY"] = ":59999"
+    r = subprocess.run([sys.executable, "-m", "wowgrass", "doctor", "--no-tiles", "--json"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    report = json.loads(r.stdout)
+    checks = {c["check"]: c for c in report["checks"]}
+    w = checks["gl-window"]
+    assert not w["ok"] and ":59999" in w["detail"] and "xvfb-run" in w["fix"]
+    assert "stormlib" in checks

@@ -190,8 +190,11 @@ def test_a_stroke_is_one_undo_step_and_reaches_the_scene_dab_by_dab(session):
     (["--output", "x.png", "--panels"], "for the window"),
     (["--frames", "2", "--watch", "--offscreen"], "for the window"),
     (["--procedural", "--overlay", "sets"], "not --procedural"),
+    (["--output", "x.png", "--watch"], "for the window"),
+    (["--frames", "2", "--overlay", "sets"], "for the window"),
 ])
-def test_view_refuses_panels_offscreen(args, says, tmp_path):
+def test_view_refuses_panels_offscreen(args, says, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["view", *args])
     assert r.exit_code == 2, r.output
     assert says in r.output
@@ -480,3 +483,16 @@ def test_a_click_on_a_tile_the_session_has_not_read_fills_the_cell_panel_from_th
         assert bench.pick_at(31.5, 31.5) == ref and bench.picked_info is not None
     finally:
         bench.close()
+
+
+@pytest.mark.parametrize("flag", [["--panels"], ["--watch"], ["--overlay", "sets"]])
+def test_view_without_a_display_refuses_window_only_options(flag, tmp_path, monkeypatch):
+    """With no display the view would fall back to one offscreen frame: options it would drop
+    are an error that says why, and nothing is written."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["view", *flag])
+    assert r.exit_code == 2, r.output
+    assert "no display" in r.output and "xvfb-run" in r.output
+    assert not (tmp_path / "view.png").exists()
