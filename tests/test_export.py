@@ -420,9 +420,7 @@ def _blender(kind):
     """The command line that runs a script in Blender: Debian's ``blender`` or a Python with the PyPI
     ``bpy`` module (``WOWGRASS_BPY_PYTHON``; about 1 GB, so never installed by default)."""
     if kind == "blender":
-        blender = shutil.which("blender")
-        if blender is None:
-            pytest.skip("blender is not installed (Debian: apt-get install blender python3-numpy)")
+        blender = require_tool("blender", "Debian: apt-get install blender python3-numpy (.ci/run installs it)")
         return [blender, "-b", "--factory-startup", "--python"]
     py = os.environ.get("WOWGRASS_BPY_PYTHON")
     if not py:

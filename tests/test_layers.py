@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
+from conftest import require_tool
 from wowgrass.cli.main import cli
 from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
 from wowgrass.game.tiles import read_adt
@@ -150,12 +151,9 @@ def test_blender_recipe_scatters_where_the_layers_say(tmp_path):
     layers): every instance stands in a cell of the chosen effect without noEffectDoodad, every such
     cell gets some, about the effect's density a cell, on the terrain's heights; the top-down
     picture puts the noEffectDoodad cells where no_effect_doodad.png has them."""
-    import shutil
     import subprocess
 
-    blender = shutil.which("blender")
-    if blender is None:
-        pytest.skip("blender is not installed (Debian: apt-get install blender python3-numpy)")
+    blender = require_tool("blender", "Debian: apt-get install blender python3-numpy (.ci/run installs it)")
     r = run("export", "layers", "-o", tmp_path / "layers", "--tile", "32,32", "--json", "-q")
     assert r.exit_code == 0, r.output
     folder = Path(json.loads(r.stdout)["tiles"][0]["folder"])

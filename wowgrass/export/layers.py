@@ -32,6 +32,7 @@ import numpy as np
 
 from wowgrass.fileio import write_atomic
 from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.game.tiles import tile_grid
 
 CELLS = 128
 TEXELS = 1024
@@ -49,16 +50,6 @@ def png(arr: np.ndarray) -> bytes:
     else:
         Image.fromarray(np.ascontiguousarray(arr, np.uint8)).save(buf, "PNG")   # mode L
     return buf.getvalue()
-
-
-def tile_grid(per_chunk: np.ndarray, index_xy: np.ndarray) -> np.ndarray:
-    """(256, n, n, ...) chunk blocks -> (16 n, 16 n, ...) tile image: chunk IndexX east, IndexY south."""
-    n = per_chunk.shape[1]
-    out = np.zeros((16 * n, 16 * n) + per_chunk.shape[3:], per_chunk.dtype)
-    ix, iy = np.asarray(index_xy[:, 0], np.int64), np.asarray(index_xy[:, 1], np.int64)
-    v = out.reshape(16, n, 16, n, *per_chunk.shape[3:])
-    v[iy, :, ix, :] = per_chunk
-    return out
 
 
 def cell_effects(tile) -> np.ndarray:
@@ -122,15 +113,15 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         write_atomic(out / name, data)
         files[name] = len(data)
 
-    eff = tile_grid(cell_effects(tile), tile.index_xy)
+    eff = tile_grid(tile, cell_effects(tile))
     if eff.max(initial=0) > 0xFFFF:
         from wowgrass.errors import UsageError
 
         raise UsageError(f"tile {col},{row}: effect id {int(eff.max())} does not fit a 16-bit image")
     put("effect.png", eff.astype(np.uint16))
-    put("no_effect_doodad.png", tile_grid(np.asarray(tile.no_effect_doodad, bool), tile.index_xy).astype(np.uint8) * 255)
-    put("doodad_mapping.png", tile_grid(np.asarray(tile.doodad_mapping, np.uint8) & 3, tile.index_xy))
-    dom = tile_grid(dominant_textures(tile), tile.index_xy)
+    put("no_effect_doodad.png", tile_grid(tile, np.asarray(tile.no_effect_doodad, bool)).astype(np.uint8) * 255)
+    put("doodad_mapping.png", tile_grid(tile, np.asarray(tile.doodad_mapping, np.uint8) & 3))
+    dom = tile_grid(tile, dominant_textures(tile))
     put("texture.png", np.where(dom < 0, 0xFFFF, dom).astype(np.uint16))
 
     weights = texture_weights(tile)
@@ -141,7 +132,7 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         for k in range(4):   # a texture may sit in different layer slots in different chunks
             sel = tex_of_layer[:, k] == t
             per_chunk[sel] += weights[sel, k]
-        img = tile_grid(np.minimum(per_chunk, 255).astype(np.uint8), tile.index_xy)
+        img = tile_grid(tile, np.minimum(per_chunk, 255).astype(np.uint8))
         if not img.any():
             continue
         name = f"alpha.{int(t):02d}.{safe_name(tile.textures[t])}.png"
