@@ -230,6 +230,20 @@ def test_audit_picture_colours_the_faults(broken, tmp_path):
 
     w, h = Image.open(out).size
     assert w == 1024 and h > 512                 # 4 pixels a cell, the legend below
+    # each tile labelled in its north-west corner: white text on a dark box, the two labels
+    # ("31,32", "32,32") differing; the picture without labels has no such box there
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    plain = a.picture(scale=4)[0].astype(int)
+    corners = []
+    for i in range(2):
+        box = img[2:20, i * 512 + 2: i * 512 + 50]
+        dark = (box == 20).all(axis=-1)
+        white = (box == 255).all(axis=-1)
+        assert dark.mean() > 0.4 and white.sum() > 10, (i, dark.mean(), white.sum())
+        assert not (plain[2:20, i * 512 + 2: i * 512 + 50] == 20).all(axis=-1).any()
+        corners.append(white)
+    assert (corners[0] != corners[1]).any()
+    assert (img[60:512, 60:500] == plain[60:512, 60:500]).all()  # the rest of the tile untouched
 
 
 def test_fixes_clear_the_audit(broken, tmp_path):
