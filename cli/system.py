@@ -313,10 +313,11 @@ def _window():
 
     where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     try:
-        r = subprocess.run([sys.executable, "-c", _WINDOW_PROBE], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "-c", "from wowgrass.cli.system import window_probe; window_probe()"],
+                           capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         return False, f"window on {where}: no answer in 60 s", "check that the display server answers"
-    last = r.stdout.strip().splitlines()[-1:] if r.stdout.strip() else []
+    last = r.stdout.strip().splitlines()[-1:]
     if r.returncode == 0 and last:
         return True, f"window on {where}: {json.loads(last[0])['renderer']}", ""
     err = " ".join(r.stderr.strip().splitlines()[-3:]) or f"exit status {r.returncode}"
@@ -325,15 +326,17 @@ def _window():
         "xvfb-run -s '-screen 0 1280x1024x24'); `view -o frame.png` renders offscreen meanwhile")
 
 
-_WINDOW_PROBE = """
-import json
-from wowgrass.render.gl.context import WindowTarget
-win = WindowTarget((64, 64), samples=0, visible=False)
-try:
-    print(json.dumps({"renderer": win.ctx.info.get("GL_RENDERER")}))
-finally:
-    win.release()
-"""
+def window_probe():
+    """doctor's window check, run in a child process: a hidden window's renderer as JSON."""
+    import json
+
+    from wowgrass.render.gl.context import WindowTarget
+
+    win = WindowTarget((64, 64), samples=0, visible=False)
+    try:
+        print(json.dumps({"renderer": win.ctx.info.get("GL_RENDERER")}))
+    finally:
+        win.release()
 
 
 def _data(data_path, tiles: bool = True):

@@ -266,7 +266,7 @@ class EditSession:
         key = self.tile_of(x, y)
         if key not in self._present:
             return None
-        if grid is not None and getattr(grid, "positions", None) is not None:
+        if grid is not None:
             t = grid
         else:
             with self._lock:
