@@ -391,6 +391,26 @@ def test_cell_kinds_grow_by_whole_cells_across_chunk_borders():
     assert cells_of(t, footprint("holes", t, margin=0.1)) == {(r, c) for r in range(3) for c in range(3)}
 
 
+def test_touching_is_not_covering():
+    """Exactly on the cells' borders (float64, tile 32_32 whose corner is world (0, 0); 7U / U is 7.0):
+    a box that is exactly a 2x2 block covers those 4 cells, and grown by exactly one cell side it
+    covers the cells nearer than that, not those exactly that far (the same as holes grown)."""
+    from wowgrass.edit.footprints import cover_grid, footprint
+
+    t = flat_tile()
+    block = {(r, c) for r in (6, 7) for c in (6, 7)}
+    ring = {(r, c) for r in range(5, 9) for c in range(5, 9)}
+    for margin, want in ((0.0, block), (U, ring)):
+        grid = cover_grid(t, [[-7 * U, -7 * U]], [[[2 * U, 0.0], [0.0, 2 * U]]], margin)
+        assert {(int(r), int(c)) for r, c in zip(*np.nonzero(grid))} == want
+    holes = np.zeros(256, "<u2")
+    holes[0] = 0x8000
+    assert cells_of(flat_tile(holes=holes), footprint("holes", flat_tile(holes=holes), margin=U)) == ring
+    # a point (a model without bounds) on a cell corner: the cell it belongs to, south-east of it
+    grid = cover_grid(t, [[-7 * U, -7 * U]], np.zeros((1, 3, 2)), 0.0)
+    assert {(int(r), int(c)) for r, c in zip(*np.nonzero(grid))} == {(7, 7)}
+
+
 def test_holes_map_each_bit_to_2x2_cells():
     from wowgrass.edit.footprints import footprint
 
@@ -514,6 +534,7 @@ def test_texture_share_threshold():
     assert at == {0.1: {(0, 0), (0, 1), (0, 2)}, 0.5: {(0, 1), (0, 2)}, 0.7: {(0, 2)}}
     assert cells_of(t, footprint("texture", t, patterns="Tileset\\Elwynn\\*", share=0.7)) == {(0, 2)}
     assert not footprint("texture", t, patterns=["*cobble*"], share=0.1).any()
+    assert cells_of(t, footprint("texture", t, patterns=["*road*"], share=0.0)) == {(0, 0), (0, 1), (0, 2)}
     # the grass patterns: the base layer shows what the road leaves
     assert (0, 2) not in cells_of(t, footprint("texture", t, patterns=["grass"], share=0.5))
     # a layer above covers half of the road: what shows is what counts
