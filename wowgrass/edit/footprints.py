@@ -332,8 +332,8 @@ KIND_COLOURS = {"buildings": (255, 120, 30), "models": (235, 50, 235), "liquid":
 
 def footprint_image(tile: AdtTile, masks: dict, size: int = 512, *, context: FootprintContext | None = None,
                     data=None, outlines: bool = True) -> np.ndarray:
-    """(size, size, 3) uint8, north up: the tile's effect picture (each cell coloured by its
-    effect, :func:`wowgrass.game.tiles.tile_image`) with the cells of each footprint in ``masks``
+    """(size, size, 3) uint8, north up: the tile's effect picture in grey (each cell's shade its
+    effect's, :func:`wowgrass.game.tiles.tile_image`) with the cells of each footprint in ``masks``
     ({kind: (256, 8, 8) bool}) tinted in the kind's colour (:data:`KIND_COLOURS`, later kinds over
     earlier ones), and, with ``outlines``, the buildings' and models' own shapes drawn in white over
     them (what the cells should cover)."""
@@ -341,7 +341,7 @@ def footprint_image(tile: AdtTile, masks: dict, size: int = 512, *, context: Foo
     from wowgrass.game.tiles import tile_image
 
     eff = tile_image(tile, "effects", size).astype(np.float32)
-    rgb = eff * 0.25 + eff.mean(axis=-1, keepdims=True) * 0.35 + 40      # muted: the tints stand out
+    rgb = np.repeat(eff.mean(axis=-1, keepdims=True) * 0.55 + 45, 3, axis=-1)    # grey: only the tints have colour
     k = np.arange(size) * CELLS // size                 # the cell of each pixel row / column
     for kind, mask in masks.items():
         grid = chunks_to_grid(tile, np.asarray(mask, bool))[k[:, None], k[None, :]]
@@ -360,7 +360,7 @@ def footprint_image(tile: AdtTile, masks: dict, size: int = 512, *, context: Foo
 
 
 def _draw_polygon(rgb: np.ndarray, poly: np.ndarray) -> None:
-    """White outline of ``poly`` ((k, 2) pixel (row, column)); a point as a small cross."""
+    """White outline of ``poly`` ((k, 2) pixel (row, column)); a point as a cross."""
     size = rgb.shape[0]
     ends = np.roll(poly, -1, axis=0)
     pts = [poly]
@@ -368,8 +368,9 @@ def _draw_polygon(rgb: np.ndarray, poly: np.ndarray) -> None:
         n = int(np.ceil(np.abs(b - a).max() * 2)) + 1
         pts.append(a + (b - a) * np.linspace(0, 1, n)[:, None])
     p = np.concatenate(pts)
-    if np.ptp(poly, axis=0).max() < 1:                    # a point: a cross, 5 pixels
-        p = np.concatenate([p + [d, 0] for d in (-2, -1, 0, 1, 2)] + [p + [0, d] for d in (-2, -1, 1, 2)])
+    arm = size // 512
+    if np.ptp(poly, axis=0).max() < 1 and arm:          # a point: a cross, bigger on bigger pictures
+        p = np.concatenate([p + [d, 0] for d in range(-arm, arm + 1)] + [p + [0, d] for d in range(-arm, arm + 1)])
     ij = np.floor(p).astype(np.int64)
     ok = ((ij >= 0) & (ij < size)).all(axis=1)
     rgb[ij[ok, 0], ij[ok, 1]] = 255
