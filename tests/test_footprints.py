@@ -210,12 +210,14 @@ def test_sample_models_cover_their_turned_and_scaled_boxes(sample, terrain, samp
     assert len(ctx.notes) == 1 and "no game data" in ctx.notes[0]
 
 
-@pytest.mark.parametrize("build", ["3.3.5", "1.12"])
+@pytest.mark.parametrize("build", ["3.3.5", "2.4.3", "1.12"])
 def test_sample_lake_covers_its_wet_cells(terrain, build, request):
     from wowgrass.edit.footprints import footprint
     from wowgrass.samples.features import tile_features
 
-    tile = request.getfixturevalue("sample" if build == "3.3.5" else "sample_112")
+    tile = {"3.3.5": request.getfixturevalue("sample"), "1.12": request.getfixturevalue("sample_112")}.get(build)
+    tile = _sample_tile(terrain, build) if tile is None else tile
+    assert (tile.mh2o is not None) == (build == "3.3.5")
     gen = terrain.tile(32, 32, alpha_bits=8 if build == "3.3.5" else 4, fix_alpha=build == "1.12")
     liq = tile_features(build, terrain, gen, 32, 32)["liquid"]      # what the generator made wet
     wet = np.zeros((256, 8, 8), bool)
@@ -242,6 +244,26 @@ def test_mclq_tile_bytes_0x0f_are_dry(sample_112):
     assert n > 0 and want.any() and not want.all()
     assert np.array_equal(footprint("liquid", sample_112), want)
     assert footprint("liquid", sample_112, margin=0.5).sum() > want.sum()
+
+
+def test_sample_world_built_for_112(sample, sample_data):
+    """The 1.12 sample world as `wowgrass sample build --build 1.12` writes it (MPQs, v256 models,
+    MCLQ): the tile and the models' bounds read through the game data cover what the 3.3.5 tile
+    covers with its models served directly (the same placements, the same boxes)."""
+    from wowgrass.edit.footprints import FootprintContext, footprint
+    from wowgrass.game.data import open_data
+    from wowgrass.game.tiles import load_tile
+    from wowgrass.samples import sample_data_path
+
+    data = open_data(sample_data_path("1.12", (1, 1), 0))
+    tile, _raw, _src = load_tile(data=data, map_name="WowgrassSample", tile=(32, 32))
+    assert tile.mh2o is None and any(p is not None for p in tile.liquids)
+    ctx = FootprintContext(data)
+    for kind in ("buildings", "models", "liquid"):          # (holes follow the 4- or 8-bit rock alpha)
+        for margin in (0.0, 2.0):
+            want = footprint(kind, sample, margin=margin, context=FootprintContext(sample_data))
+            assert np.array_equal(footprint(kind, tile, margin=margin, context=ctx), want), (kind, margin)
+    assert ctx.notes == [] and footprint("models", tile, context=ctx).sum() > len(tile.mddf)
 
 
 def test_footprint_picture_tints_the_sample(sample, terrain, sample_data, tmp_path):
