@@ -37,9 +37,14 @@ import math
 
 import numpy as np
 
+from wowgrass.edit.adt_edit import match_textures, visible_shares
+from wowgrass.edit.masks import chunks_to_grid, grid_to_chunks, liquid_mask, slope_mask
 from wowgrass.errors import FormatError, UsageError
 from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile
-from wowgrass.game.tiles import grid_chunks
+from wowgrass.formats.m2 import M2Model
+from wowgrass.formats.wmo import model_path
+from wowgrass.game.mapobjects import modf_bounds, placement_matrices
+from wowgrass.game.tiles import tile_image
 
 KINDS = ("buildings", "models", "liquid", "holes", "slope", "texture")
 CELL = UNIT_SIZE                 # yards a side of a cell
@@ -68,9 +73,6 @@ class FootprintContext:
         """(2, 3) model-space (min, max) of the M2 that MMDX ``name`` names (``.mdx``/``.mdl`` read
         as ``.m2``), None (and a note) where there is no data, the model is missing or unreadable,
         or its box is not finite."""
-        from wowgrass.formats.m2 import M2Model
-        from wowgrass.formats.wmo import model_path
-
         data = self.data if data is None else data
         path = model_path(name.replace("/", "\\"))
         key = path.lower()
@@ -110,7 +112,7 @@ def footprint(kind: str, tile: AdtTile, *, data=None, margin: float = 0.0, conte
     if extra:
         takes = ", ".join(PARAMS[kind]) or "no parameters"
         raise UsageError(f"footprint {kind}: unknown parameter(s) {', '.join(extra)} ({kind} takes {takes})")
-    margin = _yards(margin, "margin")
+    margin = _number(margin, "margin")
     context = FootprintContext(data) if context is None else context
     if kind == "buildings":
         grid = cover_grid(tile, *building_shapes(tile), margin)
@@ -118,24 +120,20 @@ def footprint(kind: str, tile: AdtTile, *, data=None, margin: float = 0.0, conte
         grid = cover_grid(tile, *model_shapes(tile, context, data), margin)
     else:
         if kind == "liquid":
-            from wowgrass.edit.masks import liquid_mask
-
             cells = liquid_mask(tile)
         elif kind == "holes":
             cells = tile.hole_cells()
         elif kind == "slope":
-            from wowgrass.edit.masks import slope_mask
-
             if "degrees" not in params:
                 raise UsageError("footprint slope needs degrees= (cells steeper than that)")
-            cells = slope_mask(tile, _yards(params["degrees"], "degrees"))
+            cells = slope_mask(tile, _number(params["degrees"], "degrees"))
         else:
             cells = texture_cells(tile, params.get("patterns"), params.get("share", TEXTURE_SHARE))
         return grow_cells(tile, cells, margin)
-    return grid_chunks(tile, grid)
+    return grid_to_chunks(tile, grid)
 
 
-def _yards(value, what: str) -> float:
+def _number(value, what: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -155,8 +153,6 @@ def tile_origin(tile: AdtTile) -> tuple[float, float]:
 def building_shapes(tile: AdtTile) -> tuple[np.ndarray, np.ndarray]:
     """The buildings' footprints as (centres (n, 2) world X, Y; generators (n, 2, 2)): each MODF
     placement's extents (a world box; its two sides along X and Y)."""
-    from wowgrass.game.mapobjects import modf_bounds
-
     if not len(tile.modf):
         return np.zeros((0, 2)), np.zeros((0, 2, 2))
     b = modf_bounds(tile.modf)[:, :, :2]
@@ -171,8 +167,6 @@ def model_shapes(tile: AdtTile, context: FootprintContext, data=None) -> tuple[n
     """The models' footprints as (centres (n, 2), generators (n, 3, 2)): each MDDF placement's model
     box under its placement matrix, projected on the ground (the box's three edges, a zonotope);
     all generators 0 (its position alone) where the model's bounds are unknown."""
-    from wowgrass.game.mapobjects import placement_matrices
-
     mddf = tile.mddf
     n = len(mddf)
     if not n:
@@ -289,8 +283,6 @@ def grow_offsets(margin: float) -> np.ndarray:
 def grow_cells(tile: AdtTile, cells: np.ndarray, margin: float) -> np.ndarray:
     """(256, 8, 8) ``cells`` with every cell added whose square comes nearer than ``margin`` yards to
     a covered one, across chunk borders within the tile."""
-    from wowgrass.edit.masks import chunks_to_grid
-
     cells = np.asarray(cells, bool)
     if margin <= 0 or not cells.any():
         return cells.copy()
@@ -299,20 +291,18 @@ def grow_cells(tile: AdtTile, cells: np.ndarray, margin: float) -> np.ndarray:
     for dr, dc in grow_offsets(margin).tolist():
         out[max(dr, 0):CELLS + min(dr, 0), max(dc, 0):CELLS + min(dc, 0)] |= \
             grid[max(-dr, 0):CELLS + min(-dr, 0), max(-dc, 0):CELLS + min(-dc, 0)]
-    return grid_chunks(tile, out)
+    return grid_to_chunks(tile, out)
 
 
 def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE) -> np.ndarray:
     """(256, 8, 8) bool: cells where the layers whose texture matches any of ``patterns`` (globs over
     MTEX paths) together show more than ``share`` of the cell (:func:`~wowgrass.edit.adt_edit.visible_shares`)."""
-    from wowgrass.edit.adt_edit import match_textures, visible_shares
-
     if patterns is None:
         raise UsageError("footprint texture needs patterns= (globs over the tile's texture paths)")
     if isinstance(patterns, str):
         patterns = [patterns]
-    share = float(share)
-    if not 0.0 <= share < 1.0:
+    share = _number(share, "share")
+    if share >= 1.0:
         raise UsageError(f"footprint texture share {share}: a fraction, 0 or more and below 1")
     hit = sorted({i for p in patterns for i in match_textures(tile.textures, str(p))})
     if not hit:
@@ -337,9 +327,6 @@ def footprint_image(tile: AdtTile, masks: dict, size: int = 512, *, context: Foo
     ({kind: (256, 8, 8) bool}) tinted in the kind's colour (:data:`KIND_COLOURS`, later kinds over
     earlier ones), and, with ``outlines``, the buildings' and models' own shapes drawn in white over
     them (what the cells should cover)."""
-    from wowgrass.edit.masks import chunks_to_grid
-    from wowgrass.game.tiles import tile_image
-
     eff = tile_image(tile, "effects", size).astype(np.float32)
     rgb = np.repeat(eff.mean(axis=-1, keepdims=True) * 0.55 + 45, 3, axis=-1)    # grey: only the tints have colour
     k = np.arange(size) * CELLS // size                 # the cell of each pixel row / column

@@ -11,6 +11,11 @@ is what ``effects audit --cells-png`` writes. A picture k times that size in bot
 painting over a scaled-up audit picture) is reduced by averaging each k x k block. A pixel whose
 grey level (mean of its colour channels) is 128 or more selects its cell; pictures of more than 8
 bits a channel are scaled by their depth first (16-bit grey: 32,896 of 65,535; floats: 0.502).
+
+``effects exclude --near-objects`` measures from each cell's centre (:func:`near_objects_mask`); the
+ground-effect rules' footprints (:mod:`wowgrass.edit.footprints`) measure each cell's whole square
+against buildings' extents and models' turned and scaled boxes, and grow liquid, holes, slopes and
+textures by a margin; they reuse :func:`slope_mask` and :func:`liquid_mask`.
 """
 
 from __future__ import annotations
