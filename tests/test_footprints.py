@@ -512,6 +512,27 @@ def test_missing_model_is_noted_once_and_read_once():
     assert ctx.notes == ["model World\\Gone.m2: not in the data: its placements cover the cell of their position only"]
 
 
+def test_unreadable_model_and_a_box_that_is_not_one_are_noted():
+    from wowgrass.edit.footprints import FootprintContext, footprint
+
+    t, _data, _ = _one_model()
+    t.models = ["World\\Bad.m2", "World\\Nan.m2"]
+    t.mddf = np.concatenate([t.mddf, t.mddf])
+    t.mddf["name_id"] = [0, 1]
+    nan = box_model((float("nan"), 0.0, 0.0), (1.0, 1.0, 1.0))
+    ctx = FootprintContext(FakeData({"World\\Bad.m2": b"MD20\x08\x01\x00\x00" + b"\0" * 40, "World\\Nan.m2": nan}))
+    assert cells_of(t, footprint("models", t, context=ctx)) == {(20, 30)}
+    assert len(ctx.notes) == 2
+    assert ctx.notes[0].startswith("model World\\Bad.m2: unreadable (")
+    assert ctx.notes[1].startswith("model World\\Nan.m2: its bounding box [[nan")
+    # a context without data notes that once, and a later call with data still reads the model
+    t, data, _ = _one_model()
+    ctx = FootprintContext()
+    assert cells_of(t, footprint("models", t, context=ctx)) == {(20, 30)}
+    assert len(cells_of(t, footprint("models", t, context=ctx, data=data))) > 1
+    assert ctx.notes == ["models: no game data given: every model covers the cell of its position only"]
+
+
 # ----------------------------------------------------------------------------- slope, texture, arguments
 
 def test_slope_footprint_is_the_steep_cells_grown():

@@ -74,24 +74,25 @@ class FootprintContext:
         as ``.m2``), None (and a note) where there is no data, the model is missing or unreadable,
         or its box is not finite."""
         data = self.data if data is None else data
+        if data is None:
+            self.note("models: no game data given: every model covers the cell of its position only")
+            return None
         path = model_path(name.replace("/", "\\"))
         key = path.lower()
         if key in self._bounds:
             return self._bounds[key]
         box = None
-        if data is None:
-            self.note("models: no game data given: every model covers the cell of its position only")
-        else:
-            try:
-                m = M2Model.from_bytes(data.read(path), path)
-                box = np.array([m.bbox_min, m.bbox_max], np.float64)
-                if not (np.isfinite(box).all() and (box[1] >= box[0]).all()):
-                    self.note(f"model {path}: its bounding box {box.tolist()} is not a box: positions only")
-                    box = None
-            except FileNotFoundError:       # GameFileNotFound too
-                self.note(f"model {path}: not in the data: its placements cover the cell of their position only")
-            except (FormatError, UsageError) as exc:
-                self.note(f"model {path}: unreadable ({exc}): its placements cover the cell of their position only")
+        only = "its placements cover the cell of their position only"
+        try:
+            m = M2Model.from_bytes(data.read(path), path)
+            box = np.array([m.bbox_min, m.bbox_max], np.float64)
+            if not (np.isfinite(box).all() and (box[1] >= box[0]).all()):
+                self.note(f"model {path}: its bounding box {box.tolist()} is not a box: {only}")
+                box = None
+        except FileNotFoundError:       # GameFileNotFound too
+            self.note(f"model {path}: not in the data: {only}")
+        except (FormatError, UsageError) as exc:
+            self.note(f"model {path}: unreadable ({exc}): {only}")
         self._bounds[key] = box
         return box
 
