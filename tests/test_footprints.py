@@ -268,6 +268,7 @@ def test_sample_world_built_for_112(sample, sample_data):
 
 def test_footprint_picture_tints_the_sample(sample, terrain, sample_data, tmp_path):
     from wowgrass.edit.footprints import KIND_COLOURS, FootprintContext, footprint, footprint_image
+    from wowgrass.edit.masks import chunks_to_grid
     from wowgrass.fileio import write_image
 
     ctx = FootprintContext(sample_data)
@@ -284,6 +285,11 @@ def test_footprint_picture_tints_the_sample(sample, terrain, sample_data, tmp_pa
     assert abs(house - np.array(KIND_COLOURS["buildings"])).max() < 60 or house.min() == 255   # orange (or its outline)
     far = at(-400.0, -400.0)
     assert not (far[2] > 200 and far[0] < 120)
+    # the white outlines (the house's box, the models' boxes) lie in the cells their footprints tint
+    white = (img == 255).all(axis=-1)
+    tinted = np.kron(chunks_to_grid(sample, masks["buildings"] | masks["models"]), np.ones((4, 4), bool))
+    assert white.sum() > 40 and (white & ~tinted).sum() == 0
+    assert not (footprint_image(sample, masks, 512, context=ctx, outlines=False) == 255).all(axis=-1).any()
 
 
 # ----------------------------------------------------------------------------- a real tile

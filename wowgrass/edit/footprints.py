@@ -357,7 +357,7 @@ def _draw_polygon(rgb: np.ndarray, poly: np.ndarray) -> None:
         pts.append(a + (b - a) * np.linspace(0, 1, n)[:, None])
     p = np.concatenate(pts)
     arm = size // 512
-    if np.ptp(poly, axis=0).max() < 1 and arm:          # a point: a cross, bigger on bigger pictures
+    if np.ptp(poly, axis=0).max() == 0 and arm:         # a point: a cross, bigger on bigger pictures
         p = np.concatenate([p + [d, 0] for d in range(-arm, arm + 1)] + [p + [0, d] for d in range(-arm, arm + 1)])
     ij = np.floor(p).astype(np.int64)
     ok = ((ij >= 0) & (ij < size)).all(axis=1)
