@@ -210,6 +210,28 @@ def test_sample_models_cover_their_turned_and_scaled_boxes(sample, terrain, samp
     assert len(ctx.notes) == 1 and "no game data" in ctx.notes[0]
 
 
+def test_objects_at_names_what_covers_a_cell(sample, sample_data):
+    """Every covered cell has an object that covers it, no cell outside has one, and it is the house
+    (or a rock) by its unique id."""
+    from wowgrass.edit.footprints import FootprintContext, footprint, objects_at
+    from wowgrass.samples.features import HOUSE_UID
+
+    ctx = FootprintContext(sample_data)
+    for kind, margin in (("buildings", 0.0), ("buildings", 3.0), ("models", 0.0), ("models", 2.0)):
+        mask = footprint(kind, sample, margin=margin, context=ctx)
+        chunks = np.flatnonzero(mask.reshape(256, -1).any(axis=1))
+        for i in np.unique(np.concatenate([chunks, np.clip(chunks + 1, 0, 255), np.clip(chunks + 16, 0, 255)])):
+            for k in range(64):
+                found = objects_at(kind, sample, int(i), k, margin=margin, context=ctx)
+                assert bool(found) == bool(mask[i].flat[k]), (kind, margin, i, k)
+                if found and kind == "buildings":
+                    assert found == [{"index": 0, "unique_id": HOUSE_UID, "name": sample.wmos[0]}]
+                if found and kind == "models":
+                    assert {f["name"] for f in found} <= set(sample.models)
+    with pytest.raises(UsageError):
+        objects_at("liquid", sample, 0, 0)
+
+
 @pytest.mark.parametrize("build", ["3.3.5", "2.4.3", "1.12"])
 def test_sample_lake_covers_its_wet_cells(terrain, build, request):
     from wowgrass.edit.footprints import footprint

@@ -205,10 +205,7 @@ def cover_grid(tile: AdtTile, centres: np.ndarray, gens: np.ndarray, margin: flo
     centres, gens = centres[ok], gens[ok]
     if not len(centres):
         return out
-    x0, y0 = tile_origin(tile)
-    # cell units: u rows (south), v columns (east); cell (R, C) is the square [R, R+1] x [C, C+1]
-    cu = np.stack([(x0 - centres[:, 0]) / CELL, (y0 - centres[:, 1]) / CELL], axis=1)
-    g = np.concatenate([-gens / CELL, np.broadcast_to(np.eye(2), (len(cu), 2, 2))], axis=1)
+    cu, g = _grown_by_square(tile, centres, gens)
     m = margin / CELL
     # the cell each centre lies in (what a point footprint covers; inside any other footprint anyway)
     cell = np.floor(cu).astype(np.int64)
@@ -234,6 +231,46 @@ def cover_grid(tile: AdtTile, centres: np.ndarray, gens: np.ndarray, margin: flo
             hit = _near_polygon(poly[k], np.stack([r + 0.5, c + 0.5], axis=1), m)
             out[r[hit], c[hit]] = True
         i = j
+    return out
+
+
+def _grown_by_square(tile: AdtTile, centres: np.ndarray, gens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Footprints in cell units (u rows south, v columns east from the tile's corner: cell (R, C) is
+    the square [R, R+1] x [C, C+1]), their edges with the cell square's two added."""
+    x0, y0 = tile_origin(tile)
+    cu = np.stack([(x0 - centres[:, 0]) / CELL, (y0 - centres[:, 1]) / CELL], axis=1)
+    return cu, np.concatenate([-gens / CELL, np.broadcast_to(np.eye(2), (len(cu), 2, 2))], axis=1)
+
+
+def objects_at(kind: str, tile: AdtTile, chunk: int, cell, *, margin: float = 0.0,
+               context: FootprintContext | None = None, data=None) -> list[dict]:
+    """The placements of ``kind`` (``buildings`` or ``models``) whose footprint, grown by ``margin``,
+    covers cell ``cell`` (0..63, or (row, column)) of MCNK ``chunk``: [{"index" (in MODF / MDDF),
+    "unique_id", "name"}] (why a cell is bare)."""
+    if kind not in ("buildings", "models"):
+        raise UsageError(f"objects_at: {kind!r} is not buildings or models")
+    margin = _number(margin, "margin")
+    context = FootprintContext(data) if context is None else context
+    r, c = divmod(int(cell), 8) if np.ndim(cell) == 0 else (int(cell[0]), int(cell[1]))
+    ix, iy = (int(v) for v in tile.index_xy[int(chunk)])
+    here = np.array([iy * 8 + r, ix * 8 + c])
+    if kind == "buildings":
+        centres, gens = building_shapes(tile)
+        recs, names = tile.modf, tile.wmos
+    else:
+        centres, gens = model_shapes(tile, context, data)
+        recs, names = tile.mddf, tile.models
+    if not len(centres):
+        return []
+    cu, g = _grown_by_square(tile, centres, gens)
+    ok = np.isfinite(cu).all(axis=1) & np.isfinite(g).all(axis=(1, 2))
+    cu, g = np.where(ok[:, None], cu, -1e9), np.where(ok[:, None, None], g, 0.0)
+    hit = (np.floor(cu) == here).all(axis=1) | _near_polygon(_zonotope_polygons(cu, g),
+                                                             np.broadcast_to(here + 0.5, cu.shape), margin / CELL)
+    out = []
+    for i in np.flatnonzero(hit & ok).tolist():
+        k = int(recs["name_id"][i])
+        out.append({"index": i, "unique_id": int(recs["unique_id"][i]), "name": names[k] if 0 <= k < len(names) else ""})
     return out
 
 
@@ -365,4 +402,5 @@ def _draw_polygon(rgb: np.ndarray, poly: np.ndarray) -> None:
 
 
 __all__ = ["CELL", "KINDS", "KIND_COLOURS", "FootprintContext", "building_shapes", "cover_grid", "footprint",
-           "footprint_image", "grow_cells", "grow_offsets", "model_shapes", "texture_cells", "tile_origin"]
+           "footprint_image", "grow_cells", "grow_offsets", "model_shapes", "objects_at", "texture_cells",
+           "tile_origin"]
