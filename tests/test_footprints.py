@@ -461,6 +461,23 @@ def test_touching_is_not_covering():
     assert {(int(r), int(c)) for r, c in zip(*np.nonzero(grid))} == {(7, 7)}
 
 
+def test_chunks_out_of_order_keep_their_cells():
+    """MCNK order is IndexY * 16 + IndexX in every real file, but the footprints follow each chunk's
+    own IndexX/IndexY: a tile whose chunks are stored backwards covers the same ground."""
+    from wowgrass.edit.footprints import footprint
+
+    t = _one_wmo(-(30.5 * U), -(70.5 * U), 9.0, 3.0)
+    t.holes = np.zeros(256, "<u2")
+    t.holes[3 * 16 + 9] = 0x0021
+    back = np.arange(256)[::-1]
+    b = AdtTile.from_arrays(32, 32, positions=t.positions[back], index_xy=t.index_xy[back], holes=t.holes[back],
+                            n_layers=np.ones(256, np.uint8), modf=t.modf, wmos=t.wmos)
+    for kind in ("buildings", "holes"):
+        for margin in (0.0, 3.0):
+            got, want = footprint(kind, b, margin=margin), footprint(kind, t, margin=margin)
+            assert cells_of(b, got) == cells_of(t, want) and not np.array_equal(got, want), (kind, margin)
+
+
 def test_holes_map_each_bit_to_2x2_cells():
     from wowgrass.edit.footprints import footprint
 
