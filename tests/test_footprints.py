@@ -578,6 +578,30 @@ def test_unreadable_model_and_a_box_that_is_not_one_are_noted():
     assert ctx.notes == ["models: no game data given: every model covers the cell of its position only"]
 
 
+def test_damaged_placements_cover_nothing_quietly():
+    """Positions or rotations that are not finite, or far off the map, cover nothing, warn nothing;
+    a name id past the model names is a position alone, and noted."""
+    import warnings
+
+    from wowgrass.edit.footprints import FootprintContext, footprint, objects_at
+
+    rec = np.zeros(5, MDDF_DTYPE)
+    rec["position"] = [(1e30, 0, 1e30), (np.nan, 0, 0), (np.inf, 0, 5), (3e38, 0, -3e38), world_to_file(-2.5 * U, -3.5 * U)]
+    rec["rotation"][3] = (np.nan, 0, 0)
+    rec["scale"] = 1024
+    rec["name_id"] = [0, 0, 0, 0, 7]
+    t, data, _ = _one_model()
+    t.mddf = rec
+    ctx = FootprintContext(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for margin in (0.0, 3.0):
+            got = cells_of(t, footprint("models", t, margin=margin, context=ctx))
+            assert got == ({(2, 3)} if margin == 0 else {(r, c) for r in (1, 2, 3) for c in (2, 3, 4)})
+        assert [o["index"] for o in objects_at("models", t, 0, (2, 3), context=ctx)] == [4]
+    assert ctx.notes == ["MDDF name id 7 is past the tile's 1 model names: positions only"]
+
+
 # ----------------------------------------------------------------------------- slope, texture, arguments
 
 def test_slope_footprint_is_the_steep_cells_grown():

@@ -156,12 +156,14 @@ def building_shapes(tile: AdtTile) -> tuple[np.ndarray, np.ndarray]:
     placement's extents (a world box; its two sides along X and Y)."""
     if not len(tile.modf):
         return np.zeros((0, 2)), np.zeros((0, 2, 2))
-    b = modf_bounds(tile.modf)[:, :, :2]
-    size = b[:, 1] - b[:, 0]
+    with np.errstate(invalid="ignore", over="ignore"):      # damaged records: not finite, skipped later
+        b = modf_bounds(tile.modf)[:, :, :2]
+        size = b[:, 1] - b[:, 0]
     gens = np.zeros((len(b), 2, 2))
     gens[:, 0, 0] = size[:, 0]
     gens[:, 1, 1] = size[:, 1]
-    return (b[:, 0] + b[:, 1]) / 2, gens
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (b[:, 0] + b[:, 1]) / 2, gens
 
 
 def model_shapes(tile: AdtTile, context: FootprintContext, data=None) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +174,8 @@ def model_shapes(tile: AdtTile, context: FootprintContext, data=None) -> tuple[n
     n = len(mddf)
     if not n:
         return np.zeros((0, 2)), np.zeros((0, 3, 2))
-    m = placement_matrices(mddf["position"], mddf["rotation"], mddf["scale"].astype(np.float64) / 1024.0)
+    with np.errstate(invalid="ignore", over="ignore"):      # damaged records: not finite, skipped later
+        m = placement_matrices(mddf["position"], mddf["rotation"], mddf["scale"].astype(np.float64) / 1024.0)
     ids = mddf["name_id"].astype(np.int64)
     lo = np.zeros((n, 3))
     hi = np.zeros((n, 3))
@@ -184,8 +187,9 @@ def model_shapes(tile: AdtTile, context: FootprintContext, data=None) -> tuple[n
         box = context.model_bounds(tile.models[k], data)
         if box is not None:
             lo[sel], hi[sel] = box
-    centre = np.einsum("nij,nj->ni", m[:, :3, :3], (lo + hi) / 2) + m[:, :3, 3]
-    gens = (m[:, :3, :3] * (hi - lo)[:, None, :]).transpose(0, 2, 1)    # column j scaled: edge j
+    with np.errstate(invalid="ignore", over="ignore"):
+        centre = np.einsum("nij,nj->ni", m[:, :3, :3], (lo + hi) / 2) + m[:, :3, 3]
+        gens = (m[:, :3, :3] * (hi - lo)[:, None, :]).transpose(0, 2, 1)    # column j scaled: edge j
     return centre[:, :2], gens[:, :, :2]
 
 
@@ -208,7 +212,7 @@ def cover_grid(tile: AdtTile, centres: np.ndarray, gens: np.ndarray, margin: flo
     cu, g = _grown_by_square(tile, centres, gens)
     m = margin / CELL
     # the cell each centre lies in (what a point footprint covers; inside any other footprint anyway)
-    cell = np.floor(cu).astype(np.int64)
+    cell = np.clip(np.floor(cu), -1, CELLS).astype(np.int64)
     inside = ((cell >= 0) & (cell < CELLS)).all(axis=1)
     out[cell[inside, 0], cell[inside, 1]] = True
     # the cells whose centre may be near: the grown shape's box, clipped to the tile
@@ -265,8 +269,9 @@ def objects_at(kind: str, tile: AdtTile, chunk: int, cell, *, margin: float = 0.
     cu, g = _grown_by_square(tile, centres, gens)
     ok = np.isfinite(cu).all(axis=1) & np.isfinite(g).all(axis=(1, 2))
     cu, g = np.where(ok[:, None], cu, -1e9), np.where(ok[:, None, None], g, 0.0)
-    hit = (np.floor(cu) == here).all(axis=1) | _near_polygon(_zonotope_polygons(cu, g),
-                                                             np.broadcast_to(here + 0.5, cu.shape), margin / CELL)
+    near = (np.abs(here + 0.5 - cu) <= np.abs(g).sum(axis=1) / 2 + margin / CELL).all(axis=1)   # as cover_grid's range
+    hit = (np.clip(np.floor(cu), -1, CELLS) == here).all(axis=1) | near & _near_polygon(
+        _zonotope_polygons(cu, g), np.broadcast_to(here + 0.5, cu.shape), margin / CELL)
     out = []
     for i in np.flatnonzero(hit & ok).tolist():
         k = int(recs["name_id"][i])
