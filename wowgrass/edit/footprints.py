@@ -158,11 +158,9 @@ def building_shapes(tile: AdtTile) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((0, 2)), np.zeros((0, 2, 2))
     with np.errstate(invalid="ignore", over="ignore"):      # damaged records: not finite, skipped later
         b = modf_bounds(tile.modf)[:, :, :2]
-        size = b[:, 1] - b[:, 0]
-    gens = np.zeros((len(b), 2, 2))
-    gens[:, 0, 0] = size[:, 0]
-    gens[:, 1, 1] = size[:, 1]
-    with np.errstate(invalid="ignore", over="ignore"):
+        gens = np.zeros((len(b), 2, 2))
+        gens[:, 0, 0] = b[:, 1, 0] - b[:, 0, 0]
+        gens[:, 1, 1] = b[:, 1, 1] - b[:, 0, 1]
         return (b[:, 0] + b[:, 1]) / 2, gens
 
 
