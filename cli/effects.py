@@ -325,3 +325,11 @@ from wowgrass.cli.effects_sets import diff, edit_set, new_set  # noqa: E402
 
 for _command in (new_set, edit_set, diff):
     effects.add_command(_command)
+
+# ============================================================================= rules
+# `apply`, `why` and `rules` are written in cli/effects_rules.py.
+
+from wowgrass.cli.effects_rules import apply_cmd, rules_cmd, why_cmd  # noqa: E402
+
+for _command in (apply_cmd, why_cmd, rules_cmd):
+    effects.add_command(_command)
