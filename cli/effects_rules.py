@@ -302,16 +302,16 @@ def why_lines(e: dict) -> list[str]:
            + f", height {e['height']:.1f}, slope {e['slope']:.1f} degrees" + (", a hole" if e["hole"] else ""),
            f"  {e['verdict']}"]
     for lay in e["layers"]:
-        eff = str(lay["effect_id"]) + (f" -> {lay['rules_effect_id']}" if lay["rules_effect_id"] != lay["effect_id"]
+        eff = str(lay["effect_id"]) + (f" -> {lay['effect_id_after']}" if lay["effect_id_after"] != lay["effect_id"]
                                        else "")
         out.append(f"  layer {lay['index']}: {lay['texture']}, effect {eff}, shows {lay['share']:.0%} of the cell"
                    + (f"; {lay['rule']}" if lay["rule"] else ""))
     dm = e["doodad_mapping"]
-    out.append(f"  doodadMapping: layer {dm['now']}" + (f" -> {dm['rules']}" if dm["rules"] != dm["now"] else "")
+    out.append(f"  doodadMapping: layer {dm['now']}" + (f" -> {dm['after']}" if dm["after"] != dm["now"] else "")
                + f" (the layer showing most: {dm['best']})")
     ne = e["no_effect_doodad"]
     state = lambda b: "set" if b else "clear"  # noqa: E731
-    line = f"  noEffectDoodad: {state(ne['now'])}" + (f" -> {state(ne['rules'])}" if ne["rules"] != ne["now"] else "")
+    line = f"  noEffectDoodad: {state(ne['now'])}" + (f" -> {state(ne['after'])}" if ne["after"] != ne["now"] else "")
     if ne["excluded_by"]:
         line += f"; excluded by {ne['excluded_by']}: {ne['excluded_because']}"
     if ne["included_by"]:
@@ -399,3 +399,36 @@ def rules_cmd(data_path, map_name, tiles, init, check, rules_path, out, force, n
         return
     note(f"wrote {files[0]}" + (f" and {plural(len(pictures), 'mask picture')}" if pictures else ""))
     click.echo(files[0])
+
+
+# ============================================================================= audit --rules: drift
+
+def audit_drift(data, rules, map_name, ranges, msb_first, as_json) -> dict:
+    """The drift document ``effects audit --rules`` adds: per tile and in all, the cells where the
+    tiles disagree with the rules."""
+    from wowgrass.edit.rules_engine import prepare
+    from wowgrass.edit.rules_explain import drift_map
+
+    plan = prepare(rules, data, map_name, ranges, msb_first=msb_first)
+    bar_cm, cb, state = _progress("drift", as_json)
+    with bar_cm as bar:
+        state["bar"] = bar
+        drifts = drift_map(data, plan, progress=cb)
+    keys = ("cell_count", "effect_layer_count", "effect_cell_count", "mapping_cell_count", "exclude_cell_count",
+            "include_cell_count")
+    per = [d.to_json() for d in drifts]
+    return {"rules": str(rules.path), **{k: sum(p[k] for p in per) for k in keys},
+            "drifted_tile_count": sum(1 for d in drifts if d.drifted), "per_tile": [p for p in per if p["cell_count"]
+                                                                                   or p["effect_layer_count"]]}
+
+
+def drift_lines(doc: dict) -> list[str]:
+    if not doc["drifted_tile_count"]:
+        return [f"  drift: none: every tile is as {Path(doc['rules']).name} wants it"]
+    out = [f"  drift from {Path(doc['rules']).name}: {doc['cell_count']:,} cells in {doc['drifted_tile_count']:,} "
+           f"tile(s): {doc['effect_layer_count']:,} effect ids ({doc['effect_cell_count']:,} cells), "
+           f"{doc['mapping_cell_count']:,} doodadMapping, {doc['exclude_cell_count']:,} to exclude, "
+           f"{doc['include_cell_count']:,} to include (`wowgrass effects apply` puts them right)"]
+    for p in doc["per_tile"][:20]:
+        out.append(f"    {p['tile'][0]},{p['tile'][1]}: {p['cell_count']:,} cells")
+    return out

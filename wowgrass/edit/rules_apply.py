@@ -167,17 +167,17 @@ def _open_worker(spec, overlay, plan) -> None:
     from wowgrass.edit.batch import Overlay
 
     data = spec.open()
-    _WORKER.update(data=Overlay(data, overlay) if overlay else data, plan=plan, context=_context(plan))
+    data = Overlay(data, overlay) if overlay else data
+    _WORKER.update(data=data, plan=plan, context=_context(plan, data))
 
 
-def _context(plan: Plan):
-    """The footprints' per-map cache (model bounds), where some rule uses footprints."""
-    if not any(r.under or r.margin for r in plan.rules.rules if r.kind != "assign"):
+def _context(plan: Plan, data=None):
+    """The footprints' per-map cache (model bounds read once), where some rule uses footprints."""
+    if not any(r.kind != "assign" and r.mask is None for r in plan.rules.rules):
         return None
-    from wowgrass.edit import footprints
+    from wowgrass.edit.footprints import FootprintContext
 
-    ctx = getattr(footprints, "FootprintContext", None)
-    return ctx() if ctx is not None else None
+    return FootprintContext(data)
 
 
 def _one(job) -> tuple[str, bytes | None, TileApply]:
@@ -215,7 +215,7 @@ def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = 
                                  initargs=(base_data(data).spec(), overlay, plan)) as pool:
             collect(pool.map(_one, todo, chunksize=max(1, total // (4 * jobs))))
     else:
-        _WORKER.update(data=data, plan=plan, context=_context(plan))
+        _WORKER.update(data=data, plan=plan, context=_context(plan, data))
         try:
             collect(map(_one, todo))
         finally:
@@ -286,7 +286,7 @@ class RulesOnSave:
         self.settle_s = settle_s
         self.parse_wait_s = parse_wait_s
         self.retries = retries
-        self.context = _context(plan)
+        self.context = _context(plan, data)
         self._mine: dict[Path, tuple] = {}
         self.results: list[SaveResult] = []
         import threading

@@ -108,8 +108,6 @@ def prepare(rules: RuleSet, data, map_name: str | None = None, ranges=None, *, m
                   "declare a [[set]], or allow_missing = true")
     _resolve_areas(rules, plan, data)
     _resolve_masks(rules, plan, mt)
-    if any(r.under for r in rules.rules):
-        _footprints_module(rules)
     return plan
 
 
@@ -238,15 +236,6 @@ def _resolve_masks(rules: RuleSet, plan: Plan, mt) -> None:
         plan.masks[r.order] = {t: g for t, g in grids.items() if t in set(mt.tiles)}
 
 
-def _footprints_module(rules: RuleSet):
-    try:
-        from wowgrass.edit import footprints
-    except ImportError:     # pragma: no cover - the footprints branch not merged
-        line = next(r.line for r in rules.rules if r.under)
-        raise UsageError(f"{rules.path}:{line}: key 'under': this wowgrass has no footprints module") from None
-    return footprints
-
-
 # ----------------------------------------------------------------------------- one tile
 
 @dataclass
@@ -323,30 +312,21 @@ def _mask_cells(r: Rule, plan: Plan, t, cr) -> np.ndarray:
     return np.asarray(grid_to_chunks(t, grid), bool)
 
 
-def _criterion(r: Rule, plan: Plan, t, cr, shares, terrain: _Terrain, data, context) -> np.ndarray:
-    """(256, 8, 8) bool: the cells an exclude/include rule's criterion selects."""
+def _criterion(r: Rule, plan: Plan, t, cr, data, context) -> np.ndarray:
+    """(256, 8, 8) bool: the cells an exclude/include rule's criterion selects (a painted mask as
+    painted; every other kind is :func:`wowgrass.edit.footprints.footprint`, grown by the margin)."""
+    from wowgrass.edit.footprints import footprint
+
     if r.mask is not None:
         return _mask_cells(r, plan, t, cr)
     if r.under is not None:
-        fp = _footprints_module(plan.rules)
-        return np.asarray(fp.footprint(r.under, t, data=data, margin=r.margin, context=context), bool)
-    if r.slope_above is not None:
-        if r.margin:
-            fp = _footprints_module(plan.rules)
-            return np.asarray(fp.footprint("slope", t, data=data, margin=r.margin, context=context,
-                                           degrees=r.slope_above), bool)
-        return terrain.slopes > r.slope_above
-    # textures over a share of the cell
-    if r.margin:
-        fp = _footprints_module(plan.rules)
-        return np.asarray(fp.footprint("texture", t, data=data, margin=r.margin, context=context,
-                                       patterns=list(r.textures), share=r.share), bool)
-    idx = sorted({i for p in r.textures for i in match_textures(t.textures, p)})
-    if not idx:
-        return np.zeros((256, 8, 8), bool)
-    exists = np.arange(4)[None, :] < t.n_layers[:, None]
-    hit = exists & np.isin(t.layer_texture, idx)
-    return (shares * hit[:, :, None, None]).sum(axis=1) > r.share
+        cells = footprint(r.under, t, data=data, margin=r.margin, context=context)
+    elif r.slope_above is not None:
+        cells = footprint("slope", t, data=data, margin=r.margin, context=context, degrees=r.slope_above)
+    else:
+        cells = footprint("texture", t, data=data, margin=r.margin, context=context, patterns=list(r.textures),
+                          share=r.share)
+    return np.asarray(cells, bool)
 
 
 def _why_later(winner: Rule, loser: Rule) -> str:
@@ -411,7 +391,7 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     for r in rules:
         if r.kind == "assign":
             continue
-        cells = _criterion(r, plan, t, cr, shares, terrain, data, context)
+        cells = _criterion(r, plan, t, cr, data, context)
         keep = _cell_filter(r, plan, t, cr, terrain)
         if keep is not None:
             cells = cells & keep

@@ -31,14 +31,14 @@ from wowgrass.errors import UsageError, WowgrassError
 
 def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
     """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
-    exclude rule that excludes it, else the include rule that clears it, else the assign rule that
-    decided the effect id of the layer its doodadMapping names; -1 where no rule does."""
+    exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
+    doodadMapping names, else the include rule that clears it; -1 where no rule does."""
     d = decision if decision is not None else evaluate(t, tile, plan)
     k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
     by_layer = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
     has = (d.mapping < t.n_layers[:, None, None])
     out = np.where(has, by_layer, -1).astype(np.int32)
-    out = np.where(d.include_rule >= 0, d.include_rule, out)
+    out = np.where((out < 0) & (d.include_rule >= 0), d.include_rule, out)
     return np.where(d.exclude_rule >= 0, d.exclude_rule, out).astype(np.int32)
 
 
@@ -184,7 +184,7 @@ def explain_cell(data, plan: Plan, tile, chunk_index: int, cell, *, raw: bytes |
         tex = t.textures[int(t.layer_texture[idx, k])] if 0 <= int(t.layer_texture[idx, k]) < len(t.textures) else None
         o = int(d.effect_rule[idx, k])
         layers.append({"index": k, "texture": tex, "effect_id": int(t.layer_effect[idx, k]),
-                       "rules_effect_id": int(d.effect[idx, k]), "share": round(float(d.shares[idx, k, r, c]), 4),
+                       "effect_id_after": int(d.effect[idx, k]), "share": round(float(d.shares[idx, k, r, c]), 4),
                        "rule": rule(o).label if o >= 0 else None})
     ex, inc = int(d.exclude_rule[idx, r, c]), int(d.include_rule[idx, r, c])
     also = [rule(o).label for o, m in d.selected.items() if m[idx, r, c] and o not in (ex, inc)]
@@ -208,16 +208,16 @@ def explain_cell(data, plan: Plan, tile, chunk_index: int, cell, *, raw: bytes |
                                                           "name": _area_name(data, int(t.area_id[idx]))},
            "height": round(float(cell_heights(t)[idx, r, c]), 3),
            "slope": round(float(cell_slopes(t)[idx, r, c]), 2), "hole": hole, "layers": layers,
-           "doodad_mapping": {"now": dm_now, "rules": dm, "best": int(np.argmax(
+           "doodad_mapping": {"now": dm_now, "after": dm, "best": int(np.argmax(
                np.where(np.arange(4) < n, d.shares[idx, :, r, c], -1.0))) if n else 0},
-           "no_effect_doodad": {"now": bool(t.no_effect_doodad[idx, r, c]), "rules": bool(d.no_effect[idx, r, c]),
+           "no_effect_doodad": {"now": bool(t.no_effect_doodad[idx, r, c]), "after": bool(d.no_effect[idx, r, c]),
                                 "excluded_by": rule(ex).label if ex >= 0 else None,
                                 "excluded_because": (rule(ex).reason or rule(ex).criterion) if ex >= 0 else None,
                                 "included_by": rule(inc).label if inc >= 0 else None,
                                 "also_selected_by": also},
            "effect": effect, "scatter": scatter, "governed_by": rule(gov).label if gov >= 0 else None,
            "drift": bool(dm_now != dm or bool(t.no_effect_doodad[idx, r, c]) != bool(d.no_effect[idx, r, c])
-                         or any(lay["effect_id"] != lay["rules_effect_id"] for lay in layers))}
+                         or any(lay["effect_id"] != lay["effect_id_after"] for lay in layers))}
     out["verdict"] = _verdict(out)
     return out
 
@@ -228,12 +228,12 @@ def _verdict(e: dict) -> str:
     if not e["layers"]:
         return "bare: the chunk has no texture layer"
     ne = e["no_effect_doodad"]
-    if ne["rules"]:
+    if ne["after"]:
         if ne["excluded_by"]:
             return f"bare: excluded by {ne['excluded_by']}: {ne['excluded_because']}"
         return "bare: noEffectDoodad is set (by hand: no rule set it)"
     eff = e["effect"]
-    layer = e["layers"][e["doodad_mapping"]["rules"]] if e["doodad_mapping"]["rules"] < len(e["layers"]) else None
+    layer = e["layers"][e["doodad_mapping"]["after"]] if e["doodad_mapping"]["after"] < len(e["layers"]) else None
     if eff is None or layer is None:
         return "bare: doodadMapping names a layer the chunk lacks"
     who = f" (effect set by {layer['rule']})" if layer["rule"] else ""
@@ -438,15 +438,12 @@ def _stem(texture: str) -> str:
 
 def _learned_exclusions(data, mt, excl_total: int) -> list[str]:
     """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow."""
-    try:
-        from wowgrass.edit import footprints
-    except ImportError:
-        return []
+    from wowgrass.edit import footprints
     from wowgrass.edit.batch import iter_tiles
 
     if not excl_total:
         return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
-    ctx = footprints.FootprintContext() if hasattr(footprints, "FootprintContext") else None
+    ctx = footprints.FootprintContext(data)
     covered: Counter = Counter()
     excluded: Counter = Counter()
     for _gp, _cr, _raw, t in iter_tiles(data, mt):
