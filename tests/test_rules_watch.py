@@ -298,3 +298,15 @@ def test_the_command_follows_saves_one_line_each(client, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_copy_of_a_tile_elsewhere_in_the_folder_is_not_touched(session):
+    s = session
+    stray = s.project / "A old copy" / s.tile.name      # sorts before World/: taken first if at all
+    stray.parent.mkdir()
+    saved = repaint(s.tile.read_bytes(), s.gp, 10)
+    stray.write_bytes(saved)
+    save_in_place(s.tile, saved)
+    res = s.next()
+    assert res.path == s.tile and res.status == "applied"
+    assert stray.read_bytes() == saved

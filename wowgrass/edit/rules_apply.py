@@ -306,9 +306,14 @@ class RulesOnSave:
         event = time.perf_counter()
         out = []
         with self.lock:
+            from wowgrass.edit.batch import base_data
+
+            base = base_data(self.data)
+            if hasattr(base, "refresh"):     # a tile new to the folders must be found
+                base.refresh()
             for p in sorted(Path(x) for x in paths):
                 tile = self.tile_of(p)
-                if tile is None:
+                if tile is None or not self._is_the_tile(base, p, tile):
                     continue
                 res = self.take(p, tile)
                 res.event_time = event
@@ -318,6 +323,21 @@ class RulesOnSave:
                     self.on_result(res)
                 out.append(res)
         return out
+
+    def _is_the_tile(self, base, p: Path, tile) -> bool:
+        """Whether ``p`` is the file the data reads for ``tile`` (not a copy elsewhere in the
+        folders, nor a result under ``out_dir``); a file that is gone is taken (to say so)."""
+        from wowgrass.game.maps import adt_game_path
+
+        if self.out_dir is not None and self.out_dir.resolve() in p.resolve().parents:
+            return False
+        if not p.exists():
+            return True
+        found = base.locate(adt_game_path(self.plan.map, *tile))
+        try:
+            return found is not None and found[1] is None and os.path.samefile(found[0], p)
+        except OSError:
+            return False
 
     def _settled(self, p: Path):
         """The file's bytes once its size and time stop changing and it parses, else (None, why)."""
