@@ -15,7 +15,7 @@ learn_rules(data, map_name, scan=None, out=PATH) -> str               # a starti
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,9 +137,49 @@ def _area_name(data, area_id: int) -> str | None:
     return _AREAS[key].get(int(area_id))
 
 
+#: per-tile work a pick repeats for every cell of a resident tile: (tile, plan, fingerprint) ->
+#: (decision, rule per cell, heights, slopes); a few tiles kept, the tile and plan held so that
+#: their ids are not reused
+_RESIDENT: OrderedDict = OrderedDict()
+_PER_DATA: dict = {}
+
+
+def _fingerprint(t) -> int:
+    return hash((t.n_layers.tobytes(), t.layer_texture.tobytes(), t.layer_effect.tobytes(),
+                 t.doodad_mapping.tobytes(), t.no_effect_doodad.tobytes()))
+
+
+def _per_data(data):
+    """(FootprintContext, ModelTable) kept for the last data source asked about."""
+    hit = _PER_DATA.get("data")
+    if hit is None or hit[0] is not data:
+        from wowgrass.edit.footprints import FootprintContext
+        from wowgrass.grass.bake import ModelTable
+
+        _PER_DATA["data"] = hit = (data, FootprintContext(data), ModelTable(data.read))
+    return hit[1], hit[2]
+
+
+def _resident(data, plan: Plan, t, tile):
+    from wowgrass.edit.masks import cell_slopes
+
+    key = (id(t), id(plan), _fingerprint(t))
+    hit = _RESIDENT.get(key)
+    if hit is not None and hit[0] is t and hit[1] is plan:
+        _RESIDENT.move_to_end(key)
+        return hit[2:]
+    context, _models = _per_data(data)
+    d = evaluate(t, tile, plan, data=data, context=context)
+    entry = (t, plan, d, governing(t, tile, plan, d), cell_heights(t), cell_slopes(t))
+    _RESIDENT[key] = entry
+    while len(_RESIDENT) > 4:
+        _RESIDENT.popitem(last=False)
+    return entry[2:]
+
+
 def _scatter(data, plan: Plan, t, d: Decision, idx: int, cell: int, placement: str) -> dict:
     """What the client scatters in one cell of the tile as the rules leave it."""
-    from wowgrass.grass.bake import ModelTable, client_draw_capacity
+    from wowgrass.grass.bake import client_draw_capacity
     from wowgrass.grass.placement import make_strategy
 
     keep = np.zeros(256, bool)
@@ -150,7 +190,7 @@ def _scatter(data, plan: Plan, t, d: Decision, idx: int, cell: int, placement: s
     strategy = make_strategy(placement)
     inst = strategy.place(after, plan.catalog, map_name=plan.map)
     try:
-        inst = client_draw_capacity(inst, plan.catalog, strategy, ModelTable(data.read))[0]
+        inst = client_draw_capacity(inst, plan.catalog, strategy, _per_data(data)[1])[0]
     except WowgrassError:
         pass
     sel = np.flatnonzero((inst.chunk == idx) & (inst.cell == cell))
@@ -164,7 +204,8 @@ def explain_cell(data, plan: Plan, tile, chunk_index: int, cell, *, raw: bytes |
     now and as the rules want it, the share of the cell each shows, the rule that decided it), the
     doodadMapping, the noEffectDoodad bit and the rules that set or cleared it, the effect set the
     cell takes and what the client scatters there (as the rules leave the tile), and ``verdict``,
-    a sentence. ``cell`` is (column, row) inside the chunk."""
+    a sentence. ``cell`` is (column, row) inside the chunk. The tile's decision is kept for the
+    next cells of the same tile (a pick panel asks cell after cell)."""
     from wowgrass.game.maps import adt_game_path
 
     tile = tuple(int(v) for v in tile)
@@ -176,7 +217,7 @@ def explain_cell(data, plan: Plan, tile, chunk_index: int, cell, *, raw: bytes |
     c, r = (int(v) for v in cell)
     if not (0 <= idx < 256 and 0 <= c < 8 and 0 <= r < 8):
         raise UsageError("a chunk is 0..255 and a cell 0..7, 0..7")
-    d = evaluate(t, tile, plan, data=data)
+    d, gov_cells, heights, slopes = _resident(data, plan, t, tile)
     n = int(t.n_layers[idx])
     rule = plan.rule
     layers = []
@@ -197,17 +238,15 @@ def explain_cell(data, plan: Plan, tile, chunk_index: int, cell, *, raw: bytes |
         "models": [m for m in (row["models"] if row else []) if m],
         "weights": row["weights"] if row else None, "density": row["density"] if row else None,
         "set": next((s for s, i in plan.set_ids.items() if i == eid), None)}
-    from wowgrass.edit.masks import cell_slopes
-
     x, y = (float(v) for v in t.cell_centres()[idx, r, c])
     scatter = _scatter(data, plan, t, d, idx, r * 8 + c, placement) if not hole else {
         "placement": placement, "count": 0, "by_model": {}}
-    gov = int(governing(t, tile, plan, d)[idx, r, c])
+    gov = int(gov_cells[idx, r, c])
     out = {"tile": list(tile), "chunk": [int(v) for v in t.index_xy[idx]], "mcnk_index": idx, "cell": [c, r],
            "centre": [round(x, 3), round(y, 3)], "area": {"id": int(t.area_id[idx]),
                                                           "name": _area_name(data, int(t.area_id[idx]))},
-           "height": round(float(cell_heights(t)[idx, r, c]), 3),
-           "slope": round(float(cell_slopes(t)[idx, r, c]), 2), "hole": hole, "layers": layers,
+           "height": round(float(heights[idx, r, c]), 3),
+           "slope": round(float(slopes[idx, r, c]), 2), "hole": hole, "layers": layers,
            "doodad_mapping": {"now": dm_now, "after": dm, "best": int(np.argmax(
                np.where(np.arange(4) < n, d.shares[idx, :, r, c], -1.0))) if n else 0},
            "no_effect_doodad": {"now": bool(t.no_effect_doodad[idx, r, c]), "after": bool(d.no_effect[idx, r, c]),
