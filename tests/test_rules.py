@@ -568,3 +568,29 @@ def test_learn_rules_writes_only_valid_files(loose, tmp_path):
     assert len(files) == 1 + len(pics) and load_rules(tmp_path / "r.toml").rules
     with pytest.raises(UsageError, match="exists"):
         write_learned(tmp_path / "r.toml", text, pics)
+
+
+def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
+    """The sample's house and rocks (one tile has no building: no footprint there, no failure);
+    the cells excluded are the footprints grown by each rule's margin, and no others changed."""
+    from wowgrass.edit.footprints import footprint
+
+    def fp(kind, t, g, margin):
+        placed = t.modf if kind == "buildings" else t.mddf
+        return footprint(kind, t, data=g, margin=margin) if len(placed) else np.zeros((256, 8, 8), bool)
+
+    text = ("[[exclude]]\nname = 'house'\nunder = 'buildings'\nmargin = 2\n\n"
+            "[[exclude]]\nname = 'rocks'\nunder = 'models'\nmargin = 1\n")
+    changed, bare = 0, 0
+    with open_data(loose) as g:
+        res = apply_rules(g, prepare(parse_rules(text, tmp_path / "r.toml"), g))
+        for tile in ((31, 32), (32, 32)):
+            gp = adt_game_path(MAP_NAME, *tile)
+            old = read_tile(g.read(gp), gp)
+            new = read_tile(res.files.get(gp, g.read(gp)), gp)
+            want = fp("buildings", old, g, 2) | fp("models", old, g, 1)
+            assert (new.no_effect_doodad == (old.no_effect_doodad | want)).all()
+            changed += int((new.no_effect_doodad != old.no_effect_doodad).sum())
+            bare += not len(old.modf)
+    per = {r["name"]: r["cell_count"] for r in res.to_json()["per_rule"]}
+    assert changed > 0 and per["house"] > 0 and per["house"] + per["rocks"] == changed and bare == 1
