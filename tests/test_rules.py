@@ -383,8 +383,13 @@ def test_a_1_12_target_refuses_what_its_client_cannot_load(tmp_path):
 # ----------------------------------------------------------------------------- learned rules
 
 def _zero_tile(path: Path, gp: str) -> bytes:
+    """A careless repaint: every effect id and every noEffectDoodad bit of the tile gone."""
+    from wowgrass.edit.adt_edit import exclude_cells
+
     raw, rep = assign_effect(path.read_bytes(), gp, "*", 0)
     assert rep.layers > 0
+    raw, _ = exclude_cells(raw, gp, np.ones((256, 8, 8), bool), clear=True)
+    assert not read_tile(raw, gp).no_effect_doodad.any()
     path.write_bytes(raw)
     return raw
 
@@ -405,6 +410,7 @@ def test_learned_rules_put_back_a_repaints_lost_ids_on_the_sample(loose, tmp_pat
     assert res.exit_code == 0, res.output
     after = read_tile(tile_path(loose).read_bytes(), gp)
     assert np.array_equal(after.layer_effect, before.layer_effect)
+    assert np.array_equal(after.no_effect_doodad, before.no_effect_doodad) and before.no_effect_doodad.any()
 
 
 def test_learned_rules_put_back_a_repaints_lost_ids_on_a_real_tile(realdata, tmp_path):
@@ -430,6 +436,7 @@ def test_learned_rules_put_back_a_repaints_lost_ids_on_a_real_tile(realdata, tmp
     assert res.exit_code == 0, res.output
     after = read_tile(tile.read_bytes(), gp)
     assert np.array_equal(after.layer_effect, before.layer_effect)
+    assert np.array_equal(after.no_effect_doodad, before.no_effect_doodad) and before.no_effect_doodad.sum() == 340
     assert outside_fields_equal(tile.with_name(tile.name + ".bak").read_bytes(), tile.read_bytes())
     res = run("effects", "apply", "--data", d, "--rules", rules, "--in-place", "--json")
     assert json.loads(res.stdout)["changed_byte_count"] == 0

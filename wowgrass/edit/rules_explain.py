@@ -360,7 +360,8 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
       whose layers carry no id anywhere on the map get the id the client gives them most often
       (``only_unassigned``);
     * the noEffectDoodad bits: a footprint kind (buildings, models, liquid, holes) whose cells are
-      at least 90 % excluded now becomes an exclude rule;
+      at least 90 % excluded now becomes an exclude rule, and the excluded cells none of those
+      explains a painted exclude rule (their picture beside the file);
     * ``[mapping]``: ``stale`` (the audit's rule).
 
     Each rule has a comment saying where it came from."""
@@ -466,7 +467,7 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
                       f"# from the client's maps: {n:,} of their layers of this texture carry {e}"
                       + (f" (then {', '.join(f'{x} ({k:,})' for x, k in ranked[1:4])})" if len(ranked) > 1 else ""),
                       f"textures = [{_toml_str(names[key])}]", f"effect = {e}", 'mode = "only_unassigned"', ""]
-    lines += _learned_exclusions(data, mt, excl_total)
+    lines += _learned_exclusions(data, mt, excl_total, pictures)
     return "\n".join(lines).rstrip() + "\n", pictures
 
 
@@ -475,26 +476,36 @@ def _stem(texture: str) -> str:
     return texture.replace("/", "\\").rsplit("\\", 1)[-1].rsplit(".", 1)[0]
 
 
-def _learned_exclusions(data, mt, excl_total: int) -> list[str]:
-    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow."""
+def _learned_exclusions(data, mt, excl_total: int, pictures: list) -> list[str]:
+    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow, and a
+    painted rule (a picture added to ``pictures``) for the excluded cells none of them explains
+    (the map maker's hand-set bits: a repaint that drops them gets them back)."""
     from wowgrass.edit import footprints
     from wowgrass.edit.batch import iter_tiles
+    from wowgrass.edit.masks import CELLS, chunks_to_grid, selection_box
 
     if not excl_total:
         return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
+    kinds = ("buildings", "models", "liquid", "holes")
     ctx = footprints.FootprintContext(data)
     covered: Counter = Counter()
     excluded: Counter = Counter()
-    for _gp, _cr, _raw, t in iter_tiles(data, mt):
-        for kind in ("buildings", "models", "liquid", "holes"):
+    per_tile = {}
+    for _gp, cr, _raw, t in iter_tiles(data, mt):
+        fps = {}
+        for kind in kinds:
+            placed = {"buildings": t.modf, "models": t.mddf}.get(kind)
+            if placed is not None and not len(placed):
+                continue
             try:
-                fp = np.asarray(footprints.footprint(kind, t, data=data, context=ctx), bool)
+                fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=data, context=ctx), bool)
             except (WowgrassError, ValueError):
                 continue
             covered[kind] += int(fp.sum())
             excluded[kind] += int((fp & t.no_effect_doodad).sum())
-    out = []
-    for kind in ("buildings", "models", "liquid", "holes"):
+        per_tile[cr] = (t.index_xy.copy(), t.no_effect_doodad.copy(), fps)
+    out, made = [], []
+    for kind in kinds:
         n, k = covered[kind], excluded[kind]
         if not n:
             continue
@@ -504,8 +515,27 @@ def _learned_exclusions(data, mt, excl_total: int) -> list[str]:
                  f"reason = {_toml_str('learned: the map excludes the cells under ' + kind)}"]
         if share >= 0.9:
             out += [head, *block, ""]
+            made.append(kind)
         else:
             out += [head + ": not made a rule (uncomment to exclude them all)", *("# " + b for b in block), ""]
+    c0, r0, nc, nr = selection_box(mt.tiles)
+    grid = np.zeros((nr * CELLS, nc * CELLS), np.uint8)
+    rest = 0
+    for (c, r), (ixy, bits, fps) in per_tile.items():
+        left = bits.copy()
+        for kind in made:
+            if kind in fps:
+                left &= ~fps[kind]
+        rest += int(left.sum())
+        grid[(r - r0) * CELLS:(r - r0 + 1) * CELLS, (c - c0) * CELLS:(c - c0 + 1) * CELLS] = np.where(
+            chunks_to_grid(ixy, left), 255, 0)
+    if rest:
+        rel = "masks/learned-excluded.png"
+        pictures.append((rel, grid))
+        out += [f"# from the map: {rest:,} excluded cells no rule above explains (set by hand): painted in {rel}",
+                "[[exclude]]", 'name = "excluded by hand"', f"mask = {_toml_str(rel)}",
+                f"tiles = [{_toml_str(f'{c0}:{c0 + nc - 1},{r0}:{r0 + nr - 1}')}]",
+                'reason = "learned: the cells the map excluded by hand"', ""]
     return out
 
 
