@@ -312,7 +312,7 @@ def _mask_cells(r: Rule, plan: Plan, t, cr) -> np.ndarray:
     return np.asarray(grid_to_chunks(t, grid), bool)
 
 
-def _criterion(r: Rule, plan: Plan, t, cr, data, context) -> np.ndarray:
+def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context) -> np.ndarray:
     """(256, 8, 8) bool: the cells an exclude/include rule's criterion selects (a painted mask as
     painted; every other kind is :func:`wowgrass.edit.footprints.footprint`, grown by the margin)."""
     from wowgrass.edit.footprints import footprint
@@ -325,8 +325,10 @@ def _criterion(r: Rule, plan: Plan, t, cr, data, context) -> np.ndarray:
             # no placement, no footprint (footprints.cover_grid cannot reshape an empty list yet)
             return np.zeros((256, 8, 8), bool)
         cells = footprint(r.under, t, data=data, margin=r.margin, context=context)
-    elif r.slope_above is not None:
-        cells = footprint("slope", t, data=data, margin=r.margin, context=context, degrees=r.slope_above)
+    elif r.slope_above is not None:     # footprint("slope") itself, on the slopes the filters share
+        from wowgrass.edit.footprints import grow_cells
+
+        cells = grow_cells(t, terrain.slopes > r.slope_above, r.margin)
     else:
         cells = footprint("texture", t, data=data, margin=r.margin, context=context, patterns=list(r.textures),
                           share=r.share)
@@ -395,7 +397,7 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     for r in rules:
         if r.kind == "assign":
             continue
-        cells = _criterion(r, plan, t, cr, data, context)
+        cells = _criterion(r, plan, t, cr, terrain, data, context)
         keep = _cell_filter(r, plan, t, cr, terrain)
         if keep is not None:
             cells = cells & keep
@@ -449,6 +451,24 @@ class TileApply:
         return sorted(o for o, v in self.per_rule.items() if v.get("layers") or v.get("cells"))
 
 
+def read_fields(raw: bytes, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ground-effect fields of ``raw`` at the offsets of ``t`` (``raw`` laid out as ``t`` was
+    read, as after :func:`~wowgrass.edit.adt_edit.patch_fields`, which changes no other byte), decoded
+    as the reader decodes them: (effect ids (256, 4) i8, -1 where no layer; doodadMapping; bits)."""
+    from wowgrass.formats.adt import unpack_doodad_mapping
+
+    arr = np.frombuffer(raw, np.uint8)
+    ofs = t.field_offsets()
+    e = ofs["effect_id"]
+    eff = np.full((256, 4), -1, np.int64)
+    at = e[e >= 0]
+    eff[e >= 0] = arr[at[:, None] + np.arange(4)].copy().view("<u4").ravel()
+    mapping = unpack_doodad_mapping(arr[ofs["doodad_mapping"][:, None] + np.arange(16)].copy(),
+                                    t.doodad_map_msb_first).astype(np.uint8)
+    bits = np.unpackbits(arr[ofs["no_effect_doodad"][:, None] + np.arange(8)], axis=-1, bitorder="little")
+    return eff, mapping, bits.reshape(256, 8, 8).astype(bool)
+
+
 def decide_bytes(raw: bytes, t, d: Decision) -> tuple[bytes, dict]:
     """The tile's bytes with the decided fields written over the old ones (only those bytes)."""
     return patch_fields(raw, t, effect=d.effect, doodad_mapping=d.mapping, no_effect=d.no_effect)
@@ -462,11 +482,10 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
     rep = TileApply(gp, tuple(cr), conflicts=d.conflicts)
     if new == raw:
         return raw, rep
-    again = read_tile(new, gp, big_alpha=t.big_alpha, msb_first=t.doodad_map_msb_first)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
-    if not (np.array_equal(again.layer_effect[exists], d.effect[exists].astype(again.layer_effect.dtype))
-            and np.array_equal(again.doodad_mapping, d.mapping)
-            and np.array_equal(again.no_effect_doodad, d.no_effect)):
+    eff, mapping, no_effect = read_fields(new, t)
+    if not (np.array_equal(eff[exists], d.effect[exists]) and np.array_equal(mapping, d.mapping)
+            and np.array_equal(no_effect, d.no_effect)):
         raise AssertionError(f"{gp}: the tile does not read back what the rules wrote")
     rep.bytes_changed = int(sum(counts.values()))
     rep.fields = {k: v for k, v in counts.items() if v}
