@@ -269,8 +269,9 @@ class RulesOnSave:
     """Re-apply the rules to each tile another editor saves into the watched loose folders.
 
     Call it with the changed paths (a :class:`wowgrass.workbench.watch.FileWatcher`'s
-    ``on_change``). For each tile of the plan's map it waits until the write is complete (size and
-    time unchanged over ``settle_s`` and the file parses; ``parse_wait_s`` at most), applies the
+    ``on_change``, which groups a save's events over a quiet spell). For each tile of the plan's map
+    it waits until the write is complete (size, time and inode the same before and after reading it,
+    and the file parses; else again every ``settle_s``, ``parse_wait_s`` at most), applies the
     rules, and before replacing the file checks it is still the bytes it read (re-reading and
     trying again otherwise); the write is atomic (temporary and rename). In place (``out_dir``
     None) the editor's file is replaced by itself with only its ground-effect fields changed; with
@@ -344,10 +345,13 @@ class RulesOnSave:
         deadline = time.monotonic() + self.parse_wait_s
         last = _stat(p)
         why = "removed"
+        first = True                       # the watcher grouped the events over a quiet spell already
         while True:
             if last is None:
                 return None, None, "removed"
-            time.sleep(self.settle_s)
+            if not first:
+                time.sleep(self.settle_s)
+            first = False
             now = _stat(p)
             if now != last:
                 last = now
