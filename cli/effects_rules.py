@@ -324,7 +324,7 @@ def why_lines(e: dict) -> list[str]:
         models = ", ".join(m.rsplit("\\", 1)[-1] for m in eff["models"]) or "no doodads"
         out.append(f"  effect {eff['id']}" + (f" (set {eff['set']!r})" if eff["set"] else "")
                    + (f": {models}, density {eff['density']}" if eff["has_row"] else ": no GroundEffectTexture row")
-                   + (f", weights {eff['weights']}" if eff.get("weights") else ""))
+                   + (f", weights {eff['weights']}" if eff.get("weights") and eff["models"] else ""))
     sc = e["scatter"]
     out.append(f"  the {sc['placement']} scatter: " + (", ".join(f"{m} x{n}" for m, n in sc["by_model"].items())
                                                       or "nothing") + " in this cell")
