@@ -231,7 +231,7 @@ def why_cmd(data_path, map_name, tiles, msb_first, rules_path, at, chunk, cell, 
         try:
             plan = prepare(rules, data, map_name, ranges, msb_first=msb_first)
         except UsageError as exc:
-            if at is not None and "no tile" in str(exc).lower() or "matches" in str(exc).lower():
+            if at is not None and ("no tile" in str(exc).lower() or "matches" in str(exc).lower()):
                 raise UsageError(f"--at {at} lies on tile {tile[0]},{tile[1]}, which the map does not have") from None
             raise
         from wowgrass.edit.adt_edit import read_tile

@@ -601,3 +601,19 @@ def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
             bare += not len(old.modf)
     per = {r["name"]: r["cell_count"] for r in res.to_json()["per_rule"]}
     assert changed > 0 and per["house"] > 0 and per["house"] + per["rocks"] == changed and bare == 1
+
+
+def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
+    (tmp_path / "r.toml").write_text(RULES)
+    res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--at=5000,5000")
+    assert res.exit_code == 2 and "lies on tile 22,22, which the map does not have" in res.stderr
+    res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--tile", "31,32", "--chunk", "300",
+              "--cell", "1")
+    assert res.exit_code == 2 and "--chunk 300: 0..255" in res.stderr
+    res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--tile", "31,32", "--chunk", "3,4",
+              "--cell", "9,1")
+    assert res.exit_code == 2 and "column and row are 0..7" in res.stderr
+    res = run("effects", "rules", "--data", loose, "--rules", tmp_path / "r.toml", "--check", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["rule_count"] == 5
+    res = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml")
+    assert res.exit_code == 2 and "give -o DIR" in res.stderr
