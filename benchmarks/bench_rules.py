@@ -250,31 +250,48 @@ def bench_watch(data_path, rules_path, saves, figures):
 
 
 def bench_why(data_path, rules_path, cells, figures):
+    """``explain_cell``: the first cell of a tile (the rules evaluated over the tile: what a pick
+    waits for when the cursor reaches a tile), then cells of that resident tile. The process's
+    very first call (imports, model bounds read once) is timed apart."""
     rules = parse_rules(rules_path.read_text(), rules_path)
     with open_data(data_path) as g:
         plan = prepare(rules, g, ranges=[((0, 63), (0, 63))])
-        c, r = plan.tiles[len(plan.tiles) // 2]
-        gp = adt_game_path(MAP_NAME, c, r)
-        t = read_tile(g.read(gp), gp)                # resident: read once
-        rng = np.random.default_rng(0)
-        times = []
+        tiles = plan.tiles[:: max(1, len(plan.tiles) // 8)][:8]
+        resident = []
+        for c, r in tiles:
+            gp = adt_game_path(MAP_NAME, c, r)
+            resident.append(((c, r), read_tile(g.read(gp), gp)))     # resident: read once
         load = _load()
         t0 = time.perf_counter()
-        explain_cell(g, plan, (c, r), 0, (0, 0), t=t)      # the tile's first cell: the rules evaluated
-        first = time.perf_counter() - t0
+        explain_cell(g, plan, resident[0][0], 0, (0, 0), t=resident[0][1])
+        cold = time.perf_counter() - t0
+        first, first_cpu = [], []
+        for tile, t in resident[1:]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            explain_cell(g, plan, tile, 17, (3, 4), t=t)
+            first.append(time.perf_counter() - t0)
+            first_cpu.append(time.process_time() - c0)
+        tile, t = resident[-1]
+        rng = np.random.default_rng(0)
+        times = []
         for _ in range(cells):
             idx, cr = int(rng.integers(256)), (int(rng.integers(8)), int(rng.integers(8)))
             t0 = time.perf_counter()
-            explain_cell(g, plan, (c, r), idx, cr, t=t)
+            explain_cell(g, plan, tile, idx, cr, t=t)
             times.append(time.perf_counter() - t0)
     p50, p95 = _pct(times, 50), _pct(times, 95)
+    f50, fmax = _pct(first, 50), max(first)
     ok = "ok" if p95 <= TARGET_WHY_S else "MISSED"
-    ok_first = "ok" if first <= TARGET_WHY_S else "MISSED"
-    figures["why"] = {"cells": cells, "first_s": round(first, 4), "p50_s": round(p50, 4), "p95_s": round(p95, 4),
-                      "max_s": round(max(times), 4), "load_before": round(load, 2)}
-    print(f"  why, the first cell of a resident tile (the rules evaluated over it): {first * 1000:.0f} ms (target "
-          f"<= 100 ms: {ok_first}); then {cells} cells: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, max "
-          f"{max(times) * 1000:.1f} ms (target: {ok}); load average {load:.1f}")
+    ok_first = "ok" if fmax <= TARGET_WHY_S else "MISSED"
+    figures["why"] = {"cells": cells, "cold_s": round(cold, 4), "first_p50_s": round(f50, 4),
+                      "first_max_s": round(fmax, 4), "first_cpu_p50_s": round(_pct(first_cpu, 50), 4),
+                      "p50_s": round(p50, 4), "p95_s": round(p95, 4), "max_s": round(max(times), 4),
+                      "load_before": round(load, 2)}
+    print(f"  why: the process's first call {cold * 1000:.0f} ms (imports, model bounds); the first cell of a "
+          f"resident tile (the rules evaluated over it), {len(first)} tiles: p50 {f50 * 1000:.0f} ms, max "
+          f"{fmax * 1000:.0f} ms, CPU p50 {_pct(first_cpu, 50) * 1000:.0f} ms (target <= 100 ms: {ok_first}); "
+          f"then {cells} cells of that tile: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, max "
+          f"{max(times) * 1000:.1f} ms ({ok}); load average {load:.1f}")
 
 
 def main() -> None:
