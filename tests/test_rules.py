@@ -326,8 +326,8 @@ def test_in_place_over_layered_data_writes_the_project_only(world, tmp_path):
         exists = np.arange(4)[None, :] < t.n_layers[:, None]
         assert set(t.layer_effect[exists & (t.layer_texture == t.textures.index(GRASS))].tolist()) == {sid}
     assert {p: p.stat().st_mtime_ns for p in archives} == archives
-    # again: the same id, nothing written
-    res = run("effects", "apply", "--data", world["mpq"], "--data", project, "--in-place", "--json")
+    # again, in worker processes that reopen the layered data: the same id, nothing written
+    res = run("effects", "apply", "--data", world["mpq"], "--data", project, "--in-place", "--json", "--jobs", "2")
     doc = json.loads(res.stdout)
     assert doc["sets"] == [{"name": "meadow", "id": sid, "new": False, "line": 1}]
     assert doc["changed_byte_count"] == 0 and doc["files"] == []

@@ -290,6 +290,7 @@ class RulesOnSave:
         self.context = _context(plan, data)
         self._mine: dict[Path, tuple] = {}
         self.results: list[SaveResult] = []
+        self.own_writes = 0                    # events of its own writes seen (and not taken)
         import threading
 
         self.lock = threading.Lock()
@@ -319,7 +320,9 @@ class RulesOnSave:
                 res = self.take(p, tile)
                 res.event_time = event
                 res.seconds = time.perf_counter() - event
-                if res.status != "own-write":
+                if res.status == "own-write":
+                    self.own_writes += 1
+                else:
                     self.results.append(res)
                     self.on_result(res)
                 out.append(res)
