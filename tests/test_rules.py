@@ -617,3 +617,13 @@ def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["rule_count"] == 5
     res = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml")
     assert res.exit_code == 2 and "give -o DIR" in res.stderr
+
+
+def test_dotted_keys_crlf_and_a_byte_order_mark_keep_their_lines(tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_bytes("\ufeffversion = 1\r\n\r\nmapping.mode = 'sideways'\r\n".encode("utf-8"))
+    with pytest.raises(UsageError) as err:
+        load_rules(p)
+    assert f"{p}:3: [mapping] key 'mode'" in str(err.value)
+    p.write_bytes("\ufeff[[exclude]]\r\nname = 'steep'\r\nslope_above = 40\r\n".encode("utf-8"))
+    assert load_rules(p).rules[0].slope_above == 40.0

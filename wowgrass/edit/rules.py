@@ -189,7 +189,7 @@ class RuleSet:
 # ----------------------------------------------------------------------------- where keys are
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')\s*=")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-.]+|\"[^\"]*\"|'[^']*')\s*=")
 
 
 def key_lines(text: str) -> dict:
@@ -215,21 +215,34 @@ def key_lines(text: str) -> dict:
                 continue
             k = _KEY.match(line)
             if k:
-                out.setdefault((table, index, k.group(1).strip("\"'")), no)
+                key = k.group(1).strip("\"'")
+                if "." in k.group(1):          # a dotted key: mapping.mode = ... is [mapping]'s mode
+                    *head, key = key.split(".")
+                    out.setdefault((".".join([table, *head] if table else head), index, key), no)
+                else:
+                    out.setdefault((table, index, key), no)
         depth += body.count("[") - body.count("]")
         depth = max(depth, 0)
     return out
 
 
 class _Errors:
-    def __init__(self, path: Path, lines: dict):
-        self.path, self.lines, self.items = path, lines, []
+    def __init__(self, path: Path, lines: dict, text: str = ""):
+        self.path, self.lines, self.items, self.text = path, lines, [], text
 
     def add(self, table: str, index: int, key, why: str) -> None:
-        line = self.lines.get((table, index, key)) or self.lines.get((table, index, None)) or 0
+        line = self.lines.get((table, index, key)) or self.lines.get((table, index, None)) or self._search(key)
         where = {"": "", "mapping": "[mapping] "}.get(table, f"[[{table}]] #{index + 1} ")
         what = f"{where}key '{key}'" if key else where.strip()
         self.items.append((line, f"{self.path}:{line}: {what}: {why}"))
+
+    def _search(self, key) -> int:
+        """The first line that sets ``key`` anywhere (keys written in a form key_lines does not follow)."""
+        if key:
+            for no, line in enumerate(self.text.splitlines(), 1):
+                if re.match(rf"^\s*(\S*\.)?{re.escape(str(key))}\s*=", line):
+                    return no
+        return 0
 
     def raise_any(self) -> None:
         if self.items:
@@ -245,7 +258,7 @@ def load_rules(path) -> RuleSet:
     the rest). Every problem is reported at once: ``file:line: [[assign]] #2 key 'x': why``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")      # a byte-order mark (Notepad) is not TOML
     except FileNotFoundError:
         raise UsageError(f"{path}: no such rules file (`wowgrass effects rules --init -o {path}` writes a "
                          "starting one)") from None
@@ -262,7 +275,7 @@ def parse_rules(text: str, path="rules.toml") -> RuleSet:
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise UsageError(f"{path}:{m.group(1) if m else '?'}: not TOML: {exc}") from None
-    errs = _Errors(path, key_lines(text))
+    errs = _Errors(path, key_lines(text), text)
     rs = RuleSet(path, text)
     for k in doc:
         if k not in TOP_KEYS:
