@@ -113,8 +113,14 @@ def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_pla
         result = _apply(data, rules, map_name, parse_tiles(tiles), msb_first, jobs, as_json)
         files = [] if dry_run else [str(p) for p in result.write(data, out_dir, in_place=in_place)]
         _report(result, files, dry_run, as_json)
-        if watch:
-            _watch(base, result.plan, out_dir, poll, watch_count, as_json)
+        if watch:      # Ctrl-C or SIGTERM ends the watch: exit 0, every save taken already written
+            from wowgrass.grass.bake import Terminated, terminate_as_interrupt
+
+            try:
+                with terminate_as_interrupt():
+                    _watch(base, result.plan, out_dir, poll, watch_count, as_json)
+            except Terminated:
+                pass
 
 
 def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json):

@@ -284,11 +284,13 @@ def test_the_command_follows_saves_one_line_each(client, tmp_path):
         while not doc.rstrip().endswith("}") or doc.count("{") != doc.count("}"):
             doc += proc.stdout.readline()
         assert json.loads(doc)["map"] == MAP_NAME
+        lines: queue.Queue = queue.Queue()       # stderr read on a thread: the wait below is bounded
+        import threading
+
+        threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
         deadline = time.monotonic() + WAIT
-        while b"watching" not in b"":             # wait for the watch's note on stderr
-            line = proc.stderr.readline()
-            if "watching" in line or time.monotonic() > deadline:
-                break
+        while "watching" not in lines.get(timeout=max(0.01, deadline - time.monotonic())):
+            pass
         saved = repaint(tile.read_bytes(), gp, 9)
         save_in_place(tile, saved)
         line = json.loads(proc.stdout.readline())
@@ -310,3 +312,24 @@ def test_a_copy_of_a_tile_elsewhere_in_the_folder_is_not_touched(session):
     res = s.next()
     assert res.path == s.tile and res.status == "applied"
     assert stray.read_bytes() == saved
+
+
+def test_a_save_that_cannot_be_written_is_said_and_the_watch_goes_on(client, tmp_path):
+    from faults import failing_folder
+
+    out = tmp_path / "overlay"
+    out.mkdir()
+    s = Session(client, tmp_path, out_dir=out)
+    try:
+        saved = repaint(s.tile.read_bytes(), s.gp, 11)
+        with failing_folder(out, "ENOSPC"):
+            save_in_place(s.tile, saved)
+            res = s.next()
+        assert res.status == "not-written" and "as the editor left it" in res.message, res.line()
+        assert s.tile.read_bytes() == saved and not game_file(out, s.gp).exists()
+        again = repaint(saved, s.gp, 12)
+        save_in_place(s.tile, again)                    # the disk has room again: the next save is taken
+        res = s.next("applied")
+        assert game_file(out, s.gp).read_bytes() == s.batch(again)
+    finally:
+        s.close()

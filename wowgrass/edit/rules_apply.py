@@ -236,7 +236,8 @@ class SaveResult:
     bytes_changed: int = 0
     fired: list = field(default_factory=list)
     written: Path | None = None
-    status: str = "applied"       # applied | unchanged | unparsable | removed | changed-under | own-write
+    status: str = "applied"       # applied | unchanged | unparsable | removed | changed-under | not-written
+                                  # | failed | own-write (not reported)
     message: str = ""
     seconds: float = 0.0
     event_time: float | None = None
@@ -317,7 +318,10 @@ class RulesOnSave:
                 tile = self.tile_of(p)
                 if tile is None or not self._is_the_tile(base, p, tile):
                     continue
-                res = self.take(p, tile)
+                try:
+                    res = self.take(p, tile)
+                except Exception as exc:  # noqa: BLE001 - one save must not end the watch; it is said
+                    res = SaveResult(p, tile, status="failed", message=f"{type(exc).__name__}: {exc}")
                 res.event_time = event
                 res.seconds = time.perf_counter() - event
                 if res.status == "own-write":
@@ -401,7 +405,10 @@ class RulesOnSave:
                 return SaveResult(p, tile, 0, fired, status="unchanged")
             if _stat(p) != st:                 # saved again while the rules ran: take the new save
                 continue
-            write_files_atomic([(dest, new)])
+            try:
+                write_files_atomic([(dest, new)])
+            except WowgrassError as exc:      # a full disk, a read-only folder: said, the editor's file intact
+                return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
             if self.out_dir is None:
                 self._mine[p] = _stat(p)
             return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
