@@ -269,6 +269,8 @@ def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path):
 
 def test_the_command_follows_saves_one_line_each(client, tmp_path):
     """`wowgrass effects apply --watch --json --watch-count 1` in a process of its own."""
+    import threading
+
     project = tmp_path / "project"
     gp = adt_game_path(MAP_NAME, *T0)
     tile = game_file(project, gp)
@@ -278,23 +280,26 @@ def test_the_command_follows_saves_one_line_each(client, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "wowgrass", "effects", "apply", "--data", str(client), "--data",
                              str(project), "--in-place", "--watch", "--watch-count", "1", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stdout.readline()            # the batch apply's document opens with "{"
-        doc = first
-        while not doc.rstrip().endswith("}") or doc.count("{") != doc.count("}"):
-            doc += proc.stdout.readline()
-        assert json.loads(doc)["map"] == MAP_NAME
-        lines: queue.Queue = queue.Queue()       # stderr read on a thread: the wait below is bounded
-        import threading
+    out: queue.Queue = queue.Queue()
+    err: queue.Queue = queue.Queue()        # both pipes read on threads: every wait below is bounded
+    for pipe, q in ((proc.stdout, out), (proc.stderr, err)):
+        threading.Thread(target=lambda p=pipe, q=q: [q.put(x) for x in p], daemon=True).start()
+    deadline = time.monotonic() + WAIT
 
-        threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
-        deadline = time.monotonic() + WAIT
-        while "watching" not in lines.get(timeout=max(0.01, deadline - time.monotonic())):
+    def line(q):
+        return q.get(timeout=max(0.01, deadline - time.monotonic()))
+
+    try:
+        doc = line(out)                        # the batch apply's document first (indented JSON)
+        while doc.count("{") != doc.count("}") or not doc.strip():
+            doc += line(out)
+        assert json.loads(doc)["map"] == MAP_NAME
+        while "watching" not in line(err):
             pass
         saved = repaint(tile.read_bytes(), gp, 9)
         save_in_place(tile, saved)
-        line = json.loads(proc.stdout.readline())
-        assert line["status"] == "applied" and line["tile"] == [31, 32] and line["changed_byte_count"] > 0
+        res = json.loads(line(out))
+        assert res["status"] == "applied" and res["tile"] == [31, 32] and res["changed_byte_count"] > 0
         assert proc.wait(timeout=WAIT) == 0
         assert outside_fields_equal(saved, tile.read_bytes())
     finally:
