@@ -627,3 +627,16 @@ def test_dotted_keys_crlf_and_a_byte_order_mark_keep_their_lines(tmp_path):
     assert f"{p}:3: [mapping] key 'mode'" in str(err.value)
     p.write_bytes("\ufeff[[exclude]]\r\nname = 'steep'\r\nslope_above = 40\r\n".encode("utf-8"))
     assert load_rules(p).rules[0].slope_above == 40.0
+
+
+def test_a_dry_run_reports_what_a_real_run_writes_and_writes_nothing(loose, tmp_path):
+    (tmp_path / "r.toml").write_text(RULES)
+    before = {p: p.read_bytes() for p in loose.rglob("*") if p.is_file()}
+    dry = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml", "-n", "--json")
+    assert dry.exit_code == 0 and json.loads(dry.stdout)["dry_run"] is True
+    assert {p: p.read_bytes() for p in loose.rglob("*") if p.is_file()} == before
+    real = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml", "--in-place", "--json")
+    a, b = json.loads(dry.stdout), json.loads(real.stdout)
+    assert a["per_rule"] == b["per_rule"] and a["changed_byte_count"] == b["changed_byte_count"] > 0
+    assert len(b["files"]) == b["changed_tile_count"] == 2 and not a["files"]
+    assert sorted(p.name for p in loose.rglob("*.bak")) == sorted(Path(f).name + ".bak" for f in b["files"])
