@@ -72,6 +72,9 @@ def _map_opts(f):
 @click.option("-n", "--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Processes applying the rules (the same bytes whatever the number).")
+@click.option("--picture", "picture", type=click.Path(dir_okay=False), default=None, metavar="PNG",
+              help="Also draw the tiles top down, each cell coloured by the rule that governs it after the apply "
+                   "(excluded cells hatched), the legend below.")
 @click.option("--watch", is_flag=True,
               help="Then keep watching the loose folders of --data and re-apply the rules to each tile another "
                    "editor saves there: one line per save. Ctrl-C stops.")
@@ -80,8 +83,8 @@ def _map_opts(f):
 @click.option("--watch-count", type=click.IntRange(1), default=None, metavar="N",
               help="--watch: stop after N saves were taken (for scripts).")
 @json_option
-def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_place, dry_run, jobs, watch, poll,
-              watch_count, as_json):
+def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_place, dry_run, jobs, picture, watch,
+              poll, watch_count, as_json):
     """Apply a rules file to the map: effect ids by texture, noEffectDoodad by footprint, slope,
     texture or painted mask, doodadMapping where stale, and the sets the file declares.
 
@@ -100,6 +103,11 @@ def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_pla
         raise UsageError("--watch writes each save's result: drop -n")
     if not watch and (poll is not None or watch_count is not None):
         raise UsageError("--poll and --watch-count are for --watch")
+    if picture:
+        from wowgrass.cli.common import output_path
+        from wowgrass.fileio import IMAGE_FORMATS
+
+        output_path(picture, tuple(IMAGE_FORMATS), option="--picture")
     path = default_rules_path(data_path, rules_path)
     rules = load_rules(path)                 # the whole file checked before any tile is read
     with _open(data_path) as base:
@@ -110,8 +118,14 @@ def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_pla
             if not Path(out_dir).is_dir():
                 raise UsageError(f"-o {out_dir}: folder does not exist")
             data = Overlay(base, out_dir)
-        result = _apply(data, rules, map_name, parse_tiles(tiles), msb_first, jobs, as_json)
+        result = _apply(data, rules, map_name, parse_tiles(tiles), msb_first, jobs, as_json, picture is not None)
         files = [] if dry_run else [str(p) for p in result.write(data, out_dir, in_place=in_place)]
+        if picture:
+            from wowgrass.edit.rules_explain import write_rules_picture
+
+            grids = {t.tile: t.governing for t in result.tiles}
+            if grids:
+                files.append(str(write_rules_picture(result.plan, grids, picture)))
         _report(result, files, dry_run, as_json)
         if watch:      # Ctrl-C or SIGTERM ends the watch: exit 0, every save taken already written
             from wowgrass.grass.bake import Terminated, terminate_as_interrupt
@@ -123,7 +137,7 @@ def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_pla
                 pass
 
 
-def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json):
+def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json, picture=False):
     from wowgrass.edit.rules_apply import apply_rules
     from wowgrass.edit.rules_engine import prepare
 
@@ -133,7 +147,7 @@ def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json):
     bar_cm, cb, state = _progress("apply", as_json)
     with bar_cm as bar:
         state["bar"] = bar
-        return apply_rules(data, plan, jobs=jobs, progress=cb)
+        return apply_rules(data, plan, jobs=jobs, progress=cb, picture=picture)
 
 
 def _report(result, files, dry_run, as_json) -> None:

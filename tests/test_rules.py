@@ -640,3 +640,32 @@ def test_a_dry_run_reports_what_a_real_run_writes_and_writes_nothing(loose, tmp_
     assert a["per_rule"] == b["per_rule"] and a["changed_byte_count"] == b["changed_byte_count"] > 0
     assert len(b["files"]) == b["changed_tile_count"] == 2 and not a["files"]
     assert sorted(p.name for p in loose.rglob("*.bak")) == sorted(Path(f).name + ".bak" for f in b["files"])
+
+
+def test_the_rules_picture_colours_each_cell_by_its_governing_rule(loose, tmp_path):
+    from wowgrass.edit.rules_explain import rule_colour, rules_picture
+    from wowgrass.game.tiles import tile_grid
+
+    rules = parse_rules(RULES, tmp_path / "r.toml")
+    with open_data(loose) as g:
+        plan = prepare(rules, g)
+        res = apply_rules(g, plan, picture=True)
+        gp = adt_game_path(MAP_NAME, *T0)
+        t = read_tile(g.read(gp), gp)
+        gov = tile_grid(t, governing(t, T0, plan))
+    grids = {x.tile: x.governing for x in res.tiles}
+    assert (grids[T0] == gov).all()
+    rgb, legend = rules_picture(plan, grids, scale=1)
+    tile0 = rgb[:, :128]                                     # 31,32 is the west tile
+    excluded = np.isin(gov, [r.order for r in plan.rules.rules if r.kind == "exclude"])
+    yy, xx = np.mgrid[0:128, 0:128]
+    plain = ~excluded | ((xx + yy) % 4 != 0)
+    for o in np.unique(gov[plain & (gov >= 0)]).tolist():
+        sel = plain & (gov == o)
+        assert (tile0[sel] == rule_colour(o)).all()
+    assert {e["rule"]: e["count"] for e in legend if "rule" in e}["grass north"] == int((grids[T0] == 1).sum())
+    out = tmp_path / "o"
+    out.mkdir()
+    (tmp_path / "r.toml").write_text(RULES)
+    r = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml", "-n", "--picture", out / "rules.png")
+    assert r.exit_code == 0 and (out / "rules.png").is_file(), r.output

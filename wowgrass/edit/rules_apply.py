@@ -163,12 +163,12 @@ def write_files(files: dict, data, out_dir=None, *, in_place: bool = False) -> l
 _WORKER: dict = {}
 
 
-def _open_worker(spec, overlay, plan) -> None:
+def _open_worker(spec, overlay, plan, picture) -> None:
     from wowgrass.edit.batch import Overlay
 
     data = spec.open()
     data = Overlay(data, overlay) if overlay else data
-    _WORKER.update(data=data, plan=plan, context=_context(plan, data))
+    _WORKER.update(data=data, plan=plan, context=_context(plan, data), picture=picture)
 
 
 def _context(plan: Plan, data=None):
@@ -184,13 +184,16 @@ def _one(job) -> tuple[str, bytes | None, TileApply]:
     gp, cr = job
     data, plan = _WORKER["data"], _WORKER["plan"]
     raw = data.read(gp)
-    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=_WORKER.get("context"))
+    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=_WORKER.get("context"),
+                          picture=_WORKER.get("picture", False))
     return gp, (new if rep.changed else None), rep
 
 
-def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = None) -> RulesResult:
+def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = None,
+                picture: bool = False) -> RulesResult:
     """Apply ``plan`` to every tile in its scope; the changed tiles' bytes, and the tables the sets
-    changed, in ``files`` (nothing written)."""
+    changed, in ``files`` (nothing written). ``picture``: each tile's report keeps the rule
+    governing each cell (for :func:`wowgrass.edit.rules_explain.rules_picture`)."""
     from wowgrass.game.maps import adt_game_path
 
     result = RulesResult(plan)
@@ -212,10 +215,10 @@ def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = 
         release_threads()
         overlay = str(data.folder) if isinstance(data, Overlay) else None
         with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
-                                 initargs=(base_data(data).spec(), overlay, plan)) as pool:
+                                 initargs=(base_data(data).spec(), overlay, plan, picture)) as pool:
             collect(pool.map(_one, todo, chunksize=max(1, total // (4 * jobs))))
     else:
-        _WORKER.update(data=data, plan=plan, context=_context(plan, data))
+        _WORKER.update(data=data, plan=plan, context=_context(plan, data), picture=picture)
         try:
             collect(map(_one, todo))
         finally:

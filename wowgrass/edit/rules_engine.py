@@ -427,6 +427,19 @@ def _note_conflicts(conflicts, plan, who, eff, prior, eid, r, *, loser_is_new, w
             conflicts.append((r.order, o, "layers", int(k), why or _why_later(r, other)))
 
 
+def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
+    """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
+    exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
+    doodadMapping names, else the include rule that clears it; -1 where no rule does."""
+    d = decision if decision is not None else evaluate(t, tile, plan)
+    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
+    by_layer = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
+    has = (d.mapping < t.n_layers[:, None, None])
+    out = np.where(has, by_layer, -1).astype(np.int32)
+    out = np.where((out < 0) & (d.include_rule >= 0), d.include_rule, out)
+    return np.where(d.exclude_rule >= 0, d.exclude_rule, out).astype(np.int32)
+
+
 # ----------------------------------------------------------------------------- apply to one tile
 
 @dataclass
@@ -441,6 +454,7 @@ class TileApply:
     mapping_cells: int = 0
     conflicts: list = field(default_factory=list)
     error: str | None = None
+    governing: np.ndarray | None = field(default=None, repr=False)   # (128, 128) i2 north up, when asked
 
     @property
     def changed(self) -> bool:
@@ -474,12 +488,18 @@ def decide_bytes(raw: bytes, t, d: Decision) -> tuple[bytes, dict]:
     return patch_fields(raw, t, effect=d.effect, doodad_mapping=d.mapping, no_effect=d.no_effect)
 
 
-def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, tile=None) -> tuple[bytes, TileApply]:
-    """The rules applied to one tile's bytes: (new bytes, what changed and which rule did it)."""
+def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, tile=None,
+               picture: bool = False) -> tuple[bytes, TileApply]:
+    """The rules applied to one tile's bytes: (new bytes, what changed and which rule did it);
+    ``picture``: the report also holds the rule governing each cell (:func:`governing`), north up."""
     t = tile if tile is not None else read_tile(raw, gp, big_alpha=plan.big_alpha, msb_first=plan.msb_first)
     d = evaluate(t, cr, plan, data=data, context=context)
     new, counts = decide_bytes(raw, t, d)
     rep = TileApply(gp, tuple(cr), conflicts=d.conflicts)
+    if picture:
+        from wowgrass.game.tiles import tile_grid
+
+        rep.governing = tile_grid(t, governing(t, cr, plan, d).astype(np.int16))
     if new == raw:
         return raw, rep
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
@@ -507,4 +527,4 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
 
 
 __all__ = ["AREA_TABLE", "Decision", "Plan", "TileApply", "apply_tile", "area_table", "cell_heights", "decide_bytes",
-           "evaluate", "prepare"]
+           "evaluate", "governing", "prepare", "read_fields"]

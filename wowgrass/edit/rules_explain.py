@@ -23,23 +23,79 @@ import numpy as np
 
 from wowgrass.edit.adt_edit import read_tile
 from wowgrass.edit.rules import NO_EFFECT_IDS
-from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate
+from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate, governing
 from wowgrass.errors import UsageError, WowgrassError
 
 
-# ----------------------------------------------------------------------------- which rule governs
+# ----------------------------------------------------------------------------- the rules' map
 
-def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
-    """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
-    exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
-    doodadMapping names, else the include rule that clears it; -1 where no rule does."""
-    d = decision if decision is not None else evaluate(t, tile, plan)
-    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
-    by_layer = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
-    has = (d.mapping < t.n_layers[:, None, None])
-    out = np.where(has, by_layer, -1).astype(np.int32)
-    out = np.where((out < 0) & (d.include_rule >= 0), d.include_rule, out)
-    return np.where(d.exclude_rule >= 0, d.exclude_rule, out).astype(np.int32)
+NO_RULE_RGB = (200, 200, 200)
+ABSENT_RGB = (245, 245, 245)
+
+
+def rule_colour(order: int) -> tuple[int, int, int]:
+    """A colour per rule, the same for a rule's place in the file every time (hues a golden angle
+    apart; exclude and include rules darker, so cells without grass read as such)."""
+    import colorsys
+
+    h = (order * 0.618034) % 1.0
+    r, g, b = colorsys.hsv_to_rgb(h, 0.65, 0.9)
+    return int(r * 255), int(g * 255), int(b * 255)
+
+
+def rules_picture(plan: Plan, grids: dict, scale: int | None = None) -> tuple[np.ndarray, list[dict]]:
+    """(rgb, legend) of the rule governing each cell (:func:`~wowgrass.edit.rules_engine.governing`):
+    ``grids`` {(col, row): (128, 128) rule order, north up} (``TileApply.governing``), one colour a
+    rule (:func:`rule_colour`), exclude/include rules hatched darker, no rule grey; the legend as
+    ``game.tiles.legend_strip`` takes it, with each rule's cell count."""
+    tiles = list(grids)
+    cs, rs = [c for c, _ in tiles], [r for _, r in tiles]
+    c0, r0, nc, nr = min(cs), min(rs), max(cs) - min(cs) + 1, max(rs) - min(rs) + 1
+    if scale is None:
+        scale = int(np.clip(1024 // (128 * nc), 1, 8))
+    order = np.full((nr * 128, nc * 128), -2, np.int32)
+    for (c, r), g in grids.items():
+        order[(r - r0) * 128:(r - r0 + 1) * 128, (c - c0) * 128:(c - c0 + 1) * 128] = g
+    n = len(plan.rules.rules)
+    palette = np.array([rule_colour(k) for k in range(n)] + [NO_RULE_RGB, ABSENT_RGB], np.uint8)
+    idx = np.where(order >= 0, order, np.where(order == -1, n, n + 1))
+    rgb = palette[idx]
+    bare = np.isin(order, [r.order for r in plan.rules.rules if r.kind == "exclude"])
+    yy, xx = np.mgrid[0:order.shape[0], 0:order.shape[1]]
+    rgb[bare & ((xx + yy) % 4 == 0)] = (40, 40, 40)            # excluded: hatched
+    if scale > 1:
+        rgb = rgb.repeat(scale, 0).repeat(scale, 1)
+    if (nc > 1 or nr > 1) and scale >= 4:
+        step = 128 * scale
+        rgb[:, np.arange(step, rgb.shape[1], step)] = (255, 255, 255)
+        rgb[np.arange(step, rgb.shape[0], step)] = (255, 255, 255)
+    counts = np.bincount(idx.ravel(), minlength=n + 2)
+    legend = []
+    for r in plan.rules.rules:
+        if counts[r.order]:
+            what = {"assign": f"effect {plan.effect_of.get(r.order)}", "exclude": "no grass (hatched)",
+                    "include": "noEffectDoodad cleared"}[r.kind]
+            legend.append({"label": f"{r.kind} {r.name!r} (line {r.line}): {what} ({counts[r.order]:,} cells)",
+                           "rgb": "#%02x%02x%02x" % rule_colour(r.order), "count": int(counts[r.order]),
+                           "unit": "cells", "rule": r.name})
+    if counts[n]:
+        legend.append({"label": f"no rule ({counts[n]:,} cells)", "rgb": "#%02x%02x%02x" % NO_RULE_RGB,
+                       "count": int(counts[n]), "unit": "cells"})
+    return rgb, legend
+
+
+def write_rules_picture(plan: Plan, grids: dict, path, scale: int | None = None):
+    """:func:`rules_picture` with each tile labelled and the legend below, written atomically."""
+    from wowgrass.fileio import write_image
+    from wowgrass.game.tiles import label_tiles, legend_strip
+
+    rgb, legend = rules_picture(plan, grids, scale)
+    tiles = list(grids)
+    c0, r0 = min(c for c, _ in tiles), min(r for _, r in tiles)
+    tile_px = rgb.shape[1] // (max(c for c, _ in tiles) - c0 + 1)
+    rgb = label_tiles(rgb, tiles, (c0, r0), tile_px)
+    title = f"{plan.map}: the rule governing each cell ({plan.rules.path.name}, {len(tiles)} tile(s))"
+    return write_image(path, legend_strip(rgb, legend, title))
 
 
 # ----------------------------------------------------------------------------- drift
@@ -555,5 +611,5 @@ def write_learned(path, text: str, pictures: list, *, force: bool = False) -> li
     return write_files_atomic(files)
 
 
-__all__ = ["Drift", "append_mask_rule", "cell_at", "drift", "drift_map", "explain_cell", "governing", "learn_rules",
+__all__ = ["Drift", "append_mask_rule", "rule_colour", "rules_picture", "write_rules_picture", "cell_at", "drift", "drift_map", "explain_cell", "governing", "learn_rules",
            "tile_at", "write_learned"]
