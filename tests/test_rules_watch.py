@@ -338,3 +338,28 @@ def test_a_save_that_cannot_be_written_is_said_and_the_watch_goes_on(client, tmp
         assert game_file(out, s.gp).read_bytes() == s.batch(again)
     finally:
         s.close()
+
+
+def test_an_editor_writing_during_the_rename_keeps_its_save(session, monkeypatch):
+    """The editor writes into its file in the instant between the watch's last check and its rename
+    (an editor that writes in place, its file open): that save is put back and taken, not lost."""
+    from wowgrass.edit import rules_apply
+
+    s = session
+    first = repaint(s.tile.read_bytes(), s.gp, 13)
+    late = repaint(first, s.gp, 14)
+    real = rules_apply.write_files_atomic
+    calls = []
+
+    def racing(files, **kw):
+        if not calls:                          # the first rename: the editor saves in place just before it
+            with open(s.tile, "r+b") as f:
+                f.truncate(0)
+                f.write(late)
+        calls.append(files)
+        return real(files, **kw)
+
+    monkeypatch.setattr(rules_apply, "write_files_atomic", racing)
+    save_in_place(s.tile, first)
+    s.wait_for(lambda: s.tile.read_bytes() == s.batch(late), "the late save put back and put right")
+    assert outside_fields_equal(late, s.tile.read_bytes())

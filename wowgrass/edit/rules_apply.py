@@ -24,6 +24,7 @@ from pathlib import Path
 from wowgrass.edit.adt_edit import BACKUP_SUFFIX, disk_path, read_tile
 from wowgrass.edit.rules_engine import Plan, TileApply, apply_tile
 from wowgrass.errors import UsageError, WowgrassError
+from wowgrass.fileio import write_files_atomic
 
 Progress = Callable[[int, int, str], None]
 
@@ -152,8 +153,6 @@ def write_files(files: dict, data, out_dir=None, *, in_place: bool = False) -> l
     """Write ``files`` (tiles and tables) all or none (see :func:`write_targets`)."""
     if not files:
         return []
-    from wowgrass.fileio import write_files_atomic
-
     targets, backups = write_targets(files, data, out_dir, in_place=in_place)
     return write_files_atomic(targets, backups=backups)
 
@@ -261,6 +260,11 @@ class SaveResult:
                 "seconds": round(self.seconds, 4)}
 
 
+def _fstat(fd: int):
+    st = os.fstat(fd)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def _stat(p: Path):
     try:
         st = os.stat(p)
@@ -278,8 +282,9 @@ class RulesOnSave:
     and the file parses; else again every ``settle_s``, ``parse_wait_s`` at most), applies the
     rules, and before replacing the file checks it is still the bytes it read (re-reading and
     trying again otherwise); the write is atomic (temporary and rename). In place (``out_dir``
-    None) the editor's file is replaced by itself with only its ground-effect fields changed; with
-    ``out_dir`` the result goes there. Its own writes are recognised by their size, time and inode
+    None) the editor's file is replaced by itself with only its ground-effect fields changed (held
+    open through the rename: an editor that writes into it in that instant has its save put back
+    and taken again, never lost); with ``out_dir`` the result goes there. Its own writes are recognised by their size, time and inode
     and not taken again."""
 
     def __init__(self, data, plan: Plan, *, out_dir=None, on_result=None, settle_s: float = 0.03,
@@ -386,7 +391,6 @@ class RulesOnSave:
 
     def take(self, p: Path, tile) -> SaveResult:
         """Apply the rules to one saved tile (see the class docstring)."""
-        from wowgrass.fileio import write_files_atomic
         from wowgrass.game.maps import adt_game_path
 
         if self._mine.get(p) is not None and _stat(p) == self._mine[p]:
@@ -406,14 +410,32 @@ class RulesOnSave:
             dest = p if self.out_dir is None else self.out_dir / disk_path(gp)
             if not rep.changed and self.out_dir is None:
                 return SaveResult(p, tile, 0, fired, status="unchanged")
-            if _stat(p) != st:                 # saved again while the rules ran: take the new save
+            if self.out_dir is not None:
+                try:
+                    write_files_atomic([(dest, new)])
+                except WowgrassError as exc:  # a full disk, a read-only folder: said, the editor's file intact
+                    return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
+                return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
+            try:                               # the editor's file as read, held open through the rename
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
                 continue
             try:
-                write_files_atomic([(dest, new)])
-            except WowgrassError as exc:      # a full disk, a read-only folder: said, the editor's file intact
-                return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
-            if self.out_dir is None:
-                self._mine[p] = _stat(p)
+                if _fstat(fd) != st or _stat(p) != st:     # saved again while the rules ran: take the new save
+                    continue
+                try:
+                    write_files_atomic([(dest, new)])
+                except WowgrassError as exc:
+                    return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
+                if _fstat(fd) != st:
+                    # the editor wrote into its file between the check and the rename: that save is in
+                    # the file now unlinked; it goes back in place, and is taken as a new save
+                    size = os.fstat(fd).st_size
+                    write_files_atomic([(p, os.pread(fd, size, 0))])
+                    continue
+            finally:
+                os.close(fd)
+            self._mine[p] = _stat(p)
             return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
         return SaveResult(p, tile, status="changed-under",
                           message=f"the file changed {self.retries} times while the rules ran: left alone until the "
