@@ -233,21 +233,28 @@ def test_an_overlay_folder_takes_the_result_and_the_save_stays(client, tmp_path)
         s.close()
 
 
-def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path):
-    """continent4229.adt (MH2O, 4-bit alpha, Blizzard's layout) in a project over a client folder
-    of the real WDT and 3.3.5 tables: the first save is Blizzard's own bytes, then an editor's
-    repaint of it in wowgrass's writer's layout."""
+REAL = {"3.3.5": ("continent4229.adt", "continent", (42, 29), "continent.wdt", "*MudGrass*", 453),
+        "1.12": ("Azeroth_38_46.adt", "Azeroth", (38, 46), None, "*Ash*", 1493)}
+
+
+@pytest.mark.parametrize("build", sorted(REAL))
+def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path, build):
+    """The shared real tiles in a project over a client folder of their tables (and WDT):
+    continent4229.adt (MH2O, 4-bit alpha, Blizzard's layout) and Azeroth_38_46.adt (1.12, MCLQ):
+    the first save is the real file's own bytes, then an editor's repaint of it in wowgrass's
+    writer's layout."""
+    name, map_name, tile, wdt, glob, effect = REAL[build]
     client = tmp_path / "client"
     client.mkdir()
-    shutil.copy(realdata / "adt" / "continent.wdt", client / "continent.wdt")
+    if wdt:
+        shutil.copy(realdata / "adt" / wdt, client / wdt)
     for t in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
-        shutil.copy(realdata / "dbc" / "3.3.5" / t, client / t)
-    real = (realdata / "adt" / "continent4229.adt").read_bytes()
-    text = ('[[assign]]\nname = "mud"\ntextures = ["*MudGrass*"]\neffect = 453\n\n'
-            '[[exclude]]\nname = "water"\nunder = "liquid"\nmargin = 2\n')
+        shutil.copy(realdata / "dbc" / build / t, client / t)
+    real = (realdata / "adt" / name).read_bytes()
+    text = (f'[[assign]]\nname = "ground"\ntextures = ["{glob}"]\neffect = {effect}\n\n'
+            '[[exclude]]\nname = "steep"\nslope_above = 30\nmargin = 2\n')
     (tmp_path / "w").mkdir()
-    s = Session(client, tmp_path / "w", text, tile_src=realdata / "adt" / "continent4229.adt", map_name="continent",
-                tile=(42, 29))
+    s = Session(client, tmp_path / "w", text, tile_src=realdata / "adt" / name, map_name=map_name, tile=tile)
     try:
         save_in_place(s.tile, real)
         res = s.next("applied")
@@ -255,14 +262,15 @@ def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path):
         assert now == s.batch(real) and outside_fields_equal(real, now) and res.bytes_changed > 0
         t = read_tile(now, s.gp)
         assert t.no_effect_doodad.sum() > read_tile(real, s.gp).no_effect_doodad.sum()
-        assert set(res.fired) == {"mud", "water"}
+        assert set(res.fired) == {"ground", "steep"}
         t0 = read_tile(real, s.gp)
-        moved = dataclasses.replace(t0, alpha=np.roll(t0.alpha, 5, axis=-1), layer_effect=np.zeros_like(t0.layer_effect),
-                                    mh2o_beyond=None)
+        moved = dataclasses.replace(t0, alpha=np.roll(t0.alpha, 5, axis=-1), layer_effect=np.zeros_like(t0.layer_effect))
         saved = write_adt(moved)
         save_in_place(s.tile, saved)
         s.wait_for(lambda: s.tile.read_bytes() == s.batch(saved), "the repaint put right")
         assert outside_fields_equal(saved, s.tile.read_bytes())
+        exists = np.arange(4)[None, :] < t0.n_layers[:, None]
+        assert (read_tile(s.tile.read_bytes(), s.gp).layer_effect[exists] != 0).any()
     finally:
         s.close()
 
