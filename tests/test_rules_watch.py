@@ -88,7 +88,7 @@ class Session:
     """A project folder with rules, watched by RulesOnSave through the FileWatcher."""
 
     def __init__(self, client: Path, tmp: Path, rules_text: str = RULES, *, out_dir=None, tile_src=None,
-                 map_name=MAP_NAME, tile=T0):
+                 map_name=MAP_NAME, tile=T0, rules_in_project: bool = False):
         self.project = tmp / "project"
         self.cr = tile
         self.gp = adt_game_path(map_name, *tile)
@@ -96,10 +96,13 @@ class Session:
         self.tile.parent.mkdir(parents=True)
         shutil.copy(tile_src or game_file(client, self.gp), self.tile)
         self.data = open_data(client, over=[self.project])
-        self.plan = prepare(parse_rules(rules_text, tmp / "rules.toml"), self.data)
+        self.rules_path = (self.project if rules_in_project else tmp) / "rules.toml"
+        self.rules_path.write_text(rules_text)
+        self.plan = prepare(parse_rules(rules_text, self.rules_path), self.data)
         write_files(apply_rules(self.data, self.plan).files, self.data, in_place=True)   # the batch apply first
         self.results: queue.Queue = queue.Queue()
-        self.job = RulesOnSave(self.data, self.plan, out_dir=out_dir, on_result=self.results.put)
+        self.job = RulesOnSave(self.data, self.plan, out_dir=out_dir, on_result=self.results.put,
+                               rules_path=self.rules_path if rules_in_project else None)
         self.watcher = FileWatcher([self.project], self.job, debounce_ms=50)
         self.watcher.start()
 
@@ -371,3 +374,33 @@ def test_an_editor_writing_during_the_rename_keeps_its_save(session, monkeypatch
     save_in_place(s.tile, first)
     s.wait_for(lambda: s.tile.read_bytes() == s.batch(late), "the late save put back and put right")
     assert outside_fields_equal(late, s.tile.read_bytes())
+
+
+def test_a_saved_rules_file_is_read_again_and_applied_or_refused(client, tmp_path):
+    s = Session(client, tmp_path, rules_in_project=True)
+    try:
+        steep = RULES + "\n[[exclude]]\nname = 'steep'\nslope_above = 20\n"
+        s.rules_path.write_text(steep)
+        res = s.next()
+        assert res.status == "rules-reloaded" and res.bytes_changed > 0 and "steep" in res.fired, res.line()
+        with open_data(s.data.root, over=[s.project]) as fresh:    # what a batch apply of the new file gives
+            want = apply_tile(game_file(s.data.root, s.gp).read_bytes(), s.gp, T0,
+                              prepare(parse_rules(steep, s.rules_path), fresh), data=fresh)[0]
+        assert s.tile.read_bytes() == want
+        s.wait_for(lambda: s.job.own_writes >= 1, "the reload's own write seen as such")
+        assert s.results.empty()                                 # and not taken again
+        s.rules_path.write_text(steep + "\n[[exclude]]\nunder = 'trees'\n")
+        res = s.next()
+        assert res.status == "rules-error" and "'under'" in res.message and "rules in force stay" in res.message
+        assert s.tile.read_bytes() == want                       # nothing touched
+        saved = repaint(s.tile.read_bytes(), s.gp, 15)           # the rules in force still follow the editor
+        save_in_place(s.tile, saved)
+        res = s.next("applied")
+        assert [r.name for r in s.job.plan.rules.rules][-1] == "steep"
+        now = s.tile.read_bytes()
+        assert now == apply_tile(saved, s.gp, T0, s.job.plan, data=s.data)[0] != s.batch(saved)
+        from wowgrass.edit.masks import cell_slopes
+
+        assert read_tile(now, s.gp).no_effect_doodad[cell_slopes(read_tile(saved, s.gp)) > 20].all()
+    finally:
+        s.close()

@@ -239,7 +239,7 @@ class SaveResult:
     fired: list = field(default_factory=list)
     written: Path | None = None
     status: str = "applied"       # applied | unchanged | unparsable | removed | changed-under | not-written
-                                  # | failed | own-write (not reported)
+                                  # | failed | rules-reloaded | rules-error | own-write (not reported)
     message: str = ""
     seconds: float = 0.0
     event_time: float | None = None
@@ -251,6 +251,9 @@ class SaveResult:
                     f" -> {self.written}")
         if self.status == "unchanged":
             return f"{where}: as the rules want it (0 bytes changed)"
+        if self.status == "rules-reloaded":
+            return (f"{where}: rules read again: {self.message}, {self.bytes_changed:,} bytes"
+                    + (f" ({', '.join(self.fired)} fired)" if self.fired else ""))
         return f"{where}: {self.status}: {self.message}"
 
     def to_json(self) -> dict:
@@ -284,13 +287,19 @@ class RulesOnSave:
     trying again otherwise); the write is atomic (temporary and rename). In place (``out_dir``
     None) the editor's file is replaced by itself with only its ground-effect fields changed (held
     open through the rename: an editor that writes into it in that instant has its save put back
-    and taken again, never lost); with ``out_dir`` the result goes there. Its own writes are recognised by their size, time and inode
-    and not taken again."""
+    and taken again, never lost); with ``out_dir`` the result goes there. Its own writes are
+    recognised by their size, time and inode and not taken again.
+
+    ``rules_path``: when that file is saved, it is read and checked again (with ``ranges``); a
+    good file replaces the rules and is applied to every tile at once (as ``effects apply``); a bad
+    one is reported and the rules in force stay."""
 
     def __init__(self, data, plan: Plan, *, out_dir=None, on_result=None, settle_s: float = 0.03,
-                 parse_wait_s: float = 2.0, retries: int = 5):
+                 parse_wait_s: float = 2.0, retries: int = 5, rules_path=None, ranges=None):
         self.data = data
         self.plan = plan
+        self.rules_path = Path(rules_path).resolve() if rules_path is not None else None
+        self.ranges = ranges
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_result = on_result or (lambda res: None)
         self.settle_s = settle_s
@@ -322,6 +331,12 @@ class RulesOnSave:
             base = base_data(self.data)
             if hasattr(base, "refresh"):     # a tile new to the folders must be found
                 base.refresh()
+            if self.rules_path is not None and any(Path(x).resolve() == self.rules_path for x in paths):
+                res = self._reload(base)
+                res.event_time, res.seconds = event, time.perf_counter() - event
+                self.results.append(res)
+                self.on_result(res)
+                out.append(res)
             for p in sorted(Path(x) for x in paths):
                 tile = self.tile_of(p)
                 if tile is None or not self._is_the_tile(base, p, tile):
@@ -339,6 +354,28 @@ class RulesOnSave:
                     self.on_result(res)
                 out.append(res)
         return out
+
+    def _reload(self, base) -> SaveResult:
+        """The rules file saved: read, checked, and applied to every tile (or reported, the rules in
+        force kept)."""
+        from wowgrass.edit.rules import load_rules
+        from wowgrass.edit.rules_engine import prepare
+
+        p = self.rules_path
+        try:
+            plan = prepare(load_rules(p), self.data, self.plan.map, self.ranges, msb_first=self.plan.msb_first)
+            result = apply_rules(self.data, plan)
+            written = write_files(result.files, self.data, self.out_dir, in_place=self.out_dir is None)
+        except WowgrassError as exc:
+            return SaveResult(p, None, status="rules-error", message=f"{exc} (the rules in force stay)")
+        self.plan, self.context = plan, _context(plan, self.data)
+        for w in written:
+            self._mine[Path(w).resolve()] = _stat(Path(w))
+        tot = result.totals()
+        fired = [plan.rule(o).name for o in sorted({o for t in result.tiles for o in t.fired()})]
+        return SaveResult(p, None, tot["changed_byte_count"], fired, status="rules-reloaded",
+                          message=f"{len(plan.rules.rules)} rules; {tot['changed_tile_count']} of "
+                                  f"{tot['tile_count']} tiles changed, {len(written)} files written")
 
     def _is_the_tile(self, base, p: Path, tile) -> bool:
         """Whether ``p`` is the file the data reads for ``tile`` (not a copy elsewhere in the
@@ -393,7 +430,8 @@ class RulesOnSave:
         """Apply the rules to one saved tile (see the class docstring)."""
         from wowgrass.game.maps import adt_game_path
 
-        if self._mine.get(p) is not None and _stat(p) == self._mine[p]:
+        key = p.resolve()
+        if self._mine.get(key) is not None and _stat(p) == self._mine[key]:
             return SaveResult(p, tile, status="own-write")
         gp = adt_game_path(self.plan.map, *tile)
         for _attempt in range(self.retries):
@@ -435,7 +473,7 @@ class RulesOnSave:
                     continue
             finally:
                 os.close(fd)
-            self._mine[p] = _stat(p)
+            self._mine[key] = _stat(p)
             return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
         return SaveResult(p, tile, status="changed-under",
                           message=f"the file changed {self.retries} times while the rules ran: left alone until the "
