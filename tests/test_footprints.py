@@ -408,6 +408,16 @@ def _one_wmo(x, y, half_x, half_y) -> AdtTile:
     return flat_tile(modf=rec, wmos=["a.wmo"])
 
 
+def test_a_tile_without_placements_covers_nothing():
+    from wowgrass.edit.footprints import footprint
+
+    t = flat_tile(modf=np.zeros(0, MODF_DTYPE), wmos=[])
+    for kind in ("buildings", "models"):
+        for margin in (0.0, 5.0):
+            cells = footprint(kind, t, margin=margin)
+            assert cells.shape == (256, 8, 8) and not cells.any()
+
+
 def test_margin_grows_a_box_with_rounded_corners():
     from wowgrass.edit.footprints import footprint
 

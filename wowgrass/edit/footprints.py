@@ -202,6 +202,8 @@ def cover_grid(tile: AdtTile, centres: np.ndarray, gens: np.ndarray, margin: flo
     sorted by angle, and each cell near it tested against it."""
     out = np.zeros((CELLS, CELLS), bool)
     centres = np.asarray(centres, np.float64).reshape(-1, 2)
+    if not len(centres):            # a tile without placements (reshape(0, -1, 2) cannot infer -1)
+        return out
     gens = np.asarray(gens, np.float64).reshape(len(centres), -1, 2)
     ok = np.isfinite(centres).all(axis=1) & np.isfinite(gens).all(axis=(1, 2))
     centres, gens = centres[ok], gens[ok]

@@ -320,10 +320,6 @@ def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context) -> np.ndarray
     if r.mask is not None:
         return _mask_cells(r, plan, t, cr)
     if r.under is not None:
-        placed = {"buildings": t.modf, "models": t.mddf}.get(r.under)
-        if placed is not None and not len(placed):
-            # no placement, no footprint (footprints.cover_grid cannot reshape an empty list yet)
-            return np.zeros((256, 8, 8), bool)
         cells = footprint(r.under, t, data=data, margin=r.margin, context=context)
     elif r.slope_above is not None:     # footprint("slope") itself, on the slopes the filters share
         from wowgrass.edit.footprints import grow_cells
