@@ -1202,7 +1202,7 @@ def main(argv=None):
     target.release()
 
     if a.variants and not a.no_sample:
-        import wowgrass.render.sources.terrain as terrain_mod
+        import wowgrass.render.sources.terrain_arenas as terrain_mod
 
         print(f"\nsample zone variants at {w}x{h} (msaa samples, terrain anisotropy, grass layout):")
         for msaa, aniso, lay in ((4, 8.0, "16p"), (4, 2.0, "16p"), (4, 1.0, "16p"), (4, 4.0, "16"), (0, 4.0, "16p")):

@@ -214,6 +214,7 @@ def bench_watch(args, out):
     from wowgrass.game.tiles import adt_game_path
     from wowgrass.grass.bake import default_data
     from wowgrass.workbench.controller import open_workbench
+    from wowgrass.workbench.overlays import give_marks
 
     root, sample_map = default_data() if args.data is None else (args.data, args.map)
     d = open_data(root)
@@ -232,6 +233,7 @@ def bench_watch(args, out):
     args.map = map_name
     data, src, tgt, scene, viewer = open_view(args, files={gp: loose}, camera=(cx + 80, cy + 20, 0.0),
                                               target=None)
+    give_marks(scene.terrain.cells)
     bench = open_workbench(viewer, scene, src, data, panels=False, watch=True, audit=False)
     bench.viewer = viewer
     bench.install(viewer, None)
@@ -315,10 +317,12 @@ def main(argv=None):
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
     from wowgrass.workbench.controller import open_workbench
+    from wowgrass.workbench.overlays import give_marks
 
     res = {"size": list(args.size), "look": args.look}
     data, src, tgt, scene, viewer = open_view(args)
     res["renderer"] = tgt.ctx.info.get("GL_RENDERER")
+    give_marks(scene.terrain.cells)
     bench = open_workbench(viewer, scene, src, data, panels=False, audit=False)
     bench.viewer = viewer
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
-from wowgrass.render.sources.terrain import build_terrain_arrays, resize_rgba
+from wowgrass.render.sources.terrain_mesh import build_terrain_arrays, resize_rgba
 
 TEXTURE_REPEAT = 8  # layer texture repeats across one chunk, as the viewer draws it
 NO_LAYER = np.array([115, 107, 89], np.float32)  # a chunk without layers (the viewer's grey-brown)
@@ -28,7 +28,7 @@ def chunk_grid(tile) -> tuple[np.ndarray, np.ndarray]:
 def bake_texture(tile, arrays, size: int = 1024) -> np.ndarray:
     """(size, size, 3) u1 albedo of the whole tile: layers blended by their alpha maps.
 
-    ``arrays`` is the tile's :func:`~wowgrass.render.sources.terrain.build_terrain_arrays` (layers resized,
+    ``arrays`` is the tile's :func:`~wowgrass.render.sources.terrain_mesh.build_terrain_arrays` (layers resized,
     placeholders for missing names). ``size`` must be a multiple of 16 * TEXTURE_REPEAT (128). Row 0 is the tile's north edge,
     column 0 its west edge (the glTF UV origin is the image's top left)."""
     ppc = size // 16

@@ -43,7 +43,9 @@ from ..sources.liquids import LiquidSet
 from ..sources.wmo import WmoSet
 from ..sources.grass_cpu import GrassField
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from ..sources.terrain import LAYER_SIZE, TerrainSet, TerrainTile, far_level_for
+from ..sources.terrain import TerrainSet
+from ..sources.terrain_arenas import TerrainTile
+from ..sources.terrain_mesh import LAYER_SIZE, far_level_for
 from .tile_payload import prepare_payload
 
 log = logging.getLogger(__name__)

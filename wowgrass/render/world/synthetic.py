@@ -13,7 +13,7 @@ from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from ..gl.meshes import MeshData, crossed_quads
-from ..sources.terrain import COLS, ROWS
+from ..sources.terrain_mesh import COLS, ROWS
 
 
 def tile_origin(col: int, row: int) -> tuple[float, float]:
