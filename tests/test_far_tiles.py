@@ -364,12 +364,12 @@ def test_a_source_decodes_each_texture_once_and_far_colours_do_not_change():
         first = src.load_terrain(*key)
         far1 = build_far_arrays(first["adt"], first["textures"])
         decoded = []
-        real = blp.read_blp
-        blp.read_blp = lambda *a, **k: decoded.append(a[1]) or real(*a, **k)
+        saved, real = blp.BlpImage.__dict__["from_bytes"], blp.BlpImage.from_bytes
+        blp.BlpImage.from_bytes = classmethod(lambda cls, *a, **k: decoded.append(a[1]) or real(*a, **k))
         try:
             again = src.load_terrain(*key)
         finally:
-            blp.read_blp = real
+            blp.BlpImage.from_bytes = saved
         assert decoded == [] and again["textures"]
         for name, rgba in again["textures"].items():
             assert rgba is first["textures"][name] and not rgba.flags.writeable

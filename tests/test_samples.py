@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from wowgrass.cli.main import cli
 from wowgrass.game.data import open_data
 from wowgrass.formats.adt import AdtTile
-from wowgrass.formats.blp import read_blp
+from wowgrass.formats.blp import BlpImage
 from wowgrass.formats.dbc import read_table
 from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.mpq import MpqArchive
@@ -106,7 +106,7 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
         elif low.endswith(".skin"):
             assert build == "3.3.5" and raw[:4] == b"SKIN"
         elif low.endswith(".blp"):
-            img = read_blp(raw, path)
+            img = BlpImage.from_bytes(raw, path)
             assert img.mips[0].shape[:2] == (img.height, img.width)
         elif low.endswith(".dbc"):
             table, det = read_table(raw, path, build=build)

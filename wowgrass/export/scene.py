@@ -253,11 +253,11 @@ def _layer_textures(adt, read) -> dict[str, np.ndarray]:
     out = {}
     if read is None:
         return out
-    from wowgrass.formats.blp import read_blp
+    from wowgrass.formats.blp import BlpImage
 
     for name in adt.textures:
         try:
-            out[name] = read_blp(read(name), name).mip(0)
+            out[name] = BlpImage.from_bytes(read(name), name).mip(0)
         except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
             log.info("texture %s: %s", name, exc)
     return out

@@ -125,10 +125,10 @@ class GameSource:
                 rgba = self._texture_cache.pop(key)
                 self._texture_cache[key] = rgba  # the most recently used last
                 return rgba
-        from wowgrass.formats.blp import read_blp
+        from wowgrass.formats.blp import BlpImage
 
         try:
-            rgba = read_blp(self._read(path), path).mip(0)
+            rgba = BlpImage.from_bytes(self._read(path), path).mip(0)
             rgba.setflags(write=False)  # shared by every tile that uses it
         except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
             log.info("texture %s: %s", path, exc)
