@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
 from wowgrass.game.data import open_data
-from wowgrass.formats.adt import AdtTile
+from wowgrass.formats.adt import ZEROPOINT, AdtTile
 from wowgrass.formats.blp import BlpImage
 from wowgrass.formats.dbc import read_table
 from wowgrass.formats.m2 import M2Model
@@ -23,7 +23,7 @@ from wowgrass.samples import (
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
-from wowgrass.samples.heights import ROAD, ZEROPOINT, SampleTerrain
+from wowgrass.samples.heights import ROAD, SampleTerrain
 from wowgrass.samples.sample_world import SAMPLE_VERSION, TERRAIN_TEXTURES, texture_files
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")

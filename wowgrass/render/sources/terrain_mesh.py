@@ -36,6 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from wowgrass.formats.adt import UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
+from wowgrass.game.coords import corner_steps
 
 from ..gl.meshes import edge_indices
 
@@ -237,8 +238,7 @@ def map_grid(tile) -> np.ndarray:
     the map's north-west corner; whole numbers, so exact in float32). From the chunks' stored
     positions rounded to the grid: equal for every chunk and tile sharing a vertex."""
     pos = np.asarray(tile.positions, np.float64)
-    row0 = np.round((ZEROPOINT - pos[:, 0]) / HALF_UNIT)
-    col0 = np.round((ZEROPOINT - pos[:, 1]) / HALF_UNIT)
+    col0, row0 = corner_steps(pos[:, 0], pos[:, 1], HALF_UNIT)
     out = np.empty((256, 145, 2), np.float64)
     out[..., 0] = col0[:, None] + 2 * COLS[None, :]
     out[..., 1] = row0[:, None] + 2 * ROWS[None, :]
