@@ -208,7 +208,7 @@ SAMPLE_PATHS = (("instanced", "instanced", None), ("grid_compact", "grid", "comp
 def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
     """The paths on the sample world from the same cameras (the sun's shadows on, as the viewer
     starts); wind sequences of each option on the instanced path and the compact grid."""
-    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.app import DataOptions, LookOptions, open_source
     from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.firstframe import default_camera
@@ -219,7 +219,7 @@ def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
         sequences = out_dir is not None and grid_draw != "full"  # wind sequences: instanced and compact grid
         winds = (("classic", "smoothstep"),) + (WIND_RUNS[1:] if sequences else ())
         for wind, falloff in winds:
-            data, src = open_source(ViewOptions(size=size, grass_path=path))
+            data, src = open_source(DataOptions(), LookOptions(grass_path=path))
             target = create_offscreen_target(size, samples)
             progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=path, wind=wind,
                                   wind_falloff=falloff)

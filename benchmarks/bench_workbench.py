@@ -39,13 +39,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def open_view(args, files=None, camera=None, target=None):
-    from wowgrass.render.app import OutputMode, ViewOptions, open_scene, open_source, open_target, open_viewer
+    from wowgrass.render.app import (CameraOptions, DataOptions, LookOptions, OutputMode, OutputOptions, ViewOptions,
+                                     open_scene, open_source, open_target, open_viewer)
 
-    opts = ViewOptions(data=args.data, map_name=args.map, size=args.size, output="x.png", files=files,
-                       camera=camera, target=target, window=False, look=args.look, log=lambda s: None)
-    data, src = open_source(opts)
-    tgt, mode = open_target(opts, OutputMode(False, None), lambda s: None, "bench")
-    scene = open_scene(tgt, src, opts, lambda s: None, moving=True)
+    opts = ViewOptions(data=DataOptions(args.data, args.map, files=files), camera=CameraOptions(camera, target),
+                       output=OutputOptions(size=args.size, file="x.png", window=False),
+                       look=LookOptions(name=args.look), log=lambda s: None)
+    data, src = open_source(opts.data, opts.look)
+    tgt, mode = open_target(opts.output, OutputMode(False, None), lambda s: None, "bench")
+    scene = open_scene(tgt, src, opts.look, lambda s: None, moving=True)
     scene.keep_grass = True  # as view does for its workbench
     viewer = open_viewer(tgt, scene, src, opts, mode)
     return data, src, tgt, scene, viewer

@@ -122,14 +122,15 @@ def tile_option_with(help: str):
 BUILDS = ("1.12", "2.4.3", "3.3.5")
 
 
-def build_option(help: str = "Client build of the tables (default: detected).", **kw):
+def build_option(help: str = "Client build of the tables (default: detected).", default: str | None = None, **kw):
     """``--build`` 1.12 | 2.4.3 | 3.3.5 (default None: detected), with a command's own help text."""
-    return click.option("--build", type=click.Choice(list(BUILDS)), default=None, help=help, **kw)
+    return click.option("--build", type=click.Choice(list(BUILDS)), default=default, help=help, **kw)
 
 
-def map_option(help: str = "Map folder name, e.g. Azeroth (default: the only map in --data).", **kw):
+def map_option(help: str = "Map folder name, e.g. Azeroth (default: the only map in --data).",
+               metavar: str | None = "NAME", **kw):
     """``--map NAME`` (the ``map_name`` parameter), with a command's own help text."""
-    return click.option("--map", "map_name", metavar="NAME", help=help, **kw)
+    return click.option("--map", "map_name", metavar=metavar, help=help, **kw)
 
 
 def option_group(name: str, *options):

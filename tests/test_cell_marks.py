@@ -47,13 +47,14 @@ def test_a_mark_look_and_the_slots_are_checked():
 def test_render_draws_a_slot_with_the_look_given_and_nothing_without_one(egl):
     """A slot shows (its bit in the mask) where the cells carry its bit, in the colour the caller
     gave; a slot with no look, or cells carrying another slot's bit, leave the ground as it was."""
-    from wowgrass.render.app import OutputMode, ViewOptions, open_scene, open_source, open_target, open_viewer
+    from wowgrass.render.app import (CameraOptions, OutputMode, OutputOptions, ViewOptions, open_scene, open_source,
+                                     open_target, open_viewer)
     from wowgrass.render.sources.cell_marks import CELLS, MarkLook, show_mark
 
-    opts = ViewOptions(camera=(470.0, 470.0, 90.0), target=(520.0, 520.0, 20.0), size=(96, 64), warm_up=False)
-    data, src = open_source(opts)
-    target, _ = open_target(opts, OutputMode(False, None), lambda s: None, "test")
-    scene = open_scene(target, src, opts, lambda s: None)
+    opts = ViewOptions(camera=CameraOptions((470.0, 470.0, 90.0), (520.0, 520.0, 20.0)), output=OutputOptions(size=(96, 64), warm_up=False))
+    data, src = open_source(opts.data)
+    target, _ = open_target(opts.output, OutputMode(False, None), lambda s: None, "test")
+    scene = open_scene(target, src, opts.look, lambda s: None)
     try:
         viewer = open_viewer(target, scene, src, opts, OutputMode(False, None))
         for _ in range(3):
