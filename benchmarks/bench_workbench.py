@@ -213,6 +213,7 @@ def bench_watch(args, out):
     from wowgrass.edit.adt_edit import exclude_cells
     from wowgrass.fileio import write_atomic
     from wowgrass.game.data import choose_map, open_data
+    from wowgrass.game.coords import tile_centre
     from wowgrass.game.tiles import adt_game_path
     from wowgrass.grass.bake import default_data
     from wowgrass.workbench.controller import open_workbench
@@ -231,7 +232,7 @@ def bench_watch(args, out):
     tmp = Path(tempfile.mkdtemp(prefix="wowgrass-watch-"))
     loose = tmp / Path(gp.replace("\\", "/")).name
     loose.write_bytes(raw)
-    cx, cy = 32 * 533.3333 - (row + 0.5) * 533.3333, 32 * 533.3333 - (col + 0.5) * 533.3333
+    cx, cy = tile_centre(col, row)
     args.map = map_name
     data, src, tgt, scene, viewer = open_view(args, files={gp: loose}, camera=(cx + 80, cy + 20, 0.0),
                                               target=None)
