@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wowgrass.formats.blp import read_blp, write_blp
+from wowgrass.formats.blp import BlpImage, write_blp
 
 TARGET_MS = 10.0
 RUNS = 30
@@ -37,7 +37,7 @@ def time_decode(data: bytes) -> list[float]:
     out = []
     for _ in range(RUNS):
         t = time.perf_counter()
-        img = read_blp(data)
+        img = BlpImage.from_bytes(data)
         for m in img.mips:
             pass
         out.append((time.perf_counter() - t) * 1000)
@@ -52,7 +52,7 @@ def main() -> int:
         path.write_bytes(write_blp(rgba, "dxt5"))
         enc_ms = (time.perf_counter() - t) * 1000
         data = path.read_bytes()
-    img = read_blp(data)
+    img = BlpImage.from_bytes(data)
     print(f"file: 512×512 DXT5, {img.mip_count} mips, {len(data):,} bytes (encoded in {enc_ms:.1f} ms)")
     times = time_decode(data)
     best, med = min(times), statistics.median(times)

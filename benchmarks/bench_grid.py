@@ -44,7 +44,8 @@ from bench_render import (DENSITY, WARM_S, clump, eye_camera, field_instances, f
                           time_viewer)
 
 from wowgrass.grass.grid_tiles import GridTile, build_grid_tile, tile_slots  # noqa: E402
-from wowgrass.render.constants import TILE_SIZE, ZEROPOINT, GrassSettings  # noqa: E402
+from wowgrass.game.coords import tile_of  # noqa: E402
+from wowgrass.render.constants import TILE_SIZE, GrassSettings  # noqa: E402
 from wowgrass.render.gl.context import create_offscreen_target  # noqa: E402
 from wowgrass.render.frame import FrameUniforms  # noqa: E402
 from wowgrass.render.gl.timer import GpuTimer  # noqa: E402
@@ -61,7 +62,7 @@ SEQUENCE = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)
 def field_tiles(n: int) -> list[tuple[int, int]]:
     """The tiles the instanced benchmark's field of ``n`` instances covers (it is centred on the map)."""
     half = math.sqrt(n / DENSITY) / 2
-    lo, hi = int(math.floor((ZEROPOINT - half) / TILE_SIZE)), int(math.floor((ZEROPOINT + half) / TILE_SIZE))
+    lo, hi = tile_of(half, half)[0], tile_of(-half, -half)[0]
     return [(c, r) for c in range(lo, hi + 1) for r in range(lo, hi + 1)]
 
 
@@ -208,7 +209,7 @@ SAMPLE_PATHS = (("instanced", "instanced", None), ("grid_compact", "grid", "comp
 def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
     """The paths on the sample world from the same cameras (the sun's shadows on, as the viewer
     starts); wind sequences of each option on the instanced path and the compact grid."""
-    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.app import DataOptions, LookOptions, open_source
     from wowgrass.render.world.streaming import Scene
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.firstframe import default_camera
@@ -219,7 +220,7 @@ def bench_sample(size, frames, samples, out_dir, paths=SAMPLE_PATHS):
         sequences = out_dir is not None and grid_draw != "full"  # wind sequences: instanced and compact grid
         winds = (("classic", "smoothstep"),) + (WIND_RUNS[1:] if sequences else ())
         for wind, falloff in winds:
-            data, src = open_source(ViewOptions(size=size, grass_path=path))
+            data, src = open_source(DataOptions(), LookOptions(grass_path=path))
             target = create_offscreen_target(size, samples)
             progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, grass_path=path, wind=wind,
                                   wind_falloff=falloff)

@@ -323,13 +323,12 @@ def bench_sample(size, frames, png_dir, samples, layout="16p", parts=False, prof
     ``parts``: also the grass view with only terrain, only doodads, only grass, and the grass alone
     in variants that say what its time is made of (rings off, culling off, the GPU culling in
     distance bands nearest first, the CPU fallback's culling, no alpha to coverage, nothing)."""
-    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.app import DataOptions, open_source
     from wowgrass.render.world.streaming import Scene, tiles_centre
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.firstframe import default_camera
 
-    opts = ViewOptions(size=size)
-    data, src = open_source(opts)
+    data, src = open_source(DataOptions())
     target = create_offscreen_target(size, samples)
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0, instance_layout=layout)
     scene = Scene(target.ctx, progs, src, instance_layout=layout)
@@ -800,13 +799,13 @@ def bench_water(size, frames, samples, png_dir=None):
     them, then each alone: the cost of water and the building, as GPU and wall ms and their
     difference (the target: within 1.0 ms at 1920x1080 on the H200). Also the view from beside
     the house (its shadow, the basin, the interior through the door) and over the lake."""
-    from wowgrass.render.app import ViewOptions, open_source
+    from wowgrass.render.app import DataOptions, open_source
     from wowgrass.render.viewer import Toggles, Viewer
     from wowgrass.render.world.firstframe import default_camera
     from wowgrass.render.world.streaming import Scene
     from wowgrass.samples.heights import SampleTerrain
 
-    data, src = open_source(ViewOptions(size=size))
+    data, src = open_source(DataOptions())
     target = create_offscreen_target(size, samples)
     progs = make_programs(target.ctx, alpha_to_coverage=target.samples > 0)
     scene = Scene(target.ctx, progs, src)
@@ -1202,7 +1201,7 @@ def main(argv=None):
     target.release()
 
     if a.variants and not a.no_sample:
-        import wowgrass.render.sources.terrain as terrain_mod
+        import wowgrass.render.sources.terrain_arenas as terrain_mod
 
         print(f"\nsample zone variants at {w}x{h} (msaa samples, terrain anisotropy, grass layout):")
         for msaa, aniso, lay in ((4, 8.0, "16p"), (4, 2.0, "16p"), (4, 1.0, "16p"), (4, 4.0, "16"), (0, 4.0, "16p")):

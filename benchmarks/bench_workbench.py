@@ -39,13 +39,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def open_view(args, files=None, camera=None, target=None):
-    from wowgrass.render.app import OutputMode, ViewOptions, open_scene, open_source, open_target, open_viewer
+    from wowgrass.render.app import (CameraOptions, DataOptions, LookOptions, OutputMode, OutputOptions, ViewOptions,
+                                     open_scene, open_source, open_target, open_viewer)
 
-    opts = ViewOptions(data=args.data, map_name=args.map, size=args.size, output="x.png", files=files,
-                       camera=camera, target=target, window=False, look=args.look, log=lambda s: None)
-    data, src = open_source(opts)
-    tgt, mode = open_target(opts, OutputMode(False, None), lambda s: None, "bench")
-    scene = open_scene(tgt, src, opts, lambda s: None, moving=True)
+    opts = ViewOptions(data=DataOptions(args.data, args.map, files=files), camera=CameraOptions(camera, target),
+                       output=OutputOptions(size=args.size, file="x.png", window=False),
+                       look=LookOptions(name=args.look), log=lambda s: None)
+    data, src = open_source(opts.data, opts.look)
+    tgt, mode = open_target(opts.output, OutputMode(False, None), lambda s: None, "bench")
+    scene = open_scene(tgt, src, opts.look, lambda s: None, moving=True)
     scene.keep_grass = True  # as view does for its workbench
     viewer = open_viewer(tgt, scene, src, opts, mode)
     return data, src, tgt, scene, viewer
@@ -211,9 +213,11 @@ def bench_watch(args, out):
     from wowgrass.edit.adt_edit import exclude_cells
     from wowgrass.fileio import write_atomic
     from wowgrass.game.data import choose_map, open_data
+    from wowgrass.game.coords import tile_centre
     from wowgrass.game.tiles import adt_game_path
     from wowgrass.grass.bake import default_data
     from wowgrass.workbench.controller import open_workbench
+    from wowgrass.workbench.overlays import give_marks
 
     root, sample_map = default_data() if args.data is None else (args.data, args.map)
     d = open_data(root)
@@ -228,10 +232,11 @@ def bench_watch(args, out):
     tmp = Path(tempfile.mkdtemp(prefix="wowgrass-watch-"))
     loose = tmp / Path(gp.replace("\\", "/")).name
     loose.write_bytes(raw)
-    cx, cy = 32 * 533.3333 - (row + 0.5) * 533.3333, 32 * 533.3333 - (col + 0.5) * 533.3333
+    cx, cy = tile_centre(col, row)
     args.map = map_name
     data, src, tgt, scene, viewer = open_view(args, files={gp: loose}, camera=(cx + 80, cy + 20, 0.0),
                                               target=None)
+    give_marks(scene.terrain.cells)
     bench = open_workbench(viewer, scene, src, data, panels=False, watch=True, audit=False)
     bench.viewer = viewer
     bench.install(viewer, None)
@@ -315,10 +320,12 @@ def main(argv=None):
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
     from wowgrass.workbench.controller import open_workbench
+    from wowgrass.workbench.overlays import give_marks
 
     res = {"size": list(args.size), "look": args.look}
     data, src, tgt, scene, viewer = open_view(args)
     res["renderer"] = tgt.ctx.info.get("GL_RENDERER")
+    give_marks(scene.terrain.cells)
     bench = open_workbench(viewer, scene, src, data, panels=False, audit=False)
     bench.viewer = viewer
     try:

@@ -436,9 +436,9 @@ def _blp_bases():
 
 
 def _blp_parse(parts, workdir):
-    from wowgrass.formats.blp import read_blp
+    from wowgrass.formats.blp import BlpImage
 
-    img = read_blp(parts[0], "x.blp")
+    img = BlpImage.from_bytes(parts[0], "x.blp")
     for level in range(img.mip_count):
         img.mip(level)
 
@@ -507,14 +507,14 @@ def _wmo_parse(parts, workdir):
 
     w = W.load_wmo("x.wmo", read)
     w.info()
-    w.root.to_bytes()
+    W.write_wmo_root(w.root)
     for i in range(len(w.root.doodad_sets) + 1):
         W.doodad_matrices(w.root, w.root.doodad_set_indices(i))
     for g in w.groups:
         if g is not None:
             W.fixed_vertex_colours(w.root, g)
             W.group_liquid_type(w.root, g)
-            g.to_bytes()
+            W.write_wmo_group(g)
 
 
 # -- bundle

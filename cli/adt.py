@@ -8,11 +8,13 @@ from pathlib import Path
 import click
 
 from wowgrass.cli.common import (
+    build_option,
     constants_options,
     data_option,
     dbc_option,
     echo_json,
     json_option,
+    map_option,
     note,
     output_path,
     placement_constants,
@@ -27,8 +29,7 @@ def tile_source(func):
 
     @click.argument("file", required=False, type=click.Path(exists=True), metavar="[FILE|DIR]")
     @data_option
-    @click.option("--map", "map_name", metavar="NAME",
-                  help="Map folder name, e.g. Azeroth (with --data; default: the only map there).")
+    @map_option("Map folder name, e.g. Azeroth (with --data; default: the only map there).")
     @click.option("--tile", "tile", metavar="COL,ROW", help="Tile column and row, e.g. 32,48 (with --data).")
     @click.option("--wdt", type=click.Path(exists=True, dir_okay=False),
                   help="The map's WDT, for the big-alpha flag (default: the WDT beside FILE or in --data).")
@@ -272,9 +273,8 @@ def _tables(source, dbc_dir, build=None):
 @adt.command()
 @tile_source
 @dbc_option
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="The client build whose routine and table layout to take (default: the tables' own; 2.4.3 "
-                   "reads 1.12's tables and scatters as 1.12).")
+@build_option("The client build whose routine and table layout to take (default: the tables' own; 2.4.3 "
+              "reads 1.12's tables and scatters as 1.12).")
 @click.option("--picks", "picks_list", type=click.IntRange(1, 256), multiple=True, metavar="N",
               help="Cell picks per chunk (the clients' frillDensity / groundEffectDensity; 3.3.5 raises values "
                    "below 16 to 16); repeat for several. Default: 16.")

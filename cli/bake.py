@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 from wowgrass.cli.common import (
+    build_option,
     constants_options,
     data_option,
     dbc_option,
     echo_json,
     json_option,
+    map_option,
     note,
     output_path,
     parse_tiles,
@@ -25,8 +27,6 @@ from wowgrass.cli.common import (
 from wowgrass.errors import UsageError
 from wowgrass.paths import writable_cache_dir
 
-BUILDS = ("1.12", "2.4.3", "3.3.5")
-
 
 def _open(data_path, build):
     from wowgrass.game.data import open_data
@@ -38,14 +38,12 @@ def _open(data_path, build):
 @click.argument("source", required=False, type=click.Path(exists=True), metavar="[ADT|DIR]")
 @data_option
 @dbc_option
-@click.option("--build", type=click.Choice(BUILDS), default=None,
-              help="Client build of the tables (default: detected).")
+@build_option()
 @placement_option
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
               help="Write the bundle here instead of the cache (one ADT file only).")
-@click.option("--map", "map_name", metavar="NAME",
-              help="Map to bake (default: the only map in --data, or the sample world's). For an ADT file: the "
-                   "map name mixed into the random streams (default: from the file name).")
+@map_option("Map to bake (default: the only map in --data, or the sample world's). For an ADT file: the "
+            "map name mixed into the random streams (default: from the file name).")
 @tile_option
 @click.option("--tiles", "old_tiles", multiple=True, hidden=True)  # the old name of --tile's range form
 @click.option("--all", "all_tiles", is_flag=True, help="Every tile of the map present in the data (the default).")

@@ -24,9 +24,9 @@ def blp():
 @json_option
 def info(file, as_json):
     """Print a BLP's version, size, encoding, alpha depth and mip levels (header only)."""
-    from wowgrass.formats.blp import read_blp
+    from wowgrass.formats.blp import BlpImage
 
-    img = read_blp(Path(file).read_bytes(), file)
+    img = BlpImage.from_bytes(Path(file).read_bytes(), file)
     out = img.info()
     out = {"file": out.pop("path"), **out}   # docs/cli.md: `file` is the file a command read
     if as_json:
@@ -54,7 +54,7 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps, as_json):
     from PIL import Image, UnidentifiedImageError
 
     from wowgrass.fileio import write_atomic
-    from wowgrass.formats.blp import read_blp, sniff, write_blp
+    from wowgrass.formats.blp import BlpImage, sniff, write_blp
 
     if old_dst is not None:   # `blp convert SRC DST`, the old form
         if dst is not None:
@@ -66,7 +66,7 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps, as_json):
     output_path(dst)
     data = Path(src).read_bytes()
     if sniff(data[:4]):
-        img = read_blp(data, src)
+        img = BlpImage.from_bytes(data, src)
         fmt = Image.registered_extensions().get(Path(dst).suffix.lower())
         if fmt is None:
             raise UsageError(f"cannot tell the image format of {dst} from its suffix")
@@ -92,5 +92,5 @@ def convert(src, old_dst, dst, mip, encoding, no_mipmaps, as_json):
     if as_json:
         echo_json({"file": str(dst), "source": str(src), "direction": "image-to-blp", "format": "BLP2",
                    "width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "encoding": encoding,
-                   "mip_level_count": read_blp(body, str(dst)).mip_count, "size": len(body)})
+                   "mip_level_count": BlpImage.from_bytes(body, str(dst)).mip_count, "size": len(body)})
     note(f"wrote {dst} ({rgba.shape[1]}×{rgba.shape[0]} {encoding})")

@@ -114,6 +114,53 @@ tile_option = click.option(
 )
 
 
+def tile_option_with(help: str):
+    """``--tile`` (as :data:`tile_option`) with a command's own help text."""
+    return click.option("--tile", "tiles", multiple=True, metavar="C,R|C0:C1,R0:R1", help=help)
+
+
+BUILDS = ("1.12", "2.4.3", "3.3.5")
+
+
+def build_option(help: str = "Client build of the tables (default: detected).", default: str | None = None, **kw):
+    """``--build`` 1.12 | 2.4.3 | 3.3.5 (default None: detected), with a command's own help text."""
+    return click.option("--build", type=click.Choice(list(BUILDS)), default=default, help=help, **kw)
+
+
+def map_option(help: str = "Map folder name, e.g. Azeroth (default: the only map in --data).",
+               metavar: str | None = "NAME", **kw):
+    """``--map NAME`` (the ``map_name`` parameter), with a command's own help text."""
+    return click.option("--map", "map_name", metavar=metavar, help=help, **kw)
+
+
+def option_group(name: str, *options):
+    """Apply click ``options`` (in the order given, as if written as decorators in that order) and
+    hand their values to the command as one object, ``name`` (a SimpleNamespace by each option's
+    parameter name), instead of one parameter each. Several groups of one ``name`` add up. No
+    option's parameter name may be a group's name."""
+    import functools
+    from types import SimpleNamespace
+
+    def deco(f):
+        before = len(getattr(f, "__click_params__", ()))
+        for opt in reversed(options):
+            f = opt(f)
+        names = [p.name for p in f.__click_params__[before:]]
+
+        @functools.wraps(f)
+        def wrapper(*args, **kw):
+            group = kw.get(name)
+            if group is None:
+                group = kw[name] = SimpleNamespace()
+            for n in names:
+                setattr(group, n, kw.pop(n))
+            return f(*args, **kw)
+
+        return wrapper
+
+    return deco
+
+
 def parse_tiles(values) -> list | None:
     """``--tile`` values -> [((c0, c1), (r0, r1)), ...] (None when none were given)."""
     if not values:

@@ -11,7 +11,15 @@ import functools
 import click
 
 from wowgrass.cli.common import (
-    data_option, echo_json, json_option, note, parse_tiles, plural, progress_bar, tile_option,
+    data_option,
+    echo_json,
+    json_option,
+    map_option,
+    note,
+    parse_tiles,
+    plural,
+    progress_bar,
+    tile_option,
 )
 from wowgrass.errors import UsageError
 
@@ -33,7 +41,7 @@ def map_options(func):
     """--data, --map, --tile, --doodad-map-msb-first: the map and tiles a command works on."""
 
     @data_option
-    @click.option("--map", "map_name", metavar="NAME", help="Map folder name, e.g. Azeroth (default: the only map).")
+    @map_option("Map folder name, e.g. Azeroth (default: the only map).")
     @tile_option
     @click.option("--doodad-map-msb-first", "msb_first", is_flag=True,
                   help="The tiles store doodadMapping MSB first (saved by noggit3); edits keep that order.")

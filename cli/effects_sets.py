@@ -8,11 +8,13 @@ from pathlib import Path
 import click
 
 from wowgrass.cli.common import (
+    build_option,
     constants_options,
     data_option,
     dbc_option,
     echo_json,
     json_option,
+    map_option,
     note,
     output_path,
     parse_tiles,
@@ -20,6 +22,7 @@ from wowgrass.cli.common import (
     plural,
     progress_bar,
     text_console,
+    tile_option_with,
 )
 from wowgrass.errors import UsageError
 
@@ -87,8 +90,7 @@ def _report_set(done, files, missing, out_dir, as_json, verb: str) -> None:
 @click.option("--sound", type=int, default=0, show_default=True, help="TerrainType id (footstep sounds).")
 @click.option("--id", "new_id", type=click.IntRange(1, 0xFFFFFFFE), default=None,
               help="The new row's ID (refused when taken; default: one above the highest).")
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="The tables' layout (default: detected; 2.4.3 from the Data folder's archives).")
+@build_option("The tables' layout (default: detected; 2.4.3 from the Data folder's archives).")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to write DBFilesClient/GroundEffectTexture.dbc and GroundEffectDoodad.dbc into; "
                    "tables already there are added to.")
@@ -148,8 +150,7 @@ def new_set(data_path, dbc_dir, doodads, weights, density, sound, new_id, build,
 @click.option("--density", type=click.IntRange(0, 2**31 - 1), default=None,
               help="Doodads per cell the client tries (0 means the client's default, 8).")
 @click.option("--sound", type=int, default=None, help="TerrainType id (footstep sounds).")
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="The tables' layout (default: detected; 2.4.3 from the Data folder's archives).")
+@build_option("The tables' layout (default: detected; 2.4.3 from the Data folder's archives).")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder to write both tables into (tables already there are the ones edited).")
 @click.option("--in-place", is_flag=True, help="Allow -o DIR to be where the input tables are (a .bak is kept).")
@@ -181,13 +182,12 @@ def edit_set(effect_id, data_path, dbc_dir, doodads, weights, density, sound, bu
 
 @click.command("diff")
 @data_option
-@click.option("--map", "map_name", metavar="NAME", help="The map (default: the only map in --data).")
+@map_option("The map (default: the only map in --data).")
 @click.option("--patch", "patch_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The patch MPQ, mounted where the client would mount it by its name.")
-@click.option("--tile", "tiles", multiple=True, metavar="C,R|C0:C1,R0:R1",
-              help="A tile (column,row) or an inclusive range, e.g. 32,48 or 30:33,40:45; repeatable. Default: "
-                   "the tiles whose ADT the patch holds (every tile of the map when it changes only the "
-                   "ground-effect tables).")
+@tile_option_with("A tile (column,row) or an inclusive range, e.g. 32,48 or 30:33,40:45; repeatable. Default: "
+                  "the tiles whose ADT the patch holds (every tile of the map when it changes only the "
+                  "ground-effect tables).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False),
               help="Write the before | after | change picture here (PNG or another image suffix).")
 @click.option("--placement", type=click.Choice(["client", "coverage"]), default="client", show_default=True,

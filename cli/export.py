@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from wowgrass.cli.common import (
+    build_option,
     constants_options,
     data_option,
     dbc_option,
     echo_json,
     json_option,
+    map_option,
     note,
     output_path,
     parse_tiles,
@@ -34,11 +36,9 @@ def export():
 @click.argument("adt", nargs=-1, type=click.Path(exists=True), metavar="[ADT...|DIR]")
 @data_option
 @dbc_option
-@click.option("--map", "map_name", metavar="NAME",
-              help="Map to export (with --data; default: the only map there, or the sample world's).")
+@map_option("Map to export (with --data; default: the only map there, or the sample world's).")
 @tile_option
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="Client build of the tables (default: detected).")
+@build_option()
 @placement_option
 @constants_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The .glb file to write.")
@@ -208,11 +208,9 @@ def _export_light(src, dbc_dir, clock):
 @export.command()
 @data_option
 @dbc_option
-@click.option("--map", "map_name", metavar="NAME",
-              help="Map to export (default: the only map in --data, or the sample world's).")
+@map_option("Map to export (default: the only map in --data, or the sample world's).")
 @tile_option
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="Client build of the tables (default: detected).")
+@build_option()
 @placement_option
 @constants_options
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="The folder to write.")
@@ -368,11 +366,9 @@ def _light_table(src, dbc_dir):
 @export.command()
 @data_option
 @dbc_option
-@click.option("--map", "map_name", metavar="NAME",
-              help="Map to export (default: the only map in --data, or the sample world's).")
+@map_option("Map to export (default: the only map in --data, or the sample world's).")
 @tile_option
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="Client build of the tables (default: detected).")
+@build_option()
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
               help="The folder to write (a folder per tile inside).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,

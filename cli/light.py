@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from wowgrass.cli.common import data_option_with, echo_json, json_option, note
+from wowgrass.cli.common import build_option, data_option_with, echo_json, json_option, map_option, note
 from wowgrass.errors import UsageError
 
 #: the map's world coordinates: 64 tiles of 533 1/3 yards about the origin (as ``view``)
@@ -37,12 +37,11 @@ def light():
                   "lay loose folders over the first (the last wins).")
 @click.option("--dbc", "dbc_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="A folder of loose light tables (or its DBFilesClient subfolder); overrides --data's.")
-@click.option("--map", "map_name", required=True, help="Map directory (Map.dbc, e.g. Azeroth) or numeric map ID.")
+@map_option("Map directory (Map.dbc, e.g. Azeroth) or numeric map ID.", metavar=None, required=True)
 @click.option("--at", "at", required=True,
               help="X,Y[,Z]: world position in yards (X north, Y west, Z up); X and Y within +-17,066.7.")
 @click.option("--clock", "clock", required=True, help="Time of day HH:MM (00:00 to 23:59).")
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="The client build the tables must be (default: detected from Light.dbc's layout).")
+@build_option("The client build the tables must be (default: detected from Light.dbc's layout).")
 @click.option("--weather", type=click.Choice(["clear", "storm"]), default="clear", show_default=True,
               help="storm: each light's storm parameter set (LightParamsID[2], [3] under water) mixed "
                    "in fully, as the client's weather does.")

@@ -161,9 +161,9 @@ def _export_gltf(m, src, out, texture_file, no_textures):
     lib = ModelLibrary(b, None if no_textures else src.read)
     override = None
     if texture_file and not no_textures:
-        from wowgrass.formats.blp import read_blp
+        from wowgrass.formats.blp import BlpImage
 
-        override = b.texture(read_blp(Path(texture_file).read_bytes(), texture_file).mip(0), Path(texture_file).name)
+        override = b.texture(BlpImage.from_bytes(Path(texture_file).read_bytes(), texture_file).mip(0), Path(texture_file).name)
     part = lib.part(m, override)
     triangles = sum(len(p.indices) for p in part.primitives) // 3
     extras = {"model": m.path, "name": m.name, "version": m.version}
@@ -210,7 +210,7 @@ def _export_obj(m, src, out, texture_file, no_textures):
 
 def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
     from wowgrass.export.model_meshes import face_batches
-    from wowgrass.formats.blp import read_blp
+    from wowgrass.formats.blp import BlpImage
 
     rm = m.render_mesh()
     faces = face_batches(rm.batches)
@@ -232,7 +232,7 @@ def _write_obj(m, src, out, texture_file, no_textures, write_atomic):
                     blob = None
                 if blob is not None:
                     if key not in pngs:
-                        img = read_blp(blob, key)
+                        img = BlpImage.from_bytes(blob, key)
                         png_name = f"{stem}_{Path(key.replace(chr(92), '/')).stem}.png"
                         buf = io.BytesIO()
                         img.image(0).save(buf, "PNG")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, note, plural
+from wowgrass.cli.common import build_option, echo_json, json_option, note, plural
 
 
 @click.group()
@@ -18,8 +18,7 @@ def patch():
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
               help="The archive to write: Data/patch-N.MPQ, or Data/<loc>/patch-<loc>-N.MPQ for 2.4.3/3.3.5.")
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="The client the patch is for (default: the layout of a GroundEffectTexture.dbc in FOLDER).")
+@build_option("The client the patch is for (default: the layout of a GroundEffectTexture.dbc in FOLDER).")
 @click.option("--locale", metavar="xxXX", default=None,
               help="2.4.3/3.3.5: the locale folder the patch is for (a locale patch is patch-<loc>-N.MPQ).")
 @click.option("--data", "data_path", type=click.Path(exists=True, file_okay=False), default=None,

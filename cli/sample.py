@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import echo_json, json_option, progress_bar
-
-BUILD_CHOICES = click.Choice(["1.12", "2.4.3", "3.3.5"])
+from wowgrass.cli.common import build_option, echo_json, json_option, progress_bar
 
 
 def _options(f):
@@ -23,8 +21,8 @@ def _options(f):
                      help="How many ADT tiles, COLSxROWS (1x1 .. 32x32), around the middle of the map grid.")(f)
     f = click.option("--tiles", hidden=True, expose_value=False,
                      callback=lambda ctx, p, v: ctx.meta.__setitem__("old_tiles", v) if v else None)(f)
-    f = click.option("--build", "build", type=BUILD_CHOICES, default="3.3.5", show_default=True,
-                     help="Client build whose archives, tables and formats to imitate.")(f)
+    f = build_option("Client build whose archives, tables and formats to imitate.", default="3.3.5",
+                     show_default=True)(f)
     return f
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from wowgrass.cli.common import data_option, echo_json, json_option, note, plural, verbosity
+from wowgrass.cli.common import data_option, echo_json, json_option, map_option, note, plural, verbosity
 
 
 def _tile_lines(tiles, indent: str) -> str:
@@ -197,7 +197,7 @@ def cache_ls(as_json):
 @cache.command("clean")
 @click.option("--bundles", "which", flag_value="bundles", help="Only baked bundles.")
 @click.option("--samples", "which", flag_value="sample", help="Only sample worlds.")
-@click.option("--map", "map_name", metavar="NAME", help="Only this map's bundles.")
+@map_option("Only this map's bundles.")
 @click.option("-n", "--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
 @json_option
 def cache_clean(which, map_name, dry_run, as_json):

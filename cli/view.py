@@ -11,11 +11,14 @@ from wowgrass.render.constants import WIND_FALLOFFS, WIND_MODES
 
 from .common import (
     PlacementChoice,
+    build_option,
     data_option,
     dbc_option,
     echo_json,
     json_option,
+    map_option,
     note,
+    option_group,
     output_path,
     parse_tiles,
     tile_option,
@@ -100,125 +103,155 @@ def _size(text):
 
 @click.command()
 @click.argument("source", required=False, type=click.Path(exists=True), metavar="[ADT|DIR]")
-@data_option
-@click.option("--map", "map_name", metavar="NAME", help="Map to show (default: the only map in --data; the sample world's).")
-@tile_option
-@dbc_option
-@click.option("--build", type=click.Choice(["1.12", "2.4.3", "3.3.5"]), default=None,
-              help="Client build of the data (default: detected).")
-@click.option("--placement", type=PlacementChoice(), default=None,
-              help="Grass placement strategy of tiles baked on the way: coverage (the grass reference's formula; "
-                   "the default) or client (what the 1.12/2.4.3/3.3.5 clients scatter; the default with --look client).")
-@click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Override a placement constant for the tiles baked on the way, e.g. -C client_picks=48 "
-                   "(names in docs/bake.md).")
-@click.option("--look", type=click.Choice(["default", "client"]), default="default", show_default=True,
-              help="default: the grass reference's look (draw distance 220, fade from 160, wind sway, LOD rings). "
-                   "client: what the clients draw (draw distance 70 faded as the build does: 3.3.5 over its last 15%, "
-                   "1.12/2.4.3 over its last quarter; no wind, lit by the terrain's normal, MCCV vertex colour and "
-                   "MCSH darkening, alpha test at 128, the draw capacity's four texture batches a chunk); implies "
-                   "--placement client.")
-@click.option("--grass-distance", type=float, default=None, metavar="UNITS",
-              help="Grass draw distance (default: the look's, 220 or 70); the fade moves with it.")
-@click.option("--clock", metavar="HH:MM", default=None,
-              help="Light the view from the client's light tables (Light.dbc ...) for this hour: sky, fog, sun and "
-                   "ambient colours, water colours, the sun's direction; [ and ] step it an hour in a window. "
-                   "--look client takes them at 12:00 without it; otherwise the fixed sun (docs/light.md).")
-@click.option("--weather", type=click.Choice(["clear", "storm"]), default="clear", show_default=True,
-              help="With the light tables: storm mixes each light's storm parameter set in fully, as the "
-                   "client's weather does (docs/light.md).")
-@click.option("--camera", metavar="X,Y[,Z]",
-              help="Camera position in world units; X,Y alone stands at eye height on the ground "
-                   "(default: at eye height where grass grows on the tile nearest the centre of the data).")
-@click.option("--target", metavar="X,Y,Z", help="Point the camera looks at.")
-@click.option("--time", "time_", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase).")
-@click.option("--size", default="1280x720", show_default=True, metavar="WxH|PIXELS",
-              help="Frame size in pixels: WxH, or one number for a square.")
-@click.option("--samples", type=int, default=None,
-              help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
-                   "(default: 4, or the most the GPU has).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="Render offscreen and write this image (.png, .jpg, .webp, ...: the suffix names the format).")
-@click.option("--frames", type=int,
-              help="Render N frames offscreen and print the frame statistics (with --window: close the window after N frames).")
-@click.option("--window/--offscreen", "window", default=None,
-              help="Force a window (error without a display) or offscreen rendering; default: a window when a "
-                   "display exists and neither --output nor --frames is given.")
-@click.option("--quit-after", type=float, metavar="SECONDS", help="Window: close after this many seconds (implies --window).")
-@click.option("--screenshot", type=click.Path(dir_okay=False),
-              help="Window: write the last frame shown, read back from the window, to this PNG (implies --window).")
-@click.option("--vsync/--no-vsync", default=True, show_default=True, help="Window: wait for the display's refresh.")
-@click.option("--no-grass", is_flag=True, help="Start with grass off (r_grass 0; key G).")
-@click.option("--no-doodads", is_flag=True, help="Start with doodads off (r_doodads 0; key O).")
-@click.option("--no-terrain", is_flag=True, help="Start with terrain off (r_terrain 0; key T).")
-@click.option("--no-liquids", is_flag=True, help="Start with water, ocean, magma and slime off (key R).")
-@click.option("--no-wmos", is_flag=True, help="Start with WMOs (buildings: MODF placements) off (key B).")
-@click.option("--stats", is_flag=True, help="Print frame statistics (r_stats 1; key F3).")
-@click.option("--mcsh", is_flag=True,
-              help="Darken the terrain where the ADT's baked MCSH shadow map is set (key M).")
-@click.option("--lod-colors", is_flag=True,
-              help="Colour the terrain by LOD level: red (full detail) to violet (2x2 per chunk) (key L).")
-@click.option("--grass", "grass_path", type=click.Choice(["instanced", "grid"]), default="instanced", show_default=True,
-              help="Grass path: 'instanced' draws the baked bundles; 'grid' the camera-centred grid of 181x181 "
-                   "slots 2.5 units apart over per-tile control textures (the same counts per cell and model).")
-@click.option("--grid-draw", type=click.Choice(["compact", "full"]), default="compact", show_default=True,
-              help="How --grass grid draws: 'compact' runs a compute pass per view that keeps the blades to "
-                   "draw, then indirect draws (GL 4.3; else 'full'); 'full' is the grass reference's literal "
-                   "path, every slot x layer through the vertex stage.")
-@click.option("--wind", type=click.Choice(list(WIND_MODES)), default="classic", show_default=True,
-              help="Wind sway of both grass paths: 'classic' (one sine, the grass reference), 'two-axis' "
-                   "(independent X/Y sines at 1.3 and 0.9 rad/s) or 'gust' (a travelling raised-cosine gust band).")
-@click.option("--wind-falloff", type=click.Choice(list(WIND_FALLOFFS)), default="smoothstep", show_default=True,
-              help="How sway grows with blade height: smoothstep from the root fraction, or quadratic.")
-@click.option("--placeholders/--no-placeholders", default=True, show_default=True,
-              help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
-                   "clumps, so the placement still shows (as export gltf does); --no-placeholders leaves them out.")
-@click.option("--culling", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True,
-              help="Grass culling: on the GPU (compute shader, OpenGL 4.3), per chunk on the CPU, or auto (GPU where possible).")
-@click.option("--rings/--no-rings", default=True, show_default=True,
-              help="LOD density rings: thin the grass with distance (a stable per-instance hash, cross-faded).")
-@click.option("--ring-radii", metavar="R1,R2,R3", default="70,120,170", show_default=True,
-              help="Where LOD rings 1.. start (world units from the camera, increasing; up to 3).")
-@click.option("--ring-keep", metavar="K1,K2,K3", default="0.6,0.35,0.2", show_default=True,
-              help="Fraction of the grass each ring keeps (0..1, not increasing outwards; one per radius).")
-@click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red).")
-@click.option("--split", is_flag=True,
-              help="Split screen: the left half filled, the right half the same view as a wireframe (key V).")
-@click.option("--no-shadows", is_flag=True, help="Start with the sun's shadow map off (key H).")
-@click.option("--wireframe", is_flag=True, help="Start with the whole view as a wireframe (key F).")
-@click.option("--horizon/--no-horizon", default=True, show_default=True,
-              help="Draw the map's WDL (its low-resolution heights) beyond the loaded terrain, out to the "
-                   "whole map under the fog, as the clients do (key Z); a map without a WDL has none.")
-@click.option("--procedural", is_flag=True,
-              help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no game data.")
-@click.option("--meadow-seed", "seed", type=click.IntRange(0, 2**32 - 1), default=None,
-              help="--procedural: seed of the meadow's terrain and blades (default 1). (Not the placement's "
-                   "--seed of bake and export, which view's tiles take from -C seed=N.)")
-@click.option("--seed", "old_seed", type=click.IntRange(0, 2**32 - 1), default=None, hidden=True)
-@click.option("--cpu-instances", is_flag=True,
-              help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
-                   "for comparison) instead of generating them on the GPU.")
-@click.option("--panels/--no-panels", default=None,
-              help="Window: the workbench's panels (status line, overlays, pick, findings, tools, save; F1 lists the "
-                   "keys); default: on where imgui-bundle is installed (pip install 'wowgrass[workbench]'). "
-                   "Offscreen frames never have them.")
-@click.option("--overlay", "overlays", multiple=True,
-              type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles"]),
-              help="Window with panels: start with this terrain overlay on (repeatable; keys 1-7).")
-@click.option("--watch", is_flag=True,
-              help="Window: reload a tile, the WDT or a ground-effect table when another program (a map editor) "
-                   "saves it into the loose folder of --data (its grass too), without a restart.")
-@click.option("--audit/--no-audit", "run_audit", default=True, show_default=True,
-              help="Window with panels: audit the map in the background for the findings list.")
+@option_group(
+    "data",
+    data_option,
+    map_option("Map to show (default: the only map in --data; the sample world's)."),
+    tile_option,
+    dbc_option,
+    build_option("Client build of the data (default: detected)."),
+    click.option("--placement", type=PlacementChoice(), default=None,
+                 help="Grass placement strategy of tiles baked on the way: coverage (the grass reference's formula; "
+                      "the default) or client (what the 1.12/2.4.3/3.3.5 clients scatter; the default with --look "
+                      "client)."),
+    click.option("-C", "--constant", "overrides", multiple=True, metavar="NAME=VALUE",
+                 help="Override a placement constant for the tiles baked on the way, e.g. -C client_picks=48 "
+                      "(names in docs/bake.md)."),
+)
+@option_group(
+    "look",
+    click.option("--look", "name", type=click.Choice(["default", "client"]), default="default", show_default=True,
+                 help="default: the grass reference's look (draw distance 220, fade from 160, wind sway, LOD rings). "
+                      "client: what the clients draw (draw distance 70 faded as the build does: 3.3.5 over its last "
+                      "15%, 1.12/2.4.3 over its last quarter; no wind, lit by the terrain's normal, MCCV vertex colour "
+                      "and MCSH darkening, alpha test at 128, the draw capacity's four texture batches a chunk); "
+                      "implies --placement client."),
+    click.option("--grass-distance", type=float, default=None, metavar="UNITS",
+                 help="Grass draw distance (default: the look's, 220 or 70); the fade moves with it."),
+)
+@option_group(
+    "light",
+    click.option("--clock", metavar="HH:MM", default=None,
+                 help="Light the view from the client's light tables (Light.dbc ...) for this hour: sky, fog, sun "
+                      "and ambient colours, water colours, the sun's direction; [ and ] step it an hour in a window. "
+                      "--look client takes them at 12:00 without it; otherwise the fixed sun (docs/light.md)."),
+    click.option("--weather", type=click.Choice(["clear", "storm"]), default="clear", show_default=True,
+                 help="With the light tables: storm mixes each light's storm parameter set in fully, as the "
+                      "client's weather does (docs/light.md)."),
+)
+@option_group(
+    "camera",
+    click.option("--camera", "position", metavar="X,Y[,Z]",
+                 help="Camera position in world units; X,Y alone stands at eye height on the ground "
+                      "(default: at eye height where grass grows on the tile nearest the centre of the data)."),
+    click.option("--target", metavar="X,Y,Z", help="Point the camera looks at."),
+    click.option("--time", "time", type=float, default=0.0, show_default=True, help="Scene time in seconds (wind phase)."),
+)
+@option_group(
+    "output",
+    click.option("--size", default="1280x720", show_default=True, metavar="WxH|PIXELS",
+                 help="Frame size in pixels: WxH, or one number for a square."),
+    click.option("--samples", type=int, default=None,
+                 help="Multisampling: 0 (off) or a power of two the GPU supports; alpha to coverage when on "
+                      "(default: 4, or the most the GPU has)."),
+    click.option("--output", "-o", "file", type=click.Path(dir_okay=False),
+                 help="Render offscreen and write this image (.png, .jpg, .webp, ...: the suffix names the format)."),
+    click.option("--frames", type=int,
+                 help="Render N frames offscreen and print the frame statistics (with --window: close the window "
+                      "after N frames)."),
+    click.option("--window/--offscreen", "window", default=None,
+                 help="Force a window (error without a display) or offscreen rendering; default: a window when a "
+                      "display exists and neither --output nor --frames is given."),
+    click.option("--quit-after", type=float, metavar="SECONDS",
+                 help="Window: close after this many seconds (implies --window)."),
+    click.option("--screenshot", type=click.Path(dir_okay=False),
+                 help="Window: write the last frame shown, read back from the window, to this PNG (implies --window)."),
+    click.option("--vsync/--no-vsync", default=True, show_default=True, help="Window: wait for the display's refresh."),
+)
+@option_group(
+    "look",
+    click.option("--no-grass", is_flag=True, help="Start with grass off (r_grass 0; key G)."),
+    click.option("--no-doodads", is_flag=True, help="Start with doodads off (r_doodads 0; key O)."),
+    click.option("--no-terrain", is_flag=True, help="Start with terrain off (r_terrain 0; key T)."),
+    click.option("--no-liquids", is_flag=True, help="Start with water, ocean, magma and slime off (key R)."),
+    click.option("--no-wmos", is_flag=True, help="Start with WMOs (buildings: MODF placements) off (key B)."),
+)
+@option_group("output", click.option("--stats", is_flag=True, help="Print frame statistics (r_stats 1; key F3)."))
+@option_group(
+    "look",
+    click.option("--mcsh", is_flag=True,
+                 help="Darken the terrain where the ADT's baked MCSH shadow map is set (key M)."),
+    click.option("--lod-colors", is_flag=True,
+                 help="Colour the terrain by LOD level: red (full detail) to violet (2x2 per chunk) (key L)."),
+    click.option("--grass", "grass_path", type=click.Choice(["instanced", "grid"]), default="instanced",
+                 show_default=True,
+                 help="Grass path: 'instanced' draws the baked bundles; 'grid' the camera-centred grid of 181x181 "
+                      "slots 2.5 units apart over per-tile control textures (the same counts per cell and model)."),
+    click.option("--grid-draw", type=click.Choice(["compact", "full"]), default="compact", show_default=True,
+                 help="How --grass grid draws: 'compact' runs a compute pass per view that keeps the blades to "
+                      "draw, then indirect draws (GL 4.3; else 'full'); 'full' is the grass reference's literal "
+                      "path, every slot x layer through the vertex stage."),
+    click.option("--wind", type=click.Choice(list(WIND_MODES)), default="classic", show_default=True,
+                 help="Wind sway of both grass paths: 'classic' (one sine, the grass reference), 'two-axis' "
+                      "(independent X/Y sines at 1.3 and 0.9 rad/s) or 'gust' (a travelling raised-cosine gust "
+                      "band)."),
+    click.option("--wind-falloff", type=click.Choice(list(WIND_FALLOFFS)), default="smoothstep", show_default=True,
+                 help="How sway grows with blade height: smoothstep from the root fraction, or quadratic."),
+    click.option("--placeholders/--no-placeholders", default=True, show_default=True,
+                 help="Draw grass models missing from the data (common in extracts) as straw-coloured stand-in "
+                      "clumps, so the placement still shows (as export gltf does); --no-placeholders leaves them "
+                      "out."),
+    click.option("--culling", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True,
+                 help="Grass culling: on the GPU (compute shader, OpenGL 4.3), per chunk on the CPU, or auto (GPU "
+                      "where possible)."),
+    click.option("--rings/--no-rings", default=True, show_default=True,
+                 help="LOD density rings: thin the grass with distance (a stable per-instance hash, cross-faded)."),
+    click.option("--ring-radii", metavar="R1,R2,R3", default="70,120,170", show_default=True,
+                 help="Where LOD rings 1.. start (world units from the camera, increasing; up to 3)."),
+    click.option("--ring-keep", metavar="K1,K2,K3", default="0.6,0.35,0.2", show_default=True,
+                 help="Fraction of the grass each ring keeps (0..1, not increasing outwards; one per radius)."),
+    click.option("--debug-rings", is_flag=True, help="Colour the grass by LOD ring (white, yellow, orange, red)."),
+    click.option("--split", is_flag=True,
+                 help="Split screen: the left half filled, the right half the same view as a wireframe (key V)."),
+)
+@option_group("light", click.option("--no-shadows", is_flag=True, help="Start with the sun's shadow map off (key H)."))
+@option_group(
+    "look",
+    click.option("--wireframe", is_flag=True, help="Start with the whole view as a wireframe (key F)."),
+    click.option("--horizon/--no-horizon", default=True, show_default=True,
+                 help="Draw the map's WDL (its low-resolution heights) beyond the loaded terrain, out to the "
+                      "whole map under the fog, as the clients do (key Z); a map without a WDL has none."),
+)
+@option_group(
+    "data",
+    click.option("--procedural", is_flag=True,
+                 help="Show the procedural meadow (fBm terrain, GPU-generated segmented grass blades); needs no "
+                      "game data."),
+    click.option("--meadow-seed", "seed", type=click.IntRange(0, 2**32 - 1), default=None,
+                 help="--procedural: seed of the meadow's terrain and blades (default 1). (Not the placement's "
+                      "--seed of bake and export, which view's tiles take from -C seed=N.)"),
+    click.option("--seed", "old_seed", type=click.IntRange(0, 2**32 - 1), default=None, hidden=True),
+    click.option("--cpu-instances", is_flag=True,
+                 help="--procedural: place the blades on the CPU and upload them every frame (the slower way, "
+                      "for comparison) instead of generating them on the GPU."),
+)
+@option_group(
+    "workbench",
+    click.option("--panels/--no-panels", default=None,
+                 help="Window: the workbench's panels (status line, overlays, pick, findings, tools, save; F1 lists "
+                      "the keys); default: on where imgui-bundle is installed (pip install 'wowgrass[workbench]'). "
+                      "Offscreen frames never have them."),
+    click.option("--overlay", "overlays", multiple=True,
+                 type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles"]),
+                 help="Window with panels: start with this terrain overlay on (repeatable; keys 1-7)."),
+    click.option("--watch", is_flag=True,
+                 help="Window: reload a tile, the WDT or a ground-effect table when another program (a map editor) "
+                      "saves it into the loose folder of --data (its grass too), without a restart."),
+    click.option("--audit/--no-audit", "run_audit", default=True, show_default=True,
+                 help="Window with panels: audit the map in the background for the findings list."),
+)
 @json_option
-def view(source, data_path, map_name, tiles, dbc_dir, build, placement, overrides, look, grass_distance, clock, weather,
-         camera,
-         target, time_, size, samples, output,
-         frames, window, quit_after, screenshot, vsync, no_grass, no_doodads, no_terrain, no_liquids, no_wmos, stats,
-         grass_path, grid_draw, wind,
-         wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
-         no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, panels, overlays, watch, run_audit,
-         as_json):
+def view(source, data, look, light, camera, output, workbench, as_json):
     """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
     wind-sway shader.
 
@@ -233,94 +266,119 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
     shadows are on by default (--no-shadows); --split shows the view filled on the left and as a
     wireframe on the right.
     """
-    from wowgrass.render.app import ViewOptions, run_view
+    from wowgrass.render.app import ViewOptions, output_mode, run_view
 
-    if old_seed is not None:   # the old name: say which seed it is
-        if seed is not None:
-            raise UsageError("give --meadow-seed once (--seed is its old name)")
-        note("note: view --seed is now --meadow-seed (the procedural meadow's; bake's --seed is the placement's)")
-        seed = old_seed
-    if seed is not None and not procedural:
-        raise UsageError("--meadow-seed is for --procedural; the grass placement's seed is -C seed=N")
-    seed = 1 if seed is None else seed
-
-    files = None
-    if source is not None:
-        data_path, map_name, tiles, dbc_dir, files = _loose_input(source, data_path, dbc_dir, map_name, tiles)
-
-    if frames is not None and frames < 1:
-        raise UsageError("--frames must be at least 1")
-    if samples is not None and (samples < 0 or samples > 1 and samples & (samples - 1)):
-        raise UsageError(f"--samples {samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
-    from wowgrass.fileio import IMAGE_FORMATS
-
-    for path, option in ((output, "-o/--output"), (screenshot, "--screenshot")):
-        if path is not None:   # the format follows the suffix, as every image output's
-            output_path(path, tuple(sorted(IMAGE_FORMATS)), option=option)
-    from wowgrass.render.constants import RingSettings
-
-    try:
-        ring_settings = RingSettings(radii=_numbers(ring_radii, "--ring-radii"), keep=_numbers(ring_keep, "--ring-keep"),
-                                     enabled=rings, debug=debug_rings)
-    except ValueError as exc:
-        raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
-    if procedural and (data_path or map_name or tiles or dbc_dir):
-        raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
-    if cpu_instances and not procedural:
-        raise UsageError("--cpu-instances is for --procedural")
-    if clock is not None:
-        from wowgrass.game.light import parse_clock
-
-        parse_clock(clock)  # out of range: refused with the accepted range, before anything loads
-        if procedural:
-            raise UsageError("--clock lights game data from its light tables: not for --procedural")
-    if weather != "clear" and clock is None and look != "client":
-        raise UsageError("--weather is the light tables' weather: give --clock (or --look client)")
-    if procedural and (look != "default" or placement or overrides):
-        raise UsageError("--look, --placement and -C are for game data, not --procedural")
-    constants = None
-    if overrides:
-        from wowgrass.grass.placement import PlacementConstants
-
-        constants = PlacementConstants().with_overrides(overrides)
-    opts = ViewOptions(
-        data=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir,
-        build=build, placement=placement, constants=constants, look=look, grass_distance=grass_distance,
-        camera=_vec(camera, "--camera", (2, 3)), target=_vec(target, "--target"),
-        time=time_, size=_size(size), samples=samples, output=output, frames=frames,
-        grass_path=grass_path, grid_draw=grid_draw, wind=wind, wind_falloff=wind_falloff,
-        grass=not no_grass, doodads=not no_doodads, terrain=not no_terrain, liquids=not no_liquids, wmos=not no_wmos,
-        stats=stats, placeholders=placeholders,
-        mcsh=mcsh, lod_colors=lod_colors,
-        window=window, quit_after=quit_after, screenshot=screenshot, vsync=vsync,
-        grass_culling=culling, rings=ring_settings,
-        split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
-        procedural=procedural, seed=seed, cpu_instances=cpu_instances,
-        log=note, files=files, clock=clock, weather=weather,
-        ui=_workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window),
-    )
-    result = run_view(opts)
-    _print_result(result, as_json, stats, frames, quit_after)
+    opts = ViewOptions(data=_data_options(source, data, look), look=_look_options(look),
+                       light=_light_options(light, look, data), camera=_camera_options(camera),
+                       output=_output_options(output), log=note)
+    mode = output_mode(opts.output, note)  # window or offscreen: decided here, once
+    opts.workbench.ui = _workbench(workbench, data, look, mode)
+    result = run_view(opts, mode)
+    _print_result(result, as_json, output.stats, output.frames, output.quit_after)
     failed = result.get("tile_errors") or {}
     if failed:   # each was named on its own line as it failed
         raise UsageError(f"{len(failed)} tile(s) could not be loaded; the frame shows the others")
 
 
-def _workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window):
-    """The window's workbench factory for ViewOptions.ui (None: no panels), or ``error:`` for a
-    combination that cannot work."""
-    offscreen = window is False or (window is None and (output is not None or frames is not None))
-    if procedural:
+def _data_options(source, d, look):
+    """The data group (``--data`` ... ``-C``, ``--procedural`` ...) as render's DataOptions, or ``error:``."""
+    from wowgrass.render.app import DataOptions
+
+    seed = d.seed
+    if d.old_seed is not None:   # the old name: say which seed it is
+        if seed is not None:
+            raise UsageError("give --meadow-seed once (--seed is its old name)")
+        note("note: view --seed is now --meadow-seed (the procedural meadow's; bake's --seed is the placement's)")
+        seed = d.old_seed
+    if seed is not None and not d.procedural:
+        raise UsageError("--meadow-seed is for --procedural; the grass placement's seed is -C seed=N")
+    seed = 1 if seed is None else seed
+    data_path, map_name, tiles, dbc_dir, files = d.data_path, d.map_name, d.tiles, d.dbc_dir, None
+    if source is not None:
+        data_path, map_name, tiles, dbc_dir, files = _loose_input(source, data_path, dbc_dir, map_name, tiles)
+    if d.procedural and (data_path or map_name or tiles or dbc_dir):
+        raise UsageError("--procedural needs no game data: drop --data/--map/--tile/--dbc")
+    if d.cpu_instances and not d.procedural:
+        raise UsageError("--cpu-instances is for --procedural")
+    if d.procedural and (look.name != "default" or d.placement or d.overrides):
+        raise UsageError("--look, --placement and -C are for game data, not --procedural")
+    constants = None
+    if d.overrides:
+        from wowgrass.grass.placement import PlacementConstants
+
+        constants = PlacementConstants().with_overrides(d.overrides)
+    return DataOptions(path=data_path, map_name=map_name, tiles=parse_tiles(tiles), dbc=dbc_dir, build=d.build,
+                       placement=d.placement, constants=constants, files=files, procedural=d.procedural, seed=seed,
+                       cpu_instances=d.cpu_instances)
+
+
+def _look_options(k):
+    """The look group (``--look``, ``--grass``, the rings, what starts shown) as render's LookOptions."""
+    from wowgrass.render.app import LookOptions
+    from wowgrass.render.constants import RingSettings
+
+    try:
+        rings = RingSettings(radii=_numbers(k.ring_radii, "--ring-radii"), keep=_numbers(k.ring_keep, "--ring-keep"),
+                             enabled=k.rings, debug=k.debug_rings)
+    except ValueError as exc:
+        raise UsageError(f"--ring-radii/--ring-keep: {exc}") from exc
+    return LookOptions(name=k.name, grass_distance=k.grass_distance, grass_path=k.grass_path, grid_draw=k.grid_draw,
+                       wind=k.wind, wind_falloff=k.wind_falloff, grass_culling=k.culling, rings=rings,
+                       placeholders=k.placeholders, grass=not k.no_grass, doodads=not k.no_doodads,
+                       terrain=not k.no_terrain, liquids=not k.no_liquids, wmos=not k.no_wmos, horizon=k.horizon,
+                       mcsh=k.mcsh, lod_colors=k.lod_colors, split=k.split, wireframe=k.wireframe)
+
+
+def _light_options(g, look, d):
+    """The light group (``--clock``, ``--weather``, ``--no-shadows``) as render's LightOptions, or ``error:``."""
+    from wowgrass.render.app import LightOptions
+
+    if g.clock is not None:
+        from wowgrass.game.light import parse_clock
+
+        parse_clock(g.clock)  # out of range: refused with the accepted range, before anything loads
+        if d.procedural:
+            raise UsageError("--clock lights game data from its light tables: not for --procedural")
+    if g.weather != "clear" and g.clock is None and look.name != "client":
+        raise UsageError("--weather is the light tables' weather: give --clock (or --look client)")
+    return LightOptions(clock=g.clock, weather=g.weather, shadows=not g.no_shadows)
+
+
+def _camera_options(c):
+    from wowgrass.render.app import CameraOptions
+
+    return CameraOptions(position=_vec(c.position, "--camera", (2, 3)), target=_vec(c.target, "--target"), time=c.time)
+
+
+def _output_options(o):
+    """The output group (``--size`` ... ``--vsync``, ``--stats``) as render's OutputOptions, or ``error:``."""
+    from wowgrass.fileio import IMAGE_FORMATS
+    from wowgrass.render.app import OutputOptions
+
+    if o.frames is not None and o.frames < 1:
+        raise UsageError("--frames must be at least 1")
+    if o.samples is not None and (o.samples < 0 or o.samples > 1 and o.samples & (o.samples - 1)):
+        raise UsageError(f"--samples {o.samples}: must be 0 (off) or a power of two (2, 4, 8 ...)")
+    for path, option in ((o.file, "-o/--output"), (o.screenshot, "--screenshot")):
+        if path is not None:   # the format follows the suffix, as every image output's
+            output_path(path, tuple(sorted(IMAGE_FORMATS)), option=option)
+    return OutputOptions(size=_size(o.size), samples=o.samples, file=o.file, frames=o.frames, window=o.window,
+                         quit_after=o.quit_after, screenshot=o.screenshot, vsync=o.vsync, stats=o.stats)
+
+
+def _workbench(w, data, look, mode):
+    """The window's workbench factory for ViewOptions.workbench.ui (None: no panels), or ``error:``
+    for a combination that cannot work; ``mode``: the window-or-offscreen decision (output_mode)."""
+    panels, overlays, watch, run_audit, build = w.panels, w.overlays, w.watch, w.run_audit, data.build
+    if data.procedural:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch work on game data, not --procedural")
         return None
-    if offscreen:
+    if not mode.window and not mode.headless:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch are for the window (offscreen frames have no panels)")
         return None
-    from wowgrass.render.gl.context import has_display
-
-    if not has_display():  # the view falls back to one offscreen frame: what was asked would be lost
+    if not mode.window:  # no display: the view falls back to one offscreen frame: what was asked would be lost
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch are for the window, and there is no display "
                              "(DISPLAY/WAYLAND_DISPLAY unset): run under a desktop or xvfb-run, or drop them "
@@ -343,7 +401,9 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
     def make(viewer, scene, src, data):
         from wowgrass.errors import WowgrassError
         from wowgrass.workbench.controller import open_workbench
+        from wowgrass.workbench.overlays import give_marks
 
+        give_marks(scene.terrain.cells)  # the overlays' names and colours for render's cell marks
         try:
             return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
                                   audit=run_audit, build=build, log=note)

@@ -11,12 +11,12 @@ from PIL import Image
 
 from wowgrass.errors import FormatError, TruncatedError, UnsupportedError, UsageError
 from wowgrass.formats import dxt
-from wowgrass.formats.blp import BLP2_HEADER_SIZE, read_blp, sniff, write_blp
+from wowgrass.formats.blp import BLP2_HEADER_SIZE, BlpImage, sniff, write_blp
 
 
 def real(realdata, name):
     p = realdata / "blp" / name
-    return read_blp(p.read_bytes(), str(p))
+    return BlpImage.from_bytes(p.read_bytes(), str(p))
 
 
 def gradient(w=64, h=64, alpha="ramp"):
@@ -70,7 +70,7 @@ def test_palettized(realdata, name, depth, size):
 
 def test_rabbit_skin_dxt3(realdata):
     p = realdata / "m2" / "v264" / "RabbitSkin.blp"
-    img = read_blp(p.read_bytes(), str(p))
+    img = BlpImage.from_bytes(p.read_bytes(), str(p))
     assert (img.encoding, img.width, img.height, img.mip_count) == ("dxt3", 128, 128, 8)
     assert [m.shape[:2] for m in img.mips] == [(128 >> i, 128 >> i) for i in range(8)]
     assert set(np.unique(img.mip(0)[..., 3])) <= set(range(0, 256, 17))   # 4-bit explicit alpha
@@ -105,7 +105,7 @@ def test_hand_built_palette_4bit_alpha():
     pal = bytearray(1024)
     pal[0:16] = bytes([255, 0, 0, 9, 0, 255, 0, 9, 0, 0, 255, 9, 10, 20, 30, 9])
     body = bytes([0, 1, 2, 3]) + bytes([0x50, 0xF0 | 0x0A])
-    img = read_blp(blp2_header(1, 4, 8, 2, 2, [6], bytes(pal)) + body)
+    img = BlpImage.from_bytes(blp2_header(1, 4, 8, 2, 2, [6], bytes(pal)) + body)
     px = img.mip(0)
     np.testing.assert_array_equal(px.reshape(4, 4), [[0, 0, 255, 0], [0, 255, 0, 85], [255, 0, 0, 170],
                                                      [30, 20, 10, 255]])
@@ -113,9 +113,9 @@ def test_hand_built_palette_4bit_alpha():
 
 def test_hand_built_raw_bgra():
     body = bytes([1, 2, 3, 4, 5, 6, 7, 8])                    # 2×1 BGRA
-    px = read_blp(blp2_header(3, 8, 8, 2, 1, [8]) + body).mip(0)
+    px = BlpImage.from_bytes(blp2_header(3, 8, 8, 2, 1, [8]) + body).mip(0)
     np.testing.assert_array_equal(px, [[[3, 2, 1, 4], [7, 6, 5, 8]]])
-    px = read_blp(blp2_header(3, 0, 8, 2, 1, [8]) + body).mip(0)
+    px = BlpImage.from_bytes(blp2_header(3, 0, 8, 2, 1, [8]) + body).mip(0)
     assert (px[..., 3] == 255).all()
 
 
@@ -123,7 +123,7 @@ def test_hand_built_dxt5_block():
     # alpha a0=255 a1=0, all indices 1 (→ a1 = 0); colour c0=0xF800 (red) c1=0, indices 0
     abits = sum(1 << (3 * i) for i in range(16)).to_bytes(6, "little")
     block = bytes([255, 0]) + abits + struct.pack("<HHI", 0xF800, 0, 0)
-    px = read_blp(blp2_header(2, 8, 7, 4, 4, [16]) + block).mip(0)
+    px = BlpImage.from_bytes(blp2_header(2, 8, 7, 4, 4, [16]) + block).mip(0)
     assert (px == (255, 0, 0, 0)).all()
 
 
@@ -143,7 +143,7 @@ def test_blp1_palettized():
     pal = bytearray(1024)
     pal[4:8] = bytes([10, 20, 30, 0])                          # index 1 = RGB (30, 20, 10)
     data = blp1(1, 8, 2, 1, [bytes([1, 0, 200, 100])], bytes(pal), has_mips=0)
-    img = read_blp(data)
+    img = BlpImage.from_bytes(data)
     assert (img.version, img.encoding, img.mip_count) == (1, "palette", 1)
     np.testing.assert_array_equal(img.mip(0), [[[30, 20, 10, 200], [0, 0, 0, 100]]])
 
@@ -167,7 +167,7 @@ def test_blp1_jpeg():
         k += 1
     header = mips[0][:k]
     data = blp1(0, 8, w, h, [m[k:] for m in mips], struct.pack("<I", k) + header)
-    img = read_blp(data)
+    img = BlpImage.from_bytes(data)
     assert img.encoding == "jpeg" and img.mip_count == 2
     got = img.mip(0).astype(int)
     assert np.abs(got - rgba).max() <= 6
@@ -184,7 +184,7 @@ def test_blp1_jpeg_size_mismatch_is_refused_before_decoding(size):
     sof = jpeg.find(b"\xff\xc0")
     struct.pack_into(">HH", jpeg, sof + 5, size[1], size[0])
     data = blp1(0, 8, 16, 16, [bytes(jpeg[4:])], struct.pack("<I", 4) + bytes(jpeg[:4]), has_mips=0)
-    img = read_blp(data, "bomb.blp")
+    img = BlpImage.from_bytes(data, "bomb.blp")
     with pytest.raises(FormatError, match="bomb.blp.*mip 0"):
         img.mip(0)
 
@@ -193,7 +193,7 @@ def test_blp1_jpeg_size_mismatch_is_refused_before_decoding(size):
 @pytest.mark.parametrize("encoding", ["dxt1", "dxt3", "dxt5", "palette", "raw"])
 def test_write_round_trip(encoding):
     src = gradient(alpha="binary" if encoding == "dxt1" else "ramp")
-    img = read_blp(write_blp(src, encoding))
+    img = BlpImage.from_bytes(write_blp(src, encoding))
     assert (img.width, img.height, img.mip_count) == (64, 64, 7)
     assert img.encoding == encoding
     out = img.mip(0).astype(int)
@@ -212,17 +212,17 @@ def test_write_round_trip(encoding):
 def test_write_opaque_and_odd_sizes():
     src = gradient(24, 10, "opaque")
     for enc in ("dxt1", "dxt5", "palette", "raw"):
-        img = read_blp(write_blp(src, enc))
+        img = BlpImage.from_bytes(write_blp(src, enc))
         assert img.alpha_depth in (0, 8) and (img.mip(0)[..., 3] == 255).all()
         assert [m.shape[:2] for m in img.mips] == [(10, 24), (5, 12), (2, 6), (1, 3), (1, 1)]
-    img = read_blp(write_blp(src, "dxt1", mipmaps=False))
+    img = BlpImage.from_bytes(write_blp(src, "dxt1", mipmaps=False))
     assert img.mip_count == 1 and not img.has_mips
 
 
 @pytest.mark.parametrize("depth", [0, 1, 4, 8])
 def test_write_palette_alpha_depths(depth):
     src = gradient(alpha="ramp")
-    img = read_blp(write_blp(src, "palette", alpha_depth=depth))
+    img = BlpImage.from_bytes(write_blp(src, "palette", alpha_depth=depth))
     a = img.mip(0)[..., 3].astype(int)
     want = {0: np.full_like(a, 255), 1: np.where(src[..., 3] >= 128, 255, 0),
             4: (src[..., 3].astype(int) * 15 + 127) // 255 * 17, 8: src[..., 3]}[depth]
@@ -233,11 +233,11 @@ def test_dxt_encode_error_on_noise_and_flat():
     rng = np.random.default_rng(7)
     flat = np.zeros((32, 32, 4), np.uint8)
     flat[...] = (37, 190, 90, 255)
-    got = read_blp(write_blp(flat, "dxt5")).mip(0).astype(int)
+    got = BlpImage.from_bytes(write_blp(flat, "dxt5")).mip(0).astype(int)
     assert np.abs(got - flat).max() <= 4
     smooth = gradient(128, 128)
     smooth[..., :3] = np.clip(smooth[..., :3].astype(int) + rng.integers(-6, 7, smooth[..., :3].shape), 0, 255)
-    got = read_blp(write_blp(smooth, "dxt5")).mip(0).astype(int)
+    got = BlpImage.from_bytes(write_blp(smooth, "dxt5")).mip(0).astype(int)
     err = np.abs(got - smooth)
     assert err[..., :3].mean() < 6 and err[..., 3].max() <= 5
 
@@ -264,7 +264,7 @@ def test_truncation_sweep(encoding):
     data = write_blp(gradient(8, 8), encoding)
     for n in range(len(data)):
         with pytest.raises(FormatError):
-            img = read_blp(data[:n])
+            img = BlpImage.from_bytes(data[:n])
             for m in img.mips:
                 pass
 
@@ -272,7 +272,7 @@ def test_truncation_sweep(encoding):
 def test_mip_size_smaller_than_needed():
     data = bytearray(write_blp(gradient(8, 8), "dxt5", mipmaps=False))
     struct.pack_into("<I", data, 20 + 64, 40)                 # mip 0 size 40 instead of 64
-    img = read_blp(bytes(data))
+    img = BlpImage.from_bytes(bytes(data))
     with pytest.raises(TruncatedError, match="expected 64"):
         img.mip(0)
 
@@ -287,15 +287,15 @@ def test_unknown_encodings(offset, value, match):
     data = bytearray(write_blp(gradient(8, 8), "dxt5"))
     data[offset] = value
     with pytest.raises(UnsupportedError, match=match):
-        read_blp(bytes(data), "x.blp")
+        BlpImage.from_bytes(bytes(data), "x.blp")
 
 
 def test_bad_magic_and_blp1_compression():
     with pytest.raises(FormatError, match="not a BLP"):
-        read_blp(b"BLP0" + b"\0" * 200, "x.blp")
+        BlpImage.from_bytes(b"BLP0" + b"\0" * 200, "x.blp")
     data = blp1(2, 0, 1, 1, [b"\0"], b"\0" * 1024)
     with pytest.raises(UnsupportedError, match="compression"):
-        read_blp(data)
+        BlpImage.from_bytes(data)
     with pytest.raises(FormatError, match="size"):
-        read_blp(blp2_header(2, 0, 0, 0, 4, [8]) + b"\0" * 8)
+        BlpImage.from_bytes(blp2_header(2, 0, 0, 0, 4, [8]) + b"\0" * 8)
     assert sniff(b"BLP2") and sniff(b"BLP1") and not sniff(b"MD20")

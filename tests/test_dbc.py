@@ -11,7 +11,7 @@ from dbc_builders import dbc_bytes, doodad_112, doodad_335, string_block, textur
 from wowgrass.errors import FormatError, TruncatedError, UnsupportedError
 from wowgrass.formats.dbc import (
     DbcFile,
-    StringBlock,
+    DbcStringBlock,
     build_string_block,
     read_table,
     schema_for,
@@ -83,7 +83,7 @@ def test_writer_signed_and_errors():
 
 
 def test_string_block_dedup():
-    sb = StringBlock()
+    sb = DbcStringBlock()
     assert sb.add("") == 0
     a = sb.add("ElwGra01.mdl")
     assert sb.add("ElwGra01.mdl") == a == 1

@@ -46,10 +46,10 @@ def test_dbd_build_ranges():
         tex.definition_for("0.1.0.1")
 
 
-def test_parse_dbd_text_and_errors():
+def test_dbd_from_bytes_text_and_errors():
     text = "COLUMNS\nint ID\nfloat Scale // note\nlocstring Name\nint<Other::ID> Ref\n\n" \
            "LAYOUT ABCD\nBUILD 1.12.1.5875\nCOMMENT hi\n$id$ID<32>\nScale\nName\nRef<u16>[2]\n"
-    d = dbd.parse_dbd(text, "T")
+    d = dbd.DbdFile.from_bytes(text, "T")
     assert d.columns["Ref"].foreign == "Other::ID" and d.columns["Scale"].comment == "note"
     dt = d.dtype("1.12.1.5875")
     # a locstring: 8 string offsets (one a locale, 1.x), then its flags word, which is no string offset
@@ -57,11 +57,14 @@ def test_parse_dbd_text_and_errors():
     assert dt["Scale"] == np.dtype("<f4") and dt["Name"].shape == (8,) and dt["Name_flags"] == np.dtype("<u4")
     assert dt["Ref"] == np.dtype(("<u2", (2,))) and dt.itemsize == 4 + 4 + 9 * 4 + 4
     with pytest.raises(FormatError, match="COLUMNS"):
-        dbd.parse_dbd("BUILD 1.0.0.1\n", "T")
+        dbd.DbdFile.from_bytes("BUILD 1.0.0.1\n", "T")
     with pytest.raises(FormatError, match="not in COLUMNS"):
-        dbd.parse_dbd("COLUMNS\nint ID\n\nBUILD 1.12.1.5875\nOther<32>\n", "T")
+        dbd.DbdFile.from_bytes("COLUMNS\nint ID\n\nBUILD 1.12.1.5875\nOther<32>\n", "T")
     with pytest.raises(FormatError, match="line 4"):
-        dbd.parse_dbd("COLUMNS\nint ID\n\nBUILD 1.12\nID<32>\n", "T")
+        dbd.DbdFile.from_bytes("COLUMNS\nint ID\n\nBUILD 1.12\nID<32>\n", "T")
+    assert dbd.DbdFile.from_bytes(text.encode(), "T") == d  # the file's bytes read as its text
+    with pytest.raises(FormatError, match="UTF-8"):
+        dbd.DbdFile.from_bytes(b"COLUMNS\nint \xff\n", "T")
 
 
 @pytest.mark.parametrize(

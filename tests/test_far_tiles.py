@@ -1,4 +1,4 @@
-"""Lean far tiles (render/sources/terrain.py: FarArrays, FarArena): what a far tile keeps, what it
+"""Lean far tiles (render/sources/terrain_mesh.py FarArrays, terrain_arenas.py FarArena): what a far tile keeps, what it
 costs on the GPU, that it draws the picture its complete tile draws at the switch distance, and
 that a tile changes between the two as the camera comes and goes without a frame missing it."""
 
@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from wowgrass.render.sources import terrain as T
+from wowgrass.render.sources import terrain_arenas as A
+from wowgrass.render.sources import terrain_mesh as T
 from wowgrass.render.world.synthetic import SyntheticSource, synthetic_tile, synthetic_textures
 
 
@@ -58,8 +59,8 @@ def test_the_far_colour_is_the_blend_of_the_layers_mean_colours():
 
 
 def test_slot_sizes_meet_the_targets():
-    assert T.SLOT_BYTES <= 8_000_000  # a complete tile's terrain (vertices, 5 levels, alpha atlas)
-    v, i = T.far_slot_sizes(T.FAR_LEVEL)
+    assert A.SLOT_BYTES <= 8_000_000  # a complete tile's terrain (vertices, 5 levels, alpha atlas)
+    v, i = A.far_slot_sizes(A.FAR_LEVEL)
     far = v * T.VERTEX_DTYPE.itemsize + i * 4 + T.FAR_ATLAS ** 2 * 4 * 4 // 3
     assert far <= 1_000_000
     assert T.far_level_for(800.0) == 3 and T.far_level_for(300.0) == 2 and T.far_level_for(5000.0) == 4
@@ -352,7 +353,7 @@ def test_a_source_decodes_each_texture_once_and_far_colours_do_not_change():
     from wowgrass.formats import blp
     from wowgrass.game.data import open_data
     from wowgrass.grass.bake import default_data
-    from wowgrass.render.sources.terrain import build_far_arrays
+    from wowgrass.render.sources.terrain_mesh import build_far_arrays
     from wowgrass.render.world import game_tiles
     from wowgrass.render.world.game_tiles import GameSource
 
@@ -363,12 +364,12 @@ def test_a_source_decodes_each_texture_once_and_far_colours_do_not_change():
         first = src.load_terrain(*key)
         far1 = build_far_arrays(first["adt"], first["textures"])
         decoded = []
-        real = blp.read_blp
-        blp.read_blp = lambda *a, **k: decoded.append(a[1]) or real(*a, **k)
+        saved, real = blp.BlpImage.__dict__["from_bytes"], blp.BlpImage.from_bytes
+        blp.BlpImage.from_bytes = classmethod(lambda cls, *a, **k: decoded.append(a[1]) or real(*a, **k))
         try:
             again = src.load_terrain(*key)
         finally:
-            blp.read_blp = real
+            blp.BlpImage.from_bytes = saved
         assert decoded == [] and again["textures"]
         for name, rgba in again["textures"].items():
             assert rgba is first["textures"][name] and not rgba.flags.writeable

@@ -102,7 +102,7 @@ def test_the_horizon_draws_where_no_adt_terrain_is_and_nowhere_else(ctx):
 
 def test_a_map_without_a_wdl_has_no_horizon_and_a_damaged_one_is_said_and_skipped(tmp_path):
     from wowgrass.game.data import open_data
-    from wowgrass.render.app import ViewOptions, open_horizon
+    from wowgrass.render.app import LookOptions, open_horizon
     from wowgrass.samples import sample_data_path, wdl_path
 
     class Source:  # the sample world's data with its WDL left out, then damaged
@@ -116,10 +116,10 @@ def test_a_map_without_a_wdl_has_no_horizon_and_a_damaged_one_is_said_and_skippe
     good = data.read(wdl_path())
     data.close()
     said = []
-    assert open_horizon(Source(None), ViewOptions(), said.append) is None and not said
-    assert len(open_horizon(Source(good), ViewOptions(), said.append)) >= 1
-    assert open_horizon(Source(good), ViewOptions(horizon=False), said.append) is None
+    assert open_horizon(Source(None), LookOptions(), said.append) is None and not said
+    assert len(open_horizon(Source(good), LookOptions(), said.append)) >= 1
+    assert open_horizon(Source(good), LookOptions(horizon=False), said.append) is None
     bad = bytearray(good)
     bad[20:24] = (len(good) - 10).to_bytes(4, "little")  # MAOF[0][0] past the end
-    assert open_horizon(Source(bytes(bad)), ViewOptions(), said.append) is None
+    assert open_horizon(Source(bytes(bad)), LookOptions(), said.append) is None
     assert len(said) == 1 and said[0].startswith("no horizon:") and wdl_path() in said[0]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from wowgrass.formats import liquid as L
-from wowgrass.formats.adt import AdtTile
+from wowgrass.formats.adt import ZEROPOINT, AdtTile
 from wowgrass.game.liquid_types import LiquidTypes
 from wowgrass.render.world import liquid_tiles as LT
 
@@ -125,8 +125,8 @@ def test_lean_far_liquid_leaves_out_what_its_ground_hides():
     assert 0 < far.triangles <= near.triangles
     assert far.vertices["pos"].nbytes <= near.vertices["pos"].nbytes
     # the ocean at 10 lies under the ground south of row 42 (10 / (30/128)): nothing drawn there
-    south = LT.ZEROPOINT - ROW * 1600 / 3 - 60 * LT.UNIT
-    xy = np.array([[south, LT.ZEROPOINT - COL * 1600 / 3 - 100.3]])
+    south = ZEROPOINT - ROW * 1600 / 3 - 60 * LT.UNIT
+    xy = np.array([[south, ZEROPOINT - COL * 1600 / 3 - 100.3]])
     assert _covering(near, xy)[0][0] == 1 and _covering(far, xy)[0][0] == 0
     north = xy + np.array([[50 * LT.UNIT, 0.0]])
     assert _covering(far, north)[0][0] == 1
@@ -187,7 +187,7 @@ def test_merged_liquid_draws_like_the_per_cell_one(ctx):
     target = create_offscreen_target((160, 90), 0, ctx=ctx)
     progs = make_programs(ctx)
     uniforms = FrameUniforms(ctx)
-    x0, y0 = LT.ZEROPOINT - ROW * 1600 / 3, LT.ZEROPOINT - COL * 1600 / 3
+    x0, y0 = ZEROPOINT - ROW * 1600 / 3, ZEROPOINT - COL * 1600 / 3
     cam = Camera(position=np.array([x0 - 266.0 + 1.0, y0 - 266.0, 420.0]))
     cam.look_at((x0 - 266.0, y0 - 266.0, 10.0))
     cam.far, cam.near = 2000.0, 1.0

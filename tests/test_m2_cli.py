@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from wowgrass.cli.main import cli
-from wowgrass.formats.blp import read_blp, write_blp
+from wowgrass.formats.blp import BlpImage, write_blp
 from wowgrass.formats.m2 import make_vertices, write_m2
 
 TEX = "World\\NoDXT\\Detail\\CliGrass.blp"
@@ -127,7 +127,7 @@ def test_blp_info_and_convert(tmp_path):
     back = tmp_path / "g.blp"
     r = run("blp", "convert", str(out), "-o", str(back), "--encoding", "palette")
     assert r.exit_code == 0, r.output
-    img = read_blp(back.read_bytes())
+    img = BlpImage.from_bytes(back.read_bytes())
     assert img.encoding == "palette" and img.width == 8
 
 

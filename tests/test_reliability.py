@@ -268,24 +268,24 @@ def test_mpq_extract_goes_on_past_a_corrupt_file(tmp_path):
 @pytest.mark.parametrize("depth", [2, 136, 255])
 def test_blp2_uncompressed_accepts_any_alpha_depth(depth):
     """Compression 3 (BGRA) carries its alpha in every pixel: the client ignores the depth byte."""
-    from wowgrass.formats.blp import read_blp, write_blp
+    from wowgrass.formats.blp import BlpImage, write_blp
 
     rgba = np.random.default_rng(1).integers(0, 256, (8, 16, 4), dtype=np.uint8)
     data = bytearray(write_blp(rgba, "raw", mipmaps=False))
     data[9] = depth
-    img = read_blp(bytes(data), "x.blp")
+    img = BlpImage.from_bytes(bytes(data), "x.blp")
     assert np.array_equal(img.mip(0), rgba)
 
 
 @pytest.mark.parametrize("encoding", ["palette", "dxt1"])
 def test_blp2_other_encodings_still_refuse_unknown_alpha_depths(encoding):
     from wowgrass.errors import UnsupportedError
-    from wowgrass.formats.blp import read_blp, write_blp
+    from wowgrass.formats.blp import BlpImage, write_blp
 
     data = bytearray(write_blp(np.zeros((8, 8, 4), np.uint8), encoding, mipmaps=False))
     data[9] = 136
     with pytest.raises(UnsupportedError) as err:
-        read_blp(bytes(data), "x.blp")
+        BlpImage.from_bytes(bytes(data), "x.blp")
     assert err.value.offset == 9
 
 

@@ -191,7 +191,7 @@ def test_instance_buffers_are_made_once_not_per_frame(ctx, culling):
 
 
 def test_terrain_mesh_fans_and_holes():
-    from wowgrass.render.sources.terrain import build_terrain_arrays
+    from wowgrass.render.sources.terrain_mesh import build_terrain_arrays
 
     tile = synthetic_tile(COL, ROW, hole_chunk=17)
     arr = build_terrain_arrays(tile)

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from wowgrass.cli.main import cli
 from wowgrass.game.data import open_data
-from wowgrass.formats.adt import AdtTile
-from wowgrass.formats.blp import read_blp
+from wowgrass.formats.adt import ZEROPOINT, AdtTile
+from wowgrass.formats.blp import BlpImage
 from wowgrass.formats.dbc import read_table
 from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.mpq import MpqArchive
@@ -23,7 +23,7 @@ from wowgrass.samples import (
 )
 from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
-from wowgrass.samples.heights import ROAD, ZEROPOINT, SampleTerrain
+from wowgrass.samples.heights import ROAD, SampleTerrain
 from wowgrass.samples.sample_world import SAMPLE_VERSION, TERRAIN_TEXTURES, texture_files
 
 BUILDS = ("1.12", "2.4.3", "3.3.5")
@@ -106,7 +106,7 @@ def test_every_file_reads_back_with_its_reader(worlds, build):
         elif low.endswith(".skin"):
             assert build == "3.3.5" and raw[:4] == b"SKIN"
         elif low.endswith(".blp"):
-            img = read_blp(raw, path)
+            img = BlpImage.from_bytes(raw, path)
             assert img.mips[0].shape[:2] == (img.height, img.width)
         elif low.endswith(".dbc"):
             table, det = read_table(raw, path, build=build)

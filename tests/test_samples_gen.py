@@ -9,8 +9,9 @@ from wowgrass.samples import models as M
 from wowgrass.samples import tables as T
 from wowgrass.samples import textures as X
 from wowgrass.samples.noise import fbm
+from wowgrass.formats.adt import ZEROPOINT
 from wowgrass.samples.heights import (
-    CHUNK_SIZE, DIRT, GRASS, HALF, HEIGHT_QUANTUM, ROAD, ROCK, UNIT_SIZE, ZEROPOINT, SampleTerrain,
+    CHUNK_SIZE, DIRT, GRASS, HALF, HEIGHT_QUANTUM, ROAD, ROCK, UNIT_SIZE, SampleTerrain,
 )
 
 OUTER_LAST_COL = np.array([r * 17 + 8 for r in range(9)])

@@ -10,7 +10,8 @@ import pytest
 from loose_world import loose_world
 
 from wowgrass.formats.adt import AdtTile
-from wowgrass.render.sources import terrain as T
+from wowgrass.render.sources import terrain_mesh as T
+from wowgrass.render.sources.terrain import TerrainSet
 from wowgrass.render.world.synthetic import SyntheticSource, synthetic_tile
 
 BACKGROUND = (1.0, 0.0, 1.0)  # a clear colour no terrain or fog has
@@ -575,14 +576,14 @@ def test_the_arena_grows_and_reuses_slots_without_changing_the_picture(ctx):
         draw_frame(Frame(views=[View(cam, (0, 0, 192, 108))]), [ColourPass(tg)], [ts], uniforms)
         return tg.read_rgba()
 
-    roomy = T.TerrainSet(ctx, progs)
+    roomy = TerrainSet(ctx, progs)
     roomy.arena._grow(16)
     roomy.arena._grow_layers(32)
     for k in keys:
         roomy.add(k, arrays[k])
     want = frame(roomy)
     roomy.release()
-    grown = T.TerrainSet(ctx, progs)
+    grown = TerrainSet(ctx, progs)
     for k in keys:
         grown.add(k, arrays[k])
     assert grown.arena.capacity == 16 and grown.arena._layer_capacity == 32

@@ -22,9 +22,9 @@ class Session:
     def __init__(self, opts):
         from wowgrass.render.app import OutputMode, open_scene, open_source, open_target, open_viewer
 
-        self.data, self.src = open_source(opts)
-        self.target, _ = open_target(opts, OutputMode(False, None), lambda s: None, "test")
-        self.scene = open_scene(self.target, self.src, opts, lambda s: None)
+        self.data, self.src = open_source(opts.data, opts.look)
+        self.target, _ = open_target(opts.output, OutputMode(False, None), lambda s: None, "test")
+        self.scene = open_scene(self.target, self.src, opts.look, lambda s: None)
         self.viewer = open_viewer(self.target, self.scene, self.src, opts, OutputMode(False, None))
 
     def frame(self, t=0.0, name=None, **toggles):
@@ -58,9 +58,9 @@ class Session:
 
 @pytest.fixture(scope="module")
 def demo(egl):
-    from wowgrass.render.app import ViewOptions
+    from wowgrass.render.app import CameraOptions, OutputOptions, ViewOptions
 
-    s = Session(ViewOptions(camera=DEMO_CAMERA, target=DEMO_TARGET, size=(320, 180)))
+    s = Session(ViewOptions(camera=CameraOptions(DEMO_CAMERA, DEMO_TARGET), output=OutputOptions(size=(320, 180))))
     yield s
     s.close()
 
@@ -177,11 +177,12 @@ def test_gpu_culling_matches_a_cpu_reference(demo):
 def inn(egl, realdata, tmp_path_factory):
     from wmo_world import MAP, inn_world
 
-    from wowgrass.render.app import ViewOptions
+    from wowgrass.render.app import CameraOptions, DataOptions, OutputOptions, ViewOptions
 
     root, pos = inn_world(tmp_path_factory.mktemp("inn"), realdata)
-    s = Session(ViewOptions(data=str(root), map_name=MAP, camera=(pos[0] + 45.0, pos[1] + 30.0, pos[2] + 28.0),
-                            target=tuple(pos), size=(320, 180)))
+    s = Session(ViewOptions(data=DataOptions(str(root), MAP),
+                            camera=CameraOptions((pos[0] + 45.0, pos[1] + 30.0, pos[2] + 28.0), tuple(pos)),
+                            output=OutputOptions(size=(320, 180))))
     yield s, pos
     s.close()
 
@@ -205,12 +206,13 @@ def test_the_real_inn_is_drawn_with_its_groups(inn):
 def ocean(egl, realdata, tmp_path_factory):
     from loose_world import loose_world
 
-    from wowgrass.render.app import ViewOptions
+    from wowgrass.render.app import CameraOptions, DataOptions, LookOptions, OutputOptions, ViewOptions
 
     root = loose_world(tmp_path_factory.mktemp("ocean"), realdata, "continent4229.adt", "Continent", 42, 29,
                        wdt="continent.wdt")
-    s = Session(ViewOptions(data=str(root), map_name="Continent", camera=(1060.0, -5860.0, 45.0),
-                            target=(1125.0, -5700.0, 5.0), size=(320, 180), grass=False))
+    s = Session(ViewOptions(data=DataOptions(str(root), "Continent"),
+                            camera=CameraOptions((1060.0, -5860.0, 45.0), (1125.0, -5700.0, 5.0)),
+                            output=OutputOptions(size=(320, 180)), look=LookOptions(grass=False)))
     yield s
     s.close()
 

@@ -11,14 +11,15 @@ pytestmark = pytest.mark.gl
 
 
 def test_warm_up_compiles_every_program_before_the_first_frame(egl):
-    from wowgrass.render.app import OutputMode, ViewOptions, open_scene, open_source, open_target, open_viewer
+    from wowgrass.render.app import (CameraOptions, OutputMode, OutputOptions, ViewOptions, open_scene, open_source,
+                                     open_target, open_viewer)
     from wowgrass.render.gl.programs import compile_log
 
     # from the sample's south-west corner, looking across it
-    opts = ViewOptions(camera=(330.0, 330.0, 110.0), target=(600.0, 600.0, 60.0), size=(96, 54), warm_up=False)
-    data, src = open_source(opts)
-    target, _ = open_target(opts, OutputMode(False, None), lambda s: None, "test")
-    scene = open_scene(target, src, opts, lambda s: None)
+    opts = ViewOptions(camera=CameraOptions((330.0, 330.0, 110.0), (600.0, 600.0, 60.0)), output=OutputOptions(size=(96, 54), warm_up=False))
+    data, src = open_source(opts.data)
+    target, _ = open_target(opts.output, OutputMode(False, None), lambda s: None, "test")
+    scene = open_scene(target, src, opts.look, lambda s: None)
     try:
         viewer = open_viewer(target, scene, src, opts, OutputMode(False, None))
         viewer.light.shadow_size = 256          # llvmpipe: a small sun's map

@@ -138,7 +138,7 @@ def test_root_built_from_scratch_round_trips():
 def test_group_liquid_round_trip_and_types():
     _, w = _house()
     lq = w.groups[0].liquid
-    back = W.WmoLiquid.from_bytes(lq.to_bytes())
+    back = W.WmoLiquid.from_bytes(W.write_wmo_liquid(lq))
     assert (back.x_verts, back.y_verts, back.x_tiles, back.y_tiles) == (2, 2, 1, 1)
     np.testing.assert_array_equal(back.heights, lq.heights)
     g = w.groups[0]

@@ -35,8 +35,7 @@ def session(sample):
 
 def test_cell_overlay_matches_the_audit_facts(session):
     from wowgrass.edit.audit import tile_facts
-    from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE, CELL_STALE
-    from wowgrass.workbench.overlays import SetColours, cell_overlay, grass_effects
+    from wowgrass.workbench.overlays import CELL_EXCLUDED, CELL_HOLE, CELL_STALE, SetColours, cell_overlay, grass_effects
 
     key = session.tiles[0]
     tile = session.tile(key)
@@ -59,7 +58,7 @@ def test_cell_overlay_matches_the_audit_facts(session):
 
 
 def test_unassigned_flag_marks_grass_textures_without_an_effect(session):
-    from wowgrass.render.sources.terrain import CELL_UNASSIGNED
+    from wowgrass.workbench.overlays import CELL_UNASSIGNED
     from wowgrass.workbench.overlays import SetColours, cell_overlay
 
     key = session.tiles[0]
@@ -329,7 +328,7 @@ def test_cell_overlay_of_a_real_tile(realdata):
     """continent4229.adt (realdata README): 340 noEffectDoodad bits, holes in exactly one chunk."""
     from wowgrass.edit.adt_edit import read_tile
     from wowgrass.game.effects import GroundEffectCatalog
-    from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE
+    from wowgrass.workbench.overlays import CELL_EXCLUDED, CELL_HOLE
     from wowgrass.workbench.overlays import SetColours, cell_overlay
 
     root = realdata

@@ -66,7 +66,7 @@ def _read(ctx, buf, dtype, n=None, offset=0):
 @pytest.mark.gl
 def test_split_lines_view_draws_the_edge_buffers_with_the_culled_commands(ctx, no_polygon_lines):  # noqa: F811
     from wowgrass.render.gl.meshes import CMD_DTYPE
-    from wowgrass.render.sources.terrain import SLOT_INDICES
+    from wowgrass.render.sources.terrain_arenas import SLOT_INDICES
 
     v = zone_viewer(ctx, (CX - 15.0, CY, 2.0), (CX, CY, 0.5), terrain=True, split=True)
     try:

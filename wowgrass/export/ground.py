@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
-from wowgrass.render.sources.terrain import build_terrain_arrays, resize_rgba
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE
+from wowgrass.game.coords import corner_steps, tile_offset
+from wowgrass.render.sources.terrain_mesh import build_terrain_arrays, resize_rgba
 
 TEXTURE_REPEAT = 8  # layer texture repeats across one chunk, as the viewer draws it
 NO_LAYER = np.array([115, 107, 89], np.float32)  # a chunk without layers (the viewer's grey-brown)
 
 
 def chunk_grid(tile) -> tuple[np.ndarray, np.ndarray]:
-    """(iy, ix) of every MCNK in the tile's 16x16 grid, from its position."""
+    """(iy, ix) of every MCNK in the tile's 16x16 grid, from its position (its north-west corner,
+    float32: the chunk half a chunk inside it, game.coords.corner_steps)."""
     p = np.asarray(tile.positions, np.float64)
-    iy = np.rint((ZEROPOINT - tile.row * TILE_SIZE - p[:, 0]) / CHUNK_SIZE).astype(np.int64)
-    ix = np.rint((ZEROPOINT - tile.col * TILE_SIZE - p[:, 1]) / CHUNK_SIZE).astype(np.int64)
-    return np.clip(iy, 0, 15), np.clip(ix, 0, 15)
+    gx, gy = corner_steps(p[:, 0], p[:, 1], CHUNK_SIZE)
+    return np.clip(gy - 16 * tile.row, 0, 15), np.clip(gx - 16 * tile.col, 0, 15)
 
 
 def bake_texture(tile, arrays, size: int = 1024) -> np.ndarray:
     """(size, size, 3) u1 albedo of the whole tile: layers blended by their alpha maps.
 
-    ``arrays`` is the tile's :func:`~wowgrass.render.sources.terrain.build_terrain_arrays` (layers resized,
+    ``arrays`` is the tile's :func:`~wowgrass.render.sources.terrain_mesh.build_terrain_arrays` (layers resized,
     placeholders for missing names). ``size`` must be a multiple of 16 * TEXTURE_REPEAT (128). Row 0 is the tile's north edge,
     column 0 its west edge (the glTF UV origin is the image's top left)."""
     ppc = size // 16
@@ -61,8 +62,8 @@ def export_terrain(tile, textures: dict[str, np.ndarray], size: int = 1024):
     v = arrays.vertices
     pos = arrays.positions.astype(np.float64)
     uv = np.empty((len(pos), 2), np.float32)
-    uv[:, 0] = (ZEROPOINT - tile.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE  # east
-    uv[:, 1] = (ZEROPOINT - tile.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE  # south
+    east, south = tile_offset(pos[:, 0], pos[:, 1], tile.col, tile.row)
+    uv[:, 0], uv[:, 1] = east / TILE_SIZE, south / TILE_SIZE
     # level 0 only: the arrays stack all five LOD levels (the viewer picks one per chunk); exporting
     # them all would lay five overlapping surfaces, the coarse ones poking through the full one
     idx = arrays.indices[: int(arrays.lod_count[:, 0].sum())]

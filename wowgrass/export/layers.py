@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.fileio import write_atomic
-from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.formats.adt import TILE_SIZE
+from wowgrass.game.coords import tile_origin
 from wowgrass.game.tiles import tile_grid
 
 CELLS = 128
@@ -152,7 +153,7 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         effects[str(e)] = ({"density": r["density"], "models": r["models"], "weights": r["weights"],
                             "doodads": r["doodads"], "cell_count": int((eff == e).sum())}
                            if r else {"missing": True, "cell_count": int((eff == e).sum())})
-    north, west = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    north, west = tile_origin(col, row)
     doc = {
         "format": "wowgrass-layers 1",
         "map": map_name, "tile": [col, row],

@@ -47,10 +47,10 @@ class ModelLibrary:
             return None
         key = name.lower()
         if key not in self.textures:
-            from wowgrass.formats.blp import read_blp
+            from wowgrass.formats.blp import BlpImage
 
             try:
-                rgba = read_blp(self.read(name), name).mip(0)
+                rgba = BlpImage.from_bytes(self.read(name), name).mip(0)
                 self.textures[key] = self.b.texture(rgba, name)
             except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
                 log.info("texture %s: %s", name, exc)

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from wowgrass.grass.bundle import read_bundle, read_header, unpack_instances
-from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.game.coords import cell_of
 
 COLUMNS = ("model", "x", "y", "z", "yaw", "scale", "tile_col", "tile_row", "chunk", "cell")
 BLOCK = 1 << 14  # rows formatted at once: their slots (about 1.6 MB) stay in the cache
@@ -36,10 +36,7 @@ _MAX_DIGITS = 12  # a * 10**d stays exact in float64 up to here (24 + 28 bits)
 def chunk_cell(pos: np.ndarray, col: int, row: int) -> tuple[np.ndarray, np.ndarray]:
     """MCNK index and cell index (r*8+c) of world positions inside tile (col, row)."""
     p = np.asarray(pos, np.float64)
-    south = ZEROPOINT - row * TILE_SIZE - p[:, 0]  # distance from the tile's north edge
-    east = ZEROPOINT - col * TILE_SIZE - p[:, 1]  # from its west edge
-    fy = np.clip(np.floor(south / UNIT_SIZE).astype(np.int64), 0, 127)
-    fx = np.clip(np.floor(east / UNIT_SIZE).astype(np.int64), 0, 127)
+    fx, fy = (np.clip(v, 0, 127) for v in cell_of(p[:, 0], p[:, 1], col, row))
     return ((fy // 8) * 16 + fx // 8).astype(np.int32), ((fy % 8) * 8 + fx % 8).astype(np.int32)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from wowgrass.grass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
+from wowgrass.game.coords import chunk_of, tile_origin
 from wowgrass.render.world.game_tiles import m2_name
 
 from .gltf import (
@@ -76,8 +76,9 @@ def scene_origin(tiles: list[TileInput]) -> np.ndarray:
     """World (X, Y, 0) of the centre of the tiles' bounding box."""
     cols = [t.adt.col for t in tiles]
     rows = [t.adt.row for t in tiles]
-    x = ZEROPOINT - (min(rows) + max(rows) + 1) * TILE_SIZE / 2
-    y = ZEROPOINT - (min(cols) + max(cols) + 1) * TILE_SIZE / 2
+    x0, y0 = tile_origin(min(cols), min(rows))
+    x1, y1 = tile_origin(max(cols) + 1, max(rows) + 1)
+    x, y = (x0 + x1) / 2, (y0 + y1) / 2
     return np.array([x, y, 0.0])
 
 
@@ -189,8 +190,7 @@ def nodes_warning(nodes: int, instancing: str) -> str:
 def chunk_index(pos: np.ndarray, col: int, row: int) -> np.ndarray:
     """MCNK index (IndexY*16+IndexX) of world positions in tile (col, row), clipped to the tile."""
     p = np.asarray(pos, np.float64)
-    iy = np.clip(np.floor((ZEROPOINT - row * TILE_SIZE - p[:, 0]) / CHUNK_SIZE).astype(np.int64), 0, 15)
-    ix = np.clip(np.floor((ZEROPOINT - col * TILE_SIZE - p[:, 1]) / CHUNK_SIZE).astype(np.int64), 0, 15)
+    ix, iy = (np.clip(v, 0, 15) for v in chunk_of(p[:, 0], p[:, 1], col, row))
     return iy * 16 + ix
 
 
@@ -253,11 +253,11 @@ def _layer_textures(adt, read) -> dict[str, np.ndarray]:
     out = {}
     if read is None:
         return out
-    from wowgrass.formats.blp import read_blp
+    from wowgrass.formats.blp import BlpImage
 
     for name in adt.textures:
         try:
-            out[name] = read_blp(read(name), name).mip(0)
+            out[name] = BlpImage.from_bytes(read(name), name).mip(0)
         except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
             log.info("texture %s: %s", name, exc)
     return out

@@ -203,12 +203,11 @@ def height_grid(adt) -> dict:
 def start_camera(tiles, eye_height: float = 1.7) -> dict:
     """Where the page starts: at eye height over the grass instance nearest the first tile's centre,
     looking 30 degrees left of north and a little down (URL ``#camera=X,Y,Z&target=X,Y,Z`` moves it)."""
-    from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+    from wowgrass.game.coords import tile_centre
     from wowgrass.grass.bundle import read_bundle, unpack_instances
 
     t = tiles[0]
-    cx = ZEROPOINT - (t.adt.row + 0.5) * TILE_SIZE
-    cy = ZEROPOINT - (t.adt.col + 0.5) * TILE_SIZE
+    cx, cy = tile_centre(t.adt.col, t.adt.row)
     x, y, z = cx, cy, float(np.median(t.adt.positions[:, 2]))
     if t.bundle is not None:
         try:

@@ -107,6 +107,11 @@ class BlpImage:
     path: str | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def from_bytes(cls, data, path: str | None = None) -> "BlpImage":
+        """Parse a BLP1/BLP2 header (pixels are decoded per mip on demand)."""
+        return _parse_blp(data, path)
+
     @property
     def mip_count(self) -> int:
         if not self.has_mips:
@@ -249,7 +254,11 @@ def _decode_palette(raw, w, h, palette, alpha_depth):
 
 
 def read_blp(data, path: str | None = None) -> BlpImage:
-    """Parse a BLP1/BLP2 header (pixels are decoded per mip on demand)."""
+    """:meth:`BlpImage.from_bytes` by its old name (docs/architecture.md promised it)."""
+    return BlpImage.from_bytes(data, path)
+
+
+def _parse_blp(data, path: str | None) -> BlpImage:
     data = bytes(data)
     need(data, 0, 4, "BLP magic", path)
     magic = data[:4]

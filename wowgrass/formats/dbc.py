@@ -538,7 +538,7 @@ def read_table(data, path: str | None = None, *, table: str | None = None, build
 
 
 # ---------------------------------------------------------------------------------------- writing
-class StringBlock:
+class DbcStringBlock:
     """Deduplicating string block builder: ``add(s) -> offset``; offset 0 is the empty string."""
 
     def __init__(self):
@@ -565,7 +565,7 @@ class StringBlock:
 
 def build_string_block(strings: Iterable[str]) -> tuple[bytes, list[int]]:
     """Dedup ``strings`` into a block: ``(block, offsets)`` in input order."""
-    sb = StringBlock()
+    sb = DbcStringBlock()
     offsets = [sb.add(s) for s in strings]
     return bytes(sb), offsets
 

@@ -128,6 +128,17 @@ class DbdFile:
     columns: dict[str, Column]
     definitions: tuple[Definition, ...]
 
+    @classmethod
+    def from_bytes(cls, data: bytes | str, name: str = "<dbd>") -> "DbdFile":
+        """Parse a ``.dbd`` file (UTF-8 bytes, or its text) of table ``name`` (FormatError names the
+        line on anything unexpected)."""
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            try:
+                data = bytes(data).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FormatError(f"not UTF-8 text: {exc.reason}", path=f"{name}.dbd", offset=exc.start) from None
+        return _parse_dbd(data, name)
+
     def definition_for(self, build: str | Build) -> Definition:
         b = parse_build(build) if isinstance(build, str) else build
         for d in self.definitions:
@@ -155,8 +166,7 @@ def _parse_builds(rest: str, path: str, lineno: int):
     return singles, ranges
 
 
-def parse_dbd(text: str, name: str = "<dbd>") -> DbdFile:
-    """Parse the text of a ``.dbd`` file (FormatError names the line on anything unexpected)."""
+def _parse_dbd(text: str, name: str) -> DbdFile:
     path = f"{name}.dbd"
     lines = text.splitlines()
     columns: dict[str, Column] = {}
@@ -220,5 +230,5 @@ def load_dbd(table: str) -> DbdFile:
     for name in vendored_tables():
         if name.lower() == table.lower():
             text = resources.files("wowgrass.formats").joinpath("dbd", f"{name}.dbd").read_text("utf-8")
-            return parse_dbd(text, name)
+            return DbdFile.from_bytes(text, name)
     raise UnsupportedError(f"no vendored .dbd for table {table!r} (have: {', '.join(vendored_tables())})")

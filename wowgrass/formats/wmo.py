@@ -128,13 +128,13 @@ GROUP_MODELLED = {b"MOPY", b"MOVI", b"MOVT", b"MONR", b"MOTV", b"MOBA", b"MOLR",
 
 # ------------------------------------------------------------------------------------ strings
 @dataclass
-class StringBlock:
+class WmoStringBlock:
     """A block of NUL-terminated names referenced by byte offset (MOTX, MOGN, MODN)."""
 
     raw: bytes = b""
 
     @classmethod
-    def build(cls, names, align: int = 4) -> tuple["StringBlock", list[int]]:
+    def build(cls, names, align: int = 4) -> tuple["WmoStringBlock", list[int]]:
         """Names laid out one after the other, each padded with NULs to ``align`` bytes."""
         blob, offsets = bytearray(), []
         for name in names:
@@ -188,13 +188,13 @@ def _finite(arr, what, path, offset, itemsize):
 @dataclass(eq=False)
 class WmoRoot:
     header: np.ndarray = field(default_factory=lambda: np.zeros((), MOHD_DTYPE))
-    textures: StringBlock = field(default_factory=StringBlock)       # MOTX
+    textures: WmoStringBlock = field(default_factory=WmoStringBlock)       # MOTX
     materials: np.ndarray = field(default_factory=lambda: np.zeros(0, MOMT_DTYPE))
-    group_names: StringBlock = field(default_factory=StringBlock)    # MOGN
+    group_names: WmoStringBlock = field(default_factory=WmoStringBlock)    # MOGN
     groups: np.ndarray = field(default_factory=lambda: np.zeros(0, MOGI_DTYPE))
     skybox: str | None = None                                        # MOSB
     doodad_sets: np.ndarray = field(default_factory=lambda: np.zeros(0, MODS_DTYPE))
-    doodad_names: StringBlock = field(default_factory=StringBlock)   # MODN
+    doodad_names: WmoStringBlock = field(default_factory=WmoStringBlock)   # MODN
     doodads: np.ndarray = field(default_factory=lambda: np.zeros(0, MODD_DTYPE))
     fogs: np.ndarray = field(default_factory=lambda: np.zeros(0, MFOG_DTYPE))
     chunks: list = field(default_factory=list)    # [(tag, raw payload or None = modelled)], file order
@@ -239,7 +239,7 @@ class WmoRoot:
 
         def block(tag):
             ch = seen.get(tag)
-            return StringBlock(b"" if ch is None else bytes(ch.payload))
+            return WmoStringBlock(b"" if ch is None else bytes(ch.payload))
 
         groups = rec(b"MOGI", MOGI_DTYPE)
         if len(groups) > MAX_GROUPS:
@@ -302,9 +302,6 @@ class WmoRoot:
             if s < len(sets):
                 out.append(np.arange(int(sets["start"][s]), int(sets["start"][s]) + int(sets["count"][s])))
         return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
-
-    def to_bytes(self) -> bytes:
-        return write_wmo_root(self)
 
     def info(self) -> dict:
         h = self.header
@@ -415,13 +412,17 @@ class WmoLiquid:
         return cls(xv, yv, xt, yt, np.array([cx, cy, cz], np.float32), mat, heights.copy(),
                    np.ascontiguousarray(verts[..., :4]), tiles.copy(), buf[size:])
 
-    def to_bytes(self) -> bytes:
-        head = MLIQ_HEADER.pack(self.x_verts, self.y_verts, self.x_tiles, self.y_tiles,
-                                *(float(v) for v in self.corner), self.material)
-        verts = np.zeros((self.y_verts, self.x_verts, 8), np.uint8)
-        verts[..., :4] = self.vertex_bytes
-        verts[..., 4:] = np.ascontiguousarray(self.heights, "<f4")[..., None].view(np.uint8)
-        return head + verts.tobytes() + np.ascontiguousarray(self.tiles, np.uint8).tobytes() + self.trailing
+
+
+def write_wmo_liquid(liquid: WmoLiquid) -> bytes:
+    """An MLIQ payload: header, vertices (4 kind bytes and a height each), tile flags, the bytes
+    kept after them."""
+    head = MLIQ_HEADER.pack(liquid.x_verts, liquid.y_verts, liquid.x_tiles, liquid.y_tiles,
+                            *(float(v) for v in liquid.corner), liquid.material)
+    verts = np.zeros((liquid.y_verts, liquid.x_verts, 8), np.uint8)
+    verts[..., :4] = liquid.vertex_bytes
+    verts[..., 4:] = np.ascontiguousarray(liquid.heights, "<f4")[..., None].view(np.uint8)
+    return head + verts.tobytes() + np.ascontiguousarray(liquid.tiles, np.uint8).tobytes() + liquid.trailing
 
 
 @dataclass(eq=False)
@@ -605,9 +606,6 @@ class WmoGroup:
                 outer=outer, version=version, path=path)
         return g
 
-    def to_bytes(self) -> bytes:
-        return write_wmo_group(self)
-
     def info(self) -> dict:
         h = self.header
         b = self.batches
@@ -640,7 +638,7 @@ def write_wmo_group(g: WmoGroup) -> bytes:
         b"MOBA": np.ascontiguousarray(g.batches, MOBA_DTYPE).tobytes(),
         b"MOLR": None if g.light_refs is None else np.ascontiguousarray(g.light_refs, "<u2").tobytes(),
         b"MODR": None if g.doodad_refs is None else np.ascontiguousarray(g.doodad_refs, "<u2").tobytes(),
-        b"MLIQ": None if g.liquid is None else g.liquid.to_bytes(),
+        b"MLIQ": None if g.liquid is None else write_wmo_liquid(g.liquid),
     }
     uvs = [np.ascontiguousarray(u, "<f4").tobytes() for u in g.uvs]
     cvs = [np.ascontiguousarray(c, np.uint8).tobytes() for c in g.colours]
@@ -867,7 +865,7 @@ def make_root(groups: list[WmoGroup], materials: list[dict], *, group_names=None
         for key in ("texture1", "texture2"):
             if m.get(key) and m[key] not in textures:
                 textures.append(m[key])
-    motx, tex_ofs = StringBlock.build(textures)
+    motx, tex_ofs = WmoStringBlock.build(textures)
     momt = np.zeros(len(materials), MOMT_DTYPE)
     for i, m in enumerate(materials):
         momt[i]["flags"] = m.get("flags", 0)
@@ -878,7 +876,7 @@ def make_root(groups: list[WmoGroup], materials: list[dict], *, group_names=None
             momt[i]["texture2"] = tex_ofs[textures.index(m["texture2"])]
         momt[i]["diffuse"] = m.get("diffuse", (127, 127, 127, 255))
     names = list(group_names or [f"group {i}" for i in range(len(groups))])
-    mogn, gofs = StringBlock.build([""] + names, align=1)
+    mogn, gofs = WmoStringBlock.build([""] + names, align=1)
     mogi = np.zeros(len(groups), MOGI_DTYPE)
     for i, g in enumerate(groups):
         g.header["name_offset"] = gofs[i + 1]
@@ -890,7 +888,7 @@ def make_root(groups: list[WmoGroup], materials: list[dict], *, group_names=None
     for d in doodads:
         if d[0] not in model_names:
             model_names.append(d[0])
-    modn, mofs = StringBlock.build(model_names)
+    modn, mofs = WmoStringBlock.build(model_names)
     modd = np.zeros(len(doodads), MODD_DTYPE)
     for i, (p, pos, rot, scale, colour) in enumerate(doodads):
         modd[i] = (mofs[model_names.index(p)], pos, rot, scale, colour)
@@ -942,5 +940,5 @@ def sniff_group(prefix: bytes) -> bool:
 
 
 __all__ = ["WmoRoot", "WmoGroup", "WmoLiquid", "Wmo", "load_wmo", "write_wmo_root", "write_wmo_group",
-           "make_group", "make_root", "group_file_name", "model_path", "fixed_vertex_colours", "group_liquid_type",
-           "doodad_matrices", "StringBlock", "HEADER_SIZE"]
+           "write_wmo_liquid", "make_group", "make_root", "group_file_name", "model_path", "fixed_vertex_colours", "group_liquid_type",
+           "doodad_matrices", "WmoStringBlock", "HEADER_SIZE"]

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.errors import UsageError
-from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile, McnkFlags
+from wowgrass.formats.adt import ALPHA_ENCODING_NAMES, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, AdtTile, McnkFlags
 from wowgrass.formats.chunks import iter_chunks
 from wowgrass.formats.wdt import WdtFile
+from wowgrass.game.coords import tile_offset
 from wowgrass.game.maps import adt_game_path, wdt_game_path  # noqa: F401  (the game paths live with the maps)
 from wowgrass.paths import find_file
 
@@ -539,8 +540,8 @@ def grass_image(t: AdtTile, instances, size: int = 1024, colours: dict | None = 
     colours = model_colours(names.tolist()) if colours is None else colours
     cols = np.array([colours[n.lower()] for n in names.tolist()], np.float32).reshape(-1, 3)
     pos = np.asarray(instances.pos, np.float64)
-    px = (ZEROPOINT - t.col * TILE_SIZE - pos[:, 1]) / TILE_SIZE * size  # east
-    py = (ZEROPOINT - t.row * TILE_SIZE - pos[:, 0]) / TILE_SIZE * size  # south
+    east, south = tile_offset(pos[:, 0], pos[:, 1], t.col, t.row)
+    px, py = east / TILE_SIZE * size, south / TILE_SIZE * size
     ix = np.clip(px.astype(np.int64), 0, size - 1)
     iy = np.clip(py.astype(np.int64), 0, size - 1)
     model = np.asarray(instances.model, np.int64)

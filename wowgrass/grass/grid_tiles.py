@@ -51,7 +51,8 @@ import numpy as np
 from wowgrass.grass.bundle import ALIGN, canonical_json, file_checksum, provenance_key
 from wowgrass.errors import ChecksumError, FormatError, StaleBundleError, TruncatedError
 from wowgrass.fileio import write_atomic
-from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL
+from wowgrass.game.coords import corner_steps, map_steps, tile_offset, tile_origin
 
 # The reference's grid (r_wowmap_shader.c): odd side keeps one slot centred on the camera cell.
 GRID_SIDE = 181
@@ -111,7 +112,7 @@ def slot_range(tile_lo: float, tile_hi: float) -> tuple[int, int]:
 
 def tile_slots(col: int, row: int) -> tuple[int, int, int, int]:
     """(i0, i1, j0, j1): the lattice cells of tile (col, row), X index i in [i0, i1), Y index j in [j0, j1)."""
-    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    x_hi, y_hi = tile_origin(col, row)
     i0, i1 = slot_range(x_hi - TILE_SIZE, x_hi)
     j0, j1 = slot_range(y_hi - TILE_SIZE, y_hi)
     return i0, i1, j0, j1
@@ -121,8 +122,8 @@ def owner_cells(i, j) -> tuple[np.ndarray, np.ndarray]:
     """Global ADT cell (row from X, column from Y; 0..8191) owning lattice cells (i, j)."""
     ax = (np.asarray(i, np.float64) + ANCHOR) * SLOT_SPACING
     ay = (np.asarray(j, np.float64) + ANCHOR) * SLOT_SPACING
-    return (np.floor((ZEROPOINT - ax) / UNIT_SIZE).astype(np.int64),
-            np.floor((ZEROPOINT - ay) / UNIT_SIZE).astype(np.int64))
+    cols, rows = map_steps(ax, ay, UNIT_SIZE)
+    return rows, cols
 
 
 EDGE_EPS = 0.01  # units: float32 rounding of a placed position (<= 0.002 near 17,066) can cross a cell edge
@@ -138,8 +139,8 @@ def instance_cells(col: int, row: int, grass: dict, models) -> list[np.ndarray]:
     out = []
     for m in models:
         pos = np.asarray(grass[m]["pos"], np.float64).reshape(-1, 3)
-        fr = (ZEROPOINT - pos[:, 0]) / UNIT_SIZE - row * CELLS_PER_TILE
-        fc = (ZEROPOINT - pos[:, 1]) / UNIT_SIZE - col * CELLS_PER_TILE
+        east, south = tile_offset(pos[:, 0], pos[:, 1], col, row)
+        fr, fc = south / UNIT_SIZE, east / UNIT_SIZE
         r, c = np.floor(fr).astype(np.int64), np.floor(fc).astype(np.int64)
         inside = (r >= 0) & (r < CELLS_PER_TILE) & (c >= 0) & (c < CELLS_PER_TILE)
         ar = np.clip(np.where(fr - r < eps, r - 1, np.where(fr - r > 1 - eps, r + 1, r)), 0, CELLS_PER_TILE - 1)
@@ -214,10 +215,10 @@ class GridTile:
 
 def height_atlas(adt) -> np.ndarray:
     """(257, 257) float32 absolute heights: outer vertices at even texels, cell centres at odd ones."""
-    x0, y0 = ZEROPOINT - int(adt.row) * TILE_SIZE, ZEROPOINT - int(adt.col) * TILE_SIZE
     pos = np.asarray(adt.positions, np.float64)
-    cy = np.clip(np.rint((x0 - pos[:, 0]) / (8 * UNIT_SIZE)), 0, 15).astype(np.int64)  # chunk row
-    cx = np.clip(np.rint((y0 - pos[:, 1]) / (8 * UNIT_SIZE)), 0, 15).astype(np.int64)
+    gx, gy = corner_steps(pos[:, 0], pos[:, 1], CHUNK_SIZE)  # the chunks' corners, float32
+    cy = np.clip(gy - 16 * int(adt.row), 0, 15)  # chunk row
+    cx = np.clip(gx - 16 * int(adt.col), 0, 15)
     tr = (cy[:, None] * 16 + (2 * VERTEX_ROWCOL[None, :, 0]).astype(np.int64))  # texel row
     tc = (cx[:, None] * 16 + (2 * VERTEX_ROWCOL[None, :, 1]).astype(np.int64))
     atlas = np.zeros((ATLAS_SIDE, ATLAS_SIDE), np.float32)
@@ -229,8 +230,8 @@ def fan_heights(atlas: np.ndarray, col: int, row: int, x, y) -> np.ndarray:
     """Heights at world (x, y) inside tile (col, row) from its atlas, on the 4-triangle fans.
 
     The numpy twin of the vertex shader's ``gridTerrainHeight`` (tests compare them)."""
-    lr = (ZEROPOINT - np.asarray(x, np.float64)) / UNIT_SIZE - row * CELLS_PER_TILE
-    lc = (ZEROPOINT - np.asarray(y, np.float64)) / UNIT_SIZE - col * CELLS_PER_TILE
+    east, south = tile_offset(np.asarray(x, np.float64), np.asarray(y, np.float64), col, row)
+    lr, lc = south / UNIT_SIZE, east / UNIT_SIZE
     r = np.clip(np.floor(lr), 0, 127).astype(np.int64)
     c = np.clip(np.floor(lc), 0, 127).astype(np.int64)
     dv = np.clip(lr - r, 0, 1) - 0.5

@@ -69,6 +69,7 @@ SHADER_DEFINES = {
     "WOW_GRASS_GUST_BEND": GUST_BEND,
     "WOW_GRASS_GUST_BEND_FREQ": GUST_BEND_FREQ,
     "WOW_GRASS_GUST_STRENGTH": GUST_STRENGTH,
+    "CELL_MARK_SLOTS": 4,  # terrain.glsl's per-cell mark slots (sources/cell_marks.py)
 }
 
 GRID_DEFINES = {  # the camera grid's (sources/grass_grid.py; the lattice: wowgrass.grass.grid_tiles)

@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from wowgrass.formats.adt import TILE_SIZE
+from wowgrass.game.coords import tile_of
 
 
 def pixel_ray(camera, size, x: float, y: float) -> tuple[np.ndarray, np.ndarray]:
@@ -36,8 +36,7 @@ def ground_heights(scene, xy: np.ndarray) -> np.ndarray:
     out = np.full(len(xy), np.nan)
     if not len(xy):
         return out
-    cols = np.floor(32.0 - xy[:, 1] / TILE_SIZE).astype(np.int64)
-    rows = np.floor(32.0 - xy[:, 0] / TILE_SIZE).astype(np.int64)
+    cols, rows = tile_of(xy[:, 0], xy[:, 1])
     keys = cols * 4096 + rows
     for k in np.unique(keys).tolist():
         t = scene.tiles.get((k // 4096, k % 4096))

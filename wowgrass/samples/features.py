@@ -18,7 +18,8 @@ import functools
 import numpy as np
 
 from wowgrass.formats import liquid as L
-from wowgrass.formats.adt import MODF_DTYPE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.formats.adt import MODF_DTYPE, TILE_SIZE, UNIT_SIZE
+from wowgrass.game.coords import tile_origin
 from wowgrass.game.mapobjects import placement_matrices, transformed_bounds, world_to_file
 
 HOUSE_UID = 7_000_001
@@ -47,7 +48,7 @@ def house_bounds(terrain) -> np.ndarray:
 
 
 def _tile_box(col: int, row: int):
-    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    x_hi, y_hi = tile_origin(col, row)
     return x_hi - TILE_SIZE, x_hi, y_hi - TILE_SIZE, y_hi
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL, ZEROPOINT
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, VERTEX_ROWCOL
+from wowgrass.game.coords import map_offset, map_point, tile_origin
 from wowgrass.samples.noise import fbm, smoothstep, value_curve
 
 HALF = UNIT_SIZE / 2.0                # fine lattice spacing
@@ -137,7 +138,8 @@ class SampleTerrain:
         self.house_z = float(np.round(self._raw_at(*self.house_xy) / HEIGHT_QUANTUM) * HEIGHT_QUANTUM)
 
     def _raw_at(self, x, y):
-        return self._raw_height((ZEROPOINT - np.asarray(x)) / HALF, (ZEROPOINT - np.asarray(y)) / HALF)
+        east, south = map_offset(np.asarray(x), np.asarray(y))
+        return self._raw_height(south / HALF, east / HALF)
 
     def house_local(self, x, y):
         """World (x, y) in the house's own axes (x along the ridge, y across; the door faces -y)."""
@@ -165,8 +167,7 @@ class SampleTerrain:
         """Raw (unquantised) height at global fine-lattice coordinates (may be fractional): the
         rolling ground, the lake's basin dug into it, the house's pad levelled."""
         h = self._raw_height(fi, fj)
-        x = ZEROPOINT - np.asarray(fi, dtype=np.float64) * HALF
-        y = ZEROPOINT - np.asarray(fj, dtype=np.float64) * HALF
+        x, y = map_point(np.asarray(fj, dtype=np.float64), np.asarray(fi, dtype=np.float64), HALF)
         h = h - self.lake_depth(x, y)
         w = self.house_pad(x, y)
         return h * (1.0 - w) + self.house_z * w
@@ -293,7 +294,7 @@ class SampleTerrain:
         normals = np.round(band.fine_normal[ri, ci] * 127.0).astype(np.int8)
         gx = (col * 16 + ix).astype(np.float64)
         gy = (row * 16 + iy).astype(np.float64)
-        positions = np.stack([ZEROPOINT - gy * CHUNK_SIZE, ZEROPOINT - gx * CHUNK_SIZE, base], axis=1)
+        positions = np.stack([*map_point(gx, gy, CHUNK_SIZE), base], axis=1)
         positions = positions.astype(np.float32)
 
         # alpha maps: (256, 4 kinds, 64, 64)
@@ -369,8 +370,7 @@ class SampleTerrain:
         """
         out = []
         tc, tr = col - self.col0, row - self.row0
-        north = ZEROPOINT - row * TILE_SIZE
-        west = ZEROPOINT - col * TILE_SIZE
+        north, west = tile_origin(col, row)
         if tc == self.ncols // 2 - (1 if self.ncols % 2 == 0 else 0) and tr == self.nrows // 2:
             # beside the north-south road, at the tile's first texel row south of its north edge
             east = float(self.road_east(tr * TILE_SIZE + 40.0)) + 9.0

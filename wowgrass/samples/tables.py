@@ -14,7 +14,7 @@ import numpy as np
 
 from wowgrass.game.effects import DOODAD_PATH as DOODAD_DBC
 from wowgrass.game.effects import TEXTURE_PATH as TEXTURE_DBC
-from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, StringBlock, schema_for, write_dbc
+from wowgrass.formats.dbc import GROUND_EFFECT_DOODAD, GROUND_EFFECT_TEXTURE, DbcStringBlock, schema_for, write_dbc
 from wowgrass.samples.models import GRASS
 
 LIQUID_TYPE_DBC = "DBFilesClient\\LiquidType.dbc"
@@ -74,7 +74,7 @@ def ground_effect_doodad(build: str) -> bytes:
     """GroundEffectDoodad.dbc bytes: one row per ElwGra model."""
     wotlk = build == "3.3.5"
     rows = np.zeros(len(GRASS), schema_for(GROUND_EFFECT_DOODAD, build).dtype)
-    sb = StringBlock()
+    sb = DbcStringBlock()
     for i, g in enumerate(GRASS):
         rows[i]["ID"] = doodad_id(i)
         rows[i]["Doodadpath"] = sb.add(f"{g.name}.mdl")
@@ -93,7 +93,7 @@ def map_table(build: str) -> bytes:
     """Map.dbc bytes in ``build``'s layout (ID, Directory, ..., MapName_lang: formats.dbc.MAP_LAYOUTS);
     the fields the sample has no use for are 0."""
     rows = np.zeros(len(MAPS), schema_for("Map", build).dtype)
-    sb = StringBlock()
+    sb = DbcStringBlock()
     for i, (map_id, directory, name) in enumerate(MAPS):
         rows[i]["ID"] = map_id
         rows[i]["Directory"] = sb.add(directory)
@@ -112,7 +112,7 @@ def liquid_type(build: str) -> bytes:
     from wowgrass.game.liquid_types import CLASSIC_TEXTURES
 
     rows = np.zeros(len(LIQUID_TYPES), schema_for("LiquidType", build).dtype)
-    sb = StringBlock()
+    sb = DbcStringBlock()
     for i, (lid, name, kind) in enumerate(LIQUID_TYPES):
         rows[i]["ID"] = lid
         rows[i]["Name"] = sb.add(name)
@@ -237,7 +237,7 @@ def light_tables(build: str, lake_xyz) -> dict[str, bytes]:
             row["Time"], row["Data"] = t, v
             floats[s * FLOATS_PER_SET + b] = row
     skybox = np.zeros(1, schema_for("LightSkybox", build).dtype)
-    sb = StringBlock()
+    sb = DbcStringBlock()
     skybox[0]["ID"], skybox[0]["Name"] = 1, sb.add("Environments\\Stars\\Stars.mdx")
     return {table_path("Light"): write_dbc(lights), table_path("LightParams"): write_dbc(params),
             table_path("LightIntBand"): write_dbc(ints), table_path("LightFloatBand"): write_dbc(floats),

@@ -1,10 +1,11 @@
-"""The terrain overlays' per-tile data: a texel per cell that terrain.glsl colours by (a 128x128
-RGBA8 image per tile, render/sources/terrain.py ``CellOverlays``).
+"""The terrain overlays: the workbench's names and colours for render's per-cell marks
+(render/sources/cell_marks.py ``CellMarks``: mark slots, a palette, a 128x128 RGBA8 image per tile).
 
 R: the effect set the cell grows (an index into :class:`SetColours` + 1; 0 where it grows no
-grass); G: flags (``CELL_*``): a grass texture carrying no effect id (the audit's "unassigned"),
-stale doodadMapping, noEffectDoodad, hole. Computed from the parsed tile with the audit's own
-per-cell facts (:func:`wowgrass.edit.audit.tile_facts`), so the window and ``effects audit`` agree.
+grass); G: a bit per mark slot (``CELL_*``, :data:`MARKS`' order): a grass texture carrying no
+effect id (the audit's "unassigned"), stale doodadMapping, noEffectDoodad, hole. Computed from the
+parsed tile with the audit's own per-cell facts (:func:`wowgrass.edit.audit.tile_facts`), so the
+window and ``effects audit`` agree.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 
 from wowgrass.edit.audit import _SET_PALETTE, tile_facts
 from wowgrass.formats.adt import NO_EFFECT_IDS
-from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE, CELL_STALE, CELL_UNASSIGNED, CELLS
+from wowgrass.render.sources.cell_marks import (CELLS, SHOW_CHUNK_GRID, SHOW_PALETTE, SHOW_TILE_GRID, MarkLook,
+                                                show_mark)
 
 OVERLAYS = (  # (name, key, label): the checkboxes and their keys, in the panel's order
     ("sets", "1", "effect set per cell"),
@@ -26,6 +28,22 @@ OVERLAYS = (  # (name, key, label): the checkboxes and their keys, in the panel'
     ("chunks", "6", "chunk grid"),
     ("tiles", "7", "tile grid"),
 )
+
+# the mark slots, in slot order: each overlay's look on the terrain
+MARKS = (
+    ("unassigned", MarkLook((1.0, 0.0, 0.86), 0.65)),
+    ("stale", MarkLook((1.0, 0.84, 0.0), 0.6)),
+    ("excluded", MarkLook((0.15, 0.19, 0.43), 0.35, "hatch", 0.4)),  # hatched: the ground stays readable
+    ("holes", MarkLook((0.9, 0.05, 0.05), 0.8, "border")),  # no triangles: the neighbours' edges facing them
+)
+CELL_UNASSIGNED, CELL_STALE, CELL_EXCLUDED, CELL_HOLE = (1 << i for i in range(len(MARKS)))  # G bits
+OVERLAY_BITS = {"sets": SHOW_PALETTE, **{name: show_mark(i) for i, (name, _) in enumerate(MARKS)},
+                "chunks": SHOW_CHUNK_GRID, "tiles": SHOW_TILE_GRID}  # CellMarks.mask bit of each overlay
+
+
+def give_marks(cells) -> None:
+    """Hand the overlays' palette and mark looks to the terrain's :class:`CellMarks`."""
+    cells.look(palette=SetColours.shader_colours(), marks=[look for _, look in MARKS])
 
 
 class SetColours:
@@ -49,7 +67,8 @@ class SetColours:
     def rgb(i: int) -> tuple[int, int, int]:
         return _SET_PALETTE[i % len(_SET_PALETTE)]
 
-    def shader_colours(self) -> tuple:
+    @staticmethod
+    def shader_colours() -> tuple:
         return tuple(tuple(c / 255.0 for c in rgb) for rgb in _SET_PALETTE)
 
     def legend(self) -> list[tuple[int, tuple[int, int, int]]]:

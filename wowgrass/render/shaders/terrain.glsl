@@ -5,12 +5,12 @@
 // Terrain chunks: MCVT heights (level 0: the 4-triangle cell fans; levels 1-4: grids of the outer
 // vertices; holes left out of the index buffers), MCNR normals, up to four MTEX layers per chunk
 // blended by the decoded MCAL alpha maps. Every resident tile shares two texture arrays
-// (render/terrain.py's TerrainArena): MTEX layers, one slice per name; alpha atlases, one
+// (render/sources/terrain_arenas.py's TerrainArena): MTEX layers, one slice per name; alpha atlases, one
 // 1024x1024 slice per tile of 16x16 chunk maps (R, G, B = alpha of layers 1, 2, 3; A = the MCSH
-// shadow bit). FAR_TILE: a far tile (render/sources/terrain.py's FarArena): no layers, no alpha
+// shadow bit). FAR_TILE: a far tile (render/sources/terrain_arenas.py's FarArena): no layers, no alpha
 // atlas; one low-resolution colour slice per tile (16x16 chunks of 16x16 texels, the layers' mean
 // colours blended by the alpha maps, A = the MCSH shadow's share). Geomorphing: see
-// wowgrass/render/sources/terrain.py.
+// wowgrass/render/sources/terrain_mesh.py.
 
 #include "frame.glsl"
 
@@ -92,11 +92,14 @@ uniform float uTexRepeat;     // texture repeats across one chunk
 uniform float uLodDebug;      // 1: colour by LOD level
 uniform float uMcsh;          // 1: darken where the ADT's baked MCSH shadow bit is set
 #ifndef FAR_TILE
-// the workbench's overlays (render/sources/terrain.py CellOverlays): a 128x128 slice per slot, a
-// texel per cell (R: effect set colour index + 1, G: flag bits CELL_*), drawn where uOverlay asks
+// per-cell marks (render/sources/cell_marks.py CellMarks): a 128x128 slice per slot, a texel per
+// cell (R: palette index + 1, G: a bit per mark slot), drawn where uMarksShown asks; what the
+// slots mean and their colours are the caller's
 uniform sampler2DArray uCells;
-uniform int uOverlay;         // OVERLAY_* bits; 0: none
-uniform vec3 uSetColours[20]; // edit/audit.py's set palette (index % 20)
+uniform int uMarksShown;      // SHOW_* bits; 0: none
+uniform vec3 uPalette[20];    // the R channel's colours (index % 20)
+uniform vec4 uMarkColours[CELL_MARK_SLOTS];  // per slot: RGB, how much is mixed in
+uniform vec2 uMarkStyles[CELL_MARK_SLOTS];   // per slot: MARK_* (-1: not drawn), a hatch's extra
 uniform vec4 uBrush;          // world x, y, radius, 1: the brush's circle
 uniform vec4 uPick;           // world X, Y of the picked cell's north-west corner, its size, 1: shown
 #endif
@@ -119,9 +122,9 @@ vec3 layer(float slice, vec2 uv) {
     return texture(uLayers, vec3(uv, slice)).rgb;
 }
 
-const int OVERLAY_SETS = 1, OVERLAY_UNASSIGNED = 2, OVERLAY_STALE = 4, OVERLAY_EXCLUDED = 8,
-          OVERLAY_HOLES = 16, OVERLAY_CHUNKS = 32, OVERLAY_TILES = 64;
-const int CELL_UNASSIGNED = 1, CELL_STALE = 2, CELL_EXCLUDED = 4, CELL_HOLE = 8;
+// uMarksShown's bits: the palette, slot i at 2 << i, the grids after the slots
+const int SHOW_PALETTE = 1, SHOW_CHUNK_GRID = 2 << CELL_MARK_SLOTS, SHOW_TILE_GRID = 4 << CELL_MARK_SLOTS;
+const int MARK_FILL = 0, MARK_HATCH = 1, MARK_BORDER = 2;  // cell_marks.MARK_STYLES
 
 // 1 within ``w`` pixels of a whole-number line of ``x`` (screen-space width)
 float gridLine(vec2 x, float w) {
@@ -133,36 +136,38 @@ uvec2 cellsAt(ivec2 c, float slot) {
     return uvec2(texelFetch(uCells, ivec3(clamp(c, ivec2(0), ivec2(127)), int(slot)), 0).rg * 255.0 + 0.5);
 }
 
-// the albedo under the overlays the workbench asked for (per-cell data, no geometry per cell)
-vec3 overlays(vec3 albedo, vec2 chunk, float slot) {
+// the albedo under the marks the caller shows (per-cell data, no geometry per cell)
+vec3 cellMarks(vec3 albedo, vec2 chunk, float slot) {
     vec2 cf = v_uv * 8.0;                       // cell units within the chunk: x east, y south
     ivec2 cell = ivec2(chunk) * 8 + ivec2(clamp(floor(cf), 0.0, 7.0));
     uvec2 t = cellsAt(cell, slot);
     int flags = int(t.y);
-    if ((uOverlay & OVERLAY_SETS) != 0 && t.x > 0u)
-        albedo = mix(albedo, uSetColours[int(t.x - 1u) % 20], 0.55);
-    if ((uOverlay & OVERLAY_UNASSIGNED) != 0 && (flags & CELL_UNASSIGNED) != 0)
-        albedo = mix(albedo, vec3(1.0, 0.0, 0.86), 0.65);
-    if ((uOverlay & OVERLAY_STALE) != 0 && (flags & CELL_STALE) != 0)
-        albedo = mix(albedo, vec3(1.0, 0.84, 0.0), 0.6);
-    if ((uOverlay & OVERLAY_EXCLUDED) != 0 && (flags & CELL_EXCLUDED) != 0) {
-        // hatched, so the ground under it stays readable
-        float h = step(0.5, fract((v_world.x + v_world.y) * 0.5));
-        albedo = mix(albedo, vec3(0.15, 0.19, 0.43), 0.35 + 0.4 * h);
+    if ((uMarksShown & SHOW_PALETTE) != 0 && t.x > 0u)
+        albedo = mix(albedo, uPalette[int(t.x - 1u) % 20], 0.55);
+    for (int i = 0; i < CELL_MARK_SLOTS; i++) {
+        int style = int(uMarkStyles[i].x);
+        if ((uMarksShown & (2 << i)) == 0 || style < 0) continue;
+        int bit = 1 << i;
+        vec4 look = uMarkColours[i];
+        if (style == MARK_BORDER) {
+            // the marked cells' neighbours: their edges facing a marked cell
+            vec2 f = fract(cf);
+            float band = 0.0;
+            if (f.x < 0.2 && (int(cellsAt(cell - ivec2(1, 0), slot).y) & bit) != 0 && cell.x % 128 != 0) band = 1.0;
+            if (f.x > 0.8 && (int(cellsAt(cell + ivec2(1, 0), slot).y) & bit) != 0 && cell.x % 128 != 127) band = 1.0;
+            if (f.y < 0.2 && (int(cellsAt(cell - ivec2(0, 1), slot).y) & bit) != 0 && cell.y % 128 != 0) band = 1.0;
+            if (f.y > 0.8 && (int(cellsAt(cell + ivec2(0, 1), slot).y) & bit) != 0 && cell.y % 128 != 127) band = 1.0;
+            albedo = mix(albedo, look.rgb, look.a * band);
+        } else if ((flags & bit) != 0) {
+            float amount = look.a;
+            if (style == MARK_HATCH)  // diagonal stripes: the ground under them stays readable
+                amount += uMarkStyles[i].y * step(0.5, fract((v_world.x + v_world.y) * 0.5));
+            albedo = mix(albedo, look.rgb, amount);
+        }
     }
-    if ((uOverlay & OVERLAY_HOLES) != 0) {
-        // hole cells have no triangles: their neighbours' edges facing them are drawn red
-        vec2 f = fract(cf);
-        float band = 0.0;
-        if (f.x < 0.2 && (int(cellsAt(cell - ivec2(1, 0), slot).y) & CELL_HOLE) != 0 && cell.x % 128 != 0) band = 1.0;
-        if (f.x > 0.8 && (int(cellsAt(cell + ivec2(1, 0), slot).y) & CELL_HOLE) != 0 && cell.x % 128 != 127) band = 1.0;
-        if (f.y < 0.2 && (int(cellsAt(cell - ivec2(0, 1), slot).y) & CELL_HOLE) != 0 && cell.y % 128 != 0) band = 1.0;
-        if (f.y > 0.8 && (int(cellsAt(cell + ivec2(0, 1), slot).y) & CELL_HOLE) != 0 && cell.y % 128 != 127) band = 1.0;
-        albedo = mix(albedo, vec3(0.9, 0.05, 0.05), 0.8 * band);
-    }
-    if ((uOverlay & OVERLAY_CHUNKS) != 0)
+    if ((uMarksShown & SHOW_CHUNK_GRID) != 0)
         albedo = mix(albedo, vec3(1.0), 0.7 * gridLine(v_uv + chunk, 1.0));
-    if ((uOverlay & OVERLAY_TILES) != 0)
+    if ((uMarksShown & SHOW_TILE_GRID) != 0)
         albedo = mix(albedo, vec3(0.0, 0.9, 1.0), 0.9 * gridLine((v_uv + chunk) / 16.0, 2.0));
     if (uPick.w > 0.5) {   // the picked cell: its outline (X south is -, Y east is -)
         vec2 d = (uPick.xy - v_world.xy) / uPick.z;
@@ -197,7 +202,7 @@ void main() {
     if (v_layers.y >= 0.0) albedo = mix(albedo, layer(v_layers.y, tuv), alpha.r);
     if (v_layers.z >= 0.0) albedo = mix(albedo, layer(v_layers.z, tuv), alpha.g);
     if (v_layers.w >= 0.0) albedo = mix(albedo, layer(v_layers.w, tuv), alpha.b);
-    if (uOverlay != 0 || uBrush.w > 0.5 || uPick.w > 0.5) albedo = overlays(albedo, chunk, slot);
+    if (uMarksShown != 0 || uBrush.w > 0.5 || uPick.w > 0.5) albedo = cellMarks(albedo, chunk, slot);
 #endif
     if (uLodDebug > 0.5 && v_level >= 0.0) albedo = mix(albedo, LOD_COLORS[int(v_level)], 0.7);
     vec3 lit = applyLightShadowed(albedo, v_normal, shadowFactor(v_world, v_dist));

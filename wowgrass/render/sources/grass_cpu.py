@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wowgrass.game.coords import map_point, map_steps
 from wowgrass.grass.bundle import INSTANCE_DTYPE, unpack_instances  # the contract; render only reads it
 
 from ..camera import BoxSet
-from ..constants import CHUNK_SIZE, ZEROPOINT, GrassSettings
+from ..constants import CHUNK_SIZE, GrassSettings
 from ..gl.memory import gpu_memory
 from ..gl.state import ALPHA_TO_COVERAGE, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, GpuMesh, line_commands
@@ -77,15 +78,14 @@ class CommandRing:
 
 def chunk_keys(pos: np.ndarray) -> np.ndarray:
     """Global chunk index (gy * 1024 + gx) of world positions (n, 3); grid of formats.md section 0."""
-    gx = np.floor((ZEROPOINT - pos[:, 1].astype(np.float64)) / CHUNK_SIZE).astype(np.int64)
-    gy = np.floor((ZEROPOINT - pos[:, 0].astype(np.float64)) / CHUNK_SIZE).astype(np.int64)
+    gx, gy = map_steps(pos[:, 0].astype(np.float64), pos[:, 1].astype(np.float64), CHUNK_SIZE)
     return np.clip(gy, 0, 1023) * 1024 + np.clip(gx, 0, 1023)
 
 
 def chunk_bounds_xy(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n, 2) min and max world XY of global chunks."""
     gy, gx = keys // 1024, keys % 1024
-    hi = np.stack([ZEROPOINT - gy * CHUNK_SIZE, ZEROPOINT - gx * CHUNK_SIZE], axis=1)
+    hi = np.stack(map_point(gx, gy, CHUNK_SIZE), axis=1)
     return hi - CHUNK_SIZE, hi
 
 

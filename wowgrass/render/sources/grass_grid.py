@@ -24,14 +24,14 @@ back. The GPU work is fixed by the grid and the layer counts, not by residency e
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import numpy as np
 
+from wowgrass.game.coords import tile_of
 from wowgrass.grass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_SIDE, SLOT_SPACING, GridTile
 
-from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, TILE_SIZE, ZEROPOINT, GrassSettings
+from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, GrassSettings
 from ..gl.memory import gpu_memory
 from ..gl.state import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, GpuMesh
@@ -50,8 +50,9 @@ _REACH = (GRID_HALF + 1) * SLOT_SPACING  # the grid's half extent around the cam
 
 def tile_range(x: float, y: float) -> tuple[int, int, int, int]:
     """The columns and rows (c0, c1, r0, r1) of the tiles under a grid centred at world (x, y)."""
-    return (math.floor((ZEROPOINT - y - _REACH) / TILE_SIZE), math.floor((ZEROPOINT - y + _REACH) / TILE_SIZE),
-            math.floor((ZEROPOINT - x - _REACH) / TILE_SIZE), math.floor((ZEROPOINT - x + _REACH) / TILE_SIZE))
+    c0, r0 = tile_of(x + _REACH, y + _REACH)
+    c1, r1 = tile_of(x - _REACH, y - _REACH)
+    return c0, c1, r0, r1
 
 
 class GridGrass(Source):

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constants import CHUNK_SIZE, TILE_SIZE, ZEROPOINT
+from wowgrass.game.coords import tile_origin
+
+from ..constants import CHUNK_SIZE
 from ..gl.memory import gpu_memory
 from ..gl.meshes import edge_indices
 from ..gl.programs import VaoCache, read_by
@@ -49,7 +51,7 @@ def horizon_mesh(wdl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     of ``wdl``, in its order."""
     n = len(wdl)
     cols, rows = wdl.tiles[:, 0].astype(np.float64), wdl.tiles[:, 1].astype(np.float64)
-    x0, y0 = ZEROPOINT - rows * TILE_SIZE, ZEROPOINT - cols * TILE_SIZE  # each tile's north-west corner
+    x0, y0 = tile_origin(cols, rows)  # each tile's north-west corner
     outer = wdl.outer.astype(np.float64)  # (n, 17, 17): rows south, columns east
     inner = wdl.inner.astype(np.float64)
     k = np.arange(17, dtype=np.float64) * CHUNK_SIZE

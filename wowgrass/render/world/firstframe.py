@@ -194,8 +194,8 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
 def camera_warnings(scene, source, position) -> list[str]:
     """``warning: ...`` lines for a camera that shows nothing of the map: over no tile of it (say
     where its tiles are), or under the ground of the tile it is over."""
-    from .streaming import tile_of, tiles_centre
-    from wowgrass.render.constants import TILE_SIZE, ZEROPOINT
+    from .streaming import tiles_centre
+    from wowgrass.game.coords import tile_of, tile_origin
 
     x, y, z = (float(v) for v in position)
     tiles = sorted(source.tiles, key=lambda t: (t[1], t[0]))
@@ -203,8 +203,8 @@ def camera_warnings(scene, source, position) -> list[str]:
         return []
     if tile_of(x, y) not in set(tiles):
         cols, rows = [c for c, _ in tiles], [r for _, r in tiles]
-        x_lo, x_hi = ZEROPOINT - (max(rows) + 1) * TILE_SIZE, ZEROPOINT - min(rows) * TILE_SIZE
-        y_lo, y_hi = ZEROPOINT - (max(cols) + 1) * TILE_SIZE, ZEROPOINT - min(cols) * TILE_SIZE
+        x_hi, y_hi = tile_origin(min(cols), min(rows))
+        x_lo, y_lo = tile_origin(max(cols) + 1, max(rows) + 1)
         cx, cy = tiles_centre([tiles[0]])
         return [f"warning: the camera ({x:.0f}, {y:.0f}) is over no tile of {getattr(source, 'map', 'the map')}: "
                 f"its {len(tiles)} tile(s) span X {x_lo:.0f}..{x_hi:.0f}, Y {y_lo:.0f}..{y_hi:.0f} (columns "

@@ -125,10 +125,10 @@ class GameSource:
                 rgba = self._texture_cache.pop(key)
                 self._texture_cache[key] = rgba  # the most recently used last
                 return rgba
-        from wowgrass.formats.blp import read_blp
+        from wowgrass.formats.blp import BlpImage
 
         try:
-            rgba = read_blp(self._read(path), path).mip(0)
+            rgba = BlpImage.from_bytes(self._read(path), path).mip(0)
             rgba.setflags(write=False)  # shared by every tile that uses it
         except (GameFileNotFound, FileNotFoundError, FormatError) as exc:
             log.info("texture %s: %s", path, exc)
@@ -229,7 +229,7 @@ class GameSource:
         where the data lacks that tile), once per unique id."""
         if not len(adt.modf):
             return []
-        from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+        from wowgrass.game.coords import tile_of
         from wowgrass.game.mapobjects import modf_placements
 
         p = modf_placements(adt)
@@ -239,7 +239,7 @@ class GameSource:
             if not name or uid in seen:
                 continue
             x, y = p.matrices[k, 0, 3], p.matrices[k, 1, 3]
-            owner = (int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE)))
+            owner = tile_of(float(x), float(y))
             if owner != (col, row) and owner in self._tile_set:
                 continue
             seen.add(uid)

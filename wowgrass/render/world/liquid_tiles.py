@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wowgrass.errors import FormatError
+from wowgrass.formats.adt import UNIT_SIZE
+from wowgrass.game.coords import corner_steps, map_point
 
 log = logging.getLogger(__name__)
 
-UNIT = 1600.0 / 3.0 / 128.0
-ZEROPOINT = 32.0 * 1600.0 / 3.0
+UNIT = UNIT_SIZE
 UV_SCALE = 1.0 / (4.0 * UNIT)        # a texture repeats every 4 cells (16.7 yards)
 WMO_LIQUID_DEPTH = 1.2               # yards: what a WMO's liquid is drawn as (no terrain below it known)
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("depth", "<f4"), ("kind", "<f4"), ("uv", "<f4", 2)])
@@ -189,7 +190,7 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
     kind = kinds.astype(np.int64)
     # the chunk's north-west corner on the map-wide grid of cells (as the terrain places vertices)
     pos = adt.positions[lay["chunk"].astype(np.int64)].astype(np.float64)
-    g0 = np.round((ZEROPOINT - pos[:, :2]) / UNIT).astype(np.int64)     # (n, 2): rows (-X), cols (-Y)
+    g0 = np.stack(corner_steps(pos[:, 0], pos[:, 1], UNIT)[::-1], axis=1)  # (n, 2): rows (-X), cols (-Y)
     corners = lambda a: np.stack([a[:, :-1, :-1], a[:, 1:, :-1], a[:, :-1, 1:], a[:, 1:, 1:]])  # noqa: E731
     hc, dc = corners(h), corners(depth)
     flat = (hc == hc[0]).all(axis=0)
@@ -242,8 +243,7 @@ def merged_mesh(adt, lay, kinds, types, *, step: int = 1) -> LiquidMesh:
         used, inv = np.unique((i[:, None] * (k + 1) + rows) * (k + 1) + cols, return_inverse=True)
         vi, vr, vc = used // ((k + 1) * (k + 1)), used // (k + 1) % (k + 1), used % (k + 1)
         v = np.zeros(len(used), VIEW_DTYPE)
-        x = ZEROPOINT - (g0[vi, 0] + vr * s) * UNIT
-        y = ZEROPOINT - (g0[vi, 1] + vc * s) * UNIT
+        x, y = map_point(g0[vi, 1] + vc * s, g0[vi, 0] + vr * s, UNIT)
         v["pos"] = np.stack([x, y, h[vi, vr, vc]], axis=-1)
         v["depth"] = depth[vi, vr, vc]
         v["kind"] = kind[vi]
@@ -277,7 +277,8 @@ def tile_depth_map(adt, level: float):
     r = np.arange(9)
     outer = (r[:, None] * 17 + r[None, :]).ravel()
     ground = np.asarray(adt.abs_heights, np.float64)[:, outer].reshape(256, 9, 9)
-    g0 = np.round((ZEROPOINT - np.asarray(adt.positions, np.float64)[:, :2]) / UNIT).astype(np.int64)
+    pos = np.asarray(adt.positions, np.float64)
+    g0 = np.stack(corner_steps(pos[:, 0], pos[:, 1], UNIT)[::-1], axis=1)  # rows (-X), cols (-Y)
     t0 = g0.min(axis=0)
     loc = g0 - t0
     if loc.max() > DEPTH_MAP - 9 or (loc % 8).any():
@@ -317,7 +318,7 @@ def _rect_vertices(r0, c0, r1, c1, level, kind, cls, origin) -> np.ndarray:
     :data:`CLS_MAPPED` reads its depth from the tile's depth map (``origin``: its first texel)."""
     rows = np.stack([r0, r1, r1, r0], axis=1)
     cols = np.stack([c0, c0, c1, c1], axis=1)
-    x, y = ZEROPOINT - rows * UNIT, ZEROPOINT - cols * UNIT
+    x, y = map_point(cols, rows, UNIT)
     v = np.zeros(rows.shape, VIEW_DTYPE)
     v["pos"] = np.stack([x, y, np.broadcast_to(np.asarray(level, np.float64)[:, None], x.shape)], axis=-1)
     full = np.asarray(DEPTH_RANGE)[np.minimum(kind, 3)] * 2.0    # past full colour: smoothstep gives 1

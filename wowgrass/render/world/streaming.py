@@ -37,13 +37,17 @@ import numpy as np
 
 from wowgrass.errors import WowgrassError
 
-from ..constants import HORIZON_REACH, TILE_SIZE, ZEROPOINT
+from wowgrass.game.coords import tile_centre, tile_of, tile_origin
+
+from ..constants import HORIZON_REACH, TILE_SIZE
 from ..sources.doodads import DoodadSet
 from ..sources.liquids import LiquidSet
 from ..sources.wmo import WmoSet
 from ..sources.grass_cpu import GrassField
 from ..gl.meshes import GpuMesh, MeshData, crossed_quads, placeholder_texture
-from ..sources.terrain import LAYER_SIZE, TerrainSet, TerrainTile, far_level_for
+from ..sources.terrain import TerrainSet
+from ..sources.terrain_arenas import TerrainTile
+from ..sources.terrain_mesh import LAYER_SIZE, far_level_for
 from .tile_payload import prepare_payload
 
 log = logging.getLogger(__name__)
@@ -61,14 +65,10 @@ def tiles_within(radius: float, available: int) -> int:
     return int(min(available, math.ceil((math.pi * r * r + 4 * r * t + t * t) / (t * t))))
 
 
-def tile_of(x: float, y: float) -> tuple[int, int]:
-    return int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE))
-
-
 def tile_distances(keys: np.ndarray, x: float, y: float) -> np.ndarray:
     """Distance in XY from a point to each (col, row) tile's square; ``keys`` is (n, 2)."""
     keys = np.asarray(keys, np.float64).reshape(-1, 2)
-    x_hi, y_hi = ZEROPOINT - keys[:, 1] * TILE_SIZE, ZEROPOINT - keys[:, 0] * TILE_SIZE
+    x_hi, y_hi = tile_origin(keys[:, 0], keys[:, 1])
     dx = np.maximum(np.maximum(x_hi - TILE_SIZE - x, x - x_hi), 0.0)
     dy = np.maximum(np.maximum(y_hi - TILE_SIZE - y, y - y_hi), 0.0)
     return np.hypot(dx, dy)
@@ -77,7 +77,7 @@ def tile_distances(keys: np.ndarray, x: float, y: float) -> np.ndarray:
 def tile_distance(col: int, row: int, x: float, y: float) -> float:
     """Distance in XY from a point to a tile's square (:func:`tile_distances` for one tile, in
     plain Python: it runs per resident tile)."""
-    x_hi, y_hi = ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+    x_hi, y_hi = tile_origin(col, row)
     dx = max(x_hi - TILE_SIZE - x, x - x_hi, 0.0)
     dy = max(y_hi - TILE_SIZE - y, y - y_hi, 0.0)
     return math.hypot(dx, dy)
@@ -86,8 +86,8 @@ def tile_distance(col: int, row: int, x: float, y: float) -> float:
 def tiles_centre(tiles) -> tuple[float, float]:
     """World (X, Y) of the centre of a set of (col, row) tiles (the mean of their centres)."""
     keys = np.array(tiles, np.float64)
-    return (float(ZEROPOINT - (keys[:, 1].mean() + 0.5) * TILE_SIZE),
-            float(ZEROPOINT - (keys[:, 0].mean() + 0.5) * TILE_SIZE))
+    x, y = tile_centre(float(keys[:, 0].mean()), float(keys[:, 1].mean()))
+    return float(x), float(y)
 
 
 GRASS_CULLING = ("auto", "gpu", "cpu")

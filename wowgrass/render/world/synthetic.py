@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from wowgrass.game.coords import tile_origin
 from wowgrass.grass.bundle import INSTANCE_DTYPE
 
-from ..constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from ..constants import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE
 from ..gl.meshes import MeshData, crossed_quads
-from ..sources.terrain import COLS, ROWS
-
-
-def tile_origin(col: int, row: int) -> tuple[float, float]:
-    """World (X, Y) of a tile's north-west corner."""
-    return ZEROPOINT - row * TILE_SIZE, ZEROPOINT - col * TILE_SIZE
+from ..sources.terrain_mesh import COLS, ROWS
 
 
 def synthetic_tile(col: int = 32, row: int = 32, *, hole_chunk: int | None = None, relief: float = 6.0):

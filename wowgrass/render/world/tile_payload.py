@@ -9,7 +9,7 @@ from wowgrass.formats.adt import CHUNK_SIZE, AdtTile
 from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..sources.grass_cpu import group_by_chunk
-from ..sources.terrain import build_far_arrays, build_terrain_arrays
+from ..sources.terrain_mesh import build_far_arrays, build_terrain_arrays
 
 
 def liquid_tops(adt) -> tuple | None:
