@@ -173,9 +173,10 @@ def cell_at(t, x: float, y: float):
 
 def tile_at(x: float, y: float) -> tuple[int, int]:
     """(column, row) of the tile under world (x, y)."""
-    from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+    from wowgrass.game.coords import tile_of
 
-    return int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE))
+    col, row = tile_of(x, y)
+    return int(col), int(row)
 
 
 _AREAS: dict = {}
