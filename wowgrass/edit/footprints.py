@@ -40,7 +40,7 @@ import numpy as np
 from wowgrass.edit.adt_edit import match_textures, visible_shares
 from wowgrass.edit.masks import chunks_to_grid, grid_to_chunks, liquid_mask, slope_mask
 from wowgrass.errors import FormatError, UsageError
-from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, AdtTile
+from wowgrass.formats.adt import UNIT_SIZE, AdtTile
 from wowgrass.game import coords
 from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.wmo import model_path
