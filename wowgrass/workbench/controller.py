@@ -26,8 +26,8 @@ from wowgrass.render.sources.terrain import OVERLAY_BITS
 from wowgrass.render.window import WindowUi
 
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
+from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 
-TOOLS = ("pick", "exclude", "mapping", "assign")
 SYNC_CHUNKS = 16  # an edit touching at most this many chunks is placed again on the frame thread
 
 
@@ -48,23 +48,6 @@ class Hover:
     ref: object = None
     at: float = 0.0
     key: tuple | None = None  # (cursor, camera) of the last pick
-
-
-@dataclass
-class ToolState:
-    tool: str = "pick"
-    radius: float = 6.0
-    clear: bool = False  # exclusion brush: clear noEffectDoodad instead of setting it
-    layer: int = -1  # mapping brush: the layer to paint; -1: remap from the alpha maps
-    texture: str = ""  # assign: the texture
-    effect_id: int = 0  # assign: the effect id
-    scope: str = "brush"  # assign: "map", "tile" or "brush"
-    # effect-set editor
-    set_models: list = field(default_factory=lambda: ["", "", "", ""])
-    set_weights: list = field(default_factory=lambda: [1, 1, 1, 1])
-    set_density: int = 8
-    set_effect: int = 0  # 0: a new set; else the id being changed
-    preview_id: int | None = None
 
 
 def chunk_centre(tile, chunk) -> tuple[float, float]:
@@ -262,9 +245,9 @@ class Workbench(WindowUi):
         if key in overlay_keys:
             self.toggle_overlay(overlay_keys[key])
             return True
-        tool_keys = {g.KEY_F5: "pick", g.KEY_F6: "exclude", g.KEY_F7: "mapping", g.KEY_F8: "assign"}
-        if key in tool_keys:
-            self.tools.tool = tool_keys[key]
+        keyed = {getattr(g, f"KEY_{k}"): name for k, name in tool_keys().items()}
+        if key in keyed:
+            self.tools.tool = keyed[key]
             self._sync_terrain()
             return True
         return False
@@ -290,7 +273,7 @@ class Workbench(WindowUi):
         if button != g.MOUSE_BUTTON_LEFT:
             return False  # the right button looks around, as in 3D editors
         if action == g.PRESS:
-            if self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush"):
+            if self.tools.brush():
                 self.begin_stroke()
             else:
                 self.pick_at(*self.cursor)
@@ -444,19 +427,15 @@ class Workbench(WindowUi):
         self._last_dab = (float(p[0]), float(p[1]))
 
     def apply_tool(self, x: float, y: float):
-        ts = self.tools
-        with self.lock:
-            if ts.tool == "exclude":
-                change = self.session.exclude(x, y, ts.radius, clear=ts.clear)
-            elif ts.tool == "mapping":
-                change = self.session.paint_mapping(x, y, ts.radius, None if ts.layer < 0 else ts.layer)
-            elif ts.tool == "assign":
-                if not ts.texture:
-                    self.say("assign: choose a texture first")
-                    return None
-                change = self.session.assign_texture(ts.texture, ts.effect_id, at=(x, y, ts.radius))
-            else:
-                return None
+        """The current tool's dab at world (x, y) (the registry's ``apply``)."""
+        try:
+            with self.lock:
+                change = TOOLS[self.tools.tool].apply(self.session, (x, y), self.tools)
+        except ToolRefused as exc:
+            self.say(str(exc))
+            return None
+        if change is None:
+            return None
         self.apply_change(change)
         return change
 
@@ -648,8 +627,7 @@ class Workbench(WindowUi):
             cells.pick = (x, y, UNIT_SIZE, 1.0)
         else:
             cells.pick = (0.0, 0.0, 0.0, 0.0)
-        brush = self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush")
-        if brush and self.hover.world is not None and not (self.ui is not None and self.ui.wants_mouse()):
+        if self.tools.brush() and self.hover.world is not None and not (self.ui is not None and self.ui.wants_mouse()):
             cells.brush = (float(self.hover.world[0]), float(self.hover.world[1]), self.tools.radius, 1.0)
         else:
             cells.brush = (0.0, 0.0, 0.0, 0.0)
