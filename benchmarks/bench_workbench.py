@@ -172,7 +172,7 @@ def wait_idle(bench, timeout=30.0):
     """Until the workbench's thread has no job left (the overlays an edit asked for): the picks are
     then timed apart from that thread's work (it holds the GIL in numpy calls)."""
     deadline = time.monotonic() + timeout
-    while (not bench._jobs.empty() or bench._busy) and time.monotonic() < deadline:
+    while not bench.idle and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.2)
 

@@ -47,7 +47,7 @@ def test_the_controller_takes_the_new_tool_by_its_key_and_paints_with_it(new_too
     glfw = SimpleNamespace(PRESS=1, RELEASE=0, MOD_CONTROL=2, MOD_SHIFT=1, MOUSE_BUTTON_LEFT=0,
                            **{f"KEY_F{i}": 290 + i for i in range(1, 13)},
                            **{f"KEY_{k}": ord(k) for k in "1234567ZYS"})
-    session = SimpleNamespace(subscribe=lambda fn, **kw: None)
+    session = SimpleNamespace(subscribe=lambda fn, **kw: None, unsubscribe=lambda fn: None)
     scene = SimpleNamespace(tiles={}, terrain=SimpleNamespace(cells=SimpleNamespace(mask=0, brush=(0,) * 4,
                                                                                     pick=(0,) * 4)),
                             on_resident=[], keep_grass=False)

@@ -372,10 +372,10 @@ def test_overlays_are_computed_only_while_one_is_shown(session):
     bench = Workbench(session, scene, audit=False, panels=False)
     try:
         for key in session.tiles:  # tiles arrive with every overlay off: nothing computed
-            bench._tile_resident(key)
+            bench.tile_resident(key)
         time.sleep(0.3)
         bench.before_frame(0.016)
-        assert scene.terrain.cells.given == {} and bench._jobs.empty()
+        assert scene.terrain.cells.given == {} and bench.idle
         bench.toggle_overlay("excluded", True)
         deadline = time.monotonic() + 60
         while len(scene.terrain.cells.given) < len(session.tiles) and time.monotonic() < deadline:
@@ -408,8 +408,8 @@ def test_a_saved_file_names_its_resident_tile_even_if_the_session_never_loaded_i
                                 client_look=False)
         bench = Workbench(s, scene, audit=False, panels=False)
         try:
-            assert bench._resident_files_in({loose}) == [(31, 31)]
-            assert bench._resident_files_in({tmp_path / "other.adt"}) == []
+            assert bench.resident_files_in({loose}) == [(31, 31)]
+            assert bench.resident_files_in({tmp_path / "other.adt"}) == []
         finally:
             bench.close()
 
@@ -437,9 +437,9 @@ def test_the_cursor_over_a_tile_the_session_has_not_read_finds_its_cell_from_the
         x0, y0 = (float(v) for v in view_tile.positions[0, :2])
         pts = np.column_stack([x0 - rng.uniform(0, 533.3, 300), y0 - rng.uniform(0, 533.3, 300)])
         got = [bench.cell_at(float(x), float(y)) for x, y in pts]
-        assert key not in fresh._tiles  # the session has not read the tile
+        assert not fresh.has_read(key)  # the session has not read the tile
         want = [fresh.cell_at(float(x), float(y)) for x, y in pts]  # reads it
-        assert key in fresh._tiles
+        assert fresh.has_read(key)
         assert got == want and all(r is not None and r.tile == key for r in got)
         assert len({r.chunk for r in got}) > 100  # points over most of the tile's chunks
     finally:
