@@ -72,7 +72,8 @@ class _JobQueue:
 class Workbench(WindowUi):
     """The window's workbench (the window's ``ui``): see the module docstring."""
 
-    def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True):
+    def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True,
+                 workers: int | None = None):
         from .disk import SessionFiles
 
         self.session, self.scene = session, scene
@@ -109,6 +110,9 @@ class Workbench(WindowUi):
         self._overlay_fresh: set = set()  # tiles whose overlay data is current
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
         self._audit = audit
+        self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
+        self.workers = None  # TileWorkers, started with the first overlay or the audit
+        self.overlays_dropped = 0  # worker results for bytes changed since (a newer job followed)
         self._watch_roots = watch
         self.watcher = None
         self.reloads: list[dict] = []  # {paths, tiles, seen (s), drawn (s) once resident again}
@@ -134,8 +138,27 @@ class Workbench(WindowUi):
 
     @property
     def idle(self) -> bool:
-        """No job waiting or under way on the workbench's thread."""
-        return self._jobs.empty() and not self._busy
+        """No job waiting or under way on the workbench's thread nor in its worker processes."""
+        return self._jobs.empty() and not self._busy and (self.workers is None or not self.workers.busy)
+
+    def _pool(self):
+        """The worker processes (started on first use), or None: computed on the workbench's thread."""
+        if self._n_workers == 0:
+            return None
+        if self.workers is None:
+            from .workers import TileWorkers
+
+            self.workers = TileWorkers(self.session, self._worker_result, n=self._n_workers)
+        return self.workers
+
+    def _worker_result(self, kind, job, payload):
+        """A worker's result (the pool's thread): mapped on the frame's thread."""
+        if kind == "overlay":
+            self._main.put(lambda: self._overlay_mapped(job, *payload))
+        elif kind == "audit":
+            self._audit_done(payload)
+        else:
+            self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
 
     # -- WindowUi --
     def install(self, viewer, controls) -> None:
@@ -157,6 +180,8 @@ class Workbench(WindowUi):
         self._stop = True
         self._jobs.put(None)
         self.session.unsubscribe(self._session_changed)
+        if self.workers is not None:
+            self.workers.close()
         if self.watcher is not None:
             self.watcher.stop()
         if self.ui is not None:
@@ -578,6 +603,19 @@ class Workbench(WindowUi):
         if key not in self._overlay_queued:  # no newer request on the way
             self._overlay_fresh.add(key)
 
+    def _overlay_mapped(self, job, img, effect_ids, grass):
+        """A worker's overlay of ``job.key`` (the frame's thread): its colours mapped to the
+        window's, put in place; dropped where the tile or the tables changed since the job was made
+        (that change asked for a newer one)."""
+        from .workers import map_overlay
+
+        key = job.key
+        if job.version != (self.session.tile_version(key), self.session.tables_version):
+            self.overlays_dropped += 1
+            return
+        self.grass_textures |= grass
+        self._overlay_ready(key, map_overlay(img, effect_ids, self.colours))
+
     def overlay_for(self, key) -> np.ndarray:
         """Tile ``key``'s cell marks computed here (the worker processes give the same)."""
         tile = self.session.tile(key)
@@ -638,8 +676,12 @@ class Workbench(WindowUi):
             try:
                 if kind == "overlay":
                     self._overlay_queued.discard(arg)
-                    img = self.overlay_for(arg)
-                    self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
+                    pool = self._pool()
+                    if pool is not None:
+                        pool.submit_overlay(arg, self.grass_textures)
+                    else:
+                        img = self.overlay_for(arg)
+                        self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "replace":
                     key, chunks, label = arg
                     grass = self.bridge.placed(key, chunks)
@@ -660,10 +702,13 @@ class Workbench(WindowUi):
                 self._busy = False
 
     def _run_audit(self):
+        pool = self._pool()
+        if pool is not None:
+            pool.submit_audit()
+            return
         from .findings import audit_findings
 
-        res = audit_findings(self.session.data, self.session.map_name)
-        self._audit_done(res)
+        self._audit_done(audit_findings(self.session.data, self.session.map_name))
 
     def _audit_done(self, res):
         found, grass, n = res["findings"], res["grass_textures"], res["tile_count"]
@@ -746,7 +791,7 @@ def add_table_files(data, dbc_dir) -> None:
 
 
 def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
-                   audit: bool = True, build=None, log=None) -> Workbench:
+                   audit: bool = True, build=None, log=None, workers: int | None = None) -> Workbench:
     """The workbench over the view's map (``view`` builds it for its window): an EditSession with
     the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders."""
     from wowgrass.errors import UsageError
@@ -763,7 +808,7 @@ def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=()
             raise UsageError("--watch follows loose folders: --data is an MPQ chain with none laid over it")
         if log:
             log("watching " + ", ".join(str(r) for r in roots))
-    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels)
+    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels, workers=workers)
     for name in overlays:
         bench.toggle_overlay(name, True)
     return bench

@@ -263,6 +263,11 @@ class EditSession:
             return st.raw, st.version
 
     @property
+    def tables_build(self) -> str | None:
+        """The tables' layout the session was told (None: detected from the tables)."""
+        return self._build
+
+    @property
     def big_alpha(self):
         """The map's alpha format (its WDT's), None without a WDT: each tile as it parses."""
         return self._mt.big_alpha
