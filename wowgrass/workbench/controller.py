@@ -112,6 +112,7 @@ class Workbench(WindowUi):
         self._audit = audit
         self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
         self.workers = None  # TileWorkers, started with the first overlay or the audit
+        self.overlays_shown = 0  # overlay images put in place
         self.overlays_dropped = 0  # worker results for bytes changed since (a newer job followed)
         self._watch_roots = watch
         self.watcher = None
@@ -599,6 +600,7 @@ class Workbench(WindowUi):
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
 
     def _overlay_ready(self, key, img):
+        self.overlays_shown += 1
         self.bridge.set_cells(key, img)
         if key not in self._overlay_queued:  # no newer request on the way
             self._overlay_fresh.add(key)
