@@ -496,3 +496,41 @@ def test_view_without_a_display_refuses_window_only_options(flag, tmp_path, monk
     assert r.exit_code == 2, r.output
     assert "no display" in r.output and "xvfb-run" in r.output
     assert not (tmp_path / "view.png").exists()
+
+
+def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
+    """One numpy pass over every resident tile's heights gives render.pick's points exactly, and
+    the session's cells; tiles that leave or come back are followed."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.pick import pick_ground, pixel_ray
+    from wowgrass.workbench.ground import GroundAtlas
+    from wowgrass.workbench.session import CellRef
+
+    scene = _ground_scene(session)
+    atlas = GroundAtlas()
+    atlas.sync(scene.tiles)
+    rng = np.random.default_rng(11)
+    hits = 0
+    for key in session.tiles:
+        tile = session.tile(key)
+        x, y = (float(v) for v in tile.positions[rng.integers(0, 256), :2])
+        z = float(tile.abs_heights.max())
+        cam = Camera.looking_at((x + 200.0, y + 90.0, z + 60.0), (x - 150.0, y - 160.0, z - 80.0))
+        for _ in range(60):
+            o, d = pixel_ray(cam, (320, 200), rng.uniform(0, 320), rng.uniform(60, 200))
+            want, got = pick_ground(scene, o, d), atlas.pick(o, d)
+            assert (want is None) == (got is None)
+            if want is not None:
+                hits += 1
+                assert np.array_equal(want, got)
+                k, _i, chunk, cell = atlas.cell(float(got[0]), float(got[1]))
+                assert CellRef(k, chunk, cell) == session.cell_at(float(got[0]), float(got[1]))
+    assert hits > 100
+    gone = session.tiles[0]
+    p = next(atlas.pick(*pixel_ray(Camera.looking_at((x0 + 30, y0 + 30, 300.0), (x0, y0, 0.0)), (64, 64), 31.5, 31.5))
+             for x0, y0 in [tuple(float(v) - 100 for v in session.tile(gone).positions[0, :2])])
+    assert p is not None
+    atlas.sync({k: t for k, t in scene.tiles.items() if k != gone})
+    assert atlas.heights(np.array([p[:2]]))[0] != atlas.heights(np.array([p[:2]]))[0]  # NaN: no tile there now
+    atlas.sync(scene.tiles)
+    assert np.isclose(atlas.heights(np.array([p[:2]]))[0], p[2])

@@ -18,6 +18,7 @@ from wowgrass.render.sources.terrain import OVERLAY_BITS
 from wowgrass.render.window import WindowUi
 
 from .geometry import cell_corner
+from .ground import GroundAtlas
 
 __all__ = ["SceneBridge", "WindowUi", "tile_grass"]
 
@@ -45,6 +46,7 @@ class SceneBridge:
         scene.terrain.cells.set_colours = colours.shader_colours()
         self.edits_applied: list = []  # (change label, frame the scene got its grass)
         self.frame = 0  # the controller's frame count (edits_applied names it)
+        self.ground = GroundAtlas()  # the resident tiles' heights in one set of arrays (the pick's)
 
     # -- what is resident --
     def resident(self, key) -> bool:
@@ -67,13 +69,23 @@ class SceneBridge:
         return None if t is None else t.grass_instances
 
     # -- the pick --
+    def sync_ground(self) -> None:
+        """The pick's ground follows the resident tiles (a tile's heights copied once, as it arrives;
+        before the frame's picks)."""
+        self.ground.sync(self.scene.tiles, getattr(self.scene, "version", None))
+
     def ground_at(self, viewer, x: float, y: float):
         """World point under window pixel (x, y) (screen units scaled to the framebuffer): a ray over
-        the resident tiles' heights; nothing is read or computed for a tile."""
+        the resident tiles' heights (``render.pick``'s march over :class:`GroundAtlas`)."""
         target = viewer.target
         ws = target.glfw.get_window_size(target.window) if hasattr(target, "glfw") else target.size
         sx, sy = target.size[0] / max(ws[0], 1), target.size[1] / max(ws[1], 1)
         o, d = pixel_ray(viewer.camera, target.size, x * sx, y * sy)
+        self.sync_ground()
+        return self.ground.pick(o, d)
+
+    def ground_at_by_tile(self, o, d):
+        """``render.pick.pick_ground`` itself (per-tile passes): what the atlas's pick equals."""
         return pick_ground(self.scene, o, d)
 
     # -- the terrain's uniforms and cell marks --

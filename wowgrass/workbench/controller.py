@@ -192,6 +192,7 @@ class Workbench(WindowUi):
     def before_frame(self, dt: float) -> None:
         t0 = _time.perf_counter()
         self._frame_thread = threading.get_ident()
+        self.bridge.sync_ground()  # tiles that arrived: their heights into the pick's arrays, before any pick
         self.frames += 1
         self.bridge.frame = self.frames
         # the wall time between frames (the window's dt is clamped for the camera's sake)
@@ -334,12 +335,16 @@ class Workbench(WindowUi):
         return self.bridge.ground_at(self.viewer, x, y)
 
     def cell_at(self, x: float, y: float):
-        """The cell under world (X, Y) from the resident tile's grid (None where no tile is
-        resident there: the pick never reads a tile)."""
-        grid = self.bridge.grid(self.session.tile_of(x, y))
-        if grid is None:
+        """The cell under world (X, Y) from the resident tiles' grids (``EditSession.cell_at``'s rule
+        on the pick's arrays; None where no tile is resident there: the pick never reads a tile)."""
+        from .session import CellRef
+
+        self.bridge.sync_ground()
+        hit = self.bridge.ground.cell(x, y)
+        if hit is None:
             return None
-        return self.session.cell_at(x, y, grid=grid)
+        key, _idx, chunk, cell = hit
+        return CellRef(key, chunk, cell)
 
     def pick_at(self, x: float, y: float):
         """Pick the cell under pixel (x, y): its outline at once; its details (``picked_info``)
