@@ -149,3 +149,21 @@ def test_a_tile_edited_while_its_overlay_is_computed_gets_the_new_one(session):
         assert np.array_equal(given[WEST], want)
     finally:
         bench.close()
+
+
+def test_the_audit_in_a_worker_finds_what_the_thread_finds(session):
+    from wowgrass.workbench.findings import audit_findings
+    from wowgrass.workbench.workers import TileWorkers
+
+    got: queue.Queue = queue.Queue()
+    pool = TileWorkers(session, lambda kind, job, payload: got.put((kind, job, payload)), n=1)
+    try:
+        pool.submit_audit()
+        kind, job, res = results(got, 1)[0]
+    finally:
+        pool.close()
+    want = audit_findings(session.data, session.map_name)
+    assert kind == "audit" and job.kind == "audit"
+    assert res["tile_count"] == want["tile_count"] == len(session.tiles)
+    assert res["grass_textures"] == want["grass_textures"] and want["grass_textures"]
+    assert [(f.kind, f.text, f.target) for f in res["findings"]] == [(f.kind, f.text, f.target) for f in want["findings"]]
