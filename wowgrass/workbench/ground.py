@@ -15,9 +15,6 @@ import numpy as np
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE
 
 
-_FAN = np.array([0, 1, 9, 17, 18])  # a cell's fan vertices in MCVT order, from its top-left
-
-
 class GroundAtlas:
     """The resident tiles' ground in one place (see the module docstring)."""
 
@@ -115,9 +112,9 @@ class GroundAtlas:
         c = np.minimum(np.maximum(np.floor(dc), 0), 7)
         dv = np.minimum(np.maximum(dr - r, 0.0), 1.0) - 0.5
         du = np.minimum(np.maximum(dc - c, 0.0), 1.0) - 0.5
-        hg = self.h[g]
-        base = (r * 17 + c).astype(np.int64)[:, None] + _FAN  # top-left, top-right, centre, bottom-left, bottom-right
-        h_tl, h_tr, h_c, h_bl, h_br = np.take_along_axis(hg, base, 1).T
+        hf = self.h.reshape(-1)
+        base = g * 145 + (r * 17 + c).astype(np.int64)  # a cell's fan: top-left, top-right, centre, bottom-left, -right
+        h_tl, h_tr, h_c, h_bl, h_br = hf[base], hf[base + 1], hf[base + 9], hf[base + 17], hf[base + 18]
         vertical = np.abs(dv) >= np.abs(du)
         north = vertical & (dv < 0)
         south = vertical & ~north
