@@ -142,6 +142,11 @@ class Workbench(WindowUi):
         """No job waiting or under way on the workbench's thread nor in its worker processes."""
         return self._jobs.empty() and not self._busy and (self.workers is None or not self.workers.busy)
 
+    @property
+    def jobs_waiting(self) -> bool:
+        """Jobs queued for the workbench's thread that it has not taken yet."""
+        return not self._jobs.empty()
+
     def _pool(self):
         """The worker processes (started on first use), or None: computed on the workbench's thread."""
         if self._n_workers == 0:
