@@ -53,7 +53,7 @@ class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
 
-    ORDER = {None: -1, "info": 0, "reload": 0, "replace": 1, "overlay": 2, "audit": 3}
+    ORDER = {None: -1, "info": 0, "reload": 0, "replace": 1, "read": 2, "overlay": 2, "audit": 3}
 
     def __init__(self):
         self._q: queue.PriorityQueue = queue.PriorityQueue()
@@ -109,6 +109,7 @@ class Workbench(WindowUi):
         self._info_cache: dict = {}  # CellRef -> (tile version, tables version, info): a pick shows it at once
         self._overlay_fresh: set = set()  # tiles whose overlay data is current
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
+        self._reading: set = set()  # tiles the session is asked to read ahead of a brush
         self._audit = audit
         self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
         self.workers = None  # TileWorkers, started with the first overlay or the audit
@@ -311,6 +312,17 @@ class Workbench(WindowUi):
         self.tools.tool = name
         self.ui_version += 1
         self._sync_terrain()
+        self._read_ahead(self.bridge.resident_tiles())
+
+    def _read_ahead(self, keys) -> None:
+        """With a brush in hand, the session reads the resident tiles on the workbench's thread, so
+        that a dab never waits for a tile's first reading on the frame's thread."""
+        if not self.tools.brush():
+            return
+        for key in keys:
+            if key not in self._reading and not self.session.has_read(key):
+                self._reading.add(key)
+                self._jobs.put(("read", key))
 
     def toggle_help(self) -> None:
         self.help = not self.help
@@ -603,6 +615,7 @@ class Workbench(WindowUi):
     def tile_resident(self, key):
         """The scene's hook: ``key`` is resident (again: its bytes may be new, a reload)."""
         self._overlays_stale([key])
+        self._read_ahead([key])
         entry = self._pending_reload.pop(key, None)
         if entry is not None:
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
@@ -705,6 +718,11 @@ class Workbench(WindowUi):
                     self._main.put(lambda r=ref, i=info, w=world, li=light: self._show_info(r, i, w, li))
                 elif kind == "audit":
                     self._run_audit()
+                elif kind == "read":
+                    try:
+                        self.session.tile(arg)
+                    finally:
+                        self._reading.discard(arg)
                 elif kind == "reload":
                     paths, self._reload_t0 = arg
                     self.files.reload(paths)
