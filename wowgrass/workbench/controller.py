@@ -702,9 +702,14 @@ class Workbench(WindowUi):
                 if kind == "overlay":
                     self._overlay_queued.discard(arg)
                     pool = self._pool()
-                    if pool is not None:
-                        pool.submit_overlay(arg, self.grass_textures)
-                    else:
+                    try:
+                        if pool is not None:
+                            pool.submit_overlay(arg, self.grass_textures)
+                    except (OSError, RuntimeError) as exc:  # no processes or shared memory here: the thread then
+                        self._main.put(lambda e=exc: self.say(f"worker processes unavailable ({e}): overlays "
+                                                              "computed on the workbench's thread"))
+                        self._n_workers, pool = 0, None
+                    if pool is None:
                         img = self.overlay_for(arg)
                         self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "replace":
