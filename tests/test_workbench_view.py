@@ -503,7 +503,7 @@ def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
     the session's cells; tiles that leave or come back are followed."""
     from wowgrass.render.camera import Camera
     from wowgrass.render.pick import pick_ground, pixel_ray
-    from wowgrass.workbench.ground import GroundAtlas
+    from wowgrass.workbench.height_atlas import GroundAtlas
     from wowgrass.workbench.session import CellRef
 
     scene = _ground_scene(session)
