@@ -401,9 +401,6 @@ def _workbench(w, data, look, mode):
     def make(viewer, scene, src, data):
         from wowgrass.errors import WowgrassError
         from wowgrass.workbench.controller import open_workbench
-        from wowgrass.workbench.overlays import give_marks
-
-        give_marks(scene.terrain.cells)  # the overlays' names and colours for render's cell marks
         try:
             return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
                                   audit=run_audit, build=build, log=note)

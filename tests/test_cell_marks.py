@@ -8,7 +8,6 @@ import pytest
 
 
 def test_the_workbench_overlays_name_the_slots_render_draws():
-    from wowgrass.render.sources import terrain
     from wowgrass.render.sources.cell_marks import SHOW_CHUNK_GRID, SHOW_PALETTE, SHOW_TILE_GRID, show_mark
     from wowgrass.workbench import overlays as ov
 
@@ -18,10 +17,8 @@ def test_the_workbench_overlays_name_the_slots_render_draws():
     assert ov.OVERLAY_BITS == {"sets": SHOW_PALETTE, "unassigned": show_mark(0), "stale": show_mark(1),
                                "excluded": show_mark(2), "holes": show_mark(3), "chunks": SHOW_CHUNK_GRID,
                                "tiles": SHOW_TILE_GRID}
-    # every overlay the panel lists has its bit; the controller's copy (until branch workbench's
-    # controller reads the workbench's) says the same
+    # every overlay the panel lists has its bit
     assert {n for n, _k, _l in ov.OVERLAYS} == set(ov.OVERLAY_BITS)
-    assert terrain.OVERLAY_BITS == ov.OVERLAY_BITS
     assert len(set(ov.OVERLAY_BITS.values())) == len(ov.OVERLAY_BITS)
 
 

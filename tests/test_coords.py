@@ -147,10 +147,6 @@ ALLOWED = {
     # formats/ sits below game/ and cannot import it: the ADT's own tile from its first chunk, and
     # the chunk positions a new tile gets
     "wowgrass/formats/adt.py": "below game/",
-    # rewritten by branch workbench at the same time; the coordinator moves them onto coords.py after
-    # merging (issue 48 item 3)
-    "wowgrass/workbench/controller.py": "branch workbench",
-    "wowgrass/workbench/session.py": "branch workbench",
 }
 
 

@@ -107,7 +107,10 @@ def test_pick_finds_the_ground_under_a_ray(session):
 
 class _Cells:
     def __init__(self):
-        self.mask, self.brush, self.pick, self.set_colours, self.given = 0, (0,) * 4, (0,) * 4, (), {}
+        self.mask, self.brush, self.pick, self.looks, self.given = 0, (0,) * 4, (0,) * 4, [], {}
+
+    def look(self, **kw):
+        self.looks.append(kw)
 
     def set(self, key, img):
         self.given[key] = img
@@ -371,10 +374,10 @@ def test_overlays_are_computed_only_while_one_is_shown(session):
     bench = Workbench(session, scene, audit=False, panels=False)
     try:
         for key in session.tiles:  # tiles arrive with every overlay off: nothing computed
-            bench._tile_resident(key)
+            bench.tile_resident(key)
         time.sleep(0.3)
         bench.before_frame(0.016)
-        assert scene.terrain.cells.given == {} and bench._jobs.empty()
+        assert scene.terrain.cells.given == {} and bench.idle
         bench.toggle_overlay("excluded", True)
         deadline = time.monotonic() + 60
         while len(scene.terrain.cells.given) < len(session.tiles) and time.monotonic() < deadline:
@@ -407,8 +410,8 @@ def test_a_saved_file_names_its_resident_tile_even_if_the_session_never_loaded_i
                                 client_look=False)
         bench = Workbench(s, scene, audit=False, panels=False)
         try:
-            assert bench._resident_files_in({loose}) == [(31, 31)]
-            assert bench._resident_files_in({tmp_path / "other.adt"}) == []
+            assert bench.resident_files_in({loose}) == [(31, 31)]
+            assert bench.resident_files_in({tmp_path / "other.adt"}) == []
         finally:
             bench.close()
 
@@ -436,9 +439,9 @@ def test_the_cursor_over_a_tile_the_session_has_not_read_finds_its_cell_from_the
         x0, y0 = (float(v) for v in view_tile.positions[0, :2])
         pts = np.column_stack([x0 - rng.uniform(0, 533.3, 300), y0 - rng.uniform(0, 533.3, 300)])
         got = [bench.cell_at(float(x), float(y)) for x, y in pts]
-        assert key not in fresh._tiles  # the session has not read the tile
+        assert not fresh.has_read(key)  # the session has not read the tile
         want = [fresh.cell_at(float(x), float(y)) for x, y in pts]  # reads it
-        assert key in fresh._tiles
+        assert fresh.has_read(key)
         assert got == want and all(r is not None and r.tile == key for r in got)
         assert len({r.chunk for r in got}) > 100  # points over most of the tile's chunks
     finally:
@@ -495,3 +498,100 @@ def test_view_without_a_display_refuses_window_only_options(flag, tmp_path, monk
     assert r.exit_code == 2, r.output
     assert "no display" in r.output and "xvfb-run" in r.output
     assert not (tmp_path / "view.png").exists()
+
+
+def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
+    """One numpy pass over every resident tile's heights gives render.pick's points exactly, and
+    the session's cells; tiles that leave or come back are followed."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.pick import pick_ground, pixel_ray
+    from wowgrass.workbench.height_atlas import GroundAtlas
+    from wowgrass.workbench.session import CellRef
+
+    scene = _ground_scene(session)
+    atlas = GroundAtlas()
+    atlas.sync(scene.tiles)
+    rng = np.random.default_rng(11)
+    hits = 0
+    for key in session.tiles:
+        tile = session.tile(key)
+        x, y = (float(v) for v in tile.positions[rng.integers(0, 256), :2])
+        z = float(tile.abs_heights.max())
+        cam = Camera.looking_at((x + 200.0, y + 90.0, z + 60.0), (x - 150.0, y - 160.0, z - 80.0))
+        for _ in range(60):
+            o, d = pixel_ray(cam, (320, 200), rng.uniform(0, 320), rng.uniform(60, 200))
+            want, got = pick_ground(scene, o, d), atlas.pick(o, d)
+            assert (want is None) == (got is None)
+            if want is not None:
+                hits += 1
+                assert np.array_equal(want, got)
+                k, _i, chunk, cell = atlas.cell(float(got[0]), float(got[1]))
+                assert CellRef(k, chunk, cell) == session.cell_at(float(got[0]), float(got[1]))
+    assert hits > 100
+    gone = session.tiles[0]
+    p = next(atlas.pick(*pixel_ray(Camera.looking_at((x0 + 30, y0 + 30, 300.0), (x0, y0, 0.0)), (64, 64), 31.5, 31.5))
+             for x0, y0 in [tuple(float(v) - 100 for v in session.tile(gone).positions[0, :2])])
+    assert p is not None
+    atlas.sync({k: t for k, t in scene.tiles.items() if k != gone})
+    assert atlas.heights(np.array([p[:2]]))[0] != atlas.heights(np.array([p[:2]]))[0]  # NaN: no tile there now
+    atlas.sync(scene.tiles)
+    assert np.isclose(atlas.heights(np.array([p[:2]]))[0], p[2])
+
+
+def test_a_brush_in_hand_has_the_session_read_the_resident_tiles_off_the_frame(sample):
+    """Choosing a brush (or a tile arriving while one is chosen) reads the resident tiles on the
+    workbench's thread, so a dab never reads a tile on the frame's thread; the pick tool reads none."""
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.maps import adt_game_path
+    from wowgrass.workbench.controller import Workbench
+    from wowgrass.workbench.session import EditSession
+
+    data, map_name = sample
+    fresh = EditSession(data, map_name, placement="coverage")
+    tiles = {}
+    for k in fresh.tiles:
+        gp = adt_game_path(map_name, *k)
+        tiles[k] = SimpleNamespace(adt=TileGround(read_tile(data.read(gp), gp)), full=True, grass=None)
+    scene = SimpleNamespace(tiles=tiles, terrain=SimpleNamespace(cells=_Cells()), on_resident=[], version=0)
+    bench = Workbench(fresh, scene, audit=False, panels=False, workers=0)
+    try:
+        bench.choose_tool("pick")
+        time.sleep(0.3)
+        assert bench.idle and not any(fresh.has_read(k) for k in tiles)
+        bench.choose_tool("exclude")
+        deadline = time.monotonic() + 60
+        while not (bench.idle and all(fresh.has_read(k) for k in tiles)):
+            assert time.monotonic() < deadline, [fresh.has_read(k) for k in tiles]
+            time.sleep(0.05)
+    finally:
+        bench.close()
+
+
+def test_merging_a_tiles_grass_drops_exactly_the_changed_chunks(session):
+    """The bridge tests only the instances in the changed chunks' box: the same instances go as when
+    every instance's chunk is worked out (chunks far apart, and instances on chunk edges)."""
+    from wowgrass.formats.adt import CHUNK_SIZE
+    from wowgrass.workbench.bridge import SceneBridge
+    from wowgrass.workbench.overlays import SetColours
+
+    scene, _calls = _stub_scene(session)
+    key = session.tiles[0]
+    t = scene.tiles[key]
+    # instances put on the chunk corners too (the floor rule decides their chunk)
+    name, inst = next((n, a) for n, a in t.grass.items() if len(a))
+    edge = inst[:256].copy()
+    edge["pos"][:, 0] = t.adt.positions[:, 0] - (np.arange(256) % 2) * CHUNK_SIZE
+    edge["pos"][:, 1] = t.adt.positions[:, 1] - (np.arange(256) // 2 % 2) * CHUNK_SIZE
+    t.grass = {**t.grass, name: np.concatenate([inst, edge])}
+    bridge = SceneBridge(session, scene, SetColours())
+    rng = np.random.default_rng(4)
+    for chunks in ({0}, {255}, {17, 238}, set(rng.choice(256, 12, replace=False).tolist()), set(range(256))):
+        got = bridge.merged(key, chunks, {})
+        drop = np.zeros(256, bool)
+        drop[list(chunks)] = True
+        for n, a in t.grass.items():
+            ch = t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1])
+            want = a[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
+            assert np.array_equal(got[n], want), (n, sorted(chunks)[:4])
+        assert sum(len(a) for a in got.values()) < sum(len(a) for a in t.grass.values())

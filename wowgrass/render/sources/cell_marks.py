@@ -70,16 +70,6 @@ class CellMarks:
         self._serial = 0  # bumped by set(): what texture() last wrote is checked again
         self._seen = None  # (terrain version, serial, capacity) texture() last made current
 
-    # the workbench controller's name for the palette until branch workbench (issue 48 items 1-2)
-    # gives it as ``palette``
-    @property
-    def set_colours(self) -> tuple:
-        return self.palette
-
-    @set_colours.setter
-    def set_colours(self, colours) -> None:
-        self.palette = colours
-
     def look(self, palette=None, marks=None) -> None:
         """The palette (``PALETTE_SIZE`` RGB) and the marks (up to ``MARK_SLOTS`` :class:`MarkLook`
         or None, in slot order) the caller draws with."""

@@ -43,10 +43,6 @@ class TerrainLod:
         return tuple(self.bands) if self.enabled else (1e30,) * 4
 
 
-# workbench/controller.py still reads its overlays' mask bits here: the workbench's own
-# (workbench.overlays.OVERLAY_BITS, the same values) once branch workbench's controller takes them
-OVERLAY_BITS = {"sets": 1, "unassigned": 2, "stale": 4, "excluded": 8, "holes": 16, "chunks": 32, "tiles": 64}
-
 FRAME_BINDING = 3  # storage binding of the frame block's buffer in terrain_lod.glsl (frame.glsl)
 
 
