@@ -288,7 +288,7 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
         table, source = _light_table(src, dbc_dir)
         big_alpha = _big_alpha(src)
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
-            web_tiles = W.export_tiles(src, out, data_path=data_path, build=build, big_alpha=big_alpha,
+            web_tiles = W.export_tiles(src, out, big_alpha=big_alpha,
                                        texture_size=texture_size, placeholders=placeholders, jobs=jobs,
                                        progress=bar.advance)
         origin = [float(v) for v in scene_origin(src.tiles)]

@@ -205,3 +205,29 @@ def test_audit_workers_open_the_same_layers(layers):
     a, b = json.loads(one.stdout), json.loads(two.stdout)
     assert a["summary"] == b["summary"]
     assert a["summary"]["excluded_cell_count"] >= 256 * 64     # the top layer's tile: every cell excluded
+
+
+def test_export_layers_workers_open_the_same_layers(layers, tmp_path):
+    # issue 49.1: the workers were handed the layers' display string ("A + B") as a path
+    args = ("export", "layers", "--data", layers["client"], "--data", layers["proj"], "--map", MAP_NAME, "--json")
+    one, two = run(*args, "-o", tmp_path / "one"), run(*args, "-o", tmp_path / "two", "-j", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["tile_count"] == b["tile_count"] == 2 and a["bytes"] == b["bytes"]
+    doc = json.loads((tmp_path / "two" / f"{MAP_NAME}_31_32" / "layers.json").read_text())
+    from wowgrass.edit.adt_edit import read_tile
+
+    want = int(read_tile(layers["proj_tile"], big_alpha=True).no_effect_doodad.sum())
+    assert want >= 40 * 64 and doc["no_effect_doodad_cell_count"] == want     # the project's tile
+    assert doc == json.loads((tmp_path / "one" / f"{MAP_NAME}_31_32" / "layers.json").read_text())
+
+
+def test_export_web_workers_open_the_same_layers(layers, tmp_path):
+    out = tmp_path / "web"
+    res = run("export", "web", "--data", layers["client"], "--data", layers["top"], "--map", MAP_NAME,
+              "--texture-size", "128", "-j", "2", "-o", out, "--json")
+    assert res.exit_code == 0, res.output
+    by = {tuple(t["tile"] if "tile" in t else (t["col"], t["row"])): t for t in json.loads(res.stdout)["tiles"]}
+    assert set(by) == {(31, 32), (32, 32)}
+    assert by[(31, 32)]["grass_instance_count"] == 0     # the top layer's tile: every cell excluded
+    assert by[(32, 32)]["grass_instance_count"] > 0

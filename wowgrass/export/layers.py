@@ -194,11 +194,11 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
 _WORKER: dict = {}
 
 
-def _open(data_path, dbc_dir, build, map_name, big_alpha):
-    from wowgrass.game.data import open_data
+def _open(spec, dbc_dir, build, map_name, big_alpha):
+    """This process's data (``spec``: the parent's GameData.spec()) and tables."""
     from wowgrass.grass.bake import load_catalog
 
-    data = open_data(data_path, build=build)
+    data = spec.open()
     try:
         catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
     except Exception as exc:  # noqa: BLE001 - no tables: the images still go out, the effects unresolved
@@ -234,6 +234,7 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
     with open_data(data_path, build=build) as data:
         map_name = choose_map(data, map_name)
         mt = map_tiles(data, map_name, ranges)
+    spec = data.spec()
     jobs_list = [(c, r, str(out / f"{map_name}_{c}_{r}")) for c, r in mt.tiles]
     if on_start:
         on_start(len(jobs_list), map_name, mt.note())
@@ -251,7 +252,7 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
             progress(f"{col}_{row}")
 
     if jobs <= 1 or len(jobs_list) <= 1:
-        w = _open(data_path, dbc_dir, build, map_name, mt.big_alpha)
+        w = _open(spec, dbc_dir, build, map_name, mt.big_alpha)
         try:
             for job in jobs_list:
                 keep(_tile(job))
@@ -263,7 +264,7 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(min(jobs, len(jobs_list)), mp_context=mp.get_context("spawn"), initializer=_open,
-                                 initargs=(str(data_path), dbc_dir, build, map_name, mt.big_alpha)) as pool:
+                                 initargs=(spec, dbc_dir, build, map_name, mt.big_alpha)) as pool:
             for res in pool.map(_tile, jobs_list, chunksize=4):
                 keep(res)
     docs.sort(key=lambda d: (d["tile"][1], d["tile"][0]))

@@ -256,10 +256,8 @@ def clear_folder(out: Path) -> None:
 _WORKER: dict = {}
 
 
-def _worker_open(data_path, build, map_name, big_alpha, texture_size, placeholders):
-    from wowgrass.game.data import open_data
-
-    _WORKER.update(data=open_data(data_path, build=build), map_name=map_name, big_alpha=big_alpha,
+def _worker_open(spec, map_name, big_alpha, texture_size, placeholders):
+    _WORKER.update(data=spec.open(), map_name=map_name, big_alpha=big_alpha,
                    texture_size=texture_size, placeholders=placeholders)
 
 
@@ -278,10 +276,10 @@ def _worker_tile(job):
     return col, row, glb, summary.to_dict()
 
 
-def export_tiles(src, out: Path, *, data_path, build, big_alpha, texture_size: int, placeholders: bool,
+def export_tiles(src, out: Path, *, big_alpha, texture_size: int, placeholders: bool,
                  jobs: int = 1, progress=None) -> list[WebTile]:
     """Each tile of ``src`` (an :class:`~wowgrass.export.inputs.ExportSource`) as ``out/tiles/C_R.glb``,
-    ``jobs`` processes at once (each opens the data itself); ``progress(name)`` after each."""
+    ``jobs`` processes at once (each reopens ``src.data`` from its spec); ``progress(name)`` after each."""
     done: list[WebTile] = []
 
     def keep(col, row, glb, s):
@@ -302,7 +300,7 @@ def export_tiles(src, out: Path, *, data_path, build, big_alpha, texture_size: i
 
         work = [(t.adt.col, t.adt.row, str(t.bundle) if t.bundle else None) for t in src.tiles]
         with ProcessPoolExecutor(min(jobs, len(work)), mp_context=mp.get_context("spawn"), initializer=_worker_open,
-                                 initargs=(str(data_path), build, src.map_name, big_alpha, texture_size,
+                                 initargs=(src.data.spec(), src.map_name, big_alpha, texture_size,
                                            placeholders)) as pool:
             for res in pool.map(_worker_tile, work):
                 keep(*res)

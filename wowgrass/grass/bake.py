@@ -625,12 +625,9 @@ def keep_freed_memory() -> bool:
     return ok
 
 
-def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None,
-                 direct=False):
-    from wowgrass.game.data import open_data
-
+def _worker_init(spec, build, map_name, placement, constants, big_alpha, force, dbc_dir=None, direct=False):
     keep_freed_memory()
-    data = open_data(data_root, build=build, threads=threads)
+    data = spec.open()   # the parent's GameData.spec(): the same archives and layers
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
                    constants=constants, big_alpha=big_alpha, force=force, direct=direct, writes=BackgroundWrites(),
@@ -728,8 +725,7 @@ def bake_map(
         on_start(len(todo))
     jobs = max(1, min(jobs, len(todo)))
     threads = max(1, default_threads() // jobs)    # decompression threads per worker
-    source = tuple(str(p) for p in data_root) if isinstance(data_root, (list, tuple)) else str(data_root)
-    args = (source, build, map_name, placement, constants, big_alpha, force, threads,
+    args = (data.spec(threads=threads), build, map_name, placement, constants, big_alpha, force,
             None if dbc_dir is None else str(dbc_dir), bool(direct))
     size = chunk or chunk_size(len(todo), jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
