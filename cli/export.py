@@ -419,8 +419,10 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
     failed = {f"{c},{r}": why for (c, r), why in errors.items()}
     for t, why in failed.items():
         note(f"warning: tile {t} left out: {why}")
+    unwritten = [t for t, why in errors.items() if getattr(why, "failed", "read") == "written"]
     if not docs:
-        raise UsageError("no tile could be read; nothing written")
+        raise UsageError("no tile could be " + ("written" if len(unwritten) == len(errors) else "read")
+                         + "; nothing written" + (f" (the first: {next(iter(failed.values()))})" if failed else ""))
     total = sum(d["bytes"] for d in docs)
     if as_json:
         echo_json({"folder": str(out), "map": map_name, "tile_count": len(docs), "bytes": total,
@@ -432,5 +434,7 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
         note(f"wrote {out}: {plural(len(docs), 'tile')} of {map_name}, {total / 1e6:.1f} MB "
              f"(effect, no_effect_doodad, doodad_mapping, texture, alpha and heights images, layers.json)")
     if failed:
-        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
-                         f"{plural(len(docs), 'tile')}")
+        unread = len(failed) - len(unwritten)
+        what = "; ".join(f"{plural(n, 'tile')} could not be {how}" for n, how in ((unread, "read"),
+                                                                                   (len(unwritten), "written")) if n)
+        raise UsageError(f"{what}; {out} holds the other {plural(len(docs), 'tile')}")

@@ -6,7 +6,8 @@ image +y (rows, top to bottom) is south (WoW -X); the top-left corner is the til
 corner, world (X, Y) = (ZEROPOINT - row * TILE, ZEROPOINT - col * TILE). Grids:
 
 - cells: 128 x 128 (16 chunks x 8 cells a side), 4.1667 yards a pixel: ``effect.png`` (16-bit:
-  the GroundEffectTexture id of the layer the cell's doodadMapping names; 0: none),
+  the GroundEffectTexture id of the layer the cell's doodadMapping names; 0: none; where an id
+  needs more than 16 bits, its low 16 bits, and ``effect_high.png`` the high ones),
   ``no_effect_doodad.png`` (255 where the MCNK's noEffectDoodad bit is set),
   ``doodad_mapping.png`` (the layer 0..3 each cell's ground effect comes from),
   ``texture.png`` (16-bit: the MTEX index of the texture dominant on most of the cell's alpha
@@ -114,11 +115,10 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         files[name] = len(data)
 
     eff = tile_grid(tile, cell_effects(tile))
-    if eff.max(initial=0) > 0xFFFF:
-        from wowgrass.errors import UsageError
-
-        raise UsageError(f"tile {col},{row}: effect id {int(eff.max())} does not fit a 16-bit image")
-    put("effect.png", eff.astype(np.uint16))
+    put("effect.png", (eff & 0xFFFF).astype(np.uint16))
+    wide = eff.max(initial=0) > 0xFFFF   # ids past 16 bits (3.3.5 has them): their high bits beside
+    if wide:
+        put("effect_high.png", (eff >> 16).astype(np.uint16))
     put("no_effect_doodad.png", tile_grid(tile, np.asarray(tile.no_effect_doodad, bool)).astype(np.uint8) * 255)
     put("doodad_mapping.png", tile_grid(tile, np.asarray(tile.doodad_mapping, np.uint8) & 3))
     dom = tile_grid(tile, dominant_textures(tile))
@@ -182,6 +182,10 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         "no_effect_doodad_cell_count": int(np.asarray(tile.no_effect_doodad, bool).sum()),
         "bytes": sum(files.values()),
     }
+    if wide:
+        doc["files"]["effect.png"]["value"] = "GroundEffectTexture id's low 16 bits (0: none)"
+        doc["files"]["effect_high.png"] = {"grid": "cells", "bits": 16, "value": "GroundEffectTexture id's high "
+                                           "16 bits: id = effect.png + 65536 * effect_high.png"}
     for a in alphas:
         doc["files"][a["file"]] = {"grid": "alpha", "bits": 8, "value": f"weight of {a['texture']} (0..255)"}
     data = json.dumps(doc, indent=1).encode()
@@ -219,15 +223,40 @@ def _tile(job):
     name = adt_game_path(w["map_name"], col, row)
     try:
         adt = read_adt(w["data"].read(name), name, w["big_alpha"])
-        return col, row, export_tile_layers(adt, w["catalog"], Path(folder), w["map_name"]), None, w["catalog_error"]
     except WowgrassError as exc:
-        return col, row, None, str(exc), w["catalog_error"]
+        return col, row, None, TileError(str(exc), "read"), w["catalog_error"]
+    try:
+        return col, row, export_tile_layers(adt, w["catalog"], Path(folder), w["map_name"]), None, w["catalog_error"]
+    except (WowgrassError, OSError) as exc:   # a full disk, a file where its folder goes
+        return col, row, None, TileError(_write_error(exc), "written"), w["catalog_error"]
+
+
+class TileError(str):
+    """Why a tile is missing from the export, and whether it could not be ``read`` or ``written``."""
+
+    def __new__(cls, why: str, failed: str):
+        self = super().__new__(cls, why)
+        self.failed = failed
+        return self
+
+    def __reduce__(self):   # back from a worker process whole
+        return TileError, (str(self), self.failed)
+
+
+def _write_error(exc) -> str:
+    from wowgrass.errors import OUTPUT_REASONS
+
+    if isinstance(exc, OSError):
+        reason = OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc)
+        return f"cannot write {exc.filename}: {reason}" if exc.filename else reason
+    return str(exc)
 
 
 def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, build=None, jobs: int = 1,
                   on_start=None, progress=None):
     """Each tile of the map (or of ``ranges``) into ``out/<map>_<col>_<row>/``; returns (the tiles'
-    JSON documents, {(col, row): why} for tiles that could not be read, the catalog's error or None)."""
+    JSON documents, {(col, row): why (a :class:`TileError`)} for tiles that could not be read or
+    written, the catalog's error or None)."""
     from wowgrass.game.data import open_data
     from wowgrass.game.maps import choose_map, map_tiles
 
