@@ -405,6 +405,9 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; -o takes a folder")
+    from wowgrass.fileio import check_output_folder
+
+    check_output_folder(out)   # before any tile is read (docs/cli.md)
     with progress_bar("layers", "tiles", quiet=as_json) as bar:
         def on_start(n, name, partial):
             bar.total(n)

@@ -154,6 +154,24 @@ def test_effect_ids_past_16_bits_are_written_whole(tmp_path):
     assert "Traceback" not in r.output
 
 
+@pytest.mark.parametrize("fault", ["EROFS", "ENOSPC"])
+def test_an_output_that_takes_nothing_is_refused_first(tmp_path, fault):
+    # issue 49.14: on a read-only file system every tile was read and failed on its own ("no tile could
+    # be read"); docs/cli.md: the destination is checked before any work, one error naming it
+    import faults
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    with faults.failing_folder(out, fault):
+        r = run("export", "layers", "-o", out / "layers")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    if fault == "EROFS":
+        assert r.stderr == f"error: cannot write {out / 'layers'}: read-only file system\n"
+        assert faults.tree(out) == []
+    else:     # a full disk takes the probe's empty file: what fails is the first image, said as written
+        assert "error: no tile could be written" in r.stderr and "could not be read" not in r.stderr
+
+
 @pytest.mark.skipif(not REAL, reason="WOWGRASS_REALDATA is not set (real client files)")
 def test_real_tile_layers(tmp_path):
     real = Path(REAL)
