@@ -196,6 +196,8 @@ def _export_light(src, dbc_dir, clock):
     except (LightUnavailable, FormatError, UsageError) as exc:
         note(f"warning: no light for map {src.map_name} ({exc}); the export carries no light")
         return None
+    for w in ml.warnings:
+        note(f"warning: {w}")
     centre = np.asarray(scene_origin(src.tiles), np.float64)
     centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))  # about the ground
     sl = scene_light(ml, centre, half)
@@ -360,6 +362,8 @@ def _light_table(src, dbc_dir):
     except (LightUnavailable, FormatError, UsageError) as exc:
         note(f"warning: no light for map {src.map_name} ({exc}); the page has the view's fixed sun")
         return fixed
+    for w in ml.warnings:
+        note(f"warning: {w}")
     centre = np.asarray(scene_origin(src.tiles), np.float64)
     centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))
     return W.light_table(ml, centre), "tables"
