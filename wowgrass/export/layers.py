@@ -290,11 +290,12 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
             _WORKER.clear()
     else:
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(min(jobs, len(jobs_list)), mp_context=mp.get_context("spawn"), initializer=_open,
-                                 initargs=(spec, dbc_dir, build, map_name, mt.big_alpha)) as pool:
-            for res in pool.map(_tile, jobs_list, chunksize=4):
+        from wowgrass.workers import map_in, worker_pool
+
+        with worker_pool(min(jobs, len(jobs_list)), _open, (spec, dbc_dir, build, map_name, mt.big_alpha),
+                         mp_context=mp.get_context("spawn")) as pool:
+            for res in map_in(pool, _tile, jobs_list, chunksize=4):
                 keep(res)
     docs.sort(key=lambda d: (d["tile"][1], d["tile"][0]))
     return map_name, docs, errors, next(iter(tables), None)

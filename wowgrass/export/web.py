@@ -349,12 +349,13 @@ def export_tiles(src, out: Path, *, big_alpha, texture_size: int, placeholders: 
             keep(t.adt.col, t.adt.row, glb, s.to_dict())
     else:
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+
+        from wowgrass.workers import map_in, worker_pool
 
         work = [(t.adt.col, t.adt.row, str(t.bundle) if t.bundle else None) for t in src.tiles]
-        with ProcessPoolExecutor(min(jobs, len(work)), mp_context=mp.get_context("spawn"), initializer=_worker_open,
-                                 initargs=(src.data.spec(), src.map_name, big_alpha, texture_size,
-                                           placeholders)) as pool:
-            for res in pool.map(_worker_tile, work):
+        with worker_pool(min(jobs, len(work)), _worker_open,
+                         (src.data.spec(), src.map_name, big_alpha, texture_size, placeholders),
+                         mp_context=mp.get_context("spawn")) as pool:
+            for res in map_in(pool, _worker_tile, work):
                 keep(*res)
     return sorted(done, key=lambda t: (t.row, t.col)), missing

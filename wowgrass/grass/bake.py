@@ -36,6 +36,7 @@ from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.fileio import write_atomic
 from wowgrass.paths import cache_dir, find_table
+from wowgrass.workers import stop_pool as _stop_pool   # the one stop of every pool
 from wowgrass.grass.capacity import ModelGeometry, draw_capacity, missing_geometry, model_geometry
 from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, client_picks, client_picks_note,
                                       is_335_routine, make_strategy, unknown_effect_ids, used_effect_ids,
@@ -561,39 +562,6 @@ def _pool_worker_init(*args):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # not the parent's handler, inherited by fork
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)   # blocked by the parent while it forked
     _worker_init(*args)
-
-
-def _stop_pool(pool) -> None:
-    """End the workers now (SIGTERM, then SIGKILL after a second) and the pool without waiting."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        try:
-            p.terminate()
-        except (OSError, AttributeError):
-            pass
-    deadline = time.monotonic() + 1.0
-    for p in procs:
-        try:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                p.join(0.5)
-        except (OSError, AssertionError, ValueError):
-            pass
-    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
-    try:
-        pool.shutdown(wait=False, cancel_futures=True)
-    except Exception:  # a pool stopped half-way through its start
-        pass
-    if manager is not None:
-        # Let the pool's manager thread finish its clean-up, then take it off the list that
-        # concurrent.futures wakes at interpreter exit: waking it through the pipe it already
-        # closed printed "Exception ignored ... Bad file descriptor" after a quick SIGTERM.
-        manager.join(1.0)
-        if not manager.is_alive():
-            from concurrent.futures import process as futures_process
-
-            getattr(futures_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 _MALLOC_TUNED = []
