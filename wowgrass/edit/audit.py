@@ -334,7 +334,7 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
         release_threads()
         from wowgrass.edit.batch import Overlay
 
-        from wowgrass.workers import map_in, worker_pool
+        from wowgrass.pools import map_in, worker_pool
 
         overlay = str(data.folder) if isinstance(data, Overlay) else None
         with worker_pool(min(jobs, total), _open_worker, (data.spec(), overlay)) as pool:

@@ -291,7 +291,7 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
     else:
         import multiprocessing as mp
 
-        from wowgrass.workers import map_in, worker_pool
+        from wowgrass.pools import map_in, worker_pool
 
         with worker_pool(min(jobs, len(jobs_list)), _open, (spec, dbc_dir, build, map_name, mt.big_alpha),
                          mp_context=mp.get_context("spawn")) as pool:

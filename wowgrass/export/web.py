@@ -350,7 +350,7 @@ def export_tiles(src, out: Path, *, big_alpha, texture_size: int, placeholders: 
     else:
         import multiprocessing as mp
 
-        from wowgrass.workers import map_in, worker_pool
+        from wowgrass.pools import map_in, worker_pool
 
         work = [(t.adt.col, t.adt.row, str(t.bundle) if t.bundle else None) for t in src.tiles]
         with worker_pool(min(jobs, len(work)), _worker_open,

@@ -36,7 +36,7 @@ from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.fileio import write_atomic
 from wowgrass.paths import cache_dir, find_table
-from wowgrass.workers import stop_pool as _stop_pool   # the one stop of every pool
+from wowgrass.pools import stop_pool as _stop_pool   # the one stop of every pool
 from wowgrass.grass.capacity import ModelGeometry, draw_capacity, missing_geometry, model_geometry
 from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, client_picks, client_picks_note,
                                       is_335_routine, make_strategy, unknown_effect_ids, used_effect_ids,

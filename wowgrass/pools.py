@@ -1,4 +1,4 @@
-"""Worker processes that stop on Ctrl-C: the one way every command that fans out runs its pool.
+"""Pools of worker processes that stop on Ctrl-C: the one way every command that fans out runs one.
 
 The workers ignore SIGINT (Ctrl-C reaches the whole process group: the parent stops them, so none
 prints a traceback of its own) and are started with SIGINT and SIGTERM blocked, which they inherit,
