@@ -91,12 +91,25 @@ def bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old
         raise UsageError("--poll and --watch-count are for --watch")
     if watch and source is not None and not Path(source).is_dir():
         raise UsageError("--watch is for a map (--data, --map), not for one ADT file")
+    if watch:   # said before anything is baked
+        _check_watchable(source if source is not None else data_path, build)
     with terminate_as_interrupt():   # SIGTERM stops a bake as Ctrl-C does: exit 143, what was done said
         map_name = _bake(source, data_path, dbc_dir, build, placement, out, map_name, tiles, old_tiles, all_tiles,
                          jobs, big_alpha, seed, overrides, force, export_file, as_json, direct_io)
-        if watch:   # Ctrl-C (or SIGTERM) ends the watch: exit 0, every bake done already in the cache
+        if watch:   # Ctrl-C (or SIGTERM) ends the watch: exit 130 (143), every bake done already in the cache
             _watch(source if source is not None else data_path, map_name, build, placement, seed, overrides, dbc_dir,
                    poll, watch_count, as_json)
+
+
+def _check_watchable(data_path, build) -> None:
+    from wowgrass.workbench.watch import watchable_folders
+
+    if data_path is None:
+        raise UsageError("--watch needs --data: the sample world is an MPQ chain, nothing there is saved as loose "
+                         "files; lay the folder that another program saves into over a client (--data CLIENT "
+                         "--data PROJECT)")
+    with _open(data_path, build) as data:
+        watchable_folders(data)
 
 
 def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll, count, as_json):
@@ -109,15 +122,18 @@ def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll
     results: queue.Queue = queue.Queue()
     with _open(data_path, build) as data:
         job = BakeOnSave(data, map_name, placement=placement, constants=placement_constants(seed, overrides),
-                         dbc_dir=dbc_dir, on_result=results.put, poll=poll)
-        try:      # Ctrl-C or SIGTERM from here on ends the watch quietly
+                         dbc_dir=dbc_dir, on_result=results.put, on_note=results.put, poll=poll)
+        done = 0
+        try:      # Ctrl-C or SIGTERM from here on ends the watch: what it baked said, exit 130 (143)
             job.start()
             w = job.watcher
             note(f"watching {', '.join(map(str, w.roots))} for saved tiles of {map_name} ({w.mode}"
                  + (f": {w.why_polling}" if w.mode == "polling" else "") + "); Ctrl-C stops")
-            done = 0
             while count is None or done < count:
                 res = results.get()
+                if isinstance(res, str):
+                    note(f"note: {res}")
+                    continue
                 if isinstance(res, tuple):
                     (c, r), exc = res
                     if as_json:
@@ -132,8 +148,9 @@ def _watch(data_path, map_name, build, placement, seed, overrides, dbc_dir, poll
                     click.echo(json.dumps(json_keys(res.to_dict()), default=str))
                 else:
                     _echo_result(res)
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt as exc:
+            exc.args = (f"the watch baked {plural(done, 'saved tile')} (each is in the cache)",)
+            raise
         finally:
             job.stop()
 

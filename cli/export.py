@@ -154,6 +154,11 @@ def _echo_summary(summary, out, instancing):
     if s.liquid_cells or s.wmo_placements:
         note(f"  liquids: {plural(s.liquid_cells, 'cell')}; WMOs: {plural(s.wmo_placements, 'placement')} "
              f"with {s.wmo_doodad_instances:,} doodads")
+    _say_missing(s)
+
+
+def _say_missing(s):
+    """What the data lacks (an ExportSummary's), as export gltf and export web say it."""
     if s.missing_wmos:
         note(f"note: {plural(len(s.missing_wmos), 'WMO')} missing from the data, left out: "
              + ", ".join(s.missing_wmos[:3]) + (" …" if len(s.missing_wmos) > 3 else ""))
@@ -196,6 +201,8 @@ def _export_light(src, dbc_dir, clock):
     except (LightUnavailable, FormatError, UsageError) as exc:
         note(f"warning: no light for map {src.map_name} ({exc}); the export carries no light")
         return None
+    for w in ml.warnings:
+        note(f"warning: {w}")
     centre = np.asarray(scene_origin(src.tiles), np.float64)
     centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))  # about the ground
     sl = scene_light(ml, centre, half)
@@ -246,7 +253,7 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
     """
     from pathlib import Path
 
-    from wowgrass.cli.bake import warn_unknown_effects
+    from wowgrass.cli.bake import say_notes, warn_unknown_effects
     from wowgrass.errors import UsageError
     from wowgrass.export import web as W
     from wowgrass.export.inputs import open_tiles
@@ -255,7 +262,11 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
 
     out = Path(output)
     check_texture_size(texture_size)
-    local = W.three_package(three_dir) if three_dir else None   # refused before anything is baked
+    earlier = W.check_folder(out)   # refused before anything is baked
+    from wowgrass.fileio import check_output_folder
+
+    check_output_folder(out.parent)   # the export is made beside out, then put in its place
+    local = W.three_package(three_dir) if three_dir else None
     start = parse_clock(clock if clock is not None else "12:00")
     constants = placement_constants(seed, overrides)
     if data_path is None:
@@ -263,9 +274,10 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
 
         data_path, sample_map = default_data()
         map_name = map_name or sample_map
+    if earlier:
+        note(f"note: {out} holds an earlier web export: replacing it")
     if jobs > 1:
         _bake_first(data_path, map_name, tiles, jobs, build, placement, constants, dbc_dir, as_json)
-    W.clear_folder(out)
     baked = []
     with progress_bar("bake", "tiles", quiet=as_json) as bar:
         def on_tile(res):
@@ -282,13 +294,15 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
         raise UsageError("no tile could be read; nothing written"
                          + (f" (the first: {next(iter(src.errors.values()))})" if src.errors else ""))
     warn_unknown_effects(baked)
+    say_notes(baked)   # as export gltf: -C client_picks below what 3.3.5 takes, ...
+    staged = None
     try:
         table, source = _light_table(src, dbc_dir)
         big_alpha = _big_alpha(src)
+        staged = W.stage_folder(out)   # out itself changes only once the export is complete
         with progress_bar("export", "tiles", total=len(src.tiles), quiet=as_json) as bar:
-            web_tiles = W.export_tiles(src, out, data_path=data_path, build=build, big_alpha=big_alpha,
-                                       texture_size=texture_size, placeholders=placeholders, jobs=jobs,
-                                       progress=bar.advance)
+            web_tiles, missing = W.export_tiles(src, staged, big_alpha=big_alpha, texture_size=texture_size,
+                                                placeholders=placeholders, jobs=jobs, progress=bar.advance)
         origin = [float(v) for v in scene_origin(src.tiles)]
         camera = W.start_camera(src.tiles)
         camera["ground"] = camera["position"][2] - 1.7
@@ -296,22 +310,32 @@ def web(data_path, dbc_dir, map_name, tiles, build, placement, seed, overrides, 
         scene = {"format": "wowgrass-web 1", "map": src.map_name, "origin": origin, "three": W.THREE_VERSION,
                  "tiles": [{**t.__dict__, "heights": grids[(t.col, t.row)]} for t in web_tiles], "camera": camera, "grass": W.grass_constants(),
                  "light": {"source": source, "start": start / 60.0, "table": table}}
+        page_bytes = W.write_page(staged, local_three=local, title=f"{src.map_name}: wowgrass", scene=scene)
+        W.publish_folder(staged, out)
+    except BaseException:   # failed or interrupted: nothing of it left, an earlier export as it was
+        if staged is not None:
+            import shutil
+
+            shutil.rmtree(staged, ignore_errors=True)
+        raise
     finally:
         src.close()
-    page_bytes = W.write_page(out, local_three=local, title=f"{src.map_name}: wowgrass", scene=scene)
     summary = W.WebSummary(folder=str(out), map=src.map_name, tiles=web_tiles, tile_count=len(web_tiles),
                            tile_bytes=sum(t.bytes for t in web_tiles), three="local" if local else W.THREE_CDN,
                            light=source, clock=clock or "12:00")
     summary.bytes = summary.tile_bytes + page_bytes
     failed = {f"{c},{r}": why for (c, r), why in src.errors.items()}
+    for w in missing.warnings:
+        note(f"warning: {w}")
     if as_json:
-        echo_json({**summary.to_dict(), "tile_errors": failed})
+        echo_json({**summary.to_dict(), **{k: getattr(missing, k) for k in W.MISSING}, "tile_errors": failed})
     else:
         note(f"wrote {out}/index.html: {plural(len(web_tiles), 'tile')}, "
              f"{sum(t.grass_instance_count for t in web_tiles):,} grass instances, {summary.bytes / 1e6:.1f} MB "
              f"({summary.tile_bytes / max(len(web_tiles), 1) / 1e6:.1f} MB a tile); three.js "
              + ("beside the page" if local else f"from {W.THREE_CDN}") + f"; light: {source}")
         note(f"  serve it: python3 -m http.server -d {out}   (then http://localhost:8000/)")
+        _say_missing(missing)
     if failed:
         raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
                          f"{plural(len(web_tiles), 'tile')}")
@@ -358,6 +382,8 @@ def _light_table(src, dbc_dir):
     except (LightUnavailable, FormatError, UsageError) as exc:
         note(f"warning: no light for map {src.map_name} ({exc}); the page has the view's fixed sun")
         return fixed
+    for w in ml.warnings:
+        note(f"warning: {w}")
     centre = np.asarray(scene_origin(src.tiles), np.float64)
     centre[2] = float(np.mean([t.adt.positions[:, 2].mean() for t in src.tiles]))
     return W.light_table(ml, centre), "tables"
@@ -401,6 +427,9 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; -o takes a folder")
+    from wowgrass.fileio import check_output_folder
+
+    check_output_folder(out)   # before any tile is read (docs/cli.md)
     with progress_bar("layers", "tiles", quiet=as_json) as bar:
         def on_start(n, name, partial):
             bar.total(n)
@@ -415,8 +444,10 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
     failed = {f"{c},{r}": why for (c, r), why in errors.items()}
     for t, why in failed.items():
         note(f"warning: tile {t} left out: {why}")
+    unwritten = [t for t, why in errors.items() if getattr(why, "failed", "read") == "written"]
     if not docs:
-        raise UsageError("no tile could be read; nothing written")
+        raise UsageError("no tile could be " + ("written" if len(unwritten) == len(errors) else "read")
+                         + "; nothing written" + (f" (the first: {next(iter(failed.values()))})" if failed else ""))
     total = sum(d["bytes"] for d in docs)
     if as_json:
         echo_json({"folder": str(out), "map": map_name, "tile_count": len(docs), "bytes": total,
@@ -428,5 +459,7 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
         note(f"wrote {out}: {plural(len(docs), 'tile')} of {map_name}, {total / 1e6:.1f} MB "
              f"(effect, no_effect_doodad, doodad_mapping, texture, alpha and heights images, layers.json)")
     if failed:
-        raise UsageError(f"{plural(len(failed), 'tile')} could not be read; {out} holds the other "
-                         f"{plural(len(docs), 'tile')}")
+        unread = len(failed) - len(unwritten)
+        what = "; ".join(f"{plural(n, 'tile')} could not be {how}" for n, how in ((unread, "read"),
+                                                                                   (len(unwritten), "written")) if n)
+        raise UsageError(f"{what}; {out} holds the other {plural(len(docs), 'tile')}")

@@ -85,7 +85,7 @@ def show(data_path, dbc_dir, map_name, at, clock, build, weather, under_liquid, 
         kind = KIND_NAMES.index(under_liquid)
         liquid_params = tables.liquid_params(BASIC_TYPE_IDS[kind], kind)
     result = ml.result(pos, half, under_water=under_liquid is not None, liquid_params=liquid_params)
-    for w in problems:
+    for w in [*problems, *ml.warnings]:
         note(f"warning: {w}")
     for n in result["notes"]:
         note(f"note: {n}")

@@ -133,6 +133,8 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx):
         try:
+            if getattr(signal.getsignal(signal.SIGINT), "wowgrass_program", False):   # wowgrass/__main__.py's
+                signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C raises from here on
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:   # Ctrl-C (a bake's SIGTERM too): exit 128 + signal, what was done
             interrupted(str(exc), getattr(exc, "signum", signal.SIGINT))

@@ -62,7 +62,7 @@ def maps(wdt, data_path, list_tiles, as_json):
         return
 
     from wowgrass.game.data import open_data
-    from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
+    from wowgrass.game.maps import OUTSIDE_MAPS, ignored_adts, list_maps, map_tiles
 
     if data_path is None:
         from wowgrass.grass.bake import default_data
@@ -71,6 +71,9 @@ def maps(wdt, data_path, list_tiles, as_json):
     out = []
     with open_data(data_path) as data:
         ignored = ignored_adts(data)
+        # where each stray file is on disk (the layer holding it, with layered data)
+        on_disk = {(folder, n): data.locate(f"{folder}\\{n}" if folder else n)
+                 for folder, files in ignored.items() for n, why in files if why == OUTSIDE_MAPS}
         for name, found in list_maps(data, warn=note).items():
             mt = map_tiles(data, name, need_tiles=False) if found["wdt"] else None
             listed = mt.wdt_tiles if mt is not None else []
@@ -85,12 +88,11 @@ def maps(wdt, data_path, list_tiles, as_json):
     if as_json:
         echo_json({"data": str(data_path), "map_count": len(out), "maps": out, "ignored_adts": ignored_list})
         return
-    from wowgrass.game.maps import OUTSIDE_MAPS
-
     for folder, files in ignored.items():   # the client would not load them either
         stray = [n for n, why in files if why == OUTSIDE_MAPS]
         if stray:
-            where = Path(data_path, *folder.split("\\")) if folder else Path(data_path)
+            at = on_disk.get((folder, stray[0]))
+            where = Path(at[0]).parent if at is not None else Path(str(data_path), *folder.split("\\"))
             note(f"note: {where}: {plural(len(stray), 'ADT file')} outside World/Maps/<map>/, so in no map: "
                  + ", ".join(stray[:5]) + (" …" if len(stray) > 5 else "")
                  + f"; read one alone with `wowgrass view {where / stray[0]}` (or `adt info`, `adt image`), "
@@ -345,7 +347,7 @@ def _data(data_path, tiles: bool = True):
         from wowgrass.game.data import open_data
         from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
         from wowgrass.errors import WowgrassError
-        from wowgrass.game.maps import ignored_adts, list_maps, map_tiles
+        from wowgrass.game.maps import OUTSIDE_MAPS, ignored_adts, list_maps, map_tiles
 
         if data_path is None:
             from wowgrass.samples import sample_root

@@ -205,3 +205,55 @@ def test_audit_workers_open_the_same_layers(layers):
     a, b = json.loads(one.stdout), json.loads(two.stdout)
     assert a["summary"] == b["summary"]
     assert a["summary"]["excluded_cell_count"] >= 256 * 64     # the top layer's tile: every cell excluded
+
+
+def test_export_layers_workers_open_the_same_layers(layers, tmp_path):
+    # issue 49.1: the workers were handed the layers' display string ("A + B") as a path
+    args = ("export", "layers", "--data", layers["client"], "--data", layers["proj"], "--map", MAP_NAME, "--json")
+    one, two = run(*args, "-o", tmp_path / "one"), run(*args, "-o", tmp_path / "two", "-j", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["tile_count"] == b["tile_count"] == 2 and a["bytes"] == b["bytes"]
+    doc = json.loads((tmp_path / "two" / f"{MAP_NAME}_31_32" / "layers.json").read_text())
+    from wowgrass.edit.adt_edit import read_tile
+
+    want = int(read_tile(layers["proj_tile"], big_alpha=True).no_effect_doodad.sum())
+    assert want >= 40 * 64 and doc["no_effect_doodad_cell_count"] == want     # the project's tile
+    assert doc == json.loads((tmp_path / "one" / f"{MAP_NAME}_31_32" / "layers.json").read_text())
+
+
+def test_export_web_workers_open_the_same_layers(layers, tmp_path):
+    out = tmp_path / "web"
+    res = run("export", "web", "--data", layers["client"], "--data", layers["top"], "--map", MAP_NAME,
+              "--texture-size", "128", "-j", "2", "-o", out, "--json")
+    assert res.exit_code == 0, res.output
+    by = {tuple(t["tile"] if "tile" in t else (t["col"], t["row"])): t for t in json.loads(res.stdout)["tiles"]}
+    assert set(by) == {(31, 32), (32, 32)}
+    assert by[(31, 32)]["grass_instance_count"] == 0     # the top layer's tile: every cell excluded
+    assert by[(32, 32)]["grass_instance_count"] > 0
+
+
+def test_maps_over_a_bare_map_folder_layer(layers, tmp_path):
+    # issue 49.2: an upper layer that is a bare map folder (tiles at its top) with a loose ADT of no
+    # map beside them: `maps` raised a TypeError on the DataLayers, and `maps --json` called the
+    # tile bake reads from that layer "not in a map folder"
+    from wowgrass.grass import bundle as B
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / f"{MAP_NAME}_31_32.adt").write_bytes(layers["proj_tile"])
+    (bare / "continent4229.adt").write_bytes(layers["proj_tile"])
+    data = ("--data", layers["client"], "--data", bare)
+    res = run("maps", *data)
+    assert res.exit_code == 0, res.output
+    assert f"view {bare / 'continent4229.adt'}" in res.stderr and f"{MAP_NAME}_31_32" not in res.stderr
+    res = run("maps", *data, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [i["file"] for i in doc["ignored_adts"]] == ["continent4229.adt"]
+    (m,) = doc["maps"]
+    assert [31, 32] in m["adt_tiles"]
+    res = run("bake", *data, "--map", MAP_NAME, "--tile", "31,32", "--json")
+    assert res.exit_code == 0, res.output
+    with B.read_bundle(json.loads(res.stdout)["tiles"][0]["file"]) as b:   # bake reads the layer's tile
+        assert b.provenance["adt_sha256"] == hashlib.sha256(layers["proj_tile"]).hexdigest()

@@ -33,6 +33,8 @@ def check_tile(folder: Path, adt, catalog_rows=None):
     assert doc["tile"] == [adt.col, adt.row]
     eff, noe, dm, tex = (img(folder / n) for n in ("effect.png", "no_effect_doodad.png", "doodad_mapping.png",
                                                     "texture.png"))
+    if (folder / "effect_high.png").exists():   # ids past 16 bits: their high bits beside
+        eff = eff + (img(folder / "effect_high.png") << 16)
     assert eff.shape == noe.shape == dm.shape == tex.shape == (128, 128)
     assert Image.open(folder / "effect.png").mode == "I;16"
     # every cell against its chunk: pixel (x, y) = chunk IndexX*8 + col, IndexY*8 + row
@@ -118,6 +120,56 @@ def test_errors(tmp_path):
     assert r.exit_code == 2 and "is a file" in r.output
     r = run("export", "layers", "-o", tmp_path / "o", "--tile", "5,5")
     assert r.exit_code == 2 and "error:" in r.output and "Traceback" not in r.output
+
+
+def test_effect_ids_past_16_bits_are_written_whole(tmp_path):
+    # issue 49.9: 3.3.5 tables have ids above 65535 (`effects new-set` hands them out); the tile was
+    # refused ("does not fit a 16-bit image") and the command said it "could not be read"
+    from wowgrass.edit.adt_edit import assign_effect
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import default_data
+
+    data_path, name = default_data()
+    gp = f"World\\Maps\\{name}\\{name}_31_32.adt"
+    with open_data(data_path) as data:
+        raw = data.read(gp)
+    wide, _ = assign_effect(raw, gp, "*", 73190)
+    layer = tmp_path / "proj"
+    (layer / "World" / "Maps" / name).mkdir(parents=True)
+    (layer / "World" / "Maps" / name / f"{name}_31_32.adt").write_bytes(wide)
+    out = tmp_path / "out"
+    r = run("export", "layers", "--data", data_path, "--data", layer, "-o", out, "--json", "-q")
+    assert r.exit_code == 0, r.output
+    folder = out / f"{name}_31_32"
+    doc, eff = check_tile(folder, read_adt(wide))          # effect.png + 65536 * effect_high.png: the ids
+    assert (eff == 73190).any() and doc["effects"]["73190"]["cell_count"] == int((eff == 73190).sum())
+    assert "effect_high.png" in doc["files"] and doc["files"]["effect_high.png"]["bits"] == 16
+    assert not (out / f"{name}_32_32" / "effect_high.png").exists()    # ids that fit: one image, as before
+
+    # a tile that cannot be written is said so, not "could not be read"
+    (out / f"{name}_32_32").rename(tmp_path / "moved")
+    (out / f"{name}_32_32").write_text("a file where the tile's folder goes")
+    r = run("export", "layers", "--data", data_path, "--data", layer, "-o", out)
+    assert r.exit_code == 2 and "1 tile could not be written" in r.stderr and "could not be read" not in r.stderr
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("fault", ["EROFS", "ENOSPC"])
+def test_an_output_that_takes_nothing_is_refused_first(tmp_path, fault):
+    # issue 49.14: on a read-only file system every tile was read and failed on its own ("no tile could
+    # be read"); docs/cli.md: the destination is checked before any work, one error naming it
+    import faults
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    with faults.failing_folder(out, fault):
+        r = run("export", "layers", "-o", out / "layers")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    if fault == "EROFS":
+        assert r.stderr == f"error: cannot write {out / 'layers'}: read-only file system\n"
+        assert faults.tree(out) == []
+    else:     # a full disk takes the probe's empty file: what fails is the first image, said as written
+        assert "error: no tile could be written" in r.stderr and "could not be read" not in r.stderr
 
 
 @pytest.mark.skipif(not REAL, reason="WOWGRASS_REALDATA is not set (real client files)")

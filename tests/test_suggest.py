@@ -111,3 +111,16 @@ def test_session_suggestions(world):
         assert [(g["effect_id"], g["layer_count"]) for g in got] == want and all(g["has_row"] for g in got)
         s.assign_texture(GRASS, got[0]["effect_id"], tile=(31, 32), only_unassigned=True)
         assert GRASS not in s.unassigned_textures()
+
+
+def test_assign_suggest_with_a_glob_matching_nothing_is_the_same_error(world):
+    # issue 49.15: with --suggest a glob matching no texture exited 0 doing nothing; without it, an error
+    # naming the closest textures: the same error either way
+    data = ("--data", world["client"], "--data", world["proj"], "--tile", "31,32")
+    plain = run("effects", "assign", *data, "--texture", "SampleGras*x", "--effect", "1001", "-n")
+    suggested = run("effects", "assign", *data, "--texture", "SampleGras*x", "--suggest", "-n")
+    assert plain.exit_code == 2 and suggested.exit_code == 2, suggested.output
+    err = plain.stderr.strip().splitlines()[-1]
+    assert err.startswith("error: no texture of map") and "closest: " in err and "SampleGrass" in err
+    assert suggested.stderr.strip().splitlines()[-1] == err
+    assert "dry run" not in suggested.output

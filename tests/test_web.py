@@ -331,3 +331,100 @@ def test_keys_mouse_and_hour_slider_drive_the_page(tmp_path, three_dir, browser)
             assert b.errors() == [] and b.evaluate("wowgrass.errors.length") == 0
     finally:
         srv.close()
+
+
+# --- issue 49.13: what an export leaves, what the page says offline, what the data lacks -------------
+
+SMALL = ("--tile", "31,32", "--texture-size", "128", "--placement", "client", "-C", "client_picks=1")
+
+
+def folder_state(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_failed_or_interrupted_export_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    out = tmp_path / "site"
+    r = run("export", "web", "-o", out, *SMALL)
+    assert r.exit_code == 0, r.output
+    assert "earlier web export" not in r.stderr
+    before = folder_state(out)
+    real = W.tile_glb
+
+    def ctrl_c(*a, **k):   # Ctrl-C while the tiles are written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(W, "tile_glb", ctrl_c)
+    r = run("export", "web", "-o", out, *SMALL)
+    assert r.exit_code == 130 and r.stderr.endswith("interrupted\n"), r.output
+    assert folder_state(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    fresh = tmp_path / "fresh"           # a new folder, interrupted: nothing left that the next run refuses
+    assert run("export", "web", "-o", fresh, *SMALL).exit_code == 130 and not fresh.exists()
+    monkeypatch.setattr(W, "tile_glb", real)
+    r = run("export", "web", "-o", fresh, *SMALL)
+    assert r.exit_code == 0, r.output
+    # a failure before anything is written leaves no folder either
+    r = run("export", "web", "-o", tmp_path / "none", "--tile", "5,5")
+    assert r.exit_code == 2 and not (tmp_path / "none").exists()
+    # replacing an earlier export is said, as for every output (its three/ and tiles/ go with it)
+    (out / "three").mkdir()
+    (out / "three" / "old.js").write_text("an earlier export's three.js")
+    r = run("export", "web", "-o", out, *SMALL)
+    assert r.exit_code == 0, r.output
+    assert f"note: {out} holds an earlier web export: replacing it" in r.stderr
+    assert not (out / "three").exists() and (out / "scene.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "site"]
+
+
+def test_web_names_what_the_data_lacks_as_gltf_does(tmp_path):
+    loose = tmp_path / "loose"
+    r = run("mpq", "extract", "--data", W_SAMPLE(), "-o", loose, "-q")
+    assert r.exit_code == 0, r.output
+    for p in [*(loose / "World" / "NoDXT" / "Detail").glob("ElwGra0[1-4].m2"),
+              loose / "Tileset" / "Sample" / "SampleDirt.blp", loose / "World" / "Generic" / "Sample" / "Rocks"
+              / "SampleRock01.m2"]:
+        p.unlink()
+    gltf = run("export", "gltf", "--data", loose, *SMALL, "-o", tmp_path / "t.glb", "--json")
+    web = run("export", "web", "--data", loose, *SMALL, "-o", tmp_path / "web", "--json")
+    assert gltf.exit_code == 0 and web.exit_code == 0, web.output
+    g, w = json.loads(gltf.stdout), json.loads(web.stdout)
+    for key in W.MISSING:
+        assert w[key] == g[key], key
+    assert g["stand_ins"] and g["missing_textures"] and g["missing_doodads"]
+    text = run("export", "web", "--data", loose, *SMALL, "-o", tmp_path / "web")
+    notes = [ln for ln in text.stderr.splitlines() if "missing" in ln]
+    assert notes == [ln for ln in run("export", "gltf", "--data", loose, *SMALL, "-o", tmp_path / "t.glb")
+                     .stderr.splitlines() if "missing" in ln] and len(notes) == 4
+
+
+def W_SAMPLE():
+    from wowgrass.grass.bake import default_data
+
+    return default_data()[0]
+
+
+def test_offline_the_page_says_to_export_with_three(tmp_path, browser):
+    """The CDN unreachable (blocked here, as offline): one line saying what to do, not four addresses
+    and a "could not load wowgrass-web.js"; a long address stays inside the panel."""
+    from chromium import Chromium
+
+    site = tmp_path / "site"
+    r = run("export", "web", "-o", site, *SMALL, "-q")
+    assert r.exit_code == 0, r.output
+    srv = Server(site)
+    try:
+        with Chromium(browser) as b:
+            b.send("Network.enable")
+            b.send("Network.setBlockedURLs", urls=["*cdn.jsdelivr.net*"])
+            b.navigate(srv.url + "index.html")
+            b.wait_for("window.wowgrass && window.wowgrass.errors.some(e => e.endsWith('wowgrass-web.js'))", 60)
+            status = b.evaluate("document.getElementById('status').textContent")
+            assert status.startswith("no network: export again with --three DIR") and W.THREE_CDN in status
+            assert "wowgrass-web.js" not in status and status.count("could not load") == 1
+            b.evaluate("wowgrassError('could not load http://127.0.0.1/' + 'a-long-address/'.repeat(12) + 'x.js')")
+            b.screenshot(tmp_path / "offline.png")
+            over = b.evaluate("""(() => { const p = document.getElementById('panel').getBoundingClientRect();
+                const r = document.createRange(); r.selectNodeContents(document.getElementById('status'));
+                return Math.max(...[...r.getClientRects()].map(c => c.right)) - p.right; })()""")
+            assert over <= 0, f"the status runs {over:.0f} px past the panel"
+    finally:
+        srv.close()

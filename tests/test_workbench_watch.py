@@ -11,6 +11,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -211,6 +212,11 @@ def test_bake_watch_refusals(client):
     assert r.exit_code == 2 and "--watch" in r.stderr
     r = CliRunner().invoke(cli, ["bake", "--data", str(client), "--tile", "31,32", "--watch"])
     assert r.exit_code == 2 and "MPQ chain" in r.stderr and "Traceback" not in r.output
+    # issue 49.3: said before the bake (it baked the map first), and without --data no TypeError after it
+    assert "baked" not in r.output and "cannot be watched" in r.stderr
+    r = CliRunner().invoke(cli, ["bake", "--watch"])
+    assert r.exit_code == 2 and "--watch needs --data" in r.stderr and "baked" not in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
 
 
 def test_bake_watch_stops_on_sigterm(client, project):
@@ -239,4 +245,81 @@ def test_bake_watch_stops_on_sigterm(client, project):
     rest = []
     while (ln := lines.get(timeout=WAIT)) is not None:
         rest.append(ln)
-    assert proc.returncode == 0 and not any("Traceback" in ln for ln in rest)
+    # docs/cli.md: bake takes SIGTERM as Ctrl-C, exit status 143 and what was done (issue 49.3: was 0)
+    assert proc.returncode == 143 and not any("Traceback" in ln for ln in rest)
+    assert rest[-1].startswith("stopped by SIGTERM: the watch baked 0 saved tiles")
+
+
+def _watching(cmd):
+    """The running ``cmd`` once it says it watches, and its stderr lines (a queue, None at the end)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read_err():
+        for ln in proc.stderr:
+            lines.put(ln)
+        lines.put(None)
+
+    threading.Thread(target=read_err, daemon=True).start()
+    line = expect(lines, "'watching' line", lambda ln: ln is None or ln.startswith("watching"))
+    if line is None:
+        proc.kill()
+        pytest.fail("bake --watch ended before watching")
+    return proc, lines
+
+
+def test_bake_watch_ctrl_c_says_what_it_baked(client, project):
+    # issue 49.3: Ctrl-C ended the watch with exit status 0 and no word; docs/cli.md says 130 and a line.
+    # Meanwhile a tile the WDT does not list is a note (it was ignored silently).
+    import signal
+
+    root, path, raw = project
+    proc, lines = _watching([sys.executable, "-m", "wowgrass", "bake", "--data", str(client), "--data", str(root),
+                             "--tile", "31,32", "--watch"])
+    try:
+        stray = path.with_name(f"{MAP_NAME}_5_6.adt")
+        save_like_an_editor(stray, raw)
+        line = expect(lines, "note on the unlisted tile", lambda ln: ln is None or "5,6" in ln)
+        assert line is not None and line.startswith("note: ") and "WDT" in line and "not baked" in line
+        new, _ = exclude_cells(raw, "x", np.ones((256, 8, 8), bool))
+        save_like_an_editor(path, new)
+        assert expect(lines, "bake", lambda ln: ln is None or "tile 31,32" in ln) is not None
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rest = []
+    while (ln := lines.get(timeout=WAIT)) is not None:
+        rest.append(ln)
+    assert proc.returncode == 130 and not any("Traceback" in ln for ln in rest)
+    assert rest[-1] == "interrupted: the watch baked 1 saved tile (each is in the cache)\n"
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["events", "polling"])
+def test_a_watched_folder_removed_and_made_again_is_watched_again(tmp_path, poll):
+    # issue 49.3: inotify forgot a removed project folder; one made again in its place was never watched
+    root = tmp_path / "proj"
+    (root / "sub").mkdir(parents=True)
+    changes: queue.Queue = queue.Queue()
+    with W.FileWatcher([root], changes.put, poll=poll, debounce_ms=50) as w:
+        first = root / "sub" / "Map_1_2.adt"
+        first.write_bytes(b"tile")
+        expect(changes, "change", lambda paths: first in paths)
+        import shutil
+
+        shutil.rmtree(root)
+        expect(changes, "the removal", lambda paths: first in paths)
+        (root / "sub").mkdir(parents=True)
+        again = root / "sub" / "Map_1_3.adt"
+        deadline = time.monotonic() + WAIT
+        while True:       # written until seen: the watcher may take a moment to notice the folder is back
+            again.write_bytes(b"tile again")
+            try:
+                if again in changes.get(timeout=1.0):
+                    break
+            except queue.Empty:
+                pass
+            assert time.monotonic() < deadline, "a folder made again was not watched again"
+        assert w.mode == "polling" and (poll or "was removed" in w.why_polling)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -335,10 +334,11 @@ def audit_map(data, map_name: str, tiles=None, *, jobs: int = 1, margin: float =
         release_threads()
         from wowgrass.edit.batch import Overlay
 
+        from wowgrass.pools import map_in, worker_pool
+
         overlay = str(data.folder) if isinstance(data, Overlay) else None
-        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
-                                 initargs=(data.spec(), overlay)) as pool:
-            collect(pool.map(_tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
+        with worker_pool(min(jobs, total), _open_worker, (data.spec(), overlay)) as pool:
+            collect(map_in(pool, _tile_facts, jobs_list, chunksize=max(1, total // (4 * jobs))))
     else:
         _WORKER["data"] = data
         try:

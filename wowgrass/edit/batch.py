@@ -193,6 +193,13 @@ def check_effect(data, effect_id: int, *, allow_missing: bool = False) -> dict |
     return row
 
 
+def no_texture_matches(map_name: str, tile_count: int, seen, texture_glob: str) -> UsageError:
+    """The error for a texture glob that no texture of the tiles (``seen``) matches, naming the closest."""
+    near = closest_textures(seen, texture_glob)
+    return UsageError(f"no texture of map {map_name!r} ({tile_count} tile(s)) matches {texture_glob!r}"
+                      + (f"; closest: {', '.join(near)}" if near else "") + " (`wowgrass effects audit` lists them)")
+
+
 def assign_map(data, map_name: str, texture_glob: str, effect_id: int, *, tiles=None, only_unassigned=False,
                allow_missing=False, msb_first=False, progress: Progress | None = None) -> MapEdit:
     """:func:`~wowgrass.edit.adt_edit.assign_effect` on every selected tile. A texture that no tile
@@ -212,10 +219,7 @@ def assign_map(data, map_name: str, texture_glob: str, effect_id: int, *, tiles=
         if rep.changed:
             edit.files[gp] = new
     if not any(r.textures for r in edit.reports):
-        near = closest_textures(seen, texture_glob)
-        raise UsageError(f"no texture of map {mt.name!r} ({len(edit.reports)} tile(s)) matches {texture_glob!r}"
-                         + (f"; closest: {', '.join(near)}" if near else "")
-                         + " (`wowgrass effects audit` lists them)")
+        raise no_texture_matches(mt.name, len(edit.reports), seen, texture_glob)
     if row is None and int(effect_id) not in NO_EFFECT_IDS:
         edit.notes.append(f"warning: effect {effect_id} has no GroundEffectTexture row here, or the tables cannot be "
                           "read (--allow-missing): the client grows nothing there until the row is shipped")

@@ -253,10 +253,14 @@ def assign_suggested(data, map_name: str, scan: TextureEffects, *, textures: str
         chosen[k] = {"texture": texture, "effect": ranked[0][0], "count": ranked[0][1], "others": ranked[1:5]}
         return ranked[0][0]
 
+    seen, matched, tile_count = set(), False, 0
     for gp, _cr, raw, t in iter_tiles(data, mt, msb_first=msb_first, progress=progress):
         exists = np.arange(4)[None, :] < t.n_layers[:, None]
         bare = exists & np.isin(t.layer_effect, NO_EFFECT_IDS)
         want = set(match_textures(t.textures, textures)) if textures else set(range(len(t.textures)))
+        seen.update(t.textures)
+        matched |= bool(want)
+        tile_count += 1
         used = sorted({int(i) for i in np.unique(t.layer_texture[bare]).tolist()} & want)
         new, layers, done = raw, 0, []
         for i in used:
@@ -277,6 +281,10 @@ def assign_suggested(data, map_name: str, scan: TextureEffects, *, textures: str
             rep.before = dict(Counter(t.layer_effect[changed].tolist()))
             edit.files[gp] = new
         edit.reports.append(rep)
+    if textures and not matched:   # as assign without --suggest: an error naming the closest textures
+        from wowgrass.edit.batch import no_texture_matches
+
+        raise no_texture_matches(mt.name, tile_count, seen, textures)
     missing = sorted(none.values(), key=str.lower)
     return edit, chosen, missing
 

@@ -6,7 +6,8 @@ image +y (rows, top to bottom) is south (WoW -X); the top-left corner is the til
 corner, world (X, Y) = (ZEROPOINT - row * TILE, ZEROPOINT - col * TILE). Grids:
 
 - cells: 128 x 128 (16 chunks x 8 cells a side), 4.1667 yards a pixel: ``effect.png`` (16-bit:
-  the GroundEffectTexture id of the layer the cell's doodadMapping names; 0: none),
+  the GroundEffectTexture id of the layer the cell's doodadMapping names; 0: none; where an id
+  needs more than 16 bits, its low 16 bits, and ``effect_high.png`` the high ones),
   ``no_effect_doodad.png`` (255 where the MCNK's noEffectDoodad bit is set),
   ``doodad_mapping.png`` (the layer 0..3 each cell's ground effect comes from),
   ``texture.png`` (16-bit: the MTEX index of the texture dominant on most of the cell's alpha
@@ -115,11 +116,10 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         files[name] = len(data)
 
     eff = tile_grid(tile, cell_effects(tile))
-    if eff.max(initial=0) > 0xFFFF:
-        from wowgrass.errors import UsageError
-
-        raise UsageError(f"tile {col},{row}: effect id {int(eff.max())} does not fit a 16-bit image")
-    put("effect.png", eff.astype(np.uint16))
+    put("effect.png", (eff & 0xFFFF).astype(np.uint16))
+    wide = eff.max(initial=0) > 0xFFFF   # ids past 16 bits (3.3.5 has them): their high bits beside
+    if wide:
+        put("effect_high.png", (eff >> 16).astype(np.uint16))
     put("no_effect_doodad.png", tile_grid(tile, np.asarray(tile.no_effect_doodad, bool)).astype(np.uint8) * 255)
     put("doodad_mapping.png", tile_grid(tile, np.asarray(tile.doodad_mapping, np.uint8) & 3))
     dom = tile_grid(tile, dominant_textures(tile))
@@ -183,6 +183,10 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
         "no_effect_doodad_cell_count": int(np.asarray(tile.no_effect_doodad, bool).sum()),
         "bytes": sum(files.values()),
     }
+    if wide:
+        doc["files"]["effect.png"]["value"] = "GroundEffectTexture id's low 16 bits (0: none)"
+        doc["files"]["effect_high.png"] = {"grid": "cells", "bits": 16, "value": "GroundEffectTexture id's high "
+                                           "16 bits: id = effect.png + 65536 * effect_high.png"}
     for a in alphas:
         doc["files"][a["file"]] = {"grid": "alpha", "bits": 8, "value": f"weight of {a['texture']} (0..255)"}
     data = json.dumps(doc, indent=1).encode()
@@ -195,11 +199,11 @@ def export_tile_layers(tile, catalog, out: Path, map_name: str) -> dict:
 _WORKER: dict = {}
 
 
-def _open(data_path, dbc_dir, build, map_name, big_alpha):
-    from wowgrass.game.data import open_data
+def _open(spec, dbc_dir, build, map_name, big_alpha):
+    """This process's data (``spec``: the parent's GameData.spec()) and tables."""
     from wowgrass.grass.bake import load_catalog
 
-    data = open_data(data_path, build=build)
+    data = spec.open()
     try:
         catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
     except Exception as exc:  # noqa: BLE001 - no tables: the images still go out, the effects unresolved
@@ -220,21 +224,47 @@ def _tile(job):
     name = adt_game_path(w["map_name"], col, row)
     try:
         adt = read_adt(w["data"].read(name), name, w["big_alpha"])
-        return col, row, export_tile_layers(adt, w["catalog"], Path(folder), w["map_name"]), None, w["catalog_error"]
     except WowgrassError as exc:
-        return col, row, None, str(exc), w["catalog_error"]
+        return col, row, None, TileError(str(exc), "read"), w["catalog_error"]
+    try:
+        return col, row, export_tile_layers(adt, w["catalog"], Path(folder), w["map_name"]), None, w["catalog_error"]
+    except (WowgrassError, OSError) as exc:   # a full disk, a file where its folder goes
+        return col, row, None, TileError(_write_error(exc), "written"), w["catalog_error"]
+
+
+class TileError(str):
+    """Why a tile is missing from the export, and whether it could not be ``read`` or ``written``."""
+
+    def __new__(cls, why: str, failed: str):
+        self = super().__new__(cls, why)
+        self.failed = failed
+        return self
+
+    def __reduce__(self):   # back from a worker process whole
+        return TileError, (str(self), self.failed)
+
+
+def _write_error(exc) -> str:
+    from wowgrass.errors import OUTPUT_REASONS
+
+    if isinstance(exc, OSError):
+        reason = OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc)
+        return f"cannot write {exc.filename}: {reason}" if exc.filename else reason
+    return str(exc)
 
 
 def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, build=None, jobs: int = 1,
                   on_start=None, progress=None):
     """Each tile of the map (or of ``ranges``) into ``out/<map>_<col>_<row>/``; returns (the tiles'
-    JSON documents, {(col, row): why} for tiles that could not be read, the catalog's error or None)."""
+    JSON documents, {(col, row): why (a :class:`TileError`)} for tiles that could not be read or
+    written, the catalog's error or None)."""
     from wowgrass.game.data import open_data
     from wowgrass.game.maps import choose_map, map_tiles
 
     with open_data(data_path, build=build) as data:
         map_name = choose_map(data, map_name)
         mt = map_tiles(data, map_name, ranges)
+    spec = data.spec()
     jobs_list = [(c, r, str(out / f"{map_name}_{c}_{r}")) for c, r in mt.tiles]
     if on_start:
         on_start(len(jobs_list), map_name, mt.note())
@@ -252,7 +282,7 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
             progress(f"{col}_{row}")
 
     if jobs <= 1 or len(jobs_list) <= 1:
-        w = _open(data_path, dbc_dir, build, map_name, mt.big_alpha)
+        w = _open(spec, dbc_dir, build, map_name, mt.big_alpha)
         try:
             for job in jobs_list:
                 keep(_tile(job))
@@ -261,11 +291,12 @@ def export_layers(data_path, map_name, out: Path, *, ranges=None, dbc_dir=None, 
             _WORKER.clear()
     else:
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(min(jobs, len(jobs_list)), mp_context=mp.get_context("spawn"), initializer=_open,
-                                 initargs=(str(data_path), dbc_dir, build, map_name, mt.big_alpha)) as pool:
-            for res in pool.map(_tile, jobs_list, chunksize=4):
+        from wowgrass.pools import map_in, worker_pool
+
+        with worker_pool(min(jobs, len(jobs_list)), _open, (spec, dbc_dir, build, map_name, mt.big_alpha),
+                         mp_context=mp.get_context("spawn")) as pool:
+            for res in map_in(pool, _tile, jobs_list, chunksize=4):
                 keep(res)
     docs.sort(key=lambda d: (d["tile"][1], d["tile"][0]))
     return map_name, docs, errors, next(iter(tables), None)

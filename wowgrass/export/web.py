@@ -35,6 +35,8 @@ THREE_FILES = {
 }
 THREE_CDN = f"https://cdn.jsdelivr.net/npm/three@{THREE_VERSION}/"
 PAGE_FILES = ("index.html", "wowgrass-web.js")   # package data: wowgrass/export/web/
+#: what a tile's export lacks, named as export gltf names it
+MISSING = ("missing_wmos", "stand_ins", "missing_grass", "missing_doodads", "missing_textures")
 HALF_HOURS = 48   # the light table's steps: one every 30 minutes of the day
 DAY_HALF_MINUTES = 2880
 
@@ -109,7 +111,9 @@ def page_html(local: bool, title: str) -> str:
     from html import escape
 
     return (template.replace("{{IMPORTMAP}}", json.dumps(imap, indent=1))
-            .replace("{{PRELOAD}}", preload).replace("{{TITLE}}", escape(title)))
+            .replace("{{PRELOAD}}", preload).replace("{{TITLE}}", escape(title))
+            .replace("{{CDN}}", "null" if local else json.dumps(THREE_CDN))
+            .replace("{{THREE_VERSION}}", THREE_VERSION))
 
 
 @dataclass
@@ -240,25 +244,65 @@ def write_page(out: Path, *, local_three: Path | None, title: str, scene: dict) 
     return total + len(html) + len(js) + len(sj)
 
 
-def clear_folder(out: Path) -> None:
-    """A folder to write into: made, or an earlier export's (its tiles/ and three/ replaced)."""
+def check_folder(out: Path) -> bool:
+    """Refuse a file or a folder holding something other than an earlier export, before any work;
+    returns whether an earlier export is there (it is replaced, whole, once the new one is complete)."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; -o takes a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / "scene.json").is_file():
+    earlier = out.is_dir() and (out / "scene.json").is_file()
+    if out.is_dir() and not earlier and any(out.iterdir()):
         raise UsageError(f"{out} is not empty and holds no earlier web export; give a new or empty folder")
-    for sub in ("tiles", "three"):
-        shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    return earlier
+
+
+_STAGE = ".wowgrass-web"
+
+
+def stage_folder(out: Path) -> Path:
+    """A hidden folder beside ``out`` that the export is written into; :func:`publish_folder` puts it
+    in ``out``'s place once complete, so a failed or interrupted export leaves ``out`` as it was.
+    Those a killed export left behind (their process gone) are removed first."""
+    import os
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.*{_STAGE}-*"):
+        try:
+            os.kill(int(stale.name.rsplit(".", 2)[-2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, IndexError, OSError):
+            pass
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=f"{_STAGE}-new", dir=out.parent))
+
+
+def publish_folder(staged: Path, out: Path) -> None:
+    """``staged`` (complete) in place of ``out`` (an earlier export, an empty folder, or nothing)."""
+    import os
+
+    if not out.exists():
+        os.rename(staged, out)
+        return
+    old = staged.with_name(staged.name[: -len("new")] + "old")
+    try:
+        os.rename(out, old)
+        os.rename(staged, out)
+    except OSError:   # out cannot be renamed (a mount point): its entries, then the new ones
+        old.mkdir(exist_ok=True)
+        for p in out.iterdir():
+            os.rename(p, old / p.name)
+        for p in staged.iterdir():
+            os.rename(p, out / p.name)
+        staged.rmdir()
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # --- tiles, in this process or --jobs worker processes -------------------------------------------------
 _WORKER: dict = {}
 
 
-def _worker_open(data_path, build, map_name, big_alpha, texture_size, placeholders):
-    from wowgrass.game.data import open_data
-
-    _WORKER.update(data=open_data(data_path, build=build), map_name=map_name, big_alpha=big_alpha,
+def _worker_open(spec, map_name, big_alpha, texture_size, placeholders):
+    _WORKER.update(data=spec.open(), map_name=map_name, big_alpha=big_alpha,
                    texture_size=texture_size, placeholders=placeholders)
 
 
@@ -277,15 +321,22 @@ def _worker_tile(job):
     return col, row, glb, summary.to_dict()
 
 
-def export_tiles(src, out: Path, *, data_path, build, big_alpha, texture_size: int, placeholders: bool,
+def export_tiles(src, out: Path, *, big_alpha, texture_size: int, placeholders: bool,
                  jobs: int = 1, progress=None) -> list[WebTile]:
     """Each tile of ``src`` (an :class:`~wowgrass.export.inputs.ExportSource`) as ``out/tiles/C_R.glb``,
-    ``jobs`` processes at once (each opens the data itself); ``progress(name)`` after each."""
+    ``jobs`` processes at once (each reopens ``src.data`` from its spec); ``progress(name)`` after each.
+    Returns the tiles and an ExportSummary of what they lack (:data:`MISSING`, warnings)."""
     done: list[WebTile] = []
+    from .scene import ExportSummary
+
+    missing = ExportSummary()
 
     def keep(col, row, glb, s):
         rel = f"tiles/{col}_{row}.glb"
         write_atomic(out / rel, glb)
+        for key in MISSING:   # what export gltf of the same tiles names
+            setattr(missing, key, sorted(set(getattr(missing, key)) | set(s[key])))
+        missing.warnings += [w for w in s["warnings"] if w not in missing.warnings]
         done.append(WebTile(col, row, rel, len(glb), s["grass_instances"], s["doodad_instances"],
                             s["wmo_placements"], s["liquid_cells"]))
         if progress:
@@ -297,12 +348,13 @@ def export_tiles(src, out: Path, *, data_path, build, big_alpha, texture_size: i
             keep(t.adt.col, t.adt.row, glb, s.to_dict())
     else:
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+
+        from wowgrass.pools import map_in, worker_pool
 
         work = [(t.adt.col, t.adt.row, str(t.bundle) if t.bundle else None) for t in src.tiles]
-        with ProcessPoolExecutor(min(jobs, len(work)), mp_context=mp.get_context("spawn"), initializer=_worker_open,
-                                 initargs=(str(data_path), build, src.map_name, big_alpha, texture_size,
-                                           placeholders)) as pool:
-            for res in pool.map(_worker_tile, work):
+        with worker_pool(min(jobs, len(work)), _worker_open,
+                         (src.data.spec(), src.map_name, big_alpha, texture_size, placeholders),
+                         mp_context=mp.get_context("spawn")) as pool:
+            for res in map_in(pool, _worker_tile, work):
                 keep(*res)
-    return sorted(done, key=lambda t: (t.row, t.col))
+    return sorted(done, key=lambda t: (t.row, t.col)), missing

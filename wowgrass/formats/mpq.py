@@ -465,6 +465,17 @@ def _forget_pools_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
+def _stop_pools_at_exit() -> None:
+    """Wake every decoding thread at interpreter exit, before it joins them: one whose start Ctrl-C
+    cut short was never registered with concurrent.futures' own exit hook, and would be waited for
+    forever (the process hung after saying "interrupted")."""
+    for pool in list(_POOLS.values()):
+        pool.shutdown(wait=False)
+
+
+threading._register_atexit(_stop_pools_at_exit)   # the hook concurrent.futures' own pools use
+
+
 def default_threads() -> int:
     """The CPUs this process may run on."""
     try:
@@ -689,7 +700,10 @@ class MpqArchive:
         try:
             return cls(mm, str(path), threads=threads, _mmap=mm, _file=f)
         except BaseException:
-            mm.close()
+            try:
+                mm.close()
+            except BufferError:   # a view the failed __init__ made (Ctrl-C mid-way): the map goes with it
+                pass
             f.close()
             raise
 

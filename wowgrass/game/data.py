@@ -209,9 +209,13 @@ class GameData:
     def kind(self) -> str:
         return "mpq" if self.archives else "loose"
 
-    def spec(self) -> "DataSpec":
-        """What reopens this data source in another process (the viewer's tile process)."""
-        return DataSpec(self.root, tuple(self.archives), self.build, self.locale, self.threads,
+    def spec(self, *, threads: int | None = None) -> "DataSpec":
+        """What reopens this data source in another process: the one way every command that fans
+        out hands its data (layers, added files and all) to its workers, which call
+        :meth:`DataSpec.open` (the viewer's tile process, ``bake``, ``effects audit`` and ``export
+        layers|web --jobs``); ``threads``: the worker's decompression threads (default: these)."""
+        return DataSpec(self.root, tuple(self.archives), self.build, self.locale,
+                        self.threads if threads is None else max(1, int(threads)),
                         tuple((shown, str(f)) for shown, f in self._files.values()),
                         tuple(str(p) for p in self.layers))
 

@@ -469,7 +469,16 @@ class MapLight:
         self.floats = self.blend[BANDS_PER_SET * 3:]
         self.active = self._active[:0]   # the local lights in reach, in file order
         self.slot = SLOT_CLEAR
-        self._rows_for(SLOT_CLEAR)
+        ints, _floats, has = self._rows_for(SLOT_CLEAR)
+        #: what every consumer of this light says (view, export web, export gltf --clock, light show)
+        self.warnings: list[str] = []
+        g = self.global_index
+        if not has[g] or not ints[0][g, :2].any():   # diffuse and ambient: what lights the ground
+            empty = next((n for n in self.notes if "without keys" in n), "")
+            self.warnings.append(
+                f"the map's global light (Light {int(self.ids[g])}, LightParams {int(self._param_slots[g, 0])}) has "
+                "no keys for its diffuse and ambient colours in LightIntBand.dbc: they read as 0 and the ground is "
+                "lit black (are Light, LightParams and LightIntBand from one build?)" + (f"; {empty}" if empty else ""))
 
     def __len__(self) -> int:
         return len(self.rows)

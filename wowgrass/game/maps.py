@@ -131,6 +131,16 @@ def adt_name_problem(name: str, map_name: str) -> str | None:
 OUTSIDE_MAPS = "not in a map folder (World\\Maps\\<map>\\): no map reads it; `wowgrass view FILE` or `adt info FILE` read it alone"
 
 
+def _map_folder_tile(data, name: str) -> bool:
+    """Whether the ADT ``name`` at the top of a folder is read as a map's tile: a bare map folder
+    (``--data`` or a layer of ``<Map>_<col>_<row>.adt`` files) answers for ``World\\Maps\\<Map>\\``."""
+    parts = name[:-4].rsplit("_", 2)
+    if len(parts) != 3 or adt_name_problem(name, parts[0]) is not None:
+        return False
+    here = data.locate(name)
+    return here is not None and data.locate(f"World\\Maps\\{parts[0]}\\{name}") == here
+
+
 def ignored_adts(data) -> dict[str, list[tuple[str, str]]]:
     """ADT files that no map reads: folder -> [(file name, why)], sorted. Those in a map folder
     named otherwise than the client asks for, and those outside any map folder (a loose tile at
@@ -142,7 +152,7 @@ def ignored_adts(data) -> dict[str, list[tuple[str, str]]]:
             why = adt_name_problem(p[3], p[2])
             if why is not None:
                 out.setdefault(p[2], []).append((p[3], why))
-        else:
+        elif not (len(p) == 1 and _map_folder_tile(data, n)):
             out.setdefault("\\".join(p[:-1]), []).append((p[-1], OUTSIDE_MAPS))
     if out:
         log.info("ADT files no map reads: %s", ", ".join(f"{f}\\{n}" for f, v in out.items() for n, _ in v))

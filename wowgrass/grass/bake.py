@@ -36,6 +36,7 @@ from wowgrass.grass import bundle as B
 from wowgrass.errors import FormatError, GameFileNotFound, OutputError, UsageError, WowgrassError
 from wowgrass.fileio import write_atomic
 from wowgrass.paths import cache_dir, find_table
+from wowgrass.pools import stop_pool as _stop_pool   # the one stop of every pool
 from wowgrass.grass.capacity import ModelGeometry, draw_capacity, missing_geometry, model_geometry
 from wowgrass.grass.placement import (PLACEMENT_VERSION, PlacementConstants, client_picks, client_picks_note,
                                       is_335_routine, make_strategy, unknown_effect_ids, used_effect_ids,
@@ -563,39 +564,6 @@ def _pool_worker_init(*args):
     _worker_init(*args)
 
 
-def _stop_pool(pool) -> None:
-    """End the workers now (SIGTERM, then SIGKILL after a second) and the pool without waiting."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        try:
-            p.terminate()
-        except (OSError, AttributeError):
-            pass
-    deadline = time.monotonic() + 1.0
-    for p in procs:
-        try:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                p.join(0.5)
-        except (OSError, AssertionError, ValueError):
-            pass
-    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
-    try:
-        pool.shutdown(wait=False, cancel_futures=True)
-    except Exception:  # a pool stopped half-way through its start
-        pass
-    if manager is not None:
-        # Let the pool's manager thread finish its clean-up, then take it off the list that
-        # concurrent.futures wakes at interpreter exit: waking it through the pipe it already
-        # closed printed "Exception ignored ... Bad file descriptor" after a quick SIGTERM.
-        manager.join(1.0)
-        if not manager.is_alive():
-            from concurrent.futures import process as futures_process
-
-            getattr(futures_process, "_threads_wakeups", {}).pop(manager, None)
-
-
 _MALLOC_TUNED = []
 
 
@@ -625,12 +593,9 @@ def keep_freed_memory() -> bool:
     return ok
 
 
-def _worker_init(data_root, build, map_name, placement, constants, big_alpha, force, threads, dbc_dir=None,
-                 direct=False):
-    from wowgrass.game.data import open_data
-
+def _worker_init(spec, build, map_name, placement, constants, big_alpha, force, dbc_dir=None, direct=False):
     keep_freed_memory()
-    data = open_data(data_root, build=build, threads=threads)
+    data = spec.open()   # the parent's GameData.spec(): the same archives and layers
     catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build)
     _WORKER.update(data=data, catalog=catalog, models=ModelTable(data.read), map=map_name, placement=placement,
                    constants=constants, big_alpha=big_alpha, force=force, direct=direct, writes=BackgroundWrites(),
@@ -728,8 +693,7 @@ def bake_map(
         on_start(len(todo))
     jobs = max(1, min(jobs, len(todo)))
     threads = max(1, default_threads() // jobs)    # decompression threads per worker
-    source = tuple(str(p) for p in data_root) if isinstance(data_root, (list, tuple)) else str(data_root)
-    args = (source, build, map_name, placement, constants, big_alpha, force, threads,
+    args = (data.spec(threads=threads), build, map_name, placement, constants, big_alpha, force,
             None if dbc_dir is None else str(dbc_dir), bool(direct))
     size = chunk or chunk_size(len(todo), jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]

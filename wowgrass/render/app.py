@@ -376,6 +376,8 @@ def open_zone_light(target, scene, src, opts: LightOptions, data_opts: DataOptio
     except (LightUnavailable, FormatError, _Usage) as exc:
         say(f"warning: no light for map {src.map} ({exc}); keeping the fixed sun")
         return None
+    for w in map_light.warnings:   # tables that do not belong together: said, not a black view alone
+        say(f"warning: {w}")
     from .sources.sky import SkyDome
     from .viewer import ZoneLight
 

@@ -119,6 +119,7 @@ class FileWatcher:
             polling = True
             self._notify = self._make(True)
         self.mode = "polling" if polling else "events"
+        self._roots_ino = {r: _inode(r) for r in self.roots}
         log.info("watching %s (%s%s)", ", ".join(map(str, self.roots)), self.mode,
                  f": {self.why_polling}" if polling else "")
         self._thread = threading.Thread(target=self._poll if polling else self._run, name="wowgrass-watch",
@@ -145,6 +146,10 @@ class FileWatcher:
                     break
                 if raw != "timeout":
                     self._deliver({Path(p) for _kind, p in raw})
+                gone = [r for r, ino in self._roots_ino.items() if _inode(r) != ino]
+                if gone:   # inotify forgets a removed root: polling sees it made again
+                    failed = FileNotFoundError(f"{gone[0]} was removed")
+                    break
         except Exception as exc:  # noqa: BLE001 - the event watcher broke (a root removed, ...): poll
             failed = exc
         finally:
@@ -194,6 +199,13 @@ class FileWatcher:
         self.stop()
 
 
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
 def _snapshot(roots) -> dict:
     """{file: (modification time in ns, size, inode)} of every file under ``roots``."""
     out = {}
@@ -230,27 +242,36 @@ def watched_folders(data) -> list[Path]:
     return out
 
 
+def watchable_folders(data) -> list[Path]:
+    """:func:`watched_folders`, or an error when there are none (an MPQ chain alone)."""
+    folders = watched_folders(data)
+    if not folders:
+        from wowgrass.errors import UsageError
+
+        raise UsageError(f"{data.root} is a client's MPQ chain: nothing there is saved as loose files, so it cannot "
+                         "be watched; lay the folder that another program saves into over it (--data CLIENT --data "
+                         "PROJECT)")
+    return folders
+
+
 class BakeOnSave:
     """Bake ``map_name``'s tiles into the cache as they are saved into the loose folders of
     ``data`` (a tile's ADT, or every tile when its WDT or the ground-effect tables change).
-    ``on_result(BakeResult | (tile, error))`` hears of each bake; start()/stop() as FileWatcher."""
+    ``on_result(BakeResult | (tile, error))`` hears of each bake, ``on_note(text)`` of a saved tile
+    that is not baked (its WDT does not list it); start()/stop() as FileWatcher."""
 
     def __init__(self, data, map_name: str, *, placement: str = "coverage", constants=None, dbc_dir=None,
-                 on_result=None, poll: bool | None = None, debounce_ms: int = 150):
+                 on_result=None, on_note=None, poll: bool | None = None, debounce_ms: int = 150):
         from wowgrass.grass.bake import ModelTable, load_catalog
 
-        folders = watched_folders(data)
-        if not folders:
-            from wowgrass.errors import UsageError
-
-            raise UsageError(f"{data.root} is a client's MPQ chain: nothing there is saved as loose files; lay the "
-                             "folder that another program saves into over it (--data CLIENT --data PROJECT)")
+        folders = watchable_folders(data)
         self.data = data
         self.map_name = map_name
         self.placement = placement
         self.constants = constants
         self.dbc_dir = dbc_dir
         self.on_result = on_result or (lambda res: None)
+        self.on_note = on_note or log.warning
         self.catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=getattr(data, "build", None))
         self.models = ModelTable(data.read)
         self.watcher = FileWatcher(folders, self._changed, poll=poll, debounce_ms=debounce_ms)
@@ -279,8 +300,12 @@ class BakeOnSave:
             if tables or wdt:
                 todo = list(mt.tiles)
             else:
-                todo = sorted({t for p in paths if (t := _tile_of(p, self.map_name)) is not None and t in mt.tiles},
-                              key=lambda t: (t[1], t[0]))
+                saved = {t: p for p in paths if (t := _tile_of(p, self.map_name)) is not None}
+                todo = sorted(set(saved) & set(mt.tiles), key=lambda t: (t[1], t[0]))
+                for (c, r), p in sorted(saved.items()):
+                    if (c, r) not in mt.tiles and p.is_file():
+                        self.on_note(f"{p}: tile {c},{r} is not one of the tiles {self.map_name}'s WDT lists, so "
+                                     "no client loads it: not baked (list it in the WDT)")
             for tile in todo:
                 self._bake(tile, mt.big_alpha)
 
@@ -302,4 +327,4 @@ class BakeOnSave:
         self.on_result(res)
 
 
-__all__ = ["BakeOnSave", "FileWatcher", "needs_polling", "watched_folders"]
+__all__ = ["BakeOnSave", "FileWatcher", "needs_polling", "watchable_folders", "watched_folders"]
