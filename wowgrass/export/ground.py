@@ -17,6 +17,16 @@ TEXTURE_REPEAT = 8  # layer texture repeats across one chunk, as the viewer draw
 NO_LAYER = np.array([115, 107, 89], np.float32)  # a chunk without layers (the viewer's grey-brown)
 
 
+def tiles_origin(tiles) -> np.ndarray:
+    """World (X, Y, 0) of the centre of the bounding box of ``tiles`` ((col, row) pairs): the
+    exports' scene origin, which keeps float32 positions precise."""
+    cols = [c for c, _r in tiles]
+    rows = [r for _c, r in tiles]
+    x = ZEROPOINT - (min(rows) + max(rows) + 1) * TILE_SIZE / 2
+    y = ZEROPOINT - (min(cols) + max(cols) + 1) * TILE_SIZE / 2
+    return np.array([x, y, 0.0])
+
+
 def chunk_grid(tile) -> tuple[np.ndarray, np.ndarray]:
     """(iy, ix) of every MCNK in the tile's 16x16 grid, from its position."""
     p = np.asarray(tile.positions, np.float64)

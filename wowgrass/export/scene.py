@@ -74,11 +74,9 @@ def check_texture_size(size: int) -> None:
 
 def scene_origin(tiles: list[TileInput]) -> np.ndarray:
     """World (X, Y, 0) of the centre of the tiles' bounding box."""
-    cols = [t.adt.col for t in tiles]
-    rows = [t.adt.row for t in tiles]
-    x = ZEROPOINT - (min(rows) + max(rows) + 1) * TILE_SIZE / 2
-    y = ZEROPOINT - (min(cols) + max(cols) + 1) * TILE_SIZE / 2
-    return np.array([x, y, 0.0])
+    from .ground import tiles_origin
+
+    return tiles_origin([(t.adt.col, t.adt.row) for t in tiles])
 
 
 def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *, map_name: str,
