@@ -130,14 +130,17 @@ def _alpha_mode(mat, blend: str) -> None:
 class Library:
     """Images, materials, model collections: each made once per import."""
 
-    def __init__(self, zone: Zone, root_name: str):
+    def __init__(self, zone: Zone, root_name: str, models=None):
         self.zone = zone
         self.images: dict = {}
         self.materials: dict = {}
         self.m2: dict = {}
         self.wmo: dict = {}
-        self.models = bpy.data.collections.new(f"{root_name} models")
+        self.models = models or bpy.data.collections.new(f"{root_name} models")
         self.models.use_fake_user = True   # instanced, never drawn itself
+        for c in self.models.children:     # a later re-scatter reuses the import's models
+            if c.get("wow_model") and c.objects:
+                self.m2.setdefault(c["wow_model"].lower(), c)
 
     def image(self, path: str | None):
         if not path:
