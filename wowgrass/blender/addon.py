@@ -24,12 +24,14 @@ RULES_NAME = "wowgrass-rules.toml"   # the rules engine's file (docs/rules.md on
 def zone_options(op) -> ZoneOptions:
     """The operator's fields as :class:`ZoneOptions` (tiles: ranges, or a tile and a radius)."""
     data = [p for p in [op.directory, *op.more_data.split(";")] if p.strip()]
+    files = [p.strip() for p in op.adt_files.split(";") if p.strip()]
     if op.radius > 0 or op.tiles.strip() == "":
         c, r = (int(v) for v in (op.centre or op.tiles or "32,32").split(","))
         tiles = [f"{c - op.radius}:{c + op.radius},{r - op.radius}:{r + op.radius}"]
     else:
         tiles = op.tiles.split()
-    return ZoneOptions(data=[p.strip() for p in data], map_name=op.map_name or None, tiles=tiles,
+    return ZoneOptions(data=[p.strip() for p in data], adt_files=files, dbc=op.dbc or None,
+                       map_name=op.map_name or None, tiles=[] if files else tiles,
                        build=None if op.build == "AUTO" else op.build, placement=op.placement,
                        picks=op.picks or None, capacity=op.capacity, clock=op.clock or None,
                        terrain=op.terrain, liquids=op.liquids, wmos=op.wmos, doodads=op.doodads, grass=op.grass)
@@ -50,6 +52,8 @@ class IMPORT_SCENE_OT_wow_zone(bpy.types.Operator):
                               description="The client's Data folder or a loose folder (empty: the sample world)")
     filter_folder: BoolProperty(default=True, options={"HIDDEN"})
     more_data: StringProperty(name="Laid over it", description="More data folders over the first, separated by ;")
+    adt_files: StringProperty(name="ADT files", description="Loose ADT files instead of a map's tiles, separated by ;")
+    dbc: StringProperty(name="Tables", subtype="DIR_PATH", description="A folder of loose .dbc tables (with ADT files)")
     map_name: StringProperty(name="Map", description="The map (empty: the data's only map)")
     tiles: StringProperty(name="Tiles", default="32,32",
                           description="C,R or ranges C0:C1,R0:R1, several separated by spaces")
@@ -141,7 +145,7 @@ class IMPORT_SCENE_OT_wow_zone(bpy.types.Operator):
 
     def draw(self, context):
         col = self.layout.column()
-        for name in ("more_data", "map_name", "tiles", "centre", "radius", "build", "placement", "picks", "capacity",
+        for name in ("more_data", "adt_files", "dbc", "map_name", "tiles", "centre", "radius", "build", "placement", "picks", "capacity",
                      "clock"):
             col.prop(self, name)
         row = col.row(align=True)

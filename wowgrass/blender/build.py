@@ -17,7 +17,7 @@ import numpy as np
 
 from .zone import GrassPoints, Material, ModelMesh, Zone, ZoneOptions, tile_error
 
-GRASS_GROUP = "WoW grass instances"
+from . import GRASS_GROUP
 KINDS = ("Terrain", "Water", "Buildings", "Doodads", "Grass")
 ALPHA_REF = 0.5           # the viewer's alpha test (grass.glsl, doodad.glsl)
 TEXTURE_REPEAT = 8        # a layer texture repeats 8 times a chunk, as the client draws it

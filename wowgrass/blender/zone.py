@@ -32,6 +32,8 @@ class ZoneOptions:
     """What File > Import > WoW zone and ``wowgrass blender import`` ask."""
 
     data: list = field(default_factory=list)   # data folders, the first the base (empty: the sample world)
+    adt_files: list = field(default_factory=list)   # loose ADT files instead of a map's tiles
+    dbc: str | None = None                     # a folder of loose tables (with adt_files and no data)
     map_name: str | None = None
     tiles: list = field(default_factory=list)  # tile texts as --tile takes them ("32,48", "31:33,47:49")
     build: str | None = None
@@ -133,11 +135,15 @@ class Zone:
         from wowgrass.game.maps import choose_map, map_tiles
         from wowgrass.grass.bake import ModelTable, default_data, load_catalog, parse_tile_ranges
 
-        from wowgrass.export.ground import tiles_origin
-
         if opts.placement not in PLACEMENTS:
             raise UsageError(f"placement must be one of {', '.join(PLACEMENTS)}, got {opts.placement!r}")
         self.opts = opts
+        self._adts: dict = {}
+        self._files: dict = {}
+        self.dbc = None
+        if opts.adt_files:
+            self._open_files(opts)
+            return
         data_path, map_name = list(opts.data), opts.map_name
         if not data_path:
             base, sample_map = default_data()
@@ -159,9 +165,13 @@ class Zone:
         except BaseException:
             self.data.close()
             raise
-        self.origin = tiles_origin(self.tiles)
         self.read = self.data.read
-        self._adts: dict = {}
+        self._init_rest()
+
+    def _init_rest(self):
+        from wowgrass.export.ground import tiles_origin
+
+        self.origin = tiles_origin(self.tiles)
         self._m2: dict = {}
         self._wmo: dict = {}
         self._textures: dict = {}
@@ -170,8 +180,37 @@ class Zone:
         self._liquid_types = None
         self._wmos_seen: set = set()
 
+    def _open_files(self, opts: ZoneOptions):
+        """Loose ADT files (``bake FILE`` inputs): tables from ``dbc`` or the data; models and
+        textures from the data where given (else the grass models are stand-ins)."""
+        from wowgrass.game.data import open_data
+        from wowgrass.game.tiles import load_tile, tile_from_name
+        from wowgrass.grass.bake import ModelTable, load_catalog, tables_for
+
+        data_path, dbc = list(opts.data), opts.dbc
+        if not data_path and not dbc:
+            found_data, dbc = tables_for(opts.adt_files[0])
+            data_path = [found_data] if found_data else []
+        self.data = open_data(data_path, build=opts.build) if data_path else None
+        try:
+            self.catalog = load_catalog(data=self.data, dbc_dir=dbc, build=opts.build)
+            for f in opts.adt_files:
+                adt, raw, _src = load_tile(f)
+                self._adts[(adt.col, adt.row)] = (adt, raw, str(f))
+                self._files[(adt.col, adt.row)] = f
+        except BaseException:
+            self.close()
+            raise
+        self.tiles = list(self._adts)
+        self.map_name = opts.map_name or tile_from_name(Path(opts.adt_files[0]))[0]
+        self.big_alpha, self.note, self.dbc = None, None, dbc
+        self.models = ModelTable(self.data.read if self.data else None)
+        self.read = self.data.read if self.data else _no_data
+        self._init_rest()
+
     def close(self):
-        self.data.close()
+        if self.data is not None:
+            self.data.close()
 
     def __enter__(self):
         return self
@@ -352,8 +391,14 @@ class Zone:
         opts = ZoneOptions(picks=o.picks if picks is None else picks,
                            capacity=o.capacity if capacity is None else capacity)
         adt, raw, name = self.adt(col, row)
-        res = bake_tile(raw, self.catalog, map_name=self.map_name, placement=placement, constants=opts.constants(),
-                        models=self.models, big_alpha=self.big_alpha, adt_path=name, tile=adt, force=force)
+        if (col, row) in self._files:   # a loose file: as `bake FILE` bakes it
+            from wowgrass.grass.bake import bake_file
+
+            res = bake_file(self._files[(col, row)], data=self.data, dbc_dir=self.dbc, build=o.build,
+                            map_name=o.map_name, placement=placement, constants=opts.constants(), force=force)
+        else:
+            res = bake_tile(raw, self.catalog, map_name=self.map_name, placement=placement, constants=opts.constants(),
+                            models=self.models, big_alpha=self.big_alpha, adt_path=name, tile=adt, force=force)
         pos, yaw, scale, model, models, stand_in = [], [], [], [], [], []
         with read_bundle(res.path) as bundle:
             for m in bundle.models:
@@ -482,11 +527,12 @@ class Zone:
             return None, "no hour asked"
         half = parse_clock(clock)
         warnings: list = []
-        tables = load_light_tables(self.data, None, warn=warnings.append)
+        folder = getattr(self, "dbc", None)
+        tables = load_light_tables(self.data, folder, warn=warnings.append)
         if tables is None:
             return None, "; ".join(warnings) or "no light tables in the data"
         try:
-            map_id, directory = resolve_map(self.data, self.map_name)
+            map_id, directory = resolve_map(folder if folder is not None else self.data, self.map_name)
             ml = tables.map_light(map_id)
         except (LightUnavailable, FormatError, UsageError) as exc:
             return None, f"no light for map {self.map_name} ({exc})"
@@ -494,6 +540,10 @@ class Zone:
         centre[2] = float(np.mean([self.adt(c, r)[0].positions[:, 2].mean() for c, r in self.tiles[:16]]))
         return scene_light(ml, centre, half), {"clock": clock_text(half), "map": directory, "map_id": map_id,
                                                "build": tables.build}
+
+
+def _no_data(name: str) -> bytes:
+    raise GameFileNotFound(f"{name}: no data folder given (loose ADT files with --dbc)")
 
 
 def _stem(path: str) -> str:
