@@ -91,13 +91,14 @@ def dump(name, root, scene):
             # the evaluated instances: each point's model object, at the point, turned by yaw
             inst, wrong_model, off_point, wrong_yaw = 0, 0, 0, 0
             pts = pos.reshape(-1, 3)
+            paths = list(grass["wow_grass_models"])
             for d in deps.object_instances:
                 if not d.is_instance or d.parent is None or d.parent.original != grass:
                     continue
                 i = d.persistent_id[0]
                 if inst < 3000:
-                    k = int(d.object.original.name.split(" ", 1)[0])
-                    wrong_model += int(k != model[i])
+                    # the shape instanced is the point's model (by its path, not by a name's number)
+                    wrong_model += int(d.object.original.get("wow_model") != paths[model[i]])
                     m = np.array(d.matrix_world)
                     off_point += int(float(np.abs(m[:3, 3] - pts[i]).max()) > 1e-3)
                     ang = np.arctan2(m[1, 0], m[0, 0])
