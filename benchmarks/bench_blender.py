@@ -109,6 +109,49 @@ bpy.app.timers.register(run, first_interval=2.0)
 """
 
 
+WORKBENCH_SCRIPT = r"""
+import bpy, json, sys, time
+job = json.load(open(sys.argv[sys.argv.index("--") + 1]))
+sys.path.insert(0, job["path"])
+from wowgrass.blender.build import import_zone
+from wowgrass.blender.headless import camera_over
+from wowgrass.blender.zone import ZoneOptions
+
+bpy.ops.wm.read_factory_settings(use_empty=True)
+import_zone(ZoneOptions(data=[job["data"]], tiles=job["tiles"], placement=job["placement"]))
+scene = bpy.context.scene
+camera_over(scene, [o for o in scene.objects if o.name.startswith("terrain ")], size=(1280, 720))
+scene.render.engine = "BLENDER_WORKBENCH"
+scene.display.shading.color_type = "TEXTURE"
+scene.render.filepath = job["png"]
+bpy.ops.render.render(write_still=False)   # the first frame builds the draw batches
+times = []
+for _ in range(job["frames"]):
+    t0 = time.perf_counter()
+    bpy.ops.render.render(write_still=True)
+    times.append((time.perf_counter() - t0) * 1000.0)
+json.dump({"frame_ms": min(times), "frames_ms": times, "blender": bpy.app.version_string}, open(job["report"], "w"))
+"""
+
+
+def workbench_frame(py: str, data: Path, tiles: list[str], placement: str, env: dict) -> dict:
+    """A Workbench frame of the dense tile in the bpy module (headless: EGL, llvmpipe here): Blender
+    5's draw manager, what the viewport's solid mode draws, timed as a render (its setup included)."""
+    from wowgrass.cli.blender import _package_path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        (t / "w.py").write_text(WORKBENCH_SCRIPT)
+        job = {"path": str(_package_path(t)), "data": str(data), "tiles": tiles, "placement": placement, "frames": 3,
+               "report": str(t / "r.json"), "png": str(t / "frame.png")}
+        (t / "job.json").write_text(json.dumps(job))
+        proc = subprocess.run([py, str(t / "w.py"), "--", str(t / "job.json")], env=env, capture_output=True, text=True,
+                              timeout=900)
+        if not (t / "r.json").is_file():
+            return {"error": proc.stderr[-2000:]}
+        return json.loads((t / "r.json").read_text())
+
+
 def viewport(blender: str, data: Path, tiles: list[str], placement: str, env: dict) -> dict:
     from xvfb import private_xvfb, x_env
 
@@ -134,6 +177,7 @@ def main() -> int:
     ap.add_argument("--tiles", default="1,16")
     ap.add_argument("--placement", default="coverage")
     ap.add_argument("--window", metavar="BLENDER", default=None)
+    ap.add_argument("--no-frames", action="store_true", help="Skip the Workbench frames (bpy)")
     args = ap.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="bench-blender-"))
     env = dict(os.environ, WOWGRASS_CACHE=str(cache))
@@ -148,9 +192,18 @@ def main() -> int:
             print(f"{n} tiles: error {r['error']}")
             continue
         results[f"{n}_tiles"] = {"bake_s": round(bake_s, 2), **r}
-        print(f"{n} tile(s), {r['grass_points']:,} grass points, {r['objects']} objects: import {r['import_s']:.2f} s "
+        print(f"{n} tile(s), {r['grass_points']:,} grass points, {r['objects']} objects: import {r['import_s']:.2f} s ({r['import_cpu_s']:.2f} s CPU) "
               f"(Blender {r['blender']}), peak {r['peak_rss_mb']:.0f} MB (bpy alone "
               f"{results['bpy_baseline_mb']:.0f} MB); bake first {bake_s:.1f} s; the process {r['process_s']:.1f} s")
+    data, tiles = sample(1)
+    for placement in [] if args.no_frames else dict.fromkeys([args.placement, "client"]):
+        w = workbench_frame(args.bpy, data, tiles, placement, env)
+        results[f"workbench_{placement}"] = w
+        if "frame_ms" in w:
+            print(f"Workbench frame, dense tile ({placement} placement), 1280x720, Blender {w['blender']} (bpy, "
+                  f"llvmpipe): {w['frame_ms']:.0f} ms (best of {len(w['frames_ms'])})")
+        else:
+            print(f"Workbench frame: {w}")
     if args.window:
         data, tiles = sample(1)
         v = viewport(args.window, data, tiles, args.placement, env)

@@ -516,6 +516,13 @@ class Zone:
                              np.asarray(mesh.indices, np.int64).reshape(-1, 3), int(mesh.cells), mat))
         return out
 
+    def _ground_height(self, col: int, row: int) -> float | None:
+        """The tile's mean chunk height, or None where it cannot be read (it is reported with its tile)."""
+        try:
+            return _mean_height(self.adt(col, row)[0])
+        except WowgrassError:
+            return None
+
     def light(self, clock: str | None = None):
         """(SceneLight, info) of the tiles' centre at ``clock`` (default: the options'), or
         (None, why) where the tables give none."""
@@ -537,9 +544,14 @@ class Zone:
         except (LightUnavailable, FormatError, UsageError) as exc:
             return None, f"no light for map {self.map_name} ({exc})"
         centre = np.array(self.origin, np.float64)
-        centre[2] = float(np.mean([self.adt(c, r)[0].positions[:, 2].mean() for c, r in self.tiles[:16]]))
+        centre[2] = float(np.mean([z for z in (self._ground_height(c, r) for c, r in self.tiles[:16]) if z is not None]
+                                  or [0.0]))
         return scene_light(ml, centre, half), {"clock": clock_text(half), "map": directory, "map_id": map_id,
                                                "build": tables.build}
+
+
+def _mean_height(adt) -> float:
+    return float(np.asarray(adt.positions)[:, 2].mean())
 
 
 def _no_data(name: str) -> bytes:
