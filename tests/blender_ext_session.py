@@ -109,6 +109,23 @@ def dump(name, root, scene):
             d = [pts[i, 2] - g for i in range(0, n, step) for g in [ground(*pts[i, :2])] if g is not None]
             entry["grass_above_ground"] = [float(min(d)), float(max(d))] if d else None
             entry["grass_sampled"] = len(d)
+        # the terrain material's weight images as Blender holds them: a texel's weights sum to 1
+        terrain = next((o for c in tile.children for o in c.objects if o.name.startswith("terrain ")), None)
+        if terrain is not None:
+            from wowgrass.blender.zone import Zone, ZoneOptions
+
+            opts = ZoneOptions(**json.loads(root["wow_options"]))
+            with Zone(opts) as z:
+                want = z.terrain(*tile["wow_tile"]).weights.astype(np.float32) / 255.0   # (n, h, w, 4), row 0 south
+            got = []
+            for node in terrain.active_material.node_tree.nodes:
+                if node.bl_idname == "ShaderNodeTexImage" and node.image is not None and "weights" in node.image.name:
+                    img = node.image
+                    px = np.zeros(img.size[0] * img.size[1] * 4, np.float32)
+                    img.pixels.foreach_get(px)
+                    got.append(px.reshape(img.size[1], img.size[0], 4))
+            entry["weights_error"] = (float(np.abs(np.stack(got) - want).max()) if len(got) == len(want)
+                                      else f"{len(got)} weight images, {len(want)} expected")
         placed = [o for c in tile.children for o in c.objects if o.instance_type == "COLLECTION"]
         stand = []
         off = 0

@@ -238,6 +238,7 @@ def test_a_tiles_grass_is_one_point_cloud_instanced_by_geometry_nodes(session):
     assert t["instances"] == n
     assert t["wrong_model"] == 0 and t["off_point"] == 0 and t["wrong_yaw"] == 0
     assert t["objects"]["Terrain"] == 1 and t["objects"]["Water"] >= 1
+    assert t["weights_error"] < 1e-3   # the material's weight images hold the tile's layer weights
     # the tile is light: a few dozen objects, not one per instance
     assert imp["made"]["objects"] < 60
 

@@ -94,12 +94,13 @@ def points_mesh(name: str, g: GrassPoints):
 def rgba_image(name: str, rgba: np.ndarray, *, non_colour: bool = False, flip: bool = True):
     """An image from (h, w, 4) u1 (row 0 at the top unless ``flip`` is False: Blender's rows go up)."""
     h, w = rgba.shape[:2]
-    img = bpy.data.images.new(name, w, h, alpha=True)
-    px = np.asarray(rgba[::-1] if flip else rgba, np.float32) * (1.0 / 255.0)
-    img.pixels.foreach_set(np.ascontiguousarray(px).ravel())
-    if non_colour:
+    img = bpy.data.images.new(name, w, h, alpha=True, is_data=non_colour)
+    if non_colour:   # before the pixels: a generated image's buffer is made again when these change
         img.colorspace_settings.name = "Non-Color"
         img.alpha_mode = "CHANNEL_PACKED"   # four weights, not a colour and its coverage
+    px = np.asarray(rgba[::-1] if flip else rgba, np.float32) * (1.0 / 255.0)
+    img.pixels.foreach_set(np.ascontiguousarray(px).ravel())
+    img.update()
     img["wow_generated"] = True   # packed into the .blend when saved (pack_generated)
     return img
 
@@ -288,6 +289,8 @@ def terrain_material(name: str, lib: Library, names: list, weights: list, shadow
         col.location = (-700, 300 - 250 * k)
         if img is not None:
             col.image = img
+            if nt.nodes.active is None or k == 0:
+                nt.nodes.active = col   # what the viewport's solid "texture" mode shows: the first layer
             _link(nt, rep.outputs["Vector"], col.inputs["Vector"])
         sc = nt.nodes.new("ShaderNodeVectorMath")
         sc.operation = "SCALE"
