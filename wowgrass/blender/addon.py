@@ -280,9 +280,6 @@ class WOW_OT_apply_rules(bpy.types.Operator):
 
 def apply_rules(found, path: str) -> str:
     """The rules engine's edit of the tile (in memory), then its grass placed from the edited tile."""
-    from wowgrass.edit import rules
-    from wowgrass.edit import rules_engine  # type: ignore[attr-defined]
-
     from .zone import Zone
 
     root, tile_coll, grass = found
@@ -290,15 +287,10 @@ def apply_rules(found, path: str) -> str:
     col, row = (int(v) for v in tile_coll["wow_tile"])
     opts.tiles = [f"{col},{row}"]
     with Zone(opts) as z:
-        plan = rules.prepare(rules.load_rules(path), z.data, map_name=z.map_name)
-        adt, raw, name = z.adt(col, row)
-        edited = rules_engine.apply_tile(plan, adt, raw)   # the edited ADT bytes
-        from wowgrass.game.tiles import read_adt
-
-        z._adts[(col, row)] = (read_adt(edited, name, z.big_alpha), edited, name)
+        what = z.apply_rules(col, row, path)
         obj = rescatter(root, tile_coll, grass, placement=grass.get("wow_placement", opts.placement),
                         picks=opts.picks, capacity=opts.capacity, zone=z)
-    return f"WoW: rules {path} applied to tile {col},{row}: {len(obj.data.vertices):,} grass points"
+    return f"WoW: rules {path}: {what}; {len(obj.data.vertices):,} grass points"
 
 
 class WowGrassSettings(bpy.types.PropertyGroup):

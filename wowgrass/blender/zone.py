@@ -516,6 +516,32 @@ class Zone:
                              np.asarray(mesh.indices, np.int64).reshape(-1, 3), int(mesh.cells), mat))
         return out
 
+    def apply_rules(self, col: int, row: int, path: str) -> str:
+        """The rules engine of issue 47 (``wowgrass.edit.rules``) applied to the tile in memory: its
+        bytes and (where the rules add sets) the catalogue replaced here, so that :meth:`grass`
+        places the edited tile; nothing is written to the data. ImportError where the engine is not
+        in this wowgrass. Returns what changed, for the user."""
+        from wowgrass.edit import rules, rules_engine
+
+        from wowgrass.game.tiles import read_adt
+
+        plan = rules_engine.prepare(rules.load_rules(path), self.data, map_name=self.map_name)
+        adt, raw, name = self.adt(col, row)
+        context = None
+        try:   # the footprints' per-map cache, where a rule uses footprints (as `effects apply` makes it)
+            from wowgrass.edit.rules_apply import _context
+
+            context = _context(plan, self.data)
+        except ImportError:
+            pass
+        new, rep = rules_engine.apply_tile(raw, name, (col, row), plan, data=self.data, context=context)
+        if getattr(plan, "catalog", None) is not None:
+            self.catalog = plan.catalog
+        self._adts[(col, row)] = (read_adt(new, name, self.big_alpha), new, name)
+        self._files.pop((col, row), None)
+        fired = ", ".join(str(o) for o in rep.fired()) or "none"
+        return f"{rep.bytes_changed} bytes of tile {col},{row} changed (rules fired: {fired})"
+
     def _ground_height(self, col: int, row: int) -> float | None:
         """The tile's mean chunk height, or None where it cannot be read (it is reported with its tile)."""
         try:
