@@ -73,18 +73,10 @@ def _bundle_rows(args, cache: Path) -> dict:
 def session(world, tmp_path_factory):
     py = need_bpy()
     from wowgrass.blender.package import build_zip
-    from wowgrass.game.data import open_data
-    from wowgrass.game.tiles import adt_game_path
 
     tmp = tmp_path_factory.mktemp("blender-session")
     zip_path = build_zip(tmp / "wowgrass-blender.zip")
-    # a loose layer with a damaged copy of tile 31,32 (cut short) over the sample world
-    damaged = tmp / "damaged"
-    with open_data(world) as data:
-        raw = data.read(adt_game_path(MAP, 31, 32))
-    adt = damaged / "World" / "Maps" / MAP / f"{MAP}_31_32.adt"
-    adt.parent.mkdir(parents=True)
-    adt.write_bytes(raw[: len(raw) // 3])
+    damaged = _damaged_layer(world, tmp / "damaged")
     rules = tmp / "project"
     rules.mkdir()
     (rules / "wowgrass-rules.toml").write_text("version = 1\n")
