@@ -27,6 +27,7 @@ COMMANDS = {
     "effects": ("wowgrass.cli.effects:effects", "Audit and fix a map's ground effects (the workbench)."),
     "view": ("wowgrass.cli.view:view", "Render a zone: terrain plus instanced, wind-swayed grass."),
     "export": ("wowgrass.cli.export:export", "Export tiles to glTF (Blender, engines)."),
+    "blender": ("wowgrass.cli.blender:blender", "Import tiles into a .blend through Blender (grass as instances)."),
     "light": ("wowgrass.cli.light:light", "The zone's light (sky, fog, sun, water) from the client's tables."),
     "maps": ("wowgrass.cli.system:maps", "List the maps of a data source and their tiles."),
     "cache": ("wowgrass.cli.system:cache", "Show or empty the cache (sample worlds, bundles)."),

@@ -11,11 +11,21 @@ from __future__ import annotations
 import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE
-from wowgrass.game.coords import corner_steps, tile_offset
+from wowgrass.game.coords import corner_steps, tile_offset, tile_origin
 from wowgrass.render.sources.terrain_mesh import build_terrain_arrays, resize_rgba
 
 TEXTURE_REPEAT = 8  # layer texture repeats across one chunk, as the viewer draws it
 NO_LAYER = np.array([115, 107, 89], np.float32)  # a chunk without layers (the viewer's grey-brown)
+
+
+def tiles_origin(tiles) -> np.ndarray:
+    """World (X, Y, 0) of the centre of the bounding box of ``tiles`` ((col, row) pairs): the
+    exports' scene origin, which keeps float32 positions precise."""
+    cols = [c for c, _r in tiles]
+    rows = [r for _c, r in tiles]
+    x0, y0 = tile_origin(min(cols), min(rows))
+    x1, y1 = tile_origin(max(cols) + 1, max(rows) + 1)
+    return np.array([(x0 + x1) / 2, (y0 + y1) / 2, 0.0])
 
 
 def chunk_grid(tile) -> tuple[np.ndarray, np.ndarray]:

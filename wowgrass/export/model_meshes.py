@@ -13,22 +13,10 @@ from wowgrass.errors import FormatError, GameFileNotFound, UsageError
 from wowgrass.formats.m2 import BlendMode, RenderFlags
 from wowgrass.render.world.game_tiles import m2_name
 
+from .batches import face_batches  # noqa: F401 - model_meshes.face_batches, as callers import it
 from .gltf import GltfBuilder, MeshPart, Primitive, to_gltf
 
 log = logging.getLogger(__name__)
-
-
-def face_batches(batches) -> list[tuple[int, object]]:
-    """One ``(batch index, batch)`` per submesh's triangles: its first batch that writes depth
-    (opaque or alpha-keyed), else its first. Further batches of the same triangles (an environment
-    map's reflection, an additive glow) draw them again; exporting those too doubles every face
-    (z-fighting in Blender; wow.export leaves them out too). OBJ and glTF exports both use this."""
-    chosen: dict[tuple[int, int], tuple[int, object]] = {}
-    for i, b in enumerate(batches):
-        key = (b.index_start, b.index_count)
-        if key not in chosen or (chosen[key][1].blend_mode > BlendMode.ALPHA_KEY >= b.blend_mode):
-            chosen[key] = (i, b)
-    return sorted(chosen.values(), key=lambda ib: ib[0])
 
 
 class ModelLibrary:

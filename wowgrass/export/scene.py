@@ -20,7 +20,7 @@ import numpy as np
 
 from wowgrass.grass.bundle import read_bundle, unpack_instances
 from wowgrass.errors import FormatError, GameFileNotFound, UsageError
-from wowgrass.game.coords import chunk_of, tile_origin
+from wowgrass.game.coords import chunk_of
 from wowgrass.render.world.game_tiles import m2_name
 
 from .gltf import (
@@ -74,12 +74,9 @@ def check_texture_size(size: int) -> None:
 
 def scene_origin(tiles: list[TileInput]) -> np.ndarray:
     """World (X, Y, 0) of the centre of the tiles' bounding box."""
-    cols = [t.adt.col for t in tiles]
-    rows = [t.adt.row for t in tiles]
-    x0, y0 = tile_origin(min(cols), min(rows))
-    x1, y1 = tile_origin(max(cols) + 1, max(rows) + 1)
-    x, y = (x0 + x1) / 2, (y0 + y1) / 2
-    return np.array([x, y, 0.0])
+    from .ground import tiles_origin
+
+    return tiles_origin([(t.adt.col, t.adt.row) for t in tiles])
 
 
 def export_scene(tiles: list[TileInput], read: Callable[[str], bytes] | None, *, map_name: str,

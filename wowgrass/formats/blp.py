@@ -223,9 +223,14 @@ class BlpImage:
 
 
 def _decode_dxt(raw, w, h, encoding, opaque):
-    from PIL import Image
+    try:
+        from PIL import Image
+    except ImportError:   # Blender's Python (the extension bundles no binary wheel): numpy's decode
+        from .dxt import decode_bcn
 
-    out = np.array(Image.frombytes("RGBA", (w, h), bytes(raw), "bcn", BCN_N[encoding]))
+        out = decode_bcn(raw, w, h, BCN_N[encoding])
+    else:
+        out = np.array(Image.frombytes("RGBA", (w, h), bytes(raw), "bcn", BCN_N[encoding]))
     if opaque:
         out[..., 3] = 255
     return out

@@ -133,3 +133,45 @@ def encode_dxt5(rgba: np.ndarray) -> bytes:
     out["abits"] = ((bits[:, None] >> (8 * np.arange(6, dtype=np.uint64))) & 0xFF).astype(np.uint8)
     _colour_for_alpha_formats(blocks, out)
     return out.tobytes()
+
+
+def decode_bcn(raw, w: int, h: int, n: int) -> np.ndarray:
+    """(h, w, 4) u1 of BC1/BC2/BC3 (``n`` 1/2/3) data, as Pillow's ``bcn`` decoder gives it, in
+    numpy: where Pillow is absent (Blender's Python: the extension bundles no binary wheel)."""
+    dtype = (DXT1_BLOCK, DXT3_BLOCK, DXT5_BLOCK)[n - 1]
+    bw, bh = max((w + 3) // 4, 1), max((h + 3) // 4, 1)
+    blocks = np.frombuffer(bytes(raw), dtype, count=bw * bh)
+    c = np.stack([blocks["c0"], blocks["c1"]], axis=1).astype(np.int32)          # (b, 2)
+    rgb = np.stack([(c >> 11) & 31, (c >> 5) & 63, c & 31], axis=-1)           # (b, 2, 3)
+    rgb = np.stack([(rgb[..., 0] << 3) | (rgb[..., 0] >> 2), (rgb[..., 1] << 2) | (rgb[..., 1] >> 4),
+                    (rgb[..., 2] << 3) | (rgb[..., 2] >> 2)], axis=-1)
+    c0, c1 = rgb[:, 0], rgb[:, 1]
+    four = (blocks["c0"] > blocks["c1"]) | (n > 1)
+    pal = np.empty((len(blocks), 4, 4), np.int32)
+    pal[:, 0, :3], pal[:, 1, :3] = c0, c1
+    pal[:, 2, :3] = np.where(four[:, None], (2 * c0 + c1) // 3, (c0 + c1) // 2)
+    pal[:, 3, :3] = np.where(four[:, None], (c0 + 2 * c1) // 3, 0)
+    pal[:, :, 3] = 255
+    pal[:, 3, 3] = np.where(four, 255, 0)
+    idx = (blocks["bits"][:, None] >> _SHIFT2[None]) & 3                         # (b, 16)
+    px = np.take_along_axis(pal, idx[..., None].astype(np.int64), axis=1)       # (b, 16, 4)
+    if n == 2:
+        px[..., 3] = ((blocks["alpha"][:, None] >> _SHIFT4[None]) & 15).astype(np.int32) * 17
+    elif n == 3:
+        a0, a1 = blocks["a0"].astype(np.int32), blocks["a1"].astype(np.int32)
+        ab = blocks["abits"].astype(np.uint64)
+        bits = np.zeros(len(blocks), np.uint64)
+        for k in range(6):
+            bits |= ab[:, k] << np.uint64(8 * k)
+        ai = ((bits[:, None] >> _SHIFT3[None]) & np.uint64(7)).astype(np.int64)
+        i = np.arange(8)
+        eight = (a0 > a1)[:, None]
+        lerp8 = ((8 - i)[None] * a0[:, None] + (i - 1)[None] * a1[:, None]) // 7
+        lerp6 = ((6 - i)[None] * a0[:, None] + (i - 1)[None] * a1[:, None]) // 5
+        table = np.where(eight, lerp8, lerp6)
+        table[:, 0], table[:, 1] = a0, a1
+        table[:, 6] = np.where(eight[:, 0], table[:, 6], 0)
+        table[:, 7] = np.where(eight[:, 0], table[:, 7], 255)
+        px[..., 3] = np.take_along_axis(table, ai, axis=1)
+    out = px.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
+    return np.ascontiguousarray(out[:h, :w].astype(np.uint8))
