@@ -340,9 +340,10 @@ def grow_cells(tile: AdtTile, cells: np.ndarray, margin: float) -> np.ndarray:
     return grid_to_chunks(tile, out)
 
 
-def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE) -> np.ndarray:
+def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE, *, shares: np.ndarray | None = None) -> np.ndarray:
     """(256, 8, 8) bool: cells where the layers whose texture matches any of ``patterns`` (globs over
-    MTEX paths) together show more than ``share`` of the cell (:func:`~wowgrass.edit.adt_edit.visible_shares`)."""
+    MTEX paths) together show more than ``share`` of the cell (:func:`~wowgrass.edit.adt_edit.visible_shares`;
+    ``shares``: those of the tile, when the caller has them already)."""
     if patterns is None:
         raise UsageError("footprint texture needs patterns= (globs over the tile's texture paths)")
     if isinstance(patterns, str):
@@ -355,7 +356,7 @@ def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE) -> np.ndarray:
         return np.zeros((256, 8, 8), bool)
     n = np.asarray(tile.n_layers, np.int64)
     matches = np.isin(np.asarray(tile.layer_texture, np.int64), hit) & (np.arange(4)[None, :] < n[:, None])
-    shown = (visible_shares(tile) * matches[:, :, None, None]).sum(axis=1)
+    shown = ((visible_shares(tile) if shares is None else shares) * matches[:, :, None, None]).sum(axis=1)
     return shown > share
 
 

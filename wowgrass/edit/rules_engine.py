@@ -312,22 +312,19 @@ def _mask_cells(r: Rule, plan: Plan, t, cr) -> np.ndarray:
     return np.asarray(grid_to_chunks(t, grid), bool)
 
 
-def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context) -> np.ndarray:
+def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context, shares) -> np.ndarray:
     """(256, 8, 8) bool: the cells an exclude/include rule's criterion selects (a painted mask as
     painted; every other kind is :func:`wowgrass.edit.footprints.footprint`, grown by the margin)."""
-    from wowgrass.edit.footprints import footprint
+    from wowgrass.edit.footprints import footprint, grow_cells, texture_cells
 
     if r.mask is not None:
         return _mask_cells(r, plan, t, cr)
     if r.under is not None:
         cells = footprint(r.under, t, data=data, margin=r.margin, context=context)
-    elif r.slope_above is not None:     # footprint("slope") itself, on the slopes the filters share
-        from wowgrass.edit.footprints import grow_cells
-
-        cells = grow_cells(t, terrain.slopes > r.slope_above, r.margin)
-    else:
-        cells = footprint("texture", t, data=data, margin=r.margin, context=context, patterns=list(r.textures),
-                          share=r.share)
+    elif r.slope_above is not None:     # footprint("slope") and footprint("texture") themselves, on the
+        cells = grow_cells(t, terrain.slopes > r.slope_above, r.margin)    # slopes and shares the
+    else:                                                                    # tile's rules share
+        cells = grow_cells(t, texture_cells(t, list(r.textures), r.share, shares=shares), r.margin)
     return np.asarray(cells, bool)
 
 
@@ -393,7 +390,7 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     for r in rules:
         if r.kind == "assign":
             continue
-        cells = _criterion(r, plan, t, cr, terrain, data, context)
+        cells = _criterion(r, plan, t, cr, terrain, data, context, shares)
         keep = _cell_filter(r, plan, t, cr, terrain)
         if keep is not None:
             cells = cells & keep
