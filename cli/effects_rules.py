@@ -205,10 +205,14 @@ def _watch(data, plan, out_dir, poll, count, as_json, rules_path=None, ranges=No
 # ============================================================================= why
 
 def _pair(text, what):
+    import math
+
     try:
         a, b = (float(v) for v in text.replace(" ", "").split(","))
     except ValueError:
         raise UsageError(f"{what} {text!r}: two numbers separated by a comma") from None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise UsageError(f"{what} {text!r}: two finite numbers (yards)")
     return a, b
 
 
@@ -243,6 +247,9 @@ def why_cmd(data_path, map_name, tiles, msb_first, rules_path, at, chunk, cell, 
                 raise UsageError("--at says the cell: drop --tile and --cell")
             x, y = _pair(at, "--at")
             tile = tile_at(x, y)
+            if not (0 <= tile[0] < 64 and 0 <= tile[1] < 64):
+                raise UsageError(f"--at {at} is off the map: its 64 x 64 tiles span world X and Y "
+                                 "-17066.7 .. 17066.7")
             ranges = [((tile[0], tile[0]), (tile[1], tile[1]))]
         else:
             if not tiles or len(tiles) != 1 or cell is None:

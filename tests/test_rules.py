@@ -149,6 +149,10 @@ BAD = [
     ("bad mapping mode", "[mapping]\nmode = 'always'\n", 2, "mode", "stale"),
     ("duplicate rule names", "[[assign]]\nname = 'a'\ntextures = ['x']\neffect = 1\n[[assign]]\nname = 'a'\n"
      "textures = ['y']\neffect = 2\n", 5, "name", "also the name"),
+    ("inline tables", "version = 1\nexclude = [{under = 'liquid'}, {under = 'trees'}]\n", 2, "under", "buildings"),
+    ("a comment that is not text", "[[exclude]]\nunder = 'liquid'\ncomment = 3\n", 3, "comment", "a string"),
+    ("a set's comment that is not text", "[[set]]\nname = 's'\ndoodads = ['ElwGra01']\ncomment = ['x']\n", 4,
+     "comment", "a string"),
 ]
 
 
@@ -186,6 +190,7 @@ DATA_BAD = [
     ("unknown area", "[[assign]]\ntextures = ['x']\neffect = 1001\nareas = ['Nowhere Land']\n", 1, "areas",
      "no area named"),
     ("mask of the wrong size", "[[exclude]]\nmask = 'm.png'\ntiles = ['31:32,32']\n", 1, "mask", "need 256x128"),
+    ("mask that is a folder", "[[exclude]]\nmask = 'masks'\ntiles = ['31:32,32']\n", 1, "mask", "a folder"),
 ]
 
 
@@ -194,6 +199,7 @@ def test_rules_the_data_cannot_take_are_refused_before_any_tile(label, text, lin
     from PIL import Image
 
     Image.new("L", (128, 128)).save(tmp_path / "m.png")
+    (tmp_path / "masks").mkdir()
     rules = tmp_path / "r.toml"
     rules.write_text(text)
     before = tile_path(loose).read_bytes()
@@ -617,6 +623,54 @@ def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["rule_count"] == 5
     res = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml")
     assert res.exit_code == 2 and "give -o DIR" in res.stderr
+
+
+def test_a_rules_file_not_in_utf8_or_far_too_big_is_refused_before_parsing(loose, tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_bytes("[[exclude]]\nunder = 'liquid'\nreason = 'caf\u00e9'\n".encode("latin-1"))
+    res = run("effects", "rules", "--data", loose, "--rules", p, "--check")
+    assert res.exit_code == 2 and f"{p}:3: not UTF-8 (byte 0xe9" in res.stderr, res.output
+    with open(p, "wb") as f:              # sparse: 17 MiB of nothing, refused by its size, never read
+        f.truncate(17 << 20)
+    res = run("effects", "apply", "--data", loose, "--rules", p, "-n")
+    assert res.exit_code == 2 and "17,825,792 bytes: not a rules file" in res.stderr, res.output
+    assert "Traceback" not in res.output
+
+
+def test_why_at_a_point_off_the_map_or_not_a_number_is_refused(loose, tmp_path):
+    (tmp_path / "r.toml").write_text(RULES)
+    for at, why in (("nan,5", "two finite numbers"), ("5,inf", "two finite numbers"),
+                    ("-1e9,5", "is off the map"), ("17066.7,0", "is off the map")):
+        res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", f"--at={at}")
+        assert res.exit_code == 2 and why in res.stderr and "Traceback" not in res.output, (at, res.output)
+
+
+def test_why_at_a_tiles_corners_takes_the_cell_the_map_rounds_to(loose, tmp_path):
+    from wowgrass.game.coords import cell_corner
+
+    (tmp_path / "r.toml").write_text(RULES)
+    with open_data(loose) as g:
+        plan = prepare(load_rules(tmp_path / "r.toml"), g)
+        t = read_tile(g.read(adt_game_path(MAP_NAME, 32, 32)), "t")
+    for ix, iy, cx, cy in ((0, 0, 0, 0), (15, 15, 7, 7), (3, 9, 5, 2)):
+        x, y = cell_corner(32, 32, ix, iy, cx, cy)       # exactly on the cell's north-west corner
+        res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", f"--at={x!r},{y!r}", "--json")
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.stdout)
+        assert doc["tile"] == [32, 32] and doc["chunk"] == [ix, iy] and doc["cell"] == [cx, cy], (ix, iy, cx, cy, doc)
+        assert [int(v) for v in t.index_xy[doc["mcnk_index"]]] == [ix, iy]
+    assert plan.map == MAP_NAME
+
+
+def test_a_stroke_kept_in_a_notepad_rules_file_keeps_its_bom_and_line_ends(loose, tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_bytes("\ufeffversion = 1\r\n[[exclude]]\r\nname = 'water'\r\nunder = 'liquid'\r\n".encode("utf-8"))
+    painted = np.zeros((128, 128), bool)
+    painted[10:20, 30:40] = True
+    append_mask_rule(p, "exclude", {T0: painted}, name="glade", reason="an empty glade")
+    raw = p.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and raw.count(b"\r\n") == raw.count(b"\n")
+    assert [r.name for r in load_rules(p).rules] == ["water", "glade"]
 
 
 def test_dotted_keys_crlf_and_a_byte_order_mark_keep_their_lines(tmp_path):

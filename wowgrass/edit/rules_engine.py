@@ -228,7 +228,8 @@ def _resolve_masks(rules: RuleSet, plan: Plan, mt) -> None:
             continue
         box = [(c, w) for (c0, c1), (r0, r1) in r.tiles for c in range(c0, c1 + 1) for w in range(r0, r1 + 1)]
         if not r.mask.is_file():
-            _fail(rules, r.line, f"[[{r.kind}]] {r.name!r} key 'mask'", f"{r.mask}: no such picture")
+            _fail(rules, r.line, f"[[{r.kind}]] {r.name!r} key 'mask'",
+                  f"{r.mask}: " + ("a folder, not a picture" if r.mask.is_dir() else "no such picture"))
         try:
             grids = read_mask_picture(r.mask, box)
         except UsageError as exc:

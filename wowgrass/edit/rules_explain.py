@@ -159,23 +159,23 @@ def drift_map(data, plan: Plan, *, progress=None) -> list[Drift]:
 # ----------------------------------------------------------------------------- one cell
 
 def cell_at(t, x: float, y: float):
-    """(MCNK index, (column, row) of the cell) under world (x, y), None off the tile."""
-    from wowgrass.formats.adt import UNIT_SIZE
+    """(MCNK index, (column, row) of the cell) under world (x, y), None off the tile (the map's one
+    rounding rule, :mod:`wowgrass.game.coords`)."""
+    from wowgrass.game.coords import TILE_CELLS, cell_of
 
-    idx = int(t.chunk_index_at(x, y))
-    if idx < 0:
+    cx, cy = cell_of(x, y, int(t.col), int(t.row))
+    if not (0 <= cx < TILE_CELLS and 0 <= cy < TILE_CELLS):
         return None
-    pos = t.positions[idx]
-    r = int(np.clip(np.floor((pos[0] - x) / UNIT_SIZE), 0, 7))
-    c = int(np.clip(np.floor((pos[1] - y) / UNIT_SIZE), 0, 7))
-    return idx, (c, r)
+    hit = np.flatnonzero((t.index_xy[:, 0] == cx // 8) & (t.index_xy[:, 1] == cy // 8))
+    return (int(hit[0]), (cx % 8, cy % 8)) if hit.size else None
 
 
 def tile_at(x: float, y: float) -> tuple[int, int]:
-    """(column, row) of the tile under world (x, y)."""
-    from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+    """(column, row) of the tile under world (x, y) (:func:`wowgrass.game.coords.tile_of`; outside
+    0..63 off the map)."""
+    from wowgrass.game.coords import tile_of
 
-    return int(np.floor((ZEROPOINT - y) / TILE_SIZE)), int(np.floor((ZEROPOINT - x) / TILE_SIZE))
+    return tile_of(x, y)
 
 
 _AREAS: dict = {}
@@ -378,9 +378,10 @@ def append_mask_rule(rules_path, kind: str, grids: dict, *, name: str, reason: s
     if not grids:
         raise UsageError("nothing painted")
     rules_path = Path(rules_path)
-    text = rules_path.read_text(encoding="utf-8") if rules_path.exists() else "version = 1\n"
-    if rules_path.exists():
-        load_rules(rules_path)
+    text = load_rules(rules_path).text if rules_path.exists() else "version = 1\n"
+    raw = rules_path.read_bytes() if rules_path.exists() else b""
+    bom = b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b""    # kept as the editor saved it
+    nl = "\r\n" if b"\r\n" in raw else "\n"
     c0, r0, nc, nr = selection_box(list(grids))
     pic = np.zeros((nr * CELLS, nc * CELLS), np.uint8)
     for (c, r), g in grids.items():
@@ -394,11 +395,11 @@ def append_mask_rule(rules_path, kind: str, grids: dict, *, name: str, reason: s
     rng = f"{c0}:{c0 + nc - 1},{r0}:{r0 + nr - 1}"
     block = (f"\n[[{kind}]]\nname = {_toml_str(name)}\nmask = {_toml_str(rel)}\ntiles = [{_toml_str(rng)}]\n"
              + (f"reason = {_toml_str(reason)}\n" if reason else ""))
-    new_text = text + ("" if text.endswith("\n") else "\n") + block
+    new_text = text + ("" if text.endswith("\n") else nl) + block.replace("\n", nl)
     parse_rules(new_text, rules_path)       # the file as it will be: still valid
     picture = rules_path.parent / rel
     write_files_atomic([(picture, _png(pic)),
-                        (rules_path, new_text.encode("utf-8"))])
+                        (rules_path, bom + new_text.encode("utf-8"))])
     return picture
 
 
