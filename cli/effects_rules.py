@@ -278,6 +278,8 @@ def why_cmd(data_path, map_name, tiles, msb_first, rules_path, at, chunk, cell, 
         else:
             idx = _chunk_index(t, chunk)
             cr = _cell(cell)
+        if not rules.in_scope(tile):
+            note(f"note: tile {tile[0]},{tile[1]} is outside the tiles {path.name} looks after: no rule applies there")
         doc = explain_cell(data, plan, tile, idx, cr, t=t, placement=placement)
     if as_json:
         echo_json(doc)
@@ -404,6 +406,8 @@ def rules_cmd(data_path, map_name, tiles, init, check, rules_path, out, force, n
             if as_json:
                 echo_json(doc)
             else:
+                for w in plan.warnings:
+                    note(w)
                 click.echo(f"{path}: {plural(len(plan.rules.rules), 'rule')}, {plural(len(plan.rules.sets), 'set')} "
                            f"for {plan.map} ({plural(len(plan.tiles), 'tile')}, {plan.target} tables): ok")
             return

@@ -637,6 +637,24 @@ def test_a_rules_file_not_in_utf8_or_far_too_big_is_refused_before_parsing(loose
     assert "Traceback" not in res.output
 
 
+def test_tiles_that_select_nothing_are_said_and_a_tile_outside_them_is_no_rules(loose, tmp_path):
+    r = tmp_path / "r.toml"
+    r.write_text("tiles = ['0,0']\n[[exclude]]\nname = 'all'\nslope_above = 0\n")
+    res = run("effects", "apply", "--data", loose, "--rules", r, "-n")
+    assert res.exit_code == 2 and f"{r}:1: key 'tiles': selects none of the map's tiles" in res.stderr, res.output
+    r.write_text("[[exclude]]\nname = 'nowhere'\nslope_above = 0\ntiles = ['0,0']\n")
+    res = run("effects", "rules", "--data", loose, "--rules", r, "--check")
+    assert res.exit_code == 0 and "exclude \"nowhere\" (line 1): its tiles are none of the map's" in res.stderr
+    # a tile outside the file's tiles: `why` and `apply` agree that no rule touches it
+    r.write_text("tiles = ['32,32']\n[[exclude]]\nname = 'all'\nslope_above = 0\n")
+    with open_data(loose) as g:
+        plan = prepare(load_rules(r), g)
+        e = explain_cell(g, plan, T0, 5, (1, 1))
+        t = read_tile(g.read(adt_game_path(MAP_NAME, *T0)), "t")
+    assert e["no_effect_doodad"]["excluded_by"] is None and not drift(t, T0, plan).drifted
+    assert e["no_effect_doodad"]["after"] == e["no_effect_doodad"]["now"] == bool(t.no_effect_doodad[5, 1, 1])
+
+
 def test_why_at_a_point_off_the_map_or_not_a_number_is_refused(loose, tmp_path):
     (tmp_path / "r.toml").write_text(RULES)
     for at, why in (("nan,5", "two finite numbers"), ("5,inf", "two finite numbers"),

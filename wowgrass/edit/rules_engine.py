@@ -83,6 +83,14 @@ def prepare(rules: RuleSet, data, map_name: str | None = None, ranges=None, *, m
     plan = Plan(rules, name, tiles, mt.big_alpha, build, target, msb_first=msb_first)
     if mt.note():
         plan.warnings.append(mt.note())
+    if ranges is None:                    # the whole map: tiles = [...] that select none of it do nothing
+        have = f"{name}'s tiles are {_tile_span(mt.tiles)}"
+        if rules.tiles is not None and not tiles:
+            _fail(rules, _line(rules, "tiles"), "key 'tiles'", f"selects none of the map's tiles ({have})")
+        for r in rules.rules:
+            if r.tiles is not None and not any(r.in_tiles(t) for t in mt.tiles):
+                plan.warnings.append(f"{rules.path}:{r.line}: {r.label}: its tiles are none of the map's ({have}): "
+                                     "it does nothing")
     tex2, dood2 = _resolve_sets(rules, plan, data, tex, dood)
     if tex2 != tex:
         plan.tables[TEXTURE_PATH] = tex2
@@ -109,6 +117,18 @@ def prepare(rules: RuleSet, data, map_name: str | None = None, ranges=None, *, m
     _resolve_areas(rules, plan, data)
     _resolve_masks(rules, plan, mt)
     return plan
+
+
+def _tile_span(tiles) -> str:
+    cs, rs = [c for c, _ in tiles], [r for _, r in tiles]
+    return f"{min(cs)}:{max(cs)},{min(rs)}:{max(rs)}" if tiles else "none"
+
+
+def _line(rules: RuleSet, key: str) -> int:
+    """The line of a top-level ``key`` of the rules file (0 where not found)."""
+    from wowgrass.edit.rules import key_lines
+
+    return key_lines(rules.text).get(("", 0, key), 0)
 
 
 def _set_matches(cat, r: int, models: list, weights, density: int, sound: int) -> bool:
@@ -344,7 +364,8 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     eff = old.copy()
     who = np.full((256, 4), -1, np.int32)
     conflicts = []
-    rules = [r for r in plan.rules.rules if r.in_tiles(cr)]
+    in_scope = plan.rules.in_scope(cr)  # a tile outside the file's tiles = [...]: no rule touches it
+    rules = [r for r in plan.rules.rules if in_scope and r.in_tiles(cr)]
     assigns = [r for r in rules if r.kind == "assign"]
     always_orders = [a.order for a in assigns if a.mode == "always"]
     for mode in ("always", "only_unassigned"):
@@ -374,7 +395,7 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
             eff[sel] = eid
             who[sel] = r.order
     # doodadMapping: the layer that shows most, where the named one is stale
-    mode = plan.rules.mapping_mode
+    mode = plan.rules.mapping_mode if in_scope else "keep"
     if mode == "keep":
         mapping = t.doodad_mapping.copy()
     else:
