@@ -583,6 +583,22 @@ def test_learn_rules_writes_only_valid_files(loose, tmp_path):
         write_learned(tmp_path / "r.toml", text, pics)
 
 
+def test_init_beside_another_rules_file_keeps_its_painted_masks(loose, tmp_path):
+    with open_data(loose) as g:
+        text, pics = learn_rules(g, MAP_NAME)
+    assert pics
+    write_learned(tmp_path / "r.toml", text, pics)
+    painted = tmp_path / pics[0][0]
+    painted.write_bytes(painted.read_bytes() + b"hand")       # the map maker's own work on that mask
+    kept = painted.read_bytes()
+    with pytest.raises(UsageError, match=f"{painted} exists"):
+        write_learned(tmp_path / "other.toml", text, pics)
+    assert painted.read_bytes() == kept and not (tmp_path / "other.toml").exists()
+    write_learned(tmp_path / "again.toml", text, pics[1:])     # the same pictures again: fine
+    write_learned(tmp_path / "other.toml", text, pics, force=True)
+    assert painted.read_bytes() != kept
+
+
 def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
     """The sample's house and rocks (one tile has no building: no footprint there, no failure);
     the cells excluded are the footprints grown by each rule's margin, and no others changed."""

@@ -609,6 +609,9 @@ def write_learned(path, text: str, pictures: list, *, force: bool = False) -> li
     for rel, grey in pictures:
         p = path.parent / rel
         files.append((p, _png(grey)))
+        if p.exists() and not force and p.read_bytes() != files[-1][1]:   # another file's painted mask
+            raise UsageError(f"{p} exists (a mask picture another rules file may use); --force replaces it, "
+                             "or write the file into another folder")
     return write_files_atomic(files)
 
 
