@@ -40,9 +40,10 @@ import numpy as np
 from wowgrass.edit.adt_edit import match_textures, visible_shares
 from wowgrass.edit.masks import chunks_to_grid, grid_to_chunks, liquid_mask, slope_mask
 from wowgrass.errors import FormatError, UsageError
-from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT, AdtTile
+from wowgrass.formats.adt import UNIT_SIZE, AdtTile
 from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.wmo import model_path
+from wowgrass.game import coords
 from wowgrass.game.mapobjects import modf_bounds, placement_matrices
 from wowgrass.game.tiles import tile_image
 
@@ -147,8 +148,8 @@ def _number(value, what: str) -> float:
 # ----------------------------------------------------------------------------- objects
 
 def tile_origin(tile: AdtTile) -> tuple[float, float]:
-    """World (X, Y) of the tile's north-west corner."""
-    return ZEROPOINT - tile.row * TILE_SIZE, ZEROPOINT - tile.col * TILE_SIZE
+    """World (X, Y) of the tile's north-west corner (:func:`wowgrass.game.coords.tile_origin`)."""
+    return coords.tile_origin(tile.col, tile.row)
 
 
 def building_shapes(tile: AdtTile) -> tuple[np.ndarray, np.ndarray]:

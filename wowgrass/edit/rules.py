@@ -143,10 +143,7 @@ class Rule:
         return ""
 
     def in_tiles(self, tile) -> bool:
-        if self.tiles is None:
-            return True
-        c, r = tile
-        return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in self.tiles)
+        return in_ranges(tile, self.tiles)
 
     def to_json(self) -> dict:
         out = {"kind": self.kind, "name": self.name, "line": self.line, "order": self.order}
@@ -181,10 +178,15 @@ class RuleSet:
         return [r for r in self.rules if r.kind == kind]
 
     def in_scope(self, tile) -> bool:
-        if self.tiles is None:
-            return True
-        c, r = tile
-        return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in self.tiles)
+        return in_ranges(tile, self.tiles)
+
+
+def in_ranges(tile, ranges) -> bool:
+    """Whether ``tile`` (col, row) is in ``ranges`` ([((c0, c1), (r0, r1))], None: every tile)."""
+    if ranges is None:
+        return True
+    c, r = tile
+    return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in ranges)
 
 
 # ----------------------------------------------------------------------------- where keys are

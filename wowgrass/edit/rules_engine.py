@@ -131,14 +131,16 @@ def _line(rules: RuleSet, key: str) -> int:
     return key_lines(rules.text).get(("", 0, key), 0)
 
 
-def _set_matches(cat, r: int, models: list, weights, density: int, sound: int) -> bool:
-    have = [cat.models[m].lower() if m >= 0 else None for m in cat.slot_model[r].tolist()]
-    want = [m.lower() for m in models] + [None] * (4 - len(models))
-    if have != want or int(cat.density[r]) != density or int(cat.sound[r]) != sound:
-        return False
+def _matching_rows(cat, models: list, weights, density: int, sound: int) -> np.ndarray:
+    """Rows of ``cat`` that are exactly this set: its doodads in its slots (the rest empty), its
+    density and sound, and (3.3.5) its weights; compared over the whole table at once."""
+    lower = np.array([m.lower() for m in cat.models] + [""])
+    have = lower[np.where(cat.slot_model >= 0, cat.slot_model, len(cat.models))]
+    want = np.array([m.lower() for m in models] + [""] * (4 - len(models)))
+    ok = (have == want).all(axis=1) & (cat.density == density) & (cat.sound == sound)
     if cat.has_weights:
-        return cat.slot_weight[r].tolist()[:len(models)] == list(weights)
-    return True
+        ok &= (cat.slot_weight[:, :len(models)] == np.asarray(weights)).all(axis=1)
+    return np.flatnonzero(ok)
 
 
 def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> tuple[bytes, bytes]:
@@ -165,10 +167,11 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
         n = len(s.doodads)
         weights = s.weights if s.weights is not None else (
             [BAG // n + (1 if k < BAG % n else 0) for k in range(n)] if wotlk else None)
+        same = _matching_rows(cat, s.doodads, weights, s.density, s.sound)
         if s.id is not None:
             r = int(cat.lookup(np.array([s.id], np.int64))[0])
             if r >= 0:
-                if not _set_matches(cat, r, s.doodads, weights, s.density, s.sound):
+                if r not in same:
                     row = cat.row(s.id)
                     _fail(rules, s.line, f"{what} key 'id'", f"id {s.id} is taken by another GroundEffectTexture row "
                           f"({', '.join(m.rsplit(chr(92), 1)[-1] for m in row['models'] if m) or 'no doodads'}, "
@@ -177,11 +180,9 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
                 plan.set_reports.append({"name": s.name, "id": s.id, "new": False, "line": s.line})
                 continue
         else:
-            hit = [r for r in range(len(cat.ids)) if _set_matches(cat, r, s.doodads, weights, s.density, s.sound)] \
-                if len(cat.ids) < 200_000 else []
-            if hit:
-                plan.set_ids[s.name] = int(cat.ids[hit[0]])
-                plan.set_reports.append({"name": s.name, "id": int(cat.ids[hit[0]]), "new": False, "line": s.line})
+            if same.size:
+                plan.set_ids[s.name] = int(cat.ids[same[0]])
+                plan.set_reports.append({"name": s.name, "id": int(cat.ids[same[0]]), "new": False, "line": s.line})
                 continue
         tex, dood, new_id = add_effect_set(tex, dood, plan.build, doodads=s.doodads, weights=weights,
                                            density=s.density, sound=s.sound, id=s.id)
@@ -442,13 +443,19 @@ def _note_conflicts(conflicts, plan, who, eff, prior, eid, r, *, loser_is_new, w
             conflicts.append((r.order, o, "layers", int(k), why or _why_later(r, other)))
 
 
+def mapped_layer(per_layer: np.ndarray, mapping: np.ndarray) -> np.ndarray:
+    """(256, 8, 8): the (256, 4) per-layer ``per_layer`` value of the layer each cell's doodadMapping
+    names (indices past 3 read layer 3; callers mask layers a chunk lacks)."""
+    k = np.minimum(mapping, 3).reshape(256, 64).astype(np.intp)
+    return np.take_along_axis(np.asarray(per_layer), k, axis=1).reshape(256, 8, 8)
+
+
 def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
     """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
     exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
     doodadMapping names, else the include rule that clears it; -1 where no rule does."""
     d = decision if decision is not None else evaluate(t, tile, plan)
-    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
-    by_layer = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
+    by_layer = mapped_layer(d.effect_rule, d.mapping)
     has = (d.mapping < t.n_layers[:, None, None])
     out = np.where(has, by_layer, -1).astype(np.int32)
     out = np.where((out < 0) & (d.include_rule >= 0), d.include_rule, out)
@@ -525,10 +532,7 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
     rep.bytes_changed = int(sum(counts.values()))
     rep.fields = {k: v for k, v in counts.items() if v}
     changed_layer = exists & (d.effect != t.layer_effect.astype(np.int64))
-    mapped = np.take_along_axis(np.broadcast_to(changed_layer[:, :, None, None], (256, 4, 8, 8)),
-                                np.minimum(d.mapping, 3).astype(np.int64)[:, None], axis=1)[:, 0]
-    mapped_rule = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)),
-                                     np.minimum(d.mapping, 3).astype(np.int64)[:, None], axis=1)[:, 0]
+    mapped, mapped_rule = mapped_layer(changed_layer, d.mapping), mapped_layer(d.effect_rule, d.mapping)
     for o in np.unique(d.effect_rule[changed_layer]).tolist():
         rep.per_rule[o] = {"layers": int((changed_layer & (d.effect_rule == o)).sum()),
                            "cells": int((mapped & (mapped_rule == o)).sum())}
@@ -542,4 +546,4 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
 
 
 __all__ = ["AREA_TABLE", "Decision", "Plan", "TileApply", "apply_tile", "area_table", "cell_heights", "decide_bytes",
-           "evaluate", "governing", "prepare", "read_fields"]
+           "evaluate", "governing", "mapped_layer", "prepare", "read_fields"]

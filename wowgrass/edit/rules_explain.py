@@ -23,7 +23,7 @@ import numpy as np
 
 from wowgrass.edit.adt_edit import read_tile
 from wowgrass.edit.rules import NO_EFFECT_IDS
-from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate, governing
+from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate, governing, mapped_layer
 from wowgrass.errors import UsageError, WowgrassError
 
 
@@ -132,9 +132,7 @@ def drift(t, tile, plan: Plan, *, data=None, decision: Decision | None = None) -
     d = decision if decision is not None else evaluate(t, tile, plan, data=data)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
     bad_layer = exists & (d.effect != t.layer_effect.astype(np.int64))
-    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
-    eff_cells = np.take_along_axis(np.broadcast_to(bad_layer[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
-    eff_cells &= d.mapping < t.n_layers[:, None, None]
+    eff_cells = mapped_layer(bad_layer, d.mapping) & (d.mapping < t.n_layers[:, None, None])
     mapping = d.mapping != t.doodad_mapping
     excl = d.no_effect & ~t.no_effect_doodad
     incl = ~d.no_effect & t.no_effect_doodad
