@@ -431,15 +431,16 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
     chunk_area: dict = {}
     tiles_read = []
     excl_total = 0
+    found = _FootprintsFound(data)           # the exclusions' footprints, in the same one read of each tile
     for _gp, cr, _raw, t in iter_tiles(data, mt, progress=progress):
         tiles_read.append((cr, t.index_xy.copy()))
         exists = np.arange(4)[None, :] < t.n_layers[:, None]
         excl_total += int(t.no_effect_doodad.sum())
-        for ci, k in zip(*np.nonzero(exists)):
+        found.add(cr, t)
+        keys = [x.replace("/", "\\").lower() for x in t.textures]
+        for ci, k in zip(*np.nonzero(exists & (t.layer_texture >= 0) & (t.layer_texture < len(keys)))):
             ti = int(t.layer_texture[ci, k])
-            if not 0 <= ti < len(t.textures):
-                continue
-            key = t.textures[ti].replace("/", "\\").lower()
+            key = keys[ti]
             names.setdefault(key, t.textures[ti])
             e = int(t.layer_effect[ci, k])
             if e in NO_EFFECT_IDS:
@@ -522,7 +523,7 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
                       f"# from the client's maps: {n:,} of their layers of this texture carry {e}"
                       + (f" (then {', '.join(f'{x} ({k:,})' for x, k in ranked[1:4])})" if len(ranked) > 1 else ""),
                       f"textures = [{_toml_str(names[key])}]", f"effect = {e}", 'mode = "only_unassigned"', ""]
-    lines += _learned_exclusions(data, mt, excl_total, pictures)
+    lines += _learned_exclusions(mt, excl_total, pictures, found)
     return "\n".join(lines).rstrip() + "\n", pictures
 
 
@@ -531,34 +532,47 @@ def _stem(texture: str) -> str:
     return texture.replace("/", "\\").rsplit("\\", 1)[-1].rsplit(".", 1)[0]
 
 
-def _learned_exclusions(data, mt, excl_total: int, pictures: list) -> list[str]:
-    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow, and a
-    painted rule (a picture added to ``pictures``) for the excluded cells none of them explains
-    (the map maker's hand-set bits: a repaint that drops them gets them back)."""
-    from wowgrass.edit import footprints
-    from wowgrass.edit.batch import iter_tiles
-    from wowgrass.edit.masks import CELLS, chunks_to_grid, selection_box
+class _FootprintsFound:
+    """Per tile, the cells each footprint kind (buildings, models, liquid, holes) covers and the
+    noEffectDoodad bits, with their totals over the map (what ``--init``'s exclusions learn from)."""
 
-    if not excl_total:
-        return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
-    kinds = ("buildings", "models", "liquid", "holes")
-    ctx = footprints.FootprintContext(data)
-    covered: Counter = Counter()
-    excluded: Counter = Counter()
-    per_tile = {}
-    for _gp, cr, _raw, t in iter_tiles(data, mt):
+    KINDS = ("buildings", "models", "liquid", "holes")
+
+    def __init__(self, data):
+        from wowgrass.edit import footprints
+
+        self.data, self.ctx = data, footprints.FootprintContext(data)
+        self.covered: Counter = Counter()
+        self.excluded: Counter = Counter()
+        self.per_tile: dict = {}
+
+    def add(self, cr, t) -> None:
+        from wowgrass.edit import footprints
+
         fps = {}
-        for kind in kinds:
+        for kind in self.KINDS:
             placed = {"buildings": t.modf, "models": t.mddf}.get(kind)
             if placed is not None and not len(placed):
                 continue
             try:
-                fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=data, context=ctx), bool)
+                fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=self.data, context=self.ctx), bool)
             except (WowgrassError, ValueError):
                 continue
-            covered[kind] += int(fp.sum())
-            excluded[kind] += int((fp & t.no_effect_doodad).sum())
-        per_tile[cr] = (t.index_xy.copy(), t.no_effect_doodad.copy(), fps)
+            self.covered[kind] += int(fp.sum())
+            self.excluded[kind] += int((fp & t.no_effect_doodad).sum())
+        self.per_tile[cr] = (t.index_xy.copy(), t.no_effect_doodad.copy(), fps)
+
+
+def _learned_exclusions(mt, excl_total: int, pictures: list, found: _FootprintsFound) -> list[str]:
+    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow, and a
+    painted rule (a picture added to ``pictures``) for the excluded cells none of them explains
+    (the map maker's hand-set bits: a repaint that drops them gets them back)."""
+    from wowgrass.edit.masks import CELLS, chunks_to_grid, selection_box
+
+    if not excl_total:
+        return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
+    kinds = found.KINDS
+    covered, excluded, per_tile = found.covered, found.excluded, found.per_tile
     out, made = [], []
     for kind in kinds:
         n, k = covered[kind], excluded[kind]
