@@ -156,6 +156,8 @@ def _report(result, files, dry_run, as_json) -> None:
         doc.update(dry_run=dry_run, files=files)
         echo_json(doc)
         return
+    for n in result.notes:              # the footprints' notes: a model missing from the data, ...
+        note(f"note: {n}")
     for line in result.text_lines():
         click.echo(line)
     if dry_run:

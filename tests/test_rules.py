@@ -625,6 +625,47 @@ def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
     assert changed > 0 and per["house"] > 0 and per["house"] + per["rocks"] == changed and bare == 1
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_model_missing_from_the_data_is_said_not_silently_a_point(loose, tmp_path, jobs):
+    (loose / "World" / "Generic" / "Sample" / "Rocks" / "SampleRock01.m2").unlink()
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks'\nunder = 'models'\nmargin = 1\n")
+    res = run("effects", "apply", "--data", loose, "--rules", r, "-n", "--jobs", jobs)
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("SampleRock01.m2: not in the data") == 1, res.stderr
+    doc = json.loads(run("effects", "apply", "--data", loose, "--rules", r, "-n", "--json", "--jobs", jobs).stdout)
+    assert [n for n in doc["notes"] if "SampleRock01.m2: not in the data" in n]
+
+
+def test_drift_over_a_map_reads_each_model_once_and_governing_takes_the_data(loose, tmp_path):
+    from wowgrass.edit.rules_explain import drift_map
+
+    class Counting:
+        def __init__(self, g):
+            self.g, self.reads = g, []
+
+        def read(self, name):
+            self.reads.append(name.lower())
+            return self.g.read(name)
+
+        def __getattr__(self, name):
+            return getattr(self.g, name)
+
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks'\nunder = 'models'\nmargin = 3\n")
+    with open_data(loose) as g:
+        counting = Counting(g)
+        plan = prepare(load_rules(r), counting)
+        drifts = drift_map(counting, plan)
+        rock = [x for x in counting.reads if x.endswith("samplerock01.m2")]
+        gp = adt_game_path(MAP_NAME, 32, 32)
+        t = read_tile(g.read(gp), gp)
+        with_data = governing(t, (32, 32), plan, data=g)
+        points = governing(t, (32, 32), plan)                 # no data: each rock its position's cell
+    assert len(plan.tiles) == 2 and len(rock) == 1 and sum(d.exclude_cells for d in drifts) > 0
+    assert (with_data == 0).sum() > (points == 0).sum() > 0
+
+
 def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     (tmp_path / "r.toml").write_text(RULES)
     res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--at=5000,5000")

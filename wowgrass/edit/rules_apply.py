@@ -183,8 +183,11 @@ def _one(job) -> tuple[str, bytes | None, TileApply]:
     gp, cr = job
     data, plan = _WORKER["data"], _WORKER["plan"]
     raw = data.read(gp)
-    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=_WORKER.get("context"),
-                          picture=_WORKER.get("picture", False))
+    context = _WORKER.get("context")
+    seen = len(context.notes) if context is not None else 0
+    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=context, picture=_WORKER.get("picture", False))
+    if context is not None:            # said once per process; the result keeps each once
+        rep.notes = context.notes[seen:]
     return gp, (new if rep.changed else None), rep
 
 
@@ -202,6 +205,7 @@ def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = 
     def collect(it):
         for k, (gp, new, rep) in enumerate(it):
             result.tiles.append(rep)
+            result.notes += [n for n in rep.notes if n not in result.notes]
             if new is not None:
                 result.files[gp] = new
             if progress:

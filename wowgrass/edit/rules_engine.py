@@ -450,11 +450,12 @@ def mapped_layer(per_layer: np.ndarray, mapping: np.ndarray) -> np.ndarray:
     return np.take_along_axis(np.asarray(per_layer), k, axis=1).reshape(256, 8, 8)
 
 
-def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
+def governing(t, tile, plan: Plan, decision: Decision | None = None, *, data=None, context=None) -> np.ndarray:
     """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
     exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
-    doodadMapping names, else the include rule that clears it; -1 where no rule does."""
-    d = decision if decision is not None else evaluate(t, tile, plan)
+    doodadMapping names, else the include rule that clears it; -1 where no rule does. Without a
+    ``decision``, ``data`` (and ``context``) give the models' bounds, as :func:`evaluate`'s."""
+    d = decision if decision is not None else evaluate(t, tile, plan, data=data, context=context)
     by_layer = mapped_layer(d.effect_rule, d.mapping)
     has = (d.mapping < t.n_layers[:, None, None])
     out = np.where(has, by_layer, -1).astype(np.int32)
@@ -477,6 +478,7 @@ class TileApply:
     conflicts: list = field(default_factory=list)
     error: str | None = None
     governing: np.ndarray | None = field(default=None, repr=False)   # (128, 128) i2 north up, when asked
+    notes: list = field(default_factory=list)        # the footprints' notes new with this tile (a missing model)
 
     @property
     def changed(self) -> bool:

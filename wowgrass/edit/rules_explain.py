@@ -126,10 +126,10 @@ class Drift:
                 "exclude_cell_count": self.exclude_cells, "include_cell_count": self.include_cells}
 
 
-def drift(t, tile, plan: Plan, *, data=None, decision: Decision | None = None) -> Drift:
+def drift(t, tile, plan: Plan, *, data=None, decision: Decision | None = None, context=None) -> Drift:
     """Cells of tile ``t`` that disagree with ``plan``'s rules: an effect id, a doodadMapping or a
-    noEffectDoodad bit an apply would change."""
-    d = decision if decision is not None else evaluate(t, tile, plan, data=data)
+    noEffectDoodad bit an apply would change (``context``: a FootprintContext the map's tiles share)."""
+    d = decision if decision is not None else evaluate(t, tile, plan, data=data, context=context)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
     bad_layer = exists & (d.effect != t.layer_effect.astype(np.int64))
     eff_cells = mapped_layer(bad_layer, d.mapping) & (d.mapping < t.n_layers[:, None, None])
@@ -144,11 +144,14 @@ def drift_map(data, plan: Plan, *, progress=None) -> list[Drift]:
     """:func:`drift` of every tile in the plan."""
     from wowgrass.game.maps import adt_game_path
 
+    from wowgrass.edit.footprints import FootprintContext
+
     out = []
+    context = FootprintContext(data)          # the models' bounds read once for the map, not per tile
     for k, (c, r) in enumerate(plan.tiles):
         gp = adt_game_path(plan.map, c, r)
         t = read_tile(data.read(gp), gp, big_alpha=plan.big_alpha, msb_first=plan.msb_first)
-        out.append(drift(t, (c, r), plan, data=data))
+        out.append(drift(t, (c, r), plan, data=data, context=context))
         if progress:
             progress(k + 1, len(plan.tiles), f"{c},{r}")
     return out
