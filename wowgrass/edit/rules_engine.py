@@ -153,12 +153,14 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
     if not rules.sets:
         return tex, dood
     wotlk = plan.build == "3.3.5"
+    cat = None
     for s in rules.sets:
         what = f"[[set]] {s.name!r}"
         if s.weights is not None and not wotlk:
             _fail(rules, s.line, f"{what} key 'weights'", f"the {plan.target} client's GroundEffectTexture has no "
                   "weights (they exist from 3.0.1): drop them")
-        cat = GroundEffectCatalog.from_dbc_bytes(tex, dood, plan.build)
+        if cat is None:                 # read again only after a set added a row
+            cat = GroundEffectCatalog.from_dbc_bytes(tex, dood, plan.build)
         known = {m.lower() for m in cat.models}
         for m in s.doodads:
             if m.lower() not in known and not data.exists(m):
@@ -184,6 +186,7 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
                 plan.set_ids[s.name] = int(cat.ids[same[0]])
                 plan.set_reports.append({"name": s.name, "id": int(cat.ids[same[0]]), "new": False, "line": s.line})
                 continue
+        cat = None
         tex, dood, new_id = add_effect_set(tex, dood, plan.build, doodads=s.doodads, weights=weights,
                                            density=s.density, sound=s.sound, id=s.id)
         plan.set_ids[s.name] = new_id

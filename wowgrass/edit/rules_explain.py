@@ -559,7 +559,7 @@ class _FootprintsFound:
                 continue
             try:
                 fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=self.data, context=self.ctx), bool)
-            except (WowgrassError, ValueError):
+            except WowgrassError:          # (a ValueError is a bug to see, not a kind to skip)
                 continue
             self.covered[kind] += int(fp.sum())
             self.excluded[kind] += int((fp & t.no_effect_doodad).sum())
