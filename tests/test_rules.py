@@ -177,6 +177,17 @@ def test_every_problem_is_listed_at_once(tmp_path):
     assert "2 problems" in text and "r.toml:1:" in text and "r.toml:4:" in text and "'effect'" in text
 
 
+def test_a_bracket_inside_a_string_leaves_the_lines_of_later_rules_right(tmp_path):
+    text = ("[[exclude]]\nname = 'r'\ntextures = ['Road[12', \"x#[\"]  # a [ in a comment\n\n"
+            "[[exclude]]\nname = 's'\nunder = 'liquid'\ncolour = 3\n\n"
+            "[[exclude]]\nname = 't'\nunder = 'holes'\ncolour = 4\n")
+    with pytest.raises(UsageError) as err:
+        parse_rules(text, tmp_path / "r.toml")
+    msg = str(err.value)
+    assert "r.toml:3: [[exclude]] #1 key 'textures'" in msg
+    assert "r.toml:8: [[exclude]] #2 key 'colour'" in msg and "r.toml:13: [[exclude]] #3 key 'colour'" in msg, msg
+
+
 def test_not_toml_is_an_error_with_its_line(tmp_path):
     with pytest.raises(UsageError, match=r"r\.toml:3: not TOML"):
         parse_rules("version = 1\n\n[[assign]\n", tmp_path / "r.toml")

@@ -193,6 +193,7 @@ def in_ranges(tile, ranges) -> bool:
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-.]+|\"[^\"]*\"|'[^']*')\s*=")
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 
 
 def key_lines(text: str) -> dict:
@@ -204,7 +205,7 @@ def key_lines(text: str) -> dict:
     table, index = "", 0
     depth = 0                                  # open brackets of a value spread over lines
     for no, line in enumerate(text.splitlines(), 1):
-        body = line.split("#", 1)[0] if '"' not in line and "'" not in line else line
+        body = _STRING.sub('""', line).split("#", 1)[0]     # brackets inside strings or comments open nothing
         if depth == 0:
             m = _HEADER.match(line)
             if m and not _KEY.match(line):
