@@ -677,6 +677,21 @@ def test_drift_over_a_map_reads_each_model_once_and_governing_takes_the_data(loo
     assert (with_data == 0).sum() > (points == 0).sum() > 0
 
 
+def test_an_exclusion_filtered_out_of_a_tile_works_out_no_footprint_there(loose, tmp_path, monkeypatch):
+    from wowgrass.edit import footprints
+
+    asked = []
+    real = footprints.footprint
+    monkeypatch.setattr(footprints, "footprint", lambda kind, *a, **k: asked.append(kind) or real(kind, *a, **k))
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks up high'\nunder = 'models'\nheight = [9000, 9001]\n\n"
+                 "[[exclude]]\nname = 'water'\nunder = 'liquid'\n")
+    with open_data(loose) as g:
+        res = apply_rules(g, prepare(load_rules(r), g))
+    per = {x["name"]: x["cell_count"] for x in res.per_rule()}
+    assert asked.count("liquid") == 2 and "models" not in asked and per["rocks up high"] == 0
+
+
 def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     (tmp_path / "r.toml").write_text(RULES)
     res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--at=5000,5000")

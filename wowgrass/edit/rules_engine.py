@@ -416,8 +416,11 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     for r in rules:
         if r.kind == "assign":
             continue
-        cells = _criterion(r, plan, t, cr, terrain, data, context, shares)
         keep = _cell_filter(r, plan, t, cr, terrain)
+        if keep is not None and not keep.any():       # filtered out here: no footprint to work out
+            selected[r.order] = np.zeros((256, 8, 8), bool)
+            continue
+        cells = _criterion(r, plan, t, cr, terrain, data, context, shares)
         if keep is not None:
             cells = cells & keep
         selected[r.order] = cells
