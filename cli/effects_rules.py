@@ -150,13 +150,27 @@ def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json, picture=Fals
         return apply_rules(data, plan, jobs=jobs, progress=cb, picture=picture)
 
 
+def footprint_notes(notes: list, most: int = 3) -> list[str]:
+    """The footprints' notes for a person: the models missing from the data in one line (a real
+    tile places dozens), with a few of their names; -v lists every note."""
+    from wowgrass.cli.common import verbosity
+
+    missing = [n for n in notes if n.startswith("model ") and ": not in the data:" in n]
+    if len(missing) <= most or verbosity() > 0:
+        return list(notes)
+    names = [n[len("model "):n.index(": not in the data:")].replace("/", "\\").rsplit("\\", 1)[-1] for n in missing]
+    return [n for n in notes if n not in missing] + [
+        f"{len(missing)} models are not in the data ({', '.join(names[:most])}, ...; -v lists them): their placements "
+        "cover the cell of their position only"]
+
+
 def _report(result, files, dry_run, as_json) -> None:
     if as_json:
         doc = result.to_json()
         doc.update(dry_run=dry_run, files=files)
         echo_json(doc)
         return
-    for n in result.notes:              # the footprints' notes: a model missing from the data, ...
+    for n in footprint_notes(result.notes):     # a model missing from the data, ...
         note(f"note: {n}")
     for line in result.text_lines():
         click.echo(line)

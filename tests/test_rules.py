@@ -692,6 +692,23 @@ def test_an_exclusion_filtered_out_of_a_tile_works_out_no_footprint_there(loose,
     assert asked.count("liquid") == 2 and "models" not in asked and per["rocks up high"] == 0
 
 
+def test_a_real_tiles_missing_models_are_one_note_not_dozens(realdata, tmp_path):
+    d = tmp_path / "real"
+    d.mkdir()
+    shutil.copy(realdata / "adt" / "continent4229.adt", d / "continent_42_29.adt")
+    for t in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
+        shutil.copy(realdata / "dbc" / "3.3.5" / t, d / t)
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'trees'\nunder = 'models'\nmargin = 1\n")
+    res = run("effects", "apply", "--data", d, "--rules", r, "-n")
+    lines = [x for x in res.stderr.splitlines() if "not in the data" in x]
+    assert res.exit_code == 0 and len(lines) == 1 and " models are not in the data (" in lines[0], res.stderr
+    doc = json.loads(run("effects", "apply", "--data", d, "--rules", r, "-n", "--json").stdout)
+    assert len([n for n in doc["notes"] if "not in the data" in n]) == int(lines[0].split("note: ")[1].split()[0]) > 3
+    res = run("-v", "effects", "apply", "--data", d, "--rules", r, "-n")
+    assert len([x for x in res.stderr.splitlines() if "not in the data" in x]) == len(doc["notes"])
+
+
 def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     (tmp_path / "r.toml").write_text(RULES)
     res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--at=5000,5000")
