@@ -150,12 +150,28 @@ def _apply(data, rules, map_name, ranges, msb_first, jobs, as_json, picture=Fals
         return apply_rules(data, plan, jobs=jobs, progress=cb, picture=picture)
 
 
+def footprint_notes(notes: list, most: int = 3) -> list[str]:
+    """The footprints' notes for a person: the models missing from the data in one line (a real
+    tile places dozens), with a few of their names; -v lists every note."""
+    from wowgrass.cli.common import verbosity
+
+    missing = [n for n in notes if n.startswith("model ") and ": not in the data:" in n]
+    if len(missing) <= most or verbosity() > 0:
+        return list(notes)
+    names = [n[len("model "):n.index(": not in the data:")].replace("/", "\\").rsplit("\\", 1)[-1] for n in missing]
+    return [n for n in notes if n not in missing] + [
+        f"{len(missing)} models are not in the data ({', '.join(names[:most])}, ...; -v lists them): their placements "
+        "cover the cell of their position only"]
+
+
 def _report(result, files, dry_run, as_json) -> None:
     if as_json:
         doc = result.to_json()
         doc.update(dry_run=dry_run, files=files)
         echo_json(doc)
         return
+    for n in footprint_notes(result.notes):     # a model missing from the data, ...
+        note(f"note: {n}")
     for line in result.text_lines():
         click.echo(line)
     if dry_run:
@@ -205,10 +221,14 @@ def _watch(data, plan, out_dir, poll, count, as_json, rules_path=None, ranges=No
 # ============================================================================= why
 
 def _pair(text, what):
+    import math
+
     try:
         a, b = (float(v) for v in text.replace(" ", "").split(","))
     except ValueError:
         raise UsageError(f"{what} {text!r}: two numbers separated by a comma") from None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise UsageError(f"{what} {text!r}: two finite numbers (yards)")
     return a, b
 
 
@@ -243,6 +263,9 @@ def why_cmd(data_path, map_name, tiles, msb_first, rules_path, at, chunk, cell, 
                 raise UsageError("--at says the cell: drop --tile and --cell")
             x, y = _pair(at, "--at")
             tile = tile_at(x, y)
+            if not (0 <= tile[0] < 64 and 0 <= tile[1] < 64):
+                raise UsageError(f"--at {at} is off the map: its 64 x 64 tiles span world X and Y "
+                                 "-17066.7 .. 17066.7")
             ranges = [((tile[0], tile[0]), (tile[1], tile[1]))]
         else:
             if not tiles or len(tiles) != 1 or cell is None:
@@ -271,6 +294,8 @@ def why_cmd(data_path, map_name, tiles, msb_first, rules_path, at, chunk, cell, 
         else:
             idx = _chunk_index(t, chunk)
             cr = _cell(cell)
+        if not rules.in_scope(tile):
+            note(f"note: tile {tile[0]},{tile[1]} is outside the tiles {path.name} looks after: no rule applies there")
         doc = explain_cell(data, plan, tile, idx, cr, t=t, placement=placement)
     if as_json:
         echo_json(doc)
@@ -397,6 +422,8 @@ def rules_cmd(data_path, map_name, tiles, init, check, rules_path, out, force, n
             if as_json:
                 echo_json(doc)
             else:
+                for w in plan.warnings:
+                    note(w)
                 click.echo(f"{path}: {plural(len(plan.rules.rules), 'rule')}, {plural(len(plan.rules.sets), 'set')} "
                            f"for {plan.map} ({plural(len(plan.tiles), 'tile')}, {plan.target} tables): ok")
             return

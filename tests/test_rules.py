@@ -149,6 +149,10 @@ BAD = [
     ("bad mapping mode", "[mapping]\nmode = 'always'\n", 2, "mode", "stale"),
     ("duplicate rule names", "[[assign]]\nname = 'a'\ntextures = ['x']\neffect = 1\n[[assign]]\nname = 'a'\n"
      "textures = ['y']\neffect = 2\n", 5, "name", "also the name"),
+    ("inline tables", "version = 1\nexclude = [{under = 'liquid'}, {under = 'trees'}]\n", 2, "under", "buildings"),
+    ("a comment that is not text", "[[exclude]]\nunder = 'liquid'\ncomment = 3\n", 3, "comment", "a string"),
+    ("a set's comment that is not text", "[[set]]\nname = 's'\ndoodads = ['ElwGra01']\ncomment = ['x']\n", 4,
+     "comment", "a string"),
 ]
 
 
@@ -173,6 +177,17 @@ def test_every_problem_is_listed_at_once(tmp_path):
     assert "2 problems" in text and "r.toml:1:" in text and "r.toml:4:" in text and "'effect'" in text
 
 
+def test_a_bracket_inside_a_string_leaves_the_lines_of_later_rules_right(tmp_path):
+    text = ("[[exclude]]\nname = 'r'\ntextures = ['Road[12', \"x#[\"]  # a [ in a comment\n\n"
+            "[[exclude]]\nname = 's'\nunder = 'liquid'\ncolour = 3\n\n"
+            "[[exclude]]\nname = 't'\nunder = 'holes'\ncolour = 4\n")
+    with pytest.raises(UsageError) as err:
+        parse_rules(text, tmp_path / "r.toml")
+    msg = str(err.value)
+    assert "r.toml:3: [[exclude]] #1 key 'textures'" in msg
+    assert "r.toml:8: [[exclude]] #2 key 'colour'" in msg and "r.toml:13: [[exclude]] #3 key 'colour'" in msg, msg
+
+
 def test_not_toml_is_an_error_with_its_line(tmp_path):
     with pytest.raises(UsageError, match=r"r\.toml:3: not TOML"):
         parse_rules("version = 1\n\n[[assign]\n", tmp_path / "r.toml")
@@ -186,6 +201,7 @@ DATA_BAD = [
     ("unknown area", "[[assign]]\ntextures = ['x']\neffect = 1001\nareas = ['Nowhere Land']\n", 1, "areas",
      "no area named"),
     ("mask of the wrong size", "[[exclude]]\nmask = 'm.png'\ntiles = ['31:32,32']\n", 1, "mask", "need 256x128"),
+    ("mask that is a folder", "[[exclude]]\nmask = 'masks'\ntiles = ['31:32,32']\n", 1, "mask", "a folder"),
 ]
 
 
@@ -194,6 +210,7 @@ def test_rules_the_data_cannot_take_are_refused_before_any_tile(label, text, lin
     from PIL import Image
 
     Image.new("L", (128, 128)).save(tmp_path / "m.png")
+    (tmp_path / "masks").mkdir()
     rules = tmp_path / "r.toml"
     rules.write_text(text)
     before = tile_path(loose).read_bytes()
@@ -577,6 +594,22 @@ def test_learn_rules_writes_only_valid_files(loose, tmp_path):
         write_learned(tmp_path / "r.toml", text, pics)
 
 
+def test_init_beside_another_rules_file_keeps_its_painted_masks(loose, tmp_path):
+    with open_data(loose) as g:
+        text, pics = learn_rules(g, MAP_NAME)
+    assert pics
+    write_learned(tmp_path / "r.toml", text, pics)
+    painted = tmp_path / pics[0][0]
+    painted.write_bytes(painted.read_bytes() + b"hand")       # the map maker's own work on that mask
+    kept = painted.read_bytes()
+    with pytest.raises(UsageError, match=f"{painted} exists"):
+        write_learned(tmp_path / "other.toml", text, pics)
+    assert painted.read_bytes() == kept and not (tmp_path / "other.toml").exists()
+    write_learned(tmp_path / "again.toml", text, pics[1:])     # the same pictures again: fine
+    write_learned(tmp_path / "other.toml", text, pics, force=True)
+    assert painted.read_bytes() != kept
+
+
 def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
     """The sample's house and rocks (one tile has no building: no footprint there, no failure);
     the cells excluded are the footprints grown by each rule's margin, and no others changed."""
@@ -603,6 +636,79 @@ def test_exclusions_under_buildings_and_models_on_every_tile(loose, tmp_path):
     assert changed > 0 and per["house"] > 0 and per["house"] + per["rocks"] == changed and bare == 1
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_model_missing_from_the_data_is_said_not_silently_a_point(loose, tmp_path, jobs):
+    (loose / "World" / "Generic" / "Sample" / "Rocks" / "SampleRock01.m2").unlink()
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks'\nunder = 'models'\nmargin = 1\n")
+    res = run("effects", "apply", "--data", loose, "--rules", r, "-n", "--jobs", jobs)
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("SampleRock01.m2: not in the data") == 1, res.stderr
+    doc = json.loads(run("effects", "apply", "--data", loose, "--rules", r, "-n", "--json", "--jobs", jobs).stdout)
+    assert [n for n in doc["notes"] if "SampleRock01.m2: not in the data" in n]
+
+
+def test_drift_over_a_map_reads_each_model_once_and_governing_takes_the_data(loose, tmp_path):
+    from wowgrass.edit.rules_explain import drift_map
+
+    class Counting:
+        def __init__(self, g):
+            self.g, self.reads = g, []
+
+        def read(self, name):
+            self.reads.append(name.lower())
+            return self.g.read(name)
+
+        def __getattr__(self, name):
+            return getattr(self.g, name)
+
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks'\nunder = 'models'\nmargin = 3\n")
+    with open_data(loose) as g:
+        counting = Counting(g)
+        plan = prepare(load_rules(r), counting)
+        drifts = drift_map(counting, plan)
+        rock = [x for x in counting.reads if x.endswith("samplerock01.m2")]
+        gp = adt_game_path(MAP_NAME, 32, 32)
+        t = read_tile(g.read(gp), gp)
+        with_data = governing(t, (32, 32), plan, data=g)
+        points = governing(t, (32, 32), plan)                 # no data: each rock its position's cell
+    assert len(plan.tiles) == 2 and len(rock) == 1 and sum(d.exclude_cells for d in drifts) > 0
+    assert (with_data == 0).sum() > (points == 0).sum() > 0
+
+
+def test_an_exclusion_filtered_out_of_a_tile_works_out_no_footprint_there(loose, tmp_path, monkeypatch):
+    from wowgrass.edit import footprints
+
+    asked = []
+    real = footprints.footprint
+    monkeypatch.setattr(footprints, "footprint", lambda kind, *a, **k: asked.append(kind) or real(kind, *a, **k))
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'rocks up high'\nunder = 'models'\nheight = [9000, 9001]\n\n"
+                 "[[exclude]]\nname = 'water'\nunder = 'liquid'\n")
+    with open_data(loose) as g:
+        res = apply_rules(g, prepare(load_rules(r), g))
+    per = {x["name"]: x["cell_count"] for x in res.per_rule()}
+    assert asked.count("liquid") == 2 and "models" not in asked and per["rocks up high"] == 0
+
+
+def test_a_real_tiles_missing_models_are_one_note_not_dozens(realdata, tmp_path):
+    d = tmp_path / "real"
+    d.mkdir()
+    shutil.copy(realdata / "adt" / "continent4229.adt", d / "continent_42_29.adt")
+    for t in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
+        shutil.copy(realdata / "dbc" / "3.3.5" / t, d / t)
+    r = tmp_path / "r.toml"
+    r.write_text("[[exclude]]\nname = 'trees'\nunder = 'models'\nmargin = 1\n")
+    res = run("effects", "apply", "--data", d, "--rules", r, "-n")
+    lines = [x for x in res.stderr.splitlines() if "not in the data" in x]
+    assert res.exit_code == 0 and len(lines) == 1 and " models are not in the data (" in lines[0], res.stderr
+    doc = json.loads(run("effects", "apply", "--data", d, "--rules", r, "-n", "--json").stdout)
+    assert len([n for n in doc["notes"] if "not in the data" in n]) == int(lines[0].split("note: ")[1].split()[0]) > 3
+    res = run("-v", "effects", "apply", "--data", d, "--rules", r, "-n")
+    assert len([x for x in res.stderr.splitlines() if "not in the data" in x]) == len(doc["notes"])
+
+
 def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     (tmp_path / "r.toml").write_text(RULES)
     res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", "--at=5000,5000")
@@ -617,6 +723,72 @@ def test_why_and_rules_check_refuse_clearly(loose, tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["rule_count"] == 5
     res = run("effects", "apply", "--data", loose, "--rules", tmp_path / "r.toml")
     assert res.exit_code == 2 and "give -o DIR" in res.stderr
+
+
+def test_a_rules_file_not_in_utf8_or_far_too_big_is_refused_before_parsing(loose, tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_bytes("[[exclude]]\nunder = 'liquid'\nreason = 'caf\u00e9'\n".encode("latin-1"))
+    res = run("effects", "rules", "--data", loose, "--rules", p, "--check")
+    assert res.exit_code == 2 and f"{p}:3: not UTF-8 (byte 0xe9" in res.stderr, res.output
+    with open(p, "wb") as f:              # sparse: 17 MiB of nothing, refused by its size, never read
+        f.truncate(17 << 20)
+    res = run("effects", "apply", "--data", loose, "--rules", p, "-n")
+    assert res.exit_code == 2 and "17,825,792 bytes: not a rules file" in res.stderr, res.output
+    assert "Traceback" not in res.output
+
+
+def test_tiles_that_select_nothing_are_said_and_a_tile_outside_them_is_no_rules(loose, tmp_path):
+    r = tmp_path / "r.toml"
+    r.write_text("tiles = ['0,0']\n[[exclude]]\nname = 'all'\nslope_above = 0\n")
+    res = run("effects", "apply", "--data", loose, "--rules", r, "-n")
+    assert res.exit_code == 2 and f"{r}:1: key 'tiles': selects none of the map's tiles" in res.stderr, res.output
+    r.write_text("[[exclude]]\nname = 'nowhere'\nslope_above = 0\ntiles = ['0,0']\n")
+    res = run("effects", "rules", "--data", loose, "--rules", r, "--check")
+    assert res.exit_code == 0 and "exclude \"nowhere\" (line 1): its tiles are none of the map's" in res.stderr
+    # a tile outside the file's tiles: `why` and `apply` agree that no rule touches it
+    r.write_text("tiles = ['32,32']\n[[exclude]]\nname = 'all'\nslope_above = 0\n")
+    with open_data(loose) as g:
+        plan = prepare(load_rules(r), g)
+        e = explain_cell(g, plan, T0, 5, (1, 1))
+        t = read_tile(g.read(adt_game_path(MAP_NAME, *T0)), "t")
+    assert e["no_effect_doodad"]["excluded_by"] is None and not drift(t, T0, plan).drifted
+    assert e["no_effect_doodad"]["after"] == e["no_effect_doodad"]["now"] == bool(t.no_effect_doodad[5, 1, 1])
+
+
+def test_why_at_a_point_off_the_map_or_not_a_number_is_refused(loose, tmp_path):
+    (tmp_path / "r.toml").write_text(RULES)
+    for at, why in (("nan,5", "two finite numbers"), ("5,inf", "two finite numbers"),
+                    ("-1e9,5", "is off the map"), ("17066.7,0", "is off the map")):
+        res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", f"--at={at}")
+        assert res.exit_code == 2 and why in res.stderr and "Traceback" not in res.output, (at, res.output)
+
+
+def test_why_at_a_tiles_corners_takes_the_cell_the_map_rounds_to(loose, tmp_path):
+    from wowgrass.game.coords import cell_corner
+
+    (tmp_path / "r.toml").write_text(RULES)
+    with open_data(loose) as g:
+        plan = prepare(load_rules(tmp_path / "r.toml"), g)
+        t = read_tile(g.read(adt_game_path(MAP_NAME, 32, 32)), "t")
+    for ix, iy, cx, cy in ((0, 0, 0, 0), (15, 15, 7, 7), (3, 9, 5, 2)):
+        x, y = cell_corner(32, 32, ix, iy, cx, cy)       # exactly on the cell's north-west corner
+        res = run("effects", "why", "--data", loose, "--rules", tmp_path / "r.toml", f"--at={x!r},{y!r}", "--json")
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.stdout)
+        assert doc["tile"] == [32, 32] and doc["chunk"] == [ix, iy] and doc["cell"] == [cx, cy], (ix, iy, cx, cy, doc)
+        assert [int(v) for v in t.index_xy[doc["mcnk_index"]]] == [ix, iy]
+    assert plan.map == MAP_NAME
+
+
+def test_a_stroke_kept_in_a_notepad_rules_file_keeps_its_bom_and_line_ends(loose, tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_bytes("\ufeffversion = 1\r\n[[exclude]]\r\nname = 'water'\r\nunder = 'liquid'\r\n".encode("utf-8"))
+    painted = np.zeros((128, 128), bool)
+    painted[10:20, 30:40] = True
+    append_mask_rule(p, "exclude", {T0: painted}, name="glade", reason="an empty glade")
+    raw = p.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and raw.count(b"\r\n") == raw.count(b"\n")
+    assert [r.name for r in load_rules(p).rules] == ["water", "glade"]
 
 
 def test_dotted_keys_crlf_and_a_byte_order_mark_keep_their_lines(tmp_path):

@@ -114,23 +114,25 @@ def visible_shares(tile: AdtTile) -> np.ndarray:
     out = np.zeros((256, 4, 8, 8), np.float32)
     out[:, 0] = 1.0
     multi = np.flatnonzero(n > 1)
-    if multi.size == 0:
-        return out
-    a = tile.alpha[multi]                    # absent layers and layers without a map read as 0
-    nm = n[multi]
-    rem = np.ones((multi.size, 64, 64), np.float32)   # what the layers above left uncovered
-    for k in (3, 2, 1):                      # the top layer first
-        sel = np.flatnonzero(nm > k)
-        if sel.size == 0:
-            continue
-        w = a[sel, k].astype(np.float32)
-        w *= np.float32(1 / 255)
-        if k < nm.max() - 1:                 # some layer above: it covers part of this one
-            w *= rem[sel]
-        rem[sel] -= w
-        out[multi[sel], k] = _cell_means(w)
-    out[multi, 0] = _cell_means(rem)
+    # chunks a block at a time: the texel arrays stay small (cache-sized, no fresh pages per tile)
+    for s in range(0, multi.size, _SHARE_BLOCK):
+        idx = multi[s:s + _SHARE_BLOCK]
+        a = tile.alpha[idx]                  # absent layers and layers without a map read as 0
+        rem = None                           # what the layers above left uncovered
+        for k in range(int(n[idx].max()) - 1, 0, -1):     # the top layer first
+            w = a[:, k].astype(np.float32)
+            w *= np.float32(1 / 255)
+            if rem is None:
+                rem = 1.0 - w
+            else:
+                w *= rem
+                rem -= w
+            out[idx, k] = _cell_means(w)
+        out[idx, 0] = _cell_means(rem)
     return out
+
+
+_SHARE_BLOCK = 32
 
 
 def _cell_means(w: np.ndarray) -> np.ndarray:

@@ -41,9 +41,9 @@ from wowgrass.edit.adt_edit import match_textures, visible_shares
 from wowgrass.edit.masks import chunks_to_grid, grid_to_chunks, liquid_mask, slope_mask
 from wowgrass.errors import FormatError, UsageError
 from wowgrass.formats.adt import UNIT_SIZE, AdtTile
-from wowgrass.game import coords
 from wowgrass.formats.m2 import M2Model
 from wowgrass.formats.wmo import model_path
+from wowgrass.game import coords
 from wowgrass.game.mapobjects import modf_bounds, placement_matrices
 from wowgrass.game.tiles import tile_image
 
@@ -148,7 +148,7 @@ def _number(value, what: str) -> float:
 # ----------------------------------------------------------------------------- objects
 
 def tile_origin(tile: AdtTile) -> tuple[float, float]:
-    """World (X, Y) of the tile's north-west corner."""
+    """World (X, Y) of the tile's north-west corner (:func:`wowgrass.game.coords.tile_origin`)."""
     return coords.tile_origin(tile.col, tile.row)
 
 
@@ -341,9 +341,10 @@ def grow_cells(tile: AdtTile, cells: np.ndarray, margin: float) -> np.ndarray:
     return grid_to_chunks(tile, out)
 
 
-def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE) -> np.ndarray:
+def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE, *, shares: np.ndarray | None = None) -> np.ndarray:
     """(256, 8, 8) bool: cells where the layers whose texture matches any of ``patterns`` (globs over
-    MTEX paths) together show more than ``share`` of the cell (:func:`~wowgrass.edit.adt_edit.visible_shares`)."""
+    MTEX paths) together show more than ``share`` of the cell (:func:`~wowgrass.edit.adt_edit.visible_shares`;
+    ``shares``: those of the tile, when the caller has them already)."""
     if patterns is None:
         raise UsageError("footprint texture needs patterns= (globs over the tile's texture paths)")
     if isinstance(patterns, str):
@@ -356,7 +357,7 @@ def texture_cells(tile: AdtTile, patterns, share=TEXTURE_SHARE) -> np.ndarray:
         return np.zeros((256, 8, 8), bool)
     n = np.asarray(tile.n_layers, np.int64)
     matches = np.isin(np.asarray(tile.layer_texture, np.int64), hit) & (np.arange(4)[None, :] < n[:, None])
-    shown = (visible_shares(tile) * matches[:, :, None, None]).sum(axis=1)
+    shown = ((visible_shares(tile) if shares is None else shares) * matches[:, :, None, None]).sum(axis=1)
     return shown > share
 
 

@@ -116,17 +116,21 @@ def cell_slopes(tile: AdtTile) -> np.ndarray:
     corners = {"tl": (h[:, tl], 0.0, 0.0), "tr": (h[:, tl + 1], 1.0, 0.0), "bl": (h[:, tl + 17], 0.0, 1.0),
                "br": (h[:, tl + 18], 1.0, 1.0)}
     hc = h[:, tl + 9]
-    total = np.zeros((256, 8, 8, 3))
+    tx = ty = tz = 0.0
     for a, b in (("tl", "tr"), ("tr", "br"), ("br", "bl"), ("bl", "tl")):
         ha, xa, ya = corners[a]
         hb, xb, yb = corners[b]
-        # local axes: x east, y south (cells), z up (yards); vectors from the centre (0.5, 0.5)
-        u = np.stack(np.broadcast_arrays((xa - 0.5) * UNIT_SIZE, (ya - 0.5) * UNIT_SIZE, ha - hc), axis=-1)
-        v = np.stack(np.broadcast_arrays((xb - 0.5) * UNIT_SIZE, (yb - 0.5) * UNIT_SIZE, hb - hc), axis=-1)
-        n = np.cross(u, v)
-        n *= np.sign(n[..., 2:3]) + (n[..., 2:3] == 0)          # upward
-        total += n / np.linalg.norm(n, axis=-1, keepdims=True)
-    nz = total[..., 2] / np.linalg.norm(total, axis=-1)
+        # local axes: x east, y south (cells), z up (yards); vectors from the centre (0.5, 0.5);
+        # the cross product and its length by components (x and y of u, v are constants)
+        ux, uy, uz = (xa - 0.5) * UNIT_SIZE, (ya - 0.5) * UNIT_SIZE, ha - hc
+        vx, vy, vz = (xb - 0.5) * UNIT_SIZE, (yb - 0.5) * UNIT_SIZE, hb - hc
+        nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        up = np.sign(nz) + (nz == 0) if np.ndim(nz) else (1.0 if nz >= 0 else -1.0)
+        length = np.sqrt(nx * nx + ny * ny + nz * nz) * up          # upward
+        tx = tx + nx / length
+        ty = ty + ny / length
+        tz = tz + nz / length
+    nz = tz / np.sqrt(tx * tx + ty * ty + tz * tz)
     return np.degrees(np.arccos(np.clip(nz, -1.0, 1.0)))
 
 

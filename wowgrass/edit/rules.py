@@ -80,6 +80,7 @@ FILTER_KEYS = {"tiles", "areas", "height", "slope"}
 ASSIGN_KEYS = {"name", "textures", "effect", "set", "mode", "mask", "comment", "allow_missing"} | FILTER_KEYS
 EXCLUDE_KEYS = {"name", "under", "slope_above", "textures", "share", "mask", "margin", "reason", "comment"} | FILTER_KEYS
 NO_EFFECT_IDS = (0, 0xFFFF, 0xFFFFFFFF)
+MAX_BYTES = 16 << 20                   # a rules file larger than this is not one
 
 
 # ----------------------------------------------------------------------------- the model
@@ -142,10 +143,7 @@ class Rule:
         return ""
 
     def in_tiles(self, tile) -> bool:
-        if self.tiles is None:
-            return True
-        c, r = tile
-        return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in self.tiles)
+        return in_ranges(tile, self.tiles)
 
     def to_json(self) -> dict:
         out = {"kind": self.kind, "name": self.name, "line": self.line, "order": self.order}
@@ -180,16 +178,22 @@ class RuleSet:
         return [r for r in self.rules if r.kind == kind]
 
     def in_scope(self, tile) -> bool:
-        if self.tiles is None:
-            return True
-        c, r = tile
-        return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in self.tiles)
+        return in_ranges(tile, self.tiles)
+
+
+def in_ranges(tile, ranges) -> bool:
+    """Whether ``tile`` (col, row) is in ``ranges`` ([((c0, c1), (r0, r1))], None: every tile)."""
+    if ranges is None:
+        return True
+    c, r = tile
+    return any(c0 <= c <= c1 and r0 <= r <= r1 for (c0, c1), (r0, r1) in ranges)
 
 
 # ----------------------------------------------------------------------------- where keys are
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-.]+|\"[^\"]*\"|'[^']*')\s*=")
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 
 
 def key_lines(text: str) -> dict:
@@ -201,7 +205,7 @@ def key_lines(text: str) -> dict:
     table, index = "", 0
     depth = 0                                  # open brackets of a value spread over lines
     for no, line in enumerate(text.splitlines(), 1):
-        body = line.split("#", 1)[0] if '"' not in line and "'" not in line else line
+        body = _STRING.sub('""', line).split("#", 1)[0]     # brackets inside strings or comments open nothing
         if depth == 0:
             m = _HEADER.match(line)
             if m and not _KEY.match(line):
@@ -231,7 +235,8 @@ class _Errors:
         self.path, self.lines, self.items, self.text = path, lines, [], text
 
     def add(self, table: str, index: int, key, why: str) -> None:
-        line = self.lines.get((table, index, key)) or self.lines.get((table, index, None)) or self._search(key)
+        line = (self.lines.get((table, index, key)) or self.lines.get((table, index, None)) or self._search(key)
+                or self.lines.get(("", 0, table)) or self._search(table))   # inline: kind = [{...}, ...]
         where = {"": "", "mapping": "[mapping] "}.get(table, f"[[{table}]] #{index + 1} ")
         what = f"{where}key '{key}'" if key else where.strip()
         self.items.append((line, f"{self.path}:{line}: {what}: {why}"))
@@ -258,12 +263,21 @@ def load_rules(path) -> RuleSet:
     the rest). Every problem is reported at once: ``file:line: [[assign]] #2 key 'x': why``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")      # a byte-order mark (Notepad) is not TOML
+        size = path.stat().st_size
+        if size > MAX_BYTES:              # checked before reading: a rules file is written by hand
+            raise UsageError(f"{path}: {size:,} bytes: not a rules file (at most {MAX_BYTES:,} bytes)")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such rules file (`wowgrass effects rules --init -o {path}` writes a "
                          "starting one)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the rules file ({exc})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the rules file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")    # a byte-order mark (Notepad) is not TOML
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}): save the "
+                         "rules file as UTF-8") from None
     return parse_rules(text, path)
 
 
@@ -359,7 +373,8 @@ def _sets(entries, rs: RuleSet, errs: _Errors) -> None:
         if not isinstance(name, str) or not name.strip():
             errs.add("set", i, "name", "every set needs a name (assign rules refer to it)")
             continue
-        d = EffectSetDecl(name.strip(), [], line=errs.lines.get(("set", i, None), 0), comment=str(e.get("comment", "")))
+        d = EffectSetDecl(name.strip(), [], line=errs.lines.get(("set", i, None), 0),
+                          comment=_text(e, "comment", "set", i, errs))
         if name.lower() in seen_names:
             errs.add("set", i, "name", f"{name!r} is also the name of the set on line {seen_names[name.lower()]}")
         seen_names[name.lower()] = d.line
@@ -483,7 +498,7 @@ def _rule(kind, i, e, rs: RuleSet, errs: _Errors):
     if not isinstance(name, str) or not name.strip():
         errs.add(kind, i, "name", "a name (a string)")
         name = f"{kind} {i + 1}"
-    r = Rule(kind, name.strip(), 0, line, comment=str(e.get("comment", "")))
+    r = Rule(kind, name.strip(), 0, line, comment=_text(e, "comment", kind, i, errs))
     r.tiles = _tiles(e, kind, i, errs)
     if "areas" in e:
         a = e["areas"]
@@ -564,11 +579,17 @@ def _rule(kind, i, e, rs: RuleSet, errs: _Errors):
             errs.add(kind, i, "margin", "a painted mask is taken as painted (no margin)")
         else:
             r.margin = float(v)
-    reason = e.get("reason", "")
-    if not isinstance(reason, str):
-        errs.add(kind, i, "reason", "a few words (a string)")
-    r.reason = str(reason)
+    r.reason = _text(e, "reason", kind, i, errs)
     return r
+
+
+def _text(e: dict, key: str, table: str, index: int, errs: _Errors) -> str:
+    """A free-text key (comment, reason): a string, "" when absent."""
+    v = e.get(key, "")
+    if not isinstance(v, str):
+        errs.add(table, index, key, f"{v!r}: a few words (a string)")
+        return ""
+    return v
 
 
 __all__ = ["DEFAULT_NAME", "EffectSetDecl", "KINDS", "Rule", "RuleSet", "UNDER", "check_glob", "key_lines",

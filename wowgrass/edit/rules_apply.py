@@ -17,7 +17,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,8 +182,11 @@ def _one(job) -> tuple[str, bytes | None, TileApply]:
     gp, cr = job
     data, plan = _WORKER["data"], _WORKER["plan"]
     raw = data.read(gp)
-    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=_WORKER.get("context"),
-                          picture=_WORKER.get("picture", False))
+    context = _WORKER.get("context")
+    seen = len(context.notes) if context is not None else 0
+    new, rep = apply_tile(raw, gp, cr, plan, data=data, context=context, picture=_WORKER.get("picture", False))
+    if context is not None:            # said once per process; the result keeps each once
+        rep.notes = context.notes[seen:]
     return gp, (new if rep.changed else None), rep
 
 
@@ -202,6 +204,7 @@ def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = 
     def collect(it):
         for k, (gp, new, rep) in enumerate(it):
             result.tiles.append(rep)
+            result.notes += [n for n in rep.notes if n not in result.notes]
             if new is not None:
                 result.files[gp] = new
             if progress:
@@ -210,12 +213,13 @@ def apply_rules(data, plan: Plan, *, jobs: int = 1, progress: Progress | None = 
     if jobs > 1 and total > 1:
         from wowgrass.edit.batch import Overlay, base_data
         from wowgrass.formats.mpq import release_threads
+        from wowgrass.pools import map_in, worker_pool
 
         release_threads()
         overlay = str(data.folder) if isinstance(data, Overlay) else None
-        with ProcessPoolExecutor(min(jobs, total), initializer=_open_worker,
-                                 initargs=(base_data(data).spec(), overlay, plan, picture)) as pool:
-            collect(pool.map(_one, todo, chunksize=max(1, total // (4 * jobs))))
+        # the one worker pool: workers hold SIGINT and stop at once on an error or a signal
+        with worker_pool(min(jobs, total), _open_worker, (base_data(data).spec(), overlay, plan, picture)) as pool:
+            collect(map_in(pool, _one, todo, chunksize=max(1, total // (4 * jobs))))
     else:
         _WORKER.update(data=data, plan=plan, context=_context(plan, data), picture=picture)
         try:

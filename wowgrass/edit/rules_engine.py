@@ -83,6 +83,14 @@ def prepare(rules: RuleSet, data, map_name: str | None = None, ranges=None, *, m
     plan = Plan(rules, name, tiles, mt.big_alpha, build, target, msb_first=msb_first)
     if mt.note():
         plan.warnings.append(mt.note())
+    if ranges is None:                    # the whole map: tiles = [...] that select none of it do nothing
+        have = f"{name}'s tiles are {_tile_span(mt.tiles)}"
+        if rules.tiles is not None and not tiles:
+            _fail(rules, _line(rules, "tiles"), "key 'tiles'", f"selects none of the map's tiles ({have})")
+        for r in rules.rules:
+            if r.tiles is not None and not any(r.in_tiles(t) for t in mt.tiles):
+                plan.warnings.append(f"{rules.path}:{r.line}: {r.label}: its tiles are none of the map's ({have}): "
+                                     "it does nothing")
     tex2, dood2 = _resolve_sets(rules, plan, data, tex, dood)
     if tex2 != tex:
         plan.tables[TEXTURE_PATH] = tex2
@@ -111,14 +119,28 @@ def prepare(rules: RuleSet, data, map_name: str | None = None, ranges=None, *, m
     return plan
 
 
-def _set_matches(cat, r: int, models: list, weights, density: int, sound: int) -> bool:
-    have = [cat.models[m].lower() if m >= 0 else None for m in cat.slot_model[r].tolist()]
-    want = [m.lower() for m in models] + [None] * (4 - len(models))
-    if have != want or int(cat.density[r]) != density or int(cat.sound[r]) != sound:
-        return False
+def _tile_span(tiles) -> str:
+    cs, rs = [c for c, _ in tiles], [r for _, r in tiles]
+    return f"{min(cs)}:{max(cs)},{min(rs)}:{max(rs)}" if tiles else "none"
+
+
+def _line(rules: RuleSet, key: str) -> int:
+    """The line of a top-level ``key`` of the rules file (0 where not found)."""
+    from wowgrass.edit.rules import key_lines
+
+    return key_lines(rules.text).get(("", 0, key), 0)
+
+
+def _matching_rows(cat, models: list, weights, density: int, sound: int) -> np.ndarray:
+    """Rows of ``cat`` that are exactly this set: its doodads in its slots (the rest empty), its
+    density and sound, and (3.3.5) its weights; compared over the whole table at once."""
+    lower = np.array([m.lower() for m in cat.models] + [""])
+    have = lower[np.where(cat.slot_model >= 0, cat.slot_model, len(cat.models))]
+    want = np.array([m.lower() for m in models] + [""] * (4 - len(models)))
+    ok = (have == want).all(axis=1) & (cat.density == density) & (cat.sound == sound)
     if cat.has_weights:
-        return cat.slot_weight[r].tolist()[:len(models)] == list(weights)
-    return True
+        ok &= (cat.slot_weight[:, :len(models)] == np.asarray(weights)).all(axis=1)
+    return np.flatnonzero(ok)
 
 
 def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> tuple[bytes, bytes]:
@@ -131,12 +153,14 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
     if not rules.sets:
         return tex, dood
     wotlk = plan.build == "3.3.5"
+    cat = None
     for s in rules.sets:
         what = f"[[set]] {s.name!r}"
         if s.weights is not None and not wotlk:
             _fail(rules, s.line, f"{what} key 'weights'", f"the {plan.target} client's GroundEffectTexture has no "
                   "weights (they exist from 3.0.1): drop them")
-        cat = GroundEffectCatalog.from_dbc_bytes(tex, dood, plan.build)
+        if cat is None:                 # read again only after a set added a row
+            cat = GroundEffectCatalog.from_dbc_bytes(tex, dood, plan.build)
         known = {m.lower() for m in cat.models}
         for m in s.doodads:
             if m.lower() not in known and not data.exists(m):
@@ -145,10 +169,11 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
         n = len(s.doodads)
         weights = s.weights if s.weights is not None else (
             [BAG // n + (1 if k < BAG % n else 0) for k in range(n)] if wotlk else None)
+        same = _matching_rows(cat, s.doodads, weights, s.density, s.sound)
         if s.id is not None:
             r = int(cat.lookup(np.array([s.id], np.int64))[0])
             if r >= 0:
-                if not _set_matches(cat, r, s.doodads, weights, s.density, s.sound):
+                if r not in same:
                     row = cat.row(s.id)
                     _fail(rules, s.line, f"{what} key 'id'", f"id {s.id} is taken by another GroundEffectTexture row "
                           f"({', '.join(m.rsplit(chr(92), 1)[-1] for m in row['models'] if m) or 'no doodads'}, "
@@ -157,12 +182,11 @@ def _resolve_sets(rules: RuleSet, plan: Plan, data, tex: bytes, dood: bytes) -> 
                 plan.set_reports.append({"name": s.name, "id": s.id, "new": False, "line": s.line})
                 continue
         else:
-            hit = [r for r in range(len(cat.ids)) if _set_matches(cat, r, s.doodads, weights, s.density, s.sound)] \
-                if len(cat.ids) < 200_000 else []
-            if hit:
-                plan.set_ids[s.name] = int(cat.ids[hit[0]])
-                plan.set_reports.append({"name": s.name, "id": int(cat.ids[hit[0]]), "new": False, "line": s.line})
+            if same.size:
+                plan.set_ids[s.name] = int(cat.ids[same[0]])
+                plan.set_reports.append({"name": s.name, "id": int(cat.ids[same[0]]), "new": False, "line": s.line})
                 continue
+        cat = None
         tex, dood, new_id = add_effect_set(tex, dood, plan.build, doodads=s.doodads, weights=weights,
                                            density=s.density, sound=s.sound, id=s.id)
         plan.set_ids[s.name] = new_id
@@ -228,7 +252,8 @@ def _resolve_masks(rules: RuleSet, plan: Plan, mt) -> None:
             continue
         box = [(c, w) for (c0, c1), (r0, r1) in r.tiles for c in range(c0, c1 + 1) for w in range(r0, r1 + 1)]
         if not r.mask.is_file():
-            _fail(rules, r.line, f"[[{r.kind}]] {r.name!r} key 'mask'", f"{r.mask}: no such picture")
+            _fail(rules, r.line, f"[[{r.kind}]] {r.name!r} key 'mask'",
+                  f"{r.mask}: " + ("a folder, not a picture" if r.mask.is_dir() else "no such picture"))
         try:
             grids = read_mask_picture(r.mask, box)
         except UsageError as exc:
@@ -312,22 +337,19 @@ def _mask_cells(r: Rule, plan: Plan, t, cr) -> np.ndarray:
     return np.asarray(grid_to_chunks(t, grid), bool)
 
 
-def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context) -> np.ndarray:
+def _criterion(r: Rule, plan: Plan, t, cr, terrain, data, context, shares) -> np.ndarray:
     """(256, 8, 8) bool: the cells an exclude/include rule's criterion selects (a painted mask as
     painted; every other kind is :func:`wowgrass.edit.footprints.footprint`, grown by the margin)."""
-    from wowgrass.edit.footprints import footprint
+    from wowgrass.edit.footprints import footprint, grow_cells, texture_cells
 
     if r.mask is not None:
         return _mask_cells(r, plan, t, cr)
     if r.under is not None:
         cells = footprint(r.under, t, data=data, margin=r.margin, context=context)
-    elif r.slope_above is not None:     # footprint("slope") itself, on the slopes the filters share
-        from wowgrass.edit.footprints import grow_cells
-
-        cells = grow_cells(t, terrain.slopes > r.slope_above, r.margin)
-    else:
-        cells = footprint("texture", t, data=data, margin=r.margin, context=context, patterns=list(r.textures),
-                          share=r.share)
+    elif r.slope_above is not None:     # footprint("slope") and footprint("texture") themselves, on the
+        cells = grow_cells(t, terrain.slopes > r.slope_above, r.margin)    # slopes and shares the
+    else:                                                                    # tile's rules share
+        cells = grow_cells(t, texture_cells(t, list(r.textures), r.share, shares=shares), r.margin)
     return np.asarray(cells, bool)
 
 
@@ -346,7 +368,8 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     eff = old.copy()
     who = np.full((256, 4), -1, np.int32)
     conflicts = []
-    rules = [r for r in plan.rules.rules if r.in_tiles(cr)]
+    in_scope = plan.rules.in_scope(cr)  # a tile outside the file's tiles = [...]: no rule touches it
+    rules = [r for r in plan.rules.rules if in_scope and r.in_tiles(cr)]
     assigns = [r for r in rules if r.kind == "assign"]
     always_orders = [a.order for a in assigns if a.mode == "always"]
     for mode in ("always", "only_unassigned"):
@@ -376,7 +399,7 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
             eff[sel] = eid
             who[sel] = r.order
     # doodadMapping: the layer that shows most, where the named one is stale
-    mode = plan.rules.mapping_mode
+    mode = plan.rules.mapping_mode if in_scope else "keep"
     if mode == "keep":
         mapping = t.doodad_mapping.copy()
     else:
@@ -393,8 +416,11 @@ def evaluate(t, cr, plan: Plan, *, data=None, context=None, shares=None) -> Deci
     for r in rules:
         if r.kind == "assign":
             continue
-        cells = _criterion(r, plan, t, cr, terrain, data, context)
         keep = _cell_filter(r, plan, t, cr, terrain)
+        if keep is not None and not keep.any():       # filtered out here: no footprint to work out
+            selected[r.order] = np.zeros((256, 8, 8), bool)
+            continue
+        cells = _criterion(r, plan, t, cr, terrain, data, context, shares)
         if keep is not None:
             cells = cells & keep
         selected[r.order] = cells
@@ -423,13 +449,20 @@ def _note_conflicts(conflicts, plan, who, eff, prior, eid, r, *, loser_is_new, w
             conflicts.append((r.order, o, "layers", int(k), why or _why_later(r, other)))
 
 
-def governing(t, tile, plan: Plan, decision: Decision | None = None) -> np.ndarray:
+def mapped_layer(per_layer: np.ndarray, mapping: np.ndarray) -> np.ndarray:
+    """(256, 8, 8): the (256, 4) per-layer ``per_layer`` value of the layer each cell's doodadMapping
+    names (indices past 3 read layer 3; callers mask layers a chunk lacks)."""
+    k = np.minimum(mapping, 3).reshape(256, 64).astype(np.intp)
+    return np.take_along_axis(np.asarray(per_layer), k, axis=1).reshape(256, 8, 8)
+
+
+def governing(t, tile, plan: Plan, decision: Decision | None = None, *, data=None, context=None) -> np.ndarray:
     """(256, 8, 8) int32: the rule (its order in ``plan.rules.rules``) that governs each cell: the
     exclude rule that excludes it, else the assign rule that decided the effect id of the layer its
-    doodadMapping names, else the include rule that clears it; -1 where no rule does."""
-    d = decision if decision is not None else evaluate(t, tile, plan)
-    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
-    by_layer = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
+    doodadMapping names, else the include rule that clears it; -1 where no rule does. Without a
+    ``decision``, ``data`` (and ``context``) give the models' bounds, as :func:`evaluate`'s."""
+    d = decision if decision is not None else evaluate(t, tile, plan, data=data, context=context)
+    by_layer = mapped_layer(d.effect_rule, d.mapping)
     has = (d.mapping < t.n_layers[:, None, None])
     out = np.where(has, by_layer, -1).astype(np.int32)
     out = np.where((out < 0) & (d.include_rule >= 0), d.include_rule, out)
@@ -451,6 +484,7 @@ class TileApply:
     conflicts: list = field(default_factory=list)
     error: str | None = None
     governing: np.ndarray | None = field(default=None, repr=False)   # (128, 128) i2 north up, when asked
+    notes: list = field(default_factory=list)        # the footprints' notes new with this tile (a missing model)
 
     @property
     def changed(self) -> bool:
@@ -506,10 +540,7 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
     rep.bytes_changed = int(sum(counts.values()))
     rep.fields = {k: v for k, v in counts.items() if v}
     changed_layer = exists & (d.effect != t.layer_effect.astype(np.int64))
-    mapped = np.take_along_axis(np.broadcast_to(changed_layer[:, :, None, None], (256, 4, 8, 8)),
-                                np.minimum(d.mapping, 3).astype(np.int64)[:, None], axis=1)[:, 0]
-    mapped_rule = np.take_along_axis(np.broadcast_to(d.effect_rule[:, :, None, None], (256, 4, 8, 8)),
-                                     np.minimum(d.mapping, 3).astype(np.int64)[:, None], axis=1)[:, 0]
+    mapped, mapped_rule = mapped_layer(changed_layer, d.mapping), mapped_layer(d.effect_rule, d.mapping)
     for o in np.unique(d.effect_rule[changed_layer]).tolist():
         rep.per_rule[o] = {"layers": int((changed_layer & (d.effect_rule == o)).sum()),
                            "cells": int((mapped & (mapped_rule == o)).sum())}
@@ -523,4 +554,4 @@ def apply_tile(raw: bytes, gp: str, cr, plan: Plan, *, data=None, context=None, 
 
 
 __all__ = ["AREA_TABLE", "Decision", "Plan", "TileApply", "apply_tile", "area_table", "cell_heights", "decide_bytes",
-           "evaluate", "governing", "prepare", "read_fields"]
+           "evaluate", "governing", "mapped_layer", "prepare", "read_fields"]

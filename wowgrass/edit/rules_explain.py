@@ -23,7 +23,7 @@ import numpy as np
 
 from wowgrass.edit.adt_edit import read_tile
 from wowgrass.edit.rules import NO_EFFECT_IDS
-from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate, governing
+from wowgrass.edit.rules_engine import Decision, Plan, area_table, cell_heights, evaluate, governing, mapped_layer
 from wowgrass.errors import UsageError, WowgrassError
 
 
@@ -126,15 +126,13 @@ class Drift:
                 "exclude_cell_count": self.exclude_cells, "include_cell_count": self.include_cells}
 
 
-def drift(t, tile, plan: Plan, *, data=None, decision: Decision | None = None) -> Drift:
+def drift(t, tile, plan: Plan, *, data=None, decision: Decision | None = None, context=None) -> Drift:
     """Cells of tile ``t`` that disagree with ``plan``'s rules: an effect id, a doodadMapping or a
-    noEffectDoodad bit an apply would change."""
-    d = decision if decision is not None else evaluate(t, tile, plan, data=data)
+    noEffectDoodad bit an apply would change (``context``: a FootprintContext the map's tiles share)."""
+    d = decision if decision is not None else evaluate(t, tile, plan, data=data, context=context)
     exists = np.arange(4)[None, :] < t.n_layers[:, None]
     bad_layer = exists & (d.effect != t.layer_effect.astype(np.int64))
-    k = np.minimum(d.mapping, 3).astype(np.int64)[:, None]
-    eff_cells = np.take_along_axis(np.broadcast_to(bad_layer[:, :, None, None], (256, 4, 8, 8)), k, axis=1)[:, 0]
-    eff_cells &= d.mapping < t.n_layers[:, None, None]
+    eff_cells = mapped_layer(bad_layer, d.mapping) & (d.mapping < t.n_layers[:, None, None])
     mapping = d.mapping != t.doodad_mapping
     excl = d.no_effect & ~t.no_effect_doodad
     incl = ~d.no_effect & t.no_effect_doodad
@@ -146,11 +144,14 @@ def drift_map(data, plan: Plan, *, progress=None) -> list[Drift]:
     """:func:`drift` of every tile in the plan."""
     from wowgrass.game.maps import adt_game_path
 
+    from wowgrass.edit.footprints import FootprintContext
+
     out = []
+    context = FootprintContext(data)          # the models' bounds read once for the map, not per tile
     for k, (c, r) in enumerate(plan.tiles):
         gp = adt_game_path(plan.map, c, r)
         t = read_tile(data.read(gp), gp, big_alpha=plan.big_alpha, msb_first=plan.msb_first)
-        out.append(drift(t, (c, r), plan, data=data))
+        out.append(drift(t, (c, r), plan, data=data, context=context))
         if progress:
             progress(k + 1, len(plan.tiles), f"{c},{r}")
     return out
@@ -159,24 +160,23 @@ def drift_map(data, plan: Plan, *, progress=None) -> list[Drift]:
 # ----------------------------------------------------------------------------- one cell
 
 def cell_at(t, x: float, y: float):
-    """(MCNK index, (column, row) of the cell) under world (x, y), None off the tile."""
-    from wowgrass.formats.adt import UNIT_SIZE
+    """(MCNK index, (column, row) of the cell) under world (x, y), None off the tile (the map's one
+    rounding rule, :mod:`wowgrass.game.coords`)."""
+    from wowgrass.game.coords import TILE_CELLS, cell_of
 
-    idx = int(t.chunk_index_at(x, y))
-    if idx < 0:
+    cx, cy = cell_of(x, y, int(t.col), int(t.row))
+    if not (0 <= cx < TILE_CELLS and 0 <= cy < TILE_CELLS):
         return None
-    pos = t.positions[idx]
-    r = int(np.clip(np.floor((pos[0] - x) / UNIT_SIZE), 0, 7))
-    c = int(np.clip(np.floor((pos[1] - y) / UNIT_SIZE), 0, 7))
-    return idx, (c, r)
+    hit = np.flatnonzero((t.index_xy[:, 0] == cx // 8) & (t.index_xy[:, 1] == cy // 8))
+    return (int(hit[0]), (cx % 8, cy % 8)) if hit.size else None
 
 
 def tile_at(x: float, y: float) -> tuple[int, int]:
-    """(column, row) of the tile under world (x, y)."""
+    """(column, row) of the tile under world (x, y) (:func:`wowgrass.game.coords.tile_of`; outside
+    0..63 off the map)."""
     from wowgrass.game.coords import tile_of
 
-    col, row = tile_of(x, y)
-    return int(col), int(row)
+    return tile_of(x, y)
 
 
 _AREAS: dict = {}
@@ -379,9 +379,10 @@ def append_mask_rule(rules_path, kind: str, grids: dict, *, name: str, reason: s
     if not grids:
         raise UsageError("nothing painted")
     rules_path = Path(rules_path)
-    text = rules_path.read_text(encoding="utf-8") if rules_path.exists() else "version = 1\n"
-    if rules_path.exists():
-        load_rules(rules_path)
+    text = load_rules(rules_path).text if rules_path.exists() else "version = 1\n"
+    raw = rules_path.read_bytes() if rules_path.exists() else b""
+    bom = b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b""    # kept as the editor saved it
+    nl = "\r\n" if b"\r\n" in raw else "\n"
     c0, r0, nc, nr = selection_box(list(grids))
     pic = np.zeros((nr * CELLS, nc * CELLS), np.uint8)
     for (c, r), g in grids.items():
@@ -395,11 +396,11 @@ def append_mask_rule(rules_path, kind: str, grids: dict, *, name: str, reason: s
     rng = f"{c0}:{c0 + nc - 1},{r0}:{r0 + nr - 1}"
     block = (f"\n[[{kind}]]\nname = {_toml_str(name)}\nmask = {_toml_str(rel)}\ntiles = [{_toml_str(rng)}]\n"
              + (f"reason = {_toml_str(reason)}\n" if reason else ""))
-    new_text = text + ("" if text.endswith("\n") else "\n") + block
+    new_text = text + ("" if text.endswith("\n") else nl) + block.replace("\n", nl)
     parse_rules(new_text, rules_path)       # the file as it will be: still valid
     picture = rules_path.parent / rel
     write_files_atomic([(picture, _png(pic)),
-                        (rules_path, new_text.encode("utf-8"))])
+                        (rules_path, bom + new_text.encode("utf-8"))])
     return picture
 
 
@@ -433,15 +434,16 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
     chunk_area: dict = {}
     tiles_read = []
     excl_total = 0
+    found = _FootprintsFound(data)           # the exclusions' footprints, in the same one read of each tile
     for _gp, cr, _raw, t in iter_tiles(data, mt, progress=progress):
         tiles_read.append((cr, t.index_xy.copy()))
         exists = np.arange(4)[None, :] < t.n_layers[:, None]
         excl_total += int(t.no_effect_doodad.sum())
-        for ci, k in zip(*np.nonzero(exists)):
+        found.add(cr, t)
+        keys = [x.replace("/", "\\").lower() for x in t.textures]
+        for ci, k in zip(*np.nonzero(exists & (t.layer_texture >= 0) & (t.layer_texture < len(keys)))):
             ti = int(t.layer_texture[ci, k])
-            if not 0 <= ti < len(t.textures):
-                continue
-            key = t.textures[ti].replace("/", "\\").lower()
+            key = keys[ti]
             names.setdefault(key, t.textures[ti])
             e = int(t.layer_effect[ci, k])
             if e in NO_EFFECT_IDS:
@@ -524,7 +526,7 @@ def learn_rules(data, map_name: str, *, scan=None, out=None, ranges=None, progre
                       f"# from the client's maps: {n:,} of their layers of this texture carry {e}"
                       + (f" (then {', '.join(f'{x} ({k:,})' for x, k in ranked[1:4])})" if len(ranked) > 1 else ""),
                       f"textures = [{_toml_str(names[key])}]", f"effect = {e}", 'mode = "only_unassigned"', ""]
-    lines += _learned_exclusions(data, mt, excl_total, pictures)
+    lines += _learned_exclusions(mt, excl_total, pictures, found)
     return "\n".join(lines).rstrip() + "\n", pictures
 
 
@@ -533,34 +535,47 @@ def _stem(texture: str) -> str:
     return texture.replace("/", "\\").rsplit("\\", 1)[-1].rsplit(".", 1)[0]
 
 
-def _learned_exclusions(data, mt, excl_total: int, pictures: list) -> list[str]:
-    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow, and a
-    painted rule (a picture added to ``pictures``) for the excluded cells none of them explains
-    (the map maker's hand-set bits: a repaint that drops them gets them back)."""
-    from wowgrass.edit import footprints
-    from wowgrass.edit.batch import iter_tiles
-    from wowgrass.edit.masks import CELLS, chunks_to_grid, selection_box
+class _FootprintsFound:
+    """Per tile, the cells each footprint kind (buildings, models, liquid, holes) covers and the
+    noEffectDoodad bits, with their totals over the map (what ``--init``'s exclusions learn from)."""
 
-    if not excl_total:
-        return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
-    kinds = ("buildings", "models", "liquid", "holes")
-    ctx = footprints.FootprintContext(data)
-    covered: Counter = Counter()
-    excluded: Counter = Counter()
-    per_tile = {}
-    for _gp, cr, _raw, t in iter_tiles(data, mt):
+    KINDS = ("buildings", "models", "liquid", "holes")
+
+    def __init__(self, data):
+        from wowgrass.edit import footprints
+
+        self.data, self.ctx = data, footprints.FootprintContext(data)
+        self.covered: Counter = Counter()
+        self.excluded: Counter = Counter()
+        self.per_tile: dict = {}
+
+    def add(self, cr, t) -> None:
+        from wowgrass.edit import footprints
+
         fps = {}
-        for kind in kinds:
+        for kind in self.KINDS:
             placed = {"buildings": t.modf, "models": t.mddf}.get(kind)
             if placed is not None and not len(placed):
                 continue
             try:
-                fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=data, context=ctx), bool)
-            except (WowgrassError, ValueError):
+                fps[kind] = fp = np.asarray(footprints.footprint(kind, t, data=self.data, context=self.ctx), bool)
+            except WowgrassError:          # (a ValueError is a bug to see, not a kind to skip)
                 continue
-            covered[kind] += int(fp.sum())
-            excluded[kind] += int((fp & t.no_effect_doodad).sum())
-        per_tile[cr] = (t.index_xy.copy(), t.no_effect_doodad.copy(), fps)
+            self.covered[kind] += int(fp.sum())
+            self.excluded[kind] += int((fp & t.no_effect_doodad).sum())
+        self.per_tile[cr] = (t.index_xy.copy(), t.no_effect_doodad.copy(), fps)
+
+
+def _learned_exclusions(mt, excl_total: int, pictures: list, found: _FootprintsFound) -> list[str]:
+    """Exclude rules for the footprint kinds the map's noEffectDoodad bits already follow, and a
+    painted rule (a picture added to ``pictures``) for the excluded cells none of them explains
+    (the map maker's hand-set bits: a repaint that drops them gets them back)."""
+    from wowgrass.edit.masks import CELLS, chunks_to_grid, selection_box
+
+    if not excl_total:
+        return ["# noEffectDoodad: no cell of the map is excluded now: no exclude rule learned", ""]
+    kinds = found.KINDS
+    covered, excluded, per_tile = found.covered, found.excluded, found.per_tile
     out, made = [], []
     for kind in kinds:
         n, k = covered[kind], excluded[kind]
@@ -609,6 +624,9 @@ def write_learned(path, text: str, pictures: list, *, force: bool = False) -> li
     for rel, grey in pictures:
         p = path.parent / rel
         files.append((p, _png(grey)))
+        if p.exists() and not force and p.read_bytes() != files[-1][1]:   # another file's painted mask
+            raise UsageError(f"{p} exists (a mask picture another rules file may use); --force replaces it, "
+                             "or write the file into another folder")
     return write_files_atomic(files)
 
 
