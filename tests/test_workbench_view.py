@@ -138,6 +138,17 @@ def _records(grass: dict) -> dict:
     return {n: np.sort(np.asarray(a).view(np.uint8).reshape(len(a), -1).view("V16").ravel()) for n, a in grass.items() if len(a)}
 
 
+def _frames_to_hand_over(bench, calls, n) -> int | None:
+    """Frames until the scene got its ``n``-th grass hand-over: the edit's grass is placed on the
+    bridge's grass thread (waited for here), then a frame hands it over; None if 2 frames did not."""
+    assert bench.bridge.wait_placed(60.0)
+    for frame in (1, 2):
+        bench.before_frame(0.016)
+        if len(calls) >= n:
+            return frame
+    return None
+
+
 def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
     """After a brush dab the scene holds exactly the session's placement of the edited tile (the
     other chunks kept, the dab's chunks placed again), and after undo the original again."""
@@ -153,12 +164,14 @@ def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
         bench.tools.tool, bench.tools.radius = "exclude", 14.0
         change = bench.apply_tool(x0 - 10.0, y0 - 10.0)
         assert change is not None and key in change.chunks
+        assert _frames_to_hand_over(bench, calls, 1) is not None  # within 2 frames of the dab
         assert calls and calls[-1][0] == key
         live = _records(scene.tiles[key].grass)
         want = _records(tile_grass(session.tile_instances(key)))
         assert live.keys() == want.keys() and all(np.array_equal(live[n], want[n]) for n in want)
         assert sum(len(v) for v in live.values()) < sum(len(v) for v in before.values())
         bench.undo()
+        assert _frames_to_hand_over(bench, calls, 2) is not None
         back = _records(scene.tiles[key].grass)
         assert back.keys() == before.keys() and all(np.array_equal(back[n], before[n]) for n in before)
     finally:
@@ -179,7 +192,8 @@ def test_a_stroke_is_one_undo_step_and_reaches_the_scene_dab_by_dab(session):
         bench.begin_stroke()  # as the left button's press does (its first dab needs a window's cursor)
         for i in range(3):
             bench.apply_tool(x0 - 4 * i, y0 - 4 * i)
-            assert len(calls) == i + 1  # each dab reached the scene as it landed
+            assert _frames_to_hand_over(bench, calls, i + 1) is not None
+            assert len(calls) == i + 1  # each dab reached the scene within 2 frames of landing
         bench.end_stroke()
         assert len(session.history) == 1 and session.history[0].startswith("exclude stroke")
         bench.undo()
