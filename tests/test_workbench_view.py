@@ -202,6 +202,70 @@ def test_a_stroke_is_one_undo_step_and_reaches_the_scene_dab_by_dab(session):
         bench.close()
 
 
+def test_the_frames_thread_never_places_grass(session):
+    """A dab and the frames after it: every placement of the dab's chunks runs on the bridge's
+    grass thread, and the frame's thread only hands the result over."""
+    import threading
+
+    from wowgrass.workbench.controller import Workbench
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    placed_on = []
+    real = session.grass.place_chunks
+
+    def place_chunks(tile, chunks):
+        placed_on.append(threading.get_ident())
+        return real(tile, chunks)
+
+    session.grass.place_chunks = place_chunks
+    try:
+        key = session.tiles[0]
+        x0, y0 = (float(v) for v in session.tile(key).positions[6 * 16 + 6, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 9.0
+        assert not bench.apply_tool(x0 - 5.0, y0 - 5.0).empty
+        assert _frames_to_hand_over(bench, calls, 1) is not None
+        assert placed_on and threading.get_ident() not in placed_on
+        assert bench.edits_applied and bench.edits_applied[-1][0].startswith("exclude")
+    finally:
+        session.grass.place_chunks = real
+        bench.close()
+
+
+def test_grass_made_for_a_tile_that_streamed_in_again_is_merged_into_its_new_grass(session):
+    """A result merged into grass the scene no longer holds (the tile arrived again meanwhile, with
+    other grass) is placed again on the grass it holds now: the new grass, the dab's chunks placed."""
+    from wowgrass.workbench.controller import Workbench, tile_grass
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        key = session.tiles[0]
+        t = scene.tiles[key]
+        x0, y0 = (float(v) for v in session.tile(key).positions[9 * 16 + 9, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 9.0
+        change = bench.apply_tool(x0 - 5.0, y0 - 5.0)
+        assert bench.bridge.wait_placed(60.0) and not calls  # placed, not handed over yet
+        # the tile streams in again with other grass: chunk 0 (not edited) has none now
+        assert 0 not in change.chunks[key]
+        again = {n: a[t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1]) != 0] for n, a in t.grass.items()}
+        t.grass = again
+        for fn in scene.on_resident:
+            fn(key)
+        bench.before_frame(0.016)  # the result was merged into the old grass: placed again
+        for _ in range(3):
+            if calls:
+                break
+            assert bench.bridge.wait_placed(60.0)
+            bench.before_frame(0.016)
+        live = _records(scene.tiles[key].grass)
+        full = tile_grass(session.tile_instances(key))
+        want = _records({n: a[t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1]) != 0] for n, a in full.items()})
+        assert live.keys() == want.keys() and all(np.array_equal(live[n], want[n]) for n in want)
+    finally:
+        bench.close()
+
+
 @pytest.mark.parametrize("args, says", [
     (["--output", "x.png", "--panels"], "for the window"),
     (["--frames", "2", "--watch", "--offscreen"], "for the window"),
