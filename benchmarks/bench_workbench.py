@@ -487,6 +487,7 @@ def bench_fly(args, label, data_path, map_name, out):
                "frames_over_2x_median_at": [i for i, f in enumerate(frames) if f > 2 * med][:20],
                "edit_to_visible_frames_max": max((v for v in to_visible if v is not None), default=None),
                "edits_not_visible": sum(v is None for v in to_visible),
+               "edit_to_visible_frames": to_visible,
                "picks_ms_per_frame_median": statistics.median(pick_share),
                "gc_collections": len(pauses), "gc_pause_ms_max": max((p[0] for p in pauses), default=0.0),
                "slowest_picks_ms": sorted(pick_ms)[-5:],
