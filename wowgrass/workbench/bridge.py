@@ -228,9 +228,15 @@ class SceneBridge:
 
     @property
     def placing(self) -> bool:
-        """Grass queued, being placed, or placed and waiting for a frame."""
+        """Grass queued or being placed (a finished result waits for a frame: :attr:`handing`)."""
         with self._cv:
-            return bool(self._todo or self._ready or self._placing)
+            return bool(self._todo or self._placing)
+
+    @property
+    def handing(self) -> bool:
+        """Placed grass waiting for a frame to hand it to the scene."""
+        with self._cv:
+            return bool(self._ready)
 
     def wait_placed(self, timeout: float = 30.0) -> bool:
         """Until nothing is queued or being placed (what is placed then waits for a frame's
