@@ -533,8 +533,9 @@ def main_parts(args, res, skip):
         if "edit" not in skip:
             res["edit_to_visible"] = bench_edit(bench, viewer, args.out)
             e = res["edit_to_visible"]
-            print(f"edit to visible: {e['frames_to_visible']} frame(s) (target <= 2); the stroke placed "
-                  f"{e['changed_chunk_count']} chunk(s) again in {e['apply_ms']:.1f} ms; "
+            print(f"edit to visible: {e['frames_to_visible']} frame(s) (target <= 2); the stroke changed "
+                  f"{e['changed_chunk_count']} chunk(s), its call {e['apply_ms']:.1f} ms (the grass is placed on "
+                  f"the bridge's grass thread); "
                   f"{e['changed_pixel_share'] * 100:.1f}% of the picture changed")
         if "pick" not in skip:
             res["pick"] = bench_pick(bench, viewer)
