@@ -45,7 +45,7 @@ ROOMS = {
     "files": (1200, 70, 260, 150, "files on disk", ["loose tiles and tables,", "patch MPQs; watch.py:",
                                                     "another editor's saves"], (244, 244, 244)),
     "bridge": (820, 300, 300, 200, "bridge.py  SceneBridge", ["the one module importing render:",
-                                                              "grass hand-over, cell marks,",
+                                                              "grass thread, hand-over, marks,",
                                                               "uniforms, reload_tile, the pick",
                                                               "height_atlas.py: the pick's atlas"], (232, 246, 236)),
     "scene": (1200, 300, 260, 200, "render/  Scene", ["replace_grass", "(the upload budget)", "terrain CellMarks",
@@ -133,8 +133,8 @@ def draw(out: Path):
                     "calls the session; 3 the session writes", font=F, fill=INK)
     d.text((40, y + 24), "the new field values over its copy of the bytes; 4 the placement cache drops the changed "
                          "chunks under the session's lock; 5 the controller hears the", font=F, fill=INK)
-    d.text((40, y + 48), "Change (on the frame's thread for a dab); 6 7 the bridge places those chunks again and hands "
-                         "the tile's grass to the scene: drawn in the next frame.", font=F, fill=INK)
+    d.text((40, y + 48), "Change (on the frame's thread for a dab); 6 the bridge's grass thread places those chunks again, "
+                         "merged and grouped; 7 the next frame hands them to the scene.", font=F, fill=INK)
     d.text((40, y + 72), "Green: 8 9 the tile's overlay is computed in a worker process and mapped on the frame's thread "
                          "(a result for bytes changed since is dropped).", font=F, fill=INK)
     d.text((40, y + 96), "Blue: the disk side reads and sets the session through its public names; a file another "

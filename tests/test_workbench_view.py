@@ -138,6 +138,17 @@ def _records(grass: dict) -> dict:
     return {n: np.sort(np.asarray(a).view(np.uint8).reshape(len(a), -1).view("V16").ravel()) for n, a in grass.items() if len(a)}
 
 
+def _frames_to_hand_over(bench, calls, n) -> int | None:
+    """Frames until the scene got its ``n``-th grass hand-over: the edit's grass is placed on the
+    bridge's grass thread (waited for here), then a frame hands it over; None if 2 frames did not."""
+    assert bench.bridge.wait_placed(60.0)
+    for frame in (1, 2):
+        bench.before_frame(0.016)
+        if len(calls) >= n:
+            return frame
+    return None
+
+
 def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
     """After a brush dab the scene holds exactly the session's placement of the edited tile (the
     other chunks kept, the dab's chunks placed again), and after undo the original again."""
@@ -153,12 +164,14 @@ def test_an_edit_hands_the_scene_the_tiles_new_grass(session):
         bench.tools.tool, bench.tools.radius = "exclude", 14.0
         change = bench.apply_tool(x0 - 10.0, y0 - 10.0)
         assert change is not None and key in change.chunks
+        assert _frames_to_hand_over(bench, calls, 1) is not None  # within 2 frames of the dab
         assert calls and calls[-1][0] == key
         live = _records(scene.tiles[key].grass)
         want = _records(tile_grass(session.tile_instances(key)))
         assert live.keys() == want.keys() and all(np.array_equal(live[n], want[n]) for n in want)
         assert sum(len(v) for v in live.values()) < sum(len(v) for v in before.values())
         bench.undo()
+        assert _frames_to_hand_over(bench, calls, 2) is not None
         back = _records(scene.tiles[key].grass)
         assert back.keys() == before.keys() and all(np.array_equal(back[n], before[n]) for n in before)
     finally:
@@ -179,11 +192,76 @@ def test_a_stroke_is_one_undo_step_and_reaches_the_scene_dab_by_dab(session):
         bench.begin_stroke()  # as the left button's press does (its first dab needs a window's cursor)
         for i in range(3):
             bench.apply_tool(x0 - 4 * i, y0 - 4 * i)
-            assert len(calls) == i + 1  # each dab reached the scene as it landed
+            assert _frames_to_hand_over(bench, calls, i + 1) is not None
+            assert len(calls) == i + 1  # each dab reached the scene within 2 frames of landing
         bench.end_stroke()
         assert len(session.history) == 1 and session.history[0].startswith("exclude stroke")
         bench.undo()
         assert session.tile_bytes(key) == original and not session.can_undo
+    finally:
+        bench.close()
+
+
+def test_the_frames_thread_never_places_grass(session):
+    """A dab and the frames after it: every placement of the dab's chunks runs on the bridge's
+    grass thread, and the frame's thread only hands the result over."""
+    import threading
+
+    from wowgrass.workbench.controller import Workbench
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    placed_on = []
+    real = session.grass.place_chunks
+
+    def place_chunks(tile, chunks):
+        placed_on.append(threading.get_ident())
+        return real(tile, chunks)
+
+    session.grass.place_chunks = place_chunks
+    try:
+        key = session.tiles[0]
+        x0, y0 = (float(v) for v in session.tile(key).positions[6 * 16 + 6, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 9.0
+        assert not bench.apply_tool(x0 - 5.0, y0 - 5.0).empty
+        assert _frames_to_hand_over(bench, calls, 1) is not None
+        assert placed_on and threading.get_ident() not in placed_on
+        assert bench.edits_applied and bench.edits_applied[-1][0].startswith("exclude")
+    finally:
+        session.grass.place_chunks = real
+        bench.close()
+
+
+def test_grass_made_for_a_tile_that_streamed_in_again_is_merged_into_its_new_grass(session):
+    """A result merged into grass the scene no longer holds (the tile arrived again meanwhile, with
+    other grass) is placed again on the grass it holds now: the new grass, the dab's chunks placed."""
+    from wowgrass.workbench.controller import Workbench, tile_grass
+
+    scene, calls = _stub_scene(session)
+    bench = Workbench(session, scene, audit=False, panels=False)
+    try:
+        key = session.tiles[0]
+        t = scene.tiles[key]
+        x0, y0 = (float(v) for v in session.tile(key).positions[9 * 16 + 9, :2])
+        bench.tools.tool, bench.tools.radius = "exclude", 9.0
+        change = bench.apply_tool(x0 - 5.0, y0 - 5.0)
+        assert bench.bridge.wait_placed(60.0) and not calls  # placed, not handed over yet
+        # the tile streams in again with other grass: chunk 0 (not edited) has none now
+        assert 0 not in change.chunks[key]
+        again = {n: a[t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1]) != 0] for n, a in t.grass.items()}
+        t.grass = again
+        for fn in scene.on_resident:
+            fn(key)
+        bench.before_frame(0.016)  # the result was merged into the old grass: placed again
+        for _ in range(3):
+            if calls:
+                break
+            assert bench.bridge.wait_placed(60.0)
+            bench.before_frame(0.016)
+        live = _records(scene.tiles[key].grass)
+        full = tile_grass(session.tile_instances(key))
+        want = _records({n: a[t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1]) != 0] for n, a in full.items()})
+        assert live.keys() == want.keys() and all(np.array_equal(live[n], want[n]) for n in want)
     finally:
         bench.close()
 

@@ -9,10 +9,11 @@ session's changes; the bridge (bridge.py, the one module importing render) hands
 grass, cell marks and reloads; worker processes (workers.py) compute each tile's overlay facts and
 the audit and hand arrays back through shared memory.
 
-Frame thread (``before_frame``): input routed (one place: "input" below), the grass of the chunks
-an edit changed placed again and handed over, finished results mapped. The workbench's thread:
-reloads, large re-placements (a table changed), a picked cell's details, and feeding the worker
-processes. The pick never reads or computes a tile: the cell comes from the resident tile's grid
+Frame thread (``before_frame``): input routed (one place: "input" below), a dab's edit of the
+session's bytes, finished results mapped: grass the bridge's grass thread placed, merged and grouped
+(an edit's chunks, or whole tiles after a table changed) handed to the scene's upload path, a frame
+or two after the edit. The workbench's thread: reloads, a picked cell's details, and feeding the
+worker processes. The pick never reads or computes a tile: the cell comes from the resident tile's grid
 and the Cell panel's details from the workbench's thread.
 """
 
@@ -36,9 +37,6 @@ from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 __all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
            "tile_grass", "watch_roots"]
 
-SYNC_CHUNKS = 16  # an edit touching at most this many chunks is placed again on the frame thread
-
-
 @dataclass
 class Hover:
     """What lies under the cursor (the status line)."""
@@ -53,7 +51,7 @@ class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
 
-    ORDER = {None: -1, "info": 0, "reload": 0, "replace": 1, "read": 2, "overlay": 2, "audit": 3}
+    ORDER = {None: -1, "info": 0, "reload": 0, "read": 2, "overlay": 2, "audit": 3}
 
     def __init__(self):
         self._q: queue.PriorityQueue = queue.PriorityQueue()
@@ -81,6 +79,7 @@ class Workbench(WindowUi):
         self.log = log or (lambda s: None)
         self.colours = SetColours()
         self.bridge = SceneBridge(session, scene, self.colours)
+        self.bridge.on_error = lambda text: self._main.put(lambda: self.say(text))
         self.grass_textures: set[str] = set()
         self.overlays = {name: False for name, _k, _l in OVERLAYS}
         self.tools = ToolState()
@@ -141,7 +140,8 @@ class Workbench(WindowUi):
     @property
     def idle(self) -> bool:
         """No job waiting or under way on the workbench's thread nor in its worker processes."""
-        return self._jobs.empty() and not self._busy and (self.workers is None or not self.workers.busy)
+        return (self._jobs.empty() and not self._busy and not self.bridge.placing
+                and (self.workers is None or not self.workers.busy))
 
     @property
     def jobs_waiting(self) -> bool:
@@ -187,6 +187,7 @@ class Workbench(WindowUi):
         self._stop = True
         self._jobs.put(None)
         self.session.unsubscribe(self._session_changed)
+        self.bridge.close()
         if self.workers is not None:
             self.workers.close()
         if self.watcher is not None:
@@ -210,9 +211,10 @@ class Workbench(WindowUi):
             except queue.Empty:
                 break
             fn()
+        self.bridge.hand_over_ready()  # grass the grass thread finished: buffers to the scene's upload
         if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
             self.update_hover()
-        if self.painting and not self._panels_want_mouse():
+        if self.painting and self.viewer is not None and not self._panels_want_mouse():
             self._dab()
         self._sync_terrain()
         self.work_ms = (_time.perf_counter() - t0) * 1000.0
@@ -564,8 +566,8 @@ class Workbench(WindowUi):
             self._main.put(lambda c=change: self.apply_change(c))
 
     def apply_change(self, change):
-        """The chunks ``change`` touched: placed again and handed to the scene now (a few) or by
-        the workbench's thread (many, or the tables undone: every resident tile); their tiles'
+        """The chunks ``change`` touched (the tables undone: every resident tile): queued for the
+        bridge's grass thread, whose result a later frame hands to the scene; their tiles'
         overlays again."""
         self.ui_version += 1
         if change is None:
@@ -574,16 +576,12 @@ class Workbench(WindowUi):
             self._main.put(self._refresh_pick)  # the Cell panel shows the edited cell (next frame)
         if change.tables and change.source != "edit":  # an edit names every chunk its tables change touches
             for key in self.bridge.resident_tiles():
-                self._jobs.put(("replace", (key, None, change.label)))
+                self.bridge.queue(key, None, change.label)
             self._overlays_stale(self.bridge.resident_tiles(full=False))
             return
         resident = [k for k in (change.chunks or {}) if self.bridge.resident(k)]
-        n = sum(len(change.chunks[k]) for k in resident)
         for key in resident:
-            if n <= SYNC_CHUNKS:
-                self.bridge.replace_chunks(key, change.chunks[key], change.label)
-            else:
-                self._jobs.put(("replace", (key, set(change.chunks[key]), change.label)))
+            self.bridge.queue(key, change.chunks[key], change.label)
         self._overlays_stale(self.bridge.resident_tiles(full=False) if change.tables else resident)
 
     # -- overlays --
@@ -666,7 +664,7 @@ class Workbench(WindowUi):
                 self.bridge.tables_changed(self.session.catalog)  # tiles loaded from now on
                 for key in self.bridge.resident_tiles():
                     if key not in tiles:
-                        self._jobs.put(("replace", (key, None, "tables reloaded")))
+                        self.bridge.queue(key, None, "tables reloaded")
             for key in tiles:
                 entry.setdefault("grass_before", {})[key] = self.bridge.grass_count(key)
                 if self.bridge.reload_tile(key):
@@ -712,11 +710,6 @@ class Workbench(WindowUi):
                     if pool is None:
                         img = self.overlay_for(arg)
                         self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
-                elif kind == "replace":
-                    key, chunks, label = arg
-                    grass = self.bridge.placed(key, chunks)
-                    self._main.put(lambda k=key, c=chunks, g=grass, lb=label:
-                                   self.bridge.hand_over(k, self.bridge.merged(k, c, g), lb))
                 elif kind == "info":
                     ref, world, light = arg
                     info = self._cell_info(ref)

@@ -6,6 +6,8 @@ tables changed.
 
 A chunk placed alone is its part of the whole tile's placement (a chunk's grass depends on its own
 data only; tests compare), so an edit's chunks are placed again for a fraction of a tile's time.
+A placement runs outside the session's lock, from the tile and tables as they were when it began
+(an edit on the frame's thread never waits for it); it is kept only while they still are.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class PlacementCache:
             for i in chunks:
                 self._chunk_placed.pop((key, int(i)), None)
 
-    def _place(self, tile):
+    def _place(self, tile, catalog):
         """The strategy's placement of a tile, less what the client's draw capacity drops (as a
         client bake of the saved tile keeps it: grass/bake.py)."""
         from wowgrass.grass.bake import ModelTable, client_draw_capacity
@@ -44,27 +46,45 @@ class PlacementCache:
         s = self.session
         if self._model_table is None:
             self._model_table = ModelTable(s.data.read)
-        inst = s.strategy.place(tile, s.catalog, map_name=s.placement_map_name)
-        return client_draw_capacity(inst, s.catalog, s.strategy, self._model_table)[0]
+        inst = s.strategy.place(tile, catalog, map_name=s.placement_map_name)
+        return client_draw_capacity(inst, catalog, s.strategy, self._model_table)[0]
+
+    def _snapshot(self, key):
+        """(tile, tables, versions) read together under the session's lock: what a placement
+        outside the lock works from (an edit landing meanwhile makes a new tile object)."""
+        s = self.session
+        with s.lock:
+            return s.tile(key), s.catalog, (s.tile_version(key), s.tables_version)
+
+    def _current(self, versions, key) -> bool:
+        s = self.session
+        return versions == (s.tile_version(key), s.tables_version)
 
     def tile_instances(self, tile):
-        """The live placement of a whole tile (placed again after a change, kept until the next)."""
+        """The live placement of a whole tile (placed again after a change, kept until the next).
+        Placed outside the session's lock (an edit on another thread does not wait for it): the
+        placement of the bytes as they were when it began."""
+        key = (int(tile[0]), int(tile[1]))
         with self.session.lock:
-            key = (int(tile[0]), int(tile[1]))
             inst = self._placed.get(key)
-            if inst is None:
-                inst = self._place(self.session.tile(key))
+            if inst is not None:
+                return inst
+            t, cat, versions = self._snapshot(key)
+        inst = self._place(t, cat)
+        with self.session.lock:
+            if self._current(versions, key):
                 self._placed[key] = inst
-            return inst
+        return inst
 
     def place_chunks(self, tile, chunk_indices) -> dict:
         """{MCNK index: Instances} of some chunks of a tile, placed now: the tile is placed with
-        every other chunk's layers hidden (see the module docstring)."""
+        every other chunk's layers hidden (see the module docstring). Placed outside the session's
+        lock, from the bytes as they were when it began (kept only while they still are)."""
         from wowgrass.grass.placement import Instances
 
         want = sorted({int(i) for i in chunk_indices})
+        key = (int(tile[0]), int(tile[1]))
         with self.session.lock:
-            key = (int(tile[0]), int(tile[1]))
             full = self._placed.get(key)
             out = {}
             todo = []
@@ -74,26 +94,30 @@ class PlacementCache:
                     out[i] = hit
                 elif full is None:
                     todo.append(i)
-            if full is None and todo:
-                t = self.session.tile(key)
-                keep = np.zeros(256, bool)
-                keep[todo] = True
-                masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
-                full_part = self._place(masked)
-            else:
-                full_part = full
-            if full_part is not None:
-                order = np.argsort(full_part.chunk, kind="stable")
-                chunks = full_part.chunk[order]
-                for i in (want if full is not None else todo):
-                    if i in out:
-                        continue
-                    lo, hi = np.searchsorted(chunks, i), np.searchsorted(chunks, i, side="right")
-                    sel = order[lo:hi]
-                    inst = Instances(full_part.model[sel], np.ascontiguousarray(full_part.pos[sel]), full_part.yaw[sel],
-                                     full_part.scale[sel], full_part.chunk[sel], full_part.cell[sel], full_part.models)
-                    self._chunk_placed[(key, i)] = out[i] = inst
-            return out
+            t, cat, versions = self._snapshot(key)
+        if full is None and todo:
+            keep = np.zeros(256, bool)
+            keep[todo] = True
+            masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
+            full_part = self._place(masked, cat)
+        else:
+            full_part = full
+        made = {}
+        if full_part is not None:
+            order = np.argsort(full_part.chunk, kind="stable")
+            chunks = full_part.chunk[order]
+            for i in (want if full is not None else todo):
+                if i in out:
+                    continue
+                lo, hi = np.searchsorted(chunks, i), np.searchsorted(chunks, i, side="right")
+                sel = order[lo:hi]
+                made[i] = out[i] = Instances(full_part.model[sel], np.ascontiguousarray(full_part.pos[sel]),
+                                             full_part.yaw[sel], full_part.scale[sel], full_part.chunk[sel],
+                                             full_part.cell[sel], full_part.models)
+        with self.session.lock:
+            if self._current(versions, key):
+                self._chunk_placed.update({(key, i): inst for i, inst in made.items()})
+        return out
 
     def chunk_instances(self, tile, chunk_index: int):
         """The grass of one chunk as grass/placement.py's Instances."""

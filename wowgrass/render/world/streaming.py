@@ -446,12 +446,14 @@ class Scene:
             self.grass.add_tile(key, payload["grid"], grass_meshes, np.concatenate(samples) if samples else None)
         return n_grass
 
-    def replace_grass(self, key, grass: dict, extra: dict | None = None) -> int:
+    def replace_grass(self, key, grass: dict, extra: dict | None = None, groups: dict | None = None) -> int:
         """Draw ``grass`` (model -> INSTANCE_DTYPE instances) as resident tile ``key``'s grass in place
         of what it had (an edit placed some of its chunks again): its instances leave the grass
         source and the new ones are queued under the frame's upload budget (the instanced path;
-        ``extra``: the client look's per-instance bytes, white where not given). Returns the
-        instances drawn; 0 where ``key`` is not a complete resident tile."""
+        ``extra``: the client look's per-instance bytes, white where not given; ``groups``: model ->
+        :func:`~wowgrass.render.sources.grass_cpu.group_by_chunk`'s table where the caller sorted
+        and grouped the instances off the frame's thread). Returns the instances drawn; 0 where
+        ``key`` is not a complete resident tile."""
         t = self.tiles.get(key)
         if t is None or not t.full or self.grass_path != "instanced":
             return 0
@@ -463,8 +465,9 @@ class Scene:
         for name, inst in grass.items():
             if len(inst) == 0:
                 continue
-            inst, groups = group_by_chunk(np.ascontiguousarray(inst))
-            payload["grass"][name], payload["grass_groups"][name] = inst, groups
+            given = (groups or {}).get(name)
+            inst, table = (inst, given) if given is not None else group_by_chunk(np.ascontiguousarray(inst))
+            payload["grass"][name], payload["grass_groups"][name] = inst, table
             if self.client_look:
                 from .client_look import white_extras
 
