@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One batch on the lent GPU machine (docs/gpu.md's recipe): the workbench's fly-and-pick bench with
+# worker processes and without, the workbench's parts in both looks at 1920x1080, and the rules'
+# apply pinned to two cores. Figures land flat in $OUT (json + logs).
+set -u
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
+[ -e wowgrass/cli ] || ln -s ../cli wowgrass/cli
+egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
+nvidia-smi -L; nproc
+run() {  # name, limit, command...
+    local name=$1 limit=$2; shift 2
+    echo "== $name"; timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "rc=$?" >> "$OUT/$name.log"
+    tail -25 "$OUT/$name.log"
+    [ -f "/tmp/b/$name/workbench.json" ] && cp "/tmp/b/$name/workbench.json" "$OUT/$name.json"
+}
+W=benchmarks/bench_workbench.py
+run fly1 170 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --json --out /tmp/b/fly1
+run fly0 150 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --workers 0 --json --out /tmp/b/fly0
+run parts 110 python3 $W --size 1920x1080 --frames 120 --json --out /tmp/b/parts
+run client 110 python3 $W --size 1920x1080 --frames 120 --look client --json --out /tmp/b/client
+run rules2 120 taskset -c 0,1 python3 benchmarks/bench_rules.py --runs 2 --saves 20 --cells 30 --json "$OUT/rules2.json"
