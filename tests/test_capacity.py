@@ -318,3 +318,77 @@ def test_real_tile_with_real_model_geometry_matches_the_ports_loop(realdata, pic
     assert 0 < (~got).sum() < got.size
     if picks == 45:
         assert budget_335(45) % 180 == 0
+
+
+@pytest.mark.parametrize("differ", ["vertices", "indices"])
+def test_a_texture_whose_models_differ_in_one_count_only_is_not_closed_form(differ):
+    """Models of one texture alike in one count and not the other: the chunk is filled step by step."""
+    rng = np.random.default_rng(7 if differ == "vertices" else 8)
+    geometry = {}
+    for m in range(8):
+        a, b = 30, int(rng.integers(2, 40)) * 3
+        geometry[m] = ModelGeometry(f"t{m % 2}.blp", *((b, a) if differ == "vertices" else (a, b)))
+    chunk, model = random_scatter(rng, 3000, 6, 8)
+    for picks in (16, 48):
+        got = draw_capacity(chunk, model, geometry, picks, True)
+        assert (got == port_reference(chunk, model, geometry, picks, True)).all()
+    # the first placements of a chunk in the closed form's order would take a size of the wrong model
+    geometry = {0: ModelGeometry("t.blp", *((40, 10) if differ == "vertices" else (10, 40))),
+                1: ModelGeometry("t.blp", 10, 10)}
+    model = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1])
+    got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
+    # one pick: batches of 64, filled placement by placement (a size a model, not a placement's own)
+    assert got.tolist() == _steps(model, geometry, 64)
+
+
+def _steps(model, geometry, budget):
+    """The 3.3.5 rule for one chunk, placement by placement, at any budget (the port clamps picks)."""
+    batches, keep = [], []
+    for m in model.tolist():
+        g = geometry[m]
+        use = next((b for b in batches if b[0] == g.texture and b[1] + g.vertex_count < budget
+                    and b[2] + g.index_count < budget), None)
+        if use is None and len(batches) < 4:
+            use = [g.texture, 0, 0]
+            batches.append(use)
+        if use is not None:
+            use[1] += g.vertex_count
+            use[2] += g.index_count
+        keep.append(use is not None)
+    return keep
+
+
+def test_draw_capacity_of_nothing_one_placement_and_any_shape():
+    geometry = {0: ModelGeometry("t.blp", 10, 10)}
+    assert draw_capacity(np.zeros(0, np.uint16), np.zeros(0, np.int64), geometry, 16, True).shape == (0,)
+    assert draw_capacity(np.zeros(0, np.uint16), np.zeros(0, np.int64), geometry, 16, False).shape == (0,)
+    assert draw_capacity(np.zeros(1, np.uint16), np.zeros(1, np.int64), geometry, 16, True).tolist() == [True]
+    chunk, model = random_scatter(np.random.default_rng(3), 400, 3, 1)
+    flat = draw_capacity(chunk, model, geometry, 1, True)
+    assert (draw_capacity(chunk[:, None], model[:, None].tolist(), geometry, 1, True) == flat).all()
+
+
+def test_model_geometry_of_a_model_without_a_view_batches_or_texture_file():
+    from types import SimpleNamespace as NS
+
+    own = ModelGeometry("<model world\\grass\\tuft.m2>", 0, 0, True)
+    assert model_geometry(NS(view=None), "World\\Grass\\Tuft.M2") == own
+    assert model_geometry(NS(), "World\\Grass\\Tuft.M2") == own
+    sub = np.array([(5, 9)], [("vertex_count", "<u2"), ("index_count", "<u2")])
+    batch = np.array([(0,)], [("submesh", "<u2")])
+    assert model_geometry(NS(view=NS(batches=batch[:0], submeshes=sub)), "World\\Grass\\Tuft.M2") == own
+    assert model_geometry(NS(view=NS(batches=batch, submeshes=sub[:0])), "World\\Grass\\Tuft.M2") == own
+    # a batch with no texture at all: the model's own key, type -1; one with a texture but no file: its type
+    model = NS(view=NS(batches=batch, submeshes=sub), submesh_range=lambda s: (0, 9), batch_texture=lambda b: None)
+    assert model_geometry(model, "A.m2") == ModelGeometry("<model a.m2: texture type -1>", 5, 9, True)
+    model.batch_texture = lambda b: NS(filename="", type=2)
+    assert model_geometry(model, "A.m2") == ModelGeometry("<model a.m2: texture type 2>", 5, 9, True)
+    model.batch_texture = lambda b: NS(filename="World/Tex/Grass.BLP", type=0)
+    assert model_geometry(model, "A.m2") == ModelGeometry("world\\tex\\grass.blp", 5, 9, True)
+
+
+def test_missing_geometry_and_its_list_form():
+    g = missing_geometry("World\\Gone.M2")
+    assert g == ModelGeometry("<missing model world\\gone.m2>", 0, 0, False)
+    assert g.to_list() == ["<missing model world\\gone.m2>", 0, 0, False]
+    assert ModelGeometry("a.blp", 3, 6).to_list() == ["a.blp", 3, 6, True]
