@@ -303,13 +303,46 @@ def test_an_unchanged_odd_channel_loses_one_per_blend_and_exact_keeps_it():
 
 
 def test_lights_within_a_third_of_a_yard_blend_larger_falloff_start_first():
-    small = ((100.0, 0.0, 0.0), 10.0, 60.0, 2)
-    large = ((100.1, 0.0, 0.0), 40.0, 60.0, 3)
+    # the larger start is the nearer one here: farthest-first alone would blend it last
+    small = ((100.1, 0.0, 0.0), 10.0, 60.0, 2)
+    large = ((100.0, 0.0, 0.0), 40.0, 60.0, 3)
     t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
                          sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
     m = t.map_light(7)
-    m.evaluate(np.array([100.0, 0.0, 0.0]), 0)   # both at weight 1: the last one blended wins
+    for x in (100.0, 99.0, 101.0):   # both at weight 1: the last one blended wins
+        m.evaluate(np.array([x, 0.0, 0.0]), 0)
+        assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+    # half a yard apart the tie rule is off: the farther pops first whatever its start
+    small = ((100.5, 0.0, 0.0), 10.0, 60.0, 2)
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
+                         sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
+    m = t.map_light(7)
+    m.evaluate(np.array([100.0, 0.0, 0.0]), 0)
+    assert [int(m.ids[i]) for i in m.blend_order] == [2, 3] and m.colors[0].tolist() == [200, 200, 200]
+    m.evaluate(np.array([100.6, 0.0, 0.0]), 0)
     assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+
+
+@pytest.mark.parametrize(("build", "at_end_in_reach"), [("3.3.5", False), ("1.12", True)])
+def test_a_light_exactly_its_falloff_end_away_is_in_reach_in_112_only(build, at_end_in_reach):
+    """3.3.5 tests d^2 < end^2, 1.12 d <= end (float32): at exactly the end the light is pushed
+    (and blended at weight 0: the byte rounding shows it) in 1.12 only."""
+    x, end = 100.0, 60.0
+    t = one_light_tables([0], [(85, 85, 85)], build=build,
+                         lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((x, 0.0, 0.0), 10.0, end, 1)])
+    m = t.map_light(7)
+    f32 = np.float32
+    # the client's float32 position and radius, as client.md's transform gives them (z = 0 exactly)
+    gc = np.array([(CORNER - 0.0) * UNITS, 0.0, (CORNER - x) * UNITS], f32) / f32(UNITS)
+    px, py = f32(CORNER) - gc[2], f32(CORNER) - gc[0]
+    end32 = f32(end * UNITS) / f32(UNITS)
+    m.evaluate(np.array([px, py, end32], np.float64), 0)
+    assert (m.blend_order == [0]) is at_end_in_reach
+    assert m.colors[0].tolist() == ([84, 84, 84] if at_end_in_reach else [85, 85, 85])
+    m.evaluate(np.array([px, py, np.nextafter(end32, f32(0))], np.float64), 0)
+    assert m.blend_order == [0]
+    m.evaluate(np.array([px, py, np.nextafter(end32, f32(1e9))], np.float64), 0)
+    assert m.blend_order == []
 
 
 def test_fog_end_is_floored_and_the_scaler_clamped_per_light_before_blending():
