@@ -40,7 +40,7 @@ MODULES: dict[str, dict] = {
     },
     "masks": {
         "file": "wowgrass/edit/masks.py",
-        "tests": ["tests/test_masks.py", "tests/test_effects_workbench.py", "tests/test_mh2o_offsets.py",
+        "tests": ["tests/test_exclusion_masks.py", "tests/test_effects_workbench.py", "tests/test_mh2o_offsets.py",
                   "tests/test_workbench_session.py"],
     },
     "adt_edit": {
@@ -103,7 +103,10 @@ def prepare(name: str, spec: dict) -> Path:
         "also_copy": ["cli", "docs", "benchmarks"],
         "pytest_add_cli_args": ["-q", "-p", "no:cacheprovider", "-m", "not network and not gl and not window"],
         "pytest_add_cli_args_test_selection": tests,
-        "timeout_multiplier": 5.0,
+        # mutmut limits a mutant to (the tests' time + constant) x multiplier x 2 CPU seconds; the tests'
+        # time leaves out their fixtures (a sample world built per module), so the constant is large
+        "timeout_multiplier": 2.0,
+        "timeout_constant": 60.0,
     }
     lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in conf.items()]
     text = project.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
@@ -119,7 +122,7 @@ def results(work: Path, globs: list[str]) -> dict:
     from mutmut.stats import status_by_exit_code
 
     counts: dict[str, int] = {}
-    survivors = []
+    survivors, timeouts = [], []
     for meta in (work / "mutants").rglob("*.py.meta"):
         data = json.loads(meta.read_text("utf-8"))
         for key, code in data.get("exit_code_by_key", {}).items():
@@ -129,10 +132,12 @@ def results(work: Path, globs: list[str]) -> dict:
             counts[status] = counts.get(status, 0) + 1
             if status in ("survived", "no tests"):
                 survivors.append(key)
+            elif status == "timeout":
+                timeouts.append(key)
     total = sum(counts.values())
     killed = sum(counts.get(k, 0) for k in ("killed", "timeout", "segfault"))
     return {"killed": killed, "total": total, "percent": round(100 * killed / total, 1) if total else 0.0,
-            "counts": counts, "survivors": sorted(survivors)}
+            "counts": counts, "survivors": sorted(survivors), "timeouts": sorted(timeouts)}
 
 
 def main(argv=None) -> int:
@@ -141,7 +146,7 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the modules, files and tests, and stop")
     ap.add_argument("--jobs", type=int, default=2, help="mutants tried at once (default 2)")
     ap.add_argument("--survivors", action="store_true",
-                    help="try again only the survivors of the last run (after adding tests)")
+                    help="try again only the survivors and timeouts of the last run (after adding tests)")
     ap.add_argument("--report", action="store_true", help="print the figures of earlier runs only")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -166,7 +171,9 @@ def main(argv=None) -> int:
             # names only where part of a file is mutated (a named mutant is always tried again)
             names = globs if spec.get("functions") else []
             if args.survivors:
-                names = results(work, globs)["survivors"] if (work / "mutants").exists() else names
+                if (work / "mutants").exists():
+                    last = results(work, globs)
+                    names = last["survivors"] + last["timeouts"]
                 if not names:
                     figures[n] = results(work, globs)
                     continue
