@@ -49,7 +49,8 @@ MODULES: dict[str, dict] = {
     },
     "fileio": {
         "file": "wowgrass/fileio.py",
-        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_faults.py"],
+        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_direct_write.py",
+                  "tests/test_faults.py"],
     },
     "placement": {
         "file": "wowgrass/grass/placement.py",
