@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -49,8 +50,8 @@ MODULES: dict[str, dict] = {
     },
     "fileio": {
         "file": "wowgrass/fileio.py",
-        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_direct_write.py",
-                  "tests/test_faults.py"],
+        # (test_faults.py drives whole commands into full disks: half a minute a mutant, so left out)
+        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_direct_write.py"],
     },
     "placement": {
         "file": "wowgrass/grass/placement.py",
@@ -136,8 +137,10 @@ def results(work: Path, globs: list[str]) -> dict:
             elif status == "timeout":
                 timeouts.append(key)
     total = sum(counts.values())
+    tried = total - counts.get("not checked", 0)
     killed = sum(counts.get(k, 0) for k in ("killed", "timeout", "segfault"))
-    return {"killed": killed, "total": total, "percent": round(100 * killed / total, 1) if total else 0.0,
+    return {"killed": killed, "tried": tried, "total": total,
+            "percent": round(100 * killed / tried, 1) if tried else 0.0,
             "counts": counts, "survivors": sorted(survivors), "timeouts": sorted(timeouts)}
 
 
@@ -148,6 +151,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="mutants tried at once (default 2)")
     ap.add_argument("--survivors", action="store_true",
                     help="try again only the survivors and timeouts of the last run (after adding tests)")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="stop each module's run after this long and report what it reached (mutmut keeps "
+                         "the results: the next run goes on from there)")
     ap.add_argument("--report", action="store_true", help="print the figures of earlier runs only")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -180,11 +186,22 @@ def main(argv=None) -> int:
                     continue
             cmd = [str(mutmut), "run", "--max-children", str(args.jobs), *names]
             env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-            subprocess.run(cmd, cwd=work, env=env, check=False)
+            proc = subprocess.Popen(cmd, cwd=work, env=env)
+            try:
+                proc.wait(timeout=args.minutes * 60 if args.minutes else None)
+            except subprocess.TimeoutExpired:
+                print(f"\n== {n}: stopped after {args.minutes:g} min (partial figures)", flush=True)
+                proc.send_signal(signal.SIGINT)      # mutmut stops its workers and keeps the results so far
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         figures[n] = results(work, globs)
     print()
     for n, f in figures.items():
-        print(f"{n:10s} {f['killed']:5d} / {f['total']:5d} killed  {f['percent']:5.1f} %  {f['counts']}")
+        print(f"{n:10s} {f['killed']:5d} / {f['tried']:5d} killed  {f['percent']:5.1f} %  ({f['tried']} of {f['total']} "
+              f"mutants tried)  {f['counts']}")
         for s in f["survivors"]:
             print(f"    survived: {s}")
     if args.json:
