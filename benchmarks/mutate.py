@@ -184,6 +184,8 @@ def main(argv=None) -> int:
                 if not names:
                     figures[n] = results(work, globs)
                     continue
+                # mutmut keeps the tests it found for each function: new tests need new stats
+                (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
             cmd = [str(mutmut), "run", "--max-children", str(args.jobs), *names]
             env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
             proc = subprocess.Popen(cmd, cwd=work, env=env)

@@ -339,6 +339,15 @@ def test_a_texture_whose_models_differ_in_one_count_only_is_not_closed_form(diff
     got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
     # one pick: batches of 64, filled placement by placement (a size a model, not a placement's own)
     assert got.tolist() == _steps(model, geometry, 64)
+    # the two models strictly alternating (no two alike side by side), and a chunk whose first
+    # placement (another texture) has the size most of the second texture's models have
+    same, a, b = 30, 10, 40
+    pair = (lambda one: (one, same)) if differ == "vertices" else (lambda one: (same, one))
+    geometry = {0: ModelGeometry("t.blp", *pair(a)), 1: ModelGeometry("t.blp", *pair(b)),
+                2: ModelGeometry("s.blp", *pair(b))}
+    for model in (np.tile([0, 1], 10), np.array([2, 0, 1, 1, 1, 1, 1])):
+        got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
+        assert got.tolist() == _steps(model, geometry, 64), model
 
 
 def _steps(model, geometry, budget):
@@ -385,6 +394,13 @@ def test_model_geometry_of_a_model_without_a_view_batches_or_texture_file():
     assert model_geometry(model, "A.m2") == ModelGeometry("<model a.m2: texture type 2>", 5, 9, True)
     model.batch_texture = lambda b: NS(filename="World/Tex/Grass.BLP", type=0)
     assert model_geometry(model, "A.m2") == ModelGeometry("world\\tex\\grass.blp", 5, 9, True)
+    # the batch of the lowest index start, wherever it is listed (here second; its submesh ends first
+    # in the other one, which starts lower still)
+    subs = np.array([(5, 90), (7, 12), (8, 30)], [("vertex_count", "<u2"), ("index_count", "<u2")])
+    ranges = {0: (40, 130), 1: (0, 100), 2: (10, 40)}
+    model = NS(view=NS(batches=np.array([(0,), (1,), (2,)], [("submesh", "<u2")]), submeshes=subs),
+               submesh_range=lambda s: ranges[s], batch_texture=lambda b: NS(filename=f"t{int(b['submesh'])}.blp"))
+    assert model_geometry(model, "B.m2") == ModelGeometry("t1.blp", 7, 12, True)
 
 
 def test_missing_geometry_and_its_list_form():
