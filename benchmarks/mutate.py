@@ -85,7 +85,7 @@ def mutant_globs(name: str, spec: dict) -> list[str]:
     module = spec["file"][:-3].replace("/", ".")
     if not spec.get("functions"):
         return [f"{module}.*"]
-    return [f"{module}.x{f}__mutmut_*" for f in spec["functions"]]
+    return [f"{module}.x{f}__mutmut_*" if f.startswith("ǁ") else f"{module}.x_{f}__mutmut_*" for f in spec["functions"]]
 
 
 def prepare(name: str, spec: dict) -> Path:
