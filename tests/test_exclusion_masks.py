@@ -6,6 +6,7 @@ bumpy cells, the slope threshold, cells near doodads and near WMO boxes at exact
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from wowgrass.edit.masks import cell_slopes, map_objects, near_objects_mask, slope_mask
 from wowgrass.formats.adt import MDDF_DTYPE, MODF_DTYPE, UNIT_SIZE, VERTEX_ROWCOL, AdtTile
@@ -98,6 +99,13 @@ def test_cells_near_doodads_and_wmo_boxes():
     only_boxes = near_objects_mask(t, yards_exact, objects=(np.zeros((0, 2)), boxes))
     assert np.array_equal(only_boxes, _near_reference(t, yards_exact, np.zeros((0, 2)), boxes))
     assert only_boxes.reshape(-1)[9000] and only_boxes.sum() > 100
+    # a box whose south edge is exactly `yb` from a cell centre, across its x range: that cell is in
+    e = cen[5000]
+    box = np.array([[[e[0] - 5.0, e[1] + 3.5], [e[0] + 5.0, e[1] + 20.0]]])
+    yb = float(box[0, 0, 1] - e[1])
+    edge = near_objects_mask(t, yb, objects=(np.zeros((0, 2)), box))
+    assert edge.reshape(-1)[5000] and np.array_equal(edge, _near_reference(t, yb, np.zeros((0, 2)), box))
+    assert not near_objects_mask(t, np.nextafter(yb, 0.0), objects=(np.zeros((0, 2)), box)).reshape(-1)[5000]
     # more than 256 objects: they are taken in slices, all of them
     many = np.stack([np.full(600, c[0]), c[1] + np.linspace(-400.0, 400.0, 600)], axis=1)
     many_boxes = np.repeat(boxes[:1], 300, axis=0) + np.linspace(-300.0, 300.0, 300)[:, None, None]
@@ -121,3 +129,34 @@ def test_map_objects_lists_each_placement_once():
     assert np.allclose(pts, file_to_world(mddf["position"])[:, :2])
     assert np.allclose(boxes, modf_bounds(modf)[:, :, :2]) and boxes.shape == (3, 2, 2)
     assert (boxes[:, 0] <= boxes[:, 1]).all()
+
+
+def test_map_objects_of_tiles_without_any():
+    pts, boxes = map_objects([AdtTile.from_arrays(31, 32), AdtTile.from_arrays(32, 32)])
+    assert pts.shape == (0, 2) and boxes.shape == (0, 2, 2)
+    assert not near_objects_mask(AdtTile.from_arrays(31, 32), 50.0).any()
+
+
+def test_mask_pictures_of_several_tiles_and_wrong_sizes():
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, mask_from_array, picture_grey
+    from wowgrass.errors import UsageError
+
+    tiles = [(31, 32), (31, 33), (32, 32)]                  # 2 x 2 tiles' box, one of them not selected
+    grey = np.zeros((2 * CELLS, 2 * CELLS), np.float32)
+    grey[:CELLS, :CELLS] = 200                                # (31, 32): all
+    grey[CELLS:, :CELLS][::2] = 255                           # (31, 33): every other row
+    grey[:CELLS, CELLS:][:, :5] = 128                         # (32, 32): five columns, 128 selects
+    masks = mask_from_array(grey, tiles)
+    assert sorted(masks) == sorted(tiles) and all(m.shape == (CELLS, CELLS) for m in masks.values())
+    assert masks[(31, 32)].all()
+    assert masks[(31, 33)][::2].all() and not masks[(31, 33)][1::2].any()
+    assert masks[(32, 32)][:, :5].all() and not masks[(32, 32)][:, 5:].any()
+    twice = mask_from_array(np.repeat(np.repeat(grey, 2, axis=0), 2, axis=1), tiles)   # a 2x painting
+    assert all(np.array_equal(twice[k], masks[k]) for k in tiles)
+    for shape in ((CELLS, CELLS + 2), (CELLS + 2, CELLS), (CELLS - 1, CELLS - 1), (2 * CELLS, 3 * CELLS)):
+        with pytest.raises(UsageError, match=r"^mask: .* need 128x128"):
+            mask_from_array(np.zeros(shape, np.float32), [(31, 32)])
+    one_bit = Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1")
+    assert picture_grey(one_bit).tolist() == [[0.0, 255.0, 255.0]]
