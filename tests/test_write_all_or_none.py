@@ -219,3 +219,45 @@ def test_a_put_back_that_fails_names_every_file_left_changed_and_its_old_bytes(t
     sweep_temporaries(tmp_path, older_than=0.0)
     assert left[tmp_path / "a"].read_bytes() == b"old a" and left[tmp_path / "b"].read_bytes() == b"old b"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp") and ".old." not in p.name]
+
+
+def test_a_stuck_put_back_keeps_backups_lists_files_in_order_and_never_overwrites(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"old a")
+    b.write_bytes(b"old b")
+    (tmp_path / "a.old").write_bytes(b"someone's a.old")       # taken: the old bytes go to a.old.1
+    fail_put_back(monkeypatch, 5)      # two backups, a and b replaced; c fails; a and b cannot go back
+    with pytest.raises(OutputError) as err:
+        write_files_atomic({a: b"new a", b: b"new b", tmp_path / "c": b"c"},
+                           backups={a: tmp_path / "a.bak", b: tmp_path / "b.bak"})
+    monkeypatch.undo()
+    assert [t for t, _ in err.value.left_changed] == [a, b]                 # in the order written
+    assert str(err.value).index(f"{a} keeps") < str(err.value).index(f"{b} keeps")
+    assert dict(err.value.left_changed) == {a: tmp_path / "a.old.1", b: tmp_path / "b.old"}
+    assert (tmp_path / "a.old").read_bytes() == b"someone's a.old"
+    assert (tmp_path / "a.old.1").read_bytes() == b"old a" and (tmp_path / "b.old").read_bytes() == b"old b"
+    # the backups this call made stay: a way back for files left changed
+    assert (tmp_path / "a.bak").read_bytes() == b"old a" and (tmp_path / "b.bak").read_bytes() == b"old b"
+
+
+def test_an_interrupt_with_a_stuck_put_back_goes_on_as_itself_naming_the_files(tmp_path, monkeypatch):
+    a = tmp_path / "a"
+    a.write_bytes(b"old a")
+    real = os.replace
+    calls = []
+
+    def replace(src, dst, *x, **k):
+        calls.append(src)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        if str(src).endswith(".old.tmp"):
+            raise OSError(5, "Input/output error", str(dst))
+        return real(src, dst, *x, **k)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt) as err:
+        write_files_atomic({a: b"new a", tmp_path / "b": b"b"})
+    monkeypatch.undo()
+    assert err.value.left_changed == [(a, tmp_path / "a.old")] and a.read_bytes() == b"new a"
+    notes = " ".join(getattr(err.value, "__notes__", []))
+    assert not hasattr(err.value, "add_note") or f"{a} keeps the new bytes, its old bytes are in {tmp_path / 'a.old'}" in notes

@@ -201,8 +201,12 @@ def write_files_atomic(files, *, backups=None) -> list[Path]:
                 d.rmdir()
             except OSError:
                 pass
-        if stuck:
+        if stuck and isinstance(exc, OSError):
             raise _left_changed(current, exc, stuck[::-1]) from exc
+        if stuck:   # an interrupt: it goes on as itself, carrying the files left changed
+            exc.left_changed = stuck[::-1]
+            if hasattr(exc, "add_note"):
+                exc.add_note(str(_left_changed(current, exc, stuck[::-1])))
         if isinstance(exc, OSError):
             raise OutputError.from_os(current, exc) from exc
         raise
