@@ -188,7 +188,7 @@ def main(argv=None) -> int:
                 (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
             cmd = [str(mutmut), "run", "--max-children", str(args.jobs), *names]
             env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-            proc = subprocess.Popen(cmd, cwd=work, env=env)
+            proc = subprocess.Popen(cmd, cwd=work, env=env, start_new_session=True)
             try:
                 proc.wait(timeout=args.minutes * 60 if args.minutes else None)
             except subprocess.TimeoutExpired:
@@ -199,6 +199,10 @@ def main(argv=None) -> int:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # a worker mutmut left running (its own session)
+            except ProcessLookupError:
+                pass
         figures[n] = results(work, globs)
     print()
     for n, f in figures.items():
