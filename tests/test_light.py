@@ -697,3 +697,36 @@ def test_view_weather_storm_mixes_the_storm_sets_in(tmp_path, realdata, egl):
     assert storm["fog_color"] != clear["fog_color"] and storm["fog"][1] < clear["fog"][1]
     r = CliRunner().invoke(cli, ["view", "--weather", "storm", "--output", str(tmp_path / "x.png")])
     assert r.exit_code == 2 and "--clock" in r.output
+
+
+def test_the_storm_mixes_colours_and_three_floats_only():
+    """DNMixInfo: the storm set moves the colours and fog end, fog start scaler and cloud density by
+    the amount (exact: linearly); celestial glow and the two other floats stay the clear set's."""
+    clear_fl = [[100.0 * 36], [0.2], [0.9], [0.4], [0.6], [0.8]]
+    storm = (0.0, (50.0 * 36, 0.6, 0.1, 0.8, 0.05, 0.05))
+    t = one_light_tables([0], [(10, 20, 30)], floats=clear_fl, lights=[((0.0, 0.0, 0.0), 0, 0, (1, 2, 3, 4))],
+                         sets={3: ((100, 100, 100), storm[1])})
+    for amount in (0.25, 0.5):
+        m = t.map_light(7, exact=True, storm=amount)
+        m.evaluate(np.zeros(3), 0)
+        assert np.allclose(m.colors[0], [10 + 90 * amount, 20 + 80 * amount, 30 + 70 * amount], atol=1e-4)
+        assert np.isclose(m.floats[0], 100 + (50 - 100) * amount, atol=1e-3)     # fog end
+        assert np.isclose(m.floats[1], 0.2 + (0.6 - 0.2) * amount, atol=1e-5)    # fog start scaler
+        assert np.isclose(m.floats[3], 0.4 + (0.8 - 0.4) * amount, atol=1e-5)    # cloud density
+        assert np.allclose(m.floats[[2, 4, 5]], [0.9, 0.6, 0.8], atol=1e-6)      # the clear set's
+    m = t.map_light(7, exact=True, storm=3.0)    # an amount past 1 is 1
+    m.evaluate(np.zeros(3), 0)
+    assert np.allclose(m.colors[0], [100, 100, 100]) and np.isclose(m.floats[0], 50.0, atol=1e-3)
+
+
+def test_under_a_liquid_with_a_light_its_set_alone_per_set_and_hour():
+    t = one_light_tables([0, 1440], [(10, 20, 30), (30, 40, 50)], lights=[((0.0, 0.0, 0.0), 0, 0, 1),
+                                                                         ((5.0, 0.0, 0.0), 10.0, 100.0, 1)],
+                         sets={5: flat((200, 100, 50), fog_end=20.0), 6: flat((1, 2, 3), fog_end=30.0)})
+    m = t.map_light(7, exact=True)
+    for pid, colour, fog in ((5, (200, 100, 50), 20.0), (6, (1, 2, 3), 30.0), (5, (200, 100, 50), 20.0)):
+        m.evaluate(np.zeros(3), 720, liquid_params=pid)
+        assert m.liquid == pid and m.blend_order == [] and not m.weights.any()
+        assert m.colors[0].tolist() == list(colour) and np.isclose(m.floats[0], fog, atol=1e-3)
+    m.evaluate(np.zeros(3), 720)
+    assert m.liquid is None and m.colors[0].tolist() == [20, 30, 40]   # half way from 00:00 to 24:00's key
