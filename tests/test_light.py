@@ -321,6 +321,13 @@ def test_lights_within_a_third_of_a_yard_blend_larger_falloff_start_first():
     assert [int(m.ids[i]) for i in m.blend_order] == [2, 3] and m.colors[0].tolist() == [200, 200, 200]
     m.evaluate(np.array([100.6, 0.0, 0.0]), 0)
     assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+    # the centres' distance counts all three axes: 0.3 north and 0.2 up is 0.36 yd, past a third
+    small = ((100.0, 0.3, 0.2), 10.0, 60.0, 2)
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
+                         sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
+    m = t.map_light(7)
+    m.evaluate(np.array([100.0, -1.0, 0.0]), 0)    # the small light the farther: it pops first
+    assert [int(m.ids[i]) for i in m.blend_order] == [2, 3] and m.colors[0].tolist() == [200, 200, 200]
 
 
 @pytest.mark.parametrize(("build", "at_end_in_reach"), [("3.3.5", False), ("1.12", True)])
