@@ -737,3 +737,33 @@ def test_under_a_liquid_with_a_light_its_set_alone_per_set_and_hour():
         assert m.colors[0].tolist() == list(colour) and np.isclose(m.floats[0], fog, atol=1e-3)
     m.evaluate(np.zeros(3), 720)
     assert m.liquid is None and m.colors[0].tolist() == [20, 30, 40]   # half way from 00:00 to 24:00's key
+
+
+def test_scene_light_takes_each_band_where_the_renderer_wants_it():
+    """scene_light's fields by the bands' names (client.md section 6; COLOR_BANDS above): the sun is
+    the diffuse band, the sky the six sky bands ending with fog, the water river then ocean; the
+    fog starts at end x scaler; colours 0..1; the models' colours half way (model_colors)."""
+    colours = [(10 + 12 * b, 250 - 11 * b, 7 * b + 3) for b in range(BANDS_PER_SET)]
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    for b, (r, g, bl) in enumerate(colours):
+        ints[b]["ID"], ints[b]["Num"] = 1 * BANDS_PER_SET - 17 + b, 1
+        ints[b]["Data"][0] = (r << 16) | (g << 8) | bl
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    for b, v in enumerate((150.0 * 36, 0.25, 1.0, 0.5, 0.1, 0.2)):
+        fls[b]["ID"], fls[b]["Num"] = 1 * FLOATS_PER_SET - 5 + b, 1
+        fls[b]["Data"][0] = v
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 1, 7
+    L[0]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
+    t = LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)})
+    band = {name: tuple(c / 255.0 for c in colours[i]) for i, name in enumerate(COLOR_BANDS)}
+    for exact in (False, True):
+        s = scene_light(t.map_light(7, exact=exact), (0.0, 0.0, 0.0), 720)
+        assert np.allclose(s.sun_color, band["diffuse"]) and np.allclose(s.ambient, band["ambient"])
+        assert np.allclose(s.fog_color, band["fog"])
+        assert np.allclose(s.sky, [band[n] for n in ("sky_top", "sky_middle", "sky_band1", "sky_band2", "sky_smog", "fog")])
+        assert np.allclose(s.water, [band[n] for n in ("river_shallow", "river_deep", "ocean_shallow", "ocean_deep")])
+        assert np.allclose(s.fog, (150.0 * 0.25, 150.0), atol=1e-3)
+        amb, dif = model_colors(colours[1], colours[0], exact=exact)
+        assert np.allclose(s.model_ambient, np.array(amb) / 255.0) and np.allclose(s.model_diffuse, np.array(dif) / 255.0)
+        assert np.allclose(s.sun_dir, client_sun_direction(720))
