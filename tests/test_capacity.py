@@ -343,9 +343,10 @@ def test_a_texture_whose_models_differ_in_one_count_only_is_not_closed_form(diff
     # placement (another texture) has the size most of the second texture's models have
     same, a, b = 30, 10, 40
     pair = (lambda one: (one, same)) if differ == "vertices" else (lambda one: (same, one))
-    geometry = {0: ModelGeometry("t.blp", *pair(a)), 1: ModelGeometry("t.blp", *pair(b)),
-                2: ModelGeometry("s.blp", *pair(b))}
-    for model in (np.tile([0, 1], 10), np.array([2, 0, 1, 1, 1, 1, 1])):
+    # (textures are numbered by their first model: s.blp's placements come first in the closed form's order)
+    geometry = {0: ModelGeometry("s.blp", *pair(b)), 1: ModelGeometry("t.blp", *pair(a)),
+                2: ModelGeometry("t.blp", *pair(b))}
+    for model in (np.tile([1, 2], 10), np.array([0, 1, 2, 2, 2, 2, 2])):
         got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
         assert got.tolist() == _steps(model, geometry, 64), model
 
