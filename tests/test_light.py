@@ -767,3 +767,32 @@ def test_scene_light_takes_each_band_where_the_renderer_wants_it():
         amb, dif = model_colors(colours[1], colours[0], exact=exact)
         assert np.allclose(s.model_ambient, np.array(amb) / 255.0) and np.allclose(s.model_diffuse, np.array(dif) / 255.0)
         assert np.allclose(s.sun_dir, client_sun_direction(720))
+
+
+def test_result_reports_the_blend_light_by_light():
+    t = _three()
+    m = t.map_light(7, storm=0.5)
+    here = np.array([225.0, 0.0, 0.0])
+    r = m.result(here, 0)
+    g, b, a = r["lights"]
+    assert (g["id"], g["global"], g["weight"], g["blend_order"], g["position"], g["falloff"], g["distance"]) == \
+        (1, True, 1.0, 0, None, None, None)
+    assert (b["id"], b["params_id"], b["global"], b["blend_order"]) == (3, 3, False, 1)
+    assert (a["id"], a["params_id"], a["blend_order"]) == (2, 2, 2)
+    assert np.isclose(b["weight"], 0.5, atol=1e-5) and np.isclose(a["weight"], 1 - 25 / 350, atol=1e-5)
+    assert np.isclose(g["share"] + b["share"] + a["share"], 1.0) and np.isclose(a["share"], a["weight"])
+    assert np.allclose(b["position"], [120.0, 0.0, 0.0], atol=1e-2) and np.allclose(b["falloff"], [10.0, 200.0])
+    assert np.isclose(b["distance"], 105.0, atol=1e-2) and np.isclose(a["distance"], 75.0, atol=1e-2)
+    assert list(r["colors"]) == list(COLOR_BANDS) and list(r["floats"]) == list(FLOAT_BANDS)
+    assert all(r["colors"][n] == m.colors[i].tolist() for i, n in enumerate(COLOR_BANDS))
+    assert all(r["floats"][n] == float(m.floats[i]) for i, n in enumerate(FLOAT_BANDS))
+    amb, dif = model_colors(m.colors[1], m.colors[0])
+    assert r["model_colors"] == {"ambient": [float(v) for v in amb], "diffuse": [float(v) for v in dif]}
+    assert r["rules"]["slot"] == ("LightParamsID[0]: clear weather, above water; the storm set LightParamsID[2] "
+                                  "mixed in by 0.5")
+    assert r["rules"]["global_light"].endswith(" (the client's DNLoadMapLights)")
+    assert "ambient half-way to the diffuse +16" in r["rules"]["model_colors"]
+    r = t.map_light(7).result(here, 0, under_water=True)
+    assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
+    r = t.map_light(7).result(here, 0, liquid_params=3)
+    assert r["lights"] == [] and r["rules"]["slot"].startswith("under a liquid with a light of its own: LightParams 3 alone")
