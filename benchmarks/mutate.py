@@ -70,7 +70,7 @@ MODULES: dict[str, dict] = {
     },
     "history": {
         "file": "wowgrass/workbench/history.py",
-        "tests": ["tests/test_workbench_session.py"],
+        "tests": ["tests/test_workbench_history.py", "tests/test_workbench_session.py"],
     },
     "session": {
         "file": "wowgrass/workbench/session.py",
