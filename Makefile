@@ -28,6 +28,10 @@ demo: $(STAMP)  ## render the sample world to demo.png (1280x720), print frame s
 		$(PY) -m wowgrass view --window --camera -28,-38,71 --target -62,-95,58 --stats || echo "no window (see above); demo.png is written"; \
 	else echo "no DISPLAY: window step skipped (demo.png is the frame)"; fi
 
+mutate: $(STAMP)  ## mutation testing (mutmut) of the modules users rely on, one at a time: MODULES="capacity light" for some
+	$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -q -e '.[mutate]'
+	nice -n 10 $(PY) benchmarks/mutate.py $(MODULES)
+
 vectors: $(STAMP)  ## regenerate docs/client-scatter-vectors.json from the shared real tiles ($$WOWGRASS_REALDATA)
 	$(PY) -m wowgrass.grass.vectors $${WOWGRASS_REALDATA:-../shared/realdata} docs/client-scatter-vectors.json
 
@@ -44,4 +48,4 @@ $(BPY_VENV)/.installed:
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache build *.egg-info
 
-.PHONY: help install test clean demo vectors blender-extension bpy
+.PHONY: help install test clean demo vectors blender-extension bpy mutate

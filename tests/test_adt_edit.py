@@ -281,3 +281,19 @@ def test_real_tiles_edit_only_their_fields(realdata, name):
     new, rep = exclude_cells(raw, name, mask)
     assert_only(raw, new, "no_effect_doodad")
     assert np.array_equal(read_tile(new, name, **REAL[name]).no_effect_doodad, t.no_effect_doodad | mask)
+
+
+def test_closest_textures_match_by_file_name_or_path_five_at_most():
+    from wowgrass.edit.adt_edit import closest_textures
+
+    textures = [f"Tileset\\Zone{k}\\Grass{k:02d}.blp" for k in range(9)] + ["Tileset\\Elwynn\\ElwynnGrassBase.blp",
+                                                                             "tileset\\elwynn\\elwynngrassbase.blp"]
+    got = closest_textures(textures, "ElwynGrasBase")     # a file name, misspelt: its path comes back once
+    assert got[0].lower() == "tileset\\elwynn\\elwynngrassbase.blp"    # (either spelling of it)
+    assert [g.lower() for g in got].count(got[0].lower()) == 1
+    assert len(closest_textures(textures, "Grass0")) == 5 and len(closest_textures(textures, "Grass0", n=7)) == 7
+    assert closest_textures(textures, "Tileset\\Zone3\\Grass03.BLP")[0] == "Tileset\\Zone3\\Grass03.blp"
+    assert closest_textures(textures, "Grass04.blp")[0] == "Tileset\\Zone4\\Grass04.blp"
+    assert closest_textures([], "x") == []
+    # the file name decides before a shorter path that merely looks alike
+    assert closest_textures(["Zone\\Sub\\Grass04.blp", "Grass4.blp"], "Grass04.blp")[0] == "Zone\\Sub\\Grass04.blp"

@@ -229,3 +229,183 @@ def test_sample_world_client_bake_takes_the_models_textures_and_counts(tmp_path)
     assert res.capacity_dropped == int((~want).sum()) > 0 and res.instances == int(want.sum())
     with read_bundle(res.path) as b:
         assert b.provenance["capacity_models"] and b.capacity_dropped == res.capacity_dropped
+
+
+# ----------------------------------------------------------------------------- the batch budget's edges
+
+
+@pytest.mark.parametrize(("picks", "size", "per_batch"),
+                         [(48, 96, 31), (48, 192, 15), (16, 256, 3), (16, 1024, 1), (16, 1, 1023)])
+def test_a_batch_stays_strictly_below_a_budget_its_model_divides(picks, size, per_batch):
+    """A model whose size divides the budget: the batch that would reach the budget exactly is full
+    (strictly below), so a batch holds budget/size - 1 placements, not budget/size (and one
+    placement at least: a batch opened takes it whatever its size)."""
+    n = 4 * per_batch + 7
+    other = min(3, size)  # the smaller count never decides
+    for vtx, idx in ((size, other), (other, size), (size, size)):
+        geometry = {0: ModelGeometry("t.blp", vtx, idx)}
+        keep = draw_capacity(np.zeros(n, np.uint16), np.zeros(n, np.int64), geometry, picks, True)
+        assert keep.sum() == 4 * per_batch and keep[: 4 * per_batch].all()
+        assert (keep == port_reference(np.zeros(n, np.uint16), np.zeros(n, np.int64), geometry, picks, True)).all()
+
+
+def test_a_model_larger_than_the_budget_takes_a_batch_to_itself():
+    geometry = {0: ModelGeometry("big.blp", 5000, 9000), 1: ModelGeometry("big.blp", 1100, 30)}
+    for m in (0, 1):
+        keep = draw_capacity(np.zeros(9, np.uint16), np.full(9, m), geometry, 16, True)
+        assert keep.tolist() == [True] * 4 + [False] * 5
+
+
+def test_a_texture_whose_models_differ_in_size_fills_placement_by_placement():
+    """One texture, two sizes (10 and 40; budget 64 at one pick): the closed form does not apply,
+    each placement goes into the first open batch of its texture with room, placement by placement."""
+    geometry = {0: ModelGeometry("t.blp", 10, 10), 1: ModelGeometry("t.blp", 40, 40), 2: ModelGeometry("u.blp", 32, 1)}
+    model = np.array([0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1])
+    keep = draw_capacity(np.zeros(12, np.uint16), model, geometry, 1, True)
+    # A: 10 40 10 (60) | B: 40 10 and the third 10 (60) | C: 40 10 | D: 40 10 | the 5th and 6th 40 fit nowhere
+    assert keep.tolist() == [True] * 9 + [False, True, False]
+    # a batch that would reach the budget exactly (32 + 32 = 64) is full: each u opens a batch
+    keep = draw_capacity(np.zeros(6, np.uint16), np.array([0, 1, 2, 2, 2, 2]), geometry, 1, True)
+    assert keep.tolist() == [True, True, True, True, True, False]
+
+
+def test_a_missing_models_batch_never_fills_however_many_placements():
+    geometry = {0: missing_geometry("gone.m2"), 1: ModelGeometry("one.blp", 1, 1)}
+    keep = draw_capacity(np.zeros(300, np.uint16), np.zeros(300, np.int64), geometry, 1, True)
+    assert keep.all()  # budget 64: size-0 placements never fill the one batch
+    # size 1 fills at 63 a batch: four batches hold 252 of 300
+    keep = draw_capacity(np.zeros(300, np.uint16), np.ones(300, np.int64), geometry, 1, True)
+    assert keep.sum() == 252 and keep[:252].all()
+
+
+def _real_models(realdata):
+    """The real models' geometry: TalkToMe (two batches, a texture file), MinimapArrow, Rabbit (a
+    replaceable texture: the model's own key)."""
+    def load(p, skin=None):
+        root = realdata / "m2"
+        return M2Model.from_bytes((root / p).read_bytes(), p, skin=(root / skin).read_bytes() if skin else None)
+
+    return [model_geometry(load("v256/TalkToMe.m2"), "World\\Talk.m2"),
+            model_geometry(load("v256/MinimapArrow.m2"), "World\\Arrow.m2"),
+            model_geometry(load("v264/Rabbit.m2", "v264/Rabbit00.skin"), "World\\Rabbit.m2")]
+
+
+def test_real_models_geometry_is_their_first_batch(realdata):
+    talk, arrow, rabbit = _real_models(realdata)
+    # TalkToMe's two submeshes: the first by index start is 34 vertices, 180 indices
+    assert talk == ModelGeometry("interface\\buttons\\yelloworange64.blp", 34, 180, True)
+    assert arrow == ModelGeometry("interface\\minimap\\minimaparrow.blp", 4, 6, True)
+    # Rabbit: one submesh (154 vertices, README: 321 triangle indices), its texture is replaceable
+    assert rabbit == ModelGeometry("<model world\\rabbit.m2: texture type 11>", 154, 321, True)
+
+
+@pytest.mark.parametrize("picks", [16, 45, 48])
+def test_real_tile_with_real_model_geometry_matches_the_ports_loop(realdata, picks):
+    """The real tile's client scatter drawn with real models' geometry (not missing models), at the
+    default picks and where a real model's size divides the budget (45 picks: 2880 = 16 x 180)."""
+    from wowgrass.formats.adt import AdtTile
+    from wowgrass.grass.bake import load_catalog
+    from wowgrass.grass.placement import ClientPlacement, PlacementConstants
+
+    tile = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes())
+    constants = PlacementConstants(client_picks=picks)
+    inst = ClientPlacement(constants).place(tile, load_catalog(dbc_dir=realdata / "dbc" / "3.3.5"), map_name="c")
+    real = _real_models(realdata)
+    geometry = {m: real[m % 3] for m in range(len(inst.models))}
+    got = draw_capacity(inst.chunk, inst.model, geometry, picks, True)
+    want = port_reference(inst.chunk, inst.model, geometry, picks, True)
+    assert (got == want).all()
+    assert 0 < (~got).sum() < got.size
+    if picks == 45:
+        assert budget_335(45) % 180 == 0
+
+
+@pytest.mark.parametrize("differ", ["vertices", "indices"])
+def test_a_texture_whose_models_differ_in_one_count_only_is_not_closed_form(differ):
+    """Models of one texture alike in one count and not the other: the chunk is filled step by step."""
+    rng = np.random.default_rng(7 if differ == "vertices" else 8)
+    geometry = {}
+    for m in range(8):
+        a, b = 30, int(rng.integers(2, 40)) * 3
+        geometry[m] = ModelGeometry(f"t{m % 2}.blp", *((b, a) if differ == "vertices" else (a, b)))
+    chunk, model = random_scatter(rng, 3000, 6, 8)
+    for picks in (16, 48):
+        got = draw_capacity(chunk, model, geometry, picks, True)
+        assert (got == port_reference(chunk, model, geometry, picks, True)).all()
+    # the first placements of a chunk in the closed form's order would take a size of the wrong model
+    geometry = {0: ModelGeometry("t.blp", *((40, 10) if differ == "vertices" else (10, 40))),
+                1: ModelGeometry("t.blp", 10, 10)}
+    model = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1])
+    got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
+    # one pick: batches of 64, filled placement by placement (a size a model, not a placement's own)
+    assert got.tolist() == _steps(model, geometry, 64)
+    # the two models strictly alternating (no two alike side by side), and a chunk whose first
+    # placement (another texture) has the size most of the second texture's models have
+    same, a, b = 30, 10, 40
+    pair = (lambda one: (one, same)) if differ == "vertices" else (lambda one: (same, one))
+    # (textures are numbered by their first model: s.blp's placements come first in the closed form's order)
+    geometry = {0: ModelGeometry("s.blp", *pair(b)), 1: ModelGeometry("t.blp", *pair(a)),
+                2: ModelGeometry("t.blp", *pair(b))}
+    for model in (np.tile([1, 2], 10), np.array([0, 1, 2, 2, 2, 2, 2])):
+        got = draw_capacity(np.zeros(model.size, np.uint16), model, geometry, 1, True)
+        assert got.tolist() == _steps(model, geometry, 64), model
+
+
+def _steps(model, geometry, budget):
+    """The 3.3.5 rule for one chunk, placement by placement, at any budget (the port clamps picks)."""
+    batches, keep = [], []
+    for m in model.tolist():
+        g = geometry[m]
+        use = next((b for b in batches if b[0] == g.texture and b[1] + g.vertex_count < budget
+                    and b[2] + g.index_count < budget), None)
+        if use is None and len(batches) < 4:
+            use = [g.texture, 0, 0]
+            batches.append(use)
+        if use is not None:
+            use[1] += g.vertex_count
+            use[2] += g.index_count
+        keep.append(use is not None)
+    return keep
+
+
+def test_draw_capacity_of_nothing_one_placement_and_any_shape():
+    geometry = {0: ModelGeometry("t.blp", 10, 10)}
+    assert draw_capacity(np.zeros(0, np.uint16), np.zeros(0, np.int64), geometry, 16, True).shape == (0,)
+    assert draw_capacity(np.zeros(0, np.uint16), np.zeros(0, np.int64), geometry, 16, False).shape == (0,)
+    assert draw_capacity(np.zeros(1, np.uint16), np.zeros(1, np.int64), geometry, 16, True).tolist() == [True]
+    chunk, model = random_scatter(np.random.default_rng(3), 400, 3, 1)
+    flat = draw_capacity(chunk, model, geometry, 1, True)
+    assert (draw_capacity(chunk[:, None], model[:, None].tolist(), geometry, 1, True) == flat).all()
+
+
+def test_model_geometry_of_a_model_without_a_view_batches_or_texture_file():
+    from types import SimpleNamespace as NS
+
+    own = ModelGeometry("<model world\\grass\\tuft.m2>", 0, 0, True)
+    assert model_geometry(NS(view=None), "World\\Grass\\Tuft.M2") == own
+    assert model_geometry(NS(), "World\\Grass\\Tuft.M2") == own
+    sub = np.array([(5, 9)], [("vertex_count", "<u2"), ("index_count", "<u2")])
+    batch = np.array([(0,)], [("submesh", "<u2")])
+    assert model_geometry(NS(view=NS(batches=batch[:0], submeshes=sub)), "World\\Grass\\Tuft.M2") == own
+    assert model_geometry(NS(view=NS(batches=batch, submeshes=sub[:0])), "World\\Grass\\Tuft.M2") == own
+    # a batch with no texture at all: the model's own key, type -1; one with a texture but no file: its type
+    model = NS(view=NS(batches=batch, submeshes=sub), submesh_range=lambda s: (0, 9), batch_texture=lambda b: None)
+    assert model_geometry(model, "A.m2") == ModelGeometry("<model a.m2: texture type -1>", 5, 9, True)
+    model.batch_texture = lambda b: NS(filename="", type=2)
+    assert model_geometry(model, "A.m2") == ModelGeometry("<model a.m2: texture type 2>", 5, 9, True)
+    model.batch_texture = lambda b: NS(filename="World/Tex/Grass.BLP", type=0)
+    assert model_geometry(model, "A.m2") == ModelGeometry("world\\tex\\grass.blp", 5, 9, True)
+    # the batch of the lowest index start, wherever it is listed (here second; its submesh ends first
+    # in the other one, which starts lower still)
+    subs = np.array([(5, 90), (7, 12), (8, 30)], [("vertex_count", "<u2"), ("index_count", "<u2")])
+    ranges = {0: (40, 130), 1: (0, 100), 2: (10, 40)}
+    model = NS(view=NS(batches=np.array([(0,), (1,), (2,)], [("submesh", "<u2")]), submeshes=subs),
+               submesh_range=lambda s: ranges[s], batch_texture=lambda b: NS(filename=f"t{int(b['submesh'])}.blp"))
+    assert model_geometry(model, "B.m2") == ModelGeometry("t1.blp", 7, 12, True)
+
+
+def test_missing_geometry_and_its_list_form():
+    g = missing_geometry("World\\Gone.M2")
+    assert g == ModelGeometry("<missing model world\\gone.m2>", 0, 0, False)
+    assert g.to_list() == ["<missing model world\\gone.m2>", 0, 0, False]
+    assert ModelGeometry("a.blp", 3, 6).to_list() == ["a.blp", 3, 6, True]

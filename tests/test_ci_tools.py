@@ -109,3 +109,20 @@ def test_ci_run_goes_on_when_one_package_cannot_be_installed(tmp_path):
     assert "python3-venv" in singles and "libstorm9" in singles     # the rest one at a time
     assert any(x.endswith("install -y -qq nodejs npm") for x in log)   # node missing: from apt
     assert log[-1] == "make test CI=true"
+
+
+def test_tests_decide_ci_only_through_conftest():
+    """One rule for "a tool is missing": conftest.in_ci / require_tool. No test module reads CI itself
+    or skips on a missing EGL context (which under CI=true must fail, as require_tool does)."""
+    import re
+
+    reads_ci = re.compile(r"""environ(\.get)?\s*[(\[]\s*["']CI["']|getenv\(\s*["']CI["']""")
+    skips_egl = re.compile(r"""pytest\.skip\([^)]*\bEGL\b""")
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        if path.name in ("conftest.py", "test_ci_tools.py"):
+            continue
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if reads_ci.search(line) or skips_egl.search(line):
+                offenders.append(f"{path.name}:{n}: {line.strip()}")
+    assert offenders == [], "use conftest.in_ci() / require_tool():\n" + "\n".join(offenders)

@@ -304,6 +304,7 @@ def test_exclude_from_a_mask_picture(world, tmp_path):
     (60000, np.uint16, ".png", True),
     (32896, np.uint16, ".png", True),         # 128.0 of 255 exactly
     (32767, np.uint16, ".png", False),
+    (32895, np.uint16, ".png", False),        # 127.996 of 255 (white 65280 would make it 128.5)
     (0.3, np.float32, ".tif", False),         # floats: 0.0 black, 1.0 white
     (0.9, np.float32, ".tif", True),
     (1 << 20, np.int32, ".tif", False),       # 32-bit integer: white is 2**31 - 1
@@ -320,6 +321,18 @@ def test_mask_pictures_of_more_than_8_bits_scale_by_their_depth(world, tmp_path,
     assert res.exit_code == 0, res.output
     tiles = json.loads(res.stdout)["tiles"]
     assert [t["before"]["mask_cell_count"] for t in tiles] == [256 * 64 if selects else 0] * 2
+
+
+def test_16_bit_grey_scales_by_65535_to_0_255():
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    values = np.array([[0, 257, 32895, 32896, 65278, 65535]], np.uint16)
+    grey = picture_grey(Image.fromarray(values))
+    assert grey.dtype == np.float32 and grey.shape == (1, 6)
+    assert np.allclose(grey, values / 257.0, atol=1e-4)        # 65535 / 255 = 257 exactly
+    assert grey[0, [0, 1, 3, 5]].tolist() == [0.0, 1.0, 128.0, 255.0]
 
 
 def test_mask_picture_of_an_unreadable_mode_is_refused_naming_it():

@@ -303,13 +303,53 @@ def test_an_unchanged_odd_channel_loses_one_per_blend_and_exact_keeps_it():
 
 
 def test_lights_within_a_third_of_a_yard_blend_larger_falloff_start_first():
-    small = ((100.0, 0.0, 0.0), 10.0, 60.0, 2)
-    large = ((100.1, 0.0, 0.0), 40.0, 60.0, 3)
+    # the larger start is the nearer one here: farthest-first alone would blend it last
+    small = ((100.1, 0.0, 0.0), 10.0, 60.0, 2)
+    large = ((100.0, 0.0, 0.0), 40.0, 60.0, 3)
     t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
                          sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
     m = t.map_light(7)
-    m.evaluate(np.array([100.0, 0.0, 0.0]), 0)   # both at weight 1: the last one blended wins
+    for x in (100.0, 99.0, 101.0):   # both at weight 1: the last one blended wins
+        m.evaluate(np.array([x, 0.0, 0.0]), 0)
+        assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+    # half a yard apart the tie rule is off: the farther pops first whatever its start
+    small = ((100.5, 0.0, 0.0), 10.0, 60.0, 2)
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
+                         sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
+    m = t.map_light(7)
+    m.evaluate(np.array([100.0, 0.0, 0.0]), 0)
+    assert [int(m.ids[i]) for i in m.blend_order] == [2, 3] and m.colors[0].tolist() == [200, 200, 200]
+    m.evaluate(np.array([100.6, 0.0, 0.0]), 0)
     assert [int(m.ids[i]) for i in m.blend_order] == [3, 2] and m.colors[0].tolist() == [100, 100, 100]
+    # the centres' distance counts all three axes: 0.3 north and 0.2 up is 0.36 yd, past a third
+    small = ((100.0, 0.3, 0.2), 10.0, 60.0, 2)
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), small, large],
+                         sets={2: flat((100, 100, 100)), 3: flat((200, 200, 200))})
+    m = t.map_light(7)
+    m.evaluate(np.array([100.0, -1.0, 0.0]), 0)    # the small light the farther: it pops first
+    assert [int(m.ids[i]) for i in m.blend_order] == [2, 3] and m.colors[0].tolist() == [200, 200, 200]
+
+
+@pytest.mark.parametrize(("build", "at_end_in_reach"), [("3.3.5", False), ("1.12", True)])
+def test_a_light_exactly_its_falloff_end_away_is_in_reach_in_112_only(build, at_end_in_reach):
+    """3.3.5 tests d^2 < end^2, 1.12 d <= end (float32): at exactly the end the light is pushed
+    (and blended at weight 0: the byte rounding shows it) in 1.12 only."""
+    x, end = 100.0, 60.0
+    t = one_light_tables([0], [(85, 85, 85)], build=build,
+                         lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((x, 0.0, 0.0), 10.0, end, 1)])
+    m = t.map_light(7)
+    f32 = np.float32
+    # the client's float32 position and radius, as client.md's transform gives them (z = 0 exactly)
+    gc = np.array([(CORNER - 0.0) * UNITS, 0.0, (CORNER - x) * UNITS], f32) / f32(UNITS)
+    px, py = f32(CORNER) - gc[2], f32(CORNER) - gc[0]
+    end32 = f32(end * UNITS) / f32(UNITS)
+    m.evaluate(np.array([px, py, end32], np.float64), 0)
+    assert (m.blend_order == [0]) is at_end_in_reach
+    assert m.colors[0].tolist() == ([84, 84, 84] if at_end_in_reach else [85, 85, 85])
+    m.evaluate(np.array([px, py, np.nextafter(end32, f32(0))], np.float64), 0)
+    assert m.blend_order == [0]
+    m.evaluate(np.array([px, py, np.nextafter(end32, f32(1e9))], np.float64), 0)
+    assert m.blend_order == []
 
 
 def test_fog_end_is_floored_and_the_scaler_clamped_per_light_before_blending():
@@ -664,3 +704,95 @@ def test_view_weather_storm_mixes_the_storm_sets_in(tmp_path, realdata, egl):
     assert storm["fog_color"] != clear["fog_color"] and storm["fog"][1] < clear["fog"][1]
     r = CliRunner().invoke(cli, ["view", "--weather", "storm", "--output", str(tmp_path / "x.png")])
     assert r.exit_code == 2 and "--clock" in r.output
+
+
+def test_the_storm_mixes_colours_and_three_floats_only():
+    """DNMixInfo: the storm set moves the colours and fog end, fog start scaler and cloud density by
+    the amount (exact: linearly); celestial glow and the two other floats stay the clear set's."""
+    clear_fl = [[100.0 * 36], [0.2], [0.9], [0.4], [0.6], [0.8]]
+    storm = (0.0, (50.0 * 36, 0.6, 0.1, 0.8, 0.05, 0.05))
+    t = one_light_tables([0], [(10, 20, 30)], floats=clear_fl, lights=[((0.0, 0.0, 0.0), 0, 0, (1, 2, 3, 4))],
+                         sets={3: ((100, 100, 100), storm[1])})
+    for amount in (0.25, 0.5):
+        m = t.map_light(7, exact=True, storm=amount)
+        m.evaluate(np.zeros(3), 0)
+        assert np.allclose(m.colors[0], [10 + 90 * amount, 20 + 80 * amount, 30 + 70 * amount], atol=1e-4)
+        assert np.isclose(m.floats[0], 100 + (50 - 100) * amount, atol=1e-3)     # fog end
+        assert np.isclose(m.floats[1], 0.2 + (0.6 - 0.2) * amount, atol=1e-5)    # fog start scaler
+        assert np.isclose(m.floats[3], 0.4 + (0.8 - 0.4) * amount, atol=1e-5)    # cloud density
+        assert np.allclose(m.floats[[2, 4, 5]], [0.9, 0.6, 0.8], atol=1e-6)      # the clear set's
+    m = t.map_light(7, exact=True, storm=3.0)    # an amount past 1 is 1
+    m.evaluate(np.zeros(3), 0)
+    assert np.allclose(m.colors[0], [100, 100, 100]) and np.isclose(m.floats[0], 50.0, atol=1e-3)
+
+
+def test_under_a_liquid_with_a_light_its_set_alone_per_set_and_hour():
+    t = one_light_tables([0, 1440], [(10, 20, 30), (30, 40, 50)], lights=[((0.0, 0.0, 0.0), 0, 0, 1),
+                                                                         ((5.0, 0.0, 0.0), 10.0, 100.0, 1)],
+                         sets={5: flat((200, 100, 50), fog_end=20.0), 6: flat((1, 2, 3), fog_end=30.0)})
+    m = t.map_light(7, exact=True)
+    for pid, colour, fog in ((5, (200, 100, 50), 20.0), (6, (1, 2, 3), 30.0), (5, (200, 100, 50), 20.0)):
+        m.evaluate(np.zeros(3), 720, liquid_params=pid)
+        assert m.liquid == pid and m.blend_order == [] and not m.weights.any()
+        assert m.colors[0].tolist() == list(colour) and np.isclose(m.floats[0], fog, atol=1e-3)
+    m.evaluate(np.zeros(3), 720)
+    assert m.liquid is None and m.colors[0].tolist() == [20, 30, 40]   # half way from 00:00 to 24:00's key
+
+
+def test_scene_light_takes_each_band_where_the_renderer_wants_it():
+    """scene_light's fields by the bands' names (client.md section 6; COLOR_BANDS above): the sun is
+    the diffuse band, the sky the six sky bands ending with fog, the water river then ocean; the
+    fog starts at end x scaler; colours 0..1; the models' colours half way (model_colors)."""
+    colours = [(10 + 12 * b, 250 - 11 * b, 7 * b + 3) for b in range(BANDS_PER_SET)]
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    for b, (r, g, bl) in enumerate(colours):
+        ints[b]["ID"], ints[b]["Num"] = 1 * BANDS_PER_SET - 17 + b, 1
+        ints[b]["Data"][0] = (r << 16) | (g << 8) | bl
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    for b, v in enumerate((150.0 * 36, 0.25, 1.0, 0.5, 0.1, 0.2)):
+        fls[b]["ID"], fls[b]["Num"] = 1 * FLOATS_PER_SET - 5 + b, 1
+        fls[b]["Data"][0] = v
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 1, 7
+    L[0]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
+    t = LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)})
+    band = {name: tuple(c / 255.0 for c in colours[i]) for i, name in enumerate(COLOR_BANDS)}
+    for exact in (False, True):
+        s = scene_light(t.map_light(7, exact=exact), (0.0, 0.0, 0.0), 720)
+        assert np.allclose(s.sun_color, band["diffuse"]) and np.allclose(s.ambient, band["ambient"])
+        assert np.allclose(s.fog_color, band["fog"])
+        assert np.allclose(s.sky, [band[n] for n in ("sky_top", "sky_middle", "sky_band1", "sky_band2", "sky_smog", "fog")])
+        assert np.allclose(s.water, [band[n] for n in ("river_shallow", "river_deep", "ocean_shallow", "ocean_deep")])
+        assert np.allclose(s.fog, (150.0 * 0.25, 150.0), atol=1e-3)
+        amb, dif = model_colors(colours[1], colours[0], exact=exact)
+        assert np.allclose(s.model_ambient, np.array(amb) / 255.0) and np.allclose(s.model_diffuse, np.array(dif) / 255.0)
+        assert np.allclose(s.sun_dir, client_sun_direction(720))
+
+
+def test_result_reports_the_blend_light_by_light():
+    t = _three()
+    m = t.map_light(7, storm=0.5)
+    here = np.array([225.0, 0.0, 0.0])
+    r = m.result(here, 0)
+    g, b, a = r["lights"]
+    assert (g["id"], g["global"], g["weight"], g["blend_order"], g["position"], g["falloff"], g["distance"]) == \
+        (1, True, 1.0, 0, None, None, None)
+    assert (b["id"], b["params_id"], b["global"], b["blend_order"]) == (3, 3, False, 1)
+    assert (a["id"], a["params_id"], a["blend_order"]) == (2, 2, 2)
+    assert np.isclose(b["weight"], 0.5, atol=1e-5) and np.isclose(a["weight"], 1 - 25 / 350, atol=1e-5)
+    assert np.isclose(g["share"] + b["share"] + a["share"], 1.0) and np.isclose(a["share"], a["weight"])
+    assert np.allclose(b["position"], [120.0, 0.0, 0.0], atol=1e-2) and np.allclose(b["falloff"], [10.0, 200.0])
+    assert np.isclose(b["distance"], 105.0, atol=1e-2) and np.isclose(a["distance"], 75.0, atol=1e-2)
+    assert list(r["colors"]) == list(COLOR_BANDS) and list(r["floats"]) == list(FLOAT_BANDS)
+    assert all(r["colors"][n] == m.colors[i].tolist() for i, n in enumerate(COLOR_BANDS))
+    assert all(r["floats"][n] == float(m.floats[i]) for i, n in enumerate(FLOAT_BANDS))
+    amb, dif = model_colors(m.colors[1], m.colors[0])
+    assert r["model_colors"] == {"ambient": [float(v) for v in amb], "diffuse": [float(v) for v in dif]}
+    assert r["rules"]["slot"] == ("LightParamsID[0]: clear weather, above water; the storm set LightParamsID[2] "
+                                  "mixed in by 0.5")
+    assert r["rules"]["global_light"].endswith(" (the client's DNLoadMapLights)")
+    assert "ambient half-way to the diffuse +16" in r["rules"]["model_colors"]
+    r = t.map_light(7).result(here, 0, under_water=True)
+    assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
+    r = t.map_light(7).result(here, 0, liquid_params=3)
+    assert r["lights"] == [] and r["rules"]["slot"].startswith("under a liquid with a light of its own: LightParams 3 alone")

@@ -117,3 +117,32 @@ def test_an_empty_scatter_has_counts_and_no_hashes():
     v = tile_vectors(tile, make_catalog([(1, 0, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True), 16)
     assert v["placement_count"] == 0 and v["chunk_counts"] == [0] * 256 and v["chunk_hashes"] == [None] * 256
     assert v["tile_hash"] == hashlib.sha256(b"").hexdigest()
+
+
+def _transcription_hashes(rows, catalog) -> tuple[list, list]:
+    """(counts, hashes) per chunk from the plain transcription's rows, as docs/bake.md defines them."""
+    by_chunk: dict[int, bytes] = {}
+    counts = [0] * 256
+    for model, x, y, z, yaw, scale, chunk, cell in rows:
+        rec = struct.pack("<5fB", x, y, z, yaw, scale, cell) + model_stem(catalog.models[model]).encode() + b"\0"
+        by_chunk[chunk] = by_chunk.get(chunk, b"") + rec
+        counts[chunk] += 1
+    return counts, [hashlib.sha256(by_chunk[c]).hexdigest()[:16] if c in by_chunk else None for c in range(256)]
+
+
+@pytest.mark.parametrize("picks", [16, 48])
+def test_the_335_vectors_are_the_plain_transcriptions(realdata, vectors, picks):
+    """Every 3.3.5 chunk's count and hash in the file, from the cell-by-cell transcription of
+    client.md's 3.3.5 routine (placement_reference: its own generator, weight bag, fan planes in
+    float32, slope rule), not from the code that wrote the file."""
+    from wowgrass.grass.placement import PlacementConstants
+
+    tile = AdtTile.from_bytes((realdata / "adt" / "continent4229.adt").read_bytes())
+    catalog = load_catalog(dbc_dir=realdata / "dbc" / "3.3.5")
+    rows = client_reference(tile, catalog, PlacementConstants(client_picks=picks))
+    counts, hashes = _transcription_hashes(rows, catalog)
+    e = entry(vectors, "continent4229.adt", "3.3.5", picks)
+    assert sum(counts) == e["placement_count"] and counts == e["chunk_counts"]
+    assert hashes == e["chunk_hashes"]
+    if picks == 16:
+        assert e["placement_count"] == 6149     # issue 41's figure

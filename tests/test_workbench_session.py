@@ -17,7 +17,7 @@ from PIL import Image
 from wowgrass.cli.main import cli
 from wowgrass.edit.masks import chunks_to_grid
 from wowgrass.errors import OutputError, UsageError
-from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+from wowgrass.formats.adt import TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.game.data import open_data
 from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
 from wowgrass.game.maps import adt_game_path
@@ -70,20 +70,41 @@ def stroke(session, clear=False):
         session.exclude(x - 6 * k, y + 5 - 5 * k, 9.0, clear=clear)
 
 
+def dab_cells(tile, dabs) -> np.ndarray:
+    """(256, 8, 8) bool: the cells whose centre lies within a dab (x, y, radius), from the chunks'
+    positions (a chunk's corner is its north-west; rows go south in -X, columns east in -Y)."""
+    k = np.arange(8) + 0.5
+    cx = tile.positions[:, 0, None, None] - k[None, :, None] * UNIT_SIZE
+    cy = tile.positions[:, 1, None, None] - k[None, None, :] * UNIT_SIZE
+    out = np.zeros((256, 8, 8), bool)
+    for x, y, r in dabs:
+        out |= (cx - x) ** 2 + (cy - y) ** 2 <= r * r
+    return out
+
+
+def stroke_dabs():
+    x, y = border_point()
+    return [(x - 6 * k, y + 5 - 5 * k, 9.0) for k in range(3)]
+
+
 def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
         disk = SessionFiles(s)
         before = {k: s.tile(k).no_effect_doodad.copy() for k in (WEST, EAST)}
+        # the cells under the dabs, from the chunk geometry (not from the brush's own result)
+        under = {k: dab_cells(s.tile(k), stroke_dabs()) for k in (WEST, EAST)}
         stroke(s)
         assert s.changed_tiles == [WEST, EAST] and s.changed_tables == []
         masks = {k: s.tile(k).no_effect_doodad & ~before[k] for k in (WEST, EAST)}
         assert all(m.sum() > 5 for m in masks.values())
+        for k in (WEST, EAST):
+            assert np.array_equal(s.tile(k).no_effect_doodad, before[k] | under[k])
         out = tmp_path / "session"
         out.mkdir()
         saved = disk.save(out)
         # the same cells as a mask picture for `effects exclude --mask` (both tiles: 256x128)
-        grid = np.concatenate([chunks_to_grid(s.tile(k), masks[k]) for k in (WEST, EAST)], axis=1)
+        grid = np.concatenate([chunks_to_grid(s.tile(k), under[k]) for k in (WEST, EAST)], axis=1)
         png = tmp_path / "mask.png"
         Image.fromarray(np.where(grid, 255, 0).astype(np.uint8)).save(png)
     cli_out = tmp_path / "cli"
@@ -98,7 +119,8 @@ def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
         orig = data.read(adt_game_path(MAP_NAME, *WEST))
     new = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
     diff = np.flatnonzero(np.frombuffer(orig, np.uint8) != np.frombuffer(new, np.uint8))
-    assert 0 < diff.size <= 8 * masks[WEST].reshape(256, -1).any(axis=1).sum()
+    # a byte a cell row (formats.md: noEffectDoodad[r] bit c): exactly the rows where a cell was set
+    assert diff.size == int(masks[WEST].any(axis=2).sum())
 
 
 def concat(parts):
@@ -127,12 +149,29 @@ def test_chunks_placed_alone_equal_the_whole_tiles_placement(world, placement):
         assert all(same_instances(some[i], everything[i]) for i in some)
 
 
-def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
+def assert_live_equals_bake(live, saved, cat, placement, tmp_path, data_dir):
+    """The live instances equal a bake of the saved tile's bytes, model by model, instance by instance."""
     from wowgrass.grass.bake import ModelTable, bake_tile
+
+    with open_data(data_dir) as data:   # the data's models: the client's draw capacity counts their batches
+        res = bake_tile(saved, cat, map_name=MAP_NAME, placement=placement, out=tmp_path / f"{placement}.wgb",
+                        big_alpha=True, models=ModelTable(data.read), force=True)
+    assert (res.capacity_dropped > 0) if placement == "client" else res.capacity_dropped is None
+    with B.read_bundle(res.path) as b:
+        assert np.array_equal(b.cell_counts, live.cell_counts())
+        for m in b.models:
+            mine = np.flatnonzero(np.asarray(live.models)[live.model] == m.path)
+            packed = B.pack_instances(live.pos[mine], live.yaw[mine], live.scale[mine])
+            assert np.array_equal(np.sort(packed.view("V16")), np.sort(np.array(m.instances).view("V16")))
+        assert b.instance_count == len(live)
+
+
+@pytest.mark.parametrize("placement", ["client", "coverage"])
+def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path, placement):
     from wowgrass.game.effects import GroundEffectCatalog
 
     with open_data(world["mpq"]) as data:
-        s = EditSession(data, MAP_NAME, placement="client")
+        s = EditSession(data, MAP_NAME, placement=placement)
         disk = SessionFiles(s)
         x, y = border_point()
         ref = s.cell_at(x - 20, y + 20)
@@ -158,18 +197,34 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
         doodads = data.read(DOODAD_PATH)
     saved = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
     cat = GroundEffectCatalog.from_dbc_bytes(game_file(out, TEXTURE_PATH).read_bytes(), doodads, None, hint="3.3.5")
-    with open_data(world["mpq"]) as data:   # the data's models: the client's draw capacity counts their batches
-        res = bake_tile(saved, cat, map_name=MAP_NAME, placement="client", out=tmp_path / "t.wgb", big_alpha=True,
-                        models=ModelTable(data.read))
-    assert res.capacity_dropped > 0
-    with B.read_bundle(res.path) as b:
-        assert np.array_equal(b.cell_counts, live.cell_counts())
-        for m in b.models:
-            mine = np.flatnonzero(np.asarray(live.models)[live.model] == m.path)
-            packed = B.pack_instances(live.pos[mine], live.yaw[mine], live.scale[mine])
-            assert np.array_equal(np.sort(packed.view("V16")), np.sort(np.array(m.instances).view("V16")))
-        assert b.instance_count == len(live)
+    assert_live_equals_bake(live, saved, cat, placement, tmp_path, world["mpq"])
     assert np.array_equal(np.unique(live_chunk.chunk), [idx])
+
+
+@pytest.mark.parametrize("placement", ["client", "coverage"])
+def test_live_grass_after_a_tile_edit_alone_equals_a_bake(world, tmp_path, placement):
+    """Chunks placed (and kept) before an edit of the tile alone, no table changed: the chunks the
+    edit touched are placed again, the others kept, and the whole equals a bake of the saved tile."""
+    from wowgrass.grass.bake import load_catalog
+
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME, placement=placement)
+        first = s.place_chunks(WEST, range(256))     # every chunk placed before the edit
+        x, y = border_point()
+        s.exclude(x - 20, y + 20, 14)
+        s.paint_mapping(x - 60, y + 40, 20, 0)
+        assert s.changed_tables == [] and s.changed_tiles == [WEST]
+        parts = s.place_chunks(WEST, range(256))
+        changed = [i for i in range(256) if not same_instances(first[i], parts[i])]
+        assert len(changed) >= 2
+        live = concat(parts.values())
+        assert same_instances(live, s.tile_instances(WEST))
+        out = tmp_path / "o"
+        out.mkdir()
+        assert SessionFiles(s).save(out)["tables"] == []
+        cat = load_catalog(data=data)
+    saved = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
+    assert_live_equals_bake(live, saved, cat, placement, tmp_path, world["mpq"])
 
 
 def test_undo_returns_the_original_bytes_and_redo_the_edit(world):

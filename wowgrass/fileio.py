@@ -110,6 +110,34 @@ def _keep_old(target: Path) -> Path:
     return keep
 
 
+def _set_aside(keep: Path, target: Path) -> Path:
+    """Where the old bytes of ``target`` stay when putting them back failed: ``NAME.old`` beside it
+    (``NAME.old.1``, ... where taken), a name no sweep of temporaries matches; the keep file itself
+    (``.NAME.PID.old.tmp``, which sweeps leave alone too) where even that rename fails."""
+    for k in range(1000):
+        dest = target.with_name(f"{target.name}.old" + (f".{k}" if k else ""))
+        if dest.exists() or dest.is_symlink():
+            continue
+        try:
+            os.rename(keep, dest)
+        except OSError:
+            return keep
+        return dest
+    return keep
+
+
+def _left_changed(current: Path, exc: BaseException, stuck) -> OutputError:
+    """The error of a roll-back that could not put every file back: the failure, then each file
+    left changed and where its old bytes are (``left_changed``: the same as (target, place) pairs)."""
+    reason = OUTPUT_REASONS.get(getattr(exc, "errno", None)) or getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    parts = [f"{t} keeps the new bytes (it did not exist before)" if k is None else
+             f"{t} keeps the new bytes, its old bytes are in {k}" for t, k in stuck]
+    err = OutputError(current, getattr(exc, "errno", None),
+                      f"{reason}; putting the files already written back failed too: " + "; ".join(parts))
+    err.left_changed = list(stuck)
+    return err
+
+
 def write_files_atomic(files, *, backups=None) -> list[Path]:
     """Write several files all or none: ``files`` is ``{path: bytes}`` (or (path, bytes) pairs).
 
@@ -118,7 +146,10 @@ def write_files_atomic(files, *, backups=None) -> list[Path]:
     are kept there first (a backup already there is left alone: the first input stays
     recoverable). A failure anywhere, a rename in the middle included, puts back every target
     already replaced, removes the backups, temporaries and folders this call made, and raises
-    :class:`~wowgrass.errors.OutputError` naming the file being written (never its temporary)."""
+    :class:`~wowgrass.errors.OutputError` naming the file being written (never its temporary).
+    Where putting a file back fails too, its old bytes stay beside it (``NAME.old``, see
+    :func:`_set_aside`) and the error names every file left changed and where its old bytes are
+    (``left_changed``); the backups this call made stay then as well."""
     plan = [(Path(p), data) for p, data in (files.items() if isinstance(files, dict) else files)]
     backups = {Path(k): Path(v) for k, v in (backups or {}).items()}
     temps: list[tuple[Path, Path]] = []        # (temporary, target)
@@ -152,6 +183,7 @@ def write_files_atomic(files, *, backups=None) -> list[Path]:
                 raise
             done.append((current, keep))
     except BaseException as exc:
+        stuck: list[tuple[Path, Path | None]] = []   # (target left changed, where its old bytes are)
         for target, keep in reversed(done):      # put back the files already replaced
             try:
                 if keep is not None:
@@ -159,16 +191,22 @@ def write_files_atomic(files, *, backups=None) -> list[Path]:
                 else:
                     os.unlink(target)
             except OSError:
-                pass
+                stuck.append((target, _set_aside(keep, target) if keep is not None else None))
         for tmp, _ in temps:
             _unlink_quietly(tmp)
-        for b in made_backups:
+        for b in made_backups if not stuck else ():   # a file left changed: its backup may be the way back
             _unlink_quietly(b)
         for d in reversed(made_dirs):
             try:
                 d.rmdir()
             except OSError:
                 pass
+        if stuck and isinstance(exc, OSError):
+            raise _left_changed(current, exc, stuck[::-1]) from exc
+        if stuck:   # an interrupt: it goes on as itself, carrying the files left changed
+            exc.left_changed = stuck[::-1]
+            if hasattr(exc, "add_note"):
+                exc.add_note(str(_left_changed(current, exc, stuck[::-1])))
         if isinstance(exc, OSError):
             raise OutputError.from_os(current, exc) from exc
         raise
@@ -193,11 +231,16 @@ def pid_alive(pid: int) -> bool:
 
 def sweep_temporaries(folder, pattern: str = ".*.tmp", older_than: float = 3600.0) -> int:
     """Delete the temporary files of :func:`write_atomic` matching ``pattern`` in ``folder`` whose
-    writer is gone (the pid in the name is not running) or that are older than ``older_than`` s."""
+    writer is gone (the pid in the name is not running) or that are older than ``older_than`` s.
+    The second names :func:`write_files_atomic` keeps of files' old bytes (``.NAME.PID.old.tmp``)
+    are never deleted: one left behind is the only copy of a file's bytes before a write that
+    could not be rolled back (or was killed half-way)."""
     import time
 
     removed, now = 0, time.time()
     for tmp in Path(folder).glob(pattern):
+        if tmp.name.endswith(".old.tmp"):   # a file's old bytes (write_files_atomic): never a leftover to delete
+            continue
         m = _TEMP_PID.search(tmp.name)
         try:
             if (m and not pid_alive(int(m.group(1)))) or now - tmp.stat().st_mtime > older_than:

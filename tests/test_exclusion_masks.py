@@ -1,0 +1,162 @@
+"""The terrain and object masks of edit/masks.py against references written here from the formats'
+description (formats.md: MCVT's 9x9 outer and 8x8 inner vertices, a cell drawn as a fan of four
+triangles around its centre), not from the module: slopes of planes in both directions and of
+bumpy cells, the slope threshold, cells near doodads and near WMO boxes at exactly the distance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wowgrass.edit.masks import cell_slopes, map_objects, near_objects_mask, slope_mask
+from wowgrass.formats.adt import MDDF_DTYPE, MODF_DTYPE, UNIT_SIZE, VERTEX_ROWCOL, AdtTile
+
+
+def fan_slope(heights_145: np.ndarray, r: int, c: int) -> float:
+    """The slope (degrees) of cell (r, c): the mean of the unit normals of its four triangles
+    (centre, corner, next corner), each turned upward, measured from the vertical."""
+    def vertex(row, col, inner=False):
+        i = row * 17 + col + (9 if inner else 0)
+        x = (col + (0.5 if inner else 0.0)) * UNIT_SIZE      # east
+        y = (row + (0.5 if inner else 0.0)) * UNIT_SIZE      # south
+        return np.array([x, y, float(heights_145[i])])
+
+    centre = vertex(r, c, inner=True)
+    ring = [vertex(r, c), vertex(r, c + 1), vertex(r + 1, c + 1), vertex(r + 1, c)]
+    total = np.zeros(3)
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        n = np.cross(a - centre, b - centre)
+        n = n if n[2] >= 0 else -n
+        total += n / np.linalg.norm(n)
+    return float(np.degrees(np.arccos(min(1.0, total[2] / np.linalg.norm(total)))))
+
+
+def test_slope_of_a_plane_rising_southwards():
+    for deg in (0.0, 20.0, 50.0):
+        h = np.tan(np.radians(deg)) * VERTEX_ROWCOL[:, 0] * UNIT_SIZE
+        t = AdtTile.from_arrays(31, 32, heights=np.tile(h, (256, 1)))
+        assert np.allclose(cell_slopes(t), deg, atol=1e-6)
+
+
+def test_slope_of_bumpy_cells_is_the_mean_of_its_four_unit_normals():
+    rng = np.random.default_rng(5)
+    heights = rng.normal(0.0, 3.0, (256, 145))
+    heights[1, 9::17] += 6.0                       # chunk 1: raised centres (a symmetric bump reads flat-ish)
+    t = AdtTile.from_arrays(31, 32, heights=heights)
+    got = cell_slopes(t)
+    for chunk in (0, 1, 200):
+        want = np.array([[fan_slope(heights[chunk], r, c) for c in range(8)] for r in range(8)])
+        assert np.allclose(got[chunk], want, atol=1e-9), chunk
+    assert got.std() > 5
+
+
+def test_slope_mask_is_strictly_steeper():
+    h = np.tan(np.radians(35.0)) * VERTEX_ROWCOL[:, 1] * UNIT_SIZE
+    t = AdtTile.from_arrays(31, 32, heights=np.tile(h, (256, 1)))
+    s = cell_slopes(t)
+    at = float(s[0, 0, 0])
+    assert not slope_mask(t, at)[0, 0, 0] and slope_mask(t, np.nextafter(at, 0.0))[0, 0, 0]
+    assert slope_mask(t, 34.9).all() and not slope_mask(t, 35.1).any()
+
+
+def _near_reference(tile, yards, pts, boxes):
+    """Cells within ``yards`` of a point, or of a box (the distance to its nearest point)."""
+    x, y = (v.reshape(-1, 1) for v in np.moveaxis(tile.cell_centres().reshape(-1, 2), 1, 0))
+    out = np.zeros(x.shape[0], bool)
+    if len(pts):
+        out |= ((x - pts[:, 0]) ** 2 + (y - pts[:, 1]) ** 2 <= yards * yards).any(axis=1)
+    if len(boxes):
+        gx = np.maximum(np.maximum(boxes[:, 0, 0] - x, x - boxes[:, 1, 0]), 0.0)
+        gy = np.maximum(np.maximum(boxes[:, 0, 1] - y, y - boxes[:, 1, 1]), 0.0)
+        out |= (gx * gx + gy * gy <= yards * yards).any(axis=1)
+    return out.reshape(256, 8, 8)
+
+
+def test_cells_near_doodads_and_wmo_boxes():
+    t = AdtTile.from_arrays(31, 32)
+    cen = t.cell_centres().reshape(-1, 2)
+    lo, hi = cen.min(axis=0), cen.max(axis=0)
+    c = cen[1000]
+    yards = 7.25
+    # a doodad exactly `yards` east of a cell centre, one far off the tile; boxes: one over a cell,
+    # one with its west edge exactly `yards` from a centre, one long thin one, one off the tile
+    p = np.array([[c[0], c[1] + yards], [hi[0] + 500.0, hi[1] + 500.0], [lo[0] + 3.0, lo[1] + 40.0]])
+    yards_exact = float(p[0, 1] - c[1])
+    d = cen[9000]
+    boxes = np.array([[[d[0] - 1.0, d[1] - 2.0], [d[0] + 1.5, d[1] + 0.5]],
+                      [[d[0] - 30.0, d[1] + yards_exact + 0.0], [d[0] - 20.0, d[1] + 60.0]],
+                      [[lo[0] + 100.0, lo[1] - 3.0], [lo[0] + 101.0, hi[1] + 3.0]],
+                      [[hi[0] + 300.0, hi[1] + 300.0], [hi[0] + 310.0, hi[1] + 320.0]]])
+    boxes[1, 0, 1] = d[1] + yards_exact     # the west edge at exactly the distance (same float)
+    want = _near_reference(t, yards_exact, p, boxes)
+    got = near_objects_mask(t, yards_exact, objects=(p, boxes))
+    assert np.array_equal(got, want)
+    flat = want.reshape(-1)
+    assert flat[1000] and 30 < flat.sum() < 4000
+    # each kind alone, and the exact-distance cells
+    assert np.array_equal(near_objects_mask(t, yards_exact, objects=(p, np.zeros((0, 2, 2)))),
+                          _near_reference(t, yards_exact, p, np.zeros((0, 2, 2))))
+    only_boxes = near_objects_mask(t, yards_exact, objects=(np.zeros((0, 2)), boxes))
+    assert np.array_equal(only_boxes, _near_reference(t, yards_exact, np.zeros((0, 2)), boxes))
+    assert only_boxes.reshape(-1)[9000] and only_boxes.sum() > 100
+    # a box whose south edge is exactly `yb` from a cell centre, across its x range: that cell is in
+    e = cen[5000]
+    box = np.array([[[e[0] - 5.0, e[1] + 3.5], [e[0] + 5.0, e[1] + 20.0]]])
+    yb = float(box[0, 0, 1] - e[1])
+    edge = near_objects_mask(t, yb, objects=(np.zeros((0, 2)), box))
+    assert edge.reshape(-1)[5000] and np.array_equal(edge, _near_reference(t, yb, np.zeros((0, 2)), box))
+    assert not near_objects_mask(t, np.nextafter(yb, 0.0), objects=(np.zeros((0, 2)), box)).reshape(-1)[5000]
+    # more than 256 objects: they are taken in slices, all of them
+    many = np.stack([np.full(600, c[0]), c[1] + np.linspace(-400.0, 400.0, 600)], axis=1)
+    many_boxes = np.repeat(boxes[:1], 300, axis=0) + np.linspace(-300.0, 300.0, 300)[:, None, None]
+    assert np.array_equal(near_objects_mask(t, 3.0, objects=(many, many_boxes)),
+                          _near_reference(t, 3.0, many, many_boxes))
+
+
+def test_map_objects_lists_each_placement_once():
+    from wowgrass.game.mapobjects import file_to_world, modf_bounds
+
+    a, b = AdtTile.from_arrays(31, 32), AdtTile.from_arrays(32, 32)
+    mddf = np.zeros(3, MDDF_DTYPE)
+    mddf["unique_id"] = [7, 8, 9]
+    mddf["position"] = [[100.0, 5.0, 200.0], [120.0, 6.0, 210.0], [130.0, 7.0, 220.0]]
+    modf = np.zeros(3, MODF_DTYPE)
+    modf["unique_id"] = [70, 71, 72]
+    modf["extents"] = [[[100, 0, 100], [110, 10, 130]], [[200, 0, 200], [205, 5, 260]], [[300, 0, 300], [340, 5, 310]]]
+    a.mddf, a.modf = mddf[:2], modf[:2]
+    b.mddf, b.modf = mddf[1:], modf[1:]        # 8 and 71 on both tiles (near their border)
+    pts, boxes = map_objects([a, b])
+    assert np.allclose(pts, file_to_world(mddf["position"])[:, :2])
+    assert np.allclose(boxes, modf_bounds(modf)[:, :, :2]) and boxes.shape == (3, 2, 2)
+    assert (boxes[:, 0] <= boxes[:, 1]).all()
+
+
+def test_map_objects_of_tiles_without_any():
+    pts, boxes = map_objects([AdtTile.from_arrays(31, 32), AdtTile.from_arrays(32, 32)])
+    assert pts.shape == (0, 2) and boxes.shape == (0, 2, 2)
+    assert not near_objects_mask(AdtTile.from_arrays(31, 32), 50.0).any()
+
+
+def test_mask_pictures_of_several_tiles_and_wrong_sizes():
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, mask_from_array, picture_grey
+    from wowgrass.errors import UsageError
+
+    tiles = [(31, 32), (31, 33), (32, 32)]                  # 2 x 2 tiles' box, one of them not selected
+    grey = np.zeros((2 * CELLS, 2 * CELLS), np.float32)
+    grey[:CELLS, :CELLS] = 200                                # (31, 32): all
+    grey[CELLS:, :CELLS][::2] = 255                           # (31, 33): every other row
+    grey[:CELLS, CELLS:][:, :5] = 128                         # (32, 32): five columns, 128 selects
+    masks = mask_from_array(grey, tiles)
+    assert sorted(masks) == sorted(tiles) and all(m.shape == (CELLS, CELLS) for m in masks.values())
+    assert masks[(31, 32)].all()
+    assert masks[(31, 33)][::2].all() and not masks[(31, 33)][1::2].any()
+    assert masks[(32, 32)][:, :5].all() and not masks[(32, 32)][:, 5:].any()
+    twice = mask_from_array(np.repeat(np.repeat(grey, 2, axis=0), 2, axis=1), tiles)   # a 2x painting
+    assert all(np.array_equal(twice[k], masks[k]) for k in tiles)
+    for shape in ((CELLS, CELLS + 2), (CELLS + 2, CELLS), (CELLS - 1, CELLS - 1), (2 * CELLS, 3 * CELLS)):
+        with pytest.raises(UsageError, match=r"^mask: .* need 128x128"):
+            mask_from_array(np.zeros(shape, np.float32), [(31, 32)])
+    one_bit = Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1")
+    assert picture_grey(one_bit).tolist() == [[0.0, 255.0, 255.0]]
