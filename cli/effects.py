@@ -87,8 +87,11 @@ def _progress(label: str):
 @click.option("--overlay", "overlay", type=click.Path(exists=True), default=None, metavar="DIR|PATCH.MPQ",
               help="Files under DIR (a fix's -o DIR, in the client's layout), or those of a patch MPQ, answer "
                    "before --data's: audit the map as fixed there.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also report drift: the cells where a tile disagrees with this rules file (what `effects apply` "
+                   "would change).")
 @json_option
-def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, overlay, as_json):
+def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png, scale, overlay, rules_path, as_json):
     """Which textures carry which ground effects, and where the grass goes missing.
 
     Per texture: the layers and chunks using it and the effect ids it carries; the patchy-grass
@@ -103,6 +106,11 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
 
     out = output_path(output, _image_suffixes()) if output else None
     cells = output_path(cells_png, (".png",), option="--cells-png") if cells_png else None
+    rules = None
+    if rules_path:
+        from wowgrass.edit.rules import load_rules
+
+        rules = load_rules(rules_path)       # a bad file stops the audit before any tile is read
     if overlay:
         from wowgrass.edit.batch import Overlay
 
@@ -115,6 +123,11 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
                            picture=out is not None or cells is not None)
     for n in result.notes:
         note(n)
+    drifts = None
+    if rules is not None:
+        from wowgrass.cli.effects_rules import audit_drift
+
+        drifts = audit_drift(data, rules, map_name, ranges, msb_first, as_json)
     files = []
     if out is not None:
         files.append(str(write_audit_picture(result, out, scale=scale)))
@@ -124,10 +137,17 @@ def audit_cmd(data, map_name, ranges, msb_first, jobs, margin, output, cells_png
         doc = result.to_json()
         if files:
             doc["files"] = files
+        if drifts is not None:
+            doc["drift"] = drifts
         echo_json(doc)
     else:
         for line in result.text_lines():
             click.echo(line)
+        if drifts is not None:
+            from wowgrass.cli.effects_rules import drift_lines
+
+            for line in drift_lines(drifts):
+                click.echo(line)
     for f in files:
         note(f"wrote {f}")
     if result.tables_problem:   # an audit that could not check the grass is no clean bill
@@ -324,4 +344,12 @@ def exclude_cmd(data, map_name, ranges, msb_first, mask, slope_above, under_liqu
 from wowgrass.cli.effects_sets import diff, edit_set, new_set  # noqa: E402
 
 for _command in (new_set, edit_set, diff):
+    effects.add_command(_command)
+
+# ============================================================================= rules
+# `apply`, `why` and `rules` are written in cli/effects_rules.py.
+
+from wowgrass.cli.effects_rules import apply_cmd, rules_cmd, why_cmd  # noqa: E402
+
+for _command in (apply_cmd, why_cmd, rules_cmd):
     effects.add_command(_command)
