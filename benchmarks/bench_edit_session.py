@@ -86,7 +86,9 @@ def bench_session(data, map_name, tile, n, placement) -> dict:
     s.redo()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        res = s.save(tmp)
+        from wowgrass.workbench.disk import SessionFiles
+
+        res = SessionFiles(s).save(tmp)
         out["save_one_tile_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
         out["saved_changed_byte_count"] = res["changed_byte_count"]
     return out

@@ -23,6 +23,7 @@ from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH
 from wowgrass.game.maps import adt_game_path
 from wowgrass.grass import bundle as B
 from wowgrass.samples import MAP_NAME, build_sample_world
+from wowgrass.workbench.disk import SessionFiles
 from wowgrass.workbench.session import CellRef, EditSession
 
 WEST, EAST = (31, 32), (32, 32)
@@ -72,6 +73,7 @@ def stroke(session, clear=False):
 def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         before = {k: s.tile(k).no_effect_doodad.copy() for k in (WEST, EAST)}
         stroke(s)
         assert s.changed_tiles == [WEST, EAST] and s.changed_tables == []
@@ -79,7 +81,7 @@ def test_brush_stroke_saves_the_bytes_of_exclude_mask(world, tmp_path):
         assert all(m.sum() > 5 for m in masks.values())
         out = tmp_path / "session"
         out.mkdir()
-        saved = s.save(out)
+        saved = disk.save(out)
         # the same cells as a mask picture for `effects exclude --mask` (both tiles: 256x128)
         grid = np.concatenate([chunks_to_grid(s.tile(k), masks[k]) for k in (WEST, EAST)], axis=1)
         png = tmp_path / "mask.png"
@@ -117,6 +119,7 @@ def same_instances(a, b) -> bool:
 def test_chunks_placed_alone_equal_the_whole_tiles_placement(world, placement):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME, placement=placement)
+        disk = SessionFiles(s)
         some = s.place_chunks(EAST, [3, 77, 130, 255])
         everything = s.place_chunks(EAST, range(256))
         whole = s.tile_instances(EAST)
@@ -130,6 +133,7 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
 
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME, placement="client")
+        disk = SessionFiles(s)
         x, y = border_point()
         ref = s.cell_at(x - 20, y + 20)
         idx = s.chunk_index(ref)
@@ -150,7 +154,7 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
         assert same_instances(live, whole)
         out = tmp_path / "o"
         out.mkdir()
-        assert s.save(out)["tables"] == [TEXTURE_PATH]     # the model had a doodad row already
+        assert disk.save(out)["tables"] == [TEXTURE_PATH]     # the model had a doodad row already
         doodads = data.read(DOODAD_PATH)
     saved = game_file(out, adt_game_path(MAP_NAME, *WEST)).read_bytes()
     cat = GroundEffectCatalog.from_dbc_bytes(game_file(out, TEXTURE_PATH).read_bytes(), doodads, None, hint="3.3.5")
@@ -171,6 +175,7 @@ def test_live_grass_equals_a_bake_of_the_saved_tile(world, tmp_path):
 def test_undo_returns_the_original_bytes_and_redo_the_edit(world):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         orig = {k: s.tile_bytes(k) for k in (WEST, EAST)}
         tables = s.tables_bytes(TEXTURE_PATH)
         stroke(s)
@@ -195,6 +200,7 @@ def test_undo_returns_the_original_bytes_and_redo_the_edit(world):
 def test_clear_brush_and_an_edit_changing_nothing(world):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         stroke(s)
         n = len(s.history)
         stroke(s)        # the same cells again: nothing changes, nothing recorded
@@ -207,6 +213,7 @@ def test_clear_brush_and_an_edit_changing_nothing(world):
 def test_cell_at_and_cell_info(world):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         t = s.tile(WEST)
         x, y = t.cell_centres()[37, 2, 5]
         ref = s.cell_at(x, y)
@@ -223,23 +230,25 @@ def test_cell_at_and_cell_info(world):
 
 def test_a_file_changed_on_disk_is_not_overwritten(loose, tmp_path):
     s = EditSession(open_data(loose), MAP_NAME)
+    disk = SessionFiles(s)
     stroke(s)
     west = game_file(loose, adt_game_path(MAP_NAME, *WEST))
     other = bytearray(west.read_bytes())
     other[-1] ^= 0xFF                      # another editor saved the tile
     west.write_bytes(bytes(other))
-    assert any(str(west) in c for c in s.conflicts())
+    assert any(str(west) in c for c in disk.conflicts())
     out = tmp_path / "o"
     out.mkdir()
     for kw in ({"in_place": True}, {"out_dir": out}):
         with pytest.raises(OutputError, match="changed on disk"):
-            s.save(**kw)
+            disk.save(**kw)
     assert west.read_bytes() == bytes(other) and tree(out) == []
     assert not list(loose.rglob("*.bak"))
 
 
 def test_save_in_place_keeps_backups_and_writes_all_or_none(loose):
     s = EditSession(open_data(loose), MAP_NAME)
+    disk = SessionFiles(s)
     files = {k: game_file(loose, adt_game_path(MAP_NAME, *k)) for k in (WEST, EAST)}
     orig = {k: p.read_bytes() for k, p in files.items()}
     stroke(s)
@@ -248,16 +257,16 @@ def test_save_in_place_keeps_backups_and_writes_all_or_none(loose):
     table_orig = table.read_bytes()
     with failing_folder(loose / "DBFilesClient", "ENOSPC"):
         with pytest.raises(OutputError):
-            s.save(in_place=True)
+            disk.save(in_place=True)
     assert {k: p.read_bytes() for k, p in files.items()} == orig and table.read_bytes() == table_orig
     assert not list(loose.rglob("*.bak")) and not list(loose.rglob("*.tmp"))
-    res = s.save(in_place=True)
+    res = disk.save(in_place=True)
     assert sorted(res["backups"]) == sorted(str(p) + ".bak" for p in [*files.values(), table])
     assert {k: Path(str(p) + ".bak").read_bytes() for k, p in files.items()} == orig
     assert {k: p.read_bytes() for k, p in files.items()} == {k: s.tile_bytes(k) for k in files}
     assert s.changed_tiles == [] and s.changed_tables == []
     s.exclude(*border_point(), 3, clear=True)      # saved again over its own save: no conflict
-    assert s.save(in_place=True, backups=False)["files"]
+    assert disk.save(in_place=True, backups=False)["files"]
 
 
 def test_save_refuses_an_out_folder_holding_other_files(world, tmp_path):
@@ -267,11 +276,12 @@ def test_save_refuses_an_out_folder_holding_other_files(world, tmp_path):
     game_file(out, gp).write_bytes(b"someone else's tile")
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         stroke(s)
         with pytest.raises(OutputError, match="not what this session loaded"):
-            s.save(out)
+            disk.save(out)
         with pytest.raises(UsageError, match="only loose files"):
-            s.save(in_place=True)
+            disk.save(in_place=True)
     assert game_file(out, gp).read_bytes() == b"someone else's tile"
 
 
@@ -280,10 +290,11 @@ def test_build_patch_holds_the_changed_files(world, tmp_path):
 
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         with pytest.raises(UsageError, match="nothing differs"):
-            s.build_patch(tmp_path / "patch-4.MPQ")
+            disk.build_patch(tmp_path / "patch-4.MPQ")
         stroke(s)
-        res = s.build_patch(tmp_path / "patch-4.MPQ")
+        res = disk.build_patch(tmp_path / "patch-4.MPQ")
         want = {adt_game_path(MAP_NAME, *k): s.tile_bytes(k) for k in (WEST, EAST)}
     arc = MpqArchive.open(res["file"])
     try:
@@ -294,6 +305,7 @@ def test_build_patch_holds_the_changed_files(world, tmp_path):
 
 def test_reload_takes_another_editors_save(loose):
     s = EditSession(open_data(loose), MAP_NAME)
+    disk = SessionFiles(s)
     seen = []
     s.subscribe(seen.append)
     east = game_file(loose, adt_game_path(MAP_NAME, *EAST))
@@ -304,16 +316,16 @@ def test_reload_takes_another_editors_save(loose):
 
     new, _ = exclude_cells(east.read_bytes(), "x", np.ones((256, 8, 8), bool))
     east.write_bytes(new)
-    ch = s.reload([east])
+    ch = disk.reload([east])
     assert ch.chunks == {EAST: set(range(256))} and seen[-1] is ch and not s.can_redo
     assert s.tile_bytes(EAST) == new and s.tile(EAST).no_effect_doodad.all()
     s.exclude(*border_point(), 9, clear=True)      # unsaved edits now
     mine = s.tile_bytes(EAST)
     east.write_bytes(east.read_bytes()[:-1] + b"\x01")
-    ch = s.reload([east])
+    ch = disk.reload([east])
     assert ch.notes and EAST not in ch.chunks and s.tile_bytes(EAST) == mine
     with pytest.raises(OutputError, match="changed on disk"):
-        s.save(in_place=True)
+        disk.save(in_place=True)
 
 
 def test_save_in_place_over_layered_data_writes_into_the_project(world, tmp_path):
@@ -328,14 +340,15 @@ def test_save_in_place_over_layered_data_writes_into_the_project(world, tmp_path
     mpqs = {p: p.stat().st_mtime_ns for p in Path(world["mpq"]).rglob("*.MPQ")}
     with open_data([world["mpq"], proj]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         stroke(s)                                   # both tiles: the project's and the client's
         s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
-        res = s.save(in_place=True)
+        res = disk.save(in_place=True)
         assert res["backups"] == [str(game_file(proj, gp_w)) + ".bak"]
         for k in (WEST, EAST):
             assert game_file(proj, adt_game_path(MAP_NAME, *k)).read_bytes() == s.tile_bytes(k)
         assert game_file(proj, TEXTURE_PATH).read_bytes() == s.tables_bytes(TEXTURE_PATH)
-        assert s.changed_tiles == [] and s.changed_tables == [] and s.conflicts() == []
+        assert s.changed_tiles == [] and s.changed_tables == [] and disk.conflicts() == []
         data.refresh()
         assert data.locate(adt_game_path(MAP_NAME, *EAST))[1] is None      # now the project's
     assert {p: p.stat().st_mtime_ns for p in mpqs} == mpqs
@@ -346,13 +359,14 @@ def test_an_archive_changed_on_disk_is_a_conflict(world, tmp_path):
     shutil.copytree(Path(world["mpq"]).parent, client)
     with open_data(client / "Data") as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         stroke(s)
         arc = Path(data.locate(adt_game_path(MAP_NAME, *WEST))[0])
         os.utime(arc, ns=(arc.stat().st_atime_ns, arc.stat().st_mtime_ns + 10**9))   # the client patched
         out = tmp_path / "o"
         out.mkdir()
         with pytest.raises(OutputError, match="archive holding"):
-            s.save(out)
+            disk.save(out)
     assert tree(out) == []
 
 
@@ -361,11 +375,12 @@ def test_remap_brush_equals_effects_remap(world):
 
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         raw = s.tile_bytes(EAST)
         t = s.tile(EAST)
         shuffled = t.doodad_mapping.copy()
         shuffled[::3] = 0                         # some stale cells to fix (layer 0 where another shows)
-        s._apply("setup", {EAST: s._fields(EAST, doodad_mapping=shuffled)})
+        s.set_fields(EAST, "setup", doodad_mapping=shuffled)
         start = s.tile_bytes(EAST)
         x, y = s.tile(EAST).cell_centres()[0, 0, 0]
         ch = s.paint_mapping(x, y, 2000, None)    # a brush over the whole tile (and its neighbour)
@@ -380,6 +395,7 @@ def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
 
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         orig = s.tables_bytes(TEXTURE_PATH)
         old = DbcFile.from_bytes(orig)
         changed = s.preview_set(["World\\NoDXT\\Detail\\ElwGra05.m2", "World\\NoDXT\\Detail\\ElwGra01.m2"], [10, 6],
@@ -399,7 +415,7 @@ def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
                                                                                       old.record_size:]   # strings kept
         out = tmp_path / "o"
         out.mkdir()
-        assert s.save(out)["tables"] == [TEXTURE_PATH]
+        assert disk.save(out)["tables"] == [TEXTURE_PATH]
         assert out.joinpath(*TEXTURE_PATH.split("\\")).read_bytes() == both
         s.undo()
         assert s.catalog.row(new_id) is None and s.changed_tables == [TEXTURE_PATH]
@@ -408,6 +424,7 @@ def test_preview_sets_saved_change_only_their_rows(world, tmp_path):
 def test_a_stroke_is_one_undo_step(world):
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         orig = {k: s.tile_bytes(k) for k in (WEST, EAST)}
         s.paint_mapping(*border_point(), 4, 0)
         n = len(s.history)
@@ -436,9 +453,10 @@ def test_tables_from_a_folder_of_their_own(loose, tmp_path):
     with pytest.raises(UsageError, match="needs both ground-effect tables"):
         EditSession(open_data(maps), MAP_NAME)
     s = EditSession(open_data(maps), MAP_NAME, dbc_dir=tables)
+    disk = SessionFiles(s)
     s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
     stroke(s)
-    res = s.save(in_place=True)
+    res = disk.save(in_place=True)
     assert str(tables / "GroundEffectTexture.dbc") in res["files"] and (tables / "GroundEffectTexture.dbc.bak").exists()
     shutil.copytree(tables, loose / "DBFilesClient")
     s2 = EditSession(open_data(maps), MAP_NAME)          # the tables above the map folder
@@ -455,8 +473,9 @@ def test_save_into_a_project_that_is_a_map_folder(world, tmp_path):
         (proj / f"{MAP_NAME}_31_32.adt").write_bytes(g.read(gp_w))
     with open_data([world["mpq"], proj]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         stroke(s)
-        s.save(in_place=True)
+        disk.save(in_place=True)
         assert (proj / f"{MAP_NAME}_32_32.adt").read_bytes() == s.tile_bytes(EAST)
         data.refresh()
         for k in (WEST, EAST):
@@ -486,13 +505,14 @@ def test_tile_patches_chain_as_applied_in_order():
 
 def test_reload_of_the_sessions_own_save_changes_nothing(loose):
     s = EditSession(open_data(loose), MAP_NAME)
+    disk = SessionFiles(s)
     stroke(s)
     s.preview_set(["World\\NoDXT\\Detail\\ElwGra03.m2"], [16], 6)
-    s.save(in_place=True)
+    disk.save(in_place=True)
     seen = []
     s.subscribe(seen.append)
     files = [game_file(loose, adt_game_path(MAP_NAME, *k)) for k in (WEST, EAST)] + [game_file(loose, TEXTURE_PATH)]
-    ch = s.reload(files)                    # what a watcher reports after the session's own save
+    ch = disk.reload(files)                    # what a watcher reports after the session's own save
     assert ch.empty and not ch.notes and seen == [] and s.can_undo
     other = game_file(loose, TEXTURE_PATH)
     raw = s.tables_bytes(TEXTURE_PATH)
@@ -502,7 +522,7 @@ def test_reload_of_the_sessions_own_save_changes_nothing(loose):
     tex, _d, nid = add_effect_set(raw, s.tables_bytes(DOODAD_PATH), None, doodads=["ElwGra02"], weights=[16],
                                   hint="3.3.5")
     other.write_bytes(tex)                  # another editor added a set
-    ch = s.reload([other])
+    ch = disk.reload([other])
     assert ch.tables and s.catalog.row(nid) is not None and s.catalog.row(1001) == orig_row
 
 
@@ -511,6 +531,7 @@ def test_subscribers_hear_changes_outside_the_lock(world):
 
     with open_data(world["mpq"]) as data:
         s = EditSession(data, MAP_NAME)
+        disk = SessionFiles(s)
         got = []
 
         def on_change(change):      # asks the session from another thread and waits for it

@@ -372,10 +372,10 @@ def test_overlays_are_computed_only_while_one_is_shown(session):
     bench = Workbench(session, scene, audit=False, panels=False)
     try:
         for key in session.tiles:  # tiles arrive with every overlay off: nothing computed
-            bench._tile_resident(key)
+            bench.tile_resident(key)
         time.sleep(0.3)
         bench.before_frame(0.016)
-        assert scene.terrain.cells.given == {} and bench._jobs.empty()
+        assert scene.terrain.cells.given == {} and bench.idle
         bench.toggle_overlay("excluded", True)
         deadline = time.monotonic() + 60
         while len(scene.terrain.cells.given) < len(session.tiles) and time.monotonic() < deadline:
@@ -408,8 +408,8 @@ def test_a_saved_file_names_its_resident_tile_even_if_the_session_never_loaded_i
                                 client_look=False)
         bench = Workbench(s, scene, audit=False, panels=False)
         try:
-            assert bench._resident_files_in({loose}) == [(31, 31)]
-            assert bench._resident_files_in({tmp_path / "other.adt"}) == []
+            assert bench.resident_files_in({loose}) == [(31, 31)]
+            assert bench.resident_files_in({tmp_path / "other.adt"}) == []
         finally:
             bench.close()
 
@@ -437,9 +437,9 @@ def test_the_cursor_over_a_tile_the_session_has_not_read_finds_its_cell_from_the
         x0, y0 = (float(v) for v in view_tile.positions[0, :2])
         pts = np.column_stack([x0 - rng.uniform(0, 533.3, 300), y0 - rng.uniform(0, 533.3, 300)])
         got = [bench.cell_at(float(x), float(y)) for x, y in pts]
-        assert key not in fresh._tiles  # the session has not read the tile
+        assert not fresh.has_read(key)  # the session has not read the tile
         want = [fresh.cell_at(float(x), float(y)) for x, y in pts]  # reads it
-        assert key in fresh._tiles
+        assert fresh.has_read(key)
         assert got == want and all(r is not None and r.tile == key for r in got)
         assert len({r.chunk for r in got}) > 100  # points over most of the tile's chunks
     finally:
@@ -496,3 +496,41 @@ def test_view_without_a_display_refuses_window_only_options(flag, tmp_path, monk
     assert r.exit_code == 2, r.output
     assert "no display" in r.output and "xvfb-run" in r.output
     assert not (tmp_path / "view.png").exists()
+
+
+def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
+    """One numpy pass over every resident tile's heights gives render.pick's points exactly, and
+    the session's cells; tiles that leave or come back are followed."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.pick import pick_ground, pixel_ray
+    from wowgrass.workbench.ground import GroundAtlas
+    from wowgrass.workbench.session import CellRef
+
+    scene = _ground_scene(session)
+    atlas = GroundAtlas()
+    atlas.sync(scene.tiles)
+    rng = np.random.default_rng(11)
+    hits = 0
+    for key in session.tiles:
+        tile = session.tile(key)
+        x, y = (float(v) for v in tile.positions[rng.integers(0, 256), :2])
+        z = float(tile.abs_heights.max())
+        cam = Camera.looking_at((x + 200.0, y + 90.0, z + 60.0), (x - 150.0, y - 160.0, z - 80.0))
+        for _ in range(60):
+            o, d = pixel_ray(cam, (320, 200), rng.uniform(0, 320), rng.uniform(60, 200))
+            want, got = pick_ground(scene, o, d), atlas.pick(o, d)
+            assert (want is None) == (got is None)
+            if want is not None:
+                hits += 1
+                assert np.array_equal(want, got)
+                k, _i, chunk, cell = atlas.cell(float(got[0]), float(got[1]))
+                assert CellRef(k, chunk, cell) == session.cell_at(float(got[0]), float(got[1]))
+    assert hits > 100
+    gone = session.tiles[0]
+    p = next(atlas.pick(*pixel_ray(Camera.looking_at((x0 + 30, y0 + 30, 300.0), (x0, y0, 0.0)), (64, 64), 31.5, 31.5))
+             for x0, y0 in [tuple(float(v) - 100 for v in session.tile(gone).positions[0, :2])])
+    assert p is not None
+    atlas.sync({k: t for k, t in scene.tiles.items() if k != gone})
+    assert atlas.heights(np.array([p[:2]]))[0] != atlas.heights(np.array([p[:2]]))[0]  # NaN: no tile there now
+    atlas.sync(scene.tiles)
+    assert np.isclose(atlas.heights(np.array([p[:2]]))[0], p[2])

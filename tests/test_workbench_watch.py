@@ -22,6 +22,7 @@ from wowgrass.game.maps import adt_game_path
 from wowgrass.grass import bundle as B
 from wowgrass.samples import MAP_NAME, build_sample_world
 from wowgrass.workbench import watch as W
+from wowgrass.workbench.disk import SessionFiles
 from wowgrass.workbench.session import EditSession
 
 WAIT = 30.0       # seconds: only a failure ever waits this long
@@ -129,7 +130,7 @@ def test_a_session_reloads_a_tile_rewritten_on_disk(client, project):
     changes: queue.Queue = queue.Queue()
     s.subscribe(changes.put)
     new, _ = exclude_cells(raw, "x", np.ones((256, 8, 8), bool))
-    w = s.watch(debounce_ms=50)
+    w = SessionFiles(s).watch(debounce_ms=50)
     try:
         assert w.roots == [root]          # the project only: the client is archives
         save_like_an_editor(path, new)

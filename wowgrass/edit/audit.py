@@ -51,7 +51,7 @@ CATEGORY_LABEL = {HOLE: "hole", EXCLUDED: "excluded (noEffectDoodad)", STALE: "s
                   UNASSIGNED: "unassigned: grass texture without an effect id",
                   NO_GRASS: "effect without doodads (terrain type only)", BARE: "no effect id"}
 # effect sets: distinct colours that none of the categories above uses
-_SET_PALETTE = [(27, 158, 119), (117, 112, 179), (102, 166, 30), (55, 126, 184), (217, 95, 2), (77, 175, 74),
+SET_PALETTE = _SET_PALETTE = [(27, 158, 119), (117, 112, 179), (102, 166, 30), (55, 126, 184), (217, 95, 2), (77, 175, 74),
                 (152, 78, 163), (166, 206, 227), (31, 120, 180), (178, 223, 138), (166, 118, 29), (106, 61, 154),
                 (141, 211, 199), (253, 180, 98), (128, 177, 211), (188, 128, 189), (0, 109, 44), (140, 81, 10),
                 (1, 102, 94), (84, 39, 143)]

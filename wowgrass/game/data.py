@@ -267,6 +267,10 @@ class GameData:
         (``view map.adt`` streams that file as its map's tile)."""
         self._files[_norm(path)] = (path.replace("/", "\\"), Path(file))
 
+    def added_files(self) -> list[tuple[str, Path]]:
+        """(game path, file) of every loose file :meth:`add_file` lent the source."""
+        return list(self._files.values())
+
     # lookup -----------------------------------------------------------------------------------
     def locate(self, path: str) -> tuple[Path, MpqArchive | None] | None:
         """(archive path, archive) providing ``path`` (or (file, None) when loose), else None."""

@@ -1,43 +1,42 @@
-"""The workbench in the view's window: the glue between an :class:`EditSession`, the running scene
-and the panels (panels.py draws them; this module holds what they show and does what they ask).
+"""The workbench in the view's window: the glue between an :class:`EditSession`, the scene (through
+bridge.py) and the panels (panels.py draws them; this module holds what they show and does what
+they ask).
 
-Frame thread (``before_frame``): input turned into tool calls, the grass of the chunks an edit
-changed placed again and handed to the scene (:meth:`Scene.replace_grass`), overlay images and
-reloads that the worker finished put in place. Worker thread: overlays of tiles as they become
-resident, large re-placements (a table changed), reloads of files another program saved, the
-audit's findings. Render never imports this module: it offers hooks (``WindowUi``, the terrain's
-``CellOverlays``, ``Scene.replace_grass``/``reload_tile``/``on_resident``, ``render.pick``).
+The rooms (docs/architecture.md draws them): the session (session.py) holds the bytes and says what
+changed; the tools (tools.py) turn a click or a dab into a session call; the disk side (disk.py)
+saves, patches and reloads; the placement cache (placing.py) and this controller subscribe to the
+session's changes; the bridge (bridge.py, the one module importing render) hands the scene its
+grass, cell marks and reloads; worker processes (workers.py) compute each tile's overlay facts and
+the audit and hand arrays back through shared memory.
+
+Frame thread (``before_frame``): input routed (one place: "input" below), the grass of the chunks
+an edit changed placed again and handed over, finished results mapped. The workbench's thread:
+reloads, large re-placements (a table changed), a picked cell's details, and feeding the worker
+processes. The pick never reads or computes a tile: the cell comes from the resident tile's grid
+and the Cell panel's details from the workbench's thread.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import queue
 import threading
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
-from wowgrass.grass.bundle import pack_instances
-from wowgrass.render.pick import pick_ground, pixel_ray
-from wowgrass.render.sources.terrain import OVERLAY_BITS
-from wowgrass.render.window import WindowUi
-
+from .bridge import SceneBridge, WindowUi, tile_grass
+from .findings import Finding
+from .geometry import cell_corner, chunk_centre
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
+from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 
-TOOLS = ("pick", "exclude", "mapping", "assign")
+__all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
+           "tile_grass", "watch_roots"]
+
 SYNC_CHUNKS = 16  # an edit touching at most this many chunks is placed again on the frame thread
-
-
-@dataclass
-class Finding:
-    """One line of the audit's findings, with where the camera flies for it (None: nowhere)."""
-
-    kind: str
-    text: str
-    target: tuple | None = None  # world (X, Y)
 
 
 @dataclass
@@ -50,62 +49,13 @@ class Hover:
     key: tuple | None = None  # (cursor, camera) of the last pick
 
 
-@dataclass
-class ToolState:
-    tool: str = "pick"
-    radius: float = 6.0
-    clear: bool = False  # exclusion brush: clear noEffectDoodad instead of setting it
-    layer: int = -1  # mapping brush: the layer to paint; -1: remap from the alpha maps
-    texture: str = ""  # assign: the texture
-    effect_id: int = 0  # assign: the effect id
-    scope: str = "brush"  # assign: "map", "tile" or "brush"
-    # effect-set editor
-    set_models: list = field(default_factory=lambda: ["", "", "", ""])
-    set_weights: list = field(default_factory=lambda: [1, 1, 1, 1])
-    set_density: int = 8
-    set_effect: int = 0  # 0: a new set; else the id being changed
-    preview_id: int | None = None
-
-
-def chunk_centre(tile, chunk) -> tuple[float, float]:
-    """World (X, Y) of chunk (cx, cy)'s centre in tile (col, row)."""
-    col, row = tile
-    cx, cy = chunk
-    return (ZEROPOINT - row * TILE_SIZE - (cy + 0.5) * CHUNK_SIZE,
-            ZEROPOINT - col * TILE_SIZE - (cx + 0.5) * CHUNK_SIZE)
-
-
-def cell_corner(ref) -> tuple[float, float]:
-    """World (X, Y) of a cell's north-west corner."""
-    col, row = ref.tile
-    cx, cy = ref.chunk
-    x, y = ref.cell
-    return (ZEROPOINT - row * TILE_SIZE - cy * CHUNK_SIZE - y * UNIT_SIZE,
-            ZEROPOINT - col * TILE_SIZE - cx * CHUNK_SIZE - x * UNIT_SIZE)
-
-
-def tile_grass(instances) -> dict:
-    """A placement's :class:`~wowgrass.grass.placement.Instances` as the scene takes grass:
-    model path -> INSTANCE_DTYPE (the bundle's records)."""
-    out = {}
-    if instances is None or len(instances) == 0:
-        return out
-    model = np.asarray(instances.model)
-    for m in np.unique(model).tolist():
-        sel = model == m
-        out[instances.models[m]] = pack_instances(instances.pos[sel], instances.yaw[sel], instances.scale[sel])
-    return out
-
-
 class _JobQueue:
-    """The worker's jobs by kind: a file another program saved is reloaded before the overlays of
-    tiles that arrived are computed (each a few hundred ms on a slow machine)."""
+    """The workbench thread's jobs by kind: a file another program saved is reloaded before the
+    overlays of tiles that arrived are handed to the workers."""
 
     ORDER = {None: -1, "info": 0, "reload": 0, "replace": 1, "overlay": 2, "audit": 3}
 
     def __init__(self):
-        import itertools
-
         self._q: queue.PriorityQueue = queue.PriorityQueue()
         self._seq = itertools.count()
 
@@ -122,11 +72,15 @@ class _JobQueue:
 class Workbench(WindowUi):
     """The window's workbench (the window's ``ui``): see the module docstring."""
 
-    def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True):
+    def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True,
+                 workers: int | None = None):
+        from .disk import SessionFiles
+
         self.session, self.scene = session, scene
+        self.files = SessionFiles(session)  # save, patch, reload
         self.log = log or (lambda s: None)
-        self.lock = threading.RLock()  # the session is used by the frame thread and the worker
         self.colours = SetColours()
+        self.bridge = SceneBridge(session, scene, self.colours)
         self.grass_textures: set[str] = set()
         self.overlays = {name: False for name, _k, _l in OVERLAYS}
         self.tools = ToolState()
@@ -142,23 +96,29 @@ class Workbench(WindowUi):
         self.ui_version = 0  # bumped when something the panels show changed (they build again)
         self._frame_t = None
         self.frames = 0
-        self.edits_applied: list = []  # (change label, frame the scene got its grass)
         self.viewer = self.controls = None
         self.cursor = (0.0, 0.0)
         self.painting = False
         self._stroke = None
         self._last_dab = None
+        self._frame_thread = threading.get_ident()  # changes made here are shown at once
         self._main: queue.Queue = queue.Queue()  # callables for the frame thread
         self._jobs = _JobQueue()  # reloads first, then grass, then overlays, the audit last
         self._stop = False
         self._busy = False  # the worker is on a job
+        self._info_cache: dict = {}  # CellRef -> (tile version, tables version, info): a pick shows it at once
         self._overlay_fresh: set = set()  # tiles whose overlay data is current
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
         self._audit = audit
+        self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
+        self.workers = None  # TileWorkers, started with the first overlay or the audit
+        self.overlays_shown = 0  # overlay images put in place
+        self.overlays_dropped = 0  # worker results for bytes changed since (a newer job followed)
         self._watch_roots = watch
         self.watcher = None
         self.reloads: list[dict] = []  # {paths, tiles, seen (s), drawn (s) once resident again}
         self._pending_reload: dict = {}  # tile -> reload entry waiting for its tile
+        self._reload_t0 = None
         self.ui = None
         self._want_panels = panels
         self.shots: list[str] = []  # screenshots written (F12)
@@ -166,11 +126,40 @@ class Workbench(WindowUi):
         self.shot_prefix = "wowgrass-shot"
         self.save_dir = "workbench-out"  # Ctrl+S and the Save panel's folder (an overlay folder)
         self.patch_path = "patch-wowgrass.MPQ"
-        scene.keep_grass = True
-        scene.on_resident.append(self._tile_resident)
-        self.scene.terrain.cells.set_colours = self.colours.shader_colours()
+        session.subscribe(self._session_changed)
+        self.files.subscribe(self._files_reloaded)
+        self.bridge.on_resident(self.tile_resident)
         self._worker = threading.Thread(target=self._work, name="wowgrass-workbench", daemon=True)
         self._worker.start()
+
+    @property
+    def edits_applied(self) -> list:
+        """(change label, frame) of every change whose grass the scene got."""
+        return self.bridge.edits_applied
+
+    @property
+    def idle(self) -> bool:
+        """No job waiting or under way on the workbench's thread nor in its worker processes."""
+        return self._jobs.empty() and not self._busy and (self.workers is None or not self.workers.busy)
+
+    def _pool(self):
+        """The worker processes (started on first use), or None: computed on the workbench's thread."""
+        if self._n_workers == 0:
+            return None
+        if self.workers is None:
+            from .workers import TileWorkers
+
+            self.workers = TileWorkers(self.session, self._worker_result, n=self._n_workers)
+        return self.workers
+
+    def _worker_result(self, kind, job, payload):
+        """A worker's result (the pool's thread): mapped on the frame's thread."""
+        if kind == "overlay":
+            self._main.put(lambda: self._overlay_mapped(job, *payload))
+        elif kind == "audit":
+            self._audit_done(payload)
+        else:
+            self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
 
     # -- WindowUi --
     def install(self, viewer, controls) -> None:
@@ -184,15 +173,16 @@ class Workbench(WindowUi):
         if self._watch_roots:
             from .watch import FileWatcher
 
-            if hasattr(self.scene, "keep_spare"):
-                self.scene.keep_spare(1)  # a reloaded tile's second copy, drawn until it replaces the first
-
+            self.bridge.keep_spare()  # a reloaded tile's second copy, drawn until it replaces the first
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 
     def close(self) -> None:
         self._stop = True
         self._jobs.put(None)
+        self.session.unsubscribe(self._session_changed)
+        if self.workers is not None:
+            self.workers.close()
         if self.watcher is not None:
             self.watcher.stop()
         if self.ui is not None:
@@ -201,7 +191,10 @@ class Workbench(WindowUi):
 
     def before_frame(self, dt: float) -> None:
         t0 = _time.perf_counter()
+        self._frame_thread = threading.get_ident()
+        self.bridge.sync_ground()  # tiles that arrived: their heights into the pick's arrays, before any pick
         self.frames += 1
+        self.bridge.frame = self.frames
         # the wall time between frames (the window's dt is clamped for the camera's sake)
         self.frame_ms = (t0 - self._frame_t) * 1000.0 if self._frame_t is not None else dt * 1000.0
         self._frame_t = t0
@@ -213,7 +206,7 @@ class Workbench(WindowUi):
             fn()
         if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
             self.update_hover()
-        if self.painting and not (self.ui is not None and self.ui.wants_mouse()):
+        if self.painting and not self._panels_want_mouse():
             self._dab()
         self._sync_terrain()
         self.work_ms = (_time.perf_counter() - t0) * 1000.0
@@ -226,48 +219,48 @@ class Workbench(WindowUi):
 
     def _write_shot(self, path):
         """The window's back buffer as drawn (frame and panels) to ``path`` (F12)."""
-        from wowgrass.render.viewer import write_png
+        from .bridge import write_screen_png
 
-        target = self.viewer.target
-        w, h = target.size
-        data = target.ctx.screen.read(viewport=(0, 0, w, h), components=3, alignment=1)
-        write_png(path, np.frombuffer(data, np.uint8).reshape(h, w, 3)[::-1])
+        write_screen_png(self.viewer.target, path)
         self.shots.append(str(path))
         self.say(f"screenshot {path}")
 
-    # -- input (the panels see it first) --
-    def on_key(self, key, scancode, action, mods) -> bool:
+    # -- input: every event reaches the panels first, then the workbench's bindings, then the view --
+    def _panels_want_mouse(self) -> bool:
+        return self.ui is not None and self.ui.wants_mouse()
+
+    def _key_action(self, key, mods):
+        """The workbench's binding of a pressed key (a callable), or None (the view's keys then)."""
         g = self.controls.glfw
+        ctrl, shift = bool(mods & g.MOD_CONTROL), bool(mods & g.MOD_SHIFT)
+        if ctrl and key == g.KEY_Z:
+            return self.redo if shift else self.undo
+        if ctrl and key == g.KEY_Y:
+            return self.redo
+        if ctrl and key == g.KEY_S:
+            return lambda: self.save(self.save_dir)
+        if key == g.KEY_F1:
+            return self.toggle_help
+        if key == g.KEY_F12:
+            return self.screenshot
+        for name, k, _l in OVERLAYS:
+            if key == getattr(g, f"KEY_{k}"):
+                return lambda n=name: self.toggle_overlay(n)
+        for k, name in tool_keys().items():
+            if key == getattr(g, f"KEY_{k}", None):
+                return lambda n=name: self.choose_tool(n)
+        return None
+
+    def on_key(self, key, scancode, action, mods) -> bool:
         if self.ui is not None and self.ui.on_key(key, scancode, action, mods):
             return True
-        if action != g.PRESS:
+        if action != self.controls.glfw.PRESS:
             return False
-        ctrl = bool(mods & g.MOD_CONTROL)
-        if ctrl and key == g.KEY_Z:
-            self.redo() if mods & g.MOD_SHIFT else self.undo()
-            return True
-        if ctrl and key == g.KEY_Y:
-            self.redo()
-            return True
-        if ctrl and key == g.KEY_S:
-            self.save(self.save_dir)
-            return True
-        if key == g.KEY_F1:
-            self.help = not self.help
-            return True
-        if key == g.KEY_F12:
-            self.shots_pending.append(f"{self.shot_prefix}-{len(self.shots) + len(self.shots_pending) + 1}.png")
-            return True
-        overlay_keys = {getattr(g, f"KEY_{k}"): name for name, k, _l in OVERLAYS}
-        if key in overlay_keys:
-            self.toggle_overlay(overlay_keys[key])
-            return True
-        tool_keys = {g.KEY_F5: "pick", g.KEY_F6: "exclude", g.KEY_F7: "mapping", g.KEY_F8: "assign"}
-        if key in tool_keys:
-            self.tools.tool = tool_keys[key]
-            self._sync_terrain()
-            return True
-        return False
+        act = self._key_action(key, mods)
+        if act is None:
+            return False
+        act()
+        return True
 
     def on_char(self, codepoint) -> bool:
         return self.ui is not None and self.ui.on_char(codepoint)
@@ -290,13 +283,36 @@ class Workbench(WindowUi):
         if button != g.MOUSE_BUTTON_LEFT:
             return False  # the right button looks around, as in 3D editors
         if action == g.PRESS:
-            if self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush"):
+            if self.tools.brush():
                 self.begin_stroke()
             else:
                 self.pick_at(*self.cursor)
         elif action == g.RELEASE and self.painting:
             self.end_stroke()
         return True
+
+    def on_scroll(self, dx, dy) -> bool:
+        if self.ui is not None and self.ui.on_scroll(dx, dy):
+            return True
+        g = self.controls.glfw
+        ctrl = g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS
+        if ctrl or (self.tools.tool != "pick" and g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS):
+            self.tools.radius = float(np.clip(self.tools.radius * 1.15 ** dy, 0.5, 200.0))
+            return True
+        return False
+
+    # -- what the bindings do --
+    def choose_tool(self, name: str) -> None:
+        self.tools.tool = name
+        self.ui_version += 1
+        self._sync_terrain()
+
+    def toggle_help(self) -> None:
+        self.help = not self.help
+        self.ui_version += 1
+
+    def screenshot(self) -> None:
+        self.shots_pending.append(f"{self.shot_prefix}-{len(self.shots) + len(self.shots_pending) + 1}.png")
 
     def begin_stroke(self):
         """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke)."""
@@ -313,34 +329,27 @@ class Workbench(WindowUi):
         if stroke is not None:
             stroke.__exit__(None, None, None)
 
-    def on_scroll(self, dx, dy) -> bool:
-        if self.ui is not None and self.ui.on_scroll(dx, dy):
-            return True
-        g = self.controls.glfw
-        ctrl = g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS
-        if ctrl or (self.tools.tool != "pick" and g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS):
-            self.tools.radius = float(np.clip(self.tools.radius * 1.15 ** dy, 0.5, 200.0))
-            return True
-        return False
-
     # -- picking --
     def ground_at(self, x: float, y: float):
         """World point under window pixel (x, y) (screen units scaled to the framebuffer)."""
-        target = self.viewer.target
-        ws = target.glfw.get_window_size(target.window) if hasattr(target, "glfw") else target.size
-        sx, sy = target.size[0] / max(ws[0], 1), target.size[1] / max(ws[1], 1)
-        o, d = pixel_ray(self.viewer.camera, target.size, x * sx, y * sy)
-        return pick_ground(self.scene, o, d)
+        return self.bridge.ground_at(self.viewer, x, y)
 
     def cell_at(self, x: float, y: float):
-        """The cell under world (X, Y): from the resident tile's grid where the view has the tile
-        (the session reads a tile only when its cell's details are asked for)."""
-        t = self.scene.tiles.get(self.session.tile_of(x, y))
-        return self.session.cell_at(x, y, grid=getattr(t, "adt", None))
+        """The cell under world (X, Y) from the resident tiles' grids (``EditSession.cell_at``'s rule
+        on the pick's arrays; None where no tile is resident there: the pick never reads a tile)."""
+        from .session import CellRef
+
+        self.bridge.sync_ground()
+        hit = self.bridge.ground.cell(x, y)
+        if hit is None:
+            return None
+        key, _idx, chunk, cell = hit
+        return CellRef(key, chunk, cell)
 
     def pick_at(self, x: float, y: float):
-        """Pick the cell under pixel (x, y): its outline, and its info (``picked_info``: on the
-        worker, a frame or two later, where the session has not read that tile yet)."""
+        """Pick the cell under pixel (x, y): its outline at once; its details (``picked_info``)
+        from the workbench's thread a frame or two later, or at once where they were worked out
+        for this cell's tile as it is now."""
         t0 = _time.perf_counter()
         p = self.ground_at(x, y)
         ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
@@ -350,14 +359,22 @@ class Workbench(WindowUi):
         self.ui_version += 1
         if ref is not None:
             world, light = [float(v) for v in p], self.light_at(p)
-            if self.session.has_read(ref.tile):
-                with self.lock:
-                    info = self.session.cell_info(ref)
-                self._show_info(ref, info, world, light)
-            else:  # the session reads the tile (a frame's worth) on the worker; the panel follows
+            hit = self._info_cache.get(ref)
+            if hit is not None and hit[:2] == (self.session.tile_version(ref.tile), self.session.tables_version):
+                self._show_info(ref, dict(hit[2]), world, light)
+            else:
                 self._jobs.put(("info", (ref, world, light)))
         self._sync_terrain()
         return ref
+
+    def _cell_info(self, ref) -> dict:
+        """The session's cell info (the workbench's thread), kept for a pick of the same cell."""
+        versions = (self.session.tile_version(ref.tile), self.session.tables_version)
+        info = self.session.cell_info(ref)
+        if len(self._info_cache) > 256:
+            self._info_cache.clear()
+        self._info_cache[ref] = (*versions, dict(info))
+        return info
 
     def _show_info(self, ref, info, world, light):
         if self.picked != ref:  # picked elsewhere meanwhile
@@ -370,10 +387,7 @@ class Workbench(WindowUi):
         self.ui_version += 1
         if self.picked is None or self.picked_info is None:
             return
-        with self.lock:
-            info = self.session.cell_info(self.picked)
-        info["world"], info["light"] = self.picked_info.get("world"), self.picked_info.get("light")
-        self.picked_info = info
+        self._jobs.put(("info", (self.picked, self.picked_info.get("world"), self.picked_info.get("light"))))
 
     def light_at(self, p) -> dict | None:
         """The light tables' light at ``p``: the view's hour (``--clock``), else noon from the
@@ -415,7 +429,7 @@ class Workbench(WindowUi):
         the camera moved, at most 20 times a second."""
         now = _time.perf_counter()
         cam = self.viewer.camera
-        key = (self.cursor, tuple(cam.position.tolist()), cam.yaw, cam.pitch, self.scene.version)
+        key = (self.cursor, tuple(cam.position.tolist()), cam.yaw, cam.pitch, self.bridge.scene_version())
         if key == self.hover.key or now - self.hover.at < 0.05:
             return
         self.hover.at, self.hover.key = now, key
@@ -444,21 +458,13 @@ class Workbench(WindowUi):
         self._last_dab = (float(p[0]), float(p[1]))
 
     def apply_tool(self, x: float, y: float):
-        ts = self.tools
-        with self.lock:
-            if ts.tool == "exclude":
-                change = self.session.exclude(x, y, ts.radius, clear=ts.clear)
-            elif ts.tool == "mapping":
-                change = self.session.paint_mapping(x, y, ts.radius, None if ts.layer < 0 else ts.layer)
-            elif ts.tool == "assign":
-                if not ts.texture:
-                    self.say("assign: choose a texture first")
-                    return None
-                change = self.session.assign_texture(ts.texture, ts.effect_id, at=(x, y, ts.radius))
-            else:
-                return None
-        self.apply_change(change)
-        return change
+        """The current tool's dab at world (x, y) (the registry's ``apply``); the Change it makes
+        reaches the scene through the session's subscription."""
+        try:
+            return TOOLS[self.tools.tool].apply(self.session, (x, y), self.tools)
+        except ToolRefused as exc:
+            self.say(str(exc))
+            return None
 
     def assign_scope(self):
         """Assign the texture over the map or the picked tile (the panel's button)."""
@@ -472,10 +478,7 @@ class Workbench(WindowUi):
                 self.say("assign to a tile: pick a cell of it first")
                 return None
             kw["tile"] = self.picked.tile
-        with self.lock:
-            change = self.session.assign_texture(ts.texture, ts.effect_id, **kw)
-        self.apply_change(change)
-        return change
+        return self.session.assign_texture(ts.texture, ts.effect_id, **kw)
 
     def preview_set(self):
         ts = self.tools
@@ -484,27 +487,21 @@ class Workbench(WindowUi):
         if not models:
             self.say("effect set: choose at least one model")
             return None
-        with self.lock:
-            eid = self.session.preview_set(models, weights, int(ts.set_density),
-                                           effect_id=ts.set_effect or None)
+        eid = self.session.preview_set(models, weights, int(ts.set_density), effect_id=ts.set_effect or None)
         ts.preview_id = eid
         ts.effect_id = eid
         self.say(f"effect set {eid} previewed (no table written; assign it to a texture to see it)")
         return eid
 
     def undo(self):
-        with self.lock:
-            change = self.session.undo()
+        change = self.session.undo()
         if change is not None:
-            self.apply_change(change)
             self.say(change.label)
         return change
 
     def redo(self):
-        with self.lock:
-            change = self.session.redo()
+        change = self.session.redo()
         if change is not None:
-            self.apply_change(change)
             self.say(change.label)
         return change
 
@@ -514,8 +511,7 @@ class Workbench(WindowUi):
                 from pathlib import Path
 
                 Path(out_dir).mkdir(parents=True, exist_ok=True)
-            with self.lock:
-                res = self.session.save(out_dir, in_place=in_place)
+            res = self.files.save(out_dir, in_place=in_place)
         except Exception as exc:  # a file changed on disk, a folder not writable: said, not raised
             self.say(f"save failed: {exc}")
             return None
@@ -525,8 +521,7 @@ class Workbench(WindowUi):
 
     def build_patch(self, out_path):
         try:
-            with self.lock:
-                res = self.session.build_patch(out_path)
+            res = self.files.build_patch(out_path)
         except Exception as exc:
             self.say(f"patch failed: {exc}")
             return None
@@ -539,86 +534,40 @@ class Workbench(WindowUi):
         del self.messages[:-8]
         self.log(text)
 
-    # -- changes reach the screen --
+    # -- changes reach the screen (the session's subscriber) --
+    def _session_changed(self, change):
+        """Every Change the session makes: shown now where it was made on the frame's thread (a
+        tool's dab: drawn in the next frame), else handed to that thread. A reload comes with its
+        files through the disk side's subscription instead (the scene reads those files itself)."""
+        if change.source == "reload":
+            return
+        if threading.get_ident() == self._frame_thread:
+            self.apply_change(change)
+        else:
+            self._main.put(lambda c=change: self.apply_change(c))
+
     def apply_change(self, change):
         """The chunks ``change`` touched: placed again and handed to the scene now (a few) or by
-        the worker (many, or the tables: every resident tile); their tiles' overlays again."""
+        the workbench's thread (many, or the tables undone: every resident tile); their tiles'
+        overlays again."""
         self.ui_version += 1
         if change is None:
             return
         if self.picked is not None and (change.tables or self.picked.tile in (change.chunks or {})):
             self._main.put(self._refresh_pick)  # the Cell panel shows the edited cell (next frame)
-        resident = [k for k in (change.chunks or {}) if k in self.scene.tiles]
-        if change.tables:
-            for key in list(self.scene.tiles):
-                if self.scene.tiles[key].full:
-                    self._jobs.put(("replace", (key, None, change.label)))
-            self._overlays_stale(list(self.scene.tiles))
+        if change.tables and change.source != "edit":  # an edit names every chunk its tables change touches
+            for key in self.bridge.resident_tiles():
+                self._jobs.put(("replace", (key, None, change.label)))
+            self._overlays_stale(self.bridge.resident_tiles(full=False))
             return
+        resident = [k for k in (change.chunks or {}) if self.bridge.resident(k)]
         n = sum(len(change.chunks[k]) for k in resident)
         for key in resident:
             if n <= SYNC_CHUNKS:
-                self._replace_chunks(key, change.chunks[key], change.label)
+                self.bridge.replace_chunks(key, change.chunks[key], change.label)
             else:
                 self._jobs.put(("replace", (key, set(change.chunks[key]), change.label)))
-        self._overlays_stale(resident)
-
-    def _placed(self, key, chunks) -> dict:
-        """Model -> instances of ``chunks`` of tile ``key`` (None: every chunk), as the session
-        places them now."""
-        if chunks is None:
-            with self.lock:
-                return tile_grass(self.session.tile_instances(key))
-        with self.lock:
-            placed = self.session.place_chunks(key, chunks)
-        parts: dict = {}
-        for inst in placed.values():
-            for name, arr in tile_grass(inst).items():
-                parts.setdefault(name, []).append(arr)
-        return {n: np.concatenate(a) for n, a in parts.items()}
-
-    def _merged(self, key, chunks, placed) -> dict:
-        """The tile's resident grass with ``chunks`` replaced by ``placed``."""
-        t = self.scene.tiles.get(key)
-        old = (t.grass or {}) if t is not None else {}
-        if chunks is None:
-            return placed
-        out = {}
-        ground = t.adt if t is not None else None
-        drop = np.zeros(256, bool)
-        drop[list(chunks)] = True
-        for name, inst in old.items():
-            if len(inst) and ground is not None:
-                ch = ground.chunk_index_at(inst["pos"][:, 0], inst["pos"][:, 1])
-                inst = inst[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
-            out[name] = inst
-        for name, inst in placed.items():
-            out[name] = np.concatenate([out[name], inst]) if name in out else inst
-        return out
-
-    def _replace_chunks(self, key, chunks, label):
-        t = self.scene.tiles.get(key)
-        if t is not None and t.grass is None:  # the scene did not keep this tile's grass: all of it again
-            chunks = None
-        grass = self._merged(key, chunks, self._placed(key, chunks))
-        self._hand_over(key, grass, label)
-
-    def _hand_over(self, key, grass, label):
-        extra = None
-        if self.scene.client_look:
-            extra = self._extras(key, grass)
-        self.scene.replace_grass(key, grass, extra)
-        self.edits_applied.append((label, self.frames))
-        del self.edits_applied[:-64]
-
-    def _extras(self, key, grass) -> dict:
-        from wowgrass.render.world.client_look import tuft_extras
-
-        with self.lock:
-            adt = self.session.tile(key)
-        flags = getattr(self.scene.source, "grass_flags", {})
-        build = getattr(getattr(self.session, "catalog", None), "build", "3.3.5")
-        return {n: tuft_extras(adt, inst, flags=flags.get(n, 0), build=build) for n, inst in grass.items()}
+        self._overlays_stale(self.bridge.resident_tiles(full=False) if change.tables else resident)
 
     # -- overlays --
     def toggle_overlay(self, name: str, on: bool | None = None):
@@ -629,48 +578,55 @@ class Workbench(WindowUi):
 
     def _overlays_stale(self, keys):
         """``keys``' overlay data no longer current; while an overlay is shown, every resident
-        complete tile whose data is not current is computed again on the worker (none is computed
-        while every overlay is off: tiles arriving in a flight cost nothing then)."""
+        complete tile whose data is not current is computed again (none is computed while every
+        overlay is off: tiles arriving in a flight cost nothing then)."""
         for key in keys:
             self._overlay_fresh.discard(key)
         if not any(self.overlays.values()):
             return
-        for key, t in list(self.scene.tiles.items()):
-            if t.full and key not in self._overlay_fresh and key not in self._overlay_queued:
+        for key in self.bridge.resident_tiles():
+            if key not in self._overlay_fresh and key not in self._overlay_queued:
                 self._overlay_queued.add(key)
                 self._jobs.put(("overlay", key))
 
     def _sync_terrain(self):
-        cells = self.scene.terrain.cells
-        cells.mask = sum(OVERLAY_BITS[n] for n, on in self.overlays.items() if on)
-        if self.picked is not None:
-            x, y = cell_corner(self.picked)
-            cells.pick = (x, y, UNIT_SIZE, 1.0)
-        else:
-            cells.pick = (0.0, 0.0, 0.0, 0.0)
-        brush = self.tools.tool in ("exclude", "mapping") or (self.tools.tool == "assign" and self.tools.scope == "brush")
-        if brush and self.hover.world is not None and not (self.ui is not None and self.ui.wants_mouse()):
-            cells.brush = (float(self.hover.world[0]), float(self.hover.world[1]), self.tools.radius, 1.0)
-        else:
-            cells.brush = (0.0, 0.0, 0.0, 0.0)
+        brush = None
+        if self.tools.brush() and self.hover.world is not None and not self._panels_want_mouse():
+            brush = (float(self.hover.world[0]), float(self.hover.world[1]), self.tools.radius)
+        self.bridge.show(self.overlays, self.picked, brush)
 
-    def _tile_resident(self, key):
-        self._overlays_stale([key])  # a tile (again): its bytes may be new (a reload)
+    def tile_resident(self, key):
+        """The scene's hook: ``key`` is resident (again: its bytes may be new, a reload)."""
+        self._overlays_stale([key])
         entry = self._pending_reload.pop(key, None)
         if entry is not None:
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
-            entry.setdefault("grass_after", {})[key] = self.scene.tiles[key].grass_instances
+            entry.setdefault("grass_after", {})[key] = self.bridge.grass_count(key)
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
 
     def _overlay_ready(self, key, img):
-        self.scene.terrain.cells.set(key, img)
+        self.overlays_shown += 1
+        self.bridge.set_cells(key, img)
         if key not in self._overlay_queued:  # no newer request on the way
             self._overlay_fresh.add(key)
 
+    def _overlay_mapped(self, job, img, effect_ids, grass):
+        """A worker's overlay of ``job.key`` (the frame's thread): its colours mapped to the
+        window's, put in place; dropped where the tile or the tables changed since the job was made
+        (that change asked for a newer one)."""
+        from .workers import map_overlay
+
+        key = job.key
+        if job.version != (self.session.tile_version(key), self.session.tables_version):
+            self.overlays_dropped += 1
+            return
+        self.grass_textures |= grass
+        self._overlay_ready(key, map_overlay(img, effect_ids, self.colours))
+
     def overlay_for(self, key) -> np.ndarray:
-        with self.lock:
-            tile = self.session.tile(key)
-            cat = self.session.catalog
+        """Tile ``key``'s cell marks computed here (the worker processes give the same)."""
+        tile = self.session.tile(key)
+        cat = self.session.catalog
         self.grass_textures |= tile_grass_textures(tile, cat)
         return cell_overlay(tile, key, cat, self.colours, self.grass_textures)
 
@@ -678,7 +634,45 @@ class Workbench(WindowUi):
     def _files_changed(self, paths):
         self._jobs.put(("reload", (set(paths), _time.perf_counter())))
 
-    # -- the worker --
+    def _files_reloaded(self, change, paths):
+        """The disk side's subscriber: files another program saved were read again (the
+        workbench's thread); the scene reads the tiles they name again on the frame's thread."""
+        t0 = self._reload_t0 if self._reload_t0 is not None else _time.perf_counter()
+        tiles = [k for k in (change.chunks or {})]
+        tiles += [k for k in self.resident_files_in(paths) if k not in tiles]
+
+        def on_main():
+            entry = {"paths": list(paths), "tiles": tiles, "t0": t0, "seen_s": _time.perf_counter() - t0}
+            self.reloads.append(entry)
+            if change.tables:
+                self.bridge.tables_changed(self.session.catalog)  # tiles loaded from now on
+                for key in self.bridge.resident_tiles():
+                    if key not in tiles:
+                        self._jobs.put(("replace", (key, None, "tables reloaded")))
+            for key in tiles:
+                entry.setdefault("grass_before", {})[key] = self.bridge.grass_count(key)
+                if self.bridge.reload_tile(key):
+                    self._pending_reload[key] = entry
+            self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
+
+        self._main.put(on_main)
+
+    def resident_files_in(self, paths) -> list:
+        """Resident tiles whose ADT is one of ``paths`` (the session reports the tiles it had
+        loaded; the view draws more: those it never needed, with every overlay off)."""
+        from pathlib import Path
+
+        from wowgrass.game.maps import adt_game_path
+
+        wanted = {Path(p).resolve() for p in paths}
+        out = []
+        for key in self.bridge.resident_tiles(full=False):
+            found = self.session.data.locate(adt_game_path(self.session.map_name, *key))
+            if found is not None and found[1] is None and Path(found[0]).resolve() in wanted:
+                out.append(key)
+        return out
+
+    # -- the workbench's thread --
     def _work(self):
         while not self._stop:
             job = self._jobs.get()
@@ -689,94 +683,47 @@ class Workbench(WindowUi):
             try:
                 if kind == "overlay":
                     self._overlay_queued.discard(arg)
-                    img = self.overlay_for(arg)
-                    self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
+                    pool = self._pool()
+                    if pool is not None:
+                        pool.submit_overlay(arg, self.grass_textures)
+                    else:
+                        img = self.overlay_for(arg)
+                        self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "replace":
                     key, chunks, label = arg
-                    grass = self._placed(key, chunks)
+                    grass = self.bridge.placed(key, chunks)
                     self._main.put(lambda k=key, c=chunks, g=grass, lb=label:
-                                   self._hand_over(k, self._merged(k, c, g), lb))
+                                   self.bridge.hand_over(k, self.bridge.merged(k, c, g), lb))
                 elif kind == "info":
                     ref, world, light = arg
-                    with self.lock:
-                        info = self.session.cell_info(ref)
+                    info = self._cell_info(ref)
                     self._main.put(lambda r=ref, i=info, w=world, li=light: self._show_info(r, i, w, li))
                 elif kind == "audit":
                     self._run_audit()
                 elif kind == "reload":
-                    self._reload(*arg)
+                    paths, self._reload_t0 = arg
+                    self.files.reload(paths)
             except Exception as exc:  # the view goes on; the panel says what failed
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
             finally:
                 self._busy = False
 
-    def _reload(self, paths, t0):
-        with self.lock:
-            change = self.session.reload(paths)
-        tiles = [k for k in (change.chunks or {})]
-        tiles += [k for k in self._resident_files_in(paths) if k not in tiles]
-
-        def on_main():
-            entry = {"paths": sorted(str(p) for p in paths), "tiles": tiles, "t0": t0,
-                     "seen_s": _time.perf_counter() - t0}
-            self.reloads.append(entry)
-            if change.tables and hasattr(self.scene.source, "catalog"):
-                self.scene.source.catalog = self.session.catalog  # tiles loaded from now on
-                for key in list(self.scene.tiles):
-                    if self.scene.tiles[key].full and key not in tiles:
-                        self._jobs.put(("replace", (key, None, "tables reloaded")))
-            for key in tiles:
-                t = self.scene.tiles.get(key)
-                entry.setdefault("grass_before", {})[key] = t.grass_instances if t is not None else None
-                if self.scene.reload_tile(key):
-                    self._pending_reload[key] = entry
-            self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
-
-        self._main.put(on_main)
-
-    def _resident_files_in(self, paths) -> list:
-        """Resident tiles whose ADT is one of ``paths`` (the session reports the tiles it had
-        loaded; the view draws more: those it never needed, with every overlay off)."""
-        from pathlib import Path
-
-        from wowgrass.game.maps import adt_game_path
-
-        wanted = {Path(p).resolve() for p in paths}
-        out = []
-        for key in list(self.scene.tiles):
-            found = self.session.data.locate(adt_game_path(self.session.map_name, *key))
-            if found is not None and found[1] is None and Path(found[0]).resolve() in wanted:
-                out.append(key)
-        return out
-
     def _run_audit(self):
-        from wowgrass.edit.audit import audit_map
+        pool = self._pool()
+        if pool is not None:
+            pool.submit_audit()
+            return
+        from .findings import audit_findings
 
-        a = audit_map(self.session.data, self.session.map_name, picture=False)
-        found = []
-        for tex in a.textures:
-            for c in tex["unassigned_chunks"][:50]:
-                found.append(Finding("unassigned", f"{tex['path'].rsplit(chr(92), 1)[-1]}: no effect id "
-                                     f"(tile {c['tile'][0]},{c['tile'][1]} chunk {c['chunk'][0]},{c['chunk'][1]})",
-                                     chunk_centre(tuple(c["tile"]), tuple(c["chunk"]))))
-        for t in a.per_tile:
-            col, row = t["tile"]
-            centre = (ZEROPOINT - (row + 0.5) * TILE_SIZE, ZEROPOINT - (col + 0.5) * TILE_SIZE)
-            if t.get("stale"):
-                found.append(Finding("stale", f"tile {col},{row}: {t['stale']} stale doodadMapping cells", centre))
-            if t.get("excluded_grass"):
-                found.append(Finding("excluded", f"tile {col},{row}: {t['excluded_grass']} excluded cells "
-                                     "that would grow grass", centre))
-        for r in a.missing_rows:
-            found.append(Finding("no row", f"effect {r['id']}: no GroundEffectTexture row ({r['cells']} cells)"))
-        for m in a.missing_models:
-            found.append(Finding("model", f"missing model {m['model']} (effects {m['effects']})"))
-        grass = {t["path"].lower() for t in a.textures if t["carries_grass"]}
+        self._audit_done(audit_findings(self.session.data, self.session.map_name))
+
+    def _audit_done(self, res):
+        found, grass, n = res["findings"], res["grass_textures"], res["tile_count"]
 
         def on_main():
             self.ui_version += 1
             self.findings = found
-            self.findings_note = f"{len(found)} finding(s) over {len(a.tiles)} tile(s)"
+            self.findings_note = f"{len(found)} finding(s) over {n} tile(s)"
             self.grass_textures |= grass  # the map's grass textures: every tile's unassigned cells again
             self._overlays_stale(list(self._overlay_fresh))
 
@@ -787,22 +734,18 @@ class Workbench(WindowUi):
         if finding.target is None:
             return
         x, y = finding.target
-        cam = self.viewer.camera
-        with self.lock:
-            ref = self.session.cell_at(x, y)
         z = 0.0
-        if ref is not None:
-            try:
-                with self.lock:
-                    tile = self.session.tile(ref.tile)
-                k = ref.chunk[1] * 16 + ref.chunk[0]
-                ch = int(tile.chunk_index_at(x, y))
-                z = float(tile.heights_at(ch if ch >= 0 else k, x, y))
-            except Exception:  # a tile the session cannot read: the height stays 0
-                pass
-        cam.position = np.array([x + 45.0, y + 10.0, z + 40.0])
-        cam.look_at((x, y, z))
-        self.scene.update(cam.position)
+        key = self.session.tile_of(x, y)
+        ground = self.bridge.grid(key)
+        try:
+            if ground is None:  # not resident: the session's tile (read here once)
+                ground = self.session.tile(key)
+            ch = int(ground.chunk_index_at(x, y))
+            if ch >= 0:
+                z = float(ground.heights_at(ch, x, y))
+        except Exception:  # a tile the session cannot read: the height stays 0
+            pass
+        self.bridge.move_camera(self.viewer, [x + 45.0, y + 10.0, z + 40.0], (x, y, z))
 
     def report(self) -> dict:
         """What the session did, for ``view --json`` (``workbench``)."""
@@ -830,7 +773,7 @@ def watch_roots(data) -> list:
     from .watch import watched_folders
 
     roots = list(watched_folders(data))
-    for _game_path, f in (getattr(data, "_files", None) or {}).values():  # view ADT: the file's folder
+    for _game_path, f in (data.added_files() if hasattr(data, "added_files") else []):  # view ADT: its folder
         roots.append(Path(f).parent)
     return list(dict.fromkeys(r.resolve() for r in roots if r.is_dir()))
 
@@ -855,14 +798,14 @@ def add_table_files(data, dbc_dir) -> None:
 
 
 def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
-                   audit: bool = True, build=None, log=None) -> Workbench:
+                   audit: bool = True, build=None, log=None, workers: int | None = None) -> Workbench:
     """The workbench over the view's map (``view`` builds it for its window): an EditSession with
     the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders."""
     from wowgrass.errors import UsageError
 
     from .session import EditSession
 
-    add_table_files(data, (getattr(src, "_args", None) or {}).get("dbc_dir"))
+    add_table_files(data, getattr(src, "dbc_dir", None))
     session = EditSession(data, src.map, placement=getattr(src, "placement", "client"), build=build,
                           constants=getattr(src, "constants", None))
     roots = None
@@ -872,7 +815,7 @@ def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=()
             raise UsageError("--watch follows loose folders: --data is an MPQ chain with none laid over it")
         if log:
             log("watching " + ", ".join(str(r) for r in roots))
-    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels)
+    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels, workers=workers)
     for name in overlays:
         bench.toggle_overlay(name, True)
     return bench

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from wowgrass.edit.audit import _SET_PALETTE, tile_facts
+from wowgrass.edit.audit import SET_PALETTE, tile_facts
 from wowgrass.formats.adt import NO_EFFECT_IDS
 from wowgrass.render.sources.terrain import CELL_EXCLUDED, CELL_HOLE, CELL_STALE, CELL_UNASSIGNED, CELLS
 
@@ -47,10 +47,10 @@ class SetColours:
 
     @staticmethod
     def rgb(i: int) -> tuple[int, int, int]:
-        return _SET_PALETTE[i % len(_SET_PALETTE)]
+        return SET_PALETTE[i % len(SET_PALETTE)]
 
     def shader_colours(self) -> tuple:
-        return tuple(tuple(c / 255.0 for c in rgb) for rgb in _SET_PALETTE)
+        return tuple(tuple(c / 255.0 for c in rgb) for rgb in SET_PALETTE)
 
     def legend(self) -> list[tuple[int, tuple[int, int, int]]]:
         """(effect id, RGB) of every set met so far."""

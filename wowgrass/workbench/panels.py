@@ -12,15 +12,17 @@ import ctypes
 import time as _time
 
 from .overlays import OVERLAYS
+from .tools import TOOLS, tool_choices, tools_help
 
-KEYS_HELP = (
+_KEYS_BEFORE = (
     ("Right mouse drag", "look around (as 3D editors)"),
     ("W A S D / Q E", "fly forward, left, back, right / down, up"),
     ("Shift", "fly 6x faster"),
     ("Mouse wheel", "flying speed"),
     ("Ctrl + wheel (Alt + wheel)", "brush radius"),
     ("Left click", "pick the cell (pick tool) / paint (a brush tool)"),
-    ("F5 F6 F7 F8", "tools: pick, exclusion brush, doodadMapping brush, assign effect"),
+)
+_KEYS_AFTER = (
     ("1 .. 7", "overlays: effect sets, no effect id, stale mapping, excluded, holes, chunk grid, tile grid"),
     ("Ctrl+Z / Ctrl+Y (Ctrl+Shift+Z)", "undo / redo"),
     ("Ctrl+S", "save the changed files (to the folder in the Save panel)"),
@@ -31,6 +33,11 @@ KEYS_HELP = (
     ("F1", "this help"),
     ("Esc", "quit"),
 )
+
+
+def keys_help() -> tuple:
+    """F1's rows (keys, what they do); the tools' row from the tool registry."""
+    return (*_KEYS_BEFORE, tools_help(), *_KEYS_AFTER)
 
 
 def imgui_available() -> str | None:
@@ -185,18 +192,10 @@ class Panels:
         imgui, b = self.imgui, self.bench
         ts = b.tools
         if self._window("Tools", 8, 330, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
-            for i, (name, label) in enumerate((("pick", "F5 pick"), ("exclude", "F6 exclusion brush"),
-                                                ("mapping", "F7 doodadMapping brush"), ("assign", "F8 assign effect"))):
+            for name, label in tool_choices():
                 if imgui.radio_button(label, ts.tool == name):
                     ts.tool = name
-            if ts.tool != "pick":
-                _, ts.radius = imgui.slider_float("radius", ts.radius, 0.5, 100.0)
-            if ts.tool == "exclude":
-                _, ts.clear = imgui.checkbox("clear (grass again)", ts.clear)
-            elif ts.tool == "mapping":
-                _, ts.layer = imgui.slider_int("layer (-1: from alpha)", ts.layer, -1, 3)
-            elif ts.tool == "assign":
-                self._assign()
+            TOOLS[ts.tool].widgets(self, ts)
             imgui.separator()
             if imgui.collapsing_header("Effect set editor"):
                 self._set_editor()
@@ -208,9 +207,9 @@ class Panels:
                 b.redo()
         imgui.end()
 
-    def _assign(self):
+    def assign_widgets(self, ts):
+        """The assign tool's settings: the texture (typed or from the picked cell), the id, the scope."""
         imgui, b = self.imgui, self.bench
-        ts = b.tools
         _, ts.texture = imgui.input_text("texture", ts.texture)
         if b.picked_info is not None and b.picked_info.get("layers"):
             imgui.text("from the picked cell:")
@@ -311,7 +310,7 @@ class Panels:
         W, H = self.target.size
         imgui.set_next_window_pos(imgui.ImVec2(W * 0.5, H * 0.5), imgui.Cond_.always, imgui.ImVec2(0.5, 0.5))
         if imgui.begin("Keys and mouse (F1)", None, imgui.WindowFlags_.always_auto_resize)[0]:
-            for k, what in KEYS_HELP:
+            for k, what in keys_help():
                 imgui.text(f"{k:32s} {what}")
         imgui.end()
 

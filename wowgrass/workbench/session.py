@@ -6,8 +6,11 @@ Every tool works on the session's copy of a tile's bytes through the edit layer'
 re-serialised), so a saved tile is byte for byte what the batch commands (``effects exclude``,
 ``assign``, ``remap``) write for the same cells. Tables change through
 :mod:`wowgrass.edit.effect_sets` (rows appended, or one row's values replaced). ``save`` writes
-every changed file at once through :func:`~wowgrass.edit.adt_edit.write_edited` (all or none),
-after checking that no file changed on disk since it was loaded.
+The session is the one source of truth and says what changed: every edit, undo, redo and reload
+is a :class:`Change` its subscribers hear (the placement cache, placing.py, at once under its lock;
+the rest once it lets go). What reaches the disk (save, patch, reload, conflicts) is disk.py's
+:class:`~wowgrass.workbench.disk.SessionFiles`, which this module does not import: it reads and
+writes through the public names below (``files_since_saved``, ``mark_saved``, ``take_reloaded``).
 
 Coordinates are world yards: X north, Y west (as the rest of wowgrass). A tile is (col, row) as
 ``game.maps`` names them; a chunk index is the MCNK index of the tile's arrays.
@@ -25,14 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from wowgrass.edit.adt_edit import (
-    best_layers, closest_textures, disk_path, match_textures, patch_fields, read_tile, stale_cells, visible_shares,
-    write_edited,
+    best_layers, closest_textures, match_textures, patch_fields, read_tile, stale_cells, visible_shares,
 )
-from wowgrass.errors import OutputError, UsageError
+from wowgrass.errors import UsageError
 from wowgrass.formats.adt import CHUNK_SIZE, NO_EFFECT_IDS, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.game.effects import DOODAD_PATH, TEXTURE_PATH, GroundEffectCatalog
 from wowgrass.game.maps import adt_game_path, map_tiles, wdt_game_path
 from wowgrass.workbench.history import History, Step, TilePatch
+from wowgrass.workbench.placing import PlacementCache
 
 TABLES = (TEXTURE_PATH, DOODAD_PATH)
 _FIELDS = ("layer_effect", "doodad_mapping", "no_effect_doodad")    # what the tools change in a tile
@@ -51,6 +54,7 @@ class Change:
     chunks: dict = field(default_factory=dict)    # tile -> MCNK indices whose grass must be placed again
     tables: bool = False                          # the ground-effect tables changed (every tile may re-place)
     notes: list = field(default_factory=list)     # what a reload could not take (a tile with unsaved edits)
+    source: str = "edit"                          # "edit", "undo", "redo" or "reload" (files read again from disk)
 
     @property
     def empty(self) -> bool:
@@ -64,15 +68,30 @@ class _Tile:
     game_path: str
     loaded: bytes                 # the bytes read from the data source
     source: tuple                 # (path on disk, is inside an archive) it came from
-    fingerprint: tuple            # what the source looked like then (see _fingerprint)
+    fingerprint: tuple            # what the source looked like then (see fingerprint)
     base: bytes                   # the bytes last loaded or saved
     raw: bytes                    # now
     tile: object                  # the AdtTile of ``raw``
     centres: np.ndarray           # (256, 8, 8, 2) world X, Y of every cell's centre
+    version: int = 0              # bumped by every change of ``raw`` (a result computed from an older one is stale)
 
 
 def _sha(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
+
+
+def fingerprint(data, game_path: str, raw: bytes) -> tuple[tuple, tuple]:
+    """((file, inside an archive), fingerprint) of where ``game_path`` comes from in ``data``: a
+    loose file's content hash, an archive's size and modification time (what disk.py compares to
+    find a file another program changed)."""
+    found = data.locate(game_path)
+    if found is None:
+        return (None, False), (None,)
+    where, arc = found
+    if arc is None:
+        return (Path(where), False), ("sha256", _sha(raw))
+    st = Path(where).stat()
+    return (Path(where), True), ("stat", st.st_size, st.st_mtime_ns)
 
 
 def _announces(method):
@@ -116,20 +135,18 @@ class EditSession:
         self.placement = placement
         self.msb_first = bool(msb_first)
         self.strategy = make_strategy(placement, constants)
-        self._model_table = None      # detail models' geometry for the draw capacity, read on demand
         from wowgrass.grass.bake import canonical_map
 
-        self._placed_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
+        self.placement_map_name = canonical_map(map_name)   # the map name a bake mixes into the random streams
         self._lock = threading.RLock()
         self._listeners: list = []
+        self._at_once: list = []            # subscribers hearing a change under the lock, as it is made
         self._outbox: list = []             # Changes made by the call under way (see _emit)
         self._depth = 0
         self._history = History()
         self._tiles: dict[tuple[int, int], _Tile] = {}
-        self._placed: dict[tuple[int, int], object] = {}          # tile -> its whole placement
-        self._chunk_placed: dict[tuple, object] = {}                 # (tile, MCNK index) -> Instances
         self._scan = None                          # the client's maps' effects per texture (suggestions)
-        self._saved: dict[str, str] = {}          # file written by save -> sha256 (saving again over it is fine)
+        self.tables_version = 0                    # bumped by every change of the tables
         self._mt = map_tiles(data, map_name, need_tiles=False)
         self._present = set(self._mt.tiles)
         self._tables_loaded: dict[str, bytes] = {}
@@ -139,12 +156,13 @@ class EditSession:
         for p in TABLES:
             raw = data.read(p)
             self._tables_loaded[p] = raw
-            self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
+            self._tables_source[p], self._tables_print[p] = fingerprint(data, p, raw)
         self._tables_base = dict(self._tables_loaded)
         self._tables = dict(self._tables_loaded)
         self._build = build                 # forces the tables' layout (None: detected)
         self.catalog = self._make_catalog(self._tables)
         self.build = self.catalog.build if build is None else build
+        self.grass = PlacementCache(self)  # subscribes: a change drops the placements it made stale
 
     @staticmethod
     def _tables_from(data, dbc_dir) -> None:
@@ -172,15 +190,35 @@ class EditSession:
             data.add_file(p, f)
 
     # ------------------------------------------------------------------------------------ basics
-    def subscribe(self, fn) -> None:
-        """``fn(change)`` after every edit, undo, redo and reload, on the thread that made it (a
-        watcher's for a reload) once the session's lock is free again."""
-        self._listeners.append(fn)
+    def subscribe(self, fn, *, at_once: bool = False) -> None:
+        """``fn(change)`` after every edit, undo, redo and reload, in the order they were made, on
+        the thread that made it (a watcher's for a reload) once the session's lock is free again.
+        ``at_once``: as the change is made, under the lock (state derived from the session that must
+        never be stale, as the placement cache: such a subscriber must not wait for another thread)."""
+        (self._at_once if at_once else self._listeners).append(fn)
+
+    def unsubscribe(self, fn) -> None:
+        for group in (self._at_once, self._listeners):
+            if fn in group:
+                group.remove(fn)
+
+    @property
+    def lock(self):
+        """The session's lock (re-entrant): held while it changes; the placement cache places under it."""
+        return self._lock
 
     def _emit(self, change: Change) -> Change:
-        """Queue ``change`` for the subscribers: they hear it when the public call that made it
-        returns, outside the session's lock (a subscriber may then call the session from any
-        thread, or wait for one that does, without a deadlock)."""
+        """``change`` to the at-once subscribers now, and queued for the others: they hear it when
+        the public call that made it returns, outside the session's lock (a subscriber may then call
+        the session from any thread, or wait for one that does, without a deadlock)."""
+        for key in change.chunks or {}:
+            st = self._tiles.get(key)
+            if st is not None:
+                st.version += 1
+        if change.tables:
+            self.tables_version += 1
+        for fn in list(self._at_once):
+            fn(change)
         self._outbox.append(change)
         return change
 
@@ -193,35 +231,6 @@ class EditSession:
         return GroundEffectCatalog.from_dbc_bytes(tables[TEXTURE_PATH], tables[DOODAD_PATH], self._build,
                                                   hint=getattr(self.data, "build", None))
 
-    def _fingerprint(self, game_path: str, raw: bytes) -> tuple[tuple, tuple]:
-        """((file, inside an archive), fingerprint) of where ``game_path`` comes from: a loose file's
-        content hash, an archive's size and modification time."""
-        found = self.data.locate(game_path)
-        if found is None:
-            return (None, False), (None,)
-        where, arc = found
-        if arc is None:
-            return (Path(where), False), ("sha256", _sha(raw))
-        st = Path(where).stat()
-        return (Path(where), True), ("stat", st.st_size, st.st_mtime_ns)
-
-    def _changed_on_disk(self, game_path: str, source: tuple, fingerprint: tuple) -> tuple | None:
-        """(file, why) when the file behind ``game_path`` is not as it was loaded, else None."""
-        where, in_archive = source
-        if where is None:
-            return None
-        try:
-            if in_archive:
-                st = Path(where).stat()
-                if ("stat", st.st_size, st.st_mtime_ns) != fingerprint:
-                    return where, f"the archive holding {game_path} changed on disk since it was loaded"
-                return None
-            if _sha(Path(where).read_bytes()) != fingerprint[1]:
-                return where, "changed on disk since it was loaded"
-        except FileNotFoundError:
-            return where, "removed since it was loaded"
-        return None
-
     # ------------------------------------------------------------------------------------ tiles
     def _state(self, tile) -> _Tile:
         key = (int(tile[0]), int(tile[1]))
@@ -232,7 +241,7 @@ class EditSession:
             gp = adt_game_path(self.map_name, *key)
             raw = self.data.read(gp)
             t = read_tile(raw, gp, big_alpha=self._mt.big_alpha, msb_first=self.msb_first)
-            source, fp = self._fingerprint(gp, raw)
+            source, fp = fingerprint(self.data, gp, raw)
             st = _Tile(gp, raw, source, fp, raw, raw, t, t.cell_centres())
             self._tiles[key] = st
         return st
@@ -240,6 +249,28 @@ class EditSession:
     def has_read(self, tile) -> bool:
         """Whether ``tile`` is read already (asking for its cells then costs no file read)."""
         return (int(tile[0]), int(tile[1])) in self._tiles
+
+    def tile_version(self, tile) -> int:
+        """How many changes the tile has had (0 where not read yet): a result computed from an older
+        version is stale."""
+        st = self._tiles.get((int(tile[0]), int(tile[1])))
+        return 0 if st is None else st.version
+
+    def tile_state(self, tile) -> tuple:
+        """(bytes, version) of the tile now, read together (what a worker process computes from)."""
+        with self._lock:
+            st = self._state(tile)
+            return st.raw, st.version
+
+    @property
+    def tables_build(self) -> str | None:
+        """The tables' layout the session was told (None: detected from the tables)."""
+        return self._build
+
+    @property
+    def big_alpha(self):
+        """The map's alpha format (its WDT's), None without a WDT: each tile as it parses."""
+        return self._mt.big_alpha
 
     def tile(self, tile):
         """The current (edited) parsed tile (loads on demand)."""
@@ -352,13 +383,11 @@ class EditSession:
                                                 {n: getattr(t, n) for n in names})
             change.chunks[key] = set(int(i) for i in chunks)
             st.raw, st.tile = raw, t
-            self._forget_placed(key, change.chunks[key])
         if tables is not None and tables != self._tables:
             new = dict(self._tables)
             new.update(tables)
             step.tables = ((dict(self._tables), self.catalog), (new, self._make_catalog(new)))
             self._tables, self.catalog = step.tables[1]
-            self._forget_placed(None)
             change.tables = True
         if change.empty:
             return change
@@ -376,6 +405,16 @@ class EditSession:
         for k, v in repl.items():
             chunks |= set(np.flatnonzero((v != getattr(st.tile, k)).reshape(256, -1).any(axis=1)).tolist())
         return raw, dataclasses.replace(st.tile, **repl), chunks
+
+    @_announces
+    def set_fields(self, tile, label: str = "set fields", **values) -> Change:
+        """Give a tile new field arrays (``effect`` (256, 4), ``doodad_mapping`` (256, 8, 8),
+        ``no_effect`` (256, 8, 8): patch_fields' names) as one undo step: the primitive every tool's
+        edit is made of."""
+        with self._lock:
+            key = (int(tile[0]), int(tile[1]))
+            self._state(key)
+            return self._apply(label, {key: self._fields(key, **values)})
 
     @_announces
     def exclude(self, x: float, y: float, radius: float, *, clear: bool = False) -> Change:
@@ -514,7 +553,7 @@ class EditSession:
 
     # ------------------------------------------------------------------------------------ history
     def _restore(self, step: Step, which: int) -> Change:
-        change = Change(("undo " if which == 0 else "redo ") + step.label)
+        change = Change(("undo " if which == 0 else "redo ") + step.label, source="undo" if which == 0 else "redo")
         for key, patch in step.tiles.items():
             st = self._tiles[key]
             before = st.tile
@@ -526,11 +565,9 @@ class EditSession:
                 a, b = getattr(before, name), getattr(t, name)
                 diff |= set(np.flatnonzero((a != b).reshape(256, -1).any(axis=1)).tolist())
             change.chunks[key] = diff
-            self._forget_placed(key, diff)
         if step.tables is not None:
             self._tables, self.catalog = step.tables[which]
             self._tables = dict(self._tables)
-            self._forget_placed(None)
             change.tables = True
         return self._emit(change)
 
@@ -587,257 +624,94 @@ class EditSession:
 
     # ------------------------------------------------------------------------------------ grass
     def tile_instances(self, tile):
-        """The live placement of a whole tile (placed again after an edit, kept until the next)."""
-        with self._lock:
-            key = (int(tile[0]), int(tile[1]))
-            inst = self._placed.get(key)
-            if inst is None:
-                inst = self._place(self._state(key).tile)
-                self._placed[key] = inst
-            return inst
-
-    def _place(self, tile):
-        """The strategy's placement of a tile, less what the client's draw capacity drops (as a
-        client bake of the saved tile keeps it: grass/bake.py)."""
-        from wowgrass.grass.bake import ModelTable, client_draw_capacity
-
-        if self._model_table is None:
-            self._model_table = ModelTable(self.data.read)
-        inst = self.strategy.place(tile, self.catalog, map_name=self._placed_name)
-        return client_draw_capacity(inst, self.catalog, self.strategy, self._model_table)[0]
+        """The live placement of a whole tile (:class:`~.placing.PlacementCache`)."""
+        return self.grass.tile_instances(tile)
 
     def place_chunks(self, tile, chunk_indices) -> dict:
-        """{MCNK index: Instances} of some chunks of a tile, placed now (what a viewer re-uploads after
-        a Change). Only those chunks are placed: the tile is placed with every other chunk's layers
-        hidden, which gives each chunk exactly its part of the whole tile's placement (a chunk's grass
-        depends on its own data only; tests compare), for a fraction of the time."""
-        from wowgrass.grass.placement import Instances
-
-        want = sorted({int(i) for i in chunk_indices})
-        with self._lock:
-            key = (int(tile[0]), int(tile[1]))
-            full = self._placed.get(key)
-            out = {}
-            todo = []
-            for i in want:
-                hit = self._chunk_placed.get((key, i))
-                if hit is not None:
-                    out[i] = hit
-                elif full is None:
-                    todo.append(i)
-            if full is None and todo:
-                t = self._state(key).tile
-                keep = np.zeros(256, bool)
-                keep[todo] = True
-                masked = dataclasses.replace(t, n_layers=np.where(keep, t.n_layers, 0).astype(t.n_layers.dtype))
-                full_part = self._place(masked)
-            else:
-                full_part = full
-            if full_part is not None:
-                order = np.argsort(full_part.chunk, kind="stable")
-                chunks = full_part.chunk[order]
-                for i in (want if full is not None else todo):
-                    if i in out:
-                        continue
-                    lo, hi = np.searchsorted(chunks, i), np.searchsorted(chunks, i, side="right")
-                    sel = order[lo:hi]
-                    inst = Instances(full_part.model[sel], np.ascontiguousarray(full_part.pos[sel]), full_part.yaw[sel],
-                                     full_part.scale[sel], full_part.chunk[sel], full_part.cell[sel], full_part.models)
-                    self._chunk_placed[(key, i)] = out[i] = inst
-            return out
+        """{MCNK index: Instances} of some chunks of a tile, placed now (what a viewer re-uploads
+        after a Change): each chunk exactly its part of the whole tile's placement."""
+        return self.grass.place_chunks(tile, chunk_indices)
 
     def chunk_instances(self, tile, chunk_index: int):
         """The grass of one chunk as grass/placement.py's Instances: the placement a bake of the
         saved tile gives (the same strategy, tables and bytes)."""
-        return self.place_chunks(tile, [chunk_index])[int(chunk_index)]
+        return self.grass.chunk_instances(tile, chunk_index)
 
-    def _forget_placed(self, key, chunks=None) -> None:
-        """Drop the placements an edit made stale: a tile's chunks (all with None), or everything
-        (key None: the tables changed)."""
-        if key is None:
-            self._placed.clear()
-            self._chunk_placed.clear()
-            return
-        self._placed.pop(key, None)
-        for i in (range(256) if chunks is None else chunks):
-            self._chunk_placed.pop((key, int(i)), None)
-
-    # ------------------------------------------------------------------------------------ save
-    def _pending(self) -> dict[str, bytes]:
-        out = {st.game_path: st.raw for _k, st in sorted(self._tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))
-               if st.raw != st.base}
-        out.update({p: self._tables[p] for p in self.changed_tables})
-        return out
-
-    def conflicts(self) -> list[str]:
-        """The files behind the session's changed tiles and tables that changed on disk since they
-        were loaded (another editor saved them): ``PATH: why`` each."""
-        return [f"{p}: {why}" for p, why in self._conflicts()]
-
-    def _conflicts(self) -> list[tuple]:
+    # ------------------------------------------------------------------------------------ files
+    # what disk.py's SessionFiles reads and sets (this module never writes a file)
+    def files_since_saved(self) -> dict[str, bytes]:
+        """{game path: bytes now} of the tiles and tables that differ from those last loaded or saved."""
         with self._lock:
-            out = []
-            for st in self._tiles.values():
-                if st.raw != st.base:
-                    why = self._changed_on_disk(st.game_path, st.source, st.fingerprint)
-                    if why:
-                        out.append(why)
-            for p in self.changed_tables:
-                why = self._changed_on_disk(p, self._tables_source[p], self._tables_print[p])
-                if why:
-                    out.append(why)
+            out = {st.game_path: st.raw for _k, st in sorted(self._tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+                   if st.raw != st.base}
+            out.update({p: self._tables[p] for p in self.changed_tables})
             return out
 
-    def save(self, out_dir=None, *, in_place: bool = False, backups: bool = True) -> dict:
-        """Write the changed tiles and tables: under ``out_dir`` in the client's layout (as
-        ``effects ... -o DIR``), or ``in_place`` over the loose files they came from (a backup
-        ``<name>.bak`` kept beside each unless ``backups`` is False; with layered data a file that
-        came from an archive goes into the top loose folder). Only the bytes the edits touched
-        differ. All files or none; a file changed on disk since it was loaded is an OutputError
-        naming it, and nothing is written."""
-        from wowgrass.edit.adt_edit import BACKUP_SUFFIX
-        from wowgrass.edit.batch import base_data
-
+    def files_since_loaded(self) -> dict[str, bytes]:
+        """{game path: bytes now} of the tiles and tables that differ from those loaded (saved or not)."""
         with self._lock:
-            if (out_dir is None) == (not in_place):
-                raise UsageError("give out_dir or in_place=True (not both)")
-            files = self._pending()
-            if not files:
-                return {"files": [], "tiles": [], "tables": [], "changed_byte_count": 0, "backups": []}
-            problems = self._conflicts()
-            if out_dir is not None:
-                for gp in files:
-                    dest = Path(out_dir) / disk_path(gp)
-                    if dest.is_file() and self._saved.get(str(dest)) != _sha(dest.read_bytes()) and \
-                            not self._is_source(gp, dest):
-                        problems.append((dest, "exists and is not what this session loaded or saved"))
-            if problems:
-                more = "".join(f"; {p}: {why}" for p, why in problems[1:])
-                raise OutputError(problems[0][0], None, f"{problems[0][1]}{more}; nothing written (reload, or save "
-                                  "elsewhere)")
-            data = base_data(self.data)
-            tops = [f for f in files if not self._loose(gp=f)] if in_place else []
-            layers = list(getattr(data, "layers", ()) or ())
-            if tops and not layers:
-                where = self.data.locate(tops[0])
-                raise UsageError(f"{tops[0]} is inside {where[0] if where else 'no file'}: only loose files are saved "
-                                 "in place; save to a folder (and build a patch) instead")
-            before = {}
-            if in_place:
-                for gp in files:
-                    if gp not in tops:
-                        dest = Path(self.data.locate(gp)[0])
-                        before[gp] = dest.with_name(dest.name + BACKUP_SUFFIX).exists()
-            written: list[Path] = []
-            if tops:   # archived files of layered data: new files in the top loose folder
-                written += write_edited({_layer_path(Path(layers[-1]), gp): files[gp] for gp in tops},
-                                        Path(layers[-1]), data=None)
-            try:
-                rest = {gp: raw for gp, raw in files.items() if gp not in tops}
-                if in_place:
-                    written += write_edited(rest, None, in_place=True, data=data)
-                else:
-                    written += write_edited(rest, out_dir, data=data)
-            except BaseException:
-                for p in written:   # the new files of the first part: all or none
-                    Path(p).unlink(missing_ok=True)
-                raise
-            made_backups = []
-            for gp, had in before.items():
-                dest = Path(self.data.locate(gp)[0])
-                b = dest.with_name(dest.name + BACKUP_SUFFIX)
-                if not had and not backups:
-                    b.unlink(missing_ok=True)
-                elif not had:
-                    made_backups.append(str(b))
-            changed = 0
-            for gp, raw in files.items():
-                old = self._tables_base[gp] if gp in self._tables_base else self._tile_by_path(gp).base
-                changed += _bytes_differing(old, raw)
-            for p in written:
-                self._saved[str(p)] = _sha(Path(p).read_bytes())
-            tiles = [k for k, st in self._tiles.items() if st.game_path in files]
+            files = {st.game_path: st.raw for st in self._tiles.values() if st.raw != st.loaded}
+            files.update({p: self._tables[p] for p in TABLES if self._tables[p] != self._tables_loaded[p]})
+            return files
+
+    def saved_bytes(self, game_path: str) -> bytes:
+        """The bytes of a loaded tile or table as last loaded or saved."""
+        with self._lock:
+            if game_path in self._tables_base:
+                return self._tables_base[game_path]
+            return next(st.base for st in self._tiles.values() if st.game_path == game_path)
+
+    def origins(self, game_paths) -> list[tuple[str, tuple, tuple]]:
+        """(game path, (file, inside an archive), fingerprint) each of ``game_paths`` was loaded
+        from (a loose file's hash, an archive's size and time then)."""
+        with self._lock:
+            by_path = {st.game_path: st for st in self._tiles.values()}
+            out = []
+            for gp in game_paths:
+                if gp in by_path:
+                    out.append((gp, by_path[gp].source, by_path[gp].fingerprint))
+                elif gp in self._tables_source:
+                    out.append((gp, self._tables_source[gp], self._tables_print[gp]))
+            return out
+
+    def mark_saved(self, game_paths, *, in_place: bool = False) -> list[tuple[int, int]]:
+        """The files ``game_paths`` were written as they are now: the base of ``changed_tiles`` /
+        ``changed_tables``; ``in_place``: they are now the files the data reads (their origins again).
+        Returns the tiles among them."""
+        game_paths = set(game_paths)
+        with self._lock:
+            if in_place and hasattr(self.data, "refresh"):
+                self.data.refresh()
+            tiles = [k for k, st in self._tiles.items() if st.game_path in game_paths]
             for k in tiles:
                 st = self._tiles[k]
                 st.base = st.raw
                 if in_place:
-                    if hasattr(self.data, "refresh"):
-                        self.data.refresh()
-                    st.source, st.fingerprint = self._fingerprint(st.game_path, st.raw)
-            tables = [p for p in TABLES if p in files]
-            for p in tables:
-                self._tables_base[p] = self._tables[p]
-                if in_place:
-                    if hasattr(self.data, "refresh"):
-                        self.data.refresh()
-                    self._tables_source[p], self._tables_print[p] = self._fingerprint(p, self._tables[p])
-            return {"files": [str(p) for p in written], "tiles": [list(k) for k in sorted(tiles)],
-                    "tables": tables, "changed_byte_count": changed, "backups": made_backups}
+                    st.source, st.fingerprint = fingerprint(self.data, st.game_path, st.raw)
+            for p in TABLES:
+                if p in game_paths:
+                    self._tables_base[p] = self._tables[p]
+                    if in_place:
+                        self._tables_source[p], self._tables_print[p] = fingerprint(self.data, p, self._tables[p])
+            return tiles
 
-    def _tile_by_path(self, gp: str) -> _Tile:
-        return next(st for st in self._tiles.values() if st.game_path == gp)
-
-    def _loose(self, gp: str) -> bool:
-        found = self.data.locate(gp)
-        return found is not None and found[1] is None
-
-    def _is_source(self, gp: str, dest: Path) -> bool:
-        found = self.data.locate(gp)
-        try:
-            return found is not None and found[1] is None and Path(found[0]).resolve() == dest.resolve()
-        except OSError:
-            return False
-
-    def build_patch(self, out_path, *, force: bool = False, locale: str | None = None) -> dict:
-        """A patch MPQ of every tile and table that differs from what was loaded (saved or not),
-        through :func:`wowgrass.edit.patch.build_patch` (checked by reading it back)."""
-        import tempfile
-
-        from wowgrass.edit.patch import build_patch
-
+    def loaded_paths(self) -> dict:
+        """{game path: tile (col, row) or None for a table} of every file the session has read."""
         with self._lock:
-            files = {st.game_path: st.raw for st in self._tiles.values() if st.raw != st.loaded}
-            files.update({p: self._tables[p] for p in TABLES if self._tables[p] != self._tables_loaded[p]})
-            if not files:
-                raise UsageError("nothing differs from the data: no patch to build")
-        with tempfile.TemporaryDirectory(prefix=".wowgrass-patch-") as tmp:
-            write_edited(files, tmp)
-            result = build_patch(tmp, out_path, build=self.catalog.build if self.catalog.build != "1.10" else None,
-                                 locale=locale, force=force)
-        return result.to_dict()
-
-    # ------------------------------------------------------------------------------------ reload
-    def watch(self, *, poll: bool | None = None, debounce_ms: int = 150):
-        """A started :class:`~wowgrass.workbench.watch.FileWatcher` over the loose folders of the data
-        (its layers, or a loose root) calling :meth:`reload`; its Changes reach the subscribers on the
-        watcher's thread (a window hands them to its frame). ``stop()`` it when done."""
-        from wowgrass.workbench.watch import FileWatcher, watched_folders
-
-        folders = watched_folders(self.data)
-        if not folders:
-            raise UsageError(f"{self.data.root} is a client's MPQ chain: nothing there is saved as loose files; lay "
-                             "the folder another program saves into over it (--data CLIENT --data PROJECT)")
-        w = FileWatcher(folders, self.reload, poll=poll, debounce_ms=debounce_ms)
-        w.start()
-        return w
+            out = {st.game_path: k for k, st in self._tiles.items()}
+            out.update({p: None for p in TABLES})
+            return out
 
     @_announces
-    def reload(self, paths) -> Change:
-        """Take files changed on disk (another editor saved them): each loaded tile, the WDT or a
-        table whose file is among ``paths`` is read again (its history forgotten); a tile with
-        unsaved edits keeps them (a note says so, and :meth:`save` will refuse it); a new tile of
-        the map joins it."""
-        wanted = {Path(p).resolve() for p in paths}
+    def take_reloaded(self, tiles: dict, tables: dict | None = None, *, relist: bool = False) -> Change:
+        """Take files another program saved (disk.py reads them): ``tiles`` {tile: new bytes} of
+        loaded tiles, ``tables`` {path: bytes} (both tables) or None, ``relist``: the map's tiles
+        are listed again (a tile or the WDT came or went). A tile whose bytes changed is read again
+        and its history forgotten; one with unsaved edits keeps them (a note says so); a new tile of
+        the map joins it, a tile gone leaves. Subscribers hear a Change naming the tiles' 256 chunks."""
         with self._lock:
-            if hasattr(self.data, "refresh"):
-                self.data.refresh()
-            change = Change("reload")
-
-            def hit(gp):
-                found = self.data.locate(gp)
-                return found is not None and Path(found[0]).resolve() in wanted
-
-            if hit(wdt_game_path(self.map_name)) or any(Path(p).suffix.lower() in (".adt", ".wdt") for p in wanted):
+            change = Change("reload", source="reload")
+            if relist:
                 old = set(self._present)
                 self._mt = map_tiles(self.data, self.map_name, need_tiles=False)
                 self._present = set(self._mt.tiles)
@@ -846,60 +720,38 @@ class EditSession:
             for key, st in list(self._tiles.items()):
                 if key not in self._present:
                     del self._tiles[key]
-                    self._forget_placed(key)
                     self._history.forget(key)
                     change.chunks[key] = set(range(256))
                     continue
-                if not hit(st.game_path):
+                if key not in tiles:
                     continue
+                raw = tiles[key]
                 if st.raw != st.base:
                     change.notes.append(f"{st.game_path} changed on disk while it has unsaved edits: kept the edits "
                                         "(saving it is refused; undo them to take the new file)")
                     continue
-                raw = self.data.read(st.game_path)
                 if raw == st.raw:
-                    st.source, st.fingerprint = self._fingerprint(st.game_path, raw)
+                    st.source, st.fingerprint = fingerprint(self.data, st.game_path, raw)
                     continue
+                version = st.version
                 del self._tiles[key]
-                self._forget_placed(key)
                 self._history.forget(key)
-                self._state(key)
+                self._state(key).version = version
                 change.chunks[key] = set(range(256))
-            reread = [p for p in TABLES if hit(p)]
-            if reread:
+            if tables:
                 if self.changed_tables:
                     change.notes.append("the ground-effect tables changed on disk while the session has unsaved "
                                         "table edits: kept the edits")
                 else:
-                    new = {p: self.data.read(p) for p in TABLES}
-                    for p, raw in new.items():
-                        self._tables_source[p], self._tables_print[p] = self._fingerprint(p, raw)
-                    if new != self._tables:     # not just this session's own save coming back
-                        for p, raw in new.items():
+                    for p, raw in tables.items():
+                        self._tables_source[p], self._tables_print[p] = fingerprint(self.data, p, raw)
+                    if tables != self._tables:     # not just this session's own save coming back
+                        for p, raw in tables.items():
                             self._tables_loaded[p] = self._tables_base[p] = self._tables[p] = raw
                         self.catalog = self._make_catalog(self._tables)
-                        self._forget_placed(None)
                         self._history.forget(tables=True)
                         change.tables = True
             return self._emit(change) if not change.empty or change.notes else change
-
-
-def _layer_path(folder: Path, game_path: str) -> str:
-    """Where a file goes in a loose folder: the client's layout, except that a folder which *is* a
-    map folder (its tiles at its top, no World folder) takes the map's files at its top, so they
-    keep answering for their game paths (game.data.loose_index)."""
-    parts = game_path.replace("/", "\\").split("\\")
-    is_map_folder = not any(p.is_dir() and p.name.lower() == "world" for p in folder.iterdir()) and any(
-        p.suffix.lower() in (".adt", ".wdt") for p in folder.iterdir() if p.is_file())
-    if is_map_folder and len(parts) == 4 and parts[0].lower() == "world" and parts[1].lower() == "maps":
-        return parts[3]
-    return game_path
-
-
-def _bytes_differing(a: bytes, b: bytes) -> int:
-    if len(a) != len(b):
-        return max(len(a), len(b))
-    return int(np.count_nonzero(np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8)))
 
 
 def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint, build=None) -> bytes:

@@ -45,6 +45,7 @@ class GameSource:
         self._args = {"tiles": tiles, "placement": placement, "build": build, "dbc_dir": dbc_dir,
                       "grass_path": grass_path, "constants": constants}
         self.name = f"{map_name} ({data.root})"
+        self.dbc_dir = dbc_dir  # the tables' own folder (view --dbc), None: the data's
         self.placement = placement
         self.constants = constants  # PlacementConstants for the bakes (view -C), None: the defaults
         self.catalog = load_catalog(data=data, dbc_dir=dbc_dir, build=build or data.build)
