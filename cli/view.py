@@ -203,11 +203,16 @@ def _size(text):
                    "keys); default: on where imgui-bundle is installed (pip install 'wowgrass[workbench]'). "
                    "Offscreen frames never have them.")
 @click.option("--overlay", "overlays", multiple=True,
-              type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles"]),
-              help="Window with panels: start with this terrain overlay on (repeatable; keys 1-7).")
+              type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles", "rules"]),
+              help="Window with panels: start with this terrain overlay on (repeatable; keys 1-8).")
 @click.option("--watch", is_flag=True,
               help="Window: reload a tile, the WDT or a ground-effect table when another program (a map editor) "
                    "saves it into the loose folder of --data (its grass too), without a restart.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Window: the ground-effect rules file (docs/rules.md; default: wowgrass-rules.toml in the top "
+                   "loose --data folder, where it exists): the Cell panel says why a cell is as it is, overlay 8 "
+                   "colours cells by their rule, drift is marked, a stroke can be kept as a rule; with --watch "
+                   "the rules are re-applied to each tile another editor saves.")
 @click.option("--audit/--no-audit", "run_audit", default=True, show_default=True,
               help="Window with panels: audit the map in the background for the findings list.")
 @json_option
@@ -218,7 +223,7 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
          grass_path, grid_draw, wind,
          wind_falloff, placeholders, culling, rings, ring_radii, ring_keep, debug_rings, mcsh, lod_colors, split,
          no_shadows, wireframe, horizon, procedural, seed, old_seed, cpu_instances, panels, overlays, watch, run_audit,
-         as_json):
+         rules_path, as_json):
     """Render a zone: terrain, its doodads, WMOs and liquids, and resident instanced grass with the
     wind-sway shader.
 
@@ -297,7 +302,8 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         split=split, shadows=not no_shadows, wireframe=wireframe, horizon=horizon,
         procedural=procedural, seed=seed, cpu_instances=cpu_instances,
         log=note, files=files, clock=clock, weather=weather,
-        ui=_workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window),
+        ui=_workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window,
+                      rules_path),
     )
     result = run_view(opts)
     _print_result(result, as_json, stats, frames, quit_after)
@@ -306,10 +312,13 @@ def view(source, data_path, map_name, tiles, dbc_dir, build, placement, override
         raise UsageError(f"{len(failed)} tile(s) could not be loaded; the frame shows the others")
 
 
-def _workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window):
+def _workbench(panels, overlays, watch, run_audit, placement, look, build, procedural, output, frames, window,
+               rules_path=None):
     """The window's workbench factory for ViewOptions.ui (None: no panels), or ``error:`` for a
     combination that cannot work."""
     offscreen = window is False or (window is None and (output is not None or frames is not None))
+    if rules_path and (procedural or offscreen):
+        raise UsageError("--rules is for the window's workbench (game data, not --procedural; not offscreen frames)")
     if procedural:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch work on game data, not --procedural")
@@ -346,7 +355,7 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
 
         try:
             return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
-                                  audit=run_audit, build=build, log=note)
+                                  audit=run_audit, build=build, log=note, rules=rules_path)
         except WowgrassError as exc:
             if panels or watch or overlays:  # asked for: an error
                 raise

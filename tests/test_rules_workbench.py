@@ -1,0 +1,344 @@
+"""The ground-effect rules in the workbench (issue 47 items 3-5), through the session and the
+window's Workbench without a window: the Cell panel's why and the rules overlay (computed off the
+frame's thread), the view's watch re-applying the rules to each save, a brush stroke kept as a rule
+that survives an editor's repaint, and the drift marker of a tile on disk."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from wowgrass.edit.adt_edit import read_tile
+from wowgrass.edit.masks import chunks_to_grid
+from wowgrass.edit.rules import load_rules
+from wowgrass.edit.rules_engine import apply_tile, evaluate, governing, prepare
+from wowgrass.edit.rules_explain import explain_cell
+from wowgrass.game.data import open_data
+from wowgrass.game.maps import adt_game_path
+from wowgrass.samples import MAP_NAME, build_sample_world
+from wowgrass.workbench.controller import Workbench
+from wowgrass.workbench.panels import pick_lines
+from wowgrass.workbench.rules_bench import overlay_cells, rule_palette
+from wowgrass.workbench.session import CellRef, EditSession
+
+T0, T1 = (31, 32), (32, 32)
+RULES = """\
+version = 1
+map = "WowgrassSample"
+
+[[assign]]
+name = "grass"
+textures = ["SampleGrass"]
+effect = 1001
+
+[[assign]]
+name = "grass north"
+textures = ["Tileset/Sample/SampleGrass.blp"]
+effect = 1002
+tiles = ["31,32"]
+
+[[exclude]]
+name = "roads"
+textures = ["SampleRoad*"]
+share = 0.3
+reason = "no grass on the road"
+
+[[exclude]]
+name = "water"
+under = "liquid"
+
+[[include]]
+name = "everything else"
+slope_above = 0
+"""
+
+
+def game_file(root: Path, gp: str) -> Path:
+    return root.joinpath(*gp.split("\\"))
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    """The 3.3.5 sample world (2x1 tiles) as a loose folder."""
+    base = tmp_path_factory.mktemp("rulesview")
+    mpq = build_sample_world(base / "mpq", "3.3.5", (2, 1), seed=0)
+    loose = base / "loose"
+    with open_data(mpq) as g:
+        for name in g.list("*"):
+            p = game_file(loose, name)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(g.read(name))
+    return loose
+
+
+@pytest.fixture
+def project(client, tmp_path):
+    """A project folder over the client, holding both tiles (what an editor saves into)."""
+    proj = tmp_path / "project"
+    for key in (T0, T1):
+        gp = adt_game_path(MAP_NAME, *key)
+        dest = game_file(proj, gp)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(game_file(client, gp), dest)
+    return proj
+
+
+class Cells:
+    """The terrain's cell overlays as the bridge drives them."""
+
+    def __init__(self):
+        self.mask, self.brush, self.pick, self.set_colours, self.data = 0, (0,) * 4, (0,) * 4, (), {}
+
+    def set(self, key, img):
+        self.data[key] = img
+
+
+def fake_scene(resident=()):
+    return SimpleNamespace(tiles={k: SimpleNamespace(full=True) for k in resident},
+                           terrain=SimpleNamespace(cells=Cells()), on_resident=[], keep_grass=False)
+
+
+def settle(bench, timeout=60.0):
+    """Frames until the workbench's thread and its jobs are done (and their results mapped)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        bench.before_frame(0.016)
+        if bench.idle:
+            bench.before_frame(0.016)
+            if bench.idle:
+                return
+        time.sleep(0.01)
+    raise AssertionError("the workbench never settled")
+
+
+def threads_of(obj, name, seen: list):
+    """Record the thread each call of ``obj.name`` runs on."""
+    fn = getattr(obj, name)
+
+    def wrapped(*a, **kw):
+        seen.append(threading.get_ident())
+        return fn(*a, **kw)
+
+    setattr(obj, name, wrapped)
+
+
+def repaint(raw: bytes, gp: str) -> bytes:
+    """A careless repaint, as an editor saves it: every noEffectDoodad bit dropped, a road layer
+    without an effect id added in a band of chunks, written by another writer's layout."""
+    from wowgrass.formats.adt import alpha_encodings, write_adt
+
+    t = read_tile(raw, gp)
+    n = t.n_layers.astype(np.int64).copy()
+    tex, eff, flags, alpha = t.layer_texture.copy(), t.layer_effect.copy(), t.layer_flags.copy(), t.alpha.copy()
+    road = t.textures.index("Tileset\\Sample\\SampleRoad.blp")
+    yy, xx = np.mgrid[0:64, 0:64]
+    for i in range(96, 128):
+        if n[i] < 4:
+            k = n[i]
+            tex[i, k], eff[i, k], flags[i, k] = road, 0, flags[i, 1] if n[i] > 1 else 0x100
+            alpha[i, k] = np.where(np.abs(xx - yy) < 6, 255, 0).astype(np.uint8)
+            n[i] += 1
+    new = dataclasses.replace(t, n_layers=n.astype(t.n_layers.dtype), layer_texture=tex, layer_effect=eff,
+                              layer_flags=flags, alpha=alpha,
+                              alpha_encoding=alpha_encodings(flags, n, t.big_alpha).astype(t.alpha_encoding.dtype),
+                              no_effect_doodad=np.zeros_like(t.no_effect_doodad))
+    return write_adt(new)
+
+
+def water_cell(data, key=T1):
+    from wowgrass.edit.footprints import footprint
+
+    gp = adt_game_path(MAP_NAME, *key)
+    t = read_tile(data.read(gp), gp)
+    idx, r, c = (int(v) for v in np.argwhere(footprint("liquid", t))[0])
+    return t, idx, CellRef(key, tuple(int(v) for v in t.index_xy[idx]), (c, r))
+
+
+# ----------------------------------------------------------------------------- item 3
+
+def test_the_cell_panel_says_which_rule_decided_the_cell_worked_out_off_the_frames_thread(client, tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    with open_data(client) as data:
+        bench = Workbench(EditSession(data, MAP_NAME), fake_scene(), audit=False, panels=False, workers=0,
+                          rules=rules)
+        try:
+            seen: list = []
+            threads_of(bench.rules, "explain", seen)
+            t, idx, ref = water_cell(data)
+            bench.show_cell(ref)
+            assert bench.picked_info is None  # the pick itself does no rules work
+            settle(bench)
+            info = bench.picked_info
+            assert seen and threading.get_ident() not in seen
+            want = explain_cell(data, prepare(load_rules(rules), data), T1, idx, ref.cell)
+            assert info["rules"] == want
+            assert info["rules"]["governed_by"] == 'exclude "water" (line 21)'
+            lines = pick_lines(ref, info, None)
+            assert 'governed by exclude "water" (line 21)' in lines
+            assert any(ln.startswith("why: bare: excluded by exclude \"water\"") for ln in lines), lines
+            assert any("the client scatters: nothing here" in ln for ln in lines), lines
+            # the file changed on disk: the next pick reads it again (the water rule gone)
+            rules.write_text(RULES.replace('[[exclude]]\nname = "water"\nunder = "liquid"\n', ""))
+            bench.show_cell(None)
+            bench.show_cell(ref)
+            settle(bench)
+            assert "water" not in " ".join(pick_lines(ref, bench.picked_info, None))
+        finally:
+            bench.close()
+
+
+def test_the_rules_overlay_colours_each_cell_by_its_rule_and_names_them(client, tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    with open_data(client) as data:
+        scene = fake_scene([T0, T1])
+        bench = Workbench(EditSession(data, MAP_NAME), scene, audit=False, panels=False, workers=0, rules=rules)
+        try:
+            seen: list = []
+            threads_of(bench.rules, "governing_image", seen)
+            bench.toggle_overlay("sets", True)
+            settle(bench)
+            regular = {k: scene.terrain.cells.data[k].copy() for k in (T0, T1)}
+            bench.toggle_overlay("rules", True)
+            assert not bench.overlays["sets"]  # one palette: the two overlays take turns
+            settle(bench)
+            cells = scene.terrain.cells
+            assert seen and threading.get_ident() not in seen
+            assert cells.set_colours == rule_palette() and cells.mask == 1
+            plan = prepare(load_rules(rules), data)
+            for key in (T0, T1):
+                gp = adt_game_path(MAP_NAME, *key)
+                t = read_tile(data.read(gp), gp)
+                gov = overlay_cells(governing(t, key, plan, evaluate(t, key, plan, data=data)))
+                img = cells.data[key]
+                assert (img[..., 0] == np.where(gov >= 0, gov % 20 + 1, 0)).all()
+                assert (img[..., 1] == regular[key][..., 1]).all()  # the regular flags stay under it
+                assert len(np.unique(gov)) >= 3
+            legend = bench.rules.legend()
+            assert [lb for lb, _rgb in legend] == [r.label for r in plan.rules.rules]
+            bench.toggle_overlay("sets", True)  # back: the sets' palette and colours
+            settle(bench)
+            assert not bench.overlays["rules"] and cells.set_colours == bench.colours.shader_colours()
+            assert all((cells.data[k][..., 0] == regular[k][..., 0]).all() for k in (T0, T1))
+        finally:
+            bench.close()
+
+
+# ----------------------------------------------------------------------------- item 4
+
+def test_the_views_watch_re_applies_the_rules_to_each_saved_tile_and_says_it(client, project):
+    (project / "wowgrass-rules.toml").write_text(RULES)  # the project's default rules file
+    from wowgrass.workbench.rules_bench import default_rules_file
+
+    with open_data(client, over=[project]) as data:
+        assert default_rules_file(data) == project / "wowgrass-rules.toml"
+        bench = Workbench(EditSession(data, MAP_NAME), fake_scene(), audit=False, panels=False, workers=0,
+                          watch=[project], rules=default_rules_file(data))
+        bench.install(SimpleNamespace(target=None), SimpleNamespace())
+        try:
+            gp = adt_game_path(MAP_NAME, *T0)
+            path = game_file(project, gp)
+            saved = repaint(path.read_bytes(), gp)
+            path.write_bytes(saved)
+            deadline = time.monotonic() + 30
+            while not bench.rules.saves and time.monotonic() < deadline:
+                time.sleep(0.05)
+            settle(bench)
+            res = bench.rules.saves[0]
+            assert res.status == "applied" and res.tile == T0 and res.bytes_changed > 0
+            plan = prepare(load_rules(project / "wowgrass-rules.toml"), data)
+            want, rep = apply_tile(saved, gp, T0, plan, data=data)
+            assert path.read_bytes() == want  # as a batch apply of the same rules on the editor's save
+            line = next(m for m in bench.messages if m.startswith("rules: 31,32:"))
+            assert f"{rep.bytes_changed:,} bytes changed" in line
+            assert all(plan.rule(o).name in line for o in rep.fired()) and "fired" in line
+        finally:
+            bench.close()
+
+
+# ----------------------------------------------------------------------------- item 5
+
+def test_a_stroke_kept_as_a_rule_survives_an_editors_repaint_and_drift_is_marked(client, project):
+    from wowgrass.edit.rules_apply import apply_rules, write_files
+
+    with open_data(client, over=[project]) as data:
+        session = EditSession(data, MAP_NAME)
+        bench = Workbench(session, fake_scene(), audit=False, panels=False, workers=0,
+                          rules=project / "wowgrass-rules.toml")
+        try:
+            rules_file = project / "wowgrass-rules.toml"
+            assert not rules_file.exists()
+            before = session.tile(T0).no_effect_doodad.copy()
+            bench.choose_tool("rule")
+            bench.tools.extra["rule"] = {"name": "glade", "reason": "an empty glade", "include": False, "dabs": []}
+            bench.tools.radius = 12.0
+            x0, y0 = (float(v) for v in session.tile(T0).cell_centres()[120, 4, 4])
+            bench.begin_stroke()
+            for k in range(4):
+                bench.apply_tool(x0 - 8.0 * k, y0 + 3.0 * k)
+            bench.end_stroke()
+            settle(bench)
+            assert any(m.startswith("kept as exclude rule 'glade'") for m in bench.messages), bench.messages
+            rs = load_rules(rules_file)
+            assert [(r.kind, r.name, r.reason) for r in rs.rules] == [("exclude", "glade", "an empty glade")]
+            painted = session.tile(T0).no_effect_doodad
+            from PIL import Image
+
+            pic = np.asarray(Image.open(project / "masks" / "glade.png")) > 0
+            assert pic.shape == (128, 128)
+            grid = chunks_to_grid(session.tile(T0), painted & ~before)
+            assert grid.any() and (pic[grid]).all()  # every cell the stroke excluded is in the picture
+            assert chunks_to_grid(session.tile(T0), painted)[pic].all()  # and nothing the stroke did not paint
+            assert session.history == [h for h in session.history if h.startswith("rule stroke")]
+
+            bench.save(None, in_place=True)
+            settle(bench)
+            gp = adt_game_path(MAP_NAME, *T0)
+            path = game_file(project, gp)
+            # the editor repaints the tile: the bits zeroed, a layer added
+            path.write_bytes(repaint(path.read_bytes(), gp))
+        finally:
+            bench.close()
+        # the view opened again on the repainted map: as each tile arrives, its drift from the rules
+        # is checked (off the frame's thread) and the drifted one marked
+        scene = fake_scene()
+        bench = Workbench(EditSession(data, MAP_NAME), scene, audit=False, panels=False, workers=0, rules=rules_file)
+        try:
+            seen: list = []
+            threads_of(bench.rules, "check_drift", seen)
+            for key in (T0, T1):
+                for fn in scene.on_resident:
+                    fn(key)
+            settle(bench)
+            assert seen and threading.get_ident() not in seen
+            assert sorted(bench.rules.drifts) == [T0, T1] and T0 in dict(bench.rules.drifted())
+            d0, d1 = bench.rules.drifts[T0], bench.rules.drifts[T1]
+            assert d0.exclude_cells == int(pic.sum()) and d1.exclude_cells == 0  # the glade's cells, lost
+            assert list(T0) in [d["tile"] for d in bench.report()["rules"]["drifted"]]
+            # the rules applied (as `effects apply` or the watch would): the stroke's cells excluded again
+            plan = prepare(load_rules(rules_file), data)
+            write_files(apply_rules(data, plan).files, data, in_place=True)
+            t = read_tile(path.read_bytes(), gp)
+            assert chunks_to_grid(t, t.no_effect_doodad)[pic].all()
+            assert bench.rules.check_drift([T0])[T0].drifted is False and T0 not in dict(bench.rules.drifted())
+        finally:
+            bench.close()
+
+
+def test_keeping_a_stroke_needs_a_rules_file(client):
+    with open_data(client) as data:
+        bench = Workbench(EditSession(data, MAP_NAME), fake_scene(), audit=False, panels=False, workers=0)
+        try:
+            bench.choose_tool("rule")
+            bench.begin_stroke()
+            assert not bench.painting and "no rules file" in bench.messages[-1]
+        finally:
+            bench.close()
