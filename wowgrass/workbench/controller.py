@@ -183,6 +183,9 @@ class Workbench(WindowUi):
             self.ui = Panels(self, viewer.target)
         if self._audit:
             self._jobs.put(("audit", None))
+        if self.rules is not None:  # the tiles resident already: their drift from the rules
+            resident = self.bridge.resident_tiles()
+            self.in_background(lambda: self._check_drift(resident))
         if self._watch_roots:
             from .watch import FileWatcher
 

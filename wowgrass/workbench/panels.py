@@ -193,11 +193,14 @@ class Panels:
             if b.overlays.get("rules") and b.rules is not None:
                 imgui.separator()
                 imgui.text("rules (the one governing each cell)")
-                for label, rgb in b.rules.legend()[:24]:
+                legend = b.rules.legend()
+                for label, rgb in legend[:8]:  # the panel stays clear of the Tools panel below it
                     imgui.color_button(f"##rule{label}", imgui.ImVec4(rgb[0] / 255, rgb[1] / 255, rgb[2] / 255, 1.0),
                                        0, imgui.ImVec2(12, 12))
                     imgui.same_line()
                     imgui.text(label)
+                if len(legend) > 8:
+                    imgui.text(f"... {len(legend) - 8} more (colours repeat after 20)")
         imgui.end()
 
     def _tools(self):

@@ -385,12 +385,11 @@ class KeepRuleTool(Tool):
         super().widgets(ui, state)
         st = self.settings(state)
         imgui = ui.imgui
-        _, st["include"] = imgui.checkbox("include (clear; an [[include]] rule)", st["include"])
+        _, st["include"] = imgui.checkbox("include (clears)", st["include"])
         _, st["name"] = imgui.input_text("rule name", st["name"])
         _, st["reason"] = imgui.input_text("reason", st["reason"])
         rules = getattr(ui.bench, "rules", None)
-        imgui.text_wrapped(f"each stroke: a picture and a rule in {rules.path}" if rules is not None
-                           else "no rules file: view --rules FILE")
+        imgui.text(f"a stroke: a rule in {rules.path.name}" if rules is not None else "no rules file (--rules)")
 
 
 def rules_panel(ui, rules) -> None:
@@ -398,7 +397,8 @@ def rules_panel(ui, rules) -> None:
     watch's last lines."""
     imgui = ui.imgui
     W, H = ui.target.size
-    if ui._window("Rules", 300, max(8, H - 190), 380, 150):  # noqa: SLF001 - the panels' own helper
+    # bottom middle, above the status line: clear of the Tools (left), Cell and Findings (right) panels
+    if ui._window("Rules", max(230, W // 2 - 170), max(8, H - 122), 340, 92):  # noqa: SLF001 - the panels' helper
         plan = rules.plan
         if rules.error:
             imgui.text_wrapped(f"{rules.path.name}: {rules.error}")
@@ -409,10 +409,9 @@ def rules_panel(ui, rules) -> None:
                                + ("; the watch re-applies them to each save" if rules.watching else ""))
         drifted = rules.drifted()
         if drifted:
-            imgui.text_colored(imgui.ImVec4(1.0, 0.35, 0.3, 1.0), f"drift: {len(drifted)} tile(s) on disk differ "
-                                                                   "from the rules")
+            imgui.text_colored(imgui.ImVec4(1.0, 0.35, 0.3, 1.0), f"drift: {len(drifted)} tile(s) on disk")
             for key, n in drifted[:6]:
-                imgui.bullet_text(f"{key[0]},{key[1]}: {n:,} cells (effects apply puts them right)")
+                imgui.bullet_text(f"{key[0]},{key[1]}: {n:,} cells differ (effects apply)")
         elif plan is not None and rules.drifts:
             imgui.text(f"no drift: the {len(rules.drifts)} tile(s) checked are as the rules want them")
         for line in rules.watch_lines[-4:]:
