@@ -132,7 +132,7 @@ def apply_cmd(data_path, map_name, tiles, msb_first, rules_path, out_dir, in_pla
 
             try:
                 with terminate_as_interrupt():
-                    _watch(base, result.plan, out_dir, poll, watch_count, as_json)
+                    _watch(base, result.plan, out_dir, poll, watch_count, as_json, path, parse_tiles(tiles))
             except Terminated:
                 pass
 
@@ -166,8 +166,9 @@ def _report(result, files, dry_run, as_json) -> None:
         note(f"wrote {f}")
 
 
-def _watch(data, plan, out_dir, poll, count, as_json) -> None:
-    """Re-apply the rules to each tile saved into the loose folders of ``data``."""
+def _watch(data, plan, out_dir, poll, count, as_json, rules_path=None, ranges=None) -> None:
+    """Re-apply the rules to each tile saved into the loose folders of ``data`` (and to every tile
+    when the rules file is saved)."""
     import queue
 
     from wowgrass.edit.rules_apply import RulesOnSave
@@ -178,11 +179,14 @@ def _watch(data, plan, out_dir, poll, count, as_json) -> None:
         raise UsageError(f"{data.root} is a client's MPQ chain: nothing there is saved as loose files; lay the "
                          "project folder another editor saves into over it (--data CLIENT --data PROJECT)")
     results: queue.Queue = queue.Queue()
-    job = RulesOnSave(data, plan, out_dir=out_dir, on_result=results.put)
-    watcher = FileWatcher(folders, job, poll=poll, debounce_ms=50)
+    job = RulesOnSave(data, plan, out_dir=out_dir, on_result=results.put, rules_path=rules_path, ranges=ranges)
+    roots = list(folders)
+    if rules_path is not None and not any(Path(f).resolve() in Path(rules_path).resolve().parents for f in folders):
+        roots.append(Path(rules_path).parent)   # a rules file outside the project: its folder watched too
+    watcher = FileWatcher(roots, job, poll=poll, debounce_ms=50)
     try:
         watcher.start()
-        note(f"watching {', '.join(map(str, folders))} for saved tiles of {plan.map} ({watcher.mode}"
+        note(f"watching {', '.join(map(str, roots))} for saved tiles of {plan.map} and the rules ({watcher.mode}"
              + (f": {watcher.why_polling}" if watcher.mode == "polling" else "") + "); Ctrl-C stops")
         done = 0
         while count is None or done < count:

@@ -88,7 +88,7 @@ class Session:
     """A project folder with rules, watched by RulesOnSave through the FileWatcher."""
 
     def __init__(self, client: Path, tmp: Path, rules_text: str = RULES, *, out_dir=None, tile_src=None,
-                 map_name=MAP_NAME, tile=T0):
+                 map_name=MAP_NAME, tile=T0, rules_in_project: bool = False):
         self.project = tmp / "project"
         self.cr = tile
         self.gp = adt_game_path(map_name, *tile)
@@ -96,10 +96,13 @@ class Session:
         self.tile.parent.mkdir(parents=True)
         shutil.copy(tile_src or game_file(client, self.gp), self.tile)
         self.data = open_data(client, over=[self.project])
-        self.plan = prepare(parse_rules(rules_text, tmp / "rules.toml"), self.data)
+        self.rules_path = (self.project if rules_in_project else tmp) / "rules.toml"
+        self.rules_path.write_text(rules_text)
+        self.plan = prepare(parse_rules(rules_text, self.rules_path), self.data)
         write_files(apply_rules(self.data, self.plan).files, self.data, in_place=True)   # the batch apply first
         self.results: queue.Queue = queue.Queue()
-        self.job = RulesOnSave(self.data, self.plan, out_dir=out_dir, on_result=self.results.put)
+        self.job = RulesOnSave(self.data, self.plan, out_dir=out_dir, on_result=self.results.put,
+                               rules_path=self.rules_path if rules_in_project else None)
         self.watcher = FileWatcher([self.project], self.job, debounce_ms=50)
         self.watcher.start()
 
@@ -233,21 +236,28 @@ def test_an_overlay_folder_takes_the_result_and_the_save_stays(client, tmp_path)
         s.close()
 
 
-def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path):
-    """continent4229.adt (MH2O, 4-bit alpha, Blizzard's layout) in a project over a client folder
-    of the real WDT and 3.3.5 tables: the first save is Blizzard's own bytes, then an editor's
-    repaint of it in wowgrass's writer's layout."""
+REAL = {"3.3.5": ("continent4229.adt", "continent", (42, 29), "continent.wdt", "*MudGrass*", 453),
+        "1.12": ("Azeroth_38_46.adt", "Azeroth", (38, 46), None, "*Ash*", 1493)}
+
+
+@pytest.mark.parametrize("build", sorted(REAL))
+def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path, build):
+    """The shared real tiles in a project over a client folder of their tables (and WDT):
+    continent4229.adt (MH2O, 4-bit alpha, Blizzard's layout) and Azeroth_38_46.adt (1.12, MCLQ):
+    the first save is the real file's own bytes, then an editor's repaint of it in wowgrass's
+    writer's layout."""
+    name, map_name, tile, wdt, glob, effect = REAL[build]
     client = tmp_path / "client"
     client.mkdir()
-    shutil.copy(realdata / "adt" / "continent.wdt", client / "continent.wdt")
+    if wdt:
+        shutil.copy(realdata / "adt" / wdt, client / wdt)
     for t in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
-        shutil.copy(realdata / "dbc" / "3.3.5" / t, client / t)
-    real = (realdata / "adt" / "continent4229.adt").read_bytes()
-    text = ('[[assign]]\nname = "mud"\ntextures = ["*MudGrass*"]\neffect = 453\n\n'
-            '[[exclude]]\nname = "water"\nunder = "liquid"\nmargin = 2\n')
+        shutil.copy(realdata / "dbc" / build / t, client / t)
+    real = (realdata / "adt" / name).read_bytes()
+    text = (f'[[assign]]\nname = "ground"\ntextures = ["{glob}"]\neffect = {effect}\n\n'
+            '[[exclude]]\nname = "steep"\nslope_above = 30\nmargin = 2\n')
     (tmp_path / "w").mkdir()
-    s = Session(client, tmp_path / "w", text, tile_src=realdata / "adt" / "continent4229.adt", map_name="continent",
-                tile=(42, 29))
+    s = Session(client, tmp_path / "w", text, tile_src=realdata / "adt" / name, map_name=map_name, tile=tile)
     try:
         save_in_place(s.tile, real)
         res = s.next("applied")
@@ -255,14 +265,15 @@ def test_a_real_tile_repainted_under_the_watch(realdata, tmp_path):
         assert now == s.batch(real) and outside_fields_equal(real, now) and res.bytes_changed > 0
         t = read_tile(now, s.gp)
         assert t.no_effect_doodad.sum() > read_tile(real, s.gp).no_effect_doodad.sum()
-        assert set(res.fired) == {"mud", "water"}
+        assert set(res.fired) == {"ground", "steep"}
         t0 = read_tile(real, s.gp)
-        moved = dataclasses.replace(t0, alpha=np.roll(t0.alpha, 5, axis=-1), layer_effect=np.zeros_like(t0.layer_effect),
-                                    mh2o_beyond=None)
+        moved = dataclasses.replace(t0, alpha=np.roll(t0.alpha, 5, axis=-1), layer_effect=np.zeros_like(t0.layer_effect))
         saved = write_adt(moved)
         save_in_place(s.tile, saved)
         s.wait_for(lambda: s.tile.read_bytes() == s.batch(saved), "the repaint put right")
         assert outside_fields_equal(saved, s.tile.read_bytes())
+        exists = np.arange(4)[None, :] < t0.n_layers[:, None]
+        assert (read_tile(s.tile.read_bytes(), s.gp).layer_effect[exists] != 0).any()
     finally:
         s.close()
 
@@ -336,5 +347,60 @@ def test_a_save_that_cannot_be_written_is_said_and_the_watch_goes_on(client, tmp
         save_in_place(s.tile, again)                    # the disk has room again: the next save is taken
         res = s.next("applied")
         assert game_file(out, s.gp).read_bytes() == s.batch(again)
+    finally:
+        s.close()
+
+
+def test_an_editor_writing_during_the_rename_keeps_its_save(session, monkeypatch):
+    """The editor writes into its file in the instant between the watch's last check and its rename
+    (an editor that writes in place, its file open): that save is put back and taken, not lost."""
+    from wowgrass.edit import rules_apply
+
+    s = session
+    first = repaint(s.tile.read_bytes(), s.gp, 13)
+    late = repaint(first, s.gp, 14)
+    real = rules_apply.write_files_atomic
+    calls = []
+
+    def racing(files, **kw):
+        if not calls:                          # the first rename: the editor saves in place just before it
+            with open(s.tile, "r+b") as f:
+                f.truncate(0)
+                f.write(late)
+        calls.append(files)
+        return real(files, **kw)
+
+    monkeypatch.setattr(rules_apply, "write_files_atomic", racing)
+    save_in_place(s.tile, first)
+    s.wait_for(lambda: s.tile.read_bytes() == s.batch(late), "the late save put back and put right")
+    assert outside_fields_equal(late, s.tile.read_bytes())
+
+
+def test_a_saved_rules_file_is_read_again_and_applied_or_refused(client, tmp_path):
+    s = Session(client, tmp_path, rules_in_project=True)
+    try:
+        steep = RULES + "\n[[exclude]]\nname = 'steep'\nslope_above = 20\n"
+        s.rules_path.write_text(steep)
+        res = s.next()
+        assert res.status == "rules-reloaded" and res.bytes_changed > 0 and "steep" in res.fired, res.line()
+        with open_data(s.data.root, over=[s.project]) as fresh:    # what a batch apply of the new file gives
+            want = apply_tile(game_file(s.data.root, s.gp).read_bytes(), s.gp, T0,
+                              prepare(parse_rules(steep, s.rules_path), fresh), data=fresh)[0]
+        assert s.tile.read_bytes() == want
+        s.wait_for(lambda: s.job.own_writes >= 1, "the reload's own write seen as such")
+        assert s.results.empty()                                 # and not taken again
+        s.rules_path.write_text(steep + "\n[[exclude]]\nunder = 'trees'\n")
+        res = s.next()
+        assert res.status == "rules-error" and "'under'" in res.message and "rules in force stay" in res.message
+        assert s.tile.read_bytes() == want                       # nothing touched
+        saved = repaint(s.tile.read_bytes(), s.gp, 15)           # the rules in force still follow the editor
+        save_in_place(s.tile, saved)
+        res = s.next("applied")
+        assert [r.name for r in s.job.plan.rules.rules][-1] == "steep"
+        now = s.tile.read_bytes()
+        assert now == apply_tile(saved, s.gp, T0, s.job.plan, data=s.data)[0] != s.batch(saved)
+        from wowgrass.edit.masks import cell_slopes
+
+        assert read_tile(now, s.gp).no_effect_doodad[cell_slopes(read_tile(saved, s.gp)) > 20].all()
     finally:
         s.close()

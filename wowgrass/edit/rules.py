@@ -4,10 +4,10 @@ map right however often another editor repaints it (docs/rules.md).
 
 ```python
 rules = load_rules("project/wowgrass-rules.toml")       # the whole file checked: UsageError naming file:line key
-plan = prepare(rules, data, map_name=None)               # checked against the data (ids, doodads, areas, masks,
-                                                          # the 1.12 limits); the sets' rows and ids resolved
+plan = rules_engine.prepare(rules, data, map_name=None)  # checked against the data (ids, doodads, areas,
+                                                          # masks, the 1.12 limits); the sets' rows and ids
 ```
-The engine (what a rule does to a tile) is :mod:`wowgrass.edit.rules_engine`; applying over a
+The engine (the plan, and what a rule does to a tile) is :mod:`wowgrass.edit.rules_engine`; applying over a
 map and following another editor's saves :mod:`wowgrass.edit.rules_apply`; explaining a cell,
 drift, learning a starting file and adding a painted rule :mod:`wowgrass.edit.rules_explain`.
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from wowgrass.edit.adt_edit import BACKUP_SUFFIX, disk_path, read_tile
 from wowgrass.edit.rules_engine import Plan, TileApply, apply_tile
 from wowgrass.errors import UsageError, WowgrassError
+from wowgrass.fileio import write_files_atomic
 
 Progress = Callable[[int, int, str], None]
 
@@ -152,8 +153,6 @@ def write_files(files: dict, data, out_dir=None, *, in_place: bool = False) -> l
     """Write ``files`` (tiles and tables) all or none (see :func:`write_targets`)."""
     if not files:
         return []
-    from wowgrass.fileio import write_files_atomic
-
     targets, backups = write_targets(files, data, out_dir, in_place=in_place)
     return write_files_atomic(targets, backups=backups)
 
@@ -240,7 +239,7 @@ class SaveResult:
     fired: list = field(default_factory=list)
     written: Path | None = None
     status: str = "applied"       # applied | unchanged | unparsable | removed | changed-under | not-written
-                                  # | failed | own-write (not reported)
+                                  # | failed | rules-reloaded | rules-error | own-write (not reported)
     message: str = ""
     seconds: float = 0.0
     event_time: float | None = None
@@ -252,6 +251,9 @@ class SaveResult:
                     f" -> {self.written}")
         if self.status == "unchanged":
             return f"{where}: as the rules want it (0 bytes changed)"
+        if self.status == "rules-reloaded":
+            return (f"{where}: rules read again: {self.message}, {self.bytes_changed:,} bytes"
+                    + (f" ({', '.join(self.fired)} fired)" if self.fired else ""))
         return f"{where}: {self.status}: {self.message}"
 
     def to_json(self) -> dict:
@@ -259,6 +261,11 @@ class SaveResult:
                 "changed_byte_count": self.bytes_changed, "fired": list(self.fired),
                 "written": str(self.written) if self.written else None, "message": self.message,
                 "seconds": round(self.seconds, 4)}
+
+
+def _fstat(fd: int):
+    st = os.fstat(fd)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _stat(p: Path):
@@ -278,14 +285,21 @@ class RulesOnSave:
     and the file parses; else again every ``settle_s``, ``parse_wait_s`` at most), applies the
     rules, and before replacing the file checks it is still the bytes it read (re-reading and
     trying again otherwise); the write is atomic (temporary and rename). In place (``out_dir``
-    None) the editor's file is replaced by itself with only its ground-effect fields changed; with
-    ``out_dir`` the result goes there. Its own writes are recognised by their size, time and inode
-    and not taken again."""
+    None) the editor's file is replaced by itself with only its ground-effect fields changed (held
+    open through the rename: an editor that writes into it in that instant has its save put back
+    and taken again, never lost); with ``out_dir`` the result goes there. Its own writes are
+    recognised by their size, time and inode and not taken again.
+
+    ``rules_path``: when that file is saved, it is read and checked again (with ``ranges``); a
+    good file replaces the rules and is applied to every tile at once (as ``effects apply``); a bad
+    one is reported and the rules in force stay."""
 
     def __init__(self, data, plan: Plan, *, out_dir=None, on_result=None, settle_s: float = 0.03,
-                 parse_wait_s: float = 2.0, retries: int = 5):
+                 parse_wait_s: float = 2.0, retries: int = 5, rules_path=None, ranges=None):
         self.data = data
         self.plan = plan
+        self.rules_path = Path(rules_path).resolve() if rules_path is not None else None
+        self.ranges = ranges
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.on_result = on_result or (lambda res: None)
         self.settle_s = settle_s
@@ -317,6 +331,12 @@ class RulesOnSave:
             base = base_data(self.data)
             if hasattr(base, "refresh"):     # a tile new to the folders must be found
                 base.refresh()
+            if self.rules_path is not None and any(Path(x).resolve() == self.rules_path for x in paths):
+                res = self._reload(base)
+                res.event_time, res.seconds = event, time.perf_counter() - event
+                self.results.append(res)
+                self.on_result(res)
+                out.append(res)
             for p in sorted(Path(x) for x in paths):
                 tile = self.tile_of(p)
                 if tile is None or not self._is_the_tile(base, p, tile):
@@ -334,6 +354,28 @@ class RulesOnSave:
                     self.on_result(res)
                 out.append(res)
         return out
+
+    def _reload(self, base) -> SaveResult:
+        """The rules file saved: read, checked, and applied to every tile (or reported, the rules in
+        force kept)."""
+        from wowgrass.edit.rules import load_rules
+        from wowgrass.edit.rules_engine import prepare
+
+        p = self.rules_path
+        try:
+            plan = prepare(load_rules(p), self.data, self.plan.map, self.ranges, msb_first=self.plan.msb_first)
+            result = apply_rules(self.data, plan)
+            written = write_files(result.files, self.data, self.out_dir, in_place=self.out_dir is None)
+        except WowgrassError as exc:
+            return SaveResult(p, None, status="rules-error", message=f"{exc} (the rules in force stay)")
+        self.plan, self.context = plan, _context(plan, self.data)
+        for w in written:
+            self._mine[Path(w).resolve()] = _stat(Path(w))
+        tot = result.totals()
+        fired = [plan.rule(o).name for o in sorted({o for t in result.tiles for o in t.fired()})]
+        return SaveResult(p, None, tot["changed_byte_count"], fired, status="rules-reloaded",
+                          message=f"{len(plan.rules.rules)} rules; {tot['changed_tile_count']} of "
+                                  f"{tot['tile_count']} tiles changed, {len(written)} files written")
 
     def _is_the_tile(self, base, p: Path, tile) -> bool:
         """Whether ``p`` is the file the data reads for ``tile`` (not a copy elsewhere in the
@@ -386,10 +428,10 @@ class RulesOnSave:
 
     def take(self, p: Path, tile) -> SaveResult:
         """Apply the rules to one saved tile (see the class docstring)."""
-        from wowgrass.fileio import write_files_atomic
         from wowgrass.game.maps import adt_game_path
 
-        if self._mine.get(p) is not None and _stat(p) == self._mine[p]:
+        key = p.resolve()
+        if self._mine.get(key) is not None and _stat(p) == self._mine[key]:
             return SaveResult(p, tile, status="own-write")
         gp = adt_game_path(self.plan.map, *tile)
         for _attempt in range(self.retries):
@@ -406,14 +448,32 @@ class RulesOnSave:
             dest = p if self.out_dir is None else self.out_dir / disk_path(gp)
             if not rep.changed and self.out_dir is None:
                 return SaveResult(p, tile, 0, fired, status="unchanged")
-            if _stat(p) != st:                 # saved again while the rules ran: take the new save
+            if self.out_dir is not None:
+                try:
+                    write_files_atomic([(dest, new)])
+                except WowgrassError as exc:  # a full disk, a read-only folder: said, the editor's file intact
+                    return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
+                return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
+            try:                               # the editor's file as read, held open through the rename
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
                 continue
             try:
-                write_files_atomic([(dest, new)])
-            except WowgrassError as exc:      # a full disk, a read-only folder: said, the editor's file intact
-                return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
-            if self.out_dir is None:
-                self._mine[p] = _stat(p)
+                if _fstat(fd) != st or _stat(p) != st:     # saved again while the rules ran: take the new save
+                    continue
+                try:
+                    write_files_atomic([(dest, new)])
+                except WowgrassError as exc:
+                    return SaveResult(p, tile, status="not-written", message=f"{exc}: the save is as the editor left it")
+                if _fstat(fd) != st:
+                    # the editor wrote into its file between the check and the rename: that save is in
+                    # the file now unlinked; it goes back in place, and is taken as a new save
+                    size = os.fstat(fd).st_size
+                    write_files_atomic([(p, os.pread(fd, size, 0))])
+                    continue
+            finally:
+                os.close(fd)
+            self._mine[key] = _stat(p)
             return SaveResult(p, tile, rep.bytes_changed, fired, written=dest)
         return SaveResult(p, tile, status="changed-under",
                           message=f"the file changed {self.retries} times while the rules ran: left alone until the "
