@@ -377,7 +377,8 @@ def bench_fly(args, label, data_path, map_name, out):
         w, h = viewer.target.size
         frames, picks, dabs, parts = [], [], [], []
         n = args.fly_frames
-        bench.tools.tool, bench.tools.radius = "exclude", 8.0
+        bench.tools.radius = 8.0
+        bench.choose_tool("exclude")  # a brush in hand: the session reads the tiles as they arrive (off the frame)
         import gc
 
         pauses, gc_t = [], {}

@@ -47,7 +47,7 @@ ROOMS = {
     "bridge": (820, 300, 300, 200, "bridge.py  SceneBridge", ["the one module importing render:",
                                                               "grass hand-over, cell marks,",
                                                               "uniforms, reload_tile, the pick",
-                                                              "ground.py: the pick's atlas"], (232, 246, 236)),
+                                                              "height_atlas.py: the pick's atlas"], (232, 246, 236)),
     "scene": (1200, 300, 260, 200, "render/  Scene", ["replace_grass", "(the upload budget)", "terrain CellOverlays",
                                                      "reload_tile, on_resident"], (244, 244, 244)),
     "workers": (40, 580, 330, 180, "workers.py  TileWorkers", ["spawned processes: a tile's", "overlay facts, the audit",

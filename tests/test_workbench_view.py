@@ -503,7 +503,7 @@ def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
     the session's cells; tiles that leave or come back are followed."""
     from wowgrass.render.camera import Camera
     from wowgrass.render.pick import pick_ground, pixel_ray
-    from wowgrass.workbench.ground import GroundAtlas
+    from wowgrass.workbench.height_atlas import GroundAtlas
     from wowgrass.workbench.session import CellRef
 
     scene = _ground_scene(session)
@@ -534,3 +534,33 @@ def test_the_picks_ground_atlas_lands_where_render_pick_lands(session):
     assert atlas.heights(np.array([p[:2]]))[0] != atlas.heights(np.array([p[:2]]))[0]  # NaN: no tile there now
     atlas.sync(scene.tiles)
     assert np.isclose(atlas.heights(np.array([p[:2]]))[0], p[2])
+
+
+def test_a_brush_in_hand_has_the_session_read_the_resident_tiles_off_the_frame(sample):
+    """Choosing a brush (or a tile arriving while one is chosen) reads the resident tiles on the
+    workbench's thread, so a dab never reads a tile on the frame's thread; the pick tool reads none."""
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.maps import adt_game_path
+    from wowgrass.workbench.controller import Workbench
+    from wowgrass.workbench.session import EditSession
+
+    data, map_name = sample
+    fresh = EditSession(data, map_name, placement="coverage")
+    tiles = {}
+    for k in fresh.tiles:
+        gp = adt_game_path(map_name, *k)
+        tiles[k] = SimpleNamespace(adt=TileGround(read_tile(data.read(gp), gp)), full=True, grass=None)
+    scene = SimpleNamespace(tiles=tiles, terrain=SimpleNamespace(cells=_Cells()), on_resident=[], version=0)
+    bench = Workbench(fresh, scene, audit=False, panels=False, workers=0)
+    try:
+        bench.choose_tool("pick")
+        time.sleep(0.3)
+        assert bench.idle and not any(fresh.has_read(k) for k in tiles)
+        bench.choose_tool("exclude")
+        deadline = time.monotonic() + 60
+        while not (bench.idle and all(fresh.has_read(k) for k in tiles)):
+            assert time.monotonic() < deadline, [fresh.has_read(k) for k in tiles]
+            time.sleep(0.05)
+    finally:
+        bench.close()

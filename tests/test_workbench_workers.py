@@ -108,8 +108,8 @@ def test_close_stops_the_workers_and_unlinks_their_memory(session):
     pool = TileWorkers(session, lambda *a: got.put(a), n=2)
     pool.submit_overlay(WEST, set())
     results(got, 1)
-    procs = [w.proc for w in pool._workers]  # noqa: SLF001 (what close must stop)
-    names = [shm.name for w in pool._workers for shm in (w.shm_in, w.shm_out)]  # noqa: SLF001
+    procs, names = pool.processes, pool.memory_names
+    assert len(procs) == 2 and len(names) == 4
     assert all(p.is_alive() for p in procs) and all(Path("/dev/shm", n.lstrip("/")).exists() for n in names)
     pool.close()
     assert not any(p.is_alive() for p in procs)
@@ -133,7 +133,7 @@ def test_a_tile_edited_while_its_overlay_is_computed_gets_the_new_one(session):
     try:
         bench.toggle_overlay("excluded", True)
         deadline = time.monotonic() + WAIT
-        while not (bench.workers is not None and bench.workers.busy and bench._jobs.empty()):  # noqa: SLF001
+        while not (bench.workers is not None and bench.workers.busy and not bench.jobs_waiting):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         x, y = (float(v) for v in session.tile(WEST).cell_centres()[60, 2, 2])

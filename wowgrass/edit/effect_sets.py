@@ -69,6 +69,9 @@ def _read(raw: bytes, path: str, table: str, build: str | None) -> DbcFile:
     return dbc.with_schema(det.schema)
 
 
+read_table = _read  # the public name (the workbench's session reads a table it changes one row of)
+
+
 def table_build(texture_bytes: bytes, build: str | None = None, hint: str | None = None) -> str:
     """The build whose layout the GroundEffectTexture bytes have (``build`` forces one; ``hint``
     picks 2.4.3 over the layout it shares with 1.12)."""

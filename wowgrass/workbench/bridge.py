@@ -18,7 +18,7 @@ from wowgrass.render.sources.terrain import OVERLAY_BITS
 from wowgrass.render.window import WindowUi
 
 from .geometry import cell_corner
-from .ground import GroundAtlas
+from .height_atlas import GroundAtlas
 
 __all__ = ["SceneBridge", "WindowUi", "tile_grass"]
 

@@ -31,7 +31,7 @@ from .bridge import SceneBridge, WindowUi, tile_grass
 from .findings import Finding
 from .geometry import cell_corner, chunk_centre
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
-from .rules_bench import RulesView, rule_lines
+from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 
 __all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
@@ -54,7 +54,7 @@ class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
 
-    ORDER = {None: -1, "info": 0, "reload": 0, "call": 1, "replace": 1, "overlay": 2, "audit": 3}
+    ORDER = {None: -1, "info": 0, "reload": 0, "call": 1, "replace": 1, "read": 2, "overlay": 2, "audit": 3}
 
     def __init__(self):
         self._q: queue.PriorityQueue = queue.PriorityQueue()
@@ -111,6 +111,7 @@ class Workbench(WindowUi):
         self._overlay_fresh: set = set()  # tiles whose overlay data is current
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
         self._rules_queued: set = set()  # tiles with a rules overlay job waiting
+        self._reading: set = set()  # tiles the session is asked to read ahead of a brush
         self._audit = audit
         self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
         self.workers = None  # TileWorkers, started with the first overlay or the audit
@@ -154,6 +155,11 @@ class Workbench(WindowUi):
     def idle(self) -> bool:
         """No job waiting or under way on the workbench's thread nor in its worker processes."""
         return self._jobs.empty() and not self._busy and (self.workers is None or not self.workers.busy)
+
+    @property
+    def jobs_waiting(self) -> bool:
+        """Jobs queued for the workbench's thread that it has not taken yet."""
+        return not self._jobs.empty()
 
     def _pool(self):
         """The worker processes (started on first use), or None: computed on the workbench's thread."""
@@ -322,6 +328,17 @@ class Workbench(WindowUi):
         self.tools.tool = name
         self.ui_version += 1
         self._sync_terrain()
+        self._read_ahead(self.bridge.resident_tiles())
+
+    def _read_ahead(self, keys) -> None:
+        """With a brush in hand, the session reads the resident tiles on the workbench's thread, so
+        that a dab never waits for a tile's first reading on the frame's thread."""
+        if not self.tools.brush():
+            return
+        for key in keys:
+            if key not in self._reading and not self.session.has_read(key):
+                self._reading.add(key)
+                self._jobs.put(("read", key))
 
     def toggle_help(self) -> None:
         self.help = not self.help
@@ -644,6 +661,7 @@ class Workbench(WindowUi):
     def tile_resident(self, key):
         """The scene's hook: ``key`` is resident (again: its bytes may be new, a reload)."""
         self._overlays_stale([key])
+        self._read_ahead([key])
         entry = self._pending_reload.pop(key, None)
         if self.rules is not None:
             self._rules_stale([key])
@@ -805,9 +823,14 @@ class Workbench(WindowUi):
                 if kind == "overlay":
                     self._overlay_queued.discard(arg)
                     pool = self._pool()
-                    if pool is not None:
-                        pool.submit_overlay(arg, self.grass_textures)
-                    else:
+                    try:
+                        if pool is not None:
+                            pool.submit_overlay(arg, self.grass_textures)
+                    except (OSError, RuntimeError) as exc:  # no processes or shared memory here: the thread then
+                        self._main.put(lambda e=exc: self.say(f"worker processes unavailable ({e}): overlays "
+                                                              "computed on the workbench's thread"))
+                        self._n_workers, pool = 0, None
+                    if pool is None:
                         img = self.overlay_for(arg)
                         self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "replace":
@@ -823,6 +846,11 @@ class Workbench(WindowUi):
                     arg()
                 elif kind == "audit":
                     self._run_audit()
+                elif kind == "read":
+                    try:
+                        self.session.tile(arg)
+                    finally:
+                        self._reading.discard(arg)
                 elif kind == "reload":
                     paths, self._reload_t0 = arg
                     self.files.reload(paths)

@@ -208,8 +208,8 @@ class Panels:
         ts = b.tools
         if self._window("Tools", 8, 330, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
             for name, label in tool_choices():
-                if imgui.radio_button(label, ts.tool == name):
-                    ts.tool = name
+                if imgui.radio_button(label, ts.tool == name) and ts.tool != name:
+                    b.choose_tool(name)
             TOOLS[ts.tool].widgets(self, ts)
             imgui.separator()
             if imgui.collapsing_header("Effect set editor"):

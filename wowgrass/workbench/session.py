@@ -758,12 +758,12 @@ def _replace_row(texture_bytes: bytes, appended: bytes, effect_id: int, hint, bu
     """``texture_bytes`` with row ``effect_id`` given the doodads, weights and density of the row
     :func:`add_effect_set` appended in ``appended`` (its doodad rows were made there); every other
     byte kept."""
-    from wowgrass.edit.effect_sets import _read, table_build
+    from wowgrass.edit.effect_sets import read_table, table_build
     from wowgrass.formats.dbc import GROUND_EFFECT_TEXTURE, write_dbc
 
     short = table_build(texture_bytes, build, hint)
-    old = _read(texture_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
-    new = _read(appended, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
+    old = read_table(texture_bytes, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
+    new = read_table(appended, TEXTURE_PATH, GROUND_EFFECT_TEXTURE, short)
     rec = np.array(old.records)
     at = np.flatnonzero((rec["ID"].astype(np.int64) & 0xFFFFFFFF) == effect_id)
     if not at.size:

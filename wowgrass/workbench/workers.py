@@ -192,6 +192,16 @@ class TileWorkers:
         return [w.proc.pid for w in self._workers]
 
     @property
+    def processes(self) -> list:
+        """The worker processes now (multiprocessing.Process)."""
+        return [w.proc for w in self._workers]
+
+    @property
+    def memory_names(self) -> list[str]:
+        """The shared-memory blocks the workers use now (their names)."""
+        return [shm.name for w in self._workers for shm in (w.shm_in, w.shm_out)]
+
+    @property
     def busy(self) -> bool:
         with self._lock:
             return bool(self._pending) or any(w.job is not None for w in self._workers)
