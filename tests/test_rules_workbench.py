@@ -260,6 +260,21 @@ def test_the_views_watch_re_applies_the_rules_to_each_saved_tile_and_says_it(cli
             line = next(m for m in bench.messages if m.startswith("rules: 31,32:"))
             assert f"{rep.bytes_changed:,} bytes changed" in line
             assert all(plan.rule(o).name in line for o in rep.fired()) and "fired" in line
+            # the rules file saved (it lies in the watched project): read again and applied to every
+            # tile, as `effects apply --watch` does; the window's rules follow it
+            (project / "wowgrass-rules.toml").write_text(RULES + '\n[[exclude]]\nname = "steep"\nslope_above = 25\n')
+            deadline = time.monotonic() + 30
+            while not any(r.status == "rules-reloaded" for r in bench.rules.saves) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            settle(bench)
+            assert any(m.startswith("rules: wowgrass-rules.toml: rules read again") for m in bench.messages), \
+                bench.messages
+            plan = prepare(load_rules(project / "wowgrass-rules.toml"), data)
+            assert bench.rules.plan.rules.rules[-1].name == "steep"
+            for key in (T0, T1):
+                gp = adt_game_path(MAP_NAME, *key)
+                raw = game_file(project, gp).read_bytes()
+                assert apply_tile(raw, gp, key, plan, data=data)[1].bytes_changed == 0  # as the new rules want
         finally:
             bench.close()
 

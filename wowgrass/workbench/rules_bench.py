@@ -160,7 +160,7 @@ class RulesView:
             if stamp == self._stamp and (self.plan is not None or self.error is not None or stamp is None):
                 return self.plan
             self._stamp = stamp
-            self.plan, self.error, self._on_save = None, None, None
+            self.plan, self.error = None, None
             self.version += 1
             self.images.clear()
             self.drifts.clear()
@@ -284,14 +284,20 @@ class RulesView:
         rules (``RulesOnSave``, as ``effects apply --watch``), a line each through ``on_line``."""
         if not self.watching:
             return []
-        plan = self.current()
-        if plan is None:
-            return []
-        with self._lock:
-            if self._on_save is None or self._on_save.plan is not plan:
-                from wowgrass.edit.rules_apply import RulesOnSave
+        from wowgrass.edit.rules_apply import RulesOnSave, _context  # noqa: PLC2701
 
-                self._on_save = RulesOnSave(self.session.data, plan)
+        plan = self.current()
+        mine = self.path.resolve() in {Path(p).resolve() for p in paths}
+        with self._lock:
+            if self._on_save is None:
+                if plan is None:
+                    return []
+                # one for the view's life: it knows its own writes, and a saved rules file is read,
+                # checked and applied to every tile by it (as `effects apply --watch` does)
+                self._on_save = RulesOnSave(self.session.data, plan, rules_path=self.path)
+            elif plan is not None and not mine and self._on_save.plan.rules.text != plan.rules.text:
+                # the file changed where the watcher does not look: the rules as they are now
+                self._on_save.plan, self._on_save.context = plan, _context(plan, self.session.data)
             job = self._on_save
         results = job(paths)
         for res in results:
@@ -302,6 +308,11 @@ class RulesView:
             self.watch_lines.append(line)
             del self.watch_lines[:-20]
             self.on_line(line)
+        again = {tuple(r.tile) for r in results if r.tile and r.status in ("applied", "unchanged")}
+        if any(r.status == "rules-reloaded" for r in results):
+            again |= set(self.drifts)
+        if again:
+            self.check_drift(sorted(again))
         return results
 
 
