@@ -357,3 +357,35 @@ def test_keeping_a_stroke_needs_a_rules_file(client):
             assert not bench.painting and "no rules file" in bench.messages[-1]
         finally:
             bench.close()
+
+
+def test_the_worker_processes_give_the_same_rules_overlay_and_drift(client, tmp_path):
+    from wowgrass.edit.rules_explain import drift
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    with open_data(client) as data:
+        scene = fake_scene([T0, T1])
+        bench = Workbench(EditSession(data, MAP_NAME), scene, audit=False, panels=False, workers=1, rules=rules)
+        try:
+            seen: list = []
+            threads_of(bench.rules, "governing_image", seen)
+            threads_of(bench.rules, "check_drift", seen)
+            bench.toggle_overlay("rules", True)
+            for key in (T0, T1):
+                for fn in scene.on_resident:
+                    fn(key)
+            settle(bench)
+            assert bench.workers is not None and bench.workers.pids and not seen  # done in the processes
+            plan = prepare(load_rules(rules), data)
+            for key in (T0, T1):
+                gp = adt_game_path(MAP_NAME, *key)
+                t = read_tile(data.read(gp), gp)
+                d = evaluate(t, key, plan, data=data)
+                gov = overlay_cells(governing(t, key, plan, d))
+                assert (scene.terrain.cells.data[key][..., 0] == np.where(gov >= 0, gov % 20 + 1, 0)).all()
+                want = drift(t, key, plan, data=data, decision=d)
+                got = bench.rules.drifts[key]
+                assert got.to_json() == want.to_json() and got.drifted
+        finally:
+            bench.close()

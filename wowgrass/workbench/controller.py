@@ -177,6 +177,8 @@ class Workbench(WindowUi):
             self._main.put(lambda: self._overlay_mapped(job, *payload))
         elif kind == "audit":
             self._audit_done(payload)
+        elif kind == "rules":
+            self._main.put(lambda: self._rules_result(job, *payload))
         else:
             self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
 
@@ -742,8 +744,39 @@ class Workbench(WindowUi):
                 self._rules_queued.add(key)
                 self.in_background(lambda k=key: self._rules_image(k))
 
+    def _rules_submit(self, keys, what: str) -> bool:
+        """Hand ``keys``' rules jobs (``what``: "governing" or "drift") to the worker processes (the
+        workbench's thread); False where there are none (computed on this thread then)."""
+        if self.rules.current() is None:
+            return True  # no valid rules: nothing to compute
+        pool = self._pool()
+        if pool is None:
+            return False
+        try:
+            for key in keys:
+                pool.submit_rules(key, what, self.rules.spec())
+        except (OSError, RuntimeError):  # no processes here: this thread then (the overlays say so)
+            self._n_workers = 0
+            return False
+        return True
+
+    def _rules_result(self, job, what, img, found) -> None:
+        """A worker's rules result (the frame's thread): a drift kept, an image put in place;
+        dropped where the rules, the tile or the tables changed since (a newer job follows)."""
+        version = job.args["rules"][0]
+        if what == "drift":
+            self.rules.put_drift(job.key, found, version)
+            self._touch()
+            return
+        if img is None or version != self.rules.version or \
+                job.version != (self.session.tile_version(job.key), self.session.tables_version):
+            return
+        self.bridge.set_cells(job.key, self.rules.compose(job.key, rules=img, shown=self.overlays["rules"]))
+
     def _rules_image(self, key) -> None:
         self._rules_queued.discard(key)
+        if self._rules_submit([key], "governing"):
+            return
         made = (self.session.tile_version(key), self.session.tables_version)
         img = self.rules.governing_image(key)
         rv = self.rules.version
@@ -757,6 +790,8 @@ class Workbench(WindowUi):
         self.later(on_main)
 
     def _check_drift(self, keys) -> None:
+        if self._rules_submit(keys, "drift"):
+            return
         self.rules.check_drift(keys)
         self.later(self._touch)
 
@@ -771,7 +806,7 @@ class Workbench(WindowUi):
         self.rules.current()
         resident = self.bridge.resident_tiles()
         self.later(lambda: (self._rules_stale(resident), self._refresh_pick(), self._touch()))
-        self.rules.check_drift(resident)
+        self._check_drift(resident)
 
     def _files_reloaded(self, change, paths):
         """The disk side's subscriber: files another program saved were read again (the

@@ -223,10 +223,7 @@ class RulesView:
             return None
         t = self._tile_now(key)
         d = evaluate(t, key, plan, data=self.session.data, context=self._ctx(plan))
-        gov = overlay_cells(governing(t, key, plan, d))
-        img = np.zeros((128, 128, 4), np.uint8)
-        img[..., 0] = np.where(gov >= 0, gov % PALETTE_SIZE + 1, 0).astype(np.uint8)
-        return img
+        return governing_picture(governing(t, key, plan, d))
 
     def compose(self, key, regular: np.ndarray | None = None, rules: np.ndarray | None = None, *,
                 shown: bool) -> np.ndarray | None:
@@ -273,6 +270,18 @@ class RulesView:
             self.drifts.update(out)
         return out
 
+    def spec(self):
+        """(version, path, text) of the rules as read: what a worker process prepares its plan
+        from (None: no valid rules)."""
+        plan = self.plan
+        return None if plan is None else (self.version, str(self.path), plan.rules.text)
+
+    def put_drift(self, key, d, version) -> None:
+        """A worker's drift of ``key``, kept where the rules are still those of ``version``."""
+        with self._lock:
+            if version == self.version and d is not None:
+                self.drifts[tuple(key)] = d
+
     def drifted(self) -> list:
         """[(tile, cell count)] of the tiles on disk that disagree with the rules, in tile order."""
         with self._lock:
@@ -314,6 +323,39 @@ class RulesView:
         if again:
             self.check_drift(sorted(again))
         return results
+
+
+def worker_rules(cache: dict, data, spec, map_name: str, msb_first: bool, tile, key, what: str):
+    """A worker process's rules job (workers.py): (image, None) of :meth:`RulesView.governing_image`
+    or (None, Drift) of :meth:`RulesView.check_drift` for one parsed tile, under the rules ``spec``
+    (version, path, text), prepared once per version in ``cache``."""
+    from wowgrass.edit.rules import parse_rules
+    from wowgrass.edit.rules_apply import _context  # noqa: PLC2701
+    from wowgrass.edit.rules_engine import evaluate, governing, prepare
+    from wowgrass.edit.rules_explain import drift
+
+    version, path, text = spec
+    hit = cache.get(version)
+    if hit is None:
+        cache.clear()
+        plan = prepare(parse_rules(text, Path(path)), data, map_name, msb_first=msb_first)
+        hit = cache[version] = (plan, _context(plan, data))
+    plan, context = hit
+    key = tuple(key)
+    if not plan.rules.in_scope(key):
+        return None, None
+    d = evaluate(tile, key, plan, data=data, context=context)
+    if what == "drift":
+        return None, drift(tile, key, plan, data=data, decision=d)
+    return governing_picture(governing(tile, key, plan, d)), None
+
+
+def governing_picture(gov: np.ndarray) -> np.ndarray:
+    """(256, 8, 8) rule orders -> the rules overlay's (128, 128, 4) u1 (R: palette index + 1)."""
+    img = np.zeros((128, 128, 4), np.uint8)
+    g = overlay_cells(gov)
+    img[..., 0] = np.where(g >= 0, g % PALETTE_SIZE + 1, 0).astype(np.uint8)
+    return img
 
 
 def rule_lines(e: dict | None) -> list[str]:

@@ -49,6 +49,7 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
 
     shm_in, shm_out = attach(in_name), attach(out_name)
     catalogs: dict = {}
+    rules: dict = {}  # the rules file's version -> (plan, footprint context): rules_bench.py's jobs
     data = None
     try:
         while True:
@@ -79,6 +80,18 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                     img = cell_overlay(tile, key, cat, colours, set(grass) | mine)
                     np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
                     conn.send(("overlay", job, (list(colours.index), mine)))
+                elif kind == "rules":  # a tile's rules overlay image or its drift (rules_bench.py)
+                    from .rules_bench import worker_rules
+
+                    _k, job, key, game_path, size, big_alpha, msb_first, spec_rules, map_name, what = msg
+                    if data is None:
+                        data = spec.open()
+                    raw = bytes(shm_in.buf[:size]) if size is not None else data.read(game_path)
+                    tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
+                    img, found = worker_rules(rules, data, spec_rules, map_name, msb_first, tile, key, what)
+                    if img is not None:
+                        np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
+                    conn.send(("rules", job, (what, img is not None, found)))
                 elif kind == "audit":
                     from .findings import audit_findings
 
@@ -217,6 +230,17 @@ class TileWorkers:
         job = Job("overlay", key, (version, s.tables_version), raw, args={"grass": sorted(grass_textures)})
         return self._submit(job)
 
+    def submit_rules(self, key, what: str, rules) -> Job:
+        """Tile ``key``'s rules overlay image (``what`` "governing": the tile as the session holds
+        it) or its drift ("drift": the tile as its file on disk holds it), under ``rules``
+        (``RulesView.spec()``: version, path, text)."""
+        s = self.session
+        if what == "governing" and s.has_read(key):
+            raw, version = s.tile_state(key)
+        else:
+            raw, version = None, s.tile_version(key)
+        return self._submit(Job("rules", key, (version, s.tables_version), raw, args={"what": what, "rules": rules}))
+
     def submit_audit(self) -> Job:
         return self._submit(Job("audit"))
 
@@ -271,6 +295,10 @@ class TileWorkers:
                         size = w.send_input(job.raw) if job.raw is not None else None
                         w.conn.send(("overlay", job.id, job.key, adt_game_path(s.map_name, *job.key), size,
                                      s.big_alpha, s.msb_first, tv, job.args["grass"]))
+                    elif job.kind == "rules":
+                        size = w.send_input(job.raw) if job.raw is not None else None
+                        w.conn.send(("rules", job.id, job.key, adt_game_path(s.map_name, *job.key), size, s.big_alpha,
+                                     s.msb_first, job.args["rules"], s.map_name, job.args["what"]))
                     else:
                         w.conn.send((job.kind, job.id, s.map_name) if job.kind == "audit" else (job.kind, job.id))
                     w.job = job
@@ -317,6 +345,9 @@ class TileWorkers:
             self.on_result("overlay", job, (w.image(), ids, mine))
         elif kind == "audit":
             self.on_result("audit", job, payload)
+        elif kind == "rules":
+            what, has_image, found = payload
+            self.on_result("rules", job, (what, w.image() if has_image else None, found))
         else:
             self.on_result("error", job, payload)
 
