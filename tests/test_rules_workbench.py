@@ -389,3 +389,16 @@ def test_the_worker_processes_give_the_same_rules_overlay_and_drift(client, tmp_
                 assert got.to_json() == want.to_json() and got.drifted
         finally:
             bench.close()
+
+
+def test_view_rules_is_for_the_windows_workbench(tmp_path):
+    from click.testing import CliRunner
+
+    from wowgrass.cli.main import cli
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    res = CliRunner().invoke(cli, ["view", "--rules", str(rules), "--output", str(tmp_path / "a.png")])
+    assert res.exit_code == 2 and "--rules is for the window's workbench" in res.output, res.output
+    res = CliRunner().invoke(cli, ["view", "--help"])
+    assert "--rules FILE" in res.output and "rules" in res.output.split("--overlay")[1].split("\n")[0]
