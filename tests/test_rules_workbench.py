@@ -402,3 +402,39 @@ def test_view_rules_is_for_the_windows_workbench(tmp_path):
     assert res.exit_code == 2 and "--rules is for the window's workbench" in res.output, res.output
     res = CliRunner().invoke(cli, ["view", "--help"])
     assert "--rules FILE" in res.output and "rules" in res.output.split("--overlay")[1].split("\n")[0]
+
+
+def test_a_stroke_kept_as_an_include_rule_clears_its_cells_again(client, project):
+    from wowgrass.edit.rules_apply import apply_rules, write_files
+    from wowgrass.workbench.rules_bench import brush_cells, keep_stroke
+
+    rules_file = project / "wowgrass-rules.toml"
+    rules_file.write_text(RULES.split("[[include]]")[0])  # no include rule: a set bit stays unless one clears it
+    with open_data(client, over=[project]) as data:
+        session = EditSession(data, MAP_NAME)
+        t = session.tile(T1)
+        x, y = (float(v) for v in t.cell_centres()[100, 3, 3])
+        dabs = [(x, y, 10.0), (x - 6.0, y + 4.0, 10.0)]
+        with session.stroke("include stroke"):
+            for dx, dy, r in dabs:
+                session.exclude(dx, dy, r, clear=True)
+        res = keep_stroke(session, dabs, rules_file, include=True, name="grass")  # the name is taken
+        assert res["kind"] == "include" and res["rule"] == "grass 2"
+        cells = brush_cells(session, *dabs[0]) [T1] | brush_cells(session, *dabs[1])[T1]
+        assert res["cell_count"] == int(cells.sum())
+        rs = load_rules(rules_file)
+        assert (rs.rules[-1].kind, rs.rules[-1].name) == ("include", "grass 2")
+        # every bit set on the tile (a careless editor), the rules applied: the include clears the
+        # stroke's cells again except where an exclude rule holds (an exclude wins)
+        from wowgrass.edit.adt_edit import exclude_cells
+
+        gp = adt_game_path(MAP_NAME, *T1)
+        path = game_file(project, gp)
+        path.write_bytes(exclude_cells(path.read_bytes(), gp, np.ones((256, 8, 8), bool))[0])
+        plan = prepare(rs, data)
+        write_files(apply_rules(data, plan).files, data, in_place=True)
+        after = read_tile(path.read_bytes(), gp)
+        d = evaluate(after, T1, plan, data=data)
+        assert not after.no_effect_doodad[cells & (d.exclude_rule < 0)].any()
+        assert (cells & (d.exclude_rule < 0)).any()
+        assert after.no_effect_doodad[~cells].all()  # the rest as the editor set it

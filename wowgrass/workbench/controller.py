@@ -728,7 +728,7 @@ class Workbench(WindowUi):
         self.bridge.set_palette(rule_palette() if on else self.colours.shader_colours())
         if self.rules is None:
             return
-        for key in set(self.rules.regular) | set(self.rules.images):
+        for key in self.rules.known_tiles():
             img = self.rules.compose(key, shown=on)
             if img is not None:
                 self.bridge.set_cells(key, img)

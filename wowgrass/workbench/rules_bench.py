@@ -127,10 +127,12 @@ class RulesView:
         self.error: str | None = None  # why the file could not be used (said in the Rules panel)
         self.version = 0  # bumped by every (re)load of the file
         self._stamp = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # loading the file (a plan takes a while: never on the frame's thread)
+        self._kept = threading.Lock()  # the dicts below (the frame's thread takes it: held briefly only)
         self._context = None
         self._on_save = None
         self.drifts: dict = {}  # tile -> Drift of the file on disk (tiles checked so far)
+        self._drifted: list = []  # [(tile, cells)] of the drifted ones, made when drifts change (the panel's)
         self.watch_lines: list[str] = []  # the watch's line per save (the last 20)
         self.saves: list = []  # SaveResult per save taken
         self.images: dict = {}  # tile -> (128, 128, 4) u1: R the governing rule's palette index + 1
@@ -162,8 +164,10 @@ class RulesView:
             self._stamp = stamp
             self.plan, self.error = None, None
             self.version += 1
-            self.images.clear()
-            self.drifts.clear()
+            with self._kept:
+                self.images.clear()
+                self.drifts.clear()
+                self._drifted = []
             if stamp is None:
                 return None
             from wowgrass.edit.rules import load_rules
@@ -229,19 +233,24 @@ class RulesView:
                 shown: bool) -> np.ndarray | None:
         """The image the terrain gets for ``key``: the regular overlay image (its flags), with R the
         governing rule's where the rules overlay is ``shown``. Either image may be given anew."""
-        if regular is not None:
-            self.regular[key] = regular
-        if rules is not None:
-            self.images[key] = rules
-        base = self.regular.get(key)
+        with self._kept:
+            if regular is not None:
+                self.regular[key] = regular
+            if rules is not None:
+                self.images[key] = rules
+            base, mine = self.regular.get(key), self.images.get(key)
         if not shown:
             return base
-        mine = self.images.get(key)
         if mine is None:
             return base
         out = np.zeros((128, 128, 4), np.uint8) if base is None else base.copy()
         out[..., 0] = mine[..., 0]
         return out
+
+    def known_tiles(self) -> set:
+        """The tiles with an image kept (regular or the rules')."""
+        with self._kept:
+            return set(self.regular) | set(self.images)
 
     def legend(self) -> list:
         """[(label, (r, g, b) 0..255)] of every rule, in the file's order (the overlay's key)."""
@@ -266,9 +275,13 @@ class RulesView:
             if not plan.rules.in_scope(key) or key not in set(self.session.tiles):
                 continue
             out[key] = drift(self._tile_on_disk(key), key, plan, data=self.session.data)
-        with self._lock:
+        with self._kept:
             self.drifts.update(out)
+            self._list_drifted()
         return out
+
+    def _list_drifted(self) -> None:
+        self._drifted = sorted((k, d.cell_count) for k, d in self.drifts.items() if d.drifted)
 
     def spec(self):
         """(version, path, text) of the rules as read: what a worker process prepares its plan
@@ -278,14 +291,14 @@ class RulesView:
 
     def put_drift(self, key, d, version) -> None:
         """A worker's drift of ``key``, kept where the rules are still those of ``version``."""
-        with self._lock:
+        with self._kept:
             if version == self.version and d is not None:
                 self.drifts[tuple(key)] = d
+                self._list_drifted()
 
     def drifted(self) -> list:
         """[(tile, cell count)] of the tiles on disk that disagree with the rules, in tile order."""
-        with self._lock:
-            return sorted((k, d.cell_count) for k, d in self.drifts.items() if d.drifted)
+        return self._drifted  # made when a drift came in, not per frame
 
     # -- item 4: the view's watch --
     def saved(self, paths) -> list:
@@ -426,7 +439,11 @@ class KeepRuleTool(Tool):
         include, name, reason = bool(st["include"]), str(st["name"]), str(st["reason"])
 
         def keep():
-            res = keep_stroke(session, dabs, path, include=include, name=name, reason=reason)
+            try:
+                res = keep_stroke(session, dabs, path, include=include, name=name, reason=reason)
+            except WowgrassError as exc:  # the file is not valid, a folder not writable: said, the stroke stays
+                bench.later(lambda e=exc: bench.say(f"keep as a rule failed: {e}"))
+                return
             rules.current()
             bench.later(lambda: bench.say(f"kept as {res['kind']} rule {res['rule']!r}: {res['cell_count']} cells, "
                                           f"{short(res['picture'])} in {path.name}"))
