@@ -438,3 +438,67 @@ def test_a_stroke_kept_as_an_include_rule_clears_its_cells_again(client, project
         assert not after.no_effect_doodad[cells & (d.exclude_rule < 0)].any()
         assert (cells & (d.exclude_rule < 0)).any()
         assert after.no_effect_doodad[~cells].all()  # the rest as the editor set it
+
+
+REAL = {"3.3.5": ("continent4229.adt", "continent", (42, 29), "continent.wdt", "*MudGrass*", 453),
+        "1.12": ("Azeroth_38_46.adt", "Azeroth", (38, 46), None, "*Ash*", 1493)}
+
+
+@pytest.mark.parametrize("build", sorted(REAL))
+def test_the_rules_in_the_workbench_on_a_real_tile(realdata, tmp_path, build):
+    """The shared real tiles (continent4229.adt, 3.3.5 with its WDT; Azeroth_38_46.adt, 1.12)
+    in a project over their tables: the Cell panel's why, the overlay, the drift marker, and a
+    stroke kept as a rule that an apply puts back after the tile's bits are dropped."""
+    from wowgrass.edit.adt_edit import exclude_cells
+    from wowgrass.edit.rules_apply import apply_rules, write_files
+    from wowgrass.workbench.rules_bench import keep_stroke
+
+    name, map_name, key, wdt, glob, effect = REAL[build]
+    client, project = tmp_path / "client", tmp_path / "project"
+    client.mkdir()
+    if wdt:
+        shutil.copy(realdata / "adt" / wdt, client / wdt)
+    for t in ("GroundEffectTexture.dbc", "GroundEffectDoodad.dbc"):
+        shutil.copy(realdata / "dbc" / build / t, client / t)
+    gp = adt_game_path(map_name, *key)
+    path = game_file(project, gp)
+    path.parent.mkdir(parents=True)
+    shutil.copy(realdata / "adt" / name, path)
+    rules_file = project / "wowgrass-rules.toml"
+    rules_file.write_text(f'[[assign]]\nname = "ground"\ntextures = ["{glob}"]\neffect = {effect}\n\n'
+                          '[[exclude]]\nname = "steep"\nslope_above = 30\nmargin = 2\n')
+    with open_data(client, over=[project]) as data:
+        scene = fake_scene([key])
+        session = EditSession(data, map_name)
+        bench = Workbench(session, scene, audit=False, panels=False, workers=0, rules=rules_file)
+        try:
+            plan = prepare(load_rules(rules_file), data)
+            t = session.tile(key)
+            d = evaluate(t, key, plan, data=data)
+            gov = governing(t, key, plan, d)
+            steep = next(r.order for r in plan.rules.rules if r.name == "steep")
+            idx, r, c = (int(v) for v in np.argwhere(gov == steep)[0])
+            ref = CellRef(key, tuple(int(v) for v in t.index_xy[idx]), (c, r))
+            bench.show_cell(ref)
+            bench.toggle_overlay("rules", True)
+            for fn in scene.on_resident:
+                fn(key)
+            settle(bench)
+            assert bench.picked_info["rules"] == explain_cell(data, plan, key, idx, (c, r), t=t)
+            assert f"governed by {plan.rule(steep).label}" in pick_lines(ref, bench.picked_info, None)
+            img = scene.terrain.cells.data[key]
+            assert (img[..., 0] == np.where(overlay_cells(gov) >= 0, overlay_cells(gov) % 20 + 1, 0)).all()
+            assert dict(bench.rules.drifted()).get(key, 0) > 0  # the steep cells are not excluded on disk
+            x, y = (float(v) for v in t.cell_centres()[200, 4, 4])
+            res = keep_stroke(session, [(x, y, 15.0)], rules_file, name="glade")
+        finally:
+            bench.close()
+        raw = path.read_bytes()
+        path.write_bytes(exclude_cells(raw, gp, np.ones((256, 8, 8), bool), clear=True)[0])  # the bits dropped
+        plan = prepare(load_rules(rules_file), data)
+        write_files(apply_rules(data, plan).files, data, in_place=True)
+        after = read_tile(path.read_bytes(), gp)
+        from PIL import Image
+
+        pic = np.asarray(Image.open(res["picture"])) > 0
+        assert pic.any() and chunks_to_grid(after, after.no_effect_doodad)[pic].all()
