@@ -467,6 +467,8 @@ def rules_panel(ui, rules) -> None:
     watch's last lines."""
     imgui = ui.imgui
     W, H = ui.target.size
+    if rules.plan is None and rules.error is None and ui.bench.tools.tool != KeepRuleTool.name:
+        return  # no rules file (yet): the panel shows with the tool that would make one
     # bottom middle, above the status line: clear of the Tools (left), Cell and Findings (right) panels
     if ui._window("Rules", max(230, W // 2 - 170), max(8, H - 122), 340, 92):  # noqa: SLF001 - the panels' helper
         plan = rules.plan
