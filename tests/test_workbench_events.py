@@ -97,8 +97,9 @@ def test_the_session_does_not_import_the_disk_side():
     assert "wowgrass.workbench.disk" not in reach("wowgrass.workbench.placing")
 
 
-# render's cell overlay bits: workbench/overlays.py imports them until render's cell marks are
-# generic (branch `shape`, issue 48 item 2/5); then the bridge alone imports render
+# overlays.py takes render's cell-mark vocabulary (the CELL_* bits here; branch `shape` makes them
+# generic marks, MarkLook and show_mark, whose names and colours overlays.py gives): the one module
+# besides the bridge, until the merge routes those names through bridge.py
 PENDING = {"wowgrass.workbench.overlays"}
 
 

@@ -564,3 +564,32 @@ def test_a_brush_in_hand_has_the_session_read_the_resident_tiles_off_the_frame(s
             time.sleep(0.05)
     finally:
         bench.close()
+
+
+def test_merging_a_tiles_grass_drops_exactly_the_changed_chunks(session):
+    """The bridge tests only the instances in the changed chunks' box: the same instances go as when
+    every instance's chunk is worked out (chunks far apart, and instances on chunk edges)."""
+    from wowgrass.formats.adt import CHUNK_SIZE
+    from wowgrass.workbench.bridge import SceneBridge
+    from wowgrass.workbench.overlays import SetColours
+
+    scene, _calls = _stub_scene(session)
+    key = session.tiles[0]
+    t = scene.tiles[key]
+    # instances put on the chunk corners too (the floor rule decides their chunk)
+    name, inst = next((n, a) for n, a in t.grass.items() if len(a))
+    edge = inst[:256].copy()
+    edge["pos"][:, 0] = t.adt.positions[:, 0] - (np.arange(256) % 2) * CHUNK_SIZE
+    edge["pos"][:, 1] = t.adt.positions[:, 1] - (np.arange(256) // 2 % 2) * CHUNK_SIZE
+    t.grass = {**t.grass, name: np.concatenate([inst, edge])}
+    bridge = SceneBridge(session, scene, SetColours())
+    rng = np.random.default_rng(4)
+    for chunks in ({0}, {255}, {17, 238}, set(rng.choice(256, 12, replace=False).tolist()), set(range(256))):
+        got = bridge.merged(key, chunks, {})
+        drop = np.zeros(256, bool)
+        drop[list(chunks)] = True
+        for n, a in t.grass.items():
+            ch = t.adt.chunk_index_at(a["pos"][:, 0], a["pos"][:, 1])
+            want = a[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
+            assert np.array_equal(got[n], want), (n, sorted(chunks)[:4])
+        assert sum(len(a) for a in got.values()) < sum(len(a) for a in t.grass.values())

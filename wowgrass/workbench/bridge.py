@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wowgrass.formats.adt import UNIT_SIZE
+from wowgrass.formats.adt import CHUNK_SIZE, UNIT_SIZE
 from wowgrass.grass.bundle import pack_instances
 from wowgrass.render.pick import pick_ground, pixel_ray
 from wowgrass.render.sources.terrain import OVERLAY_BITS
@@ -139,10 +139,23 @@ class SceneBridge:
         ground = t.adt if t is not None else None
         drop = np.zeros(256, bool)
         drop[list(chunks)] = True
+        box = None
+        if ground is not None and drop.any():  # the changed chunks' box: only the instances in it are tested
+            o = np.asarray(ground.positions, np.float64)[0, :2]  # the grid chunk_index_at uses
+            ixy = np.asarray(ground.index_xy, np.float64)[drop]
+            box = (o[0] - (ixy[:, 1].max() + 1) * CHUNK_SIZE - 1e-3, o[0] - ixy[:, 1].min() * CHUNK_SIZE + 1e-3,
+                   o[1] - (ixy[:, 0].max() + 1) * CHUNK_SIZE - 1e-3, o[1] - ixy[:, 0].min() * CHUNK_SIZE + 1e-3)
         for name, inst in old.items():
-            if len(inst) and ground is not None:
-                ch = ground.chunk_index_at(inst["pos"][:, 0], inst["pos"][:, 1])
-                inst = inst[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
+            if len(inst) and box is not None:
+                p = inst["pos"]
+                near = np.flatnonzero((p[:, 0] >= box[0]) & (p[:, 0] <= box[1]) & (p[:, 1] >= box[2]) & (p[:, 1] <= box[3]))
+                if near.size:
+                    ch = ground.chunk_index_at(p[near, 0], p[near, 1])
+                    gone = near[drop[np.clip(ch, 0, 255)] & (ch >= 0)]
+                    if gone.size:
+                        keep = np.ones(len(inst), bool)
+                        keep[gone] = False
+                        inst = inst[keep]
             out[name] = inst
         for name, inst in placed.items():
             out[name] = np.concatenate([out[name], inst]) if name in out else inst
