@@ -260,6 +260,10 @@ def test_the_views_watch_re_applies_the_rules_to_each_saved_tile_and_says_it(cli
             line = next(m for m in bench.messages if m.startswith("rules: 31,32:"))
             assert f"{rep.bytes_changed:,} bytes changed" in line
             assert all(plan.rule(o).name in line for o in rep.fired()) and "fired" in line
+            time.sleep(1.0)  # the rules' own write comes back from the watcher: not reloaded a second time
+            settle(bench)
+            reloads = lambda p: [r for r in bench.reloads if str(p) in r["paths"]]  # noqa: E731
+            assert len(reloads(path)) == 1, bench.reloads
             # the rules file saved (it lies in the watched project): read again and applied to every
             # tile, as `effects apply --watch` does; the window's rules follow it
             (project / "wowgrass-rules.toml").write_text(RULES + '\n[[exclude]]\nname = "steep"\nslope_above = 25\n')
@@ -271,6 +275,11 @@ def test_the_views_watch_re_applies_the_rules_to_each_saved_tile_and_says_it(cli
                 bench.messages
             plan = prepare(load_rules(project / "wowgrass-rules.toml"), data)
             assert bench.rules.plan.rules.rules[-1].name == "steep"
+            deadline = time.monotonic() + 30
+            while len(reloads(path)) < 2 and time.monotonic() < deadline:  # the tiles it rewrote: reloaded
+                time.sleep(0.05)
+                settle(bench)
+            assert len(reloads(path)) == 2, bench.reloads
             for key in (T0, T1):
                 gp = adt_game_path(MAP_NAME, *key)
                 raw = game_file(project, gp).read_bytes()

@@ -711,9 +711,14 @@ class Workbench(WindowUi):
             if self.rules.path.resolve() in {Path(p).resolve() for p in paths}:
                 self.in_background(self.rules_changed)
             try:
-                self.rules.saved(paths)
+                own = self.rules.reloaded_already(self.rules.saved(paths))
             except Exception as exc:  # the reload goes on; the panel says what failed
                 self.later(lambda e=exc: self.say(f"rules on save failed: {type(e).__name__}: {e}"))
+                own = set()
+            # the rules' own write of a save was reloaded with that save already: not again
+            paths = [p for p in paths if Path(p).resolve() not in own]
+            if not paths:
+                return
         self._jobs.put(("reload", (set(paths), t0)))
 
     # -- the rules (rules_bench.py): the rules overlay, drift; all computed on the workbench's thread --

@@ -131,6 +131,7 @@ class RulesView:
         self._kept = threading.Lock()  # the dicts below (the frame's thread takes it: held briefly only)
         self._context = None
         self._on_save = None
+        self._written_in_place: set = set()  # saves the rules rewrote in place (their own-write event follows)
         self.drifts: dict = {}  # tile -> Drift of the file on disk (tiles checked so far)
         self._drifted: list = []  # [(tile, cells)] of the drifted ones, made when drifts change (the panel's)
         self.watch_lines: list[str] = []  # the watch's line per save (the last 20)
@@ -283,6 +284,14 @@ class RulesView:
     def _list_drifted(self) -> None:
         self._drifted = sorted((k, d.cell_count) for k, d in self.drifts.items() if d.drifted)
 
+    def reloaded_already(self, results) -> set:
+        """The paths of ``results`` (:meth:`saved`'s) that are the rules' own rewrite of a save that
+        the view reloaded already (it reads the file after the rules wrote it): no second reload. A
+        rules file read again rewrites tiles the view has not reloaded: those are not among them."""
+        out = {r.path.resolve() for r in results if r.status == "own-write"} & self._written_in_place
+        self._written_in_place -= out
+        return out
+
     def spec(self):
         """(version, path, text) of the rules as read: what a worker process prepares its plan
         from (None: no valid rules)."""
@@ -323,10 +332,12 @@ class RulesView:
             job = self._on_save
         results = job(paths)
         for res in results:
+            if res.status == "applied" and res.written is not None and Path(res.written) == res.path:
+                self._written_in_place.add(res.path.resolve())  # the view reloads it with the save
             if res.status == "own-write":
                 continue
             self.saves.append(res)
-            line = "rules: " + res.line()
+            line = "rules: " + res.line().split(" -> ")[0]  # the window's line: tile, rules fired, bytes
             self.watch_lines.append(line)
             del self.watch_lines[:-20]
             self.on_line(line)
