@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -83,15 +84,21 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                 elif kind == "rules":  # a tile's rules overlay image or its drift (rules_bench.py)
                     from .rules_bench import worker_rules
 
-                    _k, job, key, game_path, size, big_alpha, msb_first, spec_rules, map_name, what = msg
+                    _k, job, key, game_path, size, big_alpha, msb_first, args = msg
                     if data is None:
                         data = spec.open()
-                    raw = bytes(shm_in.buf[:size]) if size is not None else data.read(game_path)
+                    if size is not None:
+                        raw = bytes(shm_in.buf[:size])
+                    elif args.get("file"):  # the loose file the view's data reads now (one new since the
+                        raw = Path(args["file"]).read_bytes()  # worker listed the folders included)
+                    else:
+                        raw = data.read(game_path)
                     tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
-                    img, found = worker_rules(rules, data, spec_rules, map_name, msb_first, tile, key, what)
+                    img, found = worker_rules(rules, data, args["rules"], args["map"], msb_first, tile, key,
+                                              args["what"])
                     if img is not None:
                         np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
-                    conn.send(("rules", job, (what, img is not None, found)))
+                    conn.send(("rules", job, (args["what"], img is not None, found)))
                 elif kind == "audit":
                     from .findings import audit_findings
 
@@ -234,12 +241,18 @@ class TileWorkers:
         """Tile ``key``'s rules overlay image (``what`` "governing": the tile as the session holds
         it) or its drift ("drift": the tile as its file on disk holds it), under ``rules``
         (``RulesView.spec()``: version, path, text)."""
+        from wowgrass.game.maps import adt_game_path
+
         s = self.session
+        args = {"what": what, "rules": rules, "map": s.map_name, "file": None}
         if what == "governing" and s.has_read(key):
             raw, version = s.tile_state(key)
         else:
             raw, version = None, s.tile_version(key)
-        return self._submit(Job("rules", key, (version, s.tables_version), raw, args={"what": what, "rules": rules}))
+            found = s.data.locate(adt_game_path(s.map_name, *key)) if hasattr(s.data, "locate") else None
+            if found is not None and found[1] is None:
+                args["file"] = str(found[0])
+        return self._submit(Job("rules", key, (version, s.tables_version), raw, args=args))
 
     def submit_audit(self) -> Job:
         return self._submit(Job("audit"))
@@ -298,7 +311,7 @@ class TileWorkers:
                     elif job.kind == "rules":
                         size = w.send_input(job.raw) if job.raw is not None else None
                         w.conn.send(("rules", job.id, job.key, adt_game_path(s.map_name, *job.key), size, s.big_alpha,
-                                     s.msb_first, job.args["rules"], s.map_name, job.args["what"]))
+                                     s.msb_first, job.args))
                     else:
                         w.conn.send((job.kind, job.id, s.map_name) if job.kind == "audit" else (job.kind, job.id))
                     w.job = job
