@@ -45,6 +45,16 @@ def default_rules_file(data) -> Path | None:
     return None
 
 
+def footprint_cache(plan, data):
+    """The footprints' per-data cache (the models' bounds read once) where a rule of ``plan`` uses
+    footprints, else None (as ``effects apply`` keeps one)."""
+    if not any(r.kind != "assign" and r.mask is None for r in plan.rules.rules):
+        return None
+    from wowgrass.edit.footprints import FootprintContext
+
+    return FootprintContext(data)
+
+
 def rule_palette() -> tuple:
     """The shader palette of the rules overlay: rule order k draws ``palette[k % 20]``."""
     from wowgrass.edit.rules_explain import rule_colour
@@ -183,9 +193,7 @@ class RulesView:
 
     def _ctx(self, plan):
         if self._context is None or self._context[0] is not plan:
-            from wowgrass.edit.rules_apply import _context  # noqa: PLC2701 - the apply's own footprint cache
-
-            self._context = (plan, _context(plan, self.session.data))
+            self._context = (plan, footprint_cache(plan, self.session.data))
         return self._context[1]
 
     def _tile_now(self, key):
@@ -315,7 +323,7 @@ class RulesView:
         rules (``RulesOnSave``, as ``effects apply --watch``), a line each through ``on_line``."""
         if not self.watching:
             return []
-        from wowgrass.edit.rules_apply import RulesOnSave, _context  # noqa: PLC2701
+        from wowgrass.edit.rules_apply import RulesOnSave
 
         plan = self.current()
         mine = self.path.resolve() in {Path(p).resolve() for p in paths}
@@ -328,7 +336,7 @@ class RulesView:
                 self._on_save = RulesOnSave(self.session.data, plan, rules_path=self.path)
             elif plan is not None and not mine and self._on_save.plan.rules.text != plan.rules.text:
                 # the file changed where the watcher does not look: the rules as they are now
-                self._on_save.plan, self._on_save.context = plan, _context(plan, self.session.data)
+                self._on_save.plan, self._on_save.context = plan, footprint_cache(plan, self.session.data)
             job = self._on_save
         results = job(paths)
         for res in results:
@@ -354,7 +362,6 @@ def worker_rules(cache: dict, data, spec, map_name: str, msb_first: bool, tile, 
     or (None, Drift) of :meth:`RulesView.check_drift` for one parsed tile, under the rules ``spec``
     (version, path, text), prepared once per version in ``cache``."""
     from wowgrass.edit.rules import parse_rules
-    from wowgrass.edit.rules_apply import _context  # noqa: PLC2701
     from wowgrass.edit.rules_engine import evaluate, governing, prepare
     from wowgrass.edit.rules_explain import drift
 
@@ -363,7 +370,7 @@ def worker_rules(cache: dict, data, spec, map_name: str, msb_first: bool, tile, 
     if hit is None:
         cache.clear()
         plan = prepare(parse_rules(text, Path(path)), data, map_name, msb_first=msb_first)
-        hit = cache[version] = (plan, _context(plan, data))
+        hit = cache[version] = (plan, footprint_cache(plan, data))
     plan, context = hit
     key = tuple(key)
     if not plan.rules.in_scope(key):
