@@ -317,6 +317,10 @@ def _workbench(panels, overlays, watch, run_audit, placement, look, build, proce
     """The window's workbench factory for ViewOptions.ui (None: no panels), or ``error:`` for a
     combination that cannot work."""
     offscreen = window is False or (window is None and (output is not None or frames is not None))
+    if rules_path:  # the whole file checked before anything opens: error: FILE:LINE: [[rule]] key: why
+        from wowgrass.edit.rules import load_rules
+
+        load_rules(rules_path)
     if rules_path and (procedural or offscreen):
         raise UsageError("--rules is for the window's workbench (game data, not --procedural; not offscreen frames)")
     if procedural:

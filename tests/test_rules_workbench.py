@@ -409,6 +409,12 @@ def test_view_rules_is_for_the_windows_workbench(tmp_path):
     rules.write_text(RULES)
     res = CliRunner().invoke(cli, ["view", "--rules", str(rules), "--output", str(tmp_path / "a.png")])
     assert res.exit_code == 2 and "--rules is for the window's workbench" in res.output, res.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("version = 1\n\n[[exclude]]\nname = 'x'\nunder = 'trees'\n")
+    res = CliRunner().invoke(cli, ["view", "--rules", str(bad), "--output", str(tmp_path / "a.png")])
+    assert res.exit_code == 2 and "bad.toml:5" in res.output and "under" in res.output, res.output
+    res = CliRunner().invoke(cli, ["view", "--rules", str(tmp_path / "none.toml"), "--output", str(tmp_path / "a.png")])
+    assert res.exit_code == 2 and "none.toml" in res.output and "Traceback" not in res.output, res.output
     res = CliRunner().invoke(cli, ["view", "--help"])
     assert "--rules FILE" in res.output and "rules" in res.output.split("--overlay")[1].split("\n")[0]
 
