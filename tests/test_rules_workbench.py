@@ -368,7 +368,7 @@ def test_keeping_a_stroke_needs_a_rules_file(client):
             bench.close()
 
 
-def test_the_worker_processes_give_the_same_rules_overlay_and_drift(client, tmp_path):
+def test_the_worker_processes_give_the_same_why_rules_overlay_and_drift(client, tmp_path):
     from wowgrass.edit.rules_explain import drift
 
     rules = tmp_path / "rules.toml"
@@ -380,13 +380,18 @@ def test_the_worker_processes_give_the_same_rules_overlay_and_drift(client, tmp_
             seen: list = []
             threads_of(bench.rules, "governing_image", seen)
             threads_of(bench.rules, "check_drift", seen)
+            threads_of(bench.rules, "explain", seen)
             bench.toggle_overlay("rules", True)
             for key in (T0, T1):
                 for fn in scene.on_resident:
                     fn(key)
+            _t, idx, ref = water_cell(data)
+            bench.show_cell(ref)
             settle(bench)
             assert bench.workers is not None and bench.workers.pids and not seen  # done in the processes
             plan = prepare(load_rules(rules), data)
+            assert bench.picked_info["rules"] == explain_cell(data, plan, T1, idx, ref.cell)
+            assert 'governed by exclude "water" (line 21)' in pick_lines(ref, bench.picked_info, None)
             for key in (T0, T1):
                 gp = adt_game_path(MAP_NAME, *key)
                 t = read_tile(data.read(gp), gp)

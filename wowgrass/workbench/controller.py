@@ -421,9 +421,12 @@ class Workbench(WindowUi):
         """The session's cell info (the workbench's thread), kept for a pick of the same cell."""
         versions = (self.session.tile_version(ref.tile), self.session.tables_version)
         info = self.session.cell_info(ref)
+        later = False
         if self.rules is not None:
             try:
-                info["rules"] = self.rules.explain(ref)
+                later = self._rules_submit([ref], "explain")  # the why from a worker process, a moment later
+                if not later:
+                    info["rules"] = self.rules.explain(ref)
             except Exception as exc:  # the rules cannot explain it: said in the panel, the pick stands
                 info["rules"] = {"error": f"{type(exc).__name__}: {exc}"}
             versions = (*versions, self.rules.key())
@@ -435,6 +438,9 @@ class Workbench(WindowUi):
     def _show_info(self, ref, info, world, light):
         if self.picked != ref:  # picked elsewhere meanwhile
             return
+        hit = self._info_cache.get(ref)
+        if "rules" not in info and hit is not None and "rules" in hit[-1]:  # the worker's why came first
+            info["rules"] = hit[-1]["rules"]
         if world is not None:
             info["world"] = world
         info["light"] = light
@@ -750,8 +756,9 @@ class Workbench(WindowUi):
                 self.in_background(lambda k=key: self._rules_image(k))
 
     def _rules_submit(self, keys, what: str) -> bool:
-        """Hand ``keys``' rules jobs (``what``: "governing" or "drift") to the worker processes (the
-        workbench's thread); False where there are none (computed on this thread then)."""
+        """Hand ``keys``' rules jobs (``what``: "governing" or "drift" of tiles, "explain" of a
+        picked CellRef) to the worker processes (the workbench's thread); False where there are
+        none (computed on this thread then)."""
         if self.rules.current() is None:
             return True  # no valid rules: nothing to compute
         pool = self._pool()
@@ -759,7 +766,11 @@ class Workbench(WindowUi):
             return False
         try:
             for key in keys:
-                pool.submit_rules(key, what, self.rules.spec())
+                if what == "explain":  # key: the picked CellRef
+                    pool.submit_rules(key.tile, what, self.rules.spec(), ref=key,
+                                      mcnk=self.session.chunk_index(key), cell=tuple(key.cell))
+                else:
+                    pool.submit_rules(key, what, self.rules.spec())
         except (OSError, RuntimeError):  # no processes here: this thread then (the overlays say so)
             self._n_workers = 0
             return False
@@ -772,6 +783,17 @@ class Workbench(WindowUi):
         if what == "drift":
             self.rules.put_drift(job.key, found, version)
             self._touch()
+            return
+        if what == "explain":  # the picked cell's why: into its cached info and the panel
+            ref = job.args["ref"]
+            if version != self.rules.version or job.version[0] != self.session.tile_version(ref.tile):
+                return  # the rules or the tile changed since: a newer pick asks again
+            hit = self._info_cache.get(ref)
+            if hit is not None:
+                hit[-1]["rules"] = found
+            if self.picked == ref and self.picked_info is not None:
+                self.picked_info["rules"] = found
+                self._touch()
             return
         if img is None or version != self.rules.version or \
                 job.version != (self.session.tile_version(job.key), self.session.tables_version):

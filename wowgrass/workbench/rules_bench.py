@@ -357,10 +357,14 @@ class RulesView:
         return results
 
 
-def worker_rules(cache: dict, data, spec, map_name: str, msb_first: bool, tile, key, what: str):
-    """A worker process's rules job (workers.py): (image, None) of :meth:`RulesView.governing_image`
-    or (None, Drift) of :meth:`RulesView.check_drift` for one parsed tile, under the rules ``spec``
+def worker_rules(cache: dict, data, args: dict, msb_first: bool, tile, key):
+    """A worker process's rules job (workers.py ``TileWorkers.submit_rules``' ``args``): (image,
+    None) of :meth:`RulesView.governing_image`, (None, Drift) of :meth:`RulesView.check_drift` or
+    (None, dict) of :meth:`RulesView.explain` for one parsed tile, under the rules ``args["rules"]``
     (version, path, text), prepared once per version in ``cache``."""
+    from wowgrass.edit.rules_explain import explain_cell
+
+    spec, map_name, what = args["rules"], args["map"], args["what"]
     from wowgrass.edit.rules import parse_rules
     from wowgrass.edit.rules_engine import evaluate, governing, prepare
     from wowgrass.edit.rules_explain import drift
@@ -374,7 +378,9 @@ def worker_rules(cache: dict, data, spec, map_name: str, msb_first: bool, tile, 
     plan, context = hit
     key = tuple(key)
     if not plan.rules.in_scope(key):
-        return None, None
+        return None, ({"out_of_scope": True, "tile": list(key)} if what == "explain" else None)
+    if what == "explain":
+        return None, explain_cell(data, plan, key, args["mcnk"], args["cell"], t=tile)
     d = evaluate(tile, key, plan, data=data, context=context)
     if what == "drift":
         return None, drift(tile, key, plan, data=data, decision=d)

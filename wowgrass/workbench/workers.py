@@ -94,8 +94,7 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                     else:
                         raw = data.read(game_path)
                     tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
-                    img, found = worker_rules(rules, data, args["rules"], args["map"], msb_first, tile, key,
-                                              args["what"])
+                    img, found = worker_rules(rules, data, args, msb_first, tile, key)
                     if img is not None:
                         np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
                     conn.send(("rules", job, (args["what"], img is not None, found)))
@@ -237,15 +236,16 @@ class TileWorkers:
         job = Job("overlay", key, (version, s.tables_version), raw, args={"grass": sorted(grass_textures)})
         return self._submit(job)
 
-    def submit_rules(self, key, what: str, rules) -> Job:
+    def submit_rules(self, key, what: str, rules, **extra) -> Job:
         """Tile ``key``'s rules overlay image (``what`` "governing": the tile as the session holds
-        it) or its drift ("drift": the tile as its file on disk holds it), under ``rules``
-        (``RulesView.spec()``: version, path, text)."""
+        it), its drift ("drift": the tile as its file on disk holds it) or a cell's why ("explain",
+        with ``mcnk`` and ``cell``: as the session holds it), under ``rules`` (``RulesView.spec()``:
+        version, path, text)."""
         from wowgrass.game.maps import adt_game_path
 
         s = self.session
-        args = {"what": what, "rules": rules, "map": s.map_name, "file": None}
-        if what == "governing" and s.has_read(key):
+        args = {"what": what, "rules": rules, "map": s.map_name, "file": None, **extra}
+        if what != "drift" and s.has_read(key):
             raw, version = s.tile_state(key)
         else:
             raw, version = None, s.tile_version(key)
