@@ -4,8 +4,8 @@ is the workbench's, not the GPU's), over the sample world (``--tiles``, built on
 
 * ``pick``: the frame thread's part of a pick (``show_cell``: the outline, a look in the cache,
   a stat of the rules file) with and without a rules file; ms median / max.
-* ``why``: pick to the Cell panel's why (explain_cell on the workbench's thread), the first cell of
-  a tile and further cells of it; ms.
+* ``why``: pick to the Cell panel's why (explain_cell in a worker process; ``--workers 0``: on the
+  workbench's thread), the first cell of a tile and further cells of it; ms.
 * ``overlay`` / ``drift``: every tile's rules overlay image, and every tile's drift, computed in the
   worker processes (``--workers 0``: on the workbench's thread): ms a tile.
 * ``stall``: while those run, the frame's thread does a frame's worth of Python work (``--work-ms``)
@@ -160,7 +160,7 @@ def main() -> None:
                         ref = CellRef(key, tuple(int(v) for v in tk.index_xy[i]), cr)
                         t0 = time.perf_counter()
                         bench.show_cell(ref)
-                        while bench.picked_info is None:
+                        while bench.picked_info is None or "rules" not in bench.picked_info:
                             bench.before_frame(0.016)
                             time.sleep(0.0005)
                         store.append((time.perf_counter() - t0) * 1000.0)

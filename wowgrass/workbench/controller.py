@@ -421,18 +421,17 @@ class Workbench(WindowUi):
         """The session's cell info (the workbench's thread), kept for a pick of the same cell."""
         versions = (self.session.tile_version(ref.tile), self.session.tables_version)
         info = self.session.cell_info(ref)
-        later = False
         if self.rules is not None:
-            try:
-                later = self._rules_submit([ref], "explain")  # the why from a worker process, a moment later
-                if not later:
-                    info["rules"] = self.rules.explain(ref)
-            except Exception as exc:  # the rules cannot explain it: said in the panel, the pick stands
-                info["rules"] = {"error": f"{type(exc).__name__}: {exc}"}
             versions = (*versions, self.rules.key())
         if len(self._info_cache) > 256:
             self._info_cache.clear()
-        self._info_cache[ref] = (*versions, dict(info))
+        entry = self._info_cache[ref] = (*versions, dict(info))  # before a worker's why can come back
+        if self.rules is not None:
+            try:
+                if not self._rules_submit([ref], "explain"):  # the why from a worker process, a moment later
+                    info["rules"] = entry[-1]["rules"] = self.rules.explain(ref)  # or here
+            except Exception as exc:  # the rules cannot explain it: said in the panel, the pick stands
+                info["rules"] = entry[-1]["rules"] = {"error": f"{type(exc).__name__}: {exc}"}
         return info
 
     def _show_info(self, ref, info, world, light):

@@ -51,6 +51,7 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
     shm_in, shm_out = attach(in_name), attach(out_name)
     catalogs: dict = {}
     rules: dict = {}  # the rules file's version -> (plan, footprint context): rules_bench.py's jobs
+    parsed: dict = {}  # (tile, session version) -> the parsed tile: a pick's next cells reuse its evaluation
     data = None
     try:
         while True:
@@ -87,13 +88,20 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                     _k, job, key, game_path, size, big_alpha, msb_first, args = msg
                     if data is None:
                         data = spec.open()
-                    if size is not None:
-                        raw = bytes(shm_in.buf[:size])
-                    elif args.get("file"):  # the loose file the view's data reads now (one new since the
-                        raw = Path(args["file"]).read_bytes()  # worker listed the folders included)
-                    else:
-                        raw = data.read(game_path)
-                    tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
+                    mine = (tuple(key), args.get("session_version"))
+                    tile = parsed.get(mine) if mine[1] is not None else None
+                    if tile is None:
+                        if size is not None:
+                            raw = bytes(shm_in.buf[:size])
+                        elif args.get("file"):  # the loose file the view's data reads now (one new since
+                            raw = Path(args["file"]).read_bytes()  # the worker listed the folders included)
+                        else:
+                            raw = data.read(game_path)
+                        tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
+                        if mine[1] is not None:
+                            if len(parsed) >= 4:
+                                parsed.pop(next(iter(parsed)))
+                            parsed[mine] = tile
                     img, found = worker_rules(rules, data, args, msb_first, tile, key)
                     if img is not None:
                         np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
@@ -247,6 +255,7 @@ class TileWorkers:
         args = {"what": what, "rules": rules, "map": s.map_name, "file": None, **extra}
         if what != "drift" and s.has_read(key):
             raw, version = s.tile_state(key)
+            args["session_version"] = version  # these bytes, as long as the tile is at this version
         else:
             raw, version = None, s.tile_version(key)
             found = s.data.locate(adt_game_path(s.map_name, *key)) if hasattr(s.data, "locate") else None
