@@ -242,11 +242,16 @@ def _size(text):
                       "the keys); default: on where imgui-bundle is installed (pip install 'wowgrass[workbench]'). "
                       "Offscreen frames never have them."),
     click.option("--overlay", "overlays", multiple=True,
-                 type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles"]),
-                 help="Window with panels: start with this terrain overlay on (repeatable; keys 1-7)."),
+                 type=click.Choice(["sets", "unassigned", "stale", "excluded", "holes", "chunks", "tiles", "rules"]),
+                 help="Window with panels: start with this terrain overlay on (repeatable; keys 1-8)."),
     click.option("--watch", is_flag=True,
                  help="Window: reload a tile, the WDT or a ground-effect table when another program (a map editor) "
                       "saves it into the loose folder of --data (its grass too), without a restart."),
+    click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                 help="Window: the ground-effect rules file (docs/rules.md; default: wowgrass-rules.toml in the top "
+                      "loose --data folder, where it exists): the Cell panel says why a cell is as it is, overlay 8 "
+                      "colours cells by their rule, drift is marked, a stroke can be kept as a rule; with --watch "
+                      "the rules are re-applied to each tile another editor saves."),
     click.option("--audit/--no-audit", "run_audit", default=True, show_default=True,
                  help="Window with panels: audit the map in the background for the findings list."),
 )
@@ -370,6 +375,13 @@ def _workbench(w, data, look, mode):
     """The window's workbench factory for ViewOptions.workbench.ui (None: no panels), or ``error:``
     for a combination that cannot work; ``mode``: the window-or-offscreen decision (output_mode)."""
     panels, overlays, watch, run_audit, build = w.panels, w.overlays, w.watch, w.run_audit, data.build
+    rules_path = w.rules_path
+    if rules_path:  # the whole file checked before anything opens: error: FILE:LINE: [[rule]] key: why
+        from wowgrass.edit.rules import load_rules
+
+        load_rules(rules_path)
+    if rules_path and (data.procedural or not mode.window):
+        raise UsageError("--rules is for the window's workbench (game data, not --procedural; not offscreen frames)")
     if data.procedural:
         if panels or watch or overlays:
             raise UsageError("--panels, --overlay and --watch work on game data, not --procedural")
@@ -403,7 +415,7 @@ def _workbench(w, data, look, mode):
         from wowgrass.workbench.controller import open_workbench
         try:
             return open_workbench(viewer, scene, src, data, panels=with_panels, overlays=overlays, watch=watch,
-                                  audit=run_audit, build=build, log=note)
+                                  audit=run_audit, build=build, log=note, rules=rules_path)
         except WowgrassError as exc:
             if panels or watch or overlays:  # asked for: an error
                 raise

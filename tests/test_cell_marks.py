@@ -17,8 +17,9 @@ def test_the_workbench_overlays_name_the_slots_render_draws():
     assert ov.OVERLAY_BITS == {"sets": SHOW_PALETTE, "unassigned": show_mark(0), "stale": show_mark(1),
                                "excluded": show_mark(2), "holes": show_mark(3), "chunks": SHOW_CHUNK_GRID,
                                "tiles": SHOW_TILE_GRID}
-    # every overlay the panel lists has its bit
-    assert {n for n, _k, _l in ov.OVERLAYS} == set(ov.OVERLAY_BITS)
+    # every overlay the panel lists has its bit (the rules overlay is drawn as the sets' palette)
+    assert {ov.DRAWN_AS.get(n, n) for n, _k, _l in ov.OVERLAYS} == set(ov.OVERLAY_BITS)
+    assert ov.DRAWN_AS == {"rules": "sets"}
     assert len(set(ov.OVERLAY_BITS.values())) == len(ov.OVERLAY_BITS)
 
 

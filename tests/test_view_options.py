@@ -57,14 +57,14 @@ def test_the_workbench_options_follow_that_decision(monkeypatch):
     from wowgrass.render.app import OutputMode
     from types import SimpleNamespace
 
-    w = SimpleNamespace(panels=True, overlays=(), watch=False, run_audit=False)
+    w = SimpleNamespace(panels=True, overlays=(), watch=False, run_audit=False, rules_path=None)
     data = SimpleNamespace(build=None, procedural=False)
     look = SimpleNamespace(name="default")
     with pytest.raises(UsageError, match="offscreen frames have no panels"):
         view_cli._workbench(w, data, look, OutputMode(False, "a.png"))
     with pytest.raises(UsageError, match="there is no display"):
         view_cli._workbench(w, data, look, OutputMode(False, "view.png", headless=True))
-    off = SimpleNamespace(panels=None, overlays=(), watch=False, run_audit=False)
+    off = SimpleNamespace(panels=None, overlays=(), watch=False, run_audit=False, rules_path=None)
     assert view_cli._workbench(off, data, look, OutputMode(False, "view.png", headless=True)) is None
     with pytest.raises(UsageError, match="not --procedural"):
         view_cli._workbench(w, SimpleNamespace(build=None, procedural=True), look, OutputMode(True, None))

@@ -170,8 +170,14 @@ class SceneBridge:
     def show(self, overlays: dict, picked, brush) -> None:
         """The overlays shown ({name: on}), the picked cell's outline (a CellRef or None) and the
         brush circle ((x, y, radius) or None)."""
+        from .overlays import DRAWN_AS
+
         cells = self.scene.terrain.cells
-        cells.mask = sum(OVERLAY_BITS[n] for n, on in overlays.items() if on)
+        mask = 0
+        for n, on in overlays.items():
+            if on:
+                mask |= OVERLAY_BITS[DRAWN_AS.get(n, n)]
+        cells.mask = mask
         if picked is not None:
             x, y = cell_corner(picked)
             cells.pick = (x, y, UNIT_SIZE, 1.0)
@@ -179,6 +185,10 @@ class SceneBridge:
             cells.pick = (0.0, 0.0, 0.0, 0.0)
         cells.brush = (float(brush[0]), float(brush[1]), float(brush[2]), 1.0) if brush is not None else \
             (0.0, 0.0, 0.0, 0.0)
+
+    def set_palette(self, colours) -> None:
+        """The cell palette (20 RGB, 0..1): the effect sets' or the rules overlay's."""
+        self.scene.terrain.cells.look(palette=tuple(colours))
 
     def set_cells(self, key, img) -> None:
         """A tile's cell marks: (128, 128, 4) u1 (overlays.py's layout)."""

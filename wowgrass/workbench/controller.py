@@ -32,6 +32,7 @@ from .bridge import SceneBridge, WindowUi, tile_grass
 from .findings import Finding
 from .geometry import cell_corner, chunk_centre
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
+from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 
 __all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
@@ -51,7 +52,7 @@ class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
 
-    ORDER = {None: -1, "info": 0, "reload": 0, "read": 2, "overlay": 2, "audit": 3}
+    ORDER = {None: -1, "info": 0, "reload": 0, "call": 1, "read": 2, "overlay": 2, "audit": 3}
 
     def __init__(self):
         self._q: queue.PriorityQueue = queue.PriorityQueue()
@@ -71,7 +72,7 @@ class Workbench(WindowUi):
     """The window's workbench (the window's ``ui``): see the module docstring."""
 
     def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True,
-                 workers: int | None = None):
+                 workers: int | None = None, rules=None):
         from .disk import SessionFiles
 
         self.session, self.scene = session, scene
@@ -108,6 +109,7 @@ class Workbench(WindowUi):
         self._info_cache: dict = {}  # CellRef -> (tile version, tables version, info): a pick shows it at once
         self._overlay_fresh: set = set()  # tiles whose overlay data is current
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
+        self._rules_queued: set = set()  # tiles with a rules overlay job waiting
         self._reading: set = set()  # tiles the session is asked to read ahead of a brush
         self._audit = audit
         self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
@@ -126,11 +128,22 @@ class Workbench(WindowUi):
         self.shot_prefix = "wowgrass-shot"
         self.save_dir = "workbench-out"  # Ctrl+S and the Save panel's folder (an overlay folder)
         self.patch_path = "patch-wowgrass.MPQ"
+        # the rules file (rules_bench.py): the Cell panel's why, the rules overlay, drift, the watch's re-apply
+        self.rules = None if rules is None else RulesView(session, rules, watch=bool(watch),
+                                                          on_line=lambda s: self.later(lambda: self.say(s)))
         session.subscribe(self._session_changed)
         self.files.subscribe(self._files_reloaded)
         self.bridge.on_resident(self.tile_resident)
         self._worker = threading.Thread(target=self._work, name="wowgrass-workbench", daemon=True)
         self._worker.start()
+
+    def later(self, fn) -> None:
+        """Run ``fn`` on the frame's thread, before the next frame."""
+        self._main.put(fn)
+
+    def in_background(self, fn) -> None:
+        """Run ``fn`` on the workbench's thread (never on the frame's); what it raises is said."""
+        self._jobs.put(("call", fn))
 
     @property
     def edits_applied(self) -> list:
@@ -164,6 +177,8 @@ class Workbench(WindowUi):
             self._main.put(lambda: self._overlay_mapped(job, *payload))
         elif kind == "audit":
             self._audit_done(payload)
+        elif kind == "rules":
+            self._main.put(lambda: self._rules_result(job, *payload))
         else:
             self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
 
@@ -176,6 +191,9 @@ class Workbench(WindowUi):
             self.ui = Panels(self, viewer.target)
         if self._audit:
             self._jobs.put(("audit", None))
+        if self.rules is not None:  # the tiles resident already: their drift from the rules
+            resident = self.bridge.resident_tiles()
+            self.in_background(lambda: self._check_drift(resident))
         if self._watch_roots:
             from .watch import FileWatcher
 
@@ -252,7 +270,7 @@ class Workbench(WindowUi):
         if key == g.KEY_F12:
             return self.screenshot
         for name, k, _l in OVERLAYS:
-            if key == getattr(g, f"KEY_{k}"):
+            if key == getattr(g, f"KEY_{k}", None):
                 return lambda n=name: self.toggle_overlay(n)
         for k, name in tool_keys().items():
             if key == getattr(g, f"KEY_{k}", None):
@@ -335,6 +353,11 @@ class Workbench(WindowUi):
 
     def begin_stroke(self):
         """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke)."""
+        try:
+            TOOLS[self.tools.tool].begin(self, self.tools)
+        except ToolRefused as exc:
+            self.say(str(exc))
+            return
         self.painting = True
         self._last_dab = None
         self._stroke = self.session.stroke(f"{self.tools.tool} stroke r={self.tools.radius:g}")
@@ -347,6 +370,7 @@ class Workbench(WindowUi):
         stroke, self._stroke = self._stroke, None
         if stroke is not None:
             stroke.__exit__(None, None, None)
+            TOOLS[self.tools.tool].end(self, self.tools)
 
     # -- picking --
     def ground_at(self, x: float, y: float):
@@ -373,14 +397,23 @@ class Workbench(WindowUi):
         p = self.ground_at(x, y)
         ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
         self.pick_ms = (_time.perf_counter() - t0) * 1000.0
+        return self.show_cell(ref, p)
+
+    def show_cell(self, ref, p=None):
+        """Show ``ref`` (a CellRef, None: nothing) as picked at world point ``p``: its outline at
+        once, its details (the rules' why too) from the workbench's thread."""
         self.picked = ref
         self.picked_info = None
         self.ui_version += 1
         if ref is not None:
-            world, light = [float(v) for v in p], self.light_at(p)
+            world = [float(v) for v in p] if p is not None else None
+            light = self.light_at(p) if p is not None and self.viewer is not None else None
             hit = self._info_cache.get(ref)
-            if hit is not None and hit[:2] == (self.session.tile_version(ref.tile), self.session.tables_version):
-                self._show_info(ref, dict(hit[2]), world, light)
+            now = (self.session.tile_version(ref.tile), self.session.tables_version)
+            if self.rules is not None:
+                now = (*now, self.rules.key())  # the file as it is now (a stat, once a pick)
+            if hit is not None and hit[:-1] == now:
+                self._show_info(ref, dict(hit[-1]), world, light)
             else:
                 self._jobs.put(("info", (ref, world, light)))
         self._sync_terrain()
@@ -390,15 +423,28 @@ class Workbench(WindowUi):
         """The session's cell info (the workbench's thread), kept for a pick of the same cell."""
         versions = (self.session.tile_version(ref.tile), self.session.tables_version)
         info = self.session.cell_info(ref)
+        if self.rules is not None:
+            versions = (*versions, self.rules.key())
         if len(self._info_cache) > 256:
             self._info_cache.clear()
-        self._info_cache[ref] = (*versions, dict(info))
+        entry = self._info_cache[ref] = (*versions, dict(info))  # before a worker's why can come back
+        if self.rules is not None:
+            try:
+                if not self._rules_submit([ref], "explain"):  # the why from a worker process, a moment later
+                    info["rules"] = entry[-1]["rules"] = self.rules.explain(ref)  # or here
+            except Exception as exc:  # the rules cannot explain it: said in the panel, the pick stands
+                info["rules"] = entry[-1]["rules"] = {"error": f"{type(exc).__name__}: {exc}"}
         return info
 
     def _show_info(self, ref, info, world, light):
         if self.picked != ref:  # picked elsewhere meanwhile
             return
-        info["world"], info["light"] = world, light
+        hit = self._info_cache.get(ref)
+        if "rules" not in info and hit is not None and "rules" in hit[-1]:  # the worker's why came first
+            info["rules"] = hit[-1]["rules"]
+        if world is not None:
+            info["world"] = world
+        info["light"] = light
         self.picked_info = info
         self.ui_version += 1
 
@@ -530,10 +576,13 @@ class Workbench(WindowUi):
                 from pathlib import Path
 
                 Path(out_dir).mkdir(parents=True, exist_ok=True)
+            saved_tiles = list(self.session.changed_tiles)
             res = self.files.save(out_dir, in_place=in_place)
         except Exception as exc:  # a file changed on disk, a folder not writable: said, not raised
             self.say(f"save failed: {exc}")
             return None
+        if self.rules is not None and saved_tiles:  # the files on disk changed: their drift again
+            self.in_background(lambda: self._check_drift(saved_tiles))
         self.say(f"saved {len(res.get('files', res.get('written', [])) or [])} file(s)"
                  + (f" to {out_dir}" if out_dir else " in place" if in_place else ""))
         return res
@@ -588,6 +637,10 @@ class Workbench(WindowUi):
     def toggle_overlay(self, name: str, on: bool | None = None):
         self.ui_version += 1
         self.overlays[name] = (not self.overlays[name]) if on is None else bool(on)
+        if name in ("rules", "sets") and self.overlays[name]:  # both colour the cells from one palette
+            self.overlays["sets" if name == "rules" else "rules"] = False
+        if name in ("rules", "sets"):
+            self._rules_shown(self.overlays["rules"])
         self._sync_terrain()
         self._overlays_stale([])  # the first overlay on: the resident tiles' data, where not current
 
@@ -615,6 +668,10 @@ class Workbench(WindowUi):
         self._overlays_stale([key])
         self._read_ahead([key])
         entry = self._pending_reload.pop(key, None)
+        if self.rules is not None:
+            self._rules_stale([key])
+            if entry is not None or key not in self.rules.drifts:  # new bytes on disk: their drift
+                self.in_background(lambda k=key: self._check_drift([k]))
         if entry is not None:
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
             entry.setdefault("grass_after", {})[key] = self.bridge.grass_count(key)
@@ -622,6 +679,8 @@ class Workbench(WindowUi):
 
     def _overlay_ready(self, key, img):
         self.overlays_shown += 1
+        if self.rules is not None:  # the rules overlay's colours over the regular flags
+            img = self.rules.compose(key, img, shown=self.overlays["rules"])
         self.bridge.set_cells(key, img)
         if key not in self._overlay_queued:  # no newer request on the way
             self._overlay_fresh.add(key)
@@ -648,7 +707,130 @@ class Workbench(WindowUi):
 
     # -- watching another editor --
     def _files_changed(self, paths):
-        self._jobs.put(("reload", (set(paths), _time.perf_counter())))
+        t0 = _time.perf_counter()
+        if self.rules is not None:  # the watcher's thread: the rules put each saved tile right first
+            from pathlib import Path
+
+            if self.rules.path.resolve() in {Path(p).resolve() for p in paths}:
+                self.in_background(self.rules_changed)
+            try:
+                own = self.rules.reloaded_already(self.rules.saved(paths))
+            except Exception as exc:  # the reload goes on; the panel says what failed
+                self.later(lambda e=exc: self.say(f"rules on save failed: {type(e).__name__}: {e}"))
+                own = set()
+            # the rules' own write of a save was reloaded with that save already: not again
+            paths = [p for p in paths if Path(p).resolve() not in own]
+            if not paths:
+                return
+        self._jobs.put(("reload", (set(paths), t0)))
+
+    # -- the rules (rules_bench.py): the rules overlay, drift; all computed on the workbench's thread --
+    def _rules_shown(self, on: bool) -> None:
+        """The rules overlay on or off: the palette, and every tile's image as it now shows."""
+        from .rules_bench import rule_palette
+
+        if on and self.rules is None:
+            self.overlays["rules"] = False
+            self.say("the rules overlay: the view has no rules file (view --rules FILE)")
+            return
+        self.bridge.set_palette(rule_palette() if on else self.colours.shader_colours())
+        if self.rules is None:
+            return
+        for key in self.rules.known_tiles():
+            img = self.rules.compose(key, shown=on)
+            if img is not None:
+                self.bridge.set_cells(key, img)
+        if on:
+            self._rules_stale(self.bridge.resident_tiles())
+
+    def _rules_stale(self, keys) -> None:
+        """The rules overlay of ``keys`` computed again (while it is shown)."""
+        if self.rules is None or not self.overlays["rules"]:
+            return
+        for key in keys:
+            if key not in self._rules_queued:
+                self._rules_queued.add(key)
+                self.in_background(lambda k=key: self._rules_image(k))
+
+    def _rules_submit(self, keys, what: str) -> bool:
+        """Hand ``keys``' rules jobs (``what``: "governing" or "drift" of tiles, "explain" of a
+        picked CellRef) to the worker processes (the workbench's thread); False where there are
+        none (computed on this thread then)."""
+        if self.rules.current() is None:
+            return True  # no valid rules: nothing to compute
+        pool = self._pool()
+        if pool is None:
+            return False
+        try:
+            for key in keys:
+                if what == "explain":  # key: the picked CellRef
+                    pool.submit_rules(key.tile, what, self.rules.spec(), ref=key,
+                                      mcnk=self.session.chunk_index(key), cell=tuple(key.cell))
+                else:
+                    pool.submit_rules(key, what, self.rules.spec())
+        except (OSError, RuntimeError):  # no processes here: this thread then (the overlays say so)
+            self._n_workers = 0
+            return False
+        return True
+
+    def _rules_result(self, job, what, img, found) -> None:
+        """A worker's rules result (the frame's thread): a drift kept, an image put in place;
+        dropped where the rules, the tile or the tables changed since (a newer job follows)."""
+        version = job.args["rules"][0]
+        if what == "drift":
+            self.rules.put_drift(job.key, found, version)
+            self._touch()
+            return
+        if what == "explain":  # the picked cell's why: into its cached info and the panel
+            ref = job.args["ref"]
+            if version != self.rules.version or job.version[0] != self.session.tile_version(ref.tile):
+                return  # the rules or the tile changed since: a newer pick asks again
+            hit = self._info_cache.get(ref)
+            if hit is not None:
+                hit[-1]["rules"] = found
+            if self.picked == ref and self.picked_info is not None:
+                self.picked_info["rules"] = found
+                self._touch()
+            return
+        if img is None or version != self.rules.version or \
+                job.version != (self.session.tile_version(job.key), self.session.tables_version):
+            return
+        self.bridge.set_cells(job.key, self.rules.compose(job.key, rules=img, shown=self.overlays["rules"]))
+
+    def _rules_image(self, key) -> None:
+        self._rules_queued.discard(key)
+        if self._rules_submit([key], "governing"):
+            return
+        made = (self.session.tile_version(key), self.session.tables_version)
+        img = self.rules.governing_image(key)
+        rv = self.rules.version
+
+        def on_main():
+            if img is None or made != (self.session.tile_version(key), self.session.tables_version) \
+                    or rv != self.rules.version:  # changed since: a newer one is on its way
+                return
+            self.bridge.set_cells(key, self.rules.compose(key, rules=img, shown=self.overlays["rules"]))
+
+        self.later(on_main)
+
+    def _check_drift(self, keys) -> None:
+        if self._rules_submit(keys, "drift"):
+            return
+        self.rules.check_drift(keys)
+        self.later(self._touch)
+
+    def _touch(self) -> None:
+        self.ui_version += 1
+
+    def rules_changed(self) -> None:
+        """The rules file changed (a kept stroke, another program): read again, every resident
+        tile's rules overlay and drift again, the picked cell's why again (the workbench's thread)."""
+        if self.rules is None:
+            return
+        self.rules.current()
+        resident = self.bridge.resident_tiles()
+        self.later(lambda: (self._rules_stale(resident), self._refresh_pick(), self._touch()))
+        self._check_drift(resident)
 
     def _files_reloaded(self, change, paths):
         """The disk side's subscriber: files another program saved were read again (the
@@ -714,6 +896,8 @@ class Workbench(WindowUi):
                     ref, world, light = arg
                     info = self._cell_info(ref)
                     self._main.put(lambda r=ref, i=info, w=world, li=light: self._show_info(r, i, w, li))
+                elif kind == "call":
+                    arg()
                 elif kind == "audit":
                     self._run_audit()
                 elif kind == "read":
@@ -770,6 +954,21 @@ class Workbench(WindowUi):
 
     def report(self) -> dict:
         """What the session did, for ``view --json`` (``workbench``)."""
+        out = self._report()
+        if self.picked is not None and self.picked_info is not None:
+            from .panels import pick_lines
+
+            out["picked_lines"] = pick_lines(self.picked, self.picked_info, self.pick_ms)  # the Cell panel's text
+        r = self.rules
+        if r is not None:
+            out["rules"] = {"path": str(r.path), "error": r.error, "watching": r.watching,
+                            "rules": [] if r.plan is None else [x.label for x in r.plan.rules.rules],
+                            "drifted": [{"tile": list(k), "cell_count": n} for k, n in r.drifted()],
+                            "checked_tiles": [list(k) for k in sorted(r.drifts)],
+                            "saves": [x.to_json() for x in r.saves], "watch_lines": list(r.watch_lines)}
+        return out
+
+    def _report(self) -> dict:
         s = self.session
         return {"panels": self.ui is not None or self._want_panels, "edit_count": len(s.history),
                 "history": list(s.history), "changed_tiles": [list(k) for k in s.changed_tiles],
@@ -819,9 +1018,14 @@ def add_table_files(data, dbc_dir) -> None:
 
 
 def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
-                   audit: bool = True, build=None, log=None, workers: int | None = None) -> Workbench:
+                   audit: bool = True, build=None, log=None, workers: int | None = None,
+                   rules=None) -> Workbench:
     """The workbench over the view's map (``view`` builds it for its window): an EditSession with
-    the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders."""
+    the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders. ``rules``:
+    the rules file (``view --rules``); None: ``wowgrass-rules.toml`` in the project folder (the top
+    loose folder of the data), used where it exists or a kept stroke makes it."""
+    from pathlib import Path
+
     from wowgrass.errors import UsageError
 
     from .session import EditSession
@@ -836,7 +1040,16 @@ def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=()
             raise UsageError("--watch follows loose folders: --data is an MPQ chain with none laid over it")
         if log:
             log("watching " + ", ".join(str(r) for r in roots))
-    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels, workers=workers)
+    if rules is None:
+        from .rules_bench import default_rules_file
+
+        rules = default_rules_file(data)
+    elif not Path(rules).is_file():
+        raise UsageError(f"--rules {rules}: no such file")
+    if rules is not None and log and Path(rules).is_file():
+        log(f"rules: {rules}" + (" (re-applied to each tile saved)" if watch else ""))
+    bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels, workers=workers,
+                      rules=rules)
     for name in overlays:
         bench.toggle_overlay(name, True)
     return bench

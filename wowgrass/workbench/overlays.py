@@ -27,7 +27,9 @@ OVERLAYS = (  # (name, key, label): the checkboxes and their keys, in the panel'
     ("holes", "5", "holes"),
     ("chunks", "6", "chunk grid"),
     ("tiles", "7", "tile grid"),
+    ("rules", "8", "rule governing each cell"),
 )
+DRAWN_AS = {"rules": "sets"}  # the rules overlay colours the cells by the palette, as the sets do (rules_bench.py)
 
 # the mark slots, in slot order: each overlay's look on the terrain
 MARKS = (

@@ -12,6 +12,7 @@ import ctypes
 import time as _time
 
 from .overlays import OVERLAYS
+from .rules_bench import rule_lines, rules_panel
 from .tools import TOOLS, tool_choices, tools_help
 
 _KEYS_BEFORE = (
@@ -23,7 +24,8 @@ _KEYS_BEFORE = (
     ("Left click", "pick the cell (pick tool) / paint (a brush tool)"),
 )
 _KEYS_AFTER = (
-    ("1 .. 7", "overlays: effect sets, no effect id, stale mapping, excluded, holes, chunk grid, tile grid"),
+    ("1 .. 8", "overlays: effect sets, no effect id, stale mapping, excluded, holes, chunk grid, tile grid, "
+               "the rule governing each cell"),
     ("Ctrl+Z / Ctrl+Y (Ctrl+Shift+Z)", "undo / redo"),
     ("Ctrl+S", "save the changed files (to the folder in the Save panel)"),
     ("[ ]", "the hour, an hour back / on (with --clock)"),
@@ -140,6 +142,8 @@ class Panels:
             self._pick()
             self._findings()
             self._changes()
+            if self.bench.rules is not None:
+                rules_panel(self, self.bench.rules)
             if self.bench.help:
                 self._help()
             imgui.render()
@@ -186,6 +190,17 @@ class Panels:
                     imgui.text(f"{eid:<6d}")
                     if i % 3 != 2:
                         imgui.same_line()
+            if b.overlays.get("rules") and b.rules is not None:
+                imgui.separator()
+                imgui.text("rules (the one governing each cell)")
+                legend = b.rules.legend()
+                for label, rgb in legend[:8]:  # the panel stays clear of the Tools panel below it
+                    imgui.color_button(f"##rule{label}", imgui.ImVec4(rgb[0] / 255, rgb[1] / 255, rgb[2] / 255, 1.0),
+                                       0, imgui.ImVec2(12, 12))
+                    imgui.same_line()
+                    imgui.text(label)
+                if len(legend) > 8:
+                    imgui.text(f"... {len(legend) - 8} more (colours repeat after 20)")
         imgui.end()
 
     def _tools(self):
@@ -346,6 +361,11 @@ def pick_lines(ref, info: dict, pick_ms) -> list[str]:
     out = [f"tile {ref.tile[0]},{ref.tile[1]}  chunk {ref.chunk[0]},{ref.chunk[1]}  cell {ref.cell[0]},{ref.cell[1]}"]
     if "world" in info:
         out.append("at X {:.1f} Y {:.1f} Z {:.1f}".format(*info["world"]) + (f"  (pick {pick_ms:.2f} ms)" if pick_ms else ""))
+    rules = info.get("rules")
+    if rules is not None and rules.get("error"):
+        out.append(f"rules: {rules['error']}")
+    else:
+        out += rule_lines(rules)
     for layer in info.get("layers", []):
         out.append(f"layer {layer['index']}: {short(layer['texture'])}  effect {layer['effect_id']}  "
                    f"alpha {layer.get('alpha_mean', 0):.0f}")

@@ -70,6 +70,12 @@ class Tool:
         """The library call of a dab at world ``at`` = (x, y): a Change (None: nothing to do)."""
         return None
 
+    def begin(self, bench, state: ToolState) -> None:
+        """A brush stroke begins (``bench``: the window's Workbench); ToolRefused: no stroke."""
+
+    def end(self, bench, state: ToolState) -> None:
+        """A brush stroke ended (its dabs are one undo step already)."""
+
     def widgets(self, ui, state: ToolState) -> None:
         """The Tools panel's settings of this tool (``ui``: the Panels, ``ui.imgui`` the module)."""
         _, state.radius = ui.imgui.slider_float("radius", state.radius, 0.5, 100.0)

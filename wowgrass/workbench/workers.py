@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
 
     shm_in, shm_out = attach(in_name), attach(out_name)
     catalogs: dict = {}
+    rules: dict = {}  # the rules file's version -> (plan, footprint context): rules_bench.py's jobs
+    parsed: dict = {}  # (tile, session version) -> the parsed tile: a pick's next cells reuse its evaluation
     data = None
     try:
         while True:
@@ -79,6 +82,30 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                     img = cell_overlay(tile, key, cat, colours, set(grass) | mine)
                     np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
                     conn.send(("overlay", job, (list(colours.index), mine)))
+                elif kind == "rules":  # a tile's rules overlay image or its drift (rules_bench.py)
+                    from .rules_bench import worker_rules
+
+                    _k, job, key, game_path, size, big_alpha, msb_first, args = msg
+                    if data is None:
+                        data = spec.open()
+                    mine = (tuple(key), args.get("session_version"))
+                    tile = parsed.get(mine) if mine[1] is not None else None
+                    if tile is None:
+                        if size is not None:
+                            raw = bytes(shm_in.buf[:size])
+                        elif args.get("file"):  # the loose file the view's data reads now (one new since
+                            raw = Path(args["file"]).read_bytes()  # the worker listed the folders included)
+                        else:
+                            raw = data.read(game_path)
+                        tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
+                        if mine[1] is not None:
+                            if len(parsed) >= 4:
+                                parsed.pop(next(iter(parsed)))
+                            parsed[mine] = tile
+                    img, found = worker_rules(rules, data, args, msb_first, tile, key)
+                    if img is not None:
+                        np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
+                    conn.send(("rules", job, (args["what"], img is not None, found)))
                 elif kind == "audit":
                     from .findings import audit_findings
 
@@ -217,6 +244,25 @@ class TileWorkers:
         job = Job("overlay", key, (version, s.tables_version), raw, args={"grass": sorted(grass_textures)})
         return self._submit(job)
 
+    def submit_rules(self, key, what: str, rules, **extra) -> Job:
+        """Tile ``key``'s rules overlay image (``what`` "governing": the tile as the session holds
+        it), its drift ("drift": the tile as its file on disk holds it) or a cell's why ("explain",
+        with ``mcnk`` and ``cell``: as the session holds it), under ``rules`` (``RulesView.spec()``:
+        version, path, text)."""
+        from wowgrass.game.maps import adt_game_path
+
+        s = self.session
+        args = {"what": what, "rules": rules, "map": s.map_name, "file": None, **extra}
+        if what != "drift" and s.has_read(key):
+            raw, version = s.tile_state(key)
+            args["session_version"] = version  # these bytes, as long as the tile is at this version
+        else:
+            raw, version = None, s.tile_version(key)
+            found = s.data.locate(adt_game_path(s.map_name, *key)) if hasattr(s.data, "locate") else None
+            if found is not None and found[1] is None:
+                args["file"] = str(found[0])
+        return self._submit(Job("rules", key, (version, s.tables_version), raw, args=args))
+
     def submit_audit(self) -> Job:
         return self._submit(Job("audit"))
 
@@ -271,6 +317,10 @@ class TileWorkers:
                         size = w.send_input(job.raw) if job.raw is not None else None
                         w.conn.send(("overlay", job.id, job.key, adt_game_path(s.map_name, *job.key), size,
                                      s.big_alpha, s.msb_first, tv, job.args["grass"]))
+                    elif job.kind == "rules":
+                        size = w.send_input(job.raw) if job.raw is not None else None
+                        w.conn.send(("rules", job.id, job.key, adt_game_path(s.map_name, *job.key), size, s.big_alpha,
+                                     s.msb_first, job.args))
                     else:
                         w.conn.send((job.kind, job.id, s.map_name) if job.kind == "audit" else (job.kind, job.id))
                     w.job = job
@@ -317,6 +367,9 @@ class TileWorkers:
             self.on_result("overlay", job, (w.image(), ids, mine))
         elif kind == "audit":
             self.on_result("audit", job, payload)
+        elif kind == "rules":
+            what, has_image, found = payload
+            self.on_result("rules", job, (what, w.image() if has_image else None, found))
         else:
             self.on_result("error", job, payload)
 
