@@ -9,7 +9,6 @@ elsewhere they are skipped with the reason.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_tool
 from xvfb import private_xvfb, x_env
 
 pytestmark = pytest.mark.window
@@ -51,11 +51,7 @@ RULE_TOOL = (27, 458)  # the Tools panel's fifth choice, "exclusion kept as a ru
 
 
 def _need(what: str, ok: bool, how: str):
-    if ok:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is missing under CI ({how})")
-    pytest.skip(f"{what} is not installed ({how})")
+    require_tool(what, f"not installed ({how})", found=ok)
 
 
 @pytest.fixture(scope="module")
