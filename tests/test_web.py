@@ -462,7 +462,9 @@ def test_offline_the_page_says_to_export_with_three(tmp_path, browser):
             b.send("Network.enable")
             b.send("Network.setBlockedURLs", urls=["*cdn.jsdelivr.net*"])
             b.navigate(srv.url + "index.html")
-            b.wait_for("window.wowgrass && window.wowgrass.errors.some(e => e.endsWith('wowgrass-web.js'))", 60)
+            # the page's script and the CDN's preloads fail in either order: wait for both
+            b.wait_for("window.wowgrass && window.wowgrass.offline && "
+                       "window.wowgrass.errors.some(e => e.endsWith('wowgrass-web.js'))", 60)
             status = b.evaluate("document.getElementById('status').textContent")
             assert status.startswith("no network: export again with --three DIR") and W.THREE_CDN in status
             assert "wowgrass-web.js" not in status and status.count("could not load") == 1
