@@ -94,6 +94,9 @@ def prepare(name: str, spec: dict) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     for entry in ("wowgrass", "cli", "tests", "docs", "benchmarks"):
         link = work / entry
+        # a folder copied from another checkout (or another machine) points elsewhere: point it here
+        if link.is_symlink() and link.resolve() != (ROOT / entry).resolve():
+            link.unlink()
         if not link.exists():
             link.symlink_to(ROOT / entry)
     tests = [t for t in spec["tests"] if (ROOT / t).exists()]
