@@ -170,7 +170,9 @@ def main(argv=None) -> int:
             print(f"{n}: {MODULES[n]['file']} ({', '.join(MODULES[n].get('functions') or ['all'])})")
             print(f"    tests: {' '.join(MODULES[n]['tests'])}")
         return 0
+    # the venv's script, else the module (a --target install has no script beside the interpreter)
     mutmut = Path(sys.executable).with_name("mutmut")
+    mutmut_cmd = [str(mutmut)] if mutmut.exists() else [sys.executable, "-m", "mutmut"]
     figures = {}
     for n in names:
         spec = MODULES[n]
@@ -189,7 +191,7 @@ def main(argv=None) -> int:
                     continue
                 # mutmut keeps the tests it found for each function: new tests need new stats
                 (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
-            cmd = [str(mutmut), "run", "--max-children", str(args.jobs), *names]
+            cmd = [*mutmut_cmd, "run", "--max-children", str(args.jobs), *names]
             env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
             proc = subprocess.Popen(cmd, cwd=work, env=env, start_new_session=True)
             try:
