@@ -9,14 +9,14 @@ set -u
 MINUTES=${MINUTES:-8}
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl-mut/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
-[ -e wowgrass/cli ] || ln -s ../cli wowgrass/cli
+rm -f wowgrass/cli; cp -r cli wowgrass/cli   # a real folder: mutmut copies files, not links
 nproc
 [ -f .mutstate/mutate-state.tar.gz ] && tar -xzf .mutstate/mutate-state.tar.gz
 # a warm sample world before the modules fork (each would build its own)
 python3 -c "from wowgrass.grass.bake import default_data; default_data()" || exit 1
 extra=""; [ "${SURVIVORS:-0}" = 1 ] && extra="--survivors"
 # cores by size of module (mutants x the tests' time)
-for mj in ${JOBS:-light:4 placement:3 session:3 adt_edit:2 fileio:2 masks:1 capacity:1}; do
+for mj in ${JOBS:-light:4 placement:3 session:3 adt_edit:2 fileio:1 masks:1 capacity:1 history:1}; do
     m=${mj%%:*}; j=${mj##*:}
     python3 benchmarks/mutate.py $extra --jobs "$j" --minutes "$MINUTES" "$m" > "/tmp/mutate-$m.log" 2>&1 &
 done
