@@ -11,6 +11,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
 rm -f wowgrass/cli; cp -r cli wowgrass/cli   # a real folder: mutmut copies files, not links
 nproc
+rm -rf build/mutate
 [ -f .mutstate/mutate-state.tar.gz ] && tar -xzf .mutstate/mutate-state.tar.gz
 # a warm sample world before the modules fork (each would build its own)
 python3 -c "from wowgrass.grass.bake import default_data; default_data()" || exit 1
