@@ -9,7 +9,7 @@ set -u
 MINUTES=${MINUTES:-8}
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl-mut/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
-rm -f wowgrass/cli; cp -r cli wowgrass/cli   # a real folder: mutmut copies files, not links
+rm -rf wowgrass/cli; cp -r cli wowgrass/cli   # a real folder: mutmut copies files, not links
 nproc
 rm -rf build/mutate
 [ -f .mutstate/mutate-state.tar.gz ] && tar -xzf .mutstate/mutate-state.tar.gz
