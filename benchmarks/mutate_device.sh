@@ -19,7 +19,8 @@ extra=""; [ "${SURVIVORS:-0}" = 1 ] && extra="--survivors"
 # cores by size of module (mutants x the tests' time)
 for mj in ${JOBS:-light:4 placement:3 session:3 adt_edit:2 fileio:1 masks:1 capacity:1 history:1}; do
     m=${mj%%:*}; j=${mj##*:}
-    python3 benchmarks/mutate.py $extra --jobs "$j" --minutes "$MINUTES" "$m" > "/tmp/mutate-$m.log" 2>&1 &
+    # a temporary folder each: pytest prunes the older numbered folders of others in a shared one
+    mkdir -p "/tmp/mut-$m"; TMPDIR="/tmp/mut-$m" python3 benchmarks/mutate.py $extra --jobs "$j" --minutes "$MINUTES" "$m" > "/tmp/mutate-$m.log" 2>&1 &
 done
 wait
 for f in /tmp/mutate-*.log; do echo "== $f"; tail -40 "$f"; done > "$OUT/mutate-logs.txt"
