@@ -147,18 +147,68 @@ def results(work: Path, globs: list[str]) -> dict:
             "counts": counts, "survivors": sorted(survivors), "timeouts": sorted(timeouts)}
 
 
+def forget(work: Path, globs: list[str]) -> int:
+    """Mark the module's survivors and timeouts untried in mutmut's meta files; how many."""
+    import fnmatch
+
+    from mutmut.stats import status_by_exit_code
+
+    count = 0
+    for meta in (work / "mutants").rglob("*.py.meta"):
+        data = json.loads(meta.read_text("utf-8"))
+        codes = data.get("exit_code_by_key", {})
+        for key, code in codes.items():
+            if code is not None and any(fnmatch.fnmatchcase(key, g) for g in globs) and \
+                    status_by_exit_code[code] in ("survived", "no tests", "timeout"):
+                codes[key] = None
+                count += 1
+        meta.write_text(json.dumps(data, indent=4), "utf-8")
+    return count
+
+
+def survivor_diffs(mutated: Path, names: list[str]) -> str:
+    """The survivors as diffs of each mutant's function against the original, read from the mutated
+    file mutmut wrote (one function per mutant, beside ``..._mutmut_orig``)."""
+    import ast
+    import difflib
+
+    if not mutated.exists():
+        return ""
+    source = mutated.read_text("utf-8")
+    lines = source.splitlines()
+    funcs = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in node.name:
+            funcs[node.name] = lines[node.lineno - 1 - len(node.decorator_list):node.end_lineno]
+    out = []
+    for key in names:
+        fname = key.rsplit(".", 1)[-1]
+        orig = funcs.get(fname.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
+        mutant = funcs.get(fname)
+        if orig is None or mutant is None:
+            out.append(f"# {key}: not in {mutated.name}\n")
+            continue
+        body = [ln.replace("__mutmut_orig", "") for ln in orig]
+        changed = [ln.replace(fname.rsplit("__mutmut_", 1)[1].join(("__mutmut_", "")), "") for ln in mutant]
+        out.append(f"# {key}\n" + "".join(difflib.unified_diff([ln + "\n" for ln in body], [ln + "\n" for ln in changed],
+                                                                "original", "mutant", n=1)))
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("modules", nargs="*", help=f"some of: {', '.join(MODULES)} (default: all)")
     ap.add_argument("--list", action="store_true", help="print the modules, files and tests, and stop")
     ap.add_argument("--jobs", type=int, default=2, help="mutants tried at once (default 2)")
     ap.add_argument("--survivors", action="store_true",
-                    help="try again only the survivors and timeouts of the last run (after adding tests)")
+                    help="try the survivors and timeouts of the last run again (after adding tests), with the mutants not tried yet")
     ap.add_argument("--minutes", type=float, default=None,
                     help="stop each module's run after this long and report what it reached (mutmut keeps "
                          "the results: the next run goes on from there)")
     ap.add_argument("--report", action="store_true", help="print the figures of earlier runs only")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--diffs", type=Path, metavar="DIR",
+                    help="with --report: write each module's survivors as diffs to DIR/<module>.diff")
     args = ap.parse_args(argv)
     names = args.modules or list(MODULES)
     unknown = [n for n in names if n not in MODULES]
@@ -182,13 +232,10 @@ def main(argv=None) -> int:
             print(f"== {n}: {spec['file']}", flush=True)
             # names only where part of a file is mutated (a named mutant is always tried again)
             names = globs if spec.get("functions") else []
-            if args.survivors:
-                if (work / "mutants").exists():
-                    last = results(work, globs)
-                    names = last["survivors"] + last["timeouts"]
-                if not names:
-                    figures[n] = results(work, globs)
-                    continue
+            if args.survivors and (work / "mutants").exists():
+                # the survivors and timeouts marked untried, so the run tries them with the mutants
+                # not tried yet (mutmut keeps the others' results while their function is unchanged)
+                forget(work, globs)
                 # mutmut keeps the tests it found for each function: new tests need new stats
                 (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
             cmd = [*mutmut_cmd, "run", "--max-children", str(args.jobs), *names]
@@ -217,6 +264,11 @@ def main(argv=None) -> int:
             print(f"    survived: {s}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1), "utf-8")
+    if args.diffs:
+        args.diffs.mkdir(parents=True, exist_ok=True)
+        for n, f in figures.items():
+            text = survivor_diffs(WORK / n / "mutants" / MODULES[n]["file"], f["survivors"])
+            (args.diffs / f"{n}.diff").write_text(text, "utf-8")
     return 0
 
 
