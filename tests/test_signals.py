@@ -201,3 +201,22 @@ def test_a_signal_pending_when_the_handler_is_installed_is_the_programs():
             "print('went on')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (p.returncode, p.stderr, p.stdout) == (130, "interrupted\n", "")
+
+
+@pytest.mark.parametrize("when", ["as the command returns", "pending as the program's handler is put back"])
+def test_a_signal_as_the_command_ends_is_the_programs(when):
+    # after the command's own handling (cli/main.py's invoke) Ctrl-C still raises, until
+    # __main__.main puts the program's handler back: there it escaped as a traceback
+    code = {"as the command returns": "def run(argv=None):\n    raise KeyboardInterrupt\n",
+            "pending as the program's handler is put back": (
+                "def run(argv=None):\n"
+                "    real = _signal.signal\n"
+                "    def pending(signum, handler):\n"
+                "        _signal.signal = real\n"
+                "        raise KeyboardInterrupt\n"
+                "    _signal.signal = pending\n"
+                "    raise SystemExit(0)\n")}[when]
+    code = ("import _signal\nimport wowgrass.cli.main as cli_main\n" + code + "cli_main.main = run\n"
+            "from wowgrass.__main__ import main\nmain([])\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (p.returncode, p.stderr) == (130, "interrupted\n")
