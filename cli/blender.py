@@ -138,6 +138,8 @@ def import_(data_path, map_name, tiles, build, placement, picks, capacity, clock
         raise UsageError(report["error"])
     for tile, why in sorted(report.get("errors", {}).items()):
         note(f"warning: tile {tile} left out: {why}")
+    for w in report.get("light_warnings", []):   # tables that do not belong together: a black sun, said
+        note(f"warning: {w}")
     if not report.get("tiles"):
         raise UsageError("no tile could be imported")
     if as_json:

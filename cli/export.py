@@ -408,7 +408,8 @@ def layers(data_path, dbc_dir, map_name, tiles, build, output, jobs, as_json):
     wowgrass export layers --data DIR --map Azeroth --tile 32,48 -o layers/
     wowgrass export layers -o layers/                  the sample world
 
-    Per tile, in OUT/<map>_<col>_<row>/: effect.png (16-bit effect id per cell), no_effect_doodad.png,
+    Per tile, in OUT/<map>_<col>_<row>/: effect.png (16-bit effect id per cell; for ids past 16 bits
+    their low 16, effect_high.png the high ones), no_effect_doodad.png,
     doodad_mapping.png, texture.png (16-bit dominant MTEX index per cell), alpha.NN.<texture>.png
     (each texture's weight per alpha texel), heights.png (16-bit) and layers.json (grids, orientation,
     the effects' models and densities, the heights' scale and offset). Image +x is east, +y south;

@@ -380,7 +380,7 @@ def _data(data_path, tiles: bool = True):
             if bad or warnings:
                 return False, detail + "; " + "; ".join(bad + warnings), (
                     "extract the map's files again (a WDT that does not parse is not a map wowgrass can read)")
-            light, light_problem = _light_state(data)
+            light, light_problem = _light_state(data, maps)
             if light_problem:
                 return False, f"{detail}; {light_problem}", (
                     "extract Light.dbc, LightParams.dbc, LightIntBand.dbc and LightFloatBand.dbc together "
@@ -398,10 +398,12 @@ def _data(data_path, tiles: bool = True):
     return check
 
 
-def _light_state(data) -> tuple[str, str | None]:
+def _light_state(data, maps=()) -> tuple[str, str | None]:
     """(what the light tables are, the problem with them or None). None at all is no problem (the
-    view keeps its fixed sun); some of them, or ones that do not read, are."""
-    from wowgrass.game.light import load_light_tables
+    view keeps its fixed sun); some of them, ones that do not read, or ones that do not belong
+    together (a map's light reads black in the view, the exports, the workbench, Blender) are."""
+    from wowgrass.errors import WowgrassError
+    from wowgrass.game.light import load_light_tables, resolve_map
 
     names = ("Light", "LightParams", "LightIntBand", "LightFloatBand")
     present = [t for t in names if data.exists(f"DBFilesClient\\{t}.dbc")]
@@ -415,6 +417,14 @@ def _light_state(data) -> tuple[str, str | None]:
     tables = load_light_tables(data=data, warn=said.append)
     if tables is None:
         return "", "; ".join(said) or "the light tables do not read"
+    black = []
+    for name in maps:
+        try:
+            black += [f"{name}: {w}" for w in tables.map_light(resolve_map(data, name)[0]).warnings]
+        except WowgrassError:   # no light for the map: the view keeps its fixed sun and says why
+            continue
+    if black:
+        return "", "; ".join(black)
     return f"light tables read ({plural(len(tables.lights), 'light')})", None
 
 

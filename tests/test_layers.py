@@ -198,29 +198,29 @@ def test_real_tile_layers(tmp_path):
 RECIPE = Path(__file__).resolve().parents[1] / "docs" / "recipes" / "blender_scatter_layers.py"
 
 
-def test_blender_recipe_scatters_where_the_layers_say(tmp_path):
-    """docs/recipes/blender_scatter_layers.py in Debian's Blender (geometry nodes over a tile's
-    layers): every instance stands in a cell of the chosen effect without noEffectDoodad, every such
-    cell gets some, about the effect's density a cell, on the terrain's heights; the top-down
-    picture puts the noEffectDoodad cells where no_effect_doodad.png has them."""
+def scatter(tmp_path, folder: Path, *args) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """The recipe in Debian's Blender on one tile's folder, its instances checked against the
+    layers: (report, ids per cell, noEffectDoodad per cell, instances per cell). Every instance
+    stands in a cell of the chosen effect without noEffectDoodad, every such cell gets some, about
+    the effect's density (x --factor) a cell, on the terrain's heights."""
     import subprocess
 
     blender = require_tool("blender", "Debian: apt-get install blender python3-numpy (.ci/run installs it)")
-    r = run("export", "layers", "-o", tmp_path / "layers", "--tile", "32,32", "--json", "-q")
-    assert r.exit_code == 0, r.output
-    folder = Path(json.loads(r.stdout)["tiles"][0]["folder"])
     doc = json.loads((folder / "layers.json").read_text())
-    report, picture = tmp_path / "scatter.json", tmp_path / "scatter.png"
+    report = tmp_path / "scatter.json"
     proc = subprocess.run([blender, "-b", "--factory-startup", "--python", str(RECIPE), "--", str(folder),
-                           "--report", str(report), "--render", str(picture), "--render-size", "512"],
-                          capture_output=True, text=True, timeout=600)
-    assert report.is_file() and picture.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+                           "--report", str(report), *map(str, args)], capture_output=True, text=True, timeout=600)
+    assert report.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     rep = json.loads(report.read_text())
     eff, noe = img(folder / "effect.png"), img(folder / "no_effect_doodad.png")
+    if (folder / "effect_high.png").exists():
+        eff = eff + (img(folder / "effect_high.png") << 16)
     effect = rep["effect"]
-    density = doc["effects"][str(effect)]["density"]
+    factor = float(args[args.index("--factor") + 1]) if "--factor" in args else 1.0
+    density = doc["effects"][str(effect)]["density"] * factor
     assert density > 0 and noe.any() and (noe[eff == effect] > 0).any()  # the case the recipe must handle
-    pos = np.array(rep["positions"])
+    pos = np.array(rep["positions"]).reshape(-1, 3)
+    assert len(pos), "no instance: the recipe matched no cell"
     cell = TILE_SIZE / 128
     fx, fy = (doc["world"]["west_y"] - pos[:, 1]) / cell, (doc["world"]["north_x"] - pos[:, 0]) / cell
     px, py = np.floor(fx).astype(int), np.floor(fy).astype(int)
@@ -247,7 +247,56 @@ def test_blender_recipe_scatters_where_the_layers_say(tmp_path):
     # of its twist
     twist = np.abs(h[y0, x0] - h[y0, x0 + 1] - h[y0 + 1, x0] + h[y0 + 1, x0 + 1])
     assert (np.abs(pos[:, 2] - ground) <= twist / 4 + 0.01).all()
+    return rep, eff, noe, counts
+
+
+def test_blender_recipe_scatters_where_the_layers_say(tmp_path):
+    """docs/recipes/blender_scatter_layers.py in Debian's Blender (geometry nodes over a tile's
+    layers): see scatter(); the top-down picture puts the noEffectDoodad cells where
+    no_effect_doodad.png has them."""
+    r = run("export", "layers", "-o", tmp_path / "layers", "--tile", "32,32", "--json", "-q")
+    assert r.exit_code == 0, r.output
+    folder = Path(json.loads(r.stdout)["tiles"][0]["folder"])
+    picture = tmp_path / "scatter.png"
+    _rep, _eff, noe, _counts = scatter(tmp_path, folder, "--render", picture, "--render-size", 512)
     # the picture: one pixel block a cell, red exactly where no_effect_doodad.png is set
     shot = np.asarray(Image.open(picture).convert("RGB")).astype(int)[2::4, 2::4]
     red = (shot[..., 0] > 150) & (shot[..., 1] < 80)
     assert (red == (noe > 0)).mean() > 0.995
+
+
+def test_blender_recipe_reads_effect_ids_past_16_bits(tmp_path):
+    # issue 49.9: export layers writes an id past 16 bits as effect.png (low bits) + effect_high.png;
+    # the recipe read effect.png alone, so effect 73190 matched no cell (and 7654, its low bits, would
+    # have taken its place). The sample's effect 1002 becomes 73190 (a table row of its own, the same
+    # density and models) and 1001 becomes 7654 on tile 32,32.
+    from wowgrass.edit.adt_edit import assign_effect
+    from wowgrass.formats.dbc import DbcFile, write_dbc
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import default_data
+
+    wide, low = 73190, 73190 & 0xFFFF
+    data_path, name = default_data()
+    gp = f"World\\Maps\\{name}\\{name}_32_32.adt"
+    with open_data(data_path) as data:
+        raw = data.read(gp)
+        table = DbcFile.from_bytes(data.read("DBFilesClient\\GroundEffectTexture.dbc"))
+    tile = read_adt(raw)
+    grass = tile.layer_effect[:, 0]
+    for old, new in ((1002, wide), (1001, low)):
+        raw, _ = assign_effect(raw, gp, "*SampleGrass*", new, chunks=grass == old)
+    rows = np.array(table.raw)
+    rows = np.concatenate([rows, rows[rows[:, 0] == 1002]])
+    rows[-1, 0] = wide
+    layer = tmp_path / "proj"
+    (layer / "World" / "Maps" / name).mkdir(parents=True)
+    (layer / "World" / "Maps" / name / f"{name}_32_32.adt").write_bytes(raw)
+    (layer / "DBFilesClient").mkdir()
+    (layer / "DBFilesClient" / "GroundEffectTexture.dbc").write_bytes(write_dbc(rows, bytes(table.string_block)))
+    r = run("export", "layers", "--data", data_path, "--data", layer, "--tile", "32,32", "-o", tmp_path / "layers",
+            "--json", "-q")
+    assert r.exit_code == 0, r.output
+    folder = Path(json.loads(r.stdout)["tiles"][0]["folder"])
+    assert (folder / "effect_high.png").exists()
+    rep, eff, noe, counts = scatter(tmp_path, folder, "--effect", wide, "--factor", 0.25)
+    assert rep["effect"] == wide and (eff == low).sum() > 1000 and counts[eff == low].sum() == 0

@@ -4,7 +4,15 @@ Data flows MPQ -> formats -> placement -> bundle -> render -> cli; each layer im
 layers to its left. Nothing here imports moderngl: only ``wowgrass.render`` does.
 """
 
-from wowgrass.errors import FormatError, WowgrassError
-
 __version__ = "0.1.0"
 __all__ = ["FormatError", "WowgrassError", "__version__"]
+
+
+def __getattr__(name):
+    # the errors load on first use: importing the package runs nothing else, so the program's
+    # SIGINT handler (the first line of __main__.py) is in place a moment after the script starts
+    if name in ("FormatError", "WowgrassError"):
+        from wowgrass import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module 'wowgrass' has no attribute {name!r}")

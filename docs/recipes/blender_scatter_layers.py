@@ -5,7 +5,7 @@
         [--render OUT.png] [--save OUT.blend]
 
 TILE_DIR is one tile's folder of `export layers` (layers.json, heights.png, effect.png,
-no_effect_doodad.png). Without -b and with --save left out, run it from Blender's Text editor or
+no_effect_doodad.png, and effect_high.png where an id of the tile needs more than 16 bits). Without -b and with --save left out, run it from Blender's Text editor or
 `blender --python ...` and keep working in the scene it builds.
 
 What it builds (stock nodes, Blender 3.4 and later):
@@ -14,7 +14,8 @@ What it builds (stock nodes, Blender 3.4 and later):
 - a geometry-nodes modifier on it: Distribute Points on Faces (the effect's density per 4.1667-yard
   cell x --factor), each point's position turned into the images' UV (u = 0.5 - Y / 533.33,
   v = 0.5 + X / 533.33), effect.png and no_effect_doodad.png sampled there (Closest), points deleted
-  where the id is not --effect or noEffectDoodad is set, Instance on Points (a cone, or the first mesh
+  where the id is not --effect or noEffectDoodad is set (an id past 16 bits: effect.png holds its low
+  16 bits and effect_high.png its high ones, each compared on its own: exact in the nodes' float32), Instance on Points (a cone, or the first mesh
   of --model: `wowgrass m2 export` writes one) with a random yaw and scale, joined to the terrain.
 
 --report writes the instances' positions in WoW world coordinates (and what was built) as JSON;
@@ -132,7 +133,7 @@ def compare(nodes, links, op, a, b: float, eps: float = 0.0):
     return node.outputs[0]
 
 
-def scatter_nodes(terrain, effect_img, noe_img, effect_id: int, density: float, seed: int, model):
+def scatter_nodes(terrain, effect_imgs, noe_img, effect_id: int, density: float, seed: int, model):
     tree = bpy.data.node_groups.new("wowgrass scatter", "GeometryNodeTree")
     group_sockets(tree)
     nodes, links = tree.nodes, tree.links
@@ -150,8 +151,19 @@ def scatter_nodes(terrain, effect_img, noe_img, effect_id: int, density: float, 
     uvw = nodes.new("ShaderNodeCombineXYZ")
     links.new(u, uvw.inputs["X"])
     links.new(v, uvw.inputs["Y"])
-    eff = math_node(nodes, "MULTIPLY", image_node(nodes, links, effect_img, uvw.outputs[0]), 65535.0)
-    other = compare(nodes, links, "NOT_EQUAL", eff, float(effect_id), 0.5)
+    # the id's 16-bit words, low (effect.png) and high (effect_high.png, where the tile has one)
+    other = None
+    for shift, img in zip((0, 16), effect_imgs):
+        word = math_node(nodes, "MULTIPLY", image_node(nodes, links, img, uvw.outputs[0]), 65535.0)
+        differs = compare(nodes, links, "NOT_EQUAL", word, float((effect_id >> shift) & 0xFFFF), 0.5)
+        if other is None:
+            other = differs
+        else:
+            node = nodes.new("FunctionNodeBooleanMath")
+            node.operation = "OR"
+            links.new(other, node.inputs[0])
+            links.new(differs, node.inputs[1])
+            other = node.outputs[0]
     noe = compare(nodes, links, "GREATER_THAN", image_node(nodes, links, noe_img, uvw.outputs[0]), 0.5)
     either = nodes.new("FunctionNodeBooleanMath")
     either.operation = "OR"
@@ -256,6 +268,11 @@ def main():
         sys.exit(f"{tile_dir}: effect {effect_id} is not on this tile (it has {sorted(effects)})")
     bpy.ops.wm.read_factory_settings(use_empty=True)
     effect_img, effect_rows = load_grey(tile_dir / "effect.png", 65535.0)
+    effect_imgs = [effect_img]
+    if "effect_high.png" in doc["files"]:   # ids past 16 bits: id = effect.png + 65536 x effect_high.png
+        high_img, high_rows = load_grey(tile_dir / "effect_high.png", 65535.0)
+        effect_imgs.append(high_img)
+        effect_rows = [[lo + 65536 * hi for lo, hi in zip(a, b)] for a, b in zip(effect_rows, high_rows)]
     noe_img, noe_rows = load_grey(tile_dir / "no_effect_doodad.png", 1.0)
     terrain = build_terrain(doc, tile_dir)
     model = None
@@ -272,7 +289,7 @@ def main():
         model.location = (0.0, 0.0, -10000.0)
     cell_area = (TILE / CELLS) ** 2
     density = effects[effect_id]["density"] * args.factor / cell_area  # per square yard of surface
-    scatter_nodes(terrain, effect_img, noe_img, effect_id, density, args.seed, model)
+    scatter_nodes(terrain, effect_imgs, noe_img, effect_id, density, args.seed, model)
     terrain.data.materials.append(preview_material(effect_rows, noe_rows, effect_id))
 
     depsgraph = bpy.context.evaluated_depsgraph_get()

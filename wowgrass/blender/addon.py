@@ -135,6 +135,8 @@ class IMPORT_SCENE_OT_wow_zone(bpy.types.Operator):
         job.close()
         for (c, r), why in sorted(job.errors.items()):
             self.report({"WARNING"}, f"WoW zone: tile {c},{r} left out: {why}")
+        for w in job.light_warnings:
+            self.report({"WARNING"}, f"WoW zone: {w}")
         ok = len(job.zone.tiles) - len(job.errors)
         if not ok:
             job.cancel()

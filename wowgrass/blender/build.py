@@ -414,6 +414,7 @@ class ZoneImport:
         self.before = _new_ids()
         self.zone = Zone(opts)   # a bad folder or map raises here: nothing made yet
         self.errors: dict = {}
+        self.light_warnings: list[str] = []   # what is wrong with the light tables (said, as `view` says it)
         self.seconds: dict = {}
         self.root = None
         self.tiles: dict = {}
@@ -474,6 +475,7 @@ class ZoneImport:
         if sl is None:
             self.light_note = str(info)
             return
+        self.light_warnings = list(info["warnings"])
         sun = bpy.data.lights.new("WoW sun", "SUN")
         sun.color = tuple(min(max(c, 0.0), 1.0) for c in sl.sun_color)
         sun.energy = 4.0

@@ -100,6 +100,7 @@ def main() -> int:
             "grass_points": sum(len(o.data.vertices) for o in bpy.data.objects if o.get("wow_grass")),
             "missing_models": sorted(imp.zone.missing_models), "missing_textures": sorted(imp.zone.missing_textures),
             "light": getattr(imp, "light_note", None) or "tables",
+            "light_warnings": imp.light_warnings,
         }
         if job.get("output"):
             pack_generated()

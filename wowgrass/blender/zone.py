@@ -553,7 +553,8 @@ class Zone:
 
     def light(self, clock: str | None = None):
         """(SceneLight, info) of the tiles' centre at ``clock`` (default: the options'), or
-        (None, why) where the tables give none."""
+        (None, why) where the tables give none. ``info["warnings"]``: what is wrong with tables
+        that read (parts ignored; ones that do not belong together light the ground black)."""
         from wowgrass.game.light import (LightUnavailable, clock_text, load_light_tables, parse_clock, resolve_map,
                                          scene_light)
 
@@ -575,7 +576,7 @@ class Zone:
         centre[2] = float(np.mean([z for z in (self._ground_height(c, r) for c, r in self.tiles[:16]) if z is not None]
                                   or [0.0]))
         return scene_light(ml, centre, half), {"clock": clock_text(half), "map": directory, "map_id": map_id,
-                                               "build": tables.build}
+                                               "build": tables.build, "warnings": [*warnings, *ml.warnings]}
 
 
 def _mean_height(adt) -> float:

@@ -475,18 +475,26 @@ class Workbench(WindowUi):
                 "fog": [round(float(v), 1) for v in sl.fog]}
 
     def _tables_light(self):
-        """The map's MapLight from the session's data (once; False cached when it has none)."""
+        """The map's MapLight from the session's data (once; False cached when it has none). What
+        is wrong with tables that read is said once, as `view` says it: parts ignored, or tables
+        that do not belong together (the Cell panel's light then reads black)."""
         if getattr(self, "_map_light", None) is None:
             self._map_light = False
+            said: list[str] = []
             try:
                 from wowgrass.game.light import load_light_tables, resolve_map
 
-                tables = load_light_tables(self.session.data, build=self.session.build)
+                tables = load_light_tables(self.session.data, warn=said.append, build=self.session.build)
                 if tables is not None:
                     map_id, _ = resolve_map(self.session.data, self.session.map_name)
                     self._map_light = tables.map_light(map_id)
-            except Exception:  # no Light.dbc, no Map.dbc row: the pick says there is no light
+                    said += self._map_light.warnings
+                else:   # none, or ones that do not read: the pick says there is no light
+                    said.clear()
+            except Exception:  # no Map.dbc row, no global light: the pick says there is no light
                 self._map_light = False
+            for w in said:
+                self.say(f"warning: {w}")
         return self._map_light or None
 
     def update_hover(self):
