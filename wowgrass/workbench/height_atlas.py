@@ -95,6 +95,7 @@ class GroundAtlas:
         self._chunks: dict = {}  # chunk row -> (X, Y, Z, heights as a list, slope): what a one-sample test reads
         self.lo = self.hi = None  # the lowest and highest resident ground
         self.tests = 0  # samples tested one at a time by the last pick (a figure for the bench)
+        self.passes = 0  # numpy passes the last pick finished with (a graze)
         self._sig = object()
 
     def __len__(self) -> int:
@@ -271,7 +272,7 @@ class GroundAtlas:
         ray between the lowest and highest ground, then ``refine`` across the step it went under),
         its samples tested as the module docstring says (the same point, bit for bit)."""
         o, d = np.asarray(origin, np.float64), np.asarray(direction, np.float64)
-        self.tests = 0
+        self.tests = self.passes = 0
         span = self._height_span(o, d, reach)
         if span is None:
             return None
@@ -396,6 +397,7 @@ class GroundAtlas:
             i = int(cand[j])
             if self.tests >= MAX_TESTS:  # a long graze: one numpy pass over the candidates left
                 rest = cand[j:]
+                self.passes += 1
                 h = self.heights(xy[rest])
                 below = np.flatnonzero(z[rest] <= h)
                 return (None, None) if not len(below) else (int(rest[below[0]]), float(h[below[0]]))
@@ -413,6 +415,7 @@ class GroundAtlas:
         """The refinement's samples from ``k`` on in one numpy pass: the fan of their one chunk
         (both ends in one chunk and tile: every sample between is) or :meth:`heights`."""
         fine = np.linspace(start, stop, refine + 1)[k:]
+        self.passes += 1
         o, d = np.array(ray[:3]), np.array(ray[3:])
         p = o[None, :] + fine[:, None] * d[None, :]
         a, b = self._sample(float(p[0, 0]), float(p[0, 1])), self._sample(float(p[-1, 0]), float(p[-1, 1]))
