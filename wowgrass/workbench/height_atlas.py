@@ -32,6 +32,7 @@ from wowgrass.game import coords
 
 MAX_TESTS = 24  # coarse samples tested one at a time before the rest take one numpy pass
 FINE_TESTS = 8  # the same for the refinement's samples
+BLOCK = 240  # coarse samples bounded in one numpy pass (under numpy's 500 values that let go of the GIL)
 _F32 = struct.Struct("<f")
 _FAN = np.array([0, 1, 9, 17, 18])  # a cell's fan vertices from its top-left: tl, tr, centre, bl, br
 _CELL_BASE = (np.arange(8)[:, None] * 17 + np.arange(8)[None, :]).reshape(-1)  # (r, c) -> top-left vertex
@@ -371,44 +372,60 @@ class GroundAtlas:
             best = max(best, reach - 1e-3)  # 1 mm short of the edge
         return int(best / spacing * (1.0 - 1e-9))
 
-    def _first_below_coarse(self, o, d, t, ray):
-        """(index, height) of the first sample of ``t`` on or under the ground, (None, None) if none."""
-        n = len(t)
-        if not n:
-            return None, None
-        xy = o[None, :2] + t[:, None] * d[None, :2]  # the march's points (the same arithmetic)
+    def _candidates(self, o, d, t):
+        """The march's points at ``t`` (the same arithmetic), their heights and which of them the
+        cell bounds leave (indices into ``t``)."""
+        xy = o[None, :2] + t[:, None] * d[None, :2]
         z = o[2] + t * d[2]
         q = (ZEROPOINT - xy) / TILE_SIZE
         tc = np.floor(q)  # the tile by a plain floor: tile_of's edge rule can differ within rounding of an edge,
         edge = (np.abs(q - tc - 0.5) > 0.5 - 1e-9).any(1)  # so samples that close to one are tested
         np.clip(tc, -1, 64, out=tc)
-        slot = (tc @ (1.0, 66.0) + 67.0).astype(np.int64)
-        slot = self.slot_of[slot]
+        slot = self.slot_of[(tc @ (1.0, 66.0) + 67.0).astype(np.int64)]
         cell = np.floor((self.top_origin[slot] - xy) / UNIT_SIZE) + 1.0
         np.clip(cell, 0, _APRON - 1, out=cell)
         top = self.top.reshape(-1)[(cell @ (float(_APRON), 1.0)).astype(np.int64) + slot * (_APRON * _APRON)]
-        cand = np.flatnonzero((z <= top) | edge)
-        if not len(cand):
-            return None, None
+        return xy, z, np.flatnonzero((z <= top) | edge)
+
+    def _first_below_coarse(self, o, d, t, ray):
+        """(index, height) of the first sample of ``t`` on or under the ground, (None, None) if
+        none. The samples go in blocks of ``BLOCK`` (most rays meet the ground in the first; and
+        numpy lets go of the GIL in a pass over more than 500 values, where a waiting thread may keep
+        it for the interpreter's switch interval, 5 ms)."""
+        n = len(t)
         spacing = float(t[1] - t[0]) if n > 1 else 1.0
         ox, oy, oz, dx, dy, dz = ray
-        j = 0
-        while j < len(cand):
-            i = int(cand[j])
-            if self.tests >= MAX_TESTS:  # a long graze: one numpy pass over the candidates left
-                rest = cand[j:]
-                self.passes += 1
-                h = self.heights(xy[rest])
-                below = np.flatnonzero(z[rest] <= h)
-                return (None, None) if not len(below) else (int(rest[below[0]]), float(h[below[0]]))
-            self.tests += 1
-            ti = float(t[i])
-            x, y, zz = ox + ti * dx, oy + ti * dy, oz + ti * dz
-            s = self._sample(x, y)
-            if s is not None and zz <= s[0]:
-                return i, s[0]
-            nxt = i + 1 + (0 if s is None else self._safe(ray, x, y, zz, s, spacing))
-            j = int(cand.searchsorted(nxt)) if nxt > i + 1 else j + 1
+        nxt = 0  # the first sample not proven above the ground
+        for b0 in range(0, n, BLOCK):
+            if nxt >= b0 + BLOCK:
+                continue
+            xy, z, cand = self._candidates(o, d, t[b0:b0 + BLOCK])
+            cand = cand + b0
+            j = int(cand.searchsorted(nxt))
+            while j < len(cand):
+                i = int(cand[j])
+                if self.tests >= MAX_TESTS:  # a long graze: one numpy pass over the candidates left
+                    self.passes += 1
+                    rest = cand[j:]
+                    h = self.heights(xy[rest - b0])
+                    below = np.flatnonzero(z[rest - b0] <= h)
+                    if len(below):
+                        return int(rest[below[0]]), float(h[below[0]])
+                    if b0 + BLOCK < n:
+                        xy, z, later = self._candidates(o, d, t[b0 + BLOCK:])
+                        h = self.heights(xy[later])
+                        below = np.flatnonzero(z[later] <= h)
+                        if len(below):
+                            return int(later[below[0]]) + b0 + BLOCK, float(h[below[0]])
+                    return None, None
+                self.tests += 1
+                ti = float(t[i])
+                x, y, zz = ox + ti * dx, oy + ti * dy, oz + ti * dz
+                s = self._sample(x, y)
+                if s is not None and zz <= s[0]:
+                    return i, s[0]
+                nxt = i + 1 + (0 if s is None else self._safe(ray, x, y, zz, s, spacing))
+                j = int(cand.searchsorted(nxt)) if nxt > i + 1 else j + 1
         return None, None
 
     def _fine_pass(self, ray, start, stop, refine, k):
