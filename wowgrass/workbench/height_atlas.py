@@ -11,7 +11,8 @@ The pick takes the march's samples (every ``step`` along the ray, then ``refine`
 where it went under) and finds the same first sample under the ground without computing the ground
 under most of them (a numpy pass costs a few microseconds whatever its length, and a march of two
 full passes was 0.25-0.8 ms): one numpy pass over the coarse samples against each cell's highest
-ground (the 3 x 3 cells around it, a margin over rounding) leaves the samples that may be under; those are
+ground (a margin over rounding; samples within 0.02 yards of a cell's edge, where the float32 chunk
+positions may put them in the neighbour's fan, kept) leaves the samples that may be under; those are
 tested one at a time in plain Python (the same float arithmetic as :meth:`GroundAtlas.heights`,
 so the same bits), and a sample found above the ground by ``f`` yards proves the next samples in
 the same chunk above it too, as far as the chunk's steepest slope lets the ray come down ``f``
@@ -32,6 +33,7 @@ from wowgrass.game import coords
 
 MAX_TESTS = 24  # coarse samples tested one at a time before the rest take one numpy pass
 FINE_TESTS = 8  # the same for the refinement's samples
+EDGE_CELLS = 0.005  # samples this close to a cell's edge (0.02 yards) are tested: chunk positions are float32
 BLOCK = 240  # coarse samples bounded in one numpy pass (under numpy's 500 values that let go of the GIL)
 _F32 = struct.Struct("<f")
 _FAN = np.array([0, 1, 9, 17, 18])  # a cell's fan vertices from its top-left: tl, tr, centre, bl, br
@@ -163,19 +165,16 @@ class GroundAtlas:
         self.span[slot] = (ab.min(), ab.max())
         self._by_key[key] = (g, slot)
         self.slots[key[0] % 64, key[1] % 64] = slot
-        # the fast pick's bounds: each cell's highest ground over the 3 x 3 cells around it (a
-        # sample's cell by the tile's regular grid is its fan cell or a neighbour), a margin over
-        # the arithmetic's rounding; the apron and a tile whose chunks are off its grid: +inf (tested)
+        # the fast pick's bounds: each cell's highest ground, a margin over the arithmetic's
+        # rounding (a sample's cell by the tile's regular grid is its fan cell but within 0.01 of a
+        # cell's edge: those are tested); the apron and a tile whose chunks are off its grid: +inf
         grid, slope = chunk_bounds(pos, h, ixy)
         top = np.full((_APRON, _APRON), np.inf)
         ox, oy = pos[0, :2]
         regular = (np.abs(pos[:, 0] - (ox - ixy[:, 1] * CHUNK_SIZE)).max() < 0.01
                    and np.abs(pos[:, 1] - (oy - ixy[:, 0] * CHUNK_SIZE)).max() < 0.01)
         if regular and np.isfinite(grid).all():
-            p = np.pad(grid, 1, constant_values=-np.inf)
-            rows = np.maximum(np.maximum(p[:-2], p[1:-1]), p[2:])
-            top[1:-1, 1:-1] = np.maximum(np.maximum(rows[:, :-2], rows[:, 1:-1]), rows[:, 2:])
-            top[1:-1, 1:-1] += 0.05 + 1e-6 * np.abs(top[1:-1, 1:-1])
+            top[1:-1, 1:-1] = grid + (0.05 + 1e-6 * np.abs(grid))
         self.top[slot + 1] = top.reshape(-1)
         self.top_origin[slot + 1] = (ox, oy)
         self.slope[slot * 256:slot * 256 + 256] = np.where(np.isnan(slope), np.inf, slope)
@@ -382,7 +381,10 @@ class GroundAtlas:
         edge = (np.abs(q - tc - 0.5) > 0.5 - 1e-9).any(1)  # so samples that close to one are tested
         np.clip(tc, -1, 64, out=tc)
         slot = self.slot_of[(tc @ (1.0, 66.0) + 67.0).astype(np.int64)]
-        cell = np.floor((self.top_origin[slot] - xy) / UNIT_SIZE) + 1.0
+        at = (self.top_origin[slot] - xy) / UNIT_SIZE
+        cell = np.floor(at)
+        edge |= (np.abs(at - cell - 0.5) > 0.5 - EDGE_CELLS).any(1)  # near a cell's edge: maybe its neighbour's fan
+        cell += 1.0
         np.clip(cell, 0, _APRON - 1, out=cell)
         top = self.top.reshape(-1)[(cell @ (float(_APRON), 1.0)).astype(np.int64) + slot * (_APRON * _APRON)]
         return xy, z, np.flatnonzero((z <= top) | edge)
