@@ -432,13 +432,17 @@ class TileWorkers:
 
 def take_parsed(name: str, meta: bytes, sizes: list):
     """(bytes, AdtTile, cell centres) from a worker's block ``name`` (its bytes first, then the
-    arrays' buffers, ``sizes`` each): copied out in one piece, the block unlinked."""
+    arrays' buffers, ``sizes`` each): copied out in one piece (numpy's copy, which lets go of the
+    GIL while it copies megabytes), the block unlinked."""
     from multiprocessing import shared_memory
 
     block = shared_memory.SharedMemory(name=name)
     try:
         total = sum(sizes)
-        data = bytearray(block.buf[:total])
+        data = np.empty(total, np.uint8)
+        mapped = np.frombuffer(block.buf, np.uint8, total)
+        np.copyto(data, mapped)
+        del mapped  # the block's buffer no longer exported: it can close
     finally:
         block.close()
         block.unlink()
