@@ -31,8 +31,8 @@ import numpy as np
 from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
 from wowgrass.game import coords
 
-MAX_TESTS = 24  # coarse samples tested one at a time before the rest take one numpy pass
-FINE_TESTS = 8  # the same for the refinement's samples
+MAX_TESTS = 40  # coarse samples tested one at a time before the rest take one numpy pass
+FINE_TESTS = 24  # the same for the refinement's samples
 EDGE_CELLS = 0.005  # samples this close to a cell's edge (0.02 yards) are tested: chunk positions are float32
 BLOCK = 240  # coarse samples bounded in one numpy pass (under numpy's 500 values that let go of the GIL)
 _F32 = struct.Struct("<f")
