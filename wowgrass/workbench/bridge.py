@@ -24,7 +24,7 @@ import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, UNIT_SIZE
 from wowgrass.grass.bundle import pack_instances
-from wowgrass.render.pick import pick_ground, pixel_ray
+from wowgrass.render.pick import pick_ground
 from wowgrass.render.sources.grass_cpu import chunk_keys, group_by_chunk
 from wowgrass.render.window import WindowUi
 

@@ -301,7 +301,8 @@ class GroundAtlas:
         if c is None:
             p = self.pos[g]
             s = self.slope[g]
-            c = self._chunks[g] = (float(p[0]), float(p[1]), float(p[2]), self.h[g].tolist(), float(s.max()), s.tolist())
+            c = self._chunks[g] = (float(p[0]), float(p[1]), float(p[2]), self.h[g].tolist(),
+                                   float(s.max()), s.tolist())
         return c
 
     def _sample(self, x: float, y: float):

@@ -12,8 +12,8 @@ a result for bytes that have changed since is dropped by the caller (a newer job
 A worker that dies (killed, out of memory) is started again and its job given to it once more; a
 job that kills two workers is reported as failed. A parsed tile (``submit_parse``) comes back as
 its bytes and its arrays (pickle protocol 5, the arrays out of band) in a shared-memory block the
-worker makes for it; the pool's thread copies them out in one piece and unlinks the block. :meth:`TileWorkers.close` stops them and unlinks
-their memory. Results are handed to ``on_result(kind, job, payload)`` on the pool's own thread,
+worker makes for it; the pool's thread copies them out in one piece and unlinks the block.
+:meth:`TileWorkers.close` stops them and unlinks their memory. Results are handed to ``on_result(kind, job, payload)`` on the pool's own thread,
 which only copies them out of the mapped block (the caller maps them on the frame's thread).
 """
 
