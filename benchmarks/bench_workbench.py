@@ -68,6 +68,32 @@ def open_view(args, files=None, camera=None, target=None, size=None):
     return data, src, tgt, scene, viewer
 
 
+GPU_WAIT = {"how": "gl", "fn": None}  # --gpu-wait; the glFinish found
+
+
+def gpu_wait(viewer) -> str:
+    """Wait for the frame's GPU work as the window does: its ``glfw.swap_buffers`` (ctypes) lets go
+    of the GIL while it waits, moderngl's ``ctx.finish()`` holds it (a Python thread then runs 1-3%
+    of a llvmpipe frame's time: the workbench's threads would wait out whole frames, which no
+    window makes them do). glFinish through ctypes where libOpenGL loads (``--gpu-wait gl``), else
+    ``ctx.finish()``. Returns which."""
+    if GPU_WAIT["how"] == "gl" and GPU_WAIT["fn"] is None:
+        import ctypes
+
+        GPU_WAIT["how"] = "moderngl"  # unless a library has it
+        for name in ("libOpenGL.so.0", "libGL.so.1"):
+            try:
+                GPU_WAIT["fn"], GPU_WAIT["how"] = ctypes.CDLL(name).glFinish, "gl"
+                break
+            except (OSError, AttributeError):
+                continue
+    if GPU_WAIT["how"] == "gl":
+        GPU_WAIT["fn"]()
+        return "glFinish"
+    viewer.ctx.finish()
+    return "ctx.finish"
+
+
 def close_view(data, tgt, scene, viewer):
     scene.release()
     viewer.release()
@@ -280,7 +306,7 @@ def bench_watch(args, out):
             t2 = time.perf_counter()
             viewer.render_frame(0.0)
             t3 = time.perf_counter()
-            viewer.ctx.finish()
+            gpu_wait(viewer)
             t4 = time.perf_counter()
             if prof:
                 prof.disable()
@@ -433,7 +459,7 @@ def bench_fly(args, label, data_path, map_name, out):
             wb_cpu.append((c1 - cb) * 1000.0 + frame_dab_cpu)
             scene.update(cam.position)
             viewer.render_frame(time.perf_counter() - t_start)
-            viewer.ctx.finish()
+            waited = gpu_wait(viewer)
             t4 = time.perf_counter()
             frames.append((t4 - t) * 1000.0)
             cpu.append((time.thread_time() - c) * 1000.0)
@@ -455,6 +481,7 @@ def bench_fly(args, label, data_path, map_name, out):
         med = statistics.median(frames)
         pick_share = [pt[1] for pt in parts]
         res = {"label": label, "map": map_name, "tiles": len(tiles), "size": list(viewer.target.size),
+               "gpu_wait": waited,  # glFinish: the GIL let go while the GPU works, as the window's swap does
                "workers": "in-thread" if args.workers == 0 else (bench.workers.n if bench.workers else None),
                "frame_count": n, "frame_ms_median": med, "frame_ms_max": max(frames),
                "frames_over_2x_median": sum(f > 2 * med for f in frames), "max_over_median": max(frames) / med,
@@ -609,9 +636,13 @@ def main(argv=None):
     ap.add_argument("--fly-frames", type=int, default=240)
     ap.add_argument("--fly-only", default="sample,real", help="which maps --fly flies: sample, real")
     ap.add_argument("--picks-per-frame", type=int, default=2)
+    ap.add_argument("--gpu-wait", choices=["gl", "moderngl"], default="gl",
+                    help="how a frame waits for the GPU in the fly and watch loops: gl (glFinish through ctypes, the GIL "
+                    "let go as the window's swap_buffers does) or moderngl (ctx.finish, which holds the GIL: before 2026-12-07)")
     ap.add_argument("--workers", type=int, default=None, help="worker processes (0: overlays on the workbench's "
                     "thread, the old way; default: a core each but one, at most 4)")
     args = ap.parse_args(argv)
+    GPU_WAIT["how"] = args.gpu_wait
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
     args.fly_size = tuple(int(v) for v in args.fly_size.lower().split("x")) if args.fly_size else args.size
     skip = set(filter(None, args.skip.split(",")))
