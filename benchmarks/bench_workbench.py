@@ -30,6 +30,9 @@ grass chunk of the start tile). Prints and (``--json``) writes:
   thread) and the workbench's CPU on the frame's thread each frame (before_frame's hand-overs and the
   dab), the median and the worst frame of the burst.
   ``--workers 0`` computes the overlays on the workbench's thread instead (the old way: compare).
+  A frame waits for the GPU as the window does, the GIL let go (``--gpu-wait``, :func:`gpu_wait`).
+  Prints an ``issue48`` JSON line per map (the figures above, their targets, met or not); parts
+  mode prints ``issue48 parts`` (panels, the saved tile's reload, edit to visible, the idle pick).
 
     python benchmarks/bench_workbench.py                                  # here (llvmpipe)
     python benchmarks/bench_workbench.py --size 1920x1080 --json --out out/workbench   # the H200 run
