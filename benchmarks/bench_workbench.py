@@ -147,6 +147,7 @@ def bench_edit(bench, viewer, out):
         bench.before_frame(1 / 60)  # the frame hands over the grass the bridge's grass thread made
         scene.update(cam.position)
         viewer.render_frame(0.0)
+        gpu_wait(viewer)  # as the window's swap: the GIL let go while the GPU works (the read then waits for nothing)
         images.append(viewer.read_rgba()[..., :3].astype(int))
     final = images[-1]
     changed = float((np.abs(final - before).sum(-1) > 30).mean())
@@ -226,6 +227,7 @@ def wait_idle(bench, timeout=30.0):
 
 def bench_pick(bench, viewer, count=200, seed=1):
     wait_idle(bench)
+    bench.bridge.sync_ground()  # the tiles that arrived into the pick's arrays, as each frame's before_frame does
     rng = np.random.default_rng(seed)
     w, h = viewer.target.size
     times, hits = [], 0
