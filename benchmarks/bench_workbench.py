@@ -525,6 +525,8 @@ def bench_fly(args, label, data_path, map_name, out):
                "edit_to_visible_frames": to_visible,
                "picks_ms_per_frame_median": statistics.median(pick_share),
                "gc_collections": len(pauses), "gc_pause_ms_max": max((p[0] for p in pauses), default=0.0),
+               # every thread waits out a collection: the long ones (ms, generation) to set against slow frames
+               "gc_pauses_over_2ms": [[round(ms, 2), gen] for ms, gen in pauses if ms > 2.0][:20],
                "slowest_picks_ms": sorted(pick_ms)[-5:],
                "slowest_frame": {"index": int(np.argmax(frames)), "ms": max(frames),
                                  "split_ms": dict(zip(("before_frame", "picks", "dab", "update_render_finish"),
