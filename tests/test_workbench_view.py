@@ -674,3 +674,84 @@ def test_merging_a_tiles_grass_drops_exactly_the_changed_chunks(session):
             want = a[~drop[np.clip(ch, 0, 255)] | (ch < 0)]
             assert np.array_equal(got[n], want), (n, sorted(chunks)[:4])
         assert sum(len(a) for a in got.values()) < sum(len(a) for a in t.grass.values())
+
+
+def _pick_rays(atlas, tiles, rng, n_views=6, per_view=40):
+    """Rays as the cursor casts them (views looking down over each tile) and grazing ones (a few
+    degrees under the horizon, long over the ground), from anywhere over the tiles."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.pick import pixel_ray
+
+    rays = []
+    for t in tiles:
+        for _ in range(n_views):
+            x, y = (float(v) for v in t.positions[rng.integers(0, 256), :2])
+            z = float(atlas.heights(np.array([[x, y]]))[0])
+            cam = Camera.looking_at((x + 60.0, y + 40.0, z + rng.uniform(20, 200)), (x - 40.0, y - 120.0, z))
+            rays += [pixel_ray(cam, (1920, 1080), rng.uniform(0, 1920), rng.uniform(300, 1080)) for _ in range(per_view)]
+            d = rng.normal(size=3)
+            d[2] = -abs(d[2]) * rng.uniform(0.01, 0.1)
+            rays.append((np.array([x, y, z + rng.uniform(2, 30)]), d / np.linalg.norm(d)))
+    return rays
+
+
+def _fast_pick_matches_the_march(tiles):
+    from wowgrass.workbench.height_atlas import GroundAtlas
+
+    atlas = GroundAtlas()
+    atlas.sync({k: SimpleNamespace(adt=t) for k, t in tiles.items()})
+    rng = np.random.default_rng(3)
+    tests, passes, hits = [], 0, 0
+    for o, d in _pick_rays(atlas, tiles.values(), rng):
+        got, want = atlas.pick(o, d), atlas.pick_marched(o, d)
+        assert (got is None) == (want is None), (o, d)
+        if want is not None:
+            hits += 1
+            assert np.array_equal(got, want), (o, d, got, want)
+        tests.append(atlas.tests)
+        passes += atlas.passes
+    assert hits > len(tests) // 2
+    # few samples tested one at a time (the march computes the ground under hundreds), and the
+    # grazing rays reached the numpy pass that finishes a long graze
+    assert np.median(tests) <= 12 and passes > 0
+    return tests
+
+
+def test_the_fast_pick_finds_the_marchs_point_testing_few_samples(session):
+    """GroundAtlas.pick takes the march's samples but tests few of them (cell bounds rule most
+    out, a chunk's slope proves the next ones above): the same point, bit for bit, as the march
+    over every sample, over cursor rays and rays grazing the ground."""
+    from wowgrass.render.world.tile_payload import TileGround
+
+    _fast_pick_matches_the_march({k: TileGround(session.tile(k)) for k in session.tiles})
+
+
+def test_the_fast_pick_finds_the_marchs_point_on_a_real_tile(realdata):
+    """The same over the shared real tile's hills (continent4229.adt at its own place)."""
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.render.world.tile_payload import TileGround
+
+    tile = read_tile((realdata / "adt" / "continent4229.adt").read_bytes(), "continent4229.adt")
+    _fast_pick_matches_the_march({(42, 29): TileGround(tile)})  # chunk 0 at (1600, -5333.3): tile 42, 29
+
+
+def test_the_bridges_ray_is_render_picks(session):
+    """The bridge keeps the camera's inverse for a frame's picks: the same rays as pixel_ray."""
+    from wowgrass.render.camera import Camera
+    from wowgrass.render.pick import pixel_ray
+    from wowgrass.workbench.bridge import SceneBridge
+    from wowgrass.workbench.overlays import SetColours
+
+    scene, _calls = _stub_scene(session)
+    bridge = SceneBridge(session, scene, SetColours())
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        cam = Camera.looking_at(rng.uniform(-900, 900, 3), rng.uniform(-900, 900, 3))
+        for size in ((1920, 1080), (640, 400)):
+            for _ in range(3):
+                x, y = rng.uniform(0, size[0]), rng.uniform(0, size[1])
+                (o1, d1), (o2, d2) = pixel_ray(cam, size, x, y), bridge.ray(cam, size, x, y)
+                assert np.array_equal(o1, o2) and np.array_equal(d1, d2)
+        cam.position = cam.position + 1.0  # the camera moved: a new inverse
+        x, y = rng.uniform(0, 640), rng.uniform(0, 400)
+        assert all(np.array_equal(a, b) for a, b in zip(pixel_ray(cam, (640, 400), x, y), bridge.ray(cam, (640, 400), x, y)))

@@ -167,3 +167,86 @@ def test_the_audit_in_a_worker_finds_what_the_thread_finds(session):
     assert res["tile_count"] == want["tile_count"] == len(session.tiles)
     assert res["grass_textures"] == want["grass_textures"] and want["grass_textures"]
     assert [(f.kind, f.text, f.target) for f in res["findings"]] == [(f.kind, f.text, f.target) for f in want["findings"]]
+
+
+def test_a_tile_parsed_in_a_worker_is_the_sessions_reading_of_it(world):
+    """A tile read ahead (or before a pick's details) is parsed in a worker: the session takes its
+    bytes and arrays through shared memory, equal to its own reading, and edits it as if it had
+    read it itself; the block is unlinked once taken."""
+    from multiprocessing import shared_memory
+
+    import wowgrass.workbench.workers as workers
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.maps import adt_game_path
+
+    with open_data(world) as data:
+        session = EditSession(data, MAP_NAME, placement="coverage")
+        got: queue.Queue = queue.Queue()
+        pool = workers.TileWorkers(session, lambda kind, job, payload: got.put((kind, job, payload)), n=1)
+        names = []
+        real_take = workers.take_parsed
+        try:
+            workers.take_parsed = lambda name, *a: (names.append(name), real_take(name, *a))[1]
+            pool.submit_parse(EAST)
+            [(kind, job, payload)] = results(got, 1)
+        finally:
+            workers.take_parsed = real_take
+            pool.close()
+        assert kind == "parse" and job.key == EAST and not session.has_read(EAST)
+        raw, tile, centres = payload
+        gp = adt_game_path(MAP_NAME, *EAST)
+        assert raw == data.read(gp)
+        want = read_tile(raw, gp)
+        for name in ("heights", "positions", "alpha", "layer_effect", "doodad_mapping", "no_effect_doodad"):
+            assert np.array_equal(getattr(tile, name), getattr(want, name)), name
+        assert tile.textures == want.textures and np.array_equal(centres, want.cell_centres())
+        with pytest.raises(FileNotFoundError):
+            shared_memory.SharedMemory(name=names[0])  # unlinked once copied out
+        assert session.take_read(EAST, raw, tile, centres) and session.has_read(EAST)
+        assert not session.take_read(EAST, raw, tile, centres)  # read already: kept as it is
+        x, y = (float(v) for v in session.tile(EAST).cell_centres()[60, 2, 2])
+        change = session.exclude(x, y, 10.0)
+        assert EAST in change.chunks and session.tile(EAST).no_effect_doodad is not tile.no_effect_doodad
+
+
+def test_a_brush_in_hand_has_the_workers_parse_the_resident_tiles(world):
+    """With worker processes, choosing a brush reads the resident tiles in them: the view's process
+    never parses one for it (the session's read_tile is not called there)."""
+    import wowgrass.workbench.session as session_module
+    from wowgrass.edit.adt_edit import read_tile
+    from wowgrass.game.maps import adt_game_path
+    from wowgrass.render.world.tile_payload import TileGround
+    from wowgrass.workbench.controller import Workbench
+
+    class Cells:
+        mask, brush, pick = 0, (0,) * 4, (0,) * 4
+
+        def look(self, **kw):
+            pass
+
+        def set(self, key, img):
+            pass
+
+    with open_data(world) as data:
+        session = EditSession(data, MAP_NAME, placement="coverage")
+        tiles = {}
+        for k in session.tiles:
+            gp = adt_game_path(MAP_NAME, *k)
+            tiles[k] = SimpleNamespace(adt=TileGround(read_tile(data.read(gp), gp)), full=True, grass=None)
+        scene = SimpleNamespace(tiles=tiles, terrain=SimpleNamespace(cells=Cells()), on_resident=[], version=0)
+        parsed_here = []
+        real = session_module.read_tile
+        session_module.read_tile = lambda raw, gp, **kw: (parsed_here.append(gp), real(raw, gp, **kw))[1]
+        bench = Workbench(session, scene, audit=False, panels=False, workers=1)
+        try:
+            bench.choose_tool("exclude")
+            deadline = time.monotonic() + WAIT
+            while not (bench.idle and all(session.has_read(k) for k in tiles)):
+                assert time.monotonic() < deadline, [session.has_read(k) for k in tiles]
+                time.sleep(0.05)
+        finally:
+            session_module.read_tile = real
+            bench.close()
+        assert parsed_here == []
+        for k in tiles:
+            assert session.tile_bytes(k) == data.read(adt_game_path(MAP_NAME, *k))

@@ -24,7 +24,7 @@ import numpy as np
 
 from wowgrass.formats.adt import CHUNK_SIZE, UNIT_SIZE
 from wowgrass.grass.bundle import pack_instances
-from wowgrass.render.pick import pick_ground, pixel_ray
+from wowgrass.render.pick import pick_ground
 from wowgrass.render.sources.grass_cpu import chunk_keys, group_by_chunk
 from wowgrass.render.window import WindowUi
 
@@ -112,6 +112,8 @@ class SceneBridge:
         self.edits_applied: list = []  # (change label, frame the scene got its grass)
         self.frame = 0  # the controller's frame count (edits_applied names it)
         self.ground = GroundAtlas()  # the resident tiles' heights in one set of arrays (the pick's)
+        self._ray_key = None  # the camera and view size the inverse below is for
+        self._ray_inv = None
         self.on_error = None  # fn(text): the grass thread's failures (the controller shows them)
         replace = getattr(scene, "replace_grass", None)
         self._grouped = replace is not None and "groups" in inspect.signature(replace).parameters
@@ -158,9 +160,25 @@ class SceneBridge:
         target = viewer.target
         ws = target.glfw.get_window_size(target.window) if hasattr(target, "glfw") else target.size
         sx, sy = target.size[0] / max(ws[0], 1), target.size[1] / max(ws[1], 1)
-        o, d = pixel_ray(viewer.camera, target.size, x * sx, y * sy)
+        o, d = self.ray(viewer.camera, target.size, x * sx, y * sy)
         self.sync_ground()
         return self.ground.pick(o, d)
+
+    def ray(self, cam, size, x: float, y: float):
+        """``render.pick.pixel_ray`` (the same arithmetic, the same ray), the camera's inverse
+        view-projection kept while the camera and the view's size stay (a frame's picks share it)."""
+        w, h = size
+        key = (cam.position.tobytes(), cam.yaw, cam.pitch, cam.fov_y, cam.near, cam.far, w, h)
+        cam.aspect = w / max(h, 1)
+        if key != self._ray_key:
+            self._ray_inv = np.linalg.inv(np.asarray(cam.view_proj(), np.float64))
+            self._ray_key = key
+        ndc = np.array([2.0 * (x + 0.5) / w - 1.0, 1.0 - 2.0 * (y + 0.5) / h], np.float64)
+        p = self._ray_inv @ np.array([ndc[0], ndc[1], -1.0, 1.0])
+        q = self._ray_inv @ np.array([ndc[0], ndc[1], 1.0, 1.0])
+        a, b = p[:3] / p[3], q[:3] / q[3]
+        d = b - a
+        return np.asarray(cam.position, np.float64).copy(), d / np.linalg.norm(d)
 
     def ground_at_by_tile(self, o, d):
         """``render.pick.pick_ground`` itself (per-tile passes): what the atlas's pick equals."""

@@ -111,6 +111,9 @@ class Workbench(WindowUi):
         self._overlay_queued: set = set()  # tiles with an overlay job waiting
         self._rules_queued: set = set()  # tiles with a rules overlay job waiting
         self._reading: set = set()  # tiles the session is asked to read ahead of a brush
+        self._after_read: dict = {}  # tile -> workbench-thread jobs waiting for a worker's reading of it
+        self._read_lock = threading.Lock()
+        self._parse_failed: set = set()  # tiles a worker could not read: read on the workbench's thread
         self._audit = audit
         self._n_workers = workers  # worker processes for overlays and the audit (0: on the workbench's thread)
         self.workers = None  # TileWorkers, started with the first overlay or the audit
@@ -153,7 +156,7 @@ class Workbench(WindowUi):
     @property
     def idle(self) -> bool:
         """No job waiting or under way on the workbench's thread nor in its worker processes."""
-        return (self._jobs.empty() and not self._busy and not self.bridge.placing
+        return (self._jobs.empty() and not self._busy and not self.bridge.placing and not self._after_read
                 and (self.workers is None or not self.workers.busy))
 
     @property
@@ -177,10 +180,27 @@ class Workbench(WindowUi):
             self._main.put(lambda: self._overlay_mapped(job, *payload))
         elif kind == "audit":
             self._audit_done(payload)
+        elif kind == "parse":  # a tile read ahead: the session keeps it (a lock, a dict entry: no parsing here)
+            raw, tile, centres = payload
+            try:
+                self.session.take_read(job.key, raw, tile, centres)
+            finally:
+                self._read_done(job.key)
         elif kind == "rules":
             self._main.put(lambda: self._rules_result(job, *payload))
         else:
+            if job is not None and job.kind == "parse":  # read where it is needed instead
+                self._parse_failed.add(job.key)
+                self._read_done(job.key)
             self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
+
+    def _read_done(self, key) -> None:
+        """A worker's reading of ``key`` is over: the jobs that waited for it queued again."""
+        self._reading.discard(key)
+        with self._read_lock:
+            for fn in self._after_read.get(key, []):
+                self._jobs.put(fn)
+            self._after_read.pop(key, None)
 
     # -- WindowUi --
     def install(self, viewer, controls) -> None:
@@ -902,6 +922,8 @@ class Workbench(WindowUi):
                         self._main.put(lambda k=arg, i=img: self._overlay_ready(k, i))
                 elif kind == "info":
                     ref, world, light = arg
+                    if self._read_elsewhere(ref.tile, job):  # the tile parsed in a worker first
+                        continue
                     info = self._cell_info(ref)
                     self._main.put(lambda r=ref, i=info, w=world, li=light: self._show_info(r, i, w, li))
                 elif kind == "call":
@@ -909,6 +931,8 @@ class Workbench(WindowUi):
                 elif kind == "audit":
                     self._run_audit()
                 elif kind == "read":
+                    if self._read_elsewhere(arg, None):
+                        continue
                     try:
                         self.session.tile(arg)
                     finally:
@@ -920,6 +944,30 @@ class Workbench(WindowUi):
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
             finally:
                 self._busy = False
+
+    def _read_elsewhere(self, key, then) -> bool:
+        """Have a worker process read and parse tile ``key`` for the session (the workbench's
+        thread would parse it under the frame's GIL), ``then`` (a job) queued again once it has;
+        False where the session has it already or there are no workers (read it here)."""
+        if self.session.has_read(key) or key in self._parse_failed:
+            return False
+        pool = self._pool()
+        if pool is None:
+            return False
+        with self._read_lock:
+            waiting = self._after_read.get(key)
+            if waiting is not None:
+                if then is not None:
+                    waiting.append(then)
+                return True
+            self._after_read[key] = [then] if then is not None else []
+        try:
+            pool.submit_parse(key)
+        except (OSError, RuntimeError):
+            with self._read_lock:
+                self._after_read.pop(key, None)
+            return False
+        return True
 
     def _run_audit(self):
         pool = self._pool()

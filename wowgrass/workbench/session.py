@@ -247,6 +247,21 @@ class EditSession:
             self._tiles[key] = st
         return st
 
+    def take_read(self, tile, raw: bytes, parsed, centres) -> bool:
+        """Tile ``tile`` as another process read and parsed it from this session's data (the
+        workbench's worker processes: no parsing under this process's GIL): kept where the
+        session has not read it meanwhile. True if kept."""
+        key = (int(tile[0]), int(tile[1]))
+        if key not in self._present:
+            return False
+        gp = adt_game_path(self.map_name, *key)
+        source, fp = fingerprint(self.data, gp, raw)
+        with self._lock:
+            if key in self._tiles:
+                return False
+            self._tiles[key] = _Tile(gp, raw, source, fp, raw, raw, parsed, centres)
+            return True
+
     def has_read(self, tile) -> bool:
         """Whether ``tile`` is read already (asking for its cells then costs no file read)."""
         return (int(tile[0]), int(tile[1])) in self._tiles

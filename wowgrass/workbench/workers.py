@@ -1,5 +1,6 @@
-"""Worker processes for the workbench's per-tile computations (a tile's overlay facts, the audit), so
-that no frame waits on their numpy under the view process's GIL.
+"""Worker processes for the workbench's per-tile computations (a tile's overlay facts, the audit, a
+tile read and parsed ahead of a brush or a pick), so that no frame waits on their numpy under the
+view process's GIL.
 
 Each worker owns two shared-memory blocks (``multiprocessing.shared_memory``): the tile's bytes go
 in through one (a copy into a mapped buffer, no pickling), the (128, 128, 4) overlay image comes back
@@ -9,8 +10,10 @@ ids met). A tile the session has not read is read by the worker from its own ope
 a result for bytes that have changed since is dropped by the caller (a newer job is on its way).
 
 A worker that dies (killed, out of memory) is started again and its job given to it once more; a
-job that kills two workers is reported as failed. :meth:`TileWorkers.close` stops them and unlinks
-their memory. Results are handed to ``on_result(kind, job, payload)`` on the pool's own thread,
+job that kills two workers is reported as failed. A parsed tile (``submit_parse``) comes back as
+its bytes and its arrays (pickle protocol 5, the arrays out of band) in a shared-memory block the
+worker makes for it; the pool's thread copies them out in one piece and unlinks the block.
+:meth:`TileWorkers.close` stops them and unlinks their memory. Results are handed to ``on_result(kind, job, payload)`` on the pool's own thread,
 which only copies them out of the mapped block (the caller maps them on the frame's thread).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 from pathlib import Path
 import threading
 from collections import deque
@@ -106,6 +110,24 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
                     if img is not None:
                         np.frombuffer(shm_out.buf, np.uint8, IMAGE_BYTES)[:] = img.reshape(-1)
                     conn.send(("rules", job, (args["what"], img is not None, found)))
+                elif kind == "parse":  # a tile read and parsed here; its arrays back through a block of their own
+                    _k, job, game_path, big_alpha, msb_first = msg
+                    if data is None:
+                        data = spec.open()
+                    raw = data.read(game_path)
+                    tile = read_tile(raw, game_path, big_alpha=big_alpha, msb_first=msb_first)
+                    buffers: list = []
+                    meta = pickle.dumps((tile, tile.cell_centres()), protocol=5, buffer_callback=buffers.append)
+                    views = [memoryview(raw)] + [b.raw() for b in buffers]
+                    sizes = [v.nbytes for v in views]
+                    block = shared_memory.SharedMemory(create=True, size=max(1, sum(sizes)))
+                    at = 0
+                    for v, n in zip(views, sizes):
+                        block.buf[at:at + n] = v.cast("B")
+                        at += n
+                    name = block.name
+                    block.close()  # the caller unlinks it once copied out
+                    conn.send(("parse", job, (name, meta, sizes)))
                 elif kind == "audit":
                     from .findings import audit_findings
 
@@ -263,6 +285,11 @@ class TileWorkers:
                 args["file"] = str(found[0])
         return self._submit(Job("rules", key, (version, s.tables_version), raw, args=args))
 
+    def submit_parse(self, key) -> Job:
+        """Tile ``key`` read from the data and parsed in a worker: ``on_result("parse", job,
+        (bytes, AdtTile, cell centres))`` (for :meth:`EditSession.take_read`)."""
+        return self._submit(Job("parse", key, (0, self.session.tables_version)))
+
     def submit_audit(self) -> Job:
         return self._submit(Job("audit"))
 
@@ -317,6 +344,8 @@ class TileWorkers:
                         size = w.send_input(job.raw) if job.raw is not None else None
                         w.conn.send(("overlay", job.id, job.key, adt_game_path(s.map_name, *job.key), size,
                                      s.big_alpha, s.msb_first, tv, job.args["grass"]))
+                    elif job.kind == "parse":
+                        w.conn.send(("parse", job.id, adt_game_path(s.map_name, *job.key), s.big_alpha, s.msb_first))
                     elif job.kind == "rules":
                         size = w.send_input(job.raw) if job.raw is not None else None
                         w.conn.send(("rules", job.id, job.key, adt_game_path(s.map_name, *job.key), size, s.big_alpha,
@@ -367,6 +396,13 @@ class TileWorkers:
             self.on_result("overlay", job, (w.image(), ids, mine))
         elif kind == "audit":
             self.on_result("audit", job, payload)
+        elif kind == "parse":
+            try:
+                got = take_parsed(*payload)
+            except Exception as exc:  # the block went missing: said, the tile is read where it is needed
+                self.on_result("error", job, f"{type(exc).__name__}: {exc}")
+                return
+            self.on_result("parse", job, got)
         elif kind == "rules":
             what, has_image, found = payload
             self.on_result("rules", job, (what, w.image() if has_image else None, found))
@@ -392,6 +428,32 @@ class TileWorkers:
                     job = None
         if job is not None:
             self.on_result("error", job, f"a worker died twice on {job.kind} {job.key}")
+
+
+def take_parsed(name: str, meta: bytes, sizes: list):
+    """(bytes, AdtTile, cell centres) from a worker's block ``name`` (its bytes first, then the
+    arrays' buffers, ``sizes`` each): copied out in one piece (numpy's copy, which lets go of the
+    GIL while it copies megabytes), the block unlinked."""
+    from multiprocessing import shared_memory
+
+    block = shared_memory.SharedMemory(name=name)
+    try:
+        total = sum(sizes)
+        data = np.empty(total, np.uint8)
+        mapped = np.frombuffer(block.buf, np.uint8, total)
+        np.copyto(data, mapped)
+        del mapped  # the block's buffer no longer exported: it can close
+    finally:
+        block.close()
+        block.unlink()
+    view = memoryview(data)
+    raw = bytes(view[:sizes[0]])
+    parts, at = [], sizes[0]
+    for n in sizes[1:]:
+        parts.append(view[at:at + n])
+        at += n
+    tile, centres = pickle.loads(meta, buffers=parts)
+    return raw, tile, centres
 
 
 def map_overlay(img: np.ndarray, effect_ids, colours) -> np.ndarray:
