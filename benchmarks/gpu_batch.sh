@@ -11,11 +11,14 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache 
 egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
 nvidia-smi -L; nproc
+# RUNS="pick fly1": some of the runs only; GOUT: where the figures go (default $OUT)
+G=${GOUT:-$OUT}; mkdir -p "$G"
 run() {  # name, limit, command...
     local name=$1 limit=$2; shift 2
-    echo "== $name"; timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "rc=$?" >> "$OUT/$name.log"
-    tail -25 "$OUT/$name.log"
-    [ -f "/tmp/b/$name/workbench.json" ] && cp "/tmp/b/$name/workbench.json" "$OUT/$name.json"
+    [ -z "${RUNS:-}" ] || [[ " $RUNS " == *" $name "* ]] || return 0
+    echo "== $name"; timeout "$limit" "$@" > "$G/$name.log" 2>&1; echo "rc=$?" >> "$G/$name.log"
+    tail -25 "$G/$name.log"
+    [ -f "/tmp/b/$name/workbench.json" ] && cp "/tmp/b/$name/workbench.json" "$G/$name.json"
 }
 W=benchmarks/bench_workbench.py
 run pick 90 python3 benchmarks/bench_pick.py --json
@@ -23,4 +26,4 @@ run fly1 170 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --j
 run fly0 150 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --workers 0 --json --out /tmp/b/fly0
 run parts 110 python3 $W --size 1920x1080 --frames 120 --json --out /tmp/b/parts
 run client 110 python3 $W --size 1920x1080 --frames 120 --look client --json --out /tmp/b/client
-run rules2 120 taskset -c 0,1 python3 benchmarks/bench_rules.py --runs 2 --saves 20 --cells 30 --json "$OUT/rules2.json"
+run rules2 120 taskset -c 0,1 python3 benchmarks/bench_rules.py --runs 2 --saves 20 --cells 30 --json "$G/rules2.json"
