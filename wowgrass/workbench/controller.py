@@ -31,6 +31,7 @@ import numpy as np
 from .bridge import SceneBridge, WindowUi, tile_grass
 from .findings import Finding
 from .geometry import cell_corner, chunk_centre
+from .input_gate import InputGate
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
 from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
@@ -122,6 +123,8 @@ class Workbench(WindowUi):
         self._pending_reload: dict = {}  # tile -> reload entry waiting for its tile
         self._reload_t0 = None
         self.ui = None
+        self.gate = InputGate()
+        self._replaying = False  # a held event on its way to the window's controls
         self._want_panels = panels
         self.shots: list[str] = []  # screenshots written (F12)
         self.shots_pending: list = []
@@ -230,6 +233,7 @@ class Workbench(WindowUi):
                 break
             fn()
         self.bridge.hand_over_ready()  # grass the grass thread finished: buffers to the scene's upload
+        self._release_input()
         if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
             self.update_hover()
         if self.painting and self.viewer is not None and not self._panels_want_mouse():
@@ -251,7 +255,8 @@ class Workbench(WindowUi):
         self.shots.append(str(path))
         self.say(f"screenshot {path}")
 
-    # -- input: every event reaches the panels first, then the workbench's bindings, then the view --
+    # -- input: every event reaches the panels first (input_gate.py: what they take, nothing else
+    # sees), then the workbench's bindings, then the view --
     def _panels_want_mouse(self) -> bool:
         return self.ui is not None and self.ui.wants_mouse()
 
@@ -278,8 +283,15 @@ class Workbench(WindowUi):
         return None
 
     def on_key(self, key, scancode, action, mods) -> bool:
-        if self.ui is not None and self.ui.on_key(key, scancode, action, mods):
+        if self._replaying:
+            return False
+        if self.ui is not None:
+            self.ui.on_key(key, scancode, action, mods)
+            self.gate.hold("key", (key, scancode, action, mods), self.ui.last_event_id())
             return True
+        return self._bench_key(key, scancode, action, mods)
+
+    def _bench_key(self, key, scancode, action, mods) -> bool:
         if action != self.controls.glfw.PRESS:
             return False
         act = self._key_action(key, mods)
@@ -298,31 +310,42 @@ class Workbench(WindowUi):
         return False
 
     def on_button(self, button, action, mods) -> bool:
+        if self._replaying:
+            return False
+        if self.ui is not None:
+            self.ui.on_button(button, action, mods)
+            self.gate.hold("button", (button, action, mods), self.ui.last_event_id(), self.cursor)
+            return True
+        return self._bench_button(button, action, mods, self.cursor)
+
+    def _bench_button(self, button, action, mods, at) -> bool:
         g = self.controls.glfw
         if self.painting and button == g.MOUSE_BUTTON_LEFT and action == g.RELEASE:
             self.end_stroke()  # wherever the stroke ends, over a panel too
-            if self.ui is not None:
-                self.ui.on_button(button, action, mods)
-            return True
-        if self.ui is not None and self.ui.on_button(button, action, mods):
             return True
         if button != g.MOUSE_BUTTON_LEFT:
             return False  # the right button looks around, as in 3D editors
         if action == g.PRESS:
             if self.tools.brush():
-                self.begin_stroke()
+                self.begin_stroke(at)
             else:
-                self.pick_at(*self.cursor)
-        elif action == g.RELEASE and self.painting:
-            self.end_stroke()
+                self.pick_at(*at)
         return True
 
     def on_scroll(self, dx, dy) -> bool:
-        if self.ui is not None and self.ui.on_scroll(dx, dy):
-            return True
+        if self._replaying:
+            return False
         g = self.controls.glfw
-        ctrl = g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS
-        if ctrl or (self.tools.tool != "pick" and g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS):
+        held = (g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS,
+                g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS)
+        if self.ui is not None:
+            self.ui.on_scroll(dx, dy)
+            self.gate.hold("scroll", (dx, dy, *held), self.ui.last_event_id())
+            return True
+        return self._bench_scroll(dx, dy, *held)
+
+    def _bench_scroll(self, dx, dy, ctrl, alt) -> bool:
+        if ctrl or (self.tools.tool != "pick" and alt):
             self.tools.radius = float(np.clip(self.tools.radius * 1.15 ** dy, 0.5, 200.0))
             return True
         return False
@@ -351,8 +374,49 @@ class Workbench(WindowUi):
     def screenshot(self) -> None:
         self.shots_pending.append(f"{self.shot_prefix}-{len(self.shots) + len(self.shots_pending) + 1}.png")
 
-    def begin_stroke(self):
-        """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke)."""
+    def _release_input(self):
+        """The held events a frame of panels has seen: imgui's, or the tools' and the camera's."""
+        if self.ui is None:
+            return
+        c = self.controls
+        for ev, taken in self.gate.ready():
+            kind, args = ev.kind, ev.args
+            if kind == "key":
+                key, _sc, action, _mods = args
+                if taken and action == c.glfw.PRESS and not self._field_free(key, _mods):
+                    continue  # typed into a field: never the view's keys
+                if not (action == c.glfw.PRESS and self._bench_key(*args)):
+                    self._replay(c.on_key, c.window, *args)
+            elif kind == "button":
+                button, action, mods = args
+                ending = self.painting and action == c.glfw.RELEASE
+                if taken and not ending:
+                    if action == c.glfw.RELEASE:
+                        self._replay(c.on_button, c.window, *args)  # a look that began before stays consistent
+                    continue
+                if not self._bench_button(button, action, mods, ev.cursor):
+                    self._replay(c.on_button, c.window, *args)
+            elif kind == "scroll" and not taken:
+                dx, dy, ctrl, alt = args
+                if not self._bench_scroll(dx, dy, ctrl, alt):
+                    self._replay(c.on_scroll, c.window, dx, dy)
+
+    def _field_free(self, key, mods) -> bool:
+        """Keys no text field uses (F1..F12, Ctrl+S): the view's even while a field is active."""
+        g = self.controls.glfw
+        return g.KEY_F1 <= key <= g.KEY_F12 or (bool(mods & g.MOD_CONTROL) and key == g.KEY_S)
+
+    def _replay(self, handler, *args):
+        """A held event to the window's own controls (the workbench passes it on this time)."""
+        self._replaying = True
+        try:
+            handler(*args)
+        finally:
+            self._replaying = False
+
+    def begin_stroke(self, at=None):
+        """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke);
+        ``at``: the window pixel of its first dab (the cursor where the button went down)."""
         try:
             TOOLS[self.tools.tool].begin(self, self.tools)
         except ToolRefused as exc:
@@ -363,7 +427,7 @@ class Workbench(WindowUi):
         self._stroke = self.session.stroke(f"{self.tools.tool} stroke r={self.tools.radius:g}")
         self._stroke.__enter__()
         if self.viewer is not None:
-            self._dab()
+            self._dab(at)
 
     def end_stroke(self):
         self.painting = False
@@ -504,9 +568,9 @@ class Workbench(WindowUi):
         self.hover.ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
 
     # -- tools --
-    def _dab(self):
+    def _dab(self, at=None):
         """One dab of the brush tool under the cursor (a stroke: a dab each half radius moved)."""
-        p = self.ground_at(*self.cursor)
+        p = self.ground_at(*(at or self.cursor))
         if p is None:
             return
         spacing = 0.5 * self.tools.radius

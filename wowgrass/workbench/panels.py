@@ -86,6 +86,10 @@ class Panels:
         imgui.destroy_context(self.ctx)
 
     # -- input --
+    def last_event_id(self) -> int:
+        """imgui's id of the last input event given to it (input_gate.py)."""
+        return self.ctx.input_events_next_event_id - 1
+
     def wants_mouse(self) -> bool:
         return bool(self.imgui.get_io().want_capture_mouse)
 
@@ -136,6 +140,12 @@ class Panels:
                 io.delta_time = max(t0 - self._t, 1e-4)
                 self._t = t0
             imgui.new_frame()
+            gate = getattr(self.bench, "gate", None)
+            if gate is not None:  # what the events this frame processed asked for (input_gate.py)
+                io, queue = imgui.get_io(), self.ctx.input_events_queue
+                processed = queue[0].event_id - 1 if len(queue) else self.ctx.input_events_next_event_id - 1
+                gate.record(processed, io.want_capture_mouse, io.want_capture_keyboard)
+                self._input = self._input or bool(len(queue))  # imgui left some for the next frame: build again
             self._status()
             self._overlays()
             self._tools()
