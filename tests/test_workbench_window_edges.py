@@ -86,3 +86,88 @@ def test_clicks_and_keys_the_panels_take_never_reach_the_tools(xdisplay, tmp_pat
     assert res["toggles"]["grass"] is True  # the G typed into the field
     assert wb["overlays"] == []  # the 1 typed into the field
     assert any(p.suffix.lower() == ".adt" for p in (tmp_path / "g1typed-out").rglob("*")), list(tmp_path.iterdir())
+
+
+def _title_blue(png, box=(360, 300, 920, 420)) -> int:
+    """Pixels of Dear ImGui's active title bar blue (41, 74, 122) in ``box`` (x0, y0, x1, y1): the
+    middle of a 1280x720 window, where a modal question is drawn, terrain and grass otherwise."""
+    x0, y0, x1, y1 = box
+    a = _png(png)[y0:y1, x0:x1]
+    return int((np.abs(a - np.array([41, 74, 122])).sum(-1) < 12).sum())
+
+
+def test_unsaved_edits_are_asked_about_and_kept_through_a_signal(xdisplay, tmp_path):
+    """Esc with unsaved edits (after typing into a field and Return, as the issue's user did) asks in
+    the window instead of quitting; C cancels; SIGTERM then keeps the edits in a recovery file,
+    which the next view of the same data offers; R restores them (one undoable step); Esc asks
+    again and S saves them to the Changes panel's folder and quits; the recovery file is gone."""
+    import signal
+
+    env = {"WOWGRASS_CACHE": str(tmp_path / "cache")}
+    win = _view(xdisplay, tmp_path, env=env)
+    try:
+        win.key("F6")
+        win.click(700, 600)  # one exclusion dab: tile 31,31
+        before = win.shot()
+        win.click(400, 112)  # the overlay folder field (one history line above it now)
+        win.xdo("type", "--window", win.wid, "--delay", "20", "x")
+        win.key("Return")
+        mark = win.mark()
+        win.key("Escape")
+        win.wait_line(r"quit: unsaved edits \(tile 31,31\): the window asks", start=mark)
+        asked = win.shot()
+        assert win.proc.poll() is None  # still there
+        assert _title_blue(before) < 200 and _title_blue(asked) > 5000  # the question is drawn
+        mark = win.mark()
+        win.key("c")
+        win.wait_line(r"quit cancelled", start=mark)
+        win.proc.send_signal(signal.SIGTERM)
+        rc, out, err = win.finish(keys=())
+    finally:
+        win.kill()
+    assert rc == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err, err
+    kept = [p for p in (tmp_path / "cache" / "recovery").rglob("*.zip")]
+    assert len(kept) == 1 and f"unsaved edits kept in {kept[0]}" in err, err
+    assert not (tmp_path / "workbench-out").exists()
+
+    win = _view(xdisplay, tmp_path, env=env)
+    try:
+        win.wait_line(rf"note: unsaved edits of an earlier session are kept in {kept[0]} \(1 tile\(s\): "
+                      r"WowgrassSample_31_31\.adt")
+        mark = win.mark()
+        win.key("r")
+        win.wait_line(r"restored 1 file\(s\)", start=mark)
+        mark = win.mark()
+        win.key("Escape")
+        win.wait_line(r"quit: unsaved edits \(tile 31,31\)", start=mark)
+        win.key("s")
+        win.proc.wait(120)
+    finally:
+        res = _result(win, keys=())
+    wb = res["workbench"]
+    assert wb["history"] == [h for h in wb["history"] if h.startswith("restored 1 file(s)")] and wb["edit_count"] == 1
+    assert any(m.startswith("saved 1 file(s) to workbench-out") for m in wb["messages"]), wb["messages"]
+    assert [p.name for p in (tmp_path / "workbench-out").rglob("*.adt")] == ["WowgrassSample_31_31.adt"]
+    assert not kept[0].exists()  # saved: the kept edits are done with
+
+
+def test_quit_question_discard_by_mouse(xdisplay, tmp_path):
+    """The question's buttons take clicks: Discard and quit ends the window at once, nothing saved
+    and nothing kept."""
+    env = {"WOWGRASS_CACHE": str(tmp_path / "cache")}
+    win = _view(xdisplay, tmp_path, env=env)
+    try:
+        win.key("F6")
+        win.click(700, 600)
+        mark = win.mark()
+        win.key("Escape")
+        win.wait_line(r"quit: unsaved edits", start=mark)
+        win.shot()
+        win.click(575, 386)  # "Discard and quit (D)"
+        win.proc.wait(120)
+    finally:
+        res = _result(win, keys=())
+    assert any(m.startswith("discarded 1 unsaved file(s)") for m in res["workbench"]["messages"])
+    assert not (tmp_path / "workbench-out").exists()
+    assert not list((tmp_path / "cache").rglob("*.zip"))

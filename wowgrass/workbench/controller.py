@@ -35,6 +35,7 @@ from .input_gate import InputGate
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
 from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
+from .unsaved import UnsavedGuard
 
 __all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
            "tile_grass", "watch_roots"]
@@ -124,6 +125,7 @@ class Workbench(WindowUi):
         self._reload_t0 = None
         self.ui = None
         self.gate = InputGate()
+        self.unsaved = UnsavedGuard(self)  # the quit question, the recovery file (unsaved.py)
         self._replaying = False  # a held event on its way to the window's controls
         self._want_panels = panels
         self.shots: list[str] = []  # screenshots written (F12)
@@ -192,6 +194,8 @@ class Workbench(WindowUi):
             from .panels import Panels
 
             self.ui = Panels(self, viewer.target)
+            self.unsaved.look_for_recovery()
+        self.unsaved.install_signals()
         if self._audit:
             self._jobs.put(("audit", None))
         if self.rules is not None:  # the tiles resident already: their drift from the rules
@@ -204,7 +208,11 @@ class Workbench(WindowUi):
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 
+    def may_close(self) -> bool:
+        return self.unsaved.may_close()
+
     def close(self) -> None:
+        self.unsaved.on_close()
         self._stop = True
         self._jobs.put(None)
         self.session.unsubscribe(self._session_changed)
@@ -383,6 +391,8 @@ class Workbench(WindowUi):
             kind, args = ev.kind, ev.args
             if kind == "key":
                 key, _sc, action, _mods = args
+                if self.unsaved.open and action != c.glfw.RELEASE and key != c.glfw.KEY_F12:
+                    continue  # the question's keys (imgui has them); a screenshot still goes
                 if taken and action == c.glfw.PRESS and not self._field_free(key, _mods):
                     continue  # typed into a field: never the view's keys
                 if not (action == c.glfw.PRESS and self._bench_key(*args)):
@@ -649,6 +659,7 @@ class Workbench(WindowUi):
             self.in_background(lambda: self._check_drift(saved_tiles))
         self.say(f"saved {len(res.get('files', res.get('written', [])) or [])} file(s)"
                  + (f" to {out_dir}" if out_dir else " in place" if in_place else ""))
+        self.unsaved.saved()
         return res
 
     def build_patch(self, out_path):

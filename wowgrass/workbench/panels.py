@@ -156,6 +156,7 @@ class Panels:
                 rules_panel(self, self.bench.rules)
             if self.bench.help:
                 self._help()
+            self.bench.unsaved.draw(imgui, self.target.size)
             imgui.render()
             self._draw_data = imgui.get_draw_data()
             self.builds += 1
