@@ -54,6 +54,16 @@ def _result(win, keys=("Escape",)):
     return json.loads(out)
 
 
+def _discard_and_quit(win):
+    """Esc, then D once the unsaved-edits question is up; the result."""
+    if win.proc.poll() is None:
+        mark = win.mark()
+        win.key("Escape")
+        win.wait_line(r"^quit: unsaved edits", start=mark)
+        win.key("d")
+    return _result(win, keys=())
+
+
 def test_clicks_and_keys_the_panels_take_never_reach_the_tools(xdisplay, tmp_path):
     """A click on a panel with the exclusion brush on paints nothing behind it, even when the cursor
     arrives and clicks before a frame has drawn it there; keys typed into a field right after the
@@ -171,3 +181,31 @@ def test_quit_question_discard_by_mouse(xdisplay, tmp_path):
     assert any(m.startswith("discarded 1 unsaved file(s)") for m in res["workbench"]["messages"])
     assert not (tmp_path / "workbench-out").exists()
     assert not list((tmp_path / "cache").rglob("*.zip"))
+
+
+def test_build_patch_names_a_patch_the_client_loads_and_says_where(xdisplay, tmp_path):
+    """Build patch with the field's default: the next locale patch above the sample client's own
+    (patch-enUS.MPQ: so patch-enUS-2.MPQ), written in the current folder; an earlier one there is
+    replaced and said; then patch build's notes (where the client loads it) and the whole path."""
+    from wowgrass.formats.mpq import MpqArchive
+
+    old = tmp_path / "patch-enUS-2.MPQ"
+    old.write_bytes(b"an earlier build")
+    win = _view(xdisplay, tmp_path)
+    try:
+        win.key("F6")
+        win.click(700, 600)  # one exclusion dab: tile 31,31
+        win.shot()
+        mark = win.mark()
+        win.click(350, 181)  # "Build patch" (one history line above it)
+        line = win.wait_line(r"^wrote .*patch-enUS-2\.MPQ", start=mark)
+        lines = win.lines[mark:]
+    finally:
+        res = _discard_and_quit(win)
+    assert line == (f"wrote {old} (1 file, {old.stat().st_size:,} bytes, MPQ v1, a locale patch (enUS) for 3.3.5)"), line
+    assert f"note: {old} exists: replacing it" in lines, lines
+    assert "note: the client loads it as Data\\enUS\\patch-enUS-2.MPQ" in lines, lines
+    assert not list(tmp_path.glob("patch-wowgrass*"))
+    arc = MpqArchive.from_bytes(old.read_bytes(), str(old))
+    assert arc.read("World\\Maps\\WowgrassSample\\WowgrassSample_31_31.adt")[:4] == b"REVM"
+    assert res["workbench"]["edit_count"] == 1

@@ -132,7 +132,7 @@ class Workbench(WindowUi):
         self.shots_pending: list = []
         self.shot_prefix = "wowgrass-shot"
         self.save_dir = "workbench-out"  # Ctrl+S and the Save panel's folder (an overlay folder)
-        self.patch_path = "patch-wowgrass.MPQ"
+        self.patch_path = _default_patch_path(session)  # a name the client loads (patching.py)
         # the rules file (rules_bench.py): the Cell panel's why, the rules overlay, drift, the watch's re-apply
         self.rules = None if rules is None else RulesView(session, rules, watch=bool(watch),
                                                           on_line=lambda s: self.later(lambda: self.say(s)))
@@ -662,14 +662,11 @@ class Workbench(WindowUi):
         self.unsaved.saved()
         return res
 
-    def build_patch(self, out_path):
-        try:
-            res = self.files.build_patch(out_path)
-        except Exception as exc:
-            self.say(f"patch failed: {exc}")
-            return None
-        self.say(f"patch written: {out_path}")
-        return res
+    def build_patch(self, out_path=None):
+        """The Changes panel's Build patch (patching.py: patch build's names, rules and notes)."""
+        from .patching import build_window_patch
+
+        return build_window_patch(self.files, out_path, self.say)
 
     def say(self, text: str):
         self.ui_version += 1
@@ -1058,6 +1055,15 @@ class Workbench(WindowUi):
                              "grass_instance_counts": {f"{k[0]},{k[1]}": [r.get("grass_before", {}).get(k),
                                                                           r.get("grass_after", {}).get(k)]
                                                        for k in r["tiles"]}} for r in self.reloads]}
+
+
+def _default_patch_path(session) -> str:
+    from .patching import default_patch_path
+
+    try:
+        return default_patch_path(session)
+    except Exception:  # noqa: BLE001 - a session without data (tests): Build patch says what it needs
+        return ""
 
 
 def watch_roots(data) -> list:
