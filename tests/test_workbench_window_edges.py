@@ -234,3 +234,61 @@ def test_json_counts_the_grass_an_edit_removed(xdisplay, tmp_path):
         if dab:
             assert res["workbench"]["edit_count"] == 1 and res["workbench"]["edits_applied"], res["workbench"]
     assert counts[1] < counts[0], counts
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1400, 800)])
+def test_effect_set_editor_fits_the_window_and_the_wheel_scrolls_it(xdisplay, tmp_path, size):
+    """The Tools panel with the effect-set editor open stays above the status line; what does not
+    fit scrolls, by the wheel over the panel, so the density field and Preview set are reachable."""
+    w, h = size
+    win = _view(xdisplay, tmp_path, size=size)
+    try:
+        win.shot()
+        win.click(100, 486)  # the "Effect set editor" header (the Tools panel at y 330, five tools above it)
+        win.shot()
+        win.move(150, h - 120)
+        win.xdo("click", "--repeat", "12", "5")  # the wheel, down, over the panel
+        win.shot()
+    finally:
+        res = _result(win)
+    layout = res["workbench"]["layout"]
+    tools = layout["panels"]["Tools"]
+    assert layout["size"] == [w, h]
+    assert tools["y"] >= 0 and tools["y"] + tools["h"] <= h - 26, tools  # above the status line
+    assert tools["x"] >= 0 and tools["x"] + tools["w"] <= w, tools
+    assert tools["scroll_max_y"] == 0 or tools["scroll_y"] > 0, tools  # all in view, or the wheel scrolled it
+    if h == 720:
+        assert tools["scroll_max_y"] > 0, tools  # 720 pixels: the open editor needs the wheel
+    for item in ("density", "Preview set"):
+        r = layout["items"][item]
+        assert tools["y"] + 19 <= r["y"] and r["y"] + r["h"] <= tools["y"] + tools["h"], (item, r, tools)  # in view
+
+
+def test_effect_set_editor_weights_default_to_new_sets(tmp_path):
+    """The editor's weights start as `effects new-set`'s: the 16-point bag shared evenly over the
+    models given (not 1,1,1,1), until one is moved."""
+    from wowgrass.edit.effect_sets import even_weights
+    from wowgrass.workbench.tools import ToolState
+
+    import threading
+
+    from wowgrass.workbench.controller import Workbench
+
+    assert even_weights(1) == [16] and even_weights(2) == [8, 8] and even_weights(3) == [6, 5, 5]
+    assert even_weights(4) == [4, 4, 4, 4]
+    got = []
+
+    class Session:
+        def preview_set(self, models, weights, density, effect_id=None):
+            got.append((models, weights))
+            return 1009
+
+    bench = object.__new__(Workbench)  # the editor's state and its Preview, without a window
+    bench.tools, bench.session, bench.lock = ToolState(), Session(), threading.RLock()
+    bench.messages, bench.ui_version, bench.log = [], 0, lambda s: None
+    bench.tools.set_models[:2] = ["ElwGra01", "ElwGra05"]
+    assert bench.preview_set() == 1009
+    assert got[-1] == (["ElwGra01", "ElwGra05"], None)  # None: add_effect_set shares the bag evenly (8, 8)
+    bench.tools.set_weights[:2], bench.tools.set_weights_even = [12, 4], False  # a slider moved
+    bench.preview_set()
+    assert got[-1] == (["ElwGra01", "ElwGra05"], [12, 4])

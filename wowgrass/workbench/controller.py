@@ -128,6 +128,7 @@ class Workbench(WindowUi):
         self.unsaved = UnsavedGuard(self)  # the quit question, the recovery file (unsaved.py)
         self._replaying = False  # a held event on its way to the window's controls
         self._want_panels = panels
+        self.layout = None  # the panels' layout as last drawn (report)
         self.shots: list[str] = []  # screenshots written (F12)
         self.shots_pending: list = []
         self.shot_prefix = "wowgrass-shot"
@@ -222,6 +223,7 @@ class Workbench(WindowUi):
         if self.watcher is not None:
             self.watcher.stop()
         if self.ui is not None:
+            self.layout = self.ui.layout()
             self.ui.close()
             self.ui = None
 
@@ -622,7 +624,8 @@ class Workbench(WindowUi):
     def preview_set(self):
         ts = self.tools
         models = [m for m in ts.set_models if m]
-        weights = [int(w) for m, w in zip(ts.set_models, ts.set_weights) if m]
+        # untouched weights: None, the library's default (effects new-set's: 16 points shared evenly)
+        weights = None if ts.set_weights_even else [int(w) for m, w in zip(ts.set_models, ts.set_weights) if m]
         if not models:
             self.say("effect set: choose at least one model")
             return None
@@ -1046,6 +1049,7 @@ class Workbench(WindowUi):
                 "history": list(s.history), "changed_tiles": [list(k) for k in s.changed_tiles],
                 "changed_tables": list(s.changed_tables), "picked": None if self.picked is None else
                 {"tile": list(self.picked.tile), "chunk": list(self.picked.chunk), "cell": list(self.picked.cell)},
+                "layout": self.layout if self.ui is None else self.ui.layout(),
                 "pick_ms": self.pick_ms, "overlays": [n for n, on in self.overlays.items() if on],
                 "messages": list(self.messages), "finding_count": len(self.findings), "screenshots": list(self.shots),
                 "edits_applied": [{"label": lb, "frame": f} for lb, f in self.edits_applied],
