@@ -292,3 +292,43 @@ def test_effect_set_editor_weights_default_to_new_sets(tmp_path):
     bench.tools.set_weights[:2], bench.tools.set_weights_even = [12, 4], False  # a slider moved
     bench.preview_set()
     assert got[-1] == (["ElwGra01", "ElwGra05"], [12, 4])
+
+
+def test_watch_falls_back_to_the_layer_below_a_deleted_tile(xdisplay, tmp_path):
+    """``view --watch`` over two layers: the project's copy of tile 31,31 (every cell excluded:
+    no grass with the coverage placement) deleted on disk, the client's tile below is drawn again
+    (its grass back); a file that is no ADT saved over a tile is said in the window's messages."""
+    from wowgrass.edit.adt_edit import exclude_cells
+    from wowgrass.fileio import write_atomic
+    from wowgrass.game.data import open_data
+    from wowgrass.grass.bake import default_data
+
+    root, map_name = default_data()
+    folder = tmp_path / "project" / "World" / "Maps" / map_name
+    folder.mkdir(parents=True)
+    gp = f"World\\Maps\\{map_name}\\{map_name}_31_31.adt"
+    with open_data(root) as d:
+        raw = d.read(gp)
+    bare, _ = exclude_cells(raw, gp, np.ones((256, 8, 8), bool))
+    tile = folder / f"{map_name}_31_31.adt"
+    tile.write_bytes(bare)
+    win = _view(xdisplay, tmp_path, "--data", str(root), "--data", str(tmp_path / "project"), "--watch",
+                "--placement", "coverage")
+    try:
+        win.shot()
+        mark = win.mark()
+        tile.unlink()
+        win.wait_line(r"reloaded tile 31,31", start=mark, timeout=120)
+        mark = win.mark()
+        write_atomic(folder / f"{map_name}_32_31.adt", b"this is no ADT at all")
+        win.wait_line(r"WowgrassSample_32_31\.adt", start=mark, timeout=120)
+        win.shot()
+    finally:
+        res = _result(win)
+    wb = res["workbench"]
+    first = wb["reloads"][0]
+    assert [31, 31] in first["tiles"], wb["reloads"]
+    before, after = first["grass_instance_counts"]["31,31"]
+    assert before == 0 and after > 10_000, first  # the client's tile, its grass back
+    said = [m for m in wb["messages"] if "32_31" in m]
+    assert any("not" in m.lower() and ("adt" in m.lower() or "read" in m.lower()) for m in said), wb["messages"]

@@ -248,6 +248,8 @@ class Workbench(WindowUi):
             self.update_hover()
         if self.painting and self.viewer is not None and not self._panels_want_mouse():
             self._dab()
+        if self._pending_reload:
+            self._reload_failures()
         self._sync_terrain()
         self.work_ms = (_time.perf_counter() - t0) * 1000.0
 
@@ -752,6 +754,16 @@ class Workbench(WindowUi):
             entry.setdefault("grass_after", {})[key] = self.bridge.grass_count(key)
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
 
+    def _reload_failures(self):
+        """A tile saved on disk that the scene could not read again (not an ADT, cut short): said in
+        the window, not only on stderr (the tile drawn before stays)."""
+        errors = getattr(self.scene, "errors", {}) or {}
+        for key, entry in list(self._pending_reload.items()):
+            err = errors.get(key)
+            if err is not None and err != entry.setdefault("errors_before", {}).get(key, None):
+                del self._pending_reload[key]
+                self.say(f"tile {key[0]},{key[1]} could not be read again ({err}): the tile drawn before stays")
+
     def _overlay_ready(self, key, img):
         self.overlays_shown += 1
         if self.rules is not None:  # the rules overlay's colours over the regular flags
@@ -925,6 +937,7 @@ class Workbench(WindowUi):
             for key in tiles:
                 entry.setdefault("grass_before", {})[key] = self.bridge.grass_count(key)
                 if self.bridge.reload_tile(key):
+                    entry.setdefault("errors_before", {})[key] = (getattr(self.scene, "errors", {}) or {}).get(key)
                     self._pending_reload[key] = entry
             self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
 
@@ -938,10 +951,13 @@ class Workbench(WindowUi):
         from wowgrass.game.maps import adt_game_path
 
         wanted = {Path(p).resolve() for p in paths}
+        gone = {Path(p).name.lower() for p in paths if not Path(p).exists()}  # removed: the layer below answers
         out = []
         for key in self.bridge.resident_tiles(full=False):
-            found = self.session.data.locate(adt_game_path(self.session.map_name, *key))
-            if found is not None and found[1] is None and Path(found[0]).resolve() in wanted:
+            gp = adt_game_path(self.session.map_name, *key)
+            found = self.session.data.locate(gp)
+            if (found is not None and found[1] is None and Path(found[0]).resolve() in wanted) or \
+                    gp.rsplit("\\", 1)[-1].lower() in gone:
                 out.append(key)
         return out
 
