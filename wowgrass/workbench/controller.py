@@ -37,8 +37,8 @@ from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
 from .unsaved import UnsavedGuard
 
-__all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
-           "tile_grass", "watch_roots"]
+__all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "changed_names", "chunk_centre",
+           "open_workbench", "tile_grass", "watch_roots"]
 
 @dataclass
 class Hover:
@@ -50,6 +50,18 @@ class Hover:
     key: tuple | None = None  # (cursor, camera) of the last pick
 
 
+def changed_names(paths) -> str:
+    """The files of a watcher's batch as the panel says them: folders left out (a folder's own
+    event is no changed file), a removed file said so."""
+    from pathlib import Path
+
+    out = []
+    for p in sorted(str(p) for p in paths):
+        path = Path(p)
+        if path.is_dir():
+            continue
+        out.append(path.name if path.exists() else f"{path.name} (removed)")
+    return ", ".join(out)
 class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
@@ -939,7 +951,9 @@ class Workbench(WindowUi):
                 if self.bridge.reload_tile(key):
                     entry.setdefault("errors_before", {})[key] = (getattr(self.scene, "errors", {}) or {}).get(key)
                     self._pending_reload[key] = entry
-            self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
+            names = changed_names(entry["paths"])
+            if names:
+                self.say(f"changed on disk: {names}")
 
         self._main.put(on_main)
 

@@ -27,13 +27,15 @@ _KEYS_AFTER = (
     ("1 .. 8", "overlays: effect sets, no effect id, stale mapping, excluded, holes, chunk grid, tile grid, "
                "the rule governing each cell"),
     ("Ctrl+Z / Ctrl+Y (Ctrl+Shift+Z)", "undo / redo"),
-    ("Ctrl+S", "save the changed files (to the folder in the Save panel)"),
+    ("Ctrl+S", "save the changed files (to the Changes panel's overlay folder)"),
     ("[ ]", "the hour, an hour back / on (with --clock)"),
     ("G O T B R Z", "grass, doodads, terrain, WMOs, liquids, horizon"),
+    ("C L M", "per-chunk culling, terrain LOD colours, MCSH shadows"),
+    ("V H F", "split view (wireframe right), sun shadows, wireframe"),
     ("F3", "frame statistics"),
     ("F12", "screenshot of the window (wowgrass-shot-N.png)"),
     ("F1", "this help"),
-    ("Esc", "quit"),
+    ("Esc", "quit (with unsaved edits: asks save / discard / cancel)"),
 )
 
 
@@ -377,6 +379,8 @@ class Panels:
         if imgui.begin("Keys and mouse (F1)", None, imgui.WindowFlags_.always_auto_resize)[0]:
             for k, what in keys_help():
                 imgui.text(f"{k:32s} {what}")
+        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rects["Keys and mouse (F1)"] = {"x": pos.x, "y": pos.y, "w": size.x, "h": size.y, "lines": len(keys_help())}
         imgui.end()
 
 
