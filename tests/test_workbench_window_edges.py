@@ -332,3 +332,25 @@ def test_watch_falls_back_to_the_layer_below_a_deleted_tile(xdisplay, tmp_path):
     assert before == 0 and after > 10_000, first  # the client's tile, its grass back
     said = [m for m in wb["messages"] if "32_31" in m]
     assert any("not" in m.lower() and ("adt" in m.lower() or "read" in m.lower()) for m in said), wb["messages"]
+
+
+def test_findings_panel_says_the_audit_failed(xdisplay, tmp_path):
+    """A tile that is no ADT makes the background audit fail: the Findings panel says so instead of
+    "the audit runs in the background"."""
+    from wowgrass.grass.bake import default_data
+
+    root, map_name = default_data()
+    folder = tmp_path / "project" / "World" / "Maps" / map_name
+    folder.mkdir(parents=True)
+    (folder / f"{map_name}_32_32.adt").write_bytes(b"no ADT")
+    win = ViewWindow(xdisplay, tmp_path, ["--panels", "--json", "--quit-after", "600", "--data", str(root),
+                                          "--data", str(tmp_path / "project")], size=SIZE)
+    try:
+        win.wait_line(r"audit failed", timeout=180)
+        win.shot()
+    finally:
+        rc, out, err = win.finish()
+    assert "Traceback" not in err, err
+    res = json.loads(out)
+    note = res["workbench"]["findings_note"]
+    assert note.startswith("the audit failed: ") and "32_32" in note, note

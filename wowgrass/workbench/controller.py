@@ -1015,6 +1015,8 @@ class Workbench(WindowUi):
                     self.files.reload(paths)
             except Exception as exc:  # the view goes on; the panel says what failed
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
+                if kind == "audit":  # the Findings panel says it too, no longer "runs in the background"
+                    self._main.put(lambda e=exc: self._audit_failed(e))
             finally:
                 self._busy = False
 
@@ -1038,6 +1040,10 @@ class Workbench(WindowUi):
             self._overlays_stale(list(self._overlay_fresh))
 
         self._main.put(on_main)
+
+    def _audit_failed(self, exc):
+        self.ui_version += 1
+        self.findings_note = f"the audit failed: {type(exc).__name__}: {exc}"
 
     def fly_to(self, finding: Finding):
         """Put the camera 60 units from the finding's place, looking down at it."""
@@ -1081,7 +1087,8 @@ class Workbench(WindowUi):
                 {"tile": list(self.picked.tile), "chunk": list(self.picked.chunk), "cell": list(self.picked.cell)},
                 "layout": self.layout if self.ui is None else self.ui.layout(),
                 "pick_ms": self.pick_ms, "overlays": [n for n, on in self.overlays.items() if on],
-                "messages": list(self.messages), "finding_count": len(self.findings), "screenshots": list(self.shots),
+                "messages": list(self.messages), "finding_count": len(self.findings),
+                "findings_note": self.findings_note, "screenshots": list(self.shots),
                 "edits_applied": [{"label": lb, "frame": f} for lb, f in self.edits_applied],
                 "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
                              "seen_ms": r["seen_s"] * 1000.0,
