@@ -199,6 +199,8 @@ class Workbench(WindowUi):
             self._main.put(lambda: self._rules_result(job, *payload))
         else:
             self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
+            if job is not None and job.kind == "audit":  # the Findings panel says it, no longer "runs"
+                self._main.put(lambda: self._audit_failed(str(payload)))
 
     # -- WindowUi --
     def install(self, viewer, controls) -> None:
@@ -1016,7 +1018,7 @@ class Workbench(WindowUi):
             except Exception as exc:  # the view goes on; the panel says what failed
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
                 if kind == "audit":  # the Findings panel says it too, no longer "runs in the background"
-                    self._main.put(lambda e=exc: self._audit_failed(e))
+                    self._main.put(lambda e=exc: self._audit_failed(f"{type(e).__name__}: {e}"))
             finally:
                 self._busy = False
 
@@ -1041,9 +1043,9 @@ class Workbench(WindowUi):
 
         self._main.put(on_main)
 
-    def _audit_failed(self, exc):
+    def _audit_failed(self, why: str):
         self.ui_version += 1
-        self.findings_note = f"the audit failed: {type(exc).__name__}: {exc}"
+        self.findings_note = f"the audit failed: {why}"
 
     def fly_to(self, finding: Finding):
         """Put the camera 60 units from the finding's place, looking down at it."""
