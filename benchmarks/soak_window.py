@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,12 @@ PANEL_BOXES = ((8, 8, 260, 200), (8, 330, 360, 720), (300, 8, 620, 260), (-360, 
 KEYS = (["F5", "F6", "F7", "F8"] * 4 + [str(i) for i in range(1, 8)] * 2
         + ["ctrl+z"] * 6 + ["ctrl+y", "ctrl+shift+z"] * 2 + ["ctrl+s"] * 4 + ["F1", "F3", "F12"]
         + list("gotbrzclmvhf") + ["bracketleft", "bracketright", "Return", "Tab", "BackSpace", "space", "Delete"])
+#: lines of the window's stderr counted over the soak (what the random input got done)
+MARKERS = {"saves": r"^saved \d+ file", "failed saves": r"^save failed", "undos": r"^undo ", "redos": r"^redo ",
+           "quit questions": r"^quit: unsaved", "kept for recovery": r"^unsaved edits kept in",
+           "recoveries offered": r"^note: unsaved edits of an earlier session", "restored": r"^restored \d+ file",
+           "patches": r"^wrote .*\.MPQ", "screenshots": r"^screenshot ", "sets previewed": r"^effect set \d+ previewed",
+           "other failures": r"^\w+ failed: "}
 TYPING = "abcdefghijklmnopqrstuvwxyz0123456789_-/.*"
 
 
@@ -119,11 +126,15 @@ def xdo_args(a: dict, wid: str) -> list[list[str]]:
 class Episode:
     """One ``wowgrass view`` window with its stderr kept in a file."""
 
-    def __init__(self, display, size, workdir: Path, extra=()):
+    def __init__(self, display, size, workdir: Path, extra=(), tree=None, cache=None):
         self.workdir = workdir
         self.err_path = workdir / "stderr.txt"
         self.err = open(self.err_path, "w")
         env = dict(x_env(display), PYTHONFAULTHANDLER="1")
+        if tree:  # a snapshot of the code (git archive): edits to the checkout do not reach a running soak
+            env["PYTHONPATH"] = str(tree)
+        if cache:  # its own cache: recovery files of stopped windows stay out of the user's
+            env["WOWGRASS_CACHE"] = str(cache)
         cmd = [sys.executable, "-X", "faulthandler", "-m", "wowgrass", "view", "--window", "--size",
                f"{size[0]}x{size[1]}", "--panels", "--quit-after", "100000", "--json", *extra]
         self.proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=self.err, text=True)
@@ -145,6 +156,20 @@ class Episode:
                 time.sleep(float(args[1]))
                 continue
             subprocess.run(["xdotool", *args], env=self.env, capture_output=True, timeout=30)
+
+    def sync(self, timeout: float) -> bool:
+        """F12, and wait until the window wrote that screenshot: every action before it has been
+        taken (the workbench handles input in order). False: no answer within ``timeout`` s."""
+        want = self.stderr().count("\nscreenshot ") + 1
+        subprocess.run(["xdotool", "key", "--window", self.wid, "F12"], env=self.env, capture_output=True, timeout=30)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.stderr().count("\nscreenshot ") >= want or self.proc.poll() is not None:
+                for png in self.workdir.glob("wowgrass-shot-*.png"):
+                    png.unlink(missing_ok=True)
+                return True
+            time.sleep(0.1)
+        return False
 
     def ended(self):
         """None while running, else the exit status."""
@@ -196,6 +221,14 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", default=None, help="actions.json of a crash: run exactly those")
     ap.add_argument("--last", type=int, default=40, help="the last actions listed with a crash")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--view-args", default="--samples 0 --no-shadows --grass-distance 80",
+                    help="more options of `wowgrass view` (default: cheaper frames on a software renderer: "
+                         "more input taken a minute)")
+    ap.add_argument("--sync-every", type=int, default=20, help="wait for the window (an F12 screenshot) every N actions")
+    ap.add_argument("--hang-seconds", type=float, default=180.0)
+    ap.add_argument("--tree", default=None, help="run the view from this copy of the code (PYTHONPATH): "
+                    "git archive HEAD wowgrass cli | tar -x -C DIR; ln -s ../cli DIR/wowgrass/cli")
+    ap.add_argument("--cache", default=None, help="the windows' WOWGRASS_CACHE (default: OUT/cache)")
     args = ap.parse_args(argv)
     size = tuple(int(v) for v in args.size.split("x"))
     seed = args.seed if args.seed is not None else int(time.time()) % 100000
@@ -210,7 +243,8 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     deadline = t0 + args.minutes * 60.0
     total = episodes = 0
-    result = {"seed": seed, "crash": None}
+    result = {"seed": seed, "crash": None, "tree": args.tree}
+    seen: dict = {}
     print(f"soak: seed {seed}, {args.minutes:g} min, window {size[0]}x{size[1]}", flush=True)
     with private_xvfb(xvfb, size) as display, tempfile.TemporaryDirectory(prefix="wowgrass-soak-") as tmp:
         while True:
@@ -219,7 +253,8 @@ def main(argv=None) -> int:
             episodes += 1
             work = Path(tmp) / f"episode-{episodes}"
             work.mkdir()
-            ep = Episode(display, size, work)
+            ep = Episode(display, size, work, extra=args.view_args.split(), tree=args.tree,
+                         cache=args.cache or (out / "cache").resolve())
             done: list = []
             t_ep = time.monotonic()
             why = rc = None
@@ -243,6 +278,9 @@ def main(argv=None) -> int:
                         break
                     if args.pause:
                         time.sleep(args.pause)
+                    if args.sync_every and len(done) % args.sync_every == 0 and not ep.sync(args.hang_seconds):
+                        why = f"no answer to F12 in {args.hang_seconds:g} s (a hang)"
+                        break
                     if total % 500 == 0:
                         print(f"  {total} actions, episode {episodes}, {time.monotonic() - t0:.0f} s", flush=True)
             finally:
@@ -255,7 +293,10 @@ def main(argv=None) -> int:
                     rc = None  # stopped by the soak: not an end of its own
                 else:
                     ep.stop()
-            why = crashed(rc, err)
+            (out / "last-episode-stderr.txt").write_text(err)
+            for name, rx in MARKERS.items():  # what the input made the window do (the report's figures)
+                seen[name] = seen.get(name, 0) + len(re.findall(rx, err, re.M))
+            why = why or crashed(rc, err)
             if why:
                 d = write_crash(out, seed, episodes, done, args.last, err, why, rc)
                 result["crash"] = {"why": why, "exit_status": rc, "episode": episodes, "actions_in_episode": len(done),
@@ -266,7 +307,8 @@ def main(argv=None) -> int:
                   + (f"ended by itself (status {rc})" if rc is not None else "stopped"), flush=True)
             if replay is not None:
                 break
-    result.update(episodes=episodes, actions=total, seconds=round(time.monotonic() - t0, 1))
+    result.update(episodes=episodes, actions=total, seconds=round(time.monotonic() - t0, 1), seen=seen)
+    print("  the window said: " + ", ".join(f"{k} {v}" for k, v in seen.items()), flush=True)
     print(f"soak: seed {seed}, {episodes} episode(s), {total} actions in {result['seconds']:.0f} s, "
           + ("a crash: " + result["crash"]["why"] if result["crash"] else "no crash"), flush=True)
     if args.json:
