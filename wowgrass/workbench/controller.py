@@ -616,14 +616,35 @@ class Workbench(WindowUi):
 
     def apply_tool(self, x: float, y: float):
         """The current tool's dab at world (x, y) (the registry's ``apply``); the Change it makes
-        reaches the scene through the session's subscription."""
+        reaches the scene through the session's subscription. A tool that cannot act as set, or an
+        edit the session refuses (a texture no layer matches), is said in the window once, not once
+        a dab, and never raised out of the frame loop."""
+        from wowgrass.errors import WowgrassError
+
         try:
             return TOOLS[self.tools.tool].apply(self.session, (x, y), self.tools)
         except ToolRefused as exc:
-            self.say(str(exc))
-            return None
+            self._say_once(str(exc))
+        except WowgrassError as exc:
+            self._say_once(f"{self.tools.tool}: {exc}")
+        return None
+
+    def _say_once(self, text: str) -> None:
+        """``text`` said unless it is the last thing said (a stroke's dabs refused alike)."""
+        if not self.messages or self.messages[-1] != text:
+            self.say(text)
 
     def assign_scope(self):
+        """The panel's button (an edit the session refuses is said, not raised)."""
+        from wowgrass.errors import WowgrassError
+
+        try:
+            return self._assign_scope()
+        except WowgrassError as exc:
+            self.say(f"assign scope: {exc}")
+            return None
+
+    def _assign_scope(self):
         """Assign the texture over the map or the picked tile (the panel's button)."""
         ts = self.tools
         if not ts.texture:
@@ -638,6 +659,16 @@ class Workbench(WindowUi):
         return self.session.assign_texture(ts.texture, ts.effect_id, **kw)
 
     def preview_set(self):
+        """The panel's button (an edit the session refuses is said, not raised)."""
+        from wowgrass.errors import WowgrassError
+
+        try:
+            return self._preview_set()
+        except WowgrassError as exc:
+            self.say(f"preview set: {exc}")
+            return None
+
+    def _preview_set(self):
         ts = self.tools
         models = [m for m in ts.set_models if m]
         # untouched weights: None, the library's default (effects new-set's: 16 points shared evenly)
