@@ -226,6 +226,8 @@ class UnsavedGuard:
     def on_close(self) -> Path | None:
         """The window ends: unsaved edits nobody discarded go into a recovery file."""
         self.restore_signals()
+        if self.bench.controls is None:  # never in a window (a library or test bench): nothing to offer later
+            return None
         if self.discarded or not self.unsaved():
             if not self.unsaved() and self.restored is not None:
                 self._drop_restored()
