@@ -294,6 +294,10 @@ def main(argv=None) -> int:
                 else:
                     ep.stop()
             (out / "last-episode-stderr.txt").write_text(err)
+            notes = [ln for ln in err.splitlines() if re.match(r"^(\w+ failed|save failed|patch failed|warning|error)", ln)]
+            if notes:  # failures the window said and went on from: kept from every episode
+                with open(out / "said-failures.txt", "a") as f:
+                    f.write("".join(f"episode {episodes}: {ln}\n" for ln in notes))
             for name, rx in MARKERS.items():  # what the input made the window do (the report's figures)
                 seen[name] = seen.get(name, 0) + len(re.findall(rx, err, re.M))
             why = why or crashed(rc, err)
