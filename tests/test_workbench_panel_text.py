@@ -43,3 +43,30 @@ def test_a_watchers_batch_names_files_not_folders(tmp_path):
     gone = tmp_path / "WowgrassSample_31_31.adt"
     assert changed_names([folder, table]) == "GroundEffectTexture.dbc"
     assert changed_names([gone]) == "WowgrassSample_31_31.adt (removed)"
+
+
+def test_an_edit_the_session_refuses_is_said_not_raised():
+    """A typed texture no layer matches (the soak's window exited 2 on it mid-stroke), a set of
+    unknown models: said in the Changes panel's messages, once a stroke, the frame loop goes on."""
+    import threading
+
+    from wowgrass.errors import UsageError
+    from wowgrass.workbench.controller import Workbench
+    from wowgrass.workbench.tools import ToolState
+
+    class Session:
+        def assign_texture(self, *a, **k):
+            raise UsageError("no texture matches 'zz*'")
+
+        def preview_set(self, *a, **k):
+            raise UsageError("no model Nope01")
+
+    bench = object.__new__(Workbench)
+    bench.tools, bench.session, bench.lock = ToolState(tool="assign", texture="zz*"), Session(), threading.RLock()
+    bench.messages, bench.ui_version, bench.log = [], 0, lambda s: None
+    assert bench.apply_tool(1.0, 2.0) is None and bench.apply_tool(3.0, 4.0) is None
+    assert bench.messages == ["assign: no texture matches 'zz*'"]
+    bench.tools.set_models[0] = "Nope01"
+    assert bench.preview_set() is None and bench.messages[-1] == "preview set: no model Nope01"
+    bench.tools.scope = "map"
+    assert bench.assign_scope() is None and bench.messages[-1] == "assign scope: no texture matches 'zz*'"
