@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from wowgrass.cli.common import build_option, echo_json, json_option, note
