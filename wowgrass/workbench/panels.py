@@ -235,7 +235,7 @@ class Panels:
         imgui, b = self.imgui, self.bench
         ts = b.tools
         W, H = self.target.size
-        y = min(330, max(8, H // 2 - 30))
+        y = min(330, max(8, H - 270))  # below the Overlays panel; at least 236 pixels tall
         # never past the status line: taller content scrolls (the wheel over the panel scrolls it)
         imgui.set_next_window_size_constraints(imgui.ImVec2(0, 0), imgui.ImVec2(max(W - 16, 100), max(H - y - 34, 100)))
         if self._window("Tools", 8, y, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
