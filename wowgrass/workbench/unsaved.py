@@ -168,6 +168,7 @@ class UnsavedGuard:
         self.restored: Path | None = None  # the recovery restored (removed once saved or discarded)
         self.written: Path | None = None
         self._old_handlers: dict = {}
+        self.installed = False  # the bench was installed in a window (install_signals)
 
     # -- state --
     def unsaved(self) -> list[str]:
@@ -226,7 +227,7 @@ class UnsavedGuard:
     def on_close(self) -> Path | None:
         """The window ends: unsaved edits nobody discarded go into a recovery file."""
         self.restore_signals()
-        if self.bench.controls is None:  # never in a window (a library or test bench): nothing to offer later
+        if not self.installed:  # never in a window (a library or test bench): nothing to offer later
             return None
         if self.discarded or not self.unsaved():
             if not self.unsaved() and self.restored is not None:
@@ -255,6 +256,7 @@ class UnsavedGuard:
     def install_signals(self) -> None:
         import threading
 
+        self.installed = True
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in self.SIGNALS:
