@@ -41,7 +41,7 @@ from xvfb import private_xvfb, x_env  # noqa: E402
 #: where the panels sit at the default layout (panels.py): clicks go there half the time
 PANEL_BOXES = ((8, 8, 260, 200), (8, 330, 360, 720), (300, 8, 620, 260), (-360, 8, -8, 480), (-360, 480, -8, 700),
                (0, -26, -1, -1))
-KEYS = (["F5", "F6", "F7", "F8"] * 4 + [str(i) for i in range(1, 8)] * 2
+KEYS = (["F5", "F6", "F7", "F8"] * 4 + [str(i) for i in range(1, 9)] * 2
         + ["ctrl+z"] * 6 + ["ctrl+y", "ctrl+shift+z"] * 2 + ["ctrl+s"] * 4 + ["F1", "F3", "F12"]
         + list("gotbrzclmvhf") + ["bracketleft", "bracketright", "Return", "Tab", "BackSpace", "space", "Delete"])
 #: lines of the window's stderr counted over the soak (what the random input got done)
