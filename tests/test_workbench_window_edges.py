@@ -354,3 +354,43 @@ def test_findings_panel_says_the_audit_failed(xdisplay, tmp_path):
     res = json.loads(out)
     note = res["workbench"]["findings_note"]
     assert note.startswith("the audit failed: ") and "32_32" in note, note
+
+
+def test_the_issues_sequence_then_save_to_folder_clicks_each_save(xdisplay, tmp_path):
+    """Issue 49 item 4's report: F8, the effect-set editor opened, an assign over the map, Ctrl+S
+    to a folder, an exclusion dab, then clicks on "Save to folder" (the report: two clicks did
+    nothing, the third crashed the window). Each click saves; the window ends cleanly."""
+    win = _view(xdisplay, tmp_path)
+    try:
+        win.key("F8")
+        win.shot()
+        win.click(100, 578)   # the "Effect set editor" header (below the assign tool's settings)
+        win.click(100, 504)   # the texture field
+        win.xdo("type", "--window", win.wid, "--delay", "20", "*SampleGrass*")
+        win.key("Return")
+        win.click(95, 527)    # the effect id field
+        win.key("ctrl+a")
+        win.xdo("type", "--window", win.wid, "--delay", "20", "1004")
+        win.key("Return")
+        win.click(150, 550)   # scope: map
+        win.shot()
+        win.click(85, 573)    # "assign over the map" (the map scope's button, above the editor)
+        win.move(900, 600)
+        mark = win.mark()
+        win.key("ctrl+s")
+        win.wait_line(r"^saved [1-9]\d* file\(s\) to workbench-out", start=mark)
+        win.key("F6")
+        win.click(900, 600)   # one exclusion dab, right of the Tools panel
+        win.shot()
+        mark = win.mark()
+        win.click(390, 152)   # "Save to folder (Ctrl+S)", two history lines above it
+        win.wait_line(r"^saved 1 file\(s\) to workbench-out", start=mark)
+        mark = win.mark()
+        win.click(390, 152)
+        win.wait_line(r"^saved 0 file\(s\) to workbench-out", start=mark)
+    finally:
+        res = _result(win)
+    wb = res["workbench"]
+    assert wb["history"][0].startswith("assign") and wb["history"][-1].startswith("exclude"), wb["history"]
+    assert wb["changed_tiles"] == [], wb  # all saved
+    assert any(p.suffix.lower() == ".adt" for p in (tmp_path / "workbench-out").rglob("*"))
