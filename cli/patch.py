@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from wowgrass.cli.common import build_option, echo_json, json_option, note, plural
+from wowgrass.cli.common import build_option, echo_json, json_option, note
 
 
 @click.group()
@@ -48,20 +46,9 @@ def build(folder, out, build, locale, force, data_path, as_json):
     if as_json:
         echo_json(result.to_dict())
         return
-    for s in result.skipped:
-        note(f"warning: skipped {s}" if s.endswith("(not a regular file)") else f"note: skipped {s} (not a game file)")
-    for w in result.warnings:
-        note(f"warning: {w}")
-    chain = result.chain
-    if result.place and not chain:
-        note(f"note: the client loads it as {result.place}")
-    if chain and chain["mounted"]:
-        note(f"note: {Path(out).name} ranks {chain['rank']} of {chain['archive_count']} archives in {chain['data']}"
-             + (" (the highest)" if chain.get("highest") else ""))
-    note(f"wrote {out} ({plural(len(result.files), 'file')}, {plural(result.size, 'byte')}, "
-         f"MPQ v{result.format_version + 1}, "
-         + {"data": "a Data patch", "locale": f"a locale patch ({result.locale})"}.get(result.kind,
-                                                                                     "a name no client loads")
-         + (f" for {result.build}" if result.build else "") + ")")
+    from wowgrass.edit.patch import patch_notes
+
+    for line in patch_notes(result.to_dict(), out):   # the window's Build patch says the same
+        note(line)
     for f in result.files:
         click.echo(f)

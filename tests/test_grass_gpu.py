@@ -375,3 +375,25 @@ def test_compacted_buffer_holds_nearer_bands_first(ctx):
     for key in ordered:
         assert as_set(ordered[key]) == as_set(unordered[key])
     rig.release()
+
+
+def test_culling_off_draws_after_the_arena_grew(ctx):
+    """Culling off draws straight from the arena: once the arena grows (an edit's grass added:
+    a bigger buffer, the old one released) the draw must use the new buffer. The vertex arrays
+    were dropped but their caches kept the old, released buffer: the next draw raised "must be a
+    Buffer not InvalidObject" (the window soak, issue 49 item 4: C, then an edit)."""
+    rig = Rig(ctx, field(n=24000, half=150.0), size=(256, 144))
+    g = rig.grass
+    g.cull = False
+    cam = eye_camera(CX, CY, 1.7 + 3.0 * math.sin(CX / 30.0), 20.0, -8.0)
+    rig.frame(cam)
+    before_img = rig.target.read_rgba()
+    sky = np.array([0.62, 0.74, 0.86]) * 255
+    assert (np.abs(before_img[..., :3] - sky).sum(-1) > 30).mean() > 0.1, "no grass drawn"
+    before = g.arena
+    g.reserve(g.arena.size, 0)  # room for more than the arena holds (an edit's tiles): it grows
+    assert g.arena is not before  # a new buffer, the old one released
+    rig.frame(cam)  # drew from the released one before the fix
+    after_img = rig.target.read_rgba()
+    assert (np.abs(after_img.astype(int) - before_img.astype(int)).sum(-1) > 24).mean() < 0.005  # the same grass
+    rig.release()

@@ -224,3 +224,20 @@ def test_a_non_ascii_patch_name_is_said_not_to_load(tmp_path):
     src = _tree(tmp_path / "fix", {ADT: b"x"})
     r = CliRunner().invoke(cli, ["patch", "build", str(src), "-o", str(tmp_path / "patch-é.MPQ"), "--build", "1.12"])
     assert r.exit_code == 0 and "does not load patch-é.MPQ" in r.output
+
+
+def test_default_patch_name_ranks_above_the_clients_patches():
+    """The window's Build patch default (edit.patch.default_patch_name): one rank above the
+    highest patch of the data's client, a locale patch for 2.4.3/3.3.5, a Data patch for 1.12."""
+    from types import SimpleNamespace
+
+    from wowgrass.edit.patch import default_patch_name
+
+    def data(*names, locale="enUS"):
+        return SimpleNamespace(root="Data", archives=[f"Data/{n}" for n in names], locale=locale)
+
+    assert default_patch_name(data("common.MPQ", "patch-enUS.MPQ"), "3.3.5") == "patch-enUS-2.MPQ"
+    assert default_patch_name(data("patch-enUS-2.MPQ", "patch-enUS-3.MPQ", "patch-4.MPQ"), "3.3.5") == "patch-enUS-4.MPQ"
+    assert default_patch_name(data("patch-deDE-9.MPQ", locale="deDE"), "2.4.3") == "patch-deDE-a.MPQ"
+    assert default_patch_name(data("patch.MPQ", "patch-2.MPQ", "patch-3.MPQ", locale=None), "1.12") == "patch-4.MPQ"
+    assert default_patch_name(data(locale=None), "3.3.5") == "patch-enUS-2.MPQ"   # loose data: enUS

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import require_tool
-from xvfb import private_xvfb, x_env
+from xvfb import ViewWindow, private_xvfb
 
 pytestmark = pytest.mark.window
 
@@ -45,89 +41,66 @@ def xdisplay():
         yield display
 
 
-def _env(display):
-    return x_env(display)
-
-
-def _xdo(display, *args):
-    subprocess.run(["xdotool", *args], env=_env(display), check=True, timeout=30)
-
-
 def _png(path):
     from PIL import Image
 
     return np.asarray(Image.open(path).convert("RGB")).astype(int)
 
 
-def _start(display, cwd, *args):
-    cmd = [sys.executable, "-m", "wowgrass", "view", "--window", "--size", f"{SIZE[0]}x{SIZE[1]}",
-           "--quit-after", "240", "--no-audit", "--json", *args]
-    proc = subprocess.Popen(cmd, env=_env(display), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", "wowgrass"], env=_env(display),
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return proc, out.stdout.split()[0]
+def _window(display, cwd, *args):
+    return ViewWindow(display, cwd, ["--quit-after", "600", "--no-audit", "--json", *args], size=SIZE)
 
 
-def _wait_for(path: Path, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert path.exists(), f"{path} never appeared"
-    time.sleep(0.3)  # written atomically, but let the writer finish its rename
-
-
-def _finish(proc, display):
-    _xdo(display, "key", "Escape")
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err, err
-    return json.loads(out), err
+def _new_text(before, after, box) -> int:
+    """Pixels of ``box`` (x0, y0, x1, y1) near-white (text: never terrain, grass or sky) in
+    ``after`` and not in ``before``."""
+    x0, y0, x1, y1 = (int(round(v)) for v in box)
+    white = [(_png(p)[y0:y1, x0:x1] > 220).all(-1) for p in (before, after)]
+    return int((white[1] & ~white[0]).sum())
 
 
 def test_window_pick_paint_undo_save(xdisplay, tmp_path):
-    # the client look has no wind (pictures comparable); coverage placement honours noEffectDoodad
-    proc, wid = _start(xdisplay, tmp_path, *CAMERA, "--overlay", "excluded", "--look", "client", "--placement", "coverage")
+    # the client look has no wind (pictures comparable); coverage placement honours noEffectDoodad.
+    # Every step waits for the window to have taken the input before it (an F12 screenshot, which
+    # the workbench writes after every earlier event), never for a fixed time.
+    win = _window(xdisplay, tmp_path, *CAMERA, "--overlay", "excluded", "--look", "client", "--placement", "coverage")
     try:
-        time.sleep(4)
-        shot = lambda n: tmp_path / f"wowgrass-shot-{n}.png"  # noqa: E731 (F12's names)
+        win.shot()  # the first frames are in
         # pick: a click of the pick tool on the ground
-        _xdo(xdisplay, "mousemove", "--window", wid, "400", "520", "click", "1")
-        time.sleep(1.5)
+        win.click(400, 520)
+        first = win.shot()
         # the exclusion brush: a stroke across the near ground; each picture with the pick tool on
         # (no brush circle) and the cursor in the same place
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(shot(1))
-        _xdo(xdisplay, "key", "F6")
-        _xdo(xdisplay, "mousemove", "--window", wid, "300", "490")
-        time.sleep(1.0)
-        _xdo(xdisplay, "mousedown", "1")
+        win.key("F6")
+        win.move(300, 490)
+        win.shot()
+        win.xdo("mousedown", "1")
         for x in (340, 380, 420, 460):
-            _xdo(xdisplay, "mousemove", "--window", wid, str(x), "490")
-            time.sleep(0.5)
-        _xdo(xdisplay, "mouseup", "1")
-        _xdo(xdisplay, "key", "F5")
-        _xdo(xdisplay, "mousemove", "--window", wid, "400", "520")
-        time.sleep(1.5)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(shot(2))
-        _xdo(xdisplay, "key", "ctrl+z")  # undo the stroke
-        time.sleep(1.5)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(shot(3))
+            win.move(x, 490)
+            win.shot()  # a frame at each point: a dab each
+        win.xdo("mouseup", "1")
+        win.key("F5")
+        win.move(400, 520)
+        win.shot()
+        painted = win.shot()  # the stroke's grass handed to the scene a frame later
+        win.key("ctrl+z")  # undo the stroke
+        win.shot()
+        undone = win.shot()
         # again, then save (to the Changes panel's folder, workbench-out, in the working directory)
-        _xdo(xdisplay, "key", "F6")
-        _xdo(xdisplay, "mousemove", "--window", wid, "380", "490", "click", "1")
-        time.sleep(1.5)
-        _xdo(xdisplay, "key", "ctrl+s")
-        time.sleep(2.0)
-        _xdo(xdisplay, "key", "F1")
-        time.sleep(1.0)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(shot(4))
+        win.key("F6")
+        win.click(380, 490)
+        mark = win.mark()
+        win.key("ctrl+s")
+        win.wait_line(r"^saved \d+ file\(s\) to workbench-out", start=mark)
+        win.key("F5")
+        no_help = win.shot()
+        win.key("F1")
+        help_shot = win.shot()
     finally:
-        if proc.poll() is None:
-            res, err = _finish(proc, xdisplay)
+        rc, out, err = win.finish()
+    assert rc == 0, err
+    assert "Traceback" not in err, err
+    res = json.loads(out)
     wb = res["workbench"]
     assert wb["picked"] is not None and len(wb["picked"]["tile"]) == 2
     assert wb["pick_ms"] is not None
@@ -138,14 +111,22 @@ def test_window_pick_paint_undo_save(xdisplay, tmp_path):
     saved = [p for p in (tmp_path / "workbench-out").rglob("*") if p.is_file()]
     assert any(p.suffix.lower() == ".adt" for p in saved), saved
     assert len(wb["edits_applied"]) >= 3  # the stroke, its undo, the second click: each reached the scene
-    before, painted, undone = _png(shot(1)), _png(shot(2)), _png(shot(3))
+    before, painted, undone = _png(first), _png(painted), _png(undone)
     band = (slice(460, 540), slice(300, 460))  # where the stroke went (the panels are elsewhere)
     moved = (np.abs(painted[band] - before[band]).sum(-1) > 40).mean()
     back = (np.abs(undone[band] - before[band]).sum(-1) > 40).mean()
     assert moved > 0.02, moved  # the grass under the stroke went, the excluded overlay came
     assert back < moved / 3, (back, moved)  # undo brought the picture back
-    help_shot = _png(shot(4))
-    assert help_shot.shape == (SIZE[1], SIZE[0], 3)
+    # F1: the help panel is drawn in the window, all of it, with every line of the keys
+    from wowgrass.workbench.panels import keys_help
+
+    assert _png(help_shot).shape == (SIZE[1], SIZE[0], 3)
+    rect = wb["layout"]["panels"]["Keys and mouse (F1)"]
+    assert rect["line_count"] == len(keys_help())  # ("lines" in the report: --json names counts *_count)
+    assert rect["x"] >= 0 and rect["y"] >= 0 and rect["x"] + rect["w"] <= SIZE[0] and rect["y"] + rect["h"] <= SIZE[1]
+    assert rect["h"] >= len(keys_help()) * 13, rect  # a text line each
+    box = (rect["x"], rect["y"] + 20, rect["x"] + rect["w"], rect["y"] + rect["h"])
+    assert _new_text(no_help, help_shot, box) > 40 * len(keys_help())  # its text came with F1
 
 
 def test_watch_reloads_a_rewritten_tile(xdisplay, tmp_path):
@@ -162,20 +143,20 @@ def test_watch_reloads_a_rewritten_tile(xdisplay, tmp_path):
     loose.mkdir()
     adt = loose / f"{map_name}_31_31.adt"
     adt.write_bytes(raw)
-    proc, wid = _start(xdisplay, tmp_path, str(adt), "--watch", "--camera", "300,150,80", "--target", "270,110,50")
+    win = _window(xdisplay, tmp_path, str(adt), "--watch", "--camera", "300,150,80", "--target", "270,110,50")
     try:
-        time.sleep(5)
+        win.shot()  # the tile is drawn
         mask = np.zeros((256, 8, 8), bool)
         mask[:, 2:6, 2:6] = True
         new, _ = exclude_cells(raw, gp, mask)
+        mark = win.mark()
         write_atomic(adt, new)
-        deadline = time.monotonic() + 60
-        time.sleep(3)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(tmp_path / "wowgrass-shot-1.png", timeout=max(deadline - time.monotonic(), 5))
+        win.wait_line(r"reloaded tile 31,31", start=mark, timeout=120)
+        win.shot()
     finally:
-        if proc.poll() is None:
-            res, err = _finish(proc, xdisplay)
+        rc, out, err = win.finish()
+    assert rc == 0 and "Traceback" not in err, err
+    res = json.loads(out)
     reloads = res["workbench"]["reloads"]
     assert reloads, (res["workbench"], err)
     assert [31, 31] in reloads[0]["tiles"]

@@ -111,6 +111,12 @@ def check_doodad_path(path: str) -> str:
     return resolve_model(text)
 
 
+def even_weights(n: int) -> list[int]:
+    """The default weights of ``n`` doodads (3.3.5): the 16-point bag shared evenly (16; 8,8; 6,5,5;
+    4,4,4,4), so every draw lands on a doodad (the window's set editor starts from them too)."""
+    return [BAG // n + (1 if k < BAG % n else 0) for k in range(n)] if n else []
+
+
 def _check_weights(short: str, models: list, weights) -> tuple[list | None, list[str]]:
     """``weights`` checked against the layout and the models (3.3.5 default: the bag shared evenly)."""
     wotlk = short == "3.3.5"
@@ -129,8 +135,7 @@ def _check_weights(short: str, models: list, weights) -> tuple[list | None, list
             warnings.append(f"weights add up to {sum(weights)}: the client deals a {BAG}-slot bag, so later "
                             "doodads overwrite earlier ones")
     elif wotlk:
-        n = len(models)
-        weights = [BAG // n + (1 if k < BAG % n else 0) for k in range(n)]  # fills the bag: no empty draws
+        weights = even_weights(len(models))
     return (weights if wotlk else None), warnings
 
 

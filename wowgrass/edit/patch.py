@@ -296,3 +296,49 @@ def build_patch(folder, out, *, build: str | None = None, locale: str | None = N
         for name, where in result.chain["hidden"].items():
             warnings.append(f"{name} is hidden by {where}, which ranks above {out.name}")
     return result
+
+
+#: the N of patch-N.MPQ / patch-<loc>-N.MPQ in the order the clients rank them (ascending)
+PATCH_RANKS = "23456789abcdefghijklmnopqrstuvwxyz"
+
+
+def default_patch_name(data, build: str | None, locale: str | None = None) -> str:
+    """The name of a patch the client loads above every patch ``data`` (a client's Data folder,
+    opened) has: ``patch-<loc>-N.MPQ`` for 2.4.3/3.3.5 (the locale patches rank highest, and hold
+    tables and tiles alike), ``patch-N.MPQ`` for 1.12; N the next rank above the highest taken."""
+    from wowgrass.edit.batch import base_data
+
+    d = base_data(data)
+    names = [Path(a).name for a in (getattr(d, "archives", None) or ())]
+    if build == "1.12":
+        rx, fmt = DATA_PATCH, "patch-{n}.MPQ"
+    else:
+        loc = locale or getattr(d, "locale", None) or "enUS"
+        rx = re.compile(rf"^patch-{loc}-([0-9a-z])\.mpq$", re.IGNORECASE)
+        fmt = f"patch-{loc}-{{n}}.MPQ"
+    taken = [PATCH_RANKS.find(m.group(1).lower()) for m in (rx.match(n) for n in names) if m]
+    i = max(taken, default=-1) + 1
+    return fmt.format(n=PATCH_RANKS[min(i, len(PATCH_RANKS) - 1)])
+
+
+def patch_notes(result: dict, out) -> list[str]:
+    """What ``patch build`` and the window's Build patch say after writing ``out`` (``result``:
+    :meth:`PatchResult.to_dict`): skipped files, warnings, where the client loads it or where it
+    ranks, and what was written, where. The file list is the caller's."""
+    lines = []
+    for s in result.get("skipped") or []:
+        lines.append(f"warning: skipped {s}" if s.endswith("(not a regular file)") else f"note: skipped {s} (not a game file)")
+    lines += [f"warning: {w}" for w in result.get("warnings") or []]
+    chain = result.get("chain")
+    if result.get("place") and not chain:
+        lines.append(f"note: the client loads it as {result['place']}")
+    if chain and chain["mounted"]:
+        lines.append(f"note: {Path(out).name} ranks {chain['rank']} of {chain['archive_count']} archives in "
+                     f"{chain['data']}" + (" (the highest)" if chain.get("highest") else ""))
+    what = {"data": "a Data patch", "locale": f"a locale patch ({result.get('locale')})"}.get(result.get("kind"),
+                                                                                             "a name no client loads")
+    n = len(result.get("files") or [])
+    lines.append(f"wrote {out} ({n:,} file{'s' if n != 1 else ''}, {result.get('size', 0):,} byte"
+                 f"{'s' if result.get('size', 0) != 1 else ''}, MPQ v{result.get('format_version', 0) + 1}, {what}"
+                 + (f" for {result['build']}" if result.get("build") else "") + ")")
+    return lines

@@ -163,6 +163,7 @@ def run_view(opts: ViewOptions, mode: OutputMode | None = None) -> dict:
         ui = ui_factory(viewer, scene, src, data) if ui_factory is not None and mode.window else None
         result.update(present(viewer, target, opts.output, opts.camera.time, say, mode, keys=ZONE_KEYS,
                               before_frame=last_frame_stats(viewer, opts.output), ui=ui))
+        result["resident_grass_instances"] = scene.grass.total_instances  # at the end: the window's edits counted
         if ui is not None and hasattr(ui, "report"):
             result["workbench"] = ui.report()
         result["gpu_memory"] = scene.memory_report()

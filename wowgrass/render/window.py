@@ -30,7 +30,11 @@ def run_window(viewer, *, start_time: float = 0.0, speed: float = 12.0, on_stats
     last_print = t_start
     title_has_stats = False
     try:
-        while not glfw.window_should_close(win.window):
+        while True:
+            if glfw.window_should_close(win.window):
+                if ui is None or ui.may_close():
+                    break
+                glfw.set_window_should_close(win.window, False)  # the ui asks first (unsaved edits)
             glfw.poll_events()
             now = _time.perf_counter()
             if quit_after is not None and now - t_start >= quit_after and run.frames:
@@ -81,6 +85,7 @@ class WindowUi:
     def before_frame(self, dt: float) -> None: ...  # edits, reloads, picks: before the scene's update
     def draw(self) -> None: ...  # into the window's back buffer, over the frame
     def close(self) -> None: ...
+    def may_close(self) -> bool: return True  # Esc or the close button: False keeps the window (it asks)
     def on_key(self, key, scancode, action, mods) -> bool: return False
     def on_char(self, codepoint) -> bool: return False
     def on_button(self, button, action, mods) -> bool: return False

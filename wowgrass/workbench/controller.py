@@ -31,12 +31,14 @@ import numpy as np
 from .bridge import SceneBridge, WindowUi, tile_grass
 from .findings import Finding
 from .geometry import cell_corner, chunk_centre
+from .input_gate import InputGate
 from .overlays import OVERLAYS, SetColours, cell_overlay, tile_grass_textures
 from .rules_bench import RulesView
 from .tools import TOOLS, ToolRefused, ToolState, tool_keys
+from .unsaved import UnsavedGuard
 
-__all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "chunk_centre", "open_workbench",
-           "tile_grass", "watch_roots"]
+__all__ = ["Finding", "Hover", "Workbench", "add_table_files", "cell_corner", "changed_names", "chunk_centre",
+           "open_workbench", "tile_grass", "watch_roots"]
 
 @dataclass
 class Hover:
@@ -48,6 +50,18 @@ class Hover:
     key: tuple | None = None  # (cursor, camera) of the last pick
 
 
+def changed_names(paths) -> str:
+    """The files of a watcher's batch as the panel says them: folders left out (a folder's own
+    event is no changed file), a removed file said so."""
+    from pathlib import Path
+
+    out = []
+    for p in sorted(str(p) for p in paths):
+        path = Path(p)
+        if path.is_dir():
+            continue
+        out.append(path.name if path.exists() else f"{path.name} (removed)")
+    return ", ".join(out)
 class _JobQueue:
     """The workbench thread's jobs by kind: a file another program saved is reloaded before the
     overlays of tiles that arrived are handed to the workers."""
@@ -125,12 +139,16 @@ class Workbench(WindowUi):
         self._pending_reload: dict = {}  # tile -> reload entry waiting for its tile
         self._reload_t0 = None
         self.ui = None
+        self.gate = InputGate()
+        self.unsaved = UnsavedGuard(self)  # the quit question, the recovery file (unsaved.py)
+        self._replaying = False  # a held event on its way to the window's controls
         self._want_panels = panels
+        self.layout = None  # the panels' layout as last drawn (report)
         self.shots: list[str] = []  # screenshots written (F12)
         self.shots_pending: list = []
         self.shot_prefix = "wowgrass-shot"
         self.save_dir = "workbench-out"  # Ctrl+S and the Save panel's folder (an overlay folder)
-        self.patch_path = "patch-wowgrass.MPQ"
+        self.patch_path = _default_patch_path(session)  # a name the client loads (patching.py)
         # the rules file (rules_bench.py): the Cell panel's why, the rules overlay, drift, the watch's re-apply
         self.rules = None if rules is None else RulesView(session, rules, watch=bool(watch),
                                                           on_line=lambda s: self.later(lambda: self.say(s)))
@@ -193,6 +211,8 @@ class Workbench(WindowUi):
                 self._parse_failed.add(job.key)
                 self._read_done(job.key)
             self._main.put(lambda: self.say(f"{job.kind if job else 'worker'} failed: {payload}"))
+            if job is not None and job.kind == "audit":  # the Findings panel says it, no longer "runs"
+                self._main.put(lambda: self._audit_failed(str(payload)))
 
     def _read_done(self, key) -> None:
         """A worker's reading of ``key`` is over: the jobs that waited for it queued again."""
@@ -209,6 +229,8 @@ class Workbench(WindowUi):
             from .panels import Panels
 
             self.ui = Panels(self, viewer.target)
+            self.unsaved.look_for_recovery()
+        self.unsaved.install_signals()
         if self._audit:
             self._jobs.put(("audit", None))
         if self.rules is not None:  # the tiles resident already: their drift from the rules
@@ -221,7 +243,11 @@ class Workbench(WindowUi):
             self.watcher = FileWatcher(self._watch_roots, self._files_changed)
             self.watcher.start()
 
+    def may_close(self) -> bool:
+        return self.unsaved.may_close()
+
     def close(self) -> None:
+        self.unsaved.on_close()
         self._stop = True
         self._jobs.put(None)
         self.session.unsubscribe(self._session_changed)
@@ -231,6 +257,7 @@ class Workbench(WindowUi):
         if self.watcher is not None:
             self.watcher.stop()
         if self.ui is not None:
+            self.layout = self.ui.layout()
             self.ui.close()
             self.ui = None
 
@@ -250,10 +277,13 @@ class Workbench(WindowUi):
                 break
             fn()
         self.bridge.hand_over_ready()  # grass the grass thread finished: buffers to the scene's upload
+        self._release_input()
         if self.viewer is not None and (self.ui is not None or self.tools.tool != "pick"):
             self.update_hover()
         if self.painting and self.viewer is not None and not self._panels_want_mouse():
             self._dab()
+        if self._pending_reload:
+            self._reload_failures()
         self._sync_terrain()
         self.work_ms = (_time.perf_counter() - t0) * 1000.0
 
@@ -271,7 +301,8 @@ class Workbench(WindowUi):
         self.shots.append(str(path))
         self.say(f"screenshot {path}")
 
-    # -- input: every event reaches the panels first, then the workbench's bindings, then the view --
+    # -- input: every event reaches the panels first (input_gate.py: what they take, nothing else
+    # sees), then the workbench's bindings, then the view --
     def _panels_want_mouse(self) -> bool:
         return self.ui is not None and self.ui.wants_mouse()
 
@@ -298,8 +329,15 @@ class Workbench(WindowUi):
         return None
 
     def on_key(self, key, scancode, action, mods) -> bool:
-        if self.ui is not None and self.ui.on_key(key, scancode, action, mods):
+        if self._replaying:
+            return False
+        if self.ui is not None:
+            self.ui.on_key(key, scancode, action, mods)
+            self.gate.hold("key", (key, scancode, action, mods), self.ui.last_event_id())
             return True
+        return self._bench_key(key, scancode, action, mods)
+
+    def _bench_key(self, key, scancode, action, mods) -> bool:
         if action != self.controls.glfw.PRESS:
             return False
         act = self._key_action(key, mods)
@@ -318,31 +356,42 @@ class Workbench(WindowUi):
         return False
 
     def on_button(self, button, action, mods) -> bool:
+        if self._replaying:
+            return False
+        if self.ui is not None:
+            self.ui.on_button(button, action, mods)
+            self.gate.hold("button", (button, action, mods), self.ui.last_event_id(), self.cursor)
+            return True
+        return self._bench_button(button, action, mods, self.cursor)
+
+    def _bench_button(self, button, action, mods, at) -> bool:
         g = self.controls.glfw
         if self.painting and button == g.MOUSE_BUTTON_LEFT and action == g.RELEASE:
             self.end_stroke()  # wherever the stroke ends, over a panel too
-            if self.ui is not None:
-                self.ui.on_button(button, action, mods)
-            return True
-        if self.ui is not None and self.ui.on_button(button, action, mods):
             return True
         if button != g.MOUSE_BUTTON_LEFT:
             return False  # the right button looks around, as in 3D editors
         if action == g.PRESS:
             if self.tools.brush():
-                self.begin_stroke()
+                self.begin_stroke(at)
             else:
-                self.pick_at(*self.cursor)
-        elif action == g.RELEASE and self.painting:
-            self.end_stroke()
+                self.pick_at(*at)
         return True
 
     def on_scroll(self, dx, dy) -> bool:
-        if self.ui is not None and self.ui.on_scroll(dx, dy):
-            return True
+        if self._replaying:
+            return False
         g = self.controls.glfw
-        ctrl = g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS
-        if ctrl or (self.tools.tool != "pick" and g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS):
+        held = (g.get_key(self.controls.window, g.KEY_LEFT_CONTROL) == g.PRESS,
+                g.get_key(self.controls.window, g.KEY_LEFT_ALT) == g.PRESS)
+        if self.ui is not None:
+            self.ui.on_scroll(dx, dy)
+            self.gate.hold("scroll", (dx, dy, *held), self.ui.last_event_id())
+            return True
+        return self._bench_scroll(dx, dy, *held)
+
+    def _bench_scroll(self, dx, dy, ctrl, alt) -> bool:
+        if ctrl or (self.tools.tool != "pick" and alt):
             self.tools.radius = float(np.clip(self.tools.radius * 1.15 ** dy, 0.5, 200.0))
             return True
         return False
@@ -371,8 +420,51 @@ class Workbench(WindowUi):
     def screenshot(self) -> None:
         self.shots_pending.append(f"{self.shot_prefix}-{len(self.shots) + len(self.shots_pending) + 1}.png")
 
-    def begin_stroke(self):
-        """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke)."""
+    def _release_input(self):
+        """The held events a frame of panels has seen: imgui's, or the tools' and the camera's."""
+        if self.ui is None:
+            return
+        c = self.controls
+        for ev, taken in self.gate.ready():
+            kind, args = ev.kind, ev.args
+            if kind == "key":
+                key, _sc, action, _mods = args
+                if self.unsaved.open and action != c.glfw.RELEASE and key != c.glfw.KEY_F12:
+                    continue  # the question's keys (imgui has them); a screenshot still goes
+                if taken and action == c.glfw.PRESS and not self._field_free(key, _mods):
+                    continue  # typed into a field: never the view's keys
+                if not (action == c.glfw.PRESS and self._bench_key(*args)):
+                    self._replay(c.on_key, c.window, *args)
+            elif kind == "button":
+                button, action, mods = args
+                ending = self.painting and action == c.glfw.RELEASE
+                if taken and not ending:
+                    if action == c.glfw.RELEASE:
+                        self._replay(c.on_button, c.window, *args)  # a look that began before stays consistent
+                    continue
+                if not self._bench_button(button, action, mods, ev.cursor):
+                    self._replay(c.on_button, c.window, *args)
+            elif kind == "scroll" and not taken:
+                dx, dy, ctrl, alt = args
+                if not self._bench_scroll(dx, dy, ctrl, alt):
+                    self._replay(c.on_scroll, c.window, dx, dy)
+
+    def _field_free(self, key, mods) -> bool:
+        """Keys no text field uses (F1..F12, Ctrl+S): the view's even while a field is active."""
+        g = self.controls.glfw
+        return g.KEY_F1 <= key <= g.KEY_F12 or (bool(mods & g.MOD_CONTROL) and key == g.KEY_S)
+
+    def _replay(self, handler, *args):
+        """A held event to the window's own controls (the workbench passes it on this time)."""
+        self._replaying = True
+        try:
+            handler(*args)
+        finally:
+            self._replaying = False
+
+    def begin_stroke(self, at=None):
+        """A brush stroke: every dab until :meth:`end_stroke` is one undo step (EditSession.stroke);
+        ``at``: the window pixel of its first dab (the cursor where the button went down)."""
         try:
             TOOLS[self.tools.tool].begin(self, self.tools)
         except ToolRefused as exc:
@@ -383,7 +475,7 @@ class Workbench(WindowUi):
         self._stroke = self.session.stroke(f"{self.tools.tool} stroke r={self.tools.radius:g}")
         self._stroke.__enter__()
         if self.viewer is not None:
-            self._dab()
+            self._dab(at)
 
     def end_stroke(self):
         self.painting = False
@@ -532,9 +624,9 @@ class Workbench(WindowUi):
         self.hover.ref = self.cell_at(float(p[0]), float(p[1])) if p is not None else None
 
     # -- tools --
-    def _dab(self):
+    def _dab(self, at=None):
         """One dab of the brush tool under the cursor (a stroke: a dab each half radius moved)."""
-        p = self.ground_at(*self.cursor)
+        p = self.ground_at(*(at or self.cursor))
         if p is None:
             return
         spacing = 0.5 * self.tools.radius
@@ -552,14 +644,35 @@ class Workbench(WindowUi):
 
     def apply_tool(self, x: float, y: float):
         """The current tool's dab at world (x, y) (the registry's ``apply``); the Change it makes
-        reaches the scene through the session's subscription."""
+        reaches the scene through the session's subscription. A tool that cannot act as set, or an
+        edit the session refuses (a texture no layer matches), is said in the window once, not once
+        a dab, and never raised out of the frame loop."""
+        from wowgrass.errors import WowgrassError
+
         try:
             return TOOLS[self.tools.tool].apply(self.session, (x, y), self.tools)
         except ToolRefused as exc:
-            self.say(str(exc))
-            return None
+            self._say_once(str(exc))
+        except WowgrassError as exc:
+            self._say_once(f"{self.tools.tool}: {exc}")
+        return None
+
+    def _say_once(self, text: str) -> None:
+        """``text`` said unless it is the last thing said (a stroke's dabs refused alike)."""
+        if not self.messages or self.messages[-1] != text:
+            self.say(text)
 
     def assign_scope(self):
+        """The panel's button (an edit the session refuses is said, not raised)."""
+        from wowgrass.errors import WowgrassError
+
+        try:
+            return self._assign_scope()
+        except WowgrassError as exc:
+            self.say(f"assign scope: {exc}")
+            return None
+
+    def _assign_scope(self):
         """Assign the texture over the map or the picked tile (the panel's button)."""
         ts = self.tools
         if not ts.texture:
@@ -574,9 +687,20 @@ class Workbench(WindowUi):
         return self.session.assign_texture(ts.texture, ts.effect_id, **kw)
 
     def preview_set(self):
+        """The panel's button (an edit the session refuses is said, not raised)."""
+        from wowgrass.errors import WowgrassError
+
+        try:
+            return self._preview_set()
+        except WowgrassError as exc:
+            self.say(f"preview set: {exc}")
+            return None
+
+    def _preview_set(self):
         ts = self.tools
         models = [m for m in ts.set_models if m]
-        weights = [int(w) for m, w in zip(ts.set_models, ts.set_weights) if m]
+        # untouched weights: None, the library's default (effects new-set's: 16 points shared evenly)
+        weights = None if ts.set_weights_even else [int(w) for m, w in zip(ts.set_models, ts.set_weights) if m]
         if not models:
             self.say("effect set: choose at least one model")
             return None
@@ -613,16 +737,14 @@ class Workbench(WindowUi):
             self.in_background(lambda: self._check_drift(saved_tiles))
         self.say(f"saved {len(res.get('files', res.get('written', [])) or [])} file(s)"
                  + (f" to {out_dir}" if out_dir else " in place" if in_place else ""))
+        self.unsaved.saved()
         return res
 
-    def build_patch(self, out_path):
-        try:
-            res = self.files.build_patch(out_path)
-        except Exception as exc:
-            self.say(f"patch failed: {exc}")
-            return None
-        self.say(f"patch written: {out_path}")
-        return res
+    def build_patch(self, out_path=None):
+        """The Changes panel's Build patch (patching.py: patch build's names, rules and notes)."""
+        from .patching import build_window_patch
+
+        return build_window_patch(self.files, out_path, self.say)
 
     def say(self, text: str):
         self.ui_version += 1
@@ -704,6 +826,16 @@ class Workbench(WindowUi):
             entry["drawn_s"] = _time.perf_counter() - entry["t0"]
             entry.setdefault("grass_after", {})[key] = self.bridge.grass_count(key)
             self.say(f"reloaded tile {key[0]},{key[1]} in {entry['drawn_s'] * 1000:.0f} ms")
+
+    def _reload_failures(self):
+        """A tile saved on disk that the scene could not read again (not an ADT, cut short): said in
+        the window, not only on stderr (the tile drawn before stays)."""
+        errors = getattr(self.scene, "errors", {}) or {}
+        for key, entry in list(self._pending_reload.items()):
+            err = errors.get(key)
+            if err is not None and err != entry.setdefault("errors_before", {}).get(key, None):
+                del self._pending_reload[key]
+                self.say(f"tile {key[0]},{key[1]} could not be read again ({err}): the tile drawn before stays")
 
     def _overlay_ready(self, key, img):
         self.overlays_shown += 1
@@ -878,8 +1010,11 @@ class Workbench(WindowUi):
             for key in tiles:
                 entry.setdefault("grass_before", {})[key] = self.bridge.grass_count(key)
                 if self.bridge.reload_tile(key):
+                    entry.setdefault("errors_before", {})[key] = (getattr(self.scene, "errors", {}) or {}).get(key)
                     self._pending_reload[key] = entry
-            self.say(f"changed on disk: {', '.join(p.rsplit('/', 1)[-1] for p in entry['paths'])}")
+            names = changed_names(entry["paths"])
+            if names:
+                self.say(f"changed on disk: {names}")
 
         self._main.put(on_main)
 
@@ -891,10 +1026,13 @@ class Workbench(WindowUi):
         from wowgrass.game.maps import adt_game_path
 
         wanted = {Path(p).resolve() for p in paths}
+        gone = {Path(p).name.lower() for p in paths if not Path(p).exists()}  # removed: the layer below answers
         out = []
         for key in self.bridge.resident_tiles(full=False):
-            found = self.session.data.locate(adt_game_path(self.session.map_name, *key))
-            if found is not None and found[1] is None and Path(found[0]).resolve() in wanted:
+            gp = adt_game_path(self.session.map_name, *key)
+            found = self.session.data.locate(gp)
+            if (found is not None and found[1] is None and Path(found[0]).resolve() in wanted) or \
+                    gp.rsplit("\\", 1)[-1].lower() in gone:
                 out.append(key)
         return out
 
@@ -942,6 +1080,8 @@ class Workbench(WindowUi):
                     self.files.reload(paths)
             except Exception as exc:  # the view goes on; the panel says what failed
                 self._main.put(lambda e=exc, k=kind: self.say(f"{k} failed: {type(e).__name__}: {e}"))
+                if kind == "audit":  # the Findings panel says it too, no longer "runs in the background"
+                    self._main.put(lambda e=exc: self._audit_failed(f"{type(e).__name__}: {e}"))
             finally:
                 self._busy = False
 
@@ -990,6 +1130,10 @@ class Workbench(WindowUi):
 
         self._main.put(on_main)
 
+    def _audit_failed(self, why: str):
+        self.ui_version += 1
+        self.findings_note = f"the audit failed: {why}"
+
     def fly_to(self, finding: Finding):
         """Put the camera 60 units from the finding's place, looking down at it."""
         if finding.target is None:
@@ -1030,8 +1174,10 @@ class Workbench(WindowUi):
                 "history": list(s.history), "changed_tiles": [list(k) for k in s.changed_tiles],
                 "changed_tables": list(s.changed_tables), "picked": None if self.picked is None else
                 {"tile": list(self.picked.tile), "chunk": list(self.picked.chunk), "cell": list(self.picked.cell)},
+                "layout": self.layout if self.ui is None else self.ui.layout(),
                 "pick_ms": self.pick_ms, "overlays": [n for n, on in self.overlays.items() if on],
-                "messages": list(self.messages), "finding_count": len(self.findings), "screenshots": list(self.shots),
+                "messages": list(self.messages), "finding_count": len(self.findings),
+                "findings_note": self.findings_note, "screenshots": list(self.shots),
                 "edits_applied": [{"label": lb, "frame": f} for lb, f in self.edits_applied],
                 "reloads": [{"paths": r["paths"], "tiles": [list(t) for t in r["tiles"]],
                              "seen_ms": r["seen_s"] * 1000.0,
@@ -1039,6 +1185,15 @@ class Workbench(WindowUi):
                              "grass_instance_counts": {f"{k[0]},{k[1]}": [r.get("grass_before", {}).get(k),
                                                                           r.get("grass_after", {}).get(k)]
                                                        for k in r["tiles"]}} for r in self.reloads]}
+
+
+def _default_patch_path(session) -> str:
+    from .patching import default_patch_path
+
+    try:
+        return default_patch_path(session)
+    except Exception:  # noqa: BLE001 - a session without data (tests): Build patch says what it needs
+        return ""
 
 
 def watch_roots(data) -> list:

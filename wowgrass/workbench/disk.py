@@ -200,12 +200,18 @@ class SessionFiles:
         if hasattr(self.data, "refresh"):
             self.data.refresh()
 
+        loaded = s.loaded_paths()
+        # the file each was loaded from: one removed from an upper layer leaves the layer below
+        # answering, which is read again (as ``bake --watch`` reads it)
+        sources = {gp: src[0] for gp, src, _print in s.origins(list(loaded)) if src[0] is not None}
+
         def hit(gp):
             found = self.data.locate(gp)
-            return found is not None and Path(found[0]).resolve() in wanted
+            if found is not None and Path(found[0]).resolve() in wanted:
+                return True
+            return gp in sources and Path(sources[gp]).resolve() in wanted
 
         relist = hit(wdt_game_path(s.map_name)) or any(Path(p).suffix.lower() in (".adt", ".wdt") for p in wanted)
-        loaded = s.loaded_paths()
         tiles = {key: self.data.read(gp) for gp, key in loaded.items() if key is not None and hit(gp)}
         tables = {p: self.data.read(p) for p in TABLES} if any(hit(p) for p in TABLES) else None
         change = s.take_reloaded(tiles, tables, relist=relist)

@@ -19,12 +19,13 @@ class Finding:
 
 
 def findings_of(a) -> list[Finding]:
-    """An :class:`~wowgrass.edit.audit.Audit` as the panel's findings."""
+    """An :class:`~wowgrass.edit.audit.Audit` as the panel's findings: each line begins with where
+    it is (tile, chunk), so a line the panel's width cuts still names its tile."""
     found = []
     for tex in a.textures:
         for c in tex["unassigned_chunks"][:50]:
-            found.append(Finding("unassigned", f"{tex['path'].rsplit(chr(92), 1)[-1]}: no effect id "
-                                 f"(tile {c['tile'][0]},{c['tile'][1]} chunk {c['chunk'][0]},{c['chunk'][1]})",
+            found.append(Finding("unassigned", f"tile {c['tile'][0]},{c['tile'][1]} chunk {c['chunk'][0]},"
+                                 f"{c['chunk'][1]}: {tex['path'].rsplit(chr(92), 1)[-1]} has no effect id",
                                  chunk_centre(tuple(c["tile"]), tuple(c["chunk"]))))
     for t in a.per_tile:
         col, row = t["tile"]

@@ -27,13 +27,15 @@ _KEYS_AFTER = (
     ("1 .. 8", "overlays: effect sets, no effect id, stale mapping, excluded, holes, chunk grid, tile grid, "
                "the rule governing each cell"),
     ("Ctrl+Z / Ctrl+Y (Ctrl+Shift+Z)", "undo / redo"),
-    ("Ctrl+S", "save the changed files (to the folder in the Save panel)"),
+    ("Ctrl+S", "save the changed files (to the Changes panel's overlay folder)"),
     ("[ ]", "the hour, an hour back / on (with --clock)"),
     ("G O T B R Z", "grass, doodads, terrain, WMOs, liquids, horizon"),
+    ("C L M", "per-chunk culling, terrain LOD colours, MCSH shadows"),
+    ("V H F", "split view (wireframe right), sun shadows, wireframe"),
     ("F3", "frame statistics"),
     ("F12", "screenshot of the window (wowgrass-shot-N.png)"),
     ("F1", "this help"),
-    ("Esc", "quit"),
+    ("Esc", "quit (with unsaved edits: asks save / discard / cancel)"),
 )
 
 
@@ -74,6 +76,8 @@ class Panels:
         self._key, self._built_at, self._draw_data = None, 0.0, None
         self.builds = 0
         self.cpu_ms = self.build_ms = self.submit_ms = 0.0  # the panels' CPU time of the last frame
+        self.rects: dict = {}  # panel title -> its rectangle and scroll, as last drawn
+        self.items: dict = {}
         self.texture_filter = ""
         self.model_filter = ""
         self._models = None
@@ -86,6 +90,10 @@ class Panels:
         imgui.destroy_context(self.ctx)
 
     # -- input --
+    def last_event_id(self) -> int:
+        """imgui's id of the last input event given to it (input_gate.py)."""
+        return self.ctx.input_events_next_event_id - 1
+
     def wants_mouse(self) -> bool:
         return bool(self.imgui.get_io().want_capture_mouse)
 
@@ -136,6 +144,12 @@ class Panels:
                 io.delta_time = max(t0 - self._t, 1e-4)
                 self._t = t0
             imgui.new_frame()
+            gate = getattr(self.bench, "gate", None)
+            if gate is not None:  # what the events this frame processed asked for (input_gate.py)
+                io, queue = imgui.get_io(), self.ctx.input_events_queue
+                processed = queue[0].event_id - 1 if len(queue) else self.ctx.input_events_next_event_id - 1
+                gate.record(processed, io.want_capture_mouse, io.want_capture_keyboard)
+                self._input = self._input or bool(len(queue))  # imgui left some for the next frame: build again
             self._status()
             self._overlays()
             self._tools()
@@ -146,6 +160,7 @@ class Panels:
                 rules_panel(self, self.bench.rules)
             if self.bench.help:
                 self._help()
+            self.bench.unsaved.draw(imgui, self.target.size)
             imgui.render()
             self._draw_data = imgui.get_draw_data()
             self.builds += 1
@@ -160,7 +175,20 @@ class Panels:
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
         if w:
             imgui.set_next_window_size(imgui.ImVec2(w, h), imgui.Cond_.first_use_ever)
-        return imgui.begin(title, None, flags)[0]
+        shown = imgui.begin(title, None, flags)[0]
+        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rects[title] = {"x": pos.x, "y": pos.y, "w": size.x, "h": size.y, "scroll_y": imgui.get_scroll_y(),
+                             "scroll_max_y": imgui.get_scroll_max_y()}
+        return shown
+
+    def _item(self, name):
+        """Where the last widget was drawn (the layout the report gives: tests check it fits)."""
+        lo, hi = self.imgui.get_item_rect_min(), self.imgui.get_item_rect_max()
+        self.items[name] = {"x": lo.x, "y": lo.y, "w": hi.x - lo.x, "h": hi.y - lo.y}
+
+    def layout(self) -> dict:
+        """The panels and some widgets as last drawn (window pixels): ``view --json``'s ``workbench``."""
+        return {"size": list(self.target.size), "panels": dict(self.rects), "items": dict(self.items)}
 
     def _status(self):
         imgui, b = self.imgui, self.bench
@@ -206,7 +234,11 @@ class Panels:
     def _tools(self):
         imgui, b = self.imgui, self.bench
         ts = b.tools
-        if self._window("Tools", 8, 330, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
+        W, H = self.target.size
+        y = min(330, max(8, H - 270))  # below the Overlays panel; at least 236 pixels tall
+        # never past the status line: taller content scrolls (the wheel over the panel scrolls it)
+        imgui.set_next_window_size_constraints(imgui.ImVec2(0, 0), imgui.ImVec2(max(W - 16, 100), max(H - y - 34, 100)))
+        if self._window("Tools", 8, y, 0, 0, self.imgui.WindowFlags_.always_auto_resize):
             for name, label in tool_choices():
                 if imgui.radio_button(label, ts.tool == name) and ts.tool != name:
                     b.choose_tool(name)
@@ -241,15 +273,34 @@ class Panels:
             b.assign_scope()
 
     def _set_editor(self):
+        from wowgrass.edit.effect_sets import BAG, even_weights
+
         imgui, b = self.imgui, self.bench
         ts = b.tools
+        imgui.push_item_width(150)
         _, ts.set_effect = imgui.input_int("change id (0: new)", ts.set_effect)
         _, self.model_filter = imgui.input_text("model filter", self.model_filter)
         models = self._model_list()
-        for i in range(4):
-            _, ts.set_models[i] = imgui.input_text(f"model {i}", ts.set_models[i])
-            _, ts.set_weights[i] = imgui.slider_int(f"weight {i}", int(ts.set_weights[i]), 0, 100)
+        if ts.set_weights_even:  # effects new-set's default: the bag shared evenly over the models given
+            given = [i for i, m in enumerate(ts.set_models) if m]
+            ts.set_weights = [0, 0, 0, 0]
+            for i, w in zip(given, even_weights(len(given))):
+                ts.set_weights[i] = w
+        for i in range(4):  # a model and its weight on one line: the editor fits a 720-pixel window
+            _, ts.set_models[i] = imgui.input_text(f"##model{i}", ts.set_models[i])
+            imgui.same_line()
+            imgui.push_item_width(90)
+            changed, w = imgui.slider_int(f"model {i}##w{i}", int(ts.set_weights[i]), 0, BAG)
+            imgui.pop_item_width()
+            if changed:
+                ts.set_weights[i], ts.set_weights_even = w, False
+        if not ts.set_weights_even and imgui.small_button("share the bag evenly"):
+            ts.set_weights_even = True
+        elif ts.set_weights_even:
+            imgui.text_disabled(f"weights: the {BAG}-point bag shared evenly")
         _, ts.set_density = imgui.slider_int("density", int(ts.set_density), 0, 64)
+        self._item("density")
+        imgui.pop_item_width()
         if self.model_filter:
             shown = [m for m in models if self.model_filter.lower() in m.lower()][:12]
             for m in shown:
@@ -258,6 +309,7 @@ class Panels:
                     ts.set_models[empty] = m
         if imgui.button("Preview set"):
             b.preview_set()
+        self._item("Preview set")
         if ts.preview_id is not None:
             imgui.same_line()
             imgui.text(f"previewed as {ts.preview_id}")
@@ -327,6 +379,8 @@ class Panels:
         if imgui.begin("Keys and mouse (F1)", None, imgui.WindowFlags_.always_auto_resize)[0]:
             for k, what in keys_help():
                 imgui.text(f"{k:32s} {what}")
+        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rects["Keys and mouse (F1)"] = {"x": pos.x, "y": pos.y, "w": size.x, "h": size.y, "lines": len(keys_help())}
         imgui.end()
 
 

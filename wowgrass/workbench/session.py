@@ -664,6 +664,28 @@ class EditSession:
             out.update({p: self._tables[p] for p in self.changed_tables})
             return out
 
+    def unsaved_files(self) -> dict[str, bytes]:
+        """:meth:`files_since_saved` (what a recovery file keeps: workbench/unsaved.py)."""
+        return self.files_since_saved()
+
+    @_announces
+    def restore_files(self, files: dict, label: str) -> Change:
+        """Put ``files`` {game path: bytes} (tiles of this map, the ground-effect tables) in place of
+        the session's as one undoable step (a recovery file's edits: workbench/unsaved.py)."""
+        with self._lock:
+            edits, tables = {}, {}
+            for gp, raw in files.items():
+                if gp in TABLES:
+                    tables[gp] = bytes(raw)
+                    continue
+                key = next((k for k in self._present if adt_game_path(self.map_name, *k).lower() == gp.lower()), None)
+                if key is None:
+                    raise UsageError(f"{gp} is not a tile of map {self.map_name!r} in the data")
+                self._state(key)
+                t = read_tile(bytes(raw), gp, big_alpha=self._mt.big_alpha, msb_first=self.msb_first)
+                edits[key] = (bytes(raw), t, range(256))
+            return self._apply(label, edits, tables=tables or None)
+
     def files_since_loaded(self) -> dict[str, bytes]:
         """{game path: bytes now} of the tiles and tables that differ from those loaded (saved or not)."""
         with self._lock:

@@ -31,7 +31,8 @@ class ToolState:
     scope: str = "brush"  # assign: "map", "tile" or "brush"
     # effect-set editor
     set_models: list = field(default_factory=lambda: ["", "", "", ""])
-    set_weights: list = field(default_factory=lambda: [1, 1, 1, 1])
+    set_weights: list = field(default_factory=lambda: [0, 0, 0, 0])
+    set_weights_even: bool = True  # the bag shared evenly over the models given (effects new-set's default)
     set_density: int = 8
     set_effect: int = 0  # 0: a new set; else the id being changed
     preview_id: int | None = None

@@ -325,6 +325,7 @@ class GpuGrass(BatchedGrass, Source):
         self.arena = self._grow(self.arena, self._inst, capacity, self.record, zero=False)
         for c in (*getattr(self, "_arena_vaos", ()), *getattr(self, "_arena_line_vaos", ())):  # the old buffer
             c.release()
+        self._arena_vaos, self._arena_line_vaos = [], []  # made again over the new one (_draw_all)
 
     def _grow_groups(self, capacity: int):
         self.group_table = self._grow(self.group_table, self._groups, capacity, GROUP_DTYPE.itemsize, zero=True)
@@ -390,9 +391,13 @@ class GpuGrass(BatchedGrass, Source):
         self._plans.clear()
 
     def _vao_cache(self, mesh, buffer, index_buffer=None):
-        inst = (buffer(), "4u4 4u4/i", "i_packed", "i_extra") if self.extra else (buffer(), "4u4/i", "i_packed")
+        """Vertex arrays of ``mesh`` over the instance buffer ``buffer()`` returns when each is made
+        (never a buffer a growth released)."""
+        def inst():
+            return (buffer(), "4u4 4u4/i", "i_packed", "i_extra") if self.extra else (buffer(), "4u4/i", "i_packed")
+
         return VaoCache(lambda prog: self.ctx.vertex_array(
-            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst],
+            prog, [(mesh.grass_vbo, mesh.grass_format, "in_mesh"), inst()],
             index_buffer=index_buffer or mesh.ibo, index_element_size=4))
 
     # -- a frame --

@@ -46,6 +46,62 @@ def start_tile(source) -> tuple[int, int]:
     return tuple(int(v) for v in keys[int(np.argmin(d))])
 
 
+GRASS_SEARCH = 16  # tiles loaded at most, nearest the centre first, looking for one with grass
+
+
+def _grass_count(scene, tile) -> int:
+    """Grass instances of resident ``tile`` inside its margin (choose_start's spots), 0 if none."""
+    from .streaming import tiles_centre
+
+    res = scene.tiles.get(tuple(tile))
+    xy = getattr(res, "grass_xy", None)
+    if xy is None or not len(xy):
+        return 0
+    cx, cy = tiles_centre([tile])
+    xy = np.asarray(xy, np.float64)
+    return int(((np.abs(xy[:, 0] - cx) < TILE_SIZE / 2 - 20) & (np.abs(xy[:, 1] - cy) < TILE_SIZE / 2 - 20)).sum())
+
+
+def grass_tile(scene, source, first) -> tuple[int, int]:
+    """The tile to start on: ``first`` (the centre's) when grass grows there, else the nearest tile
+    to the centre where it does (resident ones first, then up to GRASS_SEARCH more loaded to
+    look); a tile that failed to load is never the start (its ground is missing: the camera would
+    look at sky). None with grass: the nearest tile that loaded."""
+    from .streaming import tiles_centre
+
+    keys = [tuple(int(v) for v in k) for k in source.tiles]
+    if not keys:
+        return first
+    arr = np.array(keys, np.float64)
+    order = [keys[i] for i in np.argsort(np.hypot(*(arr - arr.mean(axis=0)).T), kind="stable")]
+    errors = getattr(scene, "errors", {}) or {}
+
+    def good(k):
+        return k not in errors and scene.tiles.get(k) is not None and getattr(scene.tiles[k], "adt", None) is not None
+
+    if good(tuple(first)) and _grass_count(scene, first) >= 20:
+        return tuple(first)
+    for k in order:  # already resident: no load
+        if good(k) and _grass_count(scene, k) >= 20:
+            return k
+    loaded = 0
+    for k in order:
+        if k in scene.tiles or k in errors:
+            continue
+        if loaded >= GRASS_SEARCH:
+            break
+        try:
+            scene.update((*tiles_centre([k]), 0.0), block=True)
+        except Exception:  # noqa: BLE001 - a tile that cannot load: not a start (scene.errors names it)
+            pass
+        loaded += 1
+        if good(k) and _grass_count(scene, k) >= 20:
+            return k
+    if good(tuple(first)):
+        return tuple(first)
+    return next((k for k in order if good(k)), tuple(first))
+
+
 def ground_heights(scene, x, y) -> np.ndarray:
     """Terrain heights under points (x, y) (NaN where no resident tile covers them)."""
     x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
@@ -174,6 +230,7 @@ def default_camera(scene, source, *, camera=None, target=None, eye_height: float
     if camera is None:
         tile = start_tile(source)
         scene.update((*tiles_centre([tile]), 0.0), block=True)
+        tile = grass_tile(scene, source, tile)
         pos, yaw, pitch = choose_start(scene, tile, eye_height=eye_height)
         cam = Camera(position=pos, yaw=yaw, pitch=pitch)
         if target is not None:

@@ -93,6 +93,8 @@ def serve(conn) -> None:
         if msg is None:
             return
         key, full = msg
+        if hasattr(source.data, "refresh"):  # the loose folders as they are now (a watched file removed:
+            source.data.refresh()            # the layer below answers), as the viewer's own data after a reload
         mark = source.notes_mark()
         try:
             payload = prepare_payload(source, key, full, **options)
