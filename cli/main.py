@@ -157,6 +157,24 @@ class LazyGroup(click.Group):
                 pipe_closed()
             reason = OUTPUT_REASONS.get(exc.errno) or exc.strerror or str(exc)
             fail(f"{exc.filename}: {reason}" if exc.filename else reason)
+        except Exception as exc:
+            # Ctrl-C inside a class body's set-up (a lazy import) comes out wrapped: Python 3.11 turns
+            # it into "RuntimeError: Error calling __set_name__", the KeyboardInterrupt as its cause
+            stop = _interrupt_in_chain(exc)
+            if stop is None:
+                raise
+            interrupted(str(stop), getattr(stop, "signum", signal.SIGINT))
+
+
+def _interrupt_in_chain(exc: BaseException):
+    """The KeyboardInterrupt an exception was raised from or during, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -172,3 +172,15 @@ def test_no_inline_map_coordinates_outside_coords():
     assert found == [], f"inline map coordinates (use wowgrass.game.coords): {found}"
     for rel in ALLOWED:
         assert (ROOT / rel).exists(), rel  # an allowance for a file that went is dropped
+
+
+@pytest.mark.parametrize("size", [TILE_SIZE, CHUNK_SIZE, UNIT_SIZE])
+def test_the_fast_steps_are_map_steps_at_every_edge(size):
+    """The pick's fast path (coords.step / steps_float / edge) keeps map_steps's rule, edges included."""
+    i = np.arange(-2, 66 * int(TILE_SIZE / size) + 2, 7)
+    lines = np.asarray(C.map_point(i, i, size)[0], np.float64)
+    for v in np.concatenate([lines, np.nextafter(lines, np.inf), np.nextafter(lines, -np.inf), lines - size / 3]):
+        assert C.step(float(v), size) == C.map_steps(0.0, v, size)[0]
+    v = np.concatenate([lines, np.nextafter(lines, np.inf), np.nextafter(lines, -np.inf)])
+    assert np.array_equal(C.steps_float(v, size), C.map_steps(np.zeros_like(v), v, size)[0].astype(np.float64))
+    assert [C.edge(int(k), size) for k in i] == list(lines)

@@ -220,3 +220,31 @@ def test_a_signal_as_the_command_ends_is_the_programs(when):
             "from wowgrass.__main__ import main\nmain([])\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (p.returncode, p.stderr) == (130, "interrupted\n")
+
+
+def test_an_interrupt_wrapped_by_python_is_the_programs(monkeypatch):
+    """Ctrl-C inside a lazy import's class set-up comes out of Python 3.11 as "RuntimeError: Error
+    calling __set_name__" with the KeyboardInterrupt as its cause (seen in CI at 0.60 s into
+    bake --jobs): still 130 and the one line, no traceback; another RuntimeError stays a bug."""
+    from click.testing import CliRunner
+
+    import wowgrass.cli.bake as bake_cmd
+    from wowgrass.cli.main import cli
+
+    def wrapped(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'hash_a' in 'MpqEntry'") from stop
+
+    monkeypatch.setattr(bake_cmd, "_bake", wrapped)
+    r = CliRunner().invoke(cli, ["bake", "-q"])
+    assert r.exit_code == 130, (r.exit_code, r.output, r.exception)
+    assert "interrupted" in r.output and "Traceback" not in r.output and "RuntimeError" not in r.output
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a plain bug")
+
+    monkeypatch.setattr(bake_cmd, "_bake", broken)
+    r = CliRunner().invoke(cli, ["bake", "-q"])
+    assert r.exit_code != 130 and isinstance(r.exception, RuntimeError)

@@ -56,6 +56,36 @@ def _edge(i, size: float):
     return ZEROPOINT - float(i) * size
 
 
+# -- the pick's fast path: plain floats or float arrays, no type checks (same rule as above) --------
+def step(v: float, size: float) -> int:
+    """One coordinate's whole steps of ``size`` from the map's corner (:func:`map_steps`'s rule) for a
+    plain float, without the checks that let the other functions take arrays."""
+    i = math.floor((ZEROPOINT - v) / size)
+    if v <= ZEROPOINT - (i + 1) * size:
+        i += 1
+    elif v > ZEROPOINT - i * size:
+        i -= 1
+    return i
+
+
+def steps_float(v: np.ndarray, size: float) -> np.ndarray:
+    """:func:`step` over a float64 array, the indices left as float64 (for arithmetic on them)."""
+    i = np.floor((ZEROPOINT - v) / size)
+    i += v <= ZEROPOINT - (i + 1) * size
+    i -= v > ZEROPOINT - i * size
+    return i
+
+
+def fraction_steps(v, size: float):
+    """Steps of ``size`` from the map's corner, unrounded (a square's index plus where in it)."""
+    return (ZEROPOINT - v) / size
+
+
+def edge(i, size: float) -> float:
+    """Grid line ``i``'s world coordinate for a plain number (:func:`map_point`'s arithmetic)."""
+    return ZEROPOINT - i * size
+
+
 def map_steps(x, y, size: float):
     """(i, j): whole steps of ``size`` yards from the map's corner to the square holding (x, y),
     i east (along -Y), j south (along -X). ``size`` is TILE_SIZE, CHUNK_SIZE, UNIT_SIZE or any

@@ -28,7 +28,7 @@ import struct
 
 import numpy as np
 
-from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE, ZEROPOINT
+from wowgrass.formats.adt import CHUNK_SIZE, TILE_SIZE, UNIT_SIZE
 from wowgrass.game import coords
 
 MAX_TESTS = 40  # coarse samples tested one at a time before the rest take one numpy pass
@@ -48,12 +48,7 @@ def _f32(v: float) -> float:
 
 def _tile_step(v: float) -> int:
     """:func:`coords.tile_of`'s rule for one coordinate (the same floor and edge corrections)."""
-    i = math.floor((ZEROPOINT - v) / TILE_SIZE)
-    if v <= ZEROPOINT - (i + 1) * TILE_SIZE:
-        i += 1
-    elif v > ZEROPOINT - i * TILE_SIZE:
-        i -= 1
-    return i
+    return coords.step(v, TILE_SIZE)
 
 
 def chunk_bounds(pos: np.ndarray, h: np.ndarray, ixy: np.ndarray):
@@ -192,9 +187,7 @@ class GroundAtlas:
             return out
         xy = np.asarray(xy, np.float64)
         x, y = xy[:, 0], xy[:, 1]
-        i = np.floor((ZEROPOINT - xy) / TILE_SIZE)  # coords.tile_of's rule, both coordinates at once: (row, col)
-        i += xy <= ZEROPOINT - (i + 1) * TILE_SIZE
-        i -= xy > ZEROPOINT - i * TILE_SIZE
+        i = coords.steps_float(xy, TILE_SIZE)  # coords.tile_of's rule, both coordinates at once: (row, col)
         np.clip(i, -1, 64, out=i)
         slot = self.slot_of[(i @ (1.0, 66.0) + 67.0).astype(np.int64)] - 1
         sel = np.flatnonzero(slot >= 0)
@@ -337,10 +330,10 @@ class GroundAtlas:
         else:
             a, b = h_tr + h_br - 2 * h_c, h_br - h_tr
         h = _f32(h_c + a * du + b * dv + pz)
-        edges = (max(ox - (iy + 1) * CHUNK_SIZE, ZEROPOINT - (row + 1) * TILE_SIZE),
-                 min(ox - iy * CHUNK_SIZE, ZEROPOINT - row * TILE_SIZE),
-                 max(oy - (ix + 1) * CHUNK_SIZE, ZEROPOINT - (col + 1) * TILE_SIZE),
-                 min(oy - ix * CHUNK_SIZE, ZEROPOINT - col * TILE_SIZE))
+        edges = (max(ox - (iy + 1) * CHUNK_SIZE, coords.edge(row + 1, TILE_SIZE)),
+                 min(ox - iy * CHUNK_SIZE, coords.edge(row, TILE_SIZE)),
+                 max(oy - (ix + 1) * CHUNK_SIZE, coords.edge(col + 1, TILE_SIZE)),
+                 min(oy - ix * CHUNK_SIZE, coords.edge(col, TILE_SIZE)))
         cell = (max(edges[0], px - (r + 1.0) * UNIT_SIZE), min(edges[1], px - r * UNIT_SIZE),
                 max(edges[2], py - (c + 1.0) * UNIT_SIZE), min(edges[3], py - c * UNIT_SIZE))
         return h, g, (slope, edges), (cell_slopes[base - int(r) * 9], cell)
@@ -377,7 +370,7 @@ class GroundAtlas:
         cell bounds leave (indices into ``t``)."""
         xy = o[None, :2] + t[:, None] * d[None, :2]
         z = o[2] + t * d[2]
-        q = (ZEROPOINT - xy) / TILE_SIZE
+        q = coords.fraction_steps(xy, TILE_SIZE)
         tc = np.floor(q)  # the tile by a plain floor: tile_of's edge rule can differ within rounding of an edge,
         edge = (np.abs(q - tc - 0.5) > 0.5 - 1e-9).any(1)  # so samples that close to one are tested
         np.clip(tc, -1, 64, out=tc)
