@@ -1,0 +1,221 @@
+"""The session's answers a panel shows, field by field (issue 49's mutation target for
+workbench/session.py): the Cell panel's dictionary, which tiles are read, the bare textures counted
+over every tile read, and the suggestions (five by default, the scan made once)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from wowgrass.formats.adt import UNIT_SIZE
+from wowgrass.game.data import open_data
+from wowgrass.game.maps import adt_game_path
+from wowgrass.samples import MAP_NAME, build_sample_world
+from wowgrass.workbench.session import CellRef, EditSession
+
+WEST, EAST = (31, 32), (32, 32)
+GRASS = "Tileset\\Sample\\SampleGrass.blp"
+DIRT = "Tileset\\Sample\\SampleDirt.blp"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The 3.3.5 sample world (2x1 tiles) as MPQs and as a loose copy of every file."""
+    base = tmp_path_factory.mktemp("mutsession")
+    mpq = build_sample_world(base / "mpq", "3.3.5", (2, 1), seed=0)
+    loose = base / "loose"
+    with open_data(mpq) as g:
+        for name in g.list("*"):
+            p = loose.joinpath(*name.split("\\"))
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(g.read(name))
+    return {"mpq": mpq, "loose": loose}
+
+
+def ref_of(s: EditSession, tile, idx: int, c: int, r: int) -> CellRef:
+    t = s.tile(tile)
+    return CellRef(tile, (int(t.index_xy[idx, 0]), int(t.index_xy[idx, 1])), (c, r))
+
+
+def cell_alpha(t, idx: int, k: int, c: int, r: int) -> float:
+    """Layer k's alpha over cell (c, r) as a share of 255: the 8x8 texels of the cell."""
+    blocks = t.alpha[idx, k].reshape(8, 8, 8, 8)         # (cell row, texel row, cell column, texel column)
+    return float(blocks[r, :, c, :].astype(np.float64).sum()) / 64 / 255
+
+
+def test_cell_info_gives_every_field_of_the_cell(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        t = s.tile(WEST)
+        # a cell of a three-layer chunk away from its chunk's edges, with grass, whose layers' alpha
+        # differs from that of the cells beside it (so a cell's texels taken from elsewhere show)
+        pick = None
+        for idx in np.flatnonzero(t.n_layers == 3):
+            inst = s.chunk_instances(WEST, int(idx))
+            for r in range(1, 7):
+                for c in range(1, 7):
+                    if t.no_effect_doodad[idx, r, c] or t.hole_cells()[idx, r, c]:
+                        continue
+                    if (inst.cell == r * 8 + c).sum() < 2 or int(t.doodad_mapping[idx, r, c]) >= 3:
+                        continue
+                    a = [cell_alpha(t, idx, k, c, r) for k in (1, 2)]
+                    near = [cell_alpha(t, idx, k, c + dc, r + dr) for k in (1, 2) for dc, dr in ((1, 0), (0, 1))]
+                    if min(a) > 0.01 and all(abs(x - a[0]) > 1e-3 and abs(x - a[1]) > 1e-3 for x in near):
+                        pick = (int(idx), c, r)
+                        break
+                if pick:
+                    break
+            if pick:
+                break
+        assert pick is not None, "the sample world has such a cell"
+        idx, c, r = pick
+        ref = ref_of(s, WEST, idx, c, r)
+        inst = s.chunk_instances(WEST, idx)
+        dm = int(t.doodad_mapping[idx, r, c])
+        eid = int(t.layer_effect[idx, dm])
+        row = s.catalog.row(eid)
+        assert row is not None and row["models"] and row["weights"]
+        here = np.flatnonzero(inst.cell == r * 8 + c)
+        want = {
+            "tile": [31, 32], "chunk": list(ref.chunk), "cell": [c, r], "mcnk_index": idx,
+            "layers": [{"index": k, "texture": t.textures[int(t.layer_texture[idx, k])],
+                        "effect_id": int(t.layer_effect[idx, k]),
+                        "alpha_mean": 1.0 if k == 0 else round(cell_alpha(t, idx, k, c, r), 4)} for k in range(3)],
+            "doodad_mapping": dm, "no_effect_doodad": False, "hole": False,
+            "effect": {"id": eid, "density": row["density"], "models": row["models"], "weights": row["weights"]},
+            "grass": [{"model": inst.models[int(inst.model[i])], "x": float(inst.pos[i, 0]), "y": float(inst.pos[i, 1]),
+                       "z": float(inst.pos[i, 2]), "yaw": float(inst.yaw[i]), "scale": float(inst.scale[i])}
+                      for i in here],
+        }
+        info = s.cell_info(ref)
+        assert info == want
+        assert all(0 < g["alpha_mean"] < 1 for g in info["layers"][1:])
+        assert len({g["yaw"] for g in info["grass"]}) > 1 and len({g["scale"] for g in info["grass"]}) > 1
+        # every plant listed stands in the cell: rows run south (-X) and columns west (-Y) of the
+        # chunk's north-west corner
+        x0, y0 = (float(v) for v in t.positions[idx][:2])
+        for g in info["grass"]:
+            assert x0 - (r + 1) * UNIT_SIZE - 1e-3 <= g["x"] <= x0 - r * UNIT_SIZE + 1e-3
+            assert y0 - (c + 1) * UNIT_SIZE - 1e-3 <= g["y"] <= y0 - c * UNIT_SIZE + 1e-3
+
+
+def test_cell_info_of_an_excluded_cell_a_hole_and_effects_without_a_row(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        t = s.tile(WEST)
+        # a hole
+        idx, r, c = (int(v) for v in np.argwhere(t.hole_cells())[0])
+        assert s.cell_info(ref_of(s, WEST, idx, c, r))["hole"] is True
+        # an excluded cell (set by the brush on its centre): the bit, and no grass in it
+        idx = int(np.flatnonzero(t.n_layers == 3)[0])
+        cells = np.argwhere(~t.no_effect_doodad[idx] & ~t.hole_cells()[idx])
+        r, c = (int(v) for v in cells[0])
+        x, y = t.cell_centres()[idx, r, c]
+        s.exclude(float(x), float(y), 0.5)
+        info = s.cell_info(ref_of(s, WEST, idx, c, r))
+        assert info["no_effect_doodad"] is True and info["grass"] == [] and info["hole"] is False
+        # the mapped layer's effect has no GroundEffectTexture row: its id, nothing else
+        r, c = (int(v) for v in cells[1])
+        mapping = t.doodad_mapping.copy()
+        mapping[idx, r, c] = 1
+        effect = t.layer_effect.astype(np.int64)
+        effect[idx, 1] = 4242
+        assert s.catalog.row(4242) is None
+        s.set_fields(WEST, effect=effect, doodad_mapping=mapping)
+        info = s.cell_info(ref_of(s, WEST, idx, c, r))
+        assert info["doodad_mapping"] == 1 and info["layers"][1]["effect_id"] == 4242
+        assert info["effect"] == {"id": 4242, "density": None, "models": [], "weights": None}
+        # the mapping names a layer the chunk lacks: no effect at all
+        mapping[idx, r, c] = 3
+        s.set_fields(WEST, doodad_mapping=mapping)
+        info = s.cell_info(ref_of(s, WEST, idx, c, r))
+        assert info["doodad_mapping"] == 3 and len(info["layers"]) == 3
+        assert info["effect"] is None and info["grass"] == []
+
+
+def test_has_read_names_the_tiles_read_so_far(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        assert not s.has_read(WEST) and not s.has_read(EAST)
+        s.tile(WEST)
+        assert s.has_read(WEST) and s.has_read([31, 32]) and not s.has_read(EAST)
+        assert s.tile_version(WEST) == 0 and s.tile_version(EAST) == 0
+
+
+def bare(t, tex: str, chunks, value: int) -> np.ndarray:
+    """t's effect ids with ``tex``'s layers in ``chunks`` given ``value``."""
+    effect = t.layer_effect.astype(np.int64)
+    exists = np.arange(4)[None, :] < t.n_layers[:, None]
+    sel = exists & (t.layer_texture == t.textures.index(tex))
+    sel[np.setdiff1d(np.arange(256), chunks)] = False
+    effect[sel] = value
+    return effect, int(sel.sum())
+
+
+def test_unassigned_textures_are_counted_over_every_tile_read(world):
+    with open_data(world["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        assert s.unassigned_textures() == {}              # nothing read yet
+        w, e = s.tile(WEST), s.tile(EAST)
+        assert s.unassigned_textures() == {}              # every layer of the sample world has an effect
+        effect, n_w = bare(w, GRASS, range(0, 40), 0)
+        s.set_fields(WEST, effect=effect)
+        effect, n_e = bare(e, GRASS, range(100, 130), 0xFFFF)
+        effect2, n_d = bare(e, DIRT, range(0, 256), 0xFFFFFFFF)
+        effect[effect2 == 0xFFFFFFFF] = 0xFFFFFFFF
+        s.set_fields(EAST, effect=effect)
+        assert n_w > 0 and n_e > 0 and n_d > 0
+        assert s.unassigned_textures() == {GRASS: n_w + n_e, DIRT: n_d}
+
+
+@pytest.fixture(scope="module")
+def seven_effects(world, tmp_path_factory):
+    """A loose client whose grass layers carry seven effect ids, each on a different number of
+    layers: {effect id: layers}."""
+    root = tmp_path_factory.mktemp("seven") / "Data"
+    shutil.copytree(world["loose"], root)
+    from wowgrass.edit.adt_edit import patch_fields, read_tile
+
+    counts: dict[int, int] = {}
+    for key in (WEST, EAST):
+        p = root.joinpath(*adt_game_path(MAP_NAME, *key).split("\\"))
+        raw = p.read_bytes()
+        t = read_tile(raw, p, big_alpha=True)
+        exists = np.arange(4)[None, :] < t.n_layers[:, None]
+        grass = exists & (t.layer_texture == t.textures.index(GRASS))
+        effect = t.layer_effect.astype(np.int64)
+        # chunk i's grass layers get effect 1001 + (the largest k with k*(k+1)/2 <= i % 28): 7 ids, shares
+        # growing with k
+        k = np.floor((np.sqrt(8 * (np.arange(256) % 28) + 1) - 1) / 2).astype(np.int64)
+        effect = np.where(grass, (1001 + k)[:, None], effect)
+        for e, n in zip(*np.unique(effect[grass], return_counts=True)):
+            counts[int(e)] = counts.get(int(e), 0) + int(n)
+        p.write_bytes(patch_fields(raw, t, effect=effect)[0])
+    return root, counts
+
+
+def test_suggestions_are_five_by_default_and_scan_once(seven_effects, monkeypatch):
+    import wowgrass.edit.suggest as suggest
+
+    root, counts = seven_effects
+    assert len(counts) == 7 and len(set(counts.values())) == 7
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    scans, seen = [], []
+    real = suggest.client_effects
+
+    def counting(data, **kw):
+        scans.append(kw)
+        return real(data, **kw)
+
+    monkeypatch.setattr(suggest, "client_effects", counting)
+    with open_data(root) as data:
+        s = EditSession(data, MAP_NAME)
+        got = s.suggestions(GRASS, progress=lambda *a: seen.append(a))
+        assert [(g["effect_id"], g["layer_count"]) for g in got] == best[:5]
+        assert [g["has_row"] for g in got] == [s.catalog.row(e) is not None for e, _ in best[:5]]
+        assert seen, "the first call scans the client's maps, reporting its progress"
+        assert [(g["effect_id"], g["layer_count"]) for g in s.suggestions(GRASS, 2)] == best[:2]
+        assert [g["effect_id"] for g in s.suggestions(GRASS, 7)] == [e for e, _ in best]
+        assert len(scans) == 1                              # the scan is kept for the session's life
