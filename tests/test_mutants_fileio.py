@@ -1,0 +1,174 @@
+"""What fileio.py promises where the ordinary tests do not look (issue 49's mutation target): the
+reason a failed roll-back gives for any kind of failure, a temporary of a live writer of another
+user, systems without O_DIRECT or refusing it, short direct writes, and an aligned block's bytes."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wowgrass import fileio as F
+from wowgrass.errors import OutputError
+
+
+def stuck_put_back(monkeypatch, failure: BaseException, fail_at: int):
+    """os.replace raises ``failure`` on its ``fail_at``-th call, and EIO on every put-back of a
+    file's old bytes (a replace from its ``.old.tmp`` second name)."""
+    real = os.replace
+    calls = []
+
+    def replace(src, dst, *a, **k):
+        calls.append(src)
+        if len(calls) == fail_at:
+            raise failure
+        if str(src).endswith(".old.tmp"):
+            raise OSError(errno.EIO, "Input/output error", str(dst))
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def two_old_files(tmp_path: Path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"old a")
+    b.write_bytes(b"old b")
+    return a, b
+
+
+@pytest.mark.parametrize(("failure", "reason", "code"), [
+    (OSError(errno.EIO, "Input/output error"), "Input/output error", errno.EIO),    # no reason of ours: the system's
+    (OSError(errno.ENOSPC, "No space left on device"), "no space left on the device", errno.ENOSPC),
+    (OSError("the disk went away"), "the disk went away", None),                     # no errno: its own message
+])
+def test_a_stuck_roll_back_gives_the_failures_reason_and_every_file_left(tmp_path, monkeypatch, failure, reason,
+                                                                         code):
+    a, b = two_old_files(tmp_path)
+    c = tmp_path / "c"
+    stuck_put_back(monkeypatch, failure, 3)       # a and b replaced, c's rename fails, a and b cannot go back
+    with pytest.raises(OutputError) as err:
+        F.write_files_atomic({a: b"new a", b: b"new b", c: b"c"})
+    monkeypatch.undo()
+    assert str(err.value) == (f"cannot write {c}: {reason}; putting the files already written back failed too: "
+                              f"{a} keeps the new bytes, its old bytes are in {tmp_path / 'a.old'}; "
+                              f"{b} keeps the new bytes, its old bytes are in {tmp_path / 'b.old'}")
+    assert err.value.errno == code and err.value.filename == str(c)
+    assert err.value.left_changed == [(a, tmp_path / "a.old"), (b, tmp_path / "b.old")]
+
+
+def test_an_interrupt_with_a_stuck_roll_back_names_itself_in_its_note(tmp_path, monkeypatch):
+    a, b = two_old_files(tmp_path)
+    stuck_put_back(monkeypatch, KeyboardInterrupt(), 2)
+    with pytest.raises(KeyboardInterrupt) as err:
+        F.write_files_atomic({a: b"new a", b: b"new b"})
+    monkeypatch.undo()
+    notes = getattr(err.value, "__notes__", None)
+    if notes is None:
+        pytest.skip("exceptions take no notes before Python 3.11")
+    assert notes == [f"cannot write {b}: KeyboardInterrupt; putting the files already written back failed too: "
+                     f"{a} keeps the new bytes, its old bytes are in {tmp_path / 'a.old'}"]
+
+
+def test_a_temporary_of_a_live_writer_of_another_user_stays(tmp_path, monkeypatch):
+    """os.kill(pid, 0) of another user's process: PermissionError, so it is running."""
+    me = os.getpid()
+    name = f".a.{me + 1}.abcdefgh.tmp"
+    (tmp_path / name).write_bytes(b"t")
+
+    def kill(pid, sig):
+        assert sig == 0
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", kill)
+    assert F.pid_alive(me + 1) is True
+    assert F.sweep_temporaries(tmp_path) == 0 and (tmp_path / name).exists()
+
+
+def block_of(payload: bytes) -> F.AlignedBlock:
+    buf = F.aligned_scratch(len(payload))
+    buf[: len(payload)] = payload
+    buf[len(payload):] = b"\xee" * (len(buf) - len(payload))   # padding that must not reach the file
+    return F.AlignedBlock(buf, len(payload))
+
+
+def test_an_aligned_block_gives_its_bytes_as_bytes():
+    payload = bytes(range(256)) * 3                     # values above 127 too
+    block = block_of(payload)
+    assert block.data == payload and block.data.tolist() == list(payload)
+    assert block.buffer.format == "B" and block.padded.tolist()[len(payload):] == [0xEE] * (F.DIRECT_ALIGN - len(payload))
+
+
+def test_a_system_without_o_direct_writes_aligned_blocks_plainly(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "O_DIRECT", raising=False)
+    assert F.direct_writes() is False
+    payload = os.urandom(5000)
+    fd = os.open(tmp_path / "probe", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        assert F._write_direct(fd, block_of(payload)) is False
+    finally:
+        os.close(fd)
+    assert (tmp_path / "probe").read_bytes() == b""             # nothing written that way
+    assert F.write_atomic(tmp_path / "f.bin", block_of(payload)).read_bytes() == payload
+
+
+needs_o_direct = pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT on this system")
+
+
+@needs_o_direct
+def test_a_file_that_refuses_the_o_direct_flag_is_written_plainly(tmp_path, monkeypatch):
+    import fcntl
+
+    real = fcntl.fcntl
+
+    def refuse(fd, cmd, arg=0):
+        if cmd == fcntl.F_SETFL and arg & os.O_DIRECT:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd, cmd, arg)
+
+    monkeypatch.setattr(fcntl, "fcntl", refuse)
+    payload = os.urandom(9000)
+    fd = os.open(tmp_path / "probe", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        assert F._write_direct(fd, block_of(payload)) is False
+    finally:
+        os.close(fd)
+    assert (tmp_path / "probe").read_bytes() == b""
+    assert F.write_atomic(tmp_path / "f.bin", block_of(payload), durable=False).read_bytes() == payload
+
+
+@needs_o_direct
+def test_short_direct_writes_go_on_from_where_they_stopped(tmp_path, monkeypatch):
+    """A file system taking O_DIRECT writes of aligned buffers (EINVAL otherwise), two pages a call."""
+    import fcntl
+
+    real = os.write
+    writes = []
+
+    def write(fd, data):
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if not flags & os.O_DIRECT:
+            return real(fd, data)
+        assert len(writes) < 50, "the writer keeps writing the same bytes"
+        view = np.frombuffer(data, np.uint8)
+        if view.ctypes.data % F.DIRECT_ALIGN or view.size % F.DIRECT_ALIGN:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        part = bytes(view[: 2 * F.DIRECT_ALIGN])
+        writes.append(len(part))
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)   # (the real file system may not take it)
+        try:
+            return real(fd, part)
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+    monkeypatch.setattr(os, "write", write)
+    payload = os.urandom(5 * F.DIRECT_ALIGN + 123)
+    fd = os.open(tmp_path / "f.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        assert F._write_direct(fd, block_of(payload)) is True
+    finally:
+        os.close(fd)
+    assert writes == [2 * F.DIRECT_ALIGN, 2 * F.DIRECT_ALIGN, 2 * F.DIRECT_ALIGN]
+    assert (tmp_path / "f.bin").read_bytes() == payload
