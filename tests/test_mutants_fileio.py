@@ -172,3 +172,13 @@ def test_short_direct_writes_go_on_from_where_they_stopped(tmp_path, monkeypatch
         os.close(fd)
     assert writes == [2 * F.DIRECT_ALIGN, 2 * F.DIRECT_ALIGN, 2 * F.DIRECT_ALIGN]
     assert (tmp_path / "f.bin").read_bytes() == payload
+
+
+def test_a_bmp_of_rgba_pixels_is_written_24_bit(tmp_path):
+    """BMP has no alpha most readers honour (Pillow reads a 32-bit BMP back as RGB too): the alpha
+    is dropped, three bytes a pixel, as for JPEG."""
+    rgba = np.zeros((2, 4, 4), np.uint8)
+    rgba[..., 0], rgba[..., 3] = 200, 128
+    raw = F.write_image(tmp_path / "a.bmp", rgba).read_bytes()
+    bits, = np.frombuffer(raw[28:30], "<u2")
+    assert raw[:2] == b"BM" and int(bits) == 24
