@@ -1,0 +1,189 @@
+"""What edit/adt_edit.py promises where the ordinary tests do not look (issue 49's mutation
+target): the edits' reports as the CLI prints them, a broken tile or one read with the wrong alpha
+format named, game paths turned into disk paths, write_edited's refusals word for word, and the
+closest textures an error message offers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from adt_build import generated_tile
+
+from wowgrass.edit.adt_edit import (
+    assign_effect, best_layers, closest_textures, disk_path, read_tile, remap_mapping, stale_cells, write_edited,
+)
+from wowgrass.errors import FormatError, UsageError
+from wowgrass.formats.adt import write_adt
+
+
+@pytest.fixture(scope="module")
+def eight_bit():
+    return write_adt(generated_tile(2, seed=3))
+
+
+@pytest.fixture(scope="module")
+def four_bit():
+    return write_adt(generated_tile(1, seed=3))
+
+
+def changed_bytes(a: bytes, b: bytes) -> int:
+    return int((np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8)).sum())
+
+
+def test_the_reports_as_printed(eight_bit):
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    stale = stale_cells(t, 0.0) & (best_layers(t) != t.doodad_mapping)
+    new, rep = remap_mapping(eight_bit, "x.adt", margin=0.0, big_alpha=True)
+    n = changed_bytes(eight_bit, new)
+    assert rep.to_json() == {
+        "path": "x.adt", "kind": "remap", "changed": True, "layer_count": 0, "cell_count": int(stale.sum()),
+        "chunk_count": int(stale.any(axis=(1, 2)).sum()), "changed_byte_count": n, "by_field": {"doodad_mapping": n},
+        "before": {"stale_cells": int(stale.sum())}, "textures": []}
+    assert 0 < int(stale.any(axis=(1, 2)).sum()) < int(stale.sum())
+    b = t.textures.index("tileset\\b.blp")
+    exists = np.arange(4)[None, :] < t.n_layers[:, None]
+    sel = exists & (t.layer_texture == b)
+    new, rep = assign_effect(eight_bit, Path("World") / "x.adt", "B", 4242, big_alpha=True)
+    n = changed_bytes(eight_bit, new)
+    old = dict(sorted((int(e), int(c)) for e, c in zip(*np.unique(t.layer_effect[sel], return_counts=True))))
+    assert rep.to_json() == {
+        "path": str(Path("World") / "x.adt"), "kind": "assign", "changed": True, "layer_count": int(sel.sum()),
+        "cell_count": 0, "chunk_count": int(sel.any(axis=1).sum()), "changed_byte_count": n,
+        "by_field": {"effect_id": n}, "before": {str(k): v for k, v in old.items()}, "textures": ["tileset\\b.blp"]}
+
+
+def test_a_broken_tile_is_named(eight_bit):
+    broken = eight_bit[:5000]
+    for edit in (lambda: assign_effect(broken, "World\\Maps\\M\\M_1_2.adt", "*", 5),
+                 lambda: remap_mapping(broken, "World\\Maps\\M\\M_1_2.adt")):
+        with pytest.raises(FormatError) as err:
+            edit()
+        assert err.value.path == "World\\Maps\\M\\M_1_2.adt" and str(err.value).startswith("World\\Maps\\M\\M_1_2.adt")
+
+
+def test_the_alpha_format_given_is_the_one_read(four_bit, eight_bit):
+    """The map's alpha format (its WDT's) is taken as given: a 4-bit tile under a map of 8-bit alpha
+    is an error naming the tile, never read as 4-bit behind the map's back; an 8-bit tile read as
+    4-bit shows other layers."""
+    for edit in (lambda **kw: assign_effect(four_bit, "x.adt", "*", 5, **kw),
+                 lambda **kw: remap_mapping(four_bit, "x.adt", margin=0.0, **kw)):
+        with pytest.raises(FormatError, match="x.adt"):
+            edit(big_alpha=True)
+        edit(big_alpha=False)
+    as_given = remap_mapping(eight_bit, "x.adt", margin=0.0, big_alpha=False)[0]
+    as_parsed = remap_mapping(eight_bit, "x.adt", margin=0.0)[0]
+    assert as_parsed == remap_mapping(eight_bit, "x.adt", margin=0.0, big_alpha=True)[0] and as_given != as_parsed
+
+
+def test_msb_first_tiles_are_remapped_in_their_bit_order():
+    t = generated_tile(2, seed=5)
+    t.doodad_map_msb_first = True
+    raw = write_adt(t)
+    tile = read_tile(raw, "n.adt", big_alpha=True, msb_first=True)
+    want = np.where(stale_cells(tile, 0.0), best_layers(tile), tile.doodad_mapping)
+    new, rep = remap_mapping(raw, "n.adt", margin=0.0, msb_first=True, big_alpha=True)
+    assert rep.cells > 0
+    assert np.array_equal(read_tile(new, "n.adt", big_alpha=True, msb_first=True).doodad_mapping, want)
+
+
+def test_disk_path():
+    assert disk_path("World\\Maps\\Azeroth\\Azeroth_32_48.adt") == Path("World", "Maps", "Azeroth", "Azeroth_32_48.adt")
+    assert disk_path("World/Maps/M/M_1_2.adt") == Path("World", "Maps", "M", "M_1_2.adt")
+    assert disk_path("\\World//Maps\\M\\\\M_1_2.adt") == Path("World", "Maps", "M", "M_1_2.adt")
+    for bad in ("", "\\", "World\\..\\..\\x.adt", "World/../x.adt", ".\\x.adt", "World/./x.adt"):
+        with pytest.raises(UsageError) as err:
+            disk_path(bad)
+        assert str(err.value) == f"not a game path: {bad!r}"
+
+
+class Loose:
+    """The part of a GameData write_edited asks: where a game path's file is (an archive's member:
+    (archive, name))."""
+
+    def __init__(self, root: Path, archive: Path | None = None):
+        self.root, self.archive = root, archive
+
+    def locate(self, gp: str):
+        p = self.root.joinpath(*gp.split("\\"))
+        if p.exists():
+            return p, None
+        return (self.archive, gp) if self.archive is not None else None
+
+
+GP = "World\\Maps\\M\\M_1_2.adt"
+
+
+def test_write_edited_refusals_word_for_word(tmp_path):
+    files = {GP: b"new"}
+    with pytest.raises(UsageError) as err:
+        write_edited(files, in_place=True)
+    assert str(err.value) == "--in-place needs the data source the tiles came from"
+    with pytest.raises(UsageError) as err:
+        write_edited(files, in_place=True, data=Loose(tmp_path))
+    assert str(err.value) == (f"{GP} is not in the data: only loose files can be edited in place; use -o DIR "
+                              "(and `wowgrass patch build` for an MPQ)")
+    mpq = tmp_path / "patch.MPQ"
+    with pytest.raises(UsageError) as err:
+        write_edited(files, in_place=True, data=Loose(tmp_path, mpq))
+    assert str(err.value) == (f"{GP} is inside {mpq}: only loose files can be edited in place; use -o DIR "
+                              "(and `wowgrass patch build` for an MPQ)")
+    with pytest.raises(UsageError) as err:
+        write_edited(files)
+    assert str(err.value) == "give -o DIR (or --in-place)"
+    with pytest.raises(UsageError) as err:
+        write_edited(files, tmp_path / "missing")
+    assert str(err.value) == f"-o {tmp_path / 'missing'}: folder does not exist"
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(UsageError) as err:
+        write_edited(files, tmp_path / "file")
+    assert str(err.value) == f"-o {tmp_path / 'file'}: not a folder"
+    tile = tmp_path.joinpath(*GP.split("\\"))
+    tile.parent.mkdir(parents=True)
+    tile.write_bytes(b"old")
+    with pytest.raises(UsageError) as err:
+        write_edited(files, tmp_path, data=Loose(tmp_path))
+    assert str(err.value) == (f"{tile} is the input tile itself: give another -o folder, or --in-place to edit it "
+                              "(a backup is kept beside it)")
+    assert tile.read_bytes() == b"old" and write_edited({}, tmp_path) == []
+
+
+def test_write_edited_under_a_folder_beside_the_input(tmp_path, monkeypatch):
+    src = tmp_path / "Data"
+    tile = src.joinpath(*GP.split("\\"))
+    tile.parent.mkdir(parents=True)
+    tile.write_bytes(b"old")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert write_edited({GP: b"new"}, out, data=Loose(src)) == [out.joinpath(*GP.split("\\"))]
+    assert out.joinpath(*GP.split("\\")).read_bytes() == b"new" and tile.read_bytes() == b"old"
+    # where the input cannot be compared with the output (stat fails: a mount gone), it is not the output
+    import os
+
+    def fails(a, b):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os.path, "samefile", fails)
+    out.joinpath(*GP.split("\\")).write_bytes(b"x")
+    assert write_edited({GP: b"newer"}, out, data=Loose(src)) == [out.joinpath(*GP.split("\\"))]
+    assert out.joinpath(*GP.split("\\")).read_bytes() == b"newer"
+
+
+def test_closest_textures_order_and_patterns():
+    # a file name in two folders: the folder first alphabetically (case aside) answers for the name
+    assert closest_textures(["Tileset\\B\\grass.blp", "tileset\\a\\Grass.blp"], "grass.blp")[0] == "tileset\\a\\Grass.blp"
+    # a pattern with a folder is matched as a path, its folder included
+    tex = ["Tileset\\Zone3\\Grass01.blp", "Tileset\\Other\\Grass.blp"]
+    assert closest_textures(tex, "Tileset\\Zone3\\Grass.blp")[0] == "Tileset\\Zone3\\Grass01.blp"
+    assert closest_textures(tex, "Grass.blp")[0] == "Tileset\\Other\\Grass.blp"
+    # a name typed with a space is compared whole
+    assert closest_textures(["Tileset\\Elwynn\\ElwynnGrass.blp", "Tileset\\X\\Grass.blp"], "elwynn grass")[0] == \
+        "Tileset\\Elwynn\\ElwynnGrass.blp"
+    # five by default, as many as asked, each texture once
+    tex = [f"Tileset\\Zone{k}\\Grass{k:02d}.blp" for k in range(9)]
+    got = closest_textures(tex, "Grass0")
+    assert len(got) == 5 and len(set(got)) == 5 and len(closest_textures(tex, "Grass0", 8)) == 8
+    # a poor spelling still finds the name; a poor likeness (less than 0.3 of the name) is no suggestion
+    assert closest_textures(["Tileset\\Grass.blp"], "grs") == ["Tileset\\Grass.blp"]
+    assert closest_textures(["Tileset\\Rock\\Cliff.blp"], "xyzgrass") == []
