@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
+from wowgrass.errors import UsageError
 from wowgrass.formats.adt import UNIT_SIZE
 from wowgrass.game.data import open_data
 from wowgrass.game.maps import adt_game_path
@@ -219,3 +220,198 @@ def test_suggestions_are_five_by_default_and_scan_once(seven_effects, monkeypatc
         assert [(g["effect_id"], g["layer_count"]) for g in s.suggestions(GRASS, 2)] == best[:2]
         assert [g["effect_id"] for g in s.suggestions(GRASS, 7)] == [e for e, _ in best]
         assert len(scans) == 1                              # the scan is kept for the session's life
+
+
+# ----------------------------------------------------------------------------- four tiles
+
+NW, NE, SW, SE = (31, 31), (32, 31), (31, 32), (32, 32)
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory):
+    """The 3.3.5 sample world of 2x2 tiles: (31, 31), (32, 31), (31, 32), (32, 32), as MPQs and as a
+    loose copy."""
+    base = tmp_path_factory.mktemp("mutsession4")
+    mpq = build_sample_world(base / "mpq", "3.3.5", (2, 2), seed=0)
+    loose = base / "loose"
+    with open_data(mpq) as g:
+        for name in g.list("*"):
+            p = loose.joinpath(*name.split("\\"))
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(g.read(name))
+    return {"mpq": mpq, "loose": loose}
+
+
+def centre(s, tile, idx, r, c):
+    x, y = s.tile(tile).cell_centres()[idx, r, c]
+    return float(x), float(y)
+
+
+def free_cell(t, idx):
+    """(r, c) of a cell of chunk ``idx`` without its noEffectDoodad bit, away from the chunk's edges."""
+    r, c = (int(v) for v in np.argwhere(~t.no_effect_doodad[idx, 1:7, 1:7])[0] + 1)
+    return r, c
+
+
+def test_a_brush_reads_only_the_tiles_it_reaches_and_takes_radius_0(four):
+    with open_data(four["mpq"]) as data:
+        for tile in (NW, NE, SW, SE):
+            s = EditSession(data, MAP_NAME)
+            t = s.tile(tile)
+            r, c = free_cell(t, 119)                     # a cell in the middle of the tile
+            x, y = centre(s, tile, 119, r, c)
+            ch = s.exclude(x, y, 0)                      # radius 0: the cell whose centre it is
+            assert ch.label == f"exclude r=0 at ({x:.1f}, {y:.1f})"
+            assert ch.chunks == {tile: {119}} and [k for k in (NW, NE, SW, SE) if s.has_read(k)] == [tile]
+            new = s.tile(tile).no_effect_doodad
+            assert int((new != t.no_effect_doodad).sum()) == 1 and new[119, r, c]
+        s = EditSession(data, MAP_NAME)
+        t = s.tile(SW)
+        r, c = free_cell(t, 119)
+        x, y = centre(s, SW, 119, r, c)
+        s.exclude(x, y, 0.5)
+        assert s.tile(SW).no_effect_doodad[119, r, c]
+        assert [k for k in (NW, NE, SW, SE) if s.has_read(k)] == [SW]
+        for bad in (-1, float("nan")):
+            with pytest.raises(UsageError) as err:
+                s.exclude(x, y, bad)
+            assert str(err.value) == f"brush radius {float(bad)}: yards, 0 or more"
+
+
+def test_undo_and_redo_name_what_they_changed(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        t = s.tile(SW)
+        effect = t.layer_effect.astype(np.int64).ravel()       # (a flat array is taken too)
+        effect[3 * 4] = 1006 if effect[3 * 4] != 1006 else 1005
+        mapping = t.doodad_mapping.copy()
+        mapping[7, 0, 0] = (int(mapping[7, 0, 0]) + 1) % int(t.n_layers[7])
+        ch = s.set_fields(SW, "two fields", effect=effect, doodad_mapping=mapping)
+        assert (ch.label, ch.source, ch.chunks, ch.tables) == ("two fields", "edit", {SW: {3, 7}}, False)
+        edited = s.tile(SW)
+        assert edited.layer_effect.shape == (256, 4) and int(edited.layer_effect[3, 0]) == effect[12]
+        ch = s.undo()
+        assert (ch.label, ch.source, ch.chunks, ch.tables) == ("undo two fields", "undo", {SW: {3, 7}}, False)
+        back = s.tile(SW)
+        for name in ("layer_effect", "doodad_mapping", "no_effect_doodad"):
+            assert np.array_equal(getattr(back, name), getattr(t, name)), name
+        ch = s.redo()
+        assert (ch.label, ch.source, ch.chunks, ch.tables) == ("redo two fields", "redo", {SW: {3, 7}}, False)
+        assert np.array_equal(s.tile(SW).layer_effect, edited.layer_effect)
+        assert np.array_equal(s.tile(SW).doodad_mapping, mapping)
+        new_id = s.preview_set(["World\\NoDXT\\Detail\\ElwGra02.m2"], [16], 5)
+        ch = s.undo()
+        assert (ch.label, ch.source, ch.chunks, ch.tables) == (f"undo new set {new_id}", "undo", {}, True)
+        assert s.catalog.row(new_id) is None
+        ch = s.redo()
+        assert (ch.source, ch.tables) == ("redo", True) and s.catalog.row(new_id)["density"] == 5
+
+
+def test_versions_count_each_tiles_changes_and_the_tables(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        assert s.tile_version(SW) == 0 and s.tables_version == 0        # not read yet
+        s.tile(SE)
+        x, y = centre(s, SW, 119, *free_cell(s.tile(SW), 119))
+        assert (s.tile_version(SW), s.tile_version(SE)) == (0, 0)
+        s.exclude(x, y, 0)
+        assert (s.tile_version(SW), s.tile_version(SE)) == (1, 0)
+        x, y = centre(s, SE, 119, *free_cell(s.tile(SE), 119))
+        s.exclude(x, y, 0)
+        s.exclude(x, y, 6)
+        assert (s.tile_version(SW), s.tile_version(SE), s.tables_version) == (1, 2, 0)
+        s.undo()
+        assert (s.tile_version(SW), s.tile_version(SE), s.tables_version) == (1, 3, 0)
+        assert s.tile_state(SW) == (s.tile_bytes(SW), 1) and s.tile_state(SE) == (s.tile_bytes(SE), 3)
+        s.preview_set(["World\\NoDXT\\Detail\\ElwGra02.m2"], [16], 5)
+        assert s.tables_version == 1
+        s.undo()
+        assert (s.tile_version(SW), s.tile_version(SE), s.tables_version) == (1, 3, 2)
+        assert s.tile_version(NW) == 0 and not s.has_read(NW)
+
+
+def test_unsubscribed_hear_nothing_more(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        heard, at_once = [], []
+
+        def later(change):
+            heard.append(change.label)
+
+        def now(change):
+            at_once.append(change.label)
+
+        s.subscribe(later)
+        s.subscribe(now, at_once=True)
+        x, y = centre(s, SW, 119, *free_cell(s.tile(SW), 119))
+        s.exclude(x, y, 0)
+        s.unsubscribe(later)
+        s.unsubscribe(lambda change: None)                   # never subscribed: nothing happens
+        s.undo()
+        s.unsubscribe(now)
+        s.redo()
+        assert heard == [f"exclude r=0 at ({x:.1f}, {y:.1f})"]
+        assert at_once == [heard[0], "undo " + heard[0]]
+
+
+def test_cell_at_on_chunk_corners_and_from_the_views_grid(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        grid = EditSession(data, MAP_NAME).tile(SW)            # the view's copy of the tile
+        t = grid
+        x, y = (float(v) for v in t.cell_centres()[0, 0, 0])   # chunk 0, cell (0, 0)
+        assert s.cell_at(x, y, grid=grid) == CellRef(SW, (0, 0), (0, 0)) and not s.has_read(SW)
+        assert s.cell_at(x, y) == CellRef(SW, (0, 0), (0, 0)) and s.has_read(SW)
+        # the south-east corner of chunk 17: its last cell, not a ninth row or column
+        pos = t.positions[17]
+        assert s.cell_at(float(pos[0] - 8 * UNIT_SIZE), float(pos[1] - 8 * UNIT_SIZE)) == CellRef(SW, (1, 1), (7, 7))
+        x, y = (float(v) for v in t.cell_centres()[17, 7, 0])
+        assert s.cell_at(x, y, grid=grid) == CellRef(SW, (1, 1), (0, 7))
+
+
+def test_files_since_saved_come_row_by_row(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        for tile in (SE, NE, SW, NW):                            # edited (and read) in reverse
+            x, y = centre(s, tile, 119, *free_cell(s.tile(tile), 119))
+            s.exclude(x, y, 0)
+        assert list(s.files_since_saved()) == [adt_game_path(MAP_NAME, *k) for k in (NW, NE, SW, SE)]
+        assert s.changed_tiles == [NW, NE, SW, SE]
+
+
+def test_mark_saved_and_origins(four, tmp_path, monkeypatch):
+    import hashlib
+
+    from wowgrass.game.effects import TEXTURE_PATH
+
+    root = tmp_path / "Data"
+    shutil.copytree(four["loose"], root)
+    with open_data(root) as data:
+        refreshed = []
+        monkeypatch.setattr(data, "refresh", lambda: refreshed.append(1), raising=False)
+        s = EditSession(data, MAP_NAME)
+        gp = adt_game_path(MAP_NAME, *SW)
+        loaded = s.tile_bytes(SW)
+        x, y = centre(s, SW, 119, *free_cell(s.tile(SW), 119))
+        s.exclude(x, y, 0)
+        raw = s.tile_bytes(SW)
+        path = root.joinpath(*gp.split("\\"))
+        first = (gp, (path, False), ("sha256", hashlib.sha256(loaded).hexdigest()))
+        assert s.origins([TEXTURE_PATH, "World\\nothing.adt", gp])[1:] == [first]
+        assert s.origins([TEXTURE_PATH])[0][0] == TEXTURE_PATH
+        assert s.mark_saved([gp]) == [SW] and s.changed_tiles == [] and refreshed == []
+        assert s.origins([gp]) == [first]                        # written elsewhere: still read from there
+        path.write_bytes(raw)
+        assert s.mark_saved([gp], in_place=True) == [SW] and refreshed == [1]
+        assert s.origins([gp]) == [(gp, (path, False), ("sha256", hashlib.sha256(raw).hexdigest()))]
+
+
+def test_a_changed_set_takes_the_new_models(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        old = s.catalog.row(1001)
+        model = "World\\NoDXT\\Detail\\ElwGra07.m2"
+        assert all("elwgra07" not in m.lower() for m in old["models"] if m)
+        assert s.preview_set([model], [16], 7, effect_id=1001) == 1001
+        row = s.catalog.row(1001)
+        assert [m.lower() for m in row["models"] if m] == [model.lower()] and row["density"] == 7
