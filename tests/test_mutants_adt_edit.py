@@ -12,7 +12,8 @@ import pytest
 from adt_build import generated_tile
 
 from wowgrass.edit.adt_edit import (
-    assign_effect, best_layers, closest_textures, disk_path, read_tile, remap_mapping, stale_cells, write_edited,
+    assign_effect, best_layers, closest_textures, disk_path, exclude_cells, match_textures, read_tile, remap_mapping,
+    stale_cells, write_edited,
 )
 from wowgrass.errors import FormatError, UsageError
 from wowgrass.formats.adt import write_adt
@@ -57,7 +58,8 @@ def test_the_reports_as_printed(eight_bit):
 def test_a_broken_tile_is_named(eight_bit):
     broken = eight_bit[:5000]
     for edit in (lambda: assign_effect(broken, "World\\Maps\\M\\M_1_2.adt", "*", 5),
-                 lambda: remap_mapping(broken, "World\\Maps\\M\\M_1_2.adt")):
+                 lambda: remap_mapping(broken, "World\\Maps\\M\\M_1_2.adt"),
+                 lambda: exclude_cells(broken, "World\\Maps\\M\\M_1_2.adt", np.ones((256, 8, 8), bool))):
         with pytest.raises(FormatError) as err:
             edit()
         assert err.value.path == "World\\Maps\\M\\M_1_2.adt" and str(err.value).startswith("World\\Maps\\M\\M_1_2.adt")
@@ -68,7 +70,8 @@ def test_the_alpha_format_given_is_the_one_read(four_bit, eight_bit):
     is an error naming the tile, never read as 4-bit behind the map's back; an 8-bit tile read as
     4-bit shows other layers."""
     for edit in (lambda **kw: assign_effect(four_bit, "x.adt", "*", 5, **kw),
-                 lambda **kw: remap_mapping(four_bit, "x.adt", margin=0.0, **kw)):
+                 lambda **kw: remap_mapping(four_bit, "x.adt", margin=0.0, **kw),
+                 lambda **kw: exclude_cells(four_bit, "x.adt", np.ones((256, 8, 8), bool), **kw)):
         with pytest.raises(FormatError, match="x.adt"):
             edit(big_alpha=True)
         edit(big_alpha=False)
@@ -189,3 +192,31 @@ def test_closest_textures_order_and_patterns():
     # a poor spelling still finds the name; a poor likeness (less than 0.3 of the name) is no suggestion
     assert closest_textures(["Tileset\\Grass.blp"], "grs") == ["Tileset\\Grass.blp"]
     assert closest_textures(["Tileset\\Rock\\Cliff.blp"], "xyzgrass") == []
+
+
+def test_the_exclude_report_as_printed(eight_bit):
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    mask = np.zeros((256, 8, 8), bool)
+    mask[10:13, 2:5, 1] = True
+    mask[200] = True
+    new, rep = exclude_cells(eight_bit, "x.adt", mask, big_alpha=True)
+    changed = mask & ~t.no_effect_doodad
+    n = changed_bytes(eight_bit, new)
+    assert rep.to_json() == {
+        "path": "x.adt", "kind": "exclude", "changed": True, "layer_count": 0, "cell_count": int(changed.sum()),
+        "chunk_count": int(changed.any(axis=(1, 2)).sum()), "changed_byte_count": n,
+        "by_field": {"no_effect_doodad": n},
+        "before": {"excluded_cells": int(t.no_effect_doodad.sum()), "mask_cells": int(mask.sum())}, "textures": []}
+    assert 1 < int(changed.any(axis=(1, 2)).sum()) < int(changed.sum())
+
+
+def test_best_layers_are_bytes(eight_bit):
+    best = best_layers(read_tile(eight_bit, "x.adt", big_alpha=True))
+    assert best.dtype == np.uint8 and best.shape == (256, 8, 8)
+
+
+def test_match_textures_of_bare_names_and_names_with_dots():
+    tex = ["Grass.blp", "Tileset\\Elwynn\\Grass.v2.blp", "Tileset\\Elwynn\\Grass.blp"]
+    assert match_textures(tex, "grass") == [0, 2]
+    assert match_textures(tex, "GRASS.V2") == [1] and match_textures(tex, "grass.v2.blp") == [1]
+    assert match_textures(tex, "grass.*") == [0, 1, 2]
