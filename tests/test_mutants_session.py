@@ -415,3 +415,70 @@ def test_a_changed_set_takes_the_new_models(four):
         assert s.preview_set([model], [16], 7, effect_id=1001) == 1001
         row = s.catalog.row(1001)
         assert [m.lower() for m in row["models"] if m] == [model.lower()] and row["density"] == 7
+
+
+def test_a_session_without_its_tables_says_which_and_where(four, tmp_path):
+    root = tmp_path / "Data"
+    shutil.copytree(four["loose"], root)
+    (root / "DBFilesClient" / "GroundEffectDoodad.dbc").unlink()
+    with open_data(root) as data:
+        with pytest.raises(UsageError) as err:
+            EditSession(data, MAP_NAME)
+        assert str(err.value) == (f"{data.root} has no DBFilesClient\\GroundEffectDoodad.dbc: the session needs both "
+                                  "ground-effect tables (give dbc_dir, or lay the folder over the client's Data: "
+                                  "--data CLIENT --data PROJECT)")
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        with pytest.raises(UsageError) as err:
+            EditSession(data, MAP_NAME, dbc_dir=empty)
+        assert str(err.value) == (f"{empty} has no GroundEffectTexture.dbc and GroundEffectDoodad.dbc (nor has its "
+                                  "DBFilesClient folder)")
+    shutil.rmtree(root / "DBFilesClient")
+    with open_data(root) as data:
+        with pytest.raises(UsageError) as err:
+            EditSession(data, MAP_NAME)
+        assert str(err.value).startswith(f"{data.root} has no DBFilesClient\\GroundEffectTexture.dbc nor "
+                                         "DBFilesClient\\GroundEffectDoodad.dbc: ")
+
+
+def test_a_tile_not_in_the_data_is_named(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        with pytest.raises(UsageError) as err:
+            s.tile((5, 7))
+        assert str(err.value) == f"map {MAP_NAME!r} has no tile 5,7 in the data"
+
+
+def test_tiles_keeping_the_mapping_msb_first_are_read_so(four, tmp_path):
+    from wowgrass.formats.adt import write_adt
+
+    root = tmp_path / "Data"
+    shutil.copytree(four["loose"], root)
+    with open_data(root) as data:
+        t = EditSession(data, MAP_NAME).tile(SW)
+    assert (t.doodad_mapping[:, :, :4] != t.doodad_mapping[:, :, 3::-1]).any()   # not the same in either order
+    t.doodad_map_msb_first = True
+    root.joinpath(*adt_game_path(MAP_NAME, *SW).split("\\")).write_bytes(write_adt(t))   # as noggit3 writes it
+    with open_data(root) as data:
+        assert EditSession(data, MAP_NAME, msb_first=True).msb_first is True
+        assert np.array_equal(EditSession(data, MAP_NAME, msb_first=True).tile(SW).doodad_mapping, t.doodad_mapping)
+        assert not np.array_equal(EditSession(data, MAP_NAME).tile(SW).doodad_mapping, t.doodad_mapping)
+
+
+def test_origins_in_an_archive_are_its_size_and_time(four):
+    import os
+    from pathlib import Path
+
+    from wowgrass.game.effects import TEXTURE_PATH
+
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        gp = adt_game_path(MAP_NAME, *SW)
+        s.tile(SW)
+        got = s.origins([gp, TEXTURE_PATH])
+        want = []
+        for p in (gp, TEXTURE_PATH):
+            archive = Path(data.locate(p)[0])
+            st = os.stat(archive)
+            want.append((p, (archive, True), ("stat", st.st_size, st.st_mtime_ns)))
+        assert got == want
