@@ -482,3 +482,32 @@ def test_origins_in_an_archive_are_its_size_and_time(four):
             st = os.stat(archive)
             want.append((p, (archive, True), ("stat", st.st_size, st.st_mtime_ns)))
         assert got == want
+
+
+def test_a_pick_on_the_seam_a_chunks_rounded_corner_leaves_is_its_edge_cell(four):
+    """A chunk's corner is stored as float32: where it lies a hair south or east of where the tile's
+    grid puts it, a point in between belongs to the chunk (by the grid) but lies "before" its corner;
+    the pick gives the chunk's first row or column, never row or column -1."""
+    from wowgrass.formats.adt import CHUNK_SIZE
+
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        seen = set()
+        for tile in (SW, NE):
+            t = s.tile(tile)
+            p = t.positions.astype(np.float64)
+            grid_x = p[0, 0] - t.index_xy[:, 1] * CHUNK_SIZE
+            grid_y = p[0, 1] - t.index_xy[:, 0] * CHUNK_SIZE
+            for axis, grid in ((0, grid_x), (1, grid_y)):
+                off = np.flatnonzero(p[:, axis] < grid)
+                if not off.size:
+                    continue
+                k = int(off[0])
+                at = [p[k, 0] - 10.0, p[k, 1] - 10.0]          # (a cell in the middle otherwise)
+                at[axis] = (p[k, axis] + grid[k]) / 2
+                assert int(t.chunk_index_at(*at)) == k
+                ref = s.cell_at(*at)
+                assert ref.chunk == tuple(int(v) for v in t.index_xy[k])
+                assert ref.cell == ((2, 0) if axis == 0 else (0, 2))
+                seen.add(axis)
+        assert seen == {0, 1}
