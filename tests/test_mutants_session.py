@@ -511,3 +511,48 @@ def test_a_pick_on_the_seam_a_chunks_rounded_corner_leaves_is_its_edge_cell(four
                 assert ref.cell == ((2, 0) if axis == 0 else (0, 2))
                 seen.add(axis)
         assert seen == {0, 1}
+
+
+def test_at_once_subscribers_hear_a_change_before_the_others(four):
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        order = []
+        s.subscribe(lambda ch: order.append(("later", ch.label)))
+        s.subscribe(lambda ch: order.append(("at once", ch.label)), at_once=True)
+        x, y = centre(s, SW, 119, *free_cell(s.tile(SW), 119))
+        label = s.exclude(x, y, 0).label
+        assert order == [("at once", label), ("later", label)]
+
+
+class WithoutAddFile:
+    """A data source that cannot take files of other folders (no ``add_file``)."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getattr__(self, name):
+        if name == "add_file":
+            raise AttributeError(name)
+        return getattr(self._data, name)
+
+
+def test_tables_of_their_own_need_a_data_source_that_takes_them(four, tmp_path):
+    root = tmp_path / "Data"
+    shutil.copytree(four["loose"], root)
+    tables = tmp_path / "tables"
+    shutil.move(root / "DBFilesClient", tables)
+    with open_data(root) as data:
+        with pytest.raises(UsageError) as err:
+            EditSession(WithoutAddFile(data), MAP_NAME, dbc_dir=tables)
+        assert str(err.value) == "tables from a folder of their own need a GameData source"
+        assert EditSession(data, MAP_NAME, dbc_dir=tables).catalog.row(1001) is not None
+
+
+def test_the_tables_of_a_243_client_read_as_243(tmp_path):
+    """1.12 and 2.4.3 lay GroundEffectTexture out alike: the data's build tells them apart."""
+    with open_data(build_sample_world(tmp_path / "mpq", "2.4.3", (1, 1), seed=0)) as data:
+        assert data.build == "2.4.3"
+        s = EditSession(data, MAP_NAME)
+        assert (s.catalog.build, s.build, s.tables_build) == ("2.4.3", "2.4.3", None)
+        forced = EditSession(data, MAP_NAME, build="1.12")
+        assert (forced.catalog.build, forced.build, forced.tables_build) == ("1.12", "1.12", "1.12")
