@@ -556,3 +556,18 @@ def test_the_tables_of_a_243_client_read_as_243(tmp_path):
         assert (s.catalog.build, s.build, s.tables_build) == ("2.4.3", "2.4.3", None)
         forced = EditSession(data, MAP_NAME, build="1.12")
         assert (forced.catalog.build, forced.build, forced.tables_build) == ("1.12", "1.12", "1.12")
+
+
+def test_a_client_without_its_locale_archives_says_so(four, tmp_path):
+    """An MPQ client keeps its tables in the locale archives: without them the error says which
+    folder to copy, not the loose folder's advice."""
+    from wowgrass.errors import GameFileNotFound
+
+    client = tmp_path / "Data"
+    shutil.copytree(four["mpq"], client, ignore=shutil.ignore_patterns("enUS"))
+    with open_data(client) as data:
+        assert data.archives
+        with pytest.raises(GameFileNotFound) as err:
+            EditSession(data, MAP_NAME)
+        assert str(err.value).startswith("DBFilesClient\\GroundEffectTexture.dbc: not in ")
+        assert "no locale folder" in str(err.value) and "lay the folder over" not in str(err.value)
