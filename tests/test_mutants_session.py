@@ -571,3 +571,74 @@ def test_a_client_without_its_locale_archives_says_so(four, tmp_path):
             EditSession(data, MAP_NAME)
         assert str(err.value).startswith("DBFilesClient\\GroundEffectTexture.dbc: not in ")
         assert "no locale folder" in str(err.value) and "lay the folder over" not in str(err.value)
+
+
+def test_a_session_keeps_what_it_was_opened_with(four):
+    import dataclasses
+
+    from wowgrass.grass.placement import PlacementConstants
+
+    with open_data(four["mpq"]) as data:
+        s = EditSession(data, MAP_NAME)
+        assert (s.placement, s.msb_first, s.strategy.constants) == ("client", False, PlacementConstants())
+        mine = dataclasses.replace(PlacementConstants(), seed=PlacementConstants().seed + 1)
+        s = EditSession(data, MAP_NAME, placement="coverage", constants=mine, msb_first=1)
+        assert (s.placement, s.msb_first, s.strategy.constants) == ("coverage", True, mine)
+
+
+def loose_copy(four, tmp_path):
+    root = tmp_path / "Data"
+    shutil.copytree(four["loose"], root)
+    return root
+
+
+def test_tiles_are_read_in_the_alpha_format_the_wdt_gives(four, tmp_path):
+    """The WDT's flag decides 8-bit or 4-bit alpha; the tile is not asked (an 8-bit tile may parse as
+    4-bit, wrongly): a tile of the other format is an error naming it."""
+    from wowgrass.errors import FormatError
+
+    root = loose_copy(four, tmp_path)
+    wdt = root / "World" / "Maps" / MAP_NAME / f"{MAP_NAME}.wdt"
+    raw = bytearray(wdt.read_bytes())
+    at = raw.index(b"DHPM") + 8                                   # MPHD's flags
+    flags = int.from_bytes(raw[at:at + 4], "little")
+    assert flags & 0x84
+    raw[at:at + 4] = (flags & ~0x84).to_bytes(4, "little")        # neither big alpha nor height texturing
+    with open_data(root) as data:
+        assert EditSession(data, MAP_NAME).tile(SW).big_alpha is True
+    wdt.write_bytes(bytes(raw))
+    with open_data(root) as data:
+        s = EditSession(data, MAP_NAME)
+        assert s.big_alpha is False
+        with pytest.raises(FormatError) as err:
+            s.tile(SW)
+        assert err.value.path == adt_game_path(MAP_NAME, *SW)
+
+
+def test_a_broken_tile_is_named_by_its_game_path(four, tmp_path):
+    from wowgrass.errors import FormatError
+
+    root = loose_copy(four, tmp_path)
+    gp = adt_game_path(MAP_NAME, *SW)
+    p = root.joinpath(*gp.split("\\"))
+    p.write_bytes(p.read_bytes()[:30000])
+    with open_data(root) as data:
+        s = EditSession(data, MAP_NAME)
+        with pytest.raises(FormatError) as err:
+            s.tile(SW)
+        assert err.value.path == gp
+
+
+def test_a_map_whose_tiles_are_not_there_yet_opens_empty(four, tmp_path):
+    root = loose_copy(four, tmp_path)
+    for p in (root / "World" / "Maps" / MAP_NAME).glob("*.adt"):
+        p.unlink()
+    with open_data(root) as data:
+        s = EditSession(data, MAP_NAME)
+        assert s.tiles == [] and s.files_since_saved() == {} and s.cell_at(*centre_of_nothing()) is None
+
+
+def centre_of_nothing():
+    from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
+
+    return ZEROPOINT - 32.5 * TILE_SIZE, ZEROPOINT - 31.5 * TILE_SIZE      # the middle of tile (31, 32)
