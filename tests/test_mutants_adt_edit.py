@@ -220,3 +220,93 @@ def test_match_textures_of_bare_names_and_names_with_dots():
     assert match_textures(tex, "grass") == [0, 2]
     assert match_textures(tex, "GRASS.V2") == [1] and match_textures(tex, "grass.v2.blp") == [1]
     assert match_textures(tex, "grass.*") == [0, 1, 2]
+
+
+# ----------------------------------------------------------------------------- the safety nets
+
+def test_an_edit_that_does_not_read_back_is_refused(eight_bit, monkeypatch):
+    """Every edit re-reads its result: an encoder bug (here: the wrong bit order, bits shifted by a
+    cell) stops the edit with the tile and the field named, before anything is written."""
+    import wowgrass.edit.adt_edit as E
+
+    real_pack, real_bits = E.pack_doodad_mapping, E._encode_bits
+    t = generated_tile(2, seed=5)
+    t.alpha[:, 1:] = 0
+    t.alpha[:, 1, :, :8] = 255            # layer 1 in each chunk's first column of cells: not symmetric
+    raw = write_adt(t)
+    monkeypatch.setattr(E, "pack_doodad_mapping", lambda dm, msb: real_pack(dm, not msb))
+    with pytest.raises(AssertionError) as err:
+        remap_mapping(raw, "x.adt", margin=0.0, big_alpha=True)
+    assert str(err.value) == "x.adt: the edited tile does not read back its doodad_mapping"
+    monkeypatch.setattr(E, "pack_doodad_mapping", real_pack)
+    monkeypatch.setattr(E, "_encode_bits", lambda m: real_bits(np.roll(m, 1, axis=-1)))
+    mask = np.zeros((256, 8, 8), bool)
+    mask[5, 0, 0] = True                  # (not set before)
+    with pytest.raises(AssertionError) as err:
+        exclude_cells(eight_bit, "x.adt", mask, big_alpha=True)
+    assert str(err.value) == "x.adt: the edited tile does not read back its no_effect"
+
+
+def test_checked_compares_existing_layers_and_every_cell(eight_bit):
+    from wowgrass.edit.adt_edit import _checked
+
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    exists = np.arange(4)[None, :] < t.n_layers[:, None]
+    assert (~exists).any()
+    again = _checked(eight_bit, "x.adt", t, effect=np.where(exists, t.layer_effect, 999))   # absent: not read
+    assert np.array_equal(again.layer_effect, t.layer_effect) and again.big_alpha is True
+    for name, field, value in (("effect", "layer_effect", 1), ("doodad_mapping", "doodad_mapping", 1),
+                               ("no_effect", "no_effect_doodad", True)):
+        want = getattr(t, field).astype(np.int64) if name != "no_effect" else getattr(t, field).copy()
+        if name == "doodad_mapping":
+            want[255, 7, 7] = (int(want[255, 7, 7]) + 1) % 4
+        elif name == "effect":
+            want[255, 0] += value
+        else:
+            want[255, 7, 7] = not want[255, 7, 7]
+        with pytest.raises(AssertionError) as err:
+            _checked(eight_bit, "x.adt", t, **{name: want})
+        assert str(err.value) == f"x.adt: the edited tile does not read back its {name}"
+
+
+def test_changed_bytes_are_counted_per_field_and_none_may_lie_outside(eight_bit):
+    from wowgrass.edit.adt_edit import _byte_counts
+
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    ofs = t.field_offsets()
+    e = int(ofs["effect_id"][3, 0])
+    m, n = int(ofs["doodad_mapping"][7]), int(ofs["no_effect_doodad"][9])
+    diff = np.array(sorted([e, e + 3, m, m + 15, n + 7]))
+    assert _byte_counts(diff, ofs, {"effect_id": 1, "doodad_mapping": 1, "no_effect_doodad": 1}) == {
+        "effect_id": 2, "doodad_mapping": 2, "no_effect_doodad": 1}
+    assert _byte_counts(diff[:2], ofs, {"effect_id": 1}) == {"effect_id": 2}
+    assert _byte_counts(np.array([], np.int64), ofs, {}) == {}
+    absent = np.flatnonzero(ofs["effect_id"].ravel() < 0)
+    assert absent.size
+    with pytest.raises(AssertionError) as err:
+        _byte_counts(diff, ofs, {"effect_id": 1, "no_effect_doodad": 1})      # the mapping was not written
+    assert str(err.value) == f"edit changed 2 bytes outside its fields (first at {m})"
+    with pytest.raises(AssertionError) as err:
+        _byte_counts(np.array([e + 4 * 4096 * 64]), ofs, {"effect_id": 1})
+    assert str(err.value).startswith("edit changed 1 bytes outside its fields")
+
+
+def test_patch_fields_refuses_values_the_fields_cannot_hold(eight_bit):
+    from wowgrass.edit.adt_edit import patch_fields
+
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    for bad in (-1, 0x1_0000_0000):
+        effect = t.layer_effect.astype(np.int64)
+        effect[0, 0] = bad
+        with pytest.raises(UsageError) as err:
+            patch_fields(eight_bit, t, effect=effect)
+        assert str(err.value) == "effect ids must be 0 .. 4294967295"
+    effect = t.layer_effect.astype(np.int64)
+    effect[0, 0] = 0xFFFFFFFF
+    out, counts = patch_fields(eight_bit, t, effect=effect)
+    assert read_tile(out, "x.adt", big_alpha=True).layer_effect[0, 0] == 0xFFFFFFFF
+    mapping = t.doodad_mapping.copy()
+    mapping[0, 0, 0] = 4
+    with pytest.raises(UsageError) as err:
+        patch_fields(eight_bit, t, doodad_mapping=mapping)
+    assert str(err.value) == "doodadMapping layer indices must be 0..3"
