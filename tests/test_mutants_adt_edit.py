@@ -310,3 +310,14 @@ def test_patch_fields_refuses_values_the_fields_cannot_hold(eight_bit):
     with pytest.raises(UsageError) as err:
         patch_fields(eight_bit, t, doodad_mapping=mapping)
     assert str(err.value) == "doodadMapping layer indices must be 0..3"
+
+
+def test_visible_shares_as_documented(eight_bit):
+    from wowgrass.edit.adt_edit import visible_shares
+
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    s = visible_shares(t)
+    assert s.dtype == np.float32 and s.shape == (256, 4, 8, 8)
+    one = np.flatnonzero(t.n_layers == 1)
+    assert one.size and (s[one, 0] == 1.0).all() and (s[one, 1:] == 0.0).all()   # a single layer shows alone
+    assert np.allclose(s.sum(axis=1), 1.0, atol=1e-5)
