@@ -321,3 +321,32 @@ def test_visible_shares_as_documented(eight_bit):
     one = np.flatnonzero(t.n_layers == 1)
     assert one.size and (s[one, 0] == 1.0).all() and (s[one, 1:] == 0.0).all()   # a single layer shows alone
     assert np.allclose(s.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_stale_cells_name_missing_layers_and_skip_chunks_without_layers():
+    t = generated_tile(2, seed=0)
+    t.alpha[:] = 0                               # the base layer shows alone everywhere
+    t.doodad_mapping[:] = 0
+    t.n_layers[:] = 2
+    t.n_layers[0], t.n_layers[1], t.n_layers[2] = 0, 1, 3
+    t.doodad_mapping[0] = 3                      # no layers: nothing to name, never stale
+    t.doodad_mapping[1, 0, :] = [1, 2, 3, 0, 0, 0, 0, 0]     # one layer: 1..3 are missing
+    t.doodad_mapping[3, 0, 0] = 2                # two layers: 2 is the first missing one
+    t.doodad_mapping[2, 0, 0] = 2                # three layers: 2 exists (shows nothing, within 1.0)
+    stale = stale_cells(t, 1.0)
+    assert not stale[0].any()
+    assert stale[1, 0].tolist() == [True, True, True, False, False, False, False, False]
+    assert stale[3, 0, 0] and not stale[2, 0, 0]
+    assert int(stale.sum()) == 4
+
+
+def test_bytes_just_past_a_field_are_outside_it(eight_bit):
+    from wowgrass.edit.adt_edit import _byte_counts
+
+    ofs = read_tile(eight_bit, "x.adt", big_alpha=True).field_offsets()
+    e = int(ofs["effect_id"][3, 0])
+    m, n = int(ofs["doodad_mapping"][7]), int(ofs["no_effect_doodad"][9])
+    for at, written in ((e + 4, {"effect_id": 1}), (m + 16, {"doodad_mapping": 1}), (n + 8, {"no_effect_doodad": 1})):
+        with pytest.raises(AssertionError) as err:
+            _byte_counts(np.array([at]), ofs, written)
+        assert str(err.value) == f"edit changed 1 bytes outside its fields (first at {at})"
