@@ -350,3 +350,16 @@ def test_bytes_just_past_a_field_are_outside_it(eight_bit):
         with pytest.raises(AssertionError) as err:
             _byte_counts(np.array([at]), ofs, written)
         assert str(err.value) == f"edit changed 1 bytes outside its fields (first at {at})"
+
+
+def test_a_cells_share_is_the_mean_of_all_its_texels():
+    from wowgrass.edit.adt_edit import visible_shares
+
+    t = generated_tile(2, seed=0)
+    t.n_layers[:] = 2
+    t.alpha[:] = 0
+    t.alpha[0, 1, 0::8, :] = 255                 # layer 1 on the first texel row of every cell only
+    t.alpha[1, 1, :, 7::8] = 255                 # and on the last texel column of every cell
+    s = visible_shares(t)
+    assert np.allclose(s[0, 1], 1 / 8) and np.allclose(s[0, 0], 7 / 8)
+    assert np.allclose(s[1, 1], 1 / 8) and np.allclose(s[2:, 1], 0.0)
