@@ -345,3 +345,19 @@ def test_the_scratch_buffer_is_kept_grows_and_is_one_a_thread(monkeypatch):
     t.start()
     t.join()
     assert other and other[0] not in (address(a), address(d))
+
+
+def test_the_umask_is_read_without_swapping_it_where_proc_has_it(monkeypatch):
+    """os.umask can only swap the mask: another thread creating a file meanwhile would get the
+    temporary one. Where /proc gives it, it is only read."""
+    if not Path("/proc/self/status").is_file():
+        pytest.skip("no /proc: the mask is swapped and put back")
+    swaps = []
+    real = os.umask
+    monkeypatch.setattr(os, "umask", lambda mask: (swaps.append(mask), real(mask))[1])
+    mask = real(0o027)
+    try:
+        real(0o027)
+        assert F.current_umask() == 0o027 and swaps == []
+    finally:
+        real(mask)
