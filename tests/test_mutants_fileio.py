@@ -361,3 +361,13 @@ def test_the_umask_is_read_without_swapping_it_where_proc_has_it(monkeypatch):
         assert F.current_umask() == 0o027 and swaps == []
     finally:
         real(mask)
+
+
+def test_a_live_writers_temporary_older_than_an_hour_is_swept(tmp_path):
+    import time
+
+    old, fresh = tmp_path / f".a.{os.getpid()}.abcdefgh.tmp", tmp_path / f".b.{os.getpid()}.abcdefgh.tmp"
+    for p, age in ((old, 3600.3), (fresh, 3599.0)):
+        p.write_bytes(b"t")
+        os.utime(p, (time.time() - age, time.time() - age))
+    assert F.sweep_temporaries(tmp_path) == 1 and not old.exists() and fresh.exists()
