@@ -371,3 +371,23 @@ def test_a_live_writers_temporary_older_than_an_hour_is_swept(tmp_path):
         p.write_bytes(b"t")
         os.utime(p, (time.time() - age, time.time() - age))
     assert F.sweep_temporaries(tmp_path) == 1 and not old.exists() and fresh.exists()
+
+
+def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
+    (tmp_path / "f").write_bytes(b"")
+    with pytest.raises(OutputError) as err:
+        F.make_dirs(tmp_path / "f")
+    assert (str(err.value), err.value.filename) == (f"cannot write {tmp_path / 'f'}: a file is in the way of this "
+                                                    "folder", str(tmp_path / "f"))
+
+
+def test_an_aligned_block_written_plainly_is_flushed_once(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "O_DIRECT", raising=False)
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    payload = os.urandom(5000)
+    assert F.write_atomic(tmp_path / "f.bin", block_of(payload)).read_bytes() == payload
+    assert len(synced) == 1
+    F.write_atomic(tmp_path / "g.bin", block_of(payload), durable=False)
+    assert len(synced) == 1
