@@ -391,3 +391,14 @@ def test_an_aligned_block_written_plainly_is_flushed_once(tmp_path, monkeypatch)
     assert len(synced) == 1
     F.write_atomic(tmp_path / "g.bin", block_of(payload), durable=False)
     assert len(synced) == 1
+
+
+def test_a_folder_that_cannot_be_made_is_named(tmp_path, monkeypatch):
+    def refuse(self, *a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(OutputError) as err:
+        F.make_dirs(tmp_path / "a" / "b")
+    assert (str(err.value), err.value.filename, err.value.errno) == (
+        f"cannot write {tmp_path / 'a' / 'b'}: permission denied", str(tmp_path / "a" / "b"), errno.EACCES)
