@@ -363,3 +363,12 @@ def test_a_cells_share_is_the_mean_of_all_its_texels():
     s = visible_shares(t)
     assert np.allclose(s[0, 1], 1 / 8) and np.allclose(s[0, 0], 7 / 8)
     assert np.allclose(s[1, 1], 1 / 8) and np.allclose(s[2:, 1], 0.0)
+
+
+def test_patch_fields_writes_only_existing_layers(eight_bit):
+    from wowgrass.edit.adt_edit import patch_fields
+
+    t = read_tile(eight_bit, "x.adt", big_alpha=True)
+    exists = np.arange(4)[None, :] < t.n_layers[:, None]
+    out, counts = patch_fields(eight_bit, t, effect=np.where(exists, t.layer_effect, 999))
+    assert out == bytes(eight_bit) and counts == {"effect_id": 0}
