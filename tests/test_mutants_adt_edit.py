@@ -305,11 +305,12 @@ def test_patch_fields_refuses_values_the_fields_cannot_hold(eight_bit):
     effect[0, 0] = 0xFFFFFFFF
     out, counts = patch_fields(eight_bit, t, effect=effect)
     assert read_tile(out, "x.adt", big_alpha=True).layer_effect[0, 0] == 0xFFFFFFFF
-    mapping = t.doodad_mapping.copy()
-    mapping[0, 0, 0] = 4
-    with pytest.raises(UsageError) as err:
-        patch_fields(eight_bit, t, doodad_mapping=mapping)
-    assert str(err.value) == "doodadMapping layer indices must be 0..3"
+    for bad in (4, -1):
+        mapping = t.doodad_mapping.astype(np.int64)
+        mapping[0, 0, 0] = bad
+        with pytest.raises(UsageError) as err:
+            patch_fields(eight_bit, t, doodad_mapping=mapping)
+        assert str(err.value) == "doodadMapping layer indices must be 0..3"
 
 
 def test_visible_shares_as_documented(eight_bit):
