@@ -46,12 +46,14 @@ MODULES: dict[str, dict] = {
     },
     "adt_edit": {
         "file": "wowgrass/edit/adt_edit.py",
-        "tests": ["tests/test_adt_edit.py", "tests/test_effects_workbench.py", "tests/test_write_all_or_none.py"],
+        "tests": ["tests/test_adt_edit.py", "tests/test_effects_workbench.py", "tests/test_write_all_or_none.py",
+                  "tests/test_mutants_adt_edit.py"],
     },
     "fileio": {
         "file": "wowgrass/fileio.py",
         # (test_faults.py drives whole commands into full disks: half a minute a mutant, so left out)
-        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_direct_write.py"],
+        "tests": ["tests/test_write_all_or_none.py", "tests/test_fileio.py", "tests/test_direct_write.py",
+                  "tests/test_mutants_fileio.py"],
     },
     "placement": {
         "file": "wowgrass/grass/placement.py",
@@ -74,7 +76,8 @@ MODULES: dict[str, dict] = {
     },
     "session": {
         "file": "wowgrass/workbench/session.py",
-        "tests": ["tests/test_workbench_session.py", "tests/test_suggest.py"],
+        "tests": ["tests/test_workbench_session.py", "tests/test_suggest.py", "tests/test_workbench_events.py",
+                  "tests/test_mutants_session.py"],
     },
 }
 

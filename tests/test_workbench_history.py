@@ -4,6 +4,7 @@ made stale, merging a stroke's steps (tiles and tables), patches chained byte by
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from wowgrass.workbench.history import History, Step, TilePatch
 
@@ -79,3 +80,28 @@ def test_merge_last_chains_tiles_and_tables_under_the_first_label():
     h.merge_last(1)
     assert h.labels == ["one"]
     assert np.array_equal(h.undo().tiles[a].after, [ord("b")])
+
+
+def test_a_stroke_of_one_step_takes_the_strokes_label():
+    a = (1, 1)
+    h = History()
+    h.push(Step("exclude r=4 at (1.0, 2.0)", tiles={a: patch(b"ab", b"xb")}))
+    h.merge_last(1, label="exclude stroke")
+    assert h.labels == ["exclude stroke"] and h.done_count == 1
+    step = h.undo()
+    assert step.tiles[a].apply(b"xb", 0) == b"ab" and step.tiles[a].at.tolist() == [0]
+
+
+def test_a_patch_between_tiles_of_two_lengths_is_refused():
+    with pytest.raises(ValueError) as err:
+        TilePatch.between(b"ab", b"abc", {}, {})
+    assert str(err.value) == "a tile edit never changes the tile's length"
+
+
+def test_a_chained_field_recorded_before_only_stays_as_it_was():
+    f = np.arange(3)
+    only_before = TilePatch(np.array([0]), np.array([1], np.uint8), np.array([2], np.uint8), {"f": f}, {})
+    both = TilePatch(np.array([1]), np.array([3], np.uint8), np.array([4], np.uint8), {"g": f}, {"g": f + 1})
+    chained = TilePatch.chain([only_before, both])
+    assert chained.fields(0).keys() == chained.fields(1).keys() == {"f", "g"}
+    assert chained.fields(1)["f"] is f and np.array_equal(chained.fields(1)["g"], f + 1)
