@@ -160,3 +160,83 @@ def test_mask_pictures_of_several_tiles_and_wrong_sizes():
             mask_from_array(np.zeros(shape, np.float32), [(31, 32)])
     one_bit = Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1")
     assert picture_grey(one_bit).tolist() == [[0.0, 255.0, 255.0]]
+
+
+def _picture_of_mode(mode):
+    """Black, white and grey 200 in a picture of ``mode`` (palettes made for its colours)."""
+    from PIL import Image
+
+    grey = Image.fromarray(np.array([[0, 255, 200]], np.uint8))
+    if mode in ("P", "PA"):
+        return grey.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE).convert(mode)
+    return grey.convert("RGB").convert(mode)
+
+
+@pytest.mark.parametrize("mode", ["L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "RGBa"])
+def test_mask_pictures_of_every_8_bit_mode_read_as_their_grey(mode):
+    """A mask painted in any 8-bit mode Pillow hands over reads as its grey, 0..255 (LAB's round
+    trip through RGB is a level off at black and white)."""
+    from wowgrass.edit.masks import picture_grey
+
+    im = _picture_of_mode(mode)
+    assert im.mode == mode
+    grey = picture_grey(im)
+    assert grey.dtype == np.float32 and grey.shape == (1, 3)
+    assert np.abs(grey[0] - [0.0, 255.0, 200.0]).max() <= 1.0, grey
+
+
+def test_one_bit_mask_pictures_read_as_float_grey():
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    grey = picture_grey(Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1"))
+    assert grey.dtype == np.float32 and grey.tolist() == [[0.0, 255.0, 255.0]]
+
+
+def test_deep_mask_pictures_out_of_range_are_black_or_white():
+    """A float picture's values below 0.0 are black and above 1.0 white (a 32-bit integer's below 0
+    black): what a k x k block of a scaled-up painting averages is that clipped grey."""
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, mask_from_array, picture_grey
+
+    values = np.array([[-1.0, 0.0, 0.5, 1.0, 3.0]], np.float32)
+    assert picture_grey(Image.fromarray(values)).tolist() == [[0.0, 0.0, 127.5, 255.0, 255.0]]
+    assert picture_grey(Image.fromarray(np.array([[-5, 2**31 - 1]], np.int32))).tolist() == [[0.0, 255.0]]
+    # a painting at 2 pixels a cell: each cell one pixel out of range among three of 1.0 or 0.0
+    block = np.zeros((2 * CELLS, 2 * CELLS), np.float32)
+    block[0::2, 0::2] = -1.0                      # with three white: 191 of 255, selected
+    block[0::2, 1::2] = block[1::2, :] = 1.0
+    block[:, :CELLS] = np.where(block[:, :CELLS] == -1.0, 3.0, 0.0)  # west half: one 3.0 and three black
+    mask = mask_from_array(picture_grey(Image.fromarray(block)), [(31, 32)])[(31, 32)]
+    assert not mask[:, :CELLS // 2].any() and mask[:, CELLS // 2:].all()
+
+
+def test_read_mask_picture_names_the_file_in_its_errors(tmp_path):
+    import re
+
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, read_mask_picture
+    from wowgrass.errors import UsageError
+
+    small = tmp_path / "small.png"
+    Image.fromarray(np.zeros((2, 3), np.uint8)).save(small)
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(small))}: 3x2 pixels; .* need 128x128"):
+        read_mask_picture(small, [(31, 32)])
+    text = tmp_path / "notes.png"
+    text.write_text("not a picture")
+    with pytest.raises(UsageError, match=rf"^--mask {re.escape(str(text))}: not a picture Pillow reads \("):
+        read_mask_picture(text, [(31, 32)])
+    nan = tmp_path / "nan.tif"
+    Image.fromarray(np.full((CELLS, CELLS), np.nan, np.float32)).save(nan)
+    with pytest.raises(UsageError, match=rf"^--mask {re.escape(str(nan))}: a mask picture of mode F holds NaN or "
+                                         "infinite values$"):
+        read_mask_picture(nan, [(31, 32)])
+    good = tmp_path / "good.png"
+    grey = np.zeros((CELLS, CELLS), np.uint8)
+    grey[:, :7] = 128
+    Image.fromarray(grey).save(good)
+    mask = read_mask_picture(good, [(31, 32)])
+    assert list(mask) == [(31, 32)] and mask[(31, 32)][:, :7].all() and not mask[(31, 32)][:, 7:].any()
