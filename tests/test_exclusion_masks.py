@@ -240,3 +240,55 @@ def test_read_mask_picture_names_the_file_in_its_errors(tmp_path):
     Image.fromarray(grey).save(good)
     mask = read_mask_picture(good, [(31, 32)])
     assert list(mask) == [(31, 32)] and mask[(31, 32)][:, :7].all() and not mask[(31, 32)][:, 7:].any()
+
+
+def test_objects_at_exactly_the_distance_beyond_the_outermost_cells_count():
+    """A doodad or a WMO box exactly ``yards`` outside the tile's outermost cell centres, level
+    with one of them, marks that cell (on each of the four sides)."""
+    t = AdtTile.from_arrays(31, 32)
+    cen = t.cell_centres().reshape(-1, 2)
+    yards = 2.0
+    for axis in (0, 1):
+        for side in (-1, 1):
+            edge = cen[:, axis].min() if side < 0 else cen[:, axis].max()
+            cell = int(np.flatnonzero(cen[:, axis] == edge)[3])
+            at = cen[cell].copy()
+            at[axis] = edge + side * yards            # the reach's bound, the same float as the mask's
+            box = np.stack([at, at])
+            box[1 if side > 0 else 0, axis] = at[axis] + side * 5.0    # the box extends away from the tile
+            box[:, 1 - axis] += [-1.0, 1.0]
+            for objects in ((at[None], np.zeros((0, 2, 2))), (np.zeros((0, 2)), box[None])):
+                want = _near_reference(t, yards, *objects)
+                assert want.reshape(-1)[cell], (axis, side)
+                assert np.array_equal(near_objects_mask(t, yards, objects=objects), want), (axis, side)
+
+
+def test_every_one_of_many_objects_counts():
+    """Hundreds of doodads and of WMO boxes, each the only object near its own cell: every one marks
+    its cell and no other (they are measured 256 at a time)."""
+    t = AdtTile.from_arrays(31, 32)
+    cen = t.cell_centres().reshape(-1, 2)
+    rng = np.random.default_rng(5)
+    for n in (300, 600):
+        cells = rng.choice(len(cen), n, replace=False)
+        pts = cen[cells] + 0.25
+        boxes = np.stack([cen[cells] - 0.5, cen[cells] + 0.25], axis=1)
+        for objects in ((pts, np.zeros((0, 2, 2))), (np.zeros((0, 2)), boxes)):
+            got = near_objects_mask(t, 1.0, objects=objects).reshape(-1)
+            assert np.array_equal(np.flatnonzero(got), np.sort(cells)), n
+
+
+def test_a_deep_mask_picture_of_several_channels_is_refused_naming_its_mode():
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    class Picture:                               # a picture-like object: a deep mode, three channels
+        def __init__(self, mode):
+            self.mode = mode
+
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros((2, 2, 3), dtype or np.uint16)
+
+    for mode in ("I;16", "F"):
+        with pytest.raises(UsageError, match=rf"^a mask picture of mode {mode} must have one channel$"):
+            picture_grey(Picture(mode))
