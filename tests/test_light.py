@@ -796,3 +796,154 @@ def test_result_reports_the_blend_light_by_light():
     assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
     r = t.map_light(7).result(here, 0, liquid_params=3)
     assert r["lights"] == [] and r["rules"]["slot"].startswith("under a liquid with a light of its own: LightParams 3 alone")
+
+
+# ------------------------------------------------------------------ what light show says, word for word
+def _params(*ids, build="3.3.5"):
+    rows = np.zeros(len(ids), schema_for("LightParams", build).dtype)
+    rows["ID"] = ids
+    return rows
+
+
+def test_a_map_light_by_default_is_the_clients_bytes_in_clear_weather():
+    from wowgrass.game.light import MapLight
+
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((5.0, 0.0, 0.0), 1.0, 50.0, 1)])
+    m = MapLight(t, 7)
+    assert (m.rounding, m.exact, m.storm, m.slot, m.active.tolist()) == ("byte", False, 0.0, 0, [])
+    assert MapLight(t, 7, storm=5.0).storm == 1.0 and MapLight(t, 7, storm=-1.0).storm == 0.0
+    m.set_time(0)
+    assert m.slot == 0
+    # nothing in reach after something was: no light is active
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [0]
+    m.evaluate(np.array([500.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [] and m.blend_order == []
+
+
+def test_the_global_lights_rule_and_notes_word_for_word():
+    t = one_light_tables([0], [(9, 9, 9)])
+    m = t.map_light(7)
+    assert m.notes == [] and m.warnings == []      # one global light, keyed: nothing to say
+    r = m.result((0.0, 0.0, 0.0), 0)
+    assert r["rules"]["global_light"] == "the map's last Light row at (0,0,0) (the client's DNLoadMapLights)"
+    assert r["rules"]["rounding"] == ("client bytes: a band's channel lrint (nearest-even) per hour, every blend "
+                                      "round_even(v - 0.5) in float32 (SkyLerp), so an unchanged odd channel loses 1 "
+                                      "per blend")
+    assert r["rules"]["model_colors"] == ("models and WMOs (DNUpdateColors): ambient half-way to the diffuse +16 "
+                                          "(at most 255), diffuse half-way to the ambient")
+    assert t.map_light(7, exact=True).result((0.0, 0.0, 0.0), 0)["rules"]["rounding"] == \
+        "exact: floats throughout (for comparison; not what the client draws)"
+    t.lights = t.lights.copy()
+    t.lights["ContinentID"][0] = 0
+    r = t.map_light(123).result((0.0, 0.0, 0.0), 0)
+    assert r["rules"]["global_light"] == ("Light 1 stands in (the map has no Light row at (0,0,0)) "
+                                          "(the client's DNLoadMapLights)")
+    assert r["notes"] == ["map 123 has no global light: Light 1 stands in (map 0's), as in the client"]
+    t.lights["ID"][0] = 50
+    with pytest.raises(LightUnavailable) as exc:
+        t.map_light(123)
+    assert str(exc.value) == ("Light.dbc has no global light for map 123 and no Light 1 to stand in "
+                              "(the client's rule)")
+
+
+def _global_light_tables(diffuse_keys=True, ambient_keys=True, sky_keys=True, params_ids=(5, 6, 7, 8)):
+    """A global light (Light 4) whose clear set 5 has one key at 06:00 in every band but where
+    told otherwise: a band without keys has Num 0."""
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    keyed = [diffuse_keys, ambient_keys] + [sky_keys] * (BANDS_PER_SET - 2)
+    for b in range(BANDS_PER_SET):
+        ints[b]["ID"], ints[b]["Num"] = 5 * BANDS_PER_SET - 17 + b, int(keyed[b])
+        ints[b]["Time"][0], ints[b]["Data"][0] = 720, 0x102030
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    for b in range(FLOATS_PER_SET):
+        fls[b]["ID"], fls[b]["Num"] = 5 * FLOATS_PER_SET - 5 + b, 1
+        fls[b]["Time"][0], fls[b]["Data"][0] = 720, 0.5
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 4, 7
+    L[0]["LightParamsID"][:len(params_ids)] = params_ids
+    return {"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)}
+
+
+def test_a_global_light_lit_black_is_warned_word_for_word():
+    black = ("the map's global light (Light 4, LightParams 5) has no keys for its diffuse and ambient colours in "
+             "LightIntBand.dbc: they read as 0 and the ground is lit black (are Light, LightParams and LightIntBand "
+             "from one build?)")
+    assert LightTables.from_bytes(_global_light_tables()).map_light(7).warnings == []
+    # the diffuse alone keyed, or the ambient alone: the ground is lit
+    assert LightTables.from_bytes(_global_light_tables(ambient_keys=False)).map_light(7).warnings == []
+    assert LightTables.from_bytes(_global_light_tables(diffuse_keys=False)).map_light(7).warnings == []
+    # neither (the sky keyed): lit black, and the empty bands said
+    m = LightTables.from_bytes(_global_light_tables(diffuse_keys=False, ambient_keys=False)).map_light(7)
+    assert m.warnings == [black + "; 2 band(s) without keys (or rows) read as 0"]
+    assert m.notes == ["2 band(s) without keys (or rows) read as 0"]
+    # the set's rows are not in the band tables at all (another build's): every band is empty
+    raw = _global_light_tables(params_ids=(9, 6, 7, 8))
+    m = LightTables.from_bytes(raw).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 9") + "; 24 band(s) without keys (or rows) "
+                          "read as 0"]
+    m.evaluate(np.zeros(3), 720)
+    assert not m.colors.any() and m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # empty band tables: the same
+    empty = dict(raw, LightIntBand=write_dbc(np.zeros(0, schema_for("LightIntBand", "3.3.5").dtype)),
+                 LightFloatBand=write_dbc(np.zeros(0, schema_for("LightFloatBand", "3.3.5").dtype)))
+    m = LightTables.from_bytes(empty).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 9") + "; 24 band(s) without keys (or rows) "
+                          "read as 0"]
+    m.evaluate(np.zeros(3), 720)
+    assert not m.colors.any() and m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # no parameter set at all: the record reads 0, said in the notes
+    m = LightTables.from_bytes(_global_light_tables(params_ids=(0, 0, 0, 0))).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 0")]
+    assert m.notes == ["1 light(s) with no parameter set (Light 4): their record reads 0, as in the client"]
+
+
+@pytest.mark.parametrize("missing", [8, 9])
+def test_lights_without_a_parameter_set_are_named_in_the_notes_eight_at_most(missing):
+    lights = [((0.0, 0.0, 0.0), 0, 0, 1)] + [((10.0 * k, 0.0, 0.0), 1.0, 5.0, (0 if k <= missing else 1, 0))
+                                             for k in range(1, missing + 3)]
+    t = one_light_tables([0], [(1, 2, 3)], lights=lights)
+    m = t.map_light(7)
+    ids = ", ".join(str(k + 1) for k in range(1, min(missing, 8) + 1))
+    assert m.notes == [f"{missing} light(s) with no parameter set (Light {ids}{'...' if missing > 8 else ''}): "
+                       "their record reads 0, as in the client"]
+    m.evaluate(np.zeros(3), 0, under_water=True)   # slot 1: only the global has a set there
+    assert m.notes[1:] == [f"{missing + 2} light(s) with no parameter set in slot 1 (Light "
+                           f"{', '.join(str(k + 1) for k in range(1, 9))}...): their record reads 0, as in the client"]
+    # a light without a set, at weight 1, blends its zeros in (no fog floor either)
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert m.blend_order == [0] and not m.colors.any() and m.floats[[0, 1, 3]].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_set_not_in_light_params_reads_as_none():
+    """With LightParams present, a light's set must be one of its rows: else it reads 0 (no fog floor)."""
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((10.0, 0.0, 0.0), 1.0, 50.0, 2)],
+                         sets={2: flat((100, 100, 100))})
+    t.params = _params(1)
+    m = t.map_light(7, exact=True)
+    assert m.notes == ["1 light(s) with no parameter set (Light 2): their record reads 0, as in the client"]
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert not m.colors.any() and m.floats[0] == 0.0
+    t.params = _params(1, 2)
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert m.notes == [] and m.colors[0].tolist() == [100, 100, 100] and np.isclose(m.floats[0], 100.0)
+
+
+@pytest.mark.parametrize("build", ["1.12", "3.3.5"])
+def test_an_unset_slot_takes_the_clear_set_in_112_only(build):
+    t = one_light_tables([0], [(10, 20, 30)], build=build, lights=[((0.0, 0.0, 0.0), 0, 0, (1, 0))])
+    m = t.map_light(7)
+    r = m.result((0.0, 0.0, 0.0), 0, under_water=True)
+    if build == "1.12":
+        assert r["colors"]["diffuse"] == [10.0, 20.0, 30.0] and r["notes"] == []
+        assert r["rules"]["slot"] == ("LightParamsID[1]: clear weather, under water; a slot without a set falls "
+                                      "back to the clear one (1.12 [B])")
+    else:
+        assert r["colors"]["diffuse"] == [0.0, 0.0, 0.0]
+        assert r["notes"] == ["1 light(s) with no parameter set in slot 1 (Light 1): their record reads 0, as in "
+                              "the client"]
+        assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
+    # the clear slot is the clear slot in both
+    assert m.result((0.0, 0.0, 0.0), 0)["rules"]["slot"] == "LightParamsID[0]: clear weather, above water"
