@@ -947,3 +947,102 @@ def test_an_unset_slot_takes_the_clear_set_in_112_only(build):
         assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
     # the clear slot is the clear slot in both
     assert m.result((0.0, 0.0, 0.0), 0)["rules"]["slot"] == "LightParamsID[0]: clear weather, above water"
+
+
+# ------------------------------------------------------------------------- the blend order, the reach
+def _lights_at(places, build="3.3.5", start=1.0, end=1000.0):
+    """Lights of sets 2, 3, ... (colour 10 * set) at ``places``, all in reach of each other."""
+    lights = [((0.0, 0.0, 0.0), 0, 0, 1)] + [(p, start, end, k + 2) for k, p in enumerate(places)]
+    sets = {k + 2: flat((10 * (k + 2),) * 3) for k in range(len(places))}
+    return one_light_tables([0], [(0, 0, 0)], build=build, lights=lights, sets=sets)
+
+
+def test_many_lights_pop_farthest_first_each_once():
+    rng = np.random.default_rng(11)
+    for n in (4, 7, 12):
+        dist = rng.permutation(np.arange(1, n + 1) * 25.0)          # distinct distances along x
+        t = _lights_at([(float(d), 0.0, 0.0) for d in dist])
+        m = t.map_light(7)
+        m.evaluate(np.zeros(3), 0)
+        assert m.blend_order == sorted(range(n), key=lambda i: -dist[i]), (n, dist)
+        assert np.isclose(m.shares.sum(), 1.0)
+
+
+def test_two_lights_as_far_the_later_row_pops_first():
+    """LightQEOrder: a pops before b when it is as far; pushed in file order, the later row pops
+    first and the earlier row lands last (at weight 1: its colour is the result)."""
+    t = _lights_at([(0.0, 0.0, 50.0), (0.0, 0.0, -50.0)])       # 50 yards above and below
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.blend_order == [1, 0] and m.colors[0].tolist() == [20, 20, 20]
+    # within a third of a yard, equal falloff starts: the same
+    t = _lights_at([(0.0, 0.0, 40.0), (0.0, 0.0, 40.25)], start=60.0)
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.blend_order == [1, 0] and m.colors[0].tolist() == [20, 20, 20]
+
+
+def test_a_light_across_the_maps_origin_is_in_reach():
+    """Reach is the distance, wherever the light and the place lie: 200 yards across (0, 0) with a
+    falloff end of 210."""
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((100.0, 0.0, 0.0), 5.0, 210.0, 2)],
+                         sets={2: flat((200, 200, 200))})
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([-100.0, 0.0, 0.0]), 0)
+    assert m.blend_order == [0] and np.isclose(m.weights[0], 1 - 195 / 205, atol=1e-5)
+    m.evaluate(np.array([-115.0, 0.0, 0.0]), 0)
+    assert m.blend_order == []
+
+
+# ------------------------------------------------------------------------------------------ liquids
+def test_under_a_liquid_nothing_else_is_lit_and_its_set_follows_the_hour():
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((5.0, 0.0, 0.0), 1.0, 50.0, 1)],
+                         sets={})
+    # set 5: 0 at 00:00, 200 at 12:00 (two keys in every band)
+    extra = one_light_tables([0, 1440], [(0, 0, 0), (200, 200, 200)])
+    ints, fls = extra.int_bands.copy(), extra.float_bands.copy()
+    ints["ID"] += 4 * BANDS_PER_SET
+    fls["ID"] += 4 * FLOATS_PER_SET
+    t.int_bands = np.concatenate([t.int_bands, ints])
+    t.float_bands = np.concatenate([t.float_bands, fls])
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [0] and m.lights_used()[1]["id"] == 2
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 1440, liquid_params=5)
+    assert m.liquid == 5 and m.colors[0].tolist() == [200, 200, 200]
+    assert not m.weights.any() and not m.shares.any() and m.active.tolist() == [] and m.lights_used() == []
+    m.evaluate(np.zeros(3), 2160, liquid_params=5)                  # 18:00: half way back to 00:00's key
+    assert m.colors[0].tolist() == [100, 100, 100]
+    m.evaluate(np.zeros(3), 1, liquid_params=5)                     # exact: 1/1440 of the way
+    assert np.isclose(m.colors[0][0], 200 / 1440, atol=1e-4)
+    r = m.result((0.0, 0.0, 0.0), 720, liquid_params=5)
+    assert r["rules"]["slot"] == ("under a liquid with a light of its own: LightParams 5 alone, no lights, no storm "
+                                  "(DNUpdateLight; LiquidType.LightID, or magma 7 / slime 6)")
+    # a set LightParams does not have: the lights as usual
+    t.params = _params(1)
+    m = t.map_light(7)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0, liquid_params=5)
+    assert m.liquid is None and m.blend_order == [0]
+    t.params = _params(1, 5)
+    m = t.map_light(7)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 1440, liquid_params=5)
+    assert m.liquid == 5
+
+
+def test_lights_used_names_each_light_its_weight_and_share():
+    t = _three()
+    m = t.map_light(7)
+    m.evaluate(np.array([225.0, 0.0, 0.0]), 0)
+    used = m.lights_used()
+    assert [u["id"] for u in used] == [1, 3, 2] and [set(u) for u in used] == [{"id", "weight", "share"}] * 3
+    assert used[0]["weight"] == 1.0 and np.isclose(used[1]["weight"], 0.5, atol=1e-5)
+    assert np.isclose(sum(u["share"] for u in used), 1.0) and np.isclose(used[2]["share"], used[2]["weight"])
+
+
+def test_liquid_params_by_type_and_kind():
+    t = one_light_tables([0], [(0, 0, 0)])
+    assert t.liquid_lights is None
+    assert (t.liquid_params(None, 2), t.liquid_params(3, 3), t.liquid_params(1, 0)) == (7, 6, None)
+    t.liquid_lights = {1: 0, 3: 11, 19: 12}
+    assert (t.liquid_params(3, 2), t.liquid_params(19, 2), t.liquid_params(1, 0)) == (11, 12, None)
+    assert t.liquid_params(4, 3) == 6 and t.liquid_params(None, 2) == 7   # a type the table does not list: by kind
