@@ -1046,3 +1046,192 @@ def test_liquid_params_by_type_and_kind():
     t.liquid_lights = {1: 0, 3: 11, 19: 12}
     assert (t.liquid_params(3, 2), t.liquid_params(19, 2), t.liquid_params(1, 0)) == (11, 12, None)
     assert t.liquid_params(4, 3) == 6 and t.liquid_params(None, 2) == 7   # a type the table does not list: by kind
+
+
+# ------------------------------------------------------------------------------ a record's numbers
+def test_a_bands_channel_rounds_in_float32_as_the_client():
+    """Keys 75 apart (and 45) over 30 half-minutes, half a minute on: 75/30 is 2.5 exactly in float64,
+    just above in the client's float32 (1/30 rounds up), so the byte is 3; 45/30 + 1 = 2.5 rounds to the
+    even 2 in float32 (the sum is exact), where adding in float64 gives 2.50000004 and so 3."""
+    t = one_light_tables([0, 30], [(0, 1, 9), (75, 46, 9)])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 1)
+    assert m.colors[0].tolist() == [3, 2, 9]
+
+
+def test_fog_end_in_yards_is_the_clients_float32():
+    """Fog end 100 and 500 yards (3600 and 18000 in the table, times the client's float32 1/36):
+    exactly 300.0 half way in float32, where float64 would give 300.0000004 or 300.0000018."""
+    t = one_light_tables([0, 1440], [(0, 0, 0), (0, 0, 0)], floats=[[3600.0, 18000.0], [0.5, 0.5], [1.0, 1.0],
+                                                                   [0.5, 0.5], [0.0, 0.0], [0.0, 0.0]])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 720)
+    assert m.floats[0] == 300.0
+    assert t.map_light(7).result(np.zeros(3), 1440)["floats"]["fog_end"] == 500.0
+
+
+def test_bands_without_keys_read_zero_floats_and_the_fog_scaler_clamps_both_ways():
+    t = one_light_tables([0], [(5, 5, 5)], floats=[[3600.0], [-3.0], [0.7], [0.5], [0.25], [0.75]])
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert np.allclose(m.floats, [100.0, -1.0, 0.7, 0.5, 0.25, 0.75])
+    t.float_bands = t.float_bands.copy()
+    t.float_bands["Num"][2:] = 0                      # celestial glow, cloud density, bands 4 and 5: no keys
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert m.floats.tolist()[2:] == [0.0, 0.0, 0.0, 0.0] and np.isclose(m.floats[0], 100.0)
+    t.float_bands["Num"][:] = 0                       # no fog keys either: fog end at its floor, 10 yards
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_a_key_count_past_16_reads_the_16_keys_a_row_holds():
+    t = one_light_tables([0, 1440], [(0, 0, 0), (200, 100, 50)])
+    want = t.map_light(7, exact=True)
+    want.evaluate(np.zeros(3), 720)
+    t.int_bands = t.int_bands.copy()
+    t.int_bands["Num"] = 16
+    sixteen = t.map_light(7, exact=True)
+    sixteen.evaluate(np.zeros(3), 720)
+    t.int_bands["Num"] = 40
+    over = t.map_light(7, exact=True)
+    over.evaluate(np.zeros(3), 720)
+    assert over.colors.tolist() == sixteen.colors.tolist()
+    assert want.colors[0].tolist() == [100, 50, 25]
+
+
+# ---------------------------------------------------------------------------------- the tables
+def test_damaged_optional_tables_are_left_out_with_a_warning_each():
+    raw = sample_raw()
+    for name in ("LightParams", "LightSkybox"):
+        bad = dict(raw, **{name: raw[name][:30]})
+        t = LightTables.from_bytes(bad)
+        assert len(t.warnings) == 1 and t.warnings[0].startswith(f"{name}.dbc ignored: ")
+        assert (t.params is None) is (name == "LightParams") and (t.skyboxes == {}) is (name == "LightSkybox")
+        assert len(t.int_bands) == len(LightTables.from_bytes(raw).int_bands)
+    # a required table short: unavailable, naming it
+    with pytest.raises(LightUnavailable, match=r"Light\.dbc"):
+        LightTables.from_bytes(dict(raw, Light=raw["Light"][:30]))
+    with pytest.raises(LightUnavailable, match=r"^LightFloatBand\.dbc at 0x14: 12 records"):
+        LightTables.from_bytes(dict(raw, LightFloatBand=raw["LightFloatBand"][:20] + bytes(200)))
+    with pytest.raises(LightUnavailable, match=r"^LightFloatBand\.dbc: 15 fields .* matches no layout"):
+        LightTables.from_bytes(dict(raw, LightFloatBand=raw["Light"]))
+    with pytest.raises(LightUnavailable) as exc:
+        LightTables.from_bytes({"Light": raw["Light"]})
+    assert str(exc.value) == "no LightIntBand.dbc, LightFloatBand.dbc"
+
+
+def test_the_liquids_lights_come_from_a_335_liquid_type_table():
+    lt = np.zeros(3, schema_for("LiquidType", "3.3.5").dtype)
+    lt["ID"], lt["LightID"] = [1, 3, 19], [0, 7, 12]
+    t = LightTables.from_bytes(dict(sample_raw(), LiquidType=write_dbc(lt)))
+    assert t.liquid_lights == {1: 0, 3: 7, 19: 12} and t.warnings == []
+    assert t.liquid_params(19, 2) == 12 and t.liquid_params(1, 0) is None
+    # 1.12's LiquidType has no LightID: none (the fixed sets by kind)
+    t = LightTables.from_bytes(dict(sample_raw("1.12"), LiquidType=T.liquid_type("1.12")), build="1.12")
+    assert t.liquid_lights is None and t.liquid_params(3, 2) == 7
+    # a damaged one: ignored, said
+    t = LightTables.from_bytes(dict(sample_raw(), LiquidType=b"WDBC" + bytes(8)))
+    assert t.liquid_lights is None and len(t.warnings) == 1
+    assert t.warnings[0].startswith("LiquidType.dbc ignored for the liquids' light: ") and "LiquidType.dbc" in \
+        t.warnings[0][len("LiquidType.dbc ignored for the liquids' light: "):]
+
+
+def test_tables_from_a_folder_its_dbfilesclient_or_a_source_and_its_build(tmp_path):
+    from types import SimpleNamespace
+
+    folder = write_folder(tmp_path / "loose" / "DBFilesClient")
+    t = LightTables.from_data(tmp_path / "loose")                # the folder above DBFilesClient
+    assert t.build == "3.3.5" and len(t.lights) == 2
+    assert LightTables.from_data(folder).build == "3.3.5"
+    with pytest.raises(LightUnavailable) as exc:
+        LightTables.from_data(None)
+    assert str(exc.value) == "no data source for the light tables"
+    # a source that says its build: tables of another layout are refused
+    raw112 = {f"DBFilesClient\\{k}.dbc": v for k, v in sample_raw("1.12").items()}
+    src = SimpleNamespace(build="3.3.5", exists=lambda p: p in raw112, read=lambda p: raw112[p])
+    with pytest.raises(LightUnavailable, match="the data is 3.3.5"):
+        LightTables.from_data(src)
+    src.build = "1.12"
+    assert LightTables.from_data(src).build == "1.12"
+    # a source without the paths but with a root of bare tables
+    bare = SimpleNamespace(root=tmp_path / "loose" / "DBFilesClient", exists=lambda p: False, read=None)
+    assert LightTables.from_data(bare).build == "3.3.5"
+
+
+def test_load_light_tables_warns_what_it_leaves_out(tmp_path):
+    said = []
+    folder = write_folder(tmp_path / "t", mangle={"LightSkybox": lambda b: b[:30]})
+    assert load_light_tables(folder=folder, warn=said.append) is not None
+    assert len(said) == 1 and said[0].startswith("LightSkybox.dbc ignored: ")
+    said.clear()
+    assert load_light_tables(folder=write_folder(tmp_path / "u", drop=("Light",)), warn=said.append) is None
+    assert said == ["light tables unusable (no Light.dbc); keeping the fixed sun"]
+    assert load_light_tables(folder=folder) is not None                  # no warn: quiet
+
+
+# ------------------------------------------------------------------------------ names and hours
+def test_resolve_map_by_id_or_name_and_its_errors(tmp_path):
+    from wowgrass.errors import UsageError
+    from wowgrass.game.light import resolve_map
+
+    folder = write_folder(tmp_path / "t")
+    assert resolve_map(folder, str(T.MAP_ID)) == (T.MAP_ID, "WowgrassSample")
+    assert resolve_map(folder, " wowgrasssample ") == (T.MAP_ID, "WowgrassSample")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "-3")
+    assert str(exc.value).startswith("--map -3: no map with that ID in Map.dbc (IDs ")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "Sample")
+    assert str(exc.value) == "--map Sample: not in Map.dbc (did you mean WowgrassSample?)"
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "Outland")
+    assert str(exc.value) == "--map Outland: not in Map.dbc"
+    bare = write_folder(tmp_path / "no_map", drop=("Map",))
+    (bare / "Map.dbc").unlink(missing_ok=True)
+    assert resolve_map(bare, "530") == (530, "530")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(bare, "Outland")
+    assert str(exc.value) == "--map Outland: no Map.dbc to look the name up in (give the map's numeric ID)"
+
+
+def test_clock_seconds_and_clock_text():
+    from wowgrass.errors import UsageError
+    from wowgrass.game.light import clock_text
+
+    assert [parse_clock(c) for c in ("12:00:00", "12:00:15", "12:00:29", "12:00:30", "12:00:59")] == \
+        [1440, 1440, 1440, 1441, 1441]
+    for bad in ("12:00:60", "12:00:00:00", "12"):
+        with pytest.raises(UsageError):
+            parse_clock(bad)
+    assert [clock_text(h) for h in (0, 1441, 1470, 2879, 2880 + 61)] == ["00:00", "12:00", "12:15", "23:59", "00:30"]
+
+
+def test_the_clients_light_direction_in_the_evening():
+    six, evening = client_sun_direction(720), client_sun_direction(2160)
+    assert np.allclose(evening, six)                                  # 18:00 as 06:00: phi 1.9198623
+    late = client_sun_direction(2520)                                 # 21:00: half way to midnight's phi
+    phi = (1.9198623 + 2.2165682) / 2
+    assert np.isclose(late[2], -np.cos(phi), atol=1e-9) and np.isclose(np.linalg.norm(late), 1.0)
+
+
+def test_model_colours_exact_are_plain_halves():
+    amb, dif = model_colors((100, 50, 250), (201, 51, 0), exact=True)
+    assert amb == (166.5, 66.5, 141.0) and dif == (150.5, 50.5, 125.0)
+
+
+def test_light_world_positions_are_float64_whatever_the_tables_float32():
+    c = np.array([[612096.0, 36.0 * 5, 998400.5]], np.float32)
+    assert np.allclose(light_world_positions(c), light_world_positions(c.astype(np.float64)), rtol=0, atol=1e-9)
+
+
+def test_scene_light_under_water_under_a_liquid_and_a_fog_start_not_below_0():
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, (1, 2, 1, 2))],
+                         floats=[[3600.0], [-0.5], [0.0], [0.0], [0.0], [0.0]],
+                         sets={2: flat((0, 0, 200)), 5: flat((1, 2, 3))})
+    m = t.map_light(7)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0).sun_color == (10 / 255, 20 / 255, 30 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0, under_water=True).sun_color == (0.0, 0.0, 200 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0, liquid_params=5).sun_color == (1 / 255, 2 / 255, 3 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0).fog == (0.0, 100.0)
