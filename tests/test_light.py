@@ -1110,6 +1110,12 @@ def test_damaged_optional_tables_are_left_out_with_a_warning_each():
         assert len(t.warnings) == 1 and t.warnings[0].startswith(f"{name}.dbc ignored: ")
         assert (t.params is None) is (name == "LightParams") and (t.skyboxes == {}) is (name == "LightSkybox")
         assert len(t.int_bands) == len(LightTables.from_bytes(raw).int_bands)
+    # an optional table of no build's layout: left out, said, the others read
+    for name in ("LightParams", "LightSkybox"):
+        t = LightTables.from_bytes(dict(raw, **{name: raw["Light"]}))
+        assert t.warnings == [f"{name}.dbc ignored: 15 fields × 60 B matches no layout of 1.10, 1.12, 2.4.3, 3.3.5"]
+        assert (t.params is None) is (name == "LightParams") and (t.skyboxes == {}) is (name == "LightSkybox")
+        assert len(t.float_bands) == len(LightTables.from_bytes(raw).float_bands)
     # a required table short: unavailable, naming it
     with pytest.raises(LightUnavailable, match=r"Light\.dbc"):
         LightTables.from_bytes(dict(raw, Light=raw["Light"][:30]))
@@ -1134,8 +1140,8 @@ def test_the_liquids_lights_come_from_a_335_liquid_type_table():
     # a damaged one: ignored, said
     t = LightTables.from_bytes(dict(sample_raw(), LiquidType=b"WDBC" + bytes(8)))
     assert t.liquid_lights is None and len(t.warnings) == 1
-    assert t.warnings[0].startswith("LiquidType.dbc ignored for the liquids' light: ") and "LiquidType.dbc" in \
-        t.warnings[0][len("LiquidType.dbc ignored for the liquids' light: "):]
+    assert t.warnings == ["LiquidType.dbc ignored for the liquids' light: LiquidType.dbc at 0x0: WDBC header: needs "
+                          "20 bytes at offset 0, file has 12"]
 
 
 def test_tables_from_a_folder_its_dbfilesclient_or_a_source_and_its_build(tmp_path):
@@ -1235,3 +1241,21 @@ def test_scene_light_under_water_under_a_liquid_and_a_fog_start_not_below_0():
     assert scene_light(m, (0.0, 0.0, 0.0), 0, under_water=True).sun_color == (0.0, 0.0, 200 / 255)
     assert scene_light(m, (0.0, 0.0, 0.0), 0, liquid_params=5).sun_color == (1 / 255, 2 / 255, 3 / 255)
     assert scene_light(m, (0.0, 0.0, 0.0), 0).fog == (0.0, 100.0)
+
+
+def test_resolve_map_suggests_five_maps_at_most(tmp_path):
+    from wowgrass.errors import UsageError
+    from wowgrass.formats.dbc import DbcStringBlock
+    from wowgrass.game.light import resolve_map
+
+    rows = np.zeros(7, schema_for("Map", "3.3.5").dtype)
+    sb = DbcStringBlock()
+    for i in range(7):
+        rows[i]["ID"], rows[i]["Directory"] = 600 + i, sb.add(f"Expansion{i}Zone")
+    folder = write_folder(tmp_path / "t")
+    (folder / "Map.dbc").write_bytes(write_dbc(rows, bytes(sb)))
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "zone")
+    assert str(exc.value) == ("--map zone: not in Map.dbc (did you mean Expansion0Zone, Expansion1Zone, Expansion2Zone, "
+                              "Expansion3Zone, Expansion4Zone?)")
+    assert resolve_map(folder, "EXPANSION6ZONE") == (606, "Expansion6Zone")
