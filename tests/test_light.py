@@ -810,7 +810,7 @@ def test_a_map_light_by_default_is_the_clients_bytes_in_clear_weather():
 
     t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((5.0, 0.0, 0.0), 1.0, 50.0, 1)])
     m = MapLight(t, 7)
-    assert (m.rounding, m.exact, m.storm, m.slot, m.active.tolist()) == ("byte", False, 0.0, 0, [])
+    assert (m.rounding, m.exact, m.storm, m.slot, m.active.tolist(), m.blend_order) == ("byte", False, 0.0, 0, [], [])
     assert MapLight(t, 7, storm=5.0).storm == 1.0 and MapLight(t, 7, storm=-1.0).storm == 0.0
     m.set_time(0)
     assert m.slot == 0
@@ -1259,3 +1259,67 @@ def test_resolve_map_suggests_five_maps_at_most(tmp_path):
     assert str(exc.value) == ("--map zone: not in Map.dbc (did you mean Expansion0Zone, Expansion1Zone, Expansion2Zone, "
                               "Expansion3Zone, Expansion4Zone?)")
     assert resolve_map(folder, "EXPANSION6ZONE") == (606, "Expansion6Zone")
+
+
+def test_a_folder_s_liquid_type_gives_the_liquids_lights(tmp_path):
+    lt = np.zeros(2, schema_for("LiquidType", "3.3.5").dtype)
+    lt["ID"], lt["LightID"] = [3, 4], [7, 6]
+    folder = write_folder(tmp_path / "t")
+    (folder / "LiquidType.dbc").write_bytes(write_dbc(lt))
+    assert LightTables.from_data(folder).liquid_lights == {3: 7, 4: 6}
+
+
+def test_112_under_water_takes_its_own_set_where_the_slot_has_one():
+    # clear set 2, under-water set 1 (a set number that is not past 1 is still a set)
+    t = one_light_tables([0], [(10, 20, 30)], build="1.12", lights=[((0.0, 0.0, 0.0), 0, 0, (2, 1))],
+                         sets={2: flat((200, 100, 0))})
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.colors[0].tolist() == [200, 100, 0]
+    m.evaluate(np.zeros(3), 0, under_water=True)
+    assert m.colors[0].tolist() == [10, 20, 30]
+
+
+def test_112_a_light_whose_falloff_start_is_its_end_weighs_1_out_to_its_end():
+    x, end = 100.0, 60.0
+    t = one_light_tables([0], [(0, 0, 0)], build="1.12", sets={2: flat((90, 90, 90))},
+                         lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((x, 0.0, 0.0), end, end, 2)])
+    m = t.map_light(7)
+    f32 = np.float32
+    gc = np.array([(CORNER - 0.0) * UNITS, 0.0, (CORNER - x) * UNITS], f32) / f32(UNITS)
+    px, py = f32(CORNER) - gc[2], f32(CORNER) - gc[0]
+    m.evaluate(np.array([px, py, f32(end * UNITS) / f32(UNITS)], np.float64), 0)
+    assert m.blend_order == [0] and m.weights[0] == 1.0 and m.colors[0].tolist() == [90, 90, 90]
+
+
+def test_result_model_colours_take_the_ambient_and_the_diffuse_bands_exact_or_bytes():
+    colours = [(10 + 12 * b, 251 - 11 * b, 7 * b + 3) for b in range(BANDS_PER_SET)]
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    for b, (r, g, bl) in enumerate(colours):
+        ints[b]["ID"], ints[b]["Num"] = 1 * BANDS_PER_SET - 17 + b, 1
+        ints[b]["Data"][0] = (r << 16) | (g << 8) | bl
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 1, 7
+    L[0]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
+    t = LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)})
+    for exact in (False, True):
+        r = t.map_light(7, exact=exact).result((0.0, 0.0, 0.0), 0)
+        amb, dif = model_colors(colours[1], colours[0], exact=exact)
+        assert r["model_colors"] == {"ambient": list(amb), "diffuse": list(dif)}
+    assert r["model_colors"]["diffuse"] == [16.0, 245.5, 6.5]     # exact: the halves kept (10 + 12/2, 251 - 11/2, 3 + 7/2)
+
+
+def test_the_storm_set_at_an_hour_between_its_keys_exact_or_bytes():
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, (1, 1, 2, 2))])
+    extra = one_light_tables([0, 1440], [(0, 0, 0), (1, 1, 1)])     # set 2: 0 at 00:00, 1 at 12:00
+    ints, fls = extra.int_bands.copy(), extra.float_bands.copy()
+    ints["ID"] += BANDS_PER_SET
+    fls["ID"] += FLOATS_PER_SET
+    t.int_bands, t.float_bands = np.concatenate([t.int_bands, ints]), np.concatenate([t.float_bands, fls])
+    m = t.map_light(7, exact=True, storm=1.0)
+    m.evaluate(np.zeros(3), 360)                                    # 03:00: a quarter of the way
+    assert np.allclose(m.colors[0], [0.25, 0.25, 0.25])
+    m = t.map_light(7, storm=1.0)
+    m.evaluate(np.zeros(3), 360)
+    assert m.colors[0].tolist() == [0, 0, 0]
