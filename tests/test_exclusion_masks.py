@@ -292,3 +292,25 @@ def test_a_deep_mask_picture_of_several_channels_is_refused_naming_its_mode():
     for mode in ("I;16", "F"):
         with pytest.raises(UsageError, match=rf"^a mask picture of mode {mode} must have one channel$"):
             picture_grey(Picture(mode))
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "RGBX", "CMYK", "RGBa"])
+def test_a_colour_mask_pictures_grey_is_the_mean_of_its_channels(mode):
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    rgb = Image.fromarray(np.array([[[10, 100, 250], [200, 100, 30]]], np.uint8))
+    assert picture_grey(rgb.convert(mode)).tolist() == [[120.0, 110.0]]
+
+
+def test_a_mask_picture_of_a_mode_it_cannot_read_says_how_to_save_it():
+    from types import SimpleNamespace
+
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    with pytest.raises(UsageError) as exc:
+        picture_grey(SimpleNamespace(mode="BGR;24"))
+    assert str(exc.value) == ("a mask picture of mode 'BGR;24' cannot be read: save it as 8-bit or 16-bit grey "
+                              "(or RGB, a 32-bit integer or a float picture)")
