@@ -1256,8 +1256,8 @@ def test_resolve_map_suggests_five_maps_at_most(tmp_path):
     (folder / "Map.dbc").write_bytes(write_dbc(rows, bytes(sb)))
     with pytest.raises(UsageError) as exc:
         resolve_map(folder, "zone")
-    assert str(exc.value) == ("--map zone: not in Map.dbc (did you mean Expansion0Zone, Expansion1Zone, Expansion2Zone, "
-                              "Expansion3Zone, Expansion4Zone?)")
+    assert str(exc.value) == ("--map zone: not in Map.dbc (did you mean Expansion0Zone, Expansion1Zone, "
+                              "Expansion2Zone, Expansion3Zone, Expansion4Zone?)")
     assert resolve_map(folder, "EXPANSION6ZONE") == (606, "Expansion6Zone")
 
 
@@ -1307,7 +1307,7 @@ def test_result_model_colours_take_the_ambient_and_the_diffuse_bands_exact_or_by
         r = t.map_light(7, exact=exact).result((0.0, 0.0, 0.0), 0)
         amb, dif = model_colors(colours[1], colours[0], exact=exact)
         assert r["model_colors"] == {"ambient": list(amb), "diffuse": list(dif)}
-    assert r["model_colors"]["diffuse"] == [16.0, 245.5, 6.5]     # exact: the halves kept (10 + 12/2, 251 - 11/2, 3 + 7/2)
+    assert r["model_colors"]["diffuse"] == [16.0, 245.5, 6.5]   # exact: halves kept (10 + 12/2, 251 - 11/2, 3 + 7/2)
 
 
 def test_the_storm_set_at_an_hour_between_its_keys_exact_or_bytes():
