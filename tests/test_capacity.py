@@ -409,3 +409,20 @@ def test_missing_geometry_and_its_list_form():
     assert g == ModelGeometry("<missing model world\\gone.m2>", 0, 0, False)
     assert g.to_list() == ["<missing model world\\gone.m2>", 0, 0, False]
     assert ModelGeometry("a.blp", 3, 6).to_list() == ["a.blp", 3, 6, True]
+
+
+@pytest.mark.parametrize("chunks", [(0, 64), (0, 85), (0, 255), (3, 200)])
+def test_chunks_far_apart_that_share_textures_keep_their_own_batches(chunks):
+    """Two chunks of a tile drawing the same textures, whatever their numbers: each opens its own
+    batches. (Chunks 0 and 64 with four textures, or 0 and 85 with three, are the pairs whose
+    (chunk, texture) keys are 256 apart.)"""
+    a, b = chunks
+    for textures in (3, 4):
+        geometry = {m: ModelGeometry(f"t{m}.blp", 400, 400) for m in range(textures)}  # two a batch at 16 picks
+        # the first chunk: one placement of each texture; the second: seven of texture 1 (four
+        # batches), then one of every other texture but 0 (no batch left)
+        model = np.array(list(range(textures)) + [1] * 7 + list(range(2, textures)))
+        chunk = np.array([a] * textures + [b] * (model.size - textures), np.uint16)
+        got = draw_capacity(chunk, model, geometry, 16, True)
+        assert got.tolist() == port_reference(chunk, model, geometry, 16, True).tolist()
+        assert got[:textures].all() and got[textures:textures + 7].all() and not got[textures + 7:].any()

@@ -160,3 +160,157 @@ def test_mask_pictures_of_several_tiles_and_wrong_sizes():
             mask_from_array(np.zeros(shape, np.float32), [(31, 32)])
     one_bit = Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1")
     assert picture_grey(one_bit).tolist() == [[0.0, 255.0, 255.0]]
+
+
+def _picture_of_mode(mode):
+    """Black, white and grey 200 in a picture of ``mode`` (palettes made for its colours)."""
+    from PIL import Image
+
+    grey = Image.fromarray(np.array([[0, 255, 200]], np.uint8))
+    if mode in ("P", "PA"):
+        return grey.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE).convert(mode)
+    return grey.convert("RGB").convert(mode)
+
+
+@pytest.mark.parametrize("mode", ["L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "RGBa"])
+def test_mask_pictures_of_every_8_bit_mode_read_as_their_grey(mode):
+    """A mask painted in any 8-bit mode Pillow hands over reads as its grey, 0..255 (LAB's round
+    trip through RGB is a level off at black and white)."""
+    from wowgrass.edit.masks import picture_grey
+
+    im = _picture_of_mode(mode)
+    assert im.mode == mode
+    grey = picture_grey(im)
+    assert grey.dtype == np.float32 and grey.shape == (1, 3)
+    assert np.abs(grey[0] - [0.0, 255.0, 200.0]).max() <= 1.0, grey
+
+
+def test_one_bit_mask_pictures_read_as_float_grey():
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    grey = picture_grey(Image.fromarray(np.array([[0, 255, 255]], np.uint8)).convert("1"))
+    assert grey.dtype == np.float32 and grey.tolist() == [[0.0, 255.0, 255.0]]
+
+
+def test_deep_mask_pictures_out_of_range_are_black_or_white():
+    """A float picture's values below 0.0 are black and above 1.0 white (a 32-bit integer's below 0
+    black): what a k x k block of a scaled-up painting averages is that clipped grey."""
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, mask_from_array, picture_grey
+
+    values = np.array([[-1.0, 0.0, 0.5, 1.0, 3.0]], np.float32)
+    assert picture_grey(Image.fromarray(values)).tolist() == [[0.0, 0.0, 127.5, 255.0, 255.0]]
+    assert picture_grey(Image.fromarray(np.array([[-5, 2**31 - 1]], np.int32))).tolist() == [[0.0, 255.0]]
+    # a painting at 2 pixels a cell: each cell one pixel out of range among three of 1.0 or 0.0
+    block = np.zeros((2 * CELLS, 2 * CELLS), np.float32)
+    block[0::2, 0::2] = -1.0                      # with three white: 191 of 255, selected
+    block[0::2, 1::2] = block[1::2, :] = 1.0
+    block[:, :CELLS] = np.where(block[:, :CELLS] == -1.0, 3.0, 0.0)  # west half: one 3.0 and three black
+    mask = mask_from_array(picture_grey(Image.fromarray(block)), [(31, 32)])[(31, 32)]
+    assert not mask[:, :CELLS // 2].any() and mask[:, CELLS // 2:].all()
+
+
+def test_read_mask_picture_names_the_file_in_its_errors(tmp_path):
+    import re
+
+    from PIL import Image
+
+    from wowgrass.edit.masks import CELLS, read_mask_picture
+    from wowgrass.errors import UsageError
+
+    small = tmp_path / "small.png"
+    Image.fromarray(np.zeros((2, 3), np.uint8)).save(small)
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(small))}: 3x2 pixels; .* need 128x128"):
+        read_mask_picture(small, [(31, 32)])
+    text = tmp_path / "notes.png"
+    text.write_text("not a picture")
+    with pytest.raises(UsageError, match=rf"^--mask {re.escape(str(text))}: not a picture Pillow reads \("):
+        read_mask_picture(text, [(31, 32)])
+    nan = tmp_path / "nan.tif"
+    Image.fromarray(np.full((CELLS, CELLS), np.nan, np.float32)).save(nan)
+    with pytest.raises(UsageError, match=rf"^--mask {re.escape(str(nan))}: a mask picture of mode F holds NaN or "
+                                         "infinite values$"):
+        read_mask_picture(nan, [(31, 32)])
+    good = tmp_path / "good.png"
+    grey = np.zeros((CELLS, CELLS), np.uint8)
+    grey[:, :7] = 128
+    Image.fromarray(grey).save(good)
+    mask = read_mask_picture(good, [(31, 32)])
+    assert list(mask) == [(31, 32)] and mask[(31, 32)][:, :7].all() and not mask[(31, 32)][:, 7:].any()
+
+
+def test_objects_at_exactly_the_distance_beyond_the_outermost_cells_count():
+    """A doodad or a WMO box exactly ``yards`` outside the tile's outermost cell centres, level
+    with one of them, marks that cell (on each of the four sides)."""
+    t = AdtTile.from_arrays(31, 32)
+    cen = t.cell_centres().reshape(-1, 2)
+    yards = 2.0
+    for axis in (0, 1):
+        for side in (-1, 1):
+            edge = cen[:, axis].min() if side < 0 else cen[:, axis].max()
+            cell = int(np.flatnonzero(cen[:, axis] == edge)[3])
+            at = cen[cell].copy()
+            at[axis] = edge + side * yards            # the reach's bound, the same float as the mask's
+            box = np.stack([at, at])
+            box[1 if side > 0 else 0, axis] = at[axis] + side * 5.0    # the box extends away from the tile
+            box[:, 1 - axis] += [-1.0, 1.0]
+            for objects in ((at[None], np.zeros((0, 2, 2))), (np.zeros((0, 2)), box[None])):
+                want = _near_reference(t, yards, *objects)
+                assert want.reshape(-1)[cell], (axis, side)
+                assert np.array_equal(near_objects_mask(t, yards, objects=objects), want), (axis, side)
+
+
+def test_every_one_of_many_objects_counts():
+    """Hundreds of doodads and of WMO boxes, each the only object near its own cell: every one marks
+    its cell and no other (they are measured 256 at a time)."""
+    t = AdtTile.from_arrays(31, 32)
+    cen = t.cell_centres().reshape(-1, 2)
+    rng = np.random.default_rng(5)
+    for n in (300, 600):
+        cells = rng.choice(len(cen), n, replace=False)
+        pts = cen[cells] + 0.25
+        boxes = np.stack([cen[cells] - 0.5, cen[cells] + 0.25], axis=1)
+        for objects in ((pts, np.zeros((0, 2, 2))), (np.zeros((0, 2)), boxes)):
+            got = near_objects_mask(t, 1.0, objects=objects).reshape(-1)
+            assert np.array_equal(np.flatnonzero(got), np.sort(cells)), n
+
+
+def test_a_deep_mask_picture_of_several_channels_is_refused_naming_its_mode():
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    class Picture:                               # a picture-like object: a deep mode, three channels
+        def __init__(self, mode):
+            self.mode = mode
+
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros((2, 2, 3), dtype or np.uint16)
+
+    for mode in ("I;16", "F"):
+        with pytest.raises(UsageError, match=rf"^a mask picture of mode {mode} must have one channel$"):
+            picture_grey(Picture(mode))
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "RGBX", "CMYK", "RGBa"])
+def test_a_colour_mask_pictures_grey_is_the_mean_of_its_channels(mode):
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    rgb = Image.fromarray(np.array([[[10, 100, 250], [200, 100, 30]]], np.uint8))
+    assert picture_grey(rgb.convert(mode)).tolist() == [[120.0, 110.0]]
+
+
+def test_a_mask_picture_of_a_mode_it_cannot_read_says_how_to_save_it():
+    from types import SimpleNamespace
+
+    from wowgrass.edit.masks import picture_grey
+    from wowgrass.errors import UsageError
+
+    with pytest.raises(UsageError) as exc:
+        picture_grey(SimpleNamespace(mode="BGR;24"))
+    assert str(exc.value) == ("a mask picture of mode 'BGR;24' cannot be read: save it as 8-bit or 16-bit grey "
+                              "(or RGB, a 32-bit integer or a float picture)")

@@ -796,3 +796,530 @@ def test_result_reports_the_blend_light_by_light():
     assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
     r = t.map_light(7).result(here, 0, liquid_params=3)
     assert r["lights"] == [] and r["rules"]["slot"].startswith("under a liquid with a light of its own: LightParams 3 alone")
+
+
+# ------------------------------------------------------------------ what light show says, word for word
+def _params(*ids, build="3.3.5"):
+    rows = np.zeros(len(ids), schema_for("LightParams", build).dtype)
+    rows["ID"] = ids
+    return rows
+
+
+def test_a_map_light_by_default_is_the_clients_bytes_in_clear_weather():
+    from wowgrass.game.light import MapLight
+
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((5.0, 0.0, 0.0), 1.0, 50.0, 1)])
+    m = MapLight(t, 7)
+    assert (m.rounding, m.exact, m.storm, m.slot, m.active.tolist(), m.blend_order) == ("byte", False, 0.0, 0, [], [])
+    assert MapLight(t, 7, storm=5.0).storm == 1.0 and MapLight(t, 7, storm=-1.0).storm == 0.0
+    m.set_time(0)
+    assert m.slot == 0
+    # nothing in reach after something was: no light is active
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [0]
+    m.evaluate(np.array([500.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [] and m.blend_order == []
+
+
+def test_the_global_lights_rule_and_notes_word_for_word():
+    t = one_light_tables([0], [(9, 9, 9)])
+    m = t.map_light(7)
+    assert m.notes == [] and m.warnings == []      # one global light, keyed: nothing to say
+    r = m.result((0.0, 0.0, 0.0), 0)
+    assert r["rules"]["global_light"] == "the map's last Light row at (0,0,0) (the client's DNLoadMapLights)"
+    assert r["rules"]["rounding"] == ("client bytes: a band's channel lrint (nearest-even) per hour, every blend "
+                                      "round_even(v - 0.5) in float32 (SkyLerp), so an unchanged odd channel loses 1 "
+                                      "per blend")
+    assert r["rules"]["model_colors"] == ("models and WMOs (DNUpdateColors): ambient half-way to the diffuse +16 "
+                                          "(at most 255), diffuse half-way to the ambient")
+    assert t.map_light(7, exact=True).result((0.0, 0.0, 0.0), 0)["rules"]["rounding"] == \
+        "exact: floats throughout (for comparison; not what the client draws)"
+    t.lights = t.lights.copy()
+    t.lights["ContinentID"][0] = 0
+    r = t.map_light(123).result((0.0, 0.0, 0.0), 0)
+    assert r["rules"]["global_light"] == ("Light 1 stands in (the map has no Light row at (0,0,0)) "
+                                          "(the client's DNLoadMapLights)")
+    assert r["notes"] == ["map 123 has no global light: Light 1 stands in (map 0's), as in the client"]
+    t.lights["ID"][0] = 50
+    with pytest.raises(LightUnavailable) as exc:
+        t.map_light(123)
+    assert str(exc.value) == ("Light.dbc has no global light for map 123 and no Light 1 to stand in "
+                              "(the client's rule)")
+
+
+def _global_light_tables(diffuse_keys=True, ambient_keys=True, sky_keys=True, params_ids=(5, 6, 7, 8)):
+    """A global light (Light 4) whose clear set 5 has one key at 06:00 in every band but where
+    told otherwise: a band without keys has Num 0."""
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    keyed = [diffuse_keys, ambient_keys] + [sky_keys] * (BANDS_PER_SET - 2)
+    for b in range(BANDS_PER_SET):
+        ints[b]["ID"], ints[b]["Num"] = 5 * BANDS_PER_SET - 17 + b, int(keyed[b])
+        ints[b]["Time"][0], ints[b]["Data"][0] = 720, 0x102030
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    for b in range(FLOATS_PER_SET):
+        fls[b]["ID"], fls[b]["Num"] = 5 * FLOATS_PER_SET - 5 + b, 1
+        fls[b]["Time"][0], fls[b]["Data"][0] = 720, 0.5
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 4, 7
+    L[0]["LightParamsID"][:len(params_ids)] = params_ids
+    return {"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)}
+
+
+def test_a_global_light_lit_black_is_warned_word_for_word():
+    black = ("the map's global light (Light 4, LightParams 5) has no keys for its diffuse and ambient colours in "
+             "LightIntBand.dbc: they read as 0 and the ground is lit black (are Light, LightParams and LightIntBand "
+             "from one build?)")
+    assert LightTables.from_bytes(_global_light_tables()).map_light(7).warnings == []
+    # the diffuse alone keyed, or the ambient alone: the ground is lit
+    assert LightTables.from_bytes(_global_light_tables(ambient_keys=False)).map_light(7).warnings == []
+    assert LightTables.from_bytes(_global_light_tables(diffuse_keys=False)).map_light(7).warnings == []
+    # neither (the sky keyed): lit black, and the empty bands said
+    m = LightTables.from_bytes(_global_light_tables(diffuse_keys=False, ambient_keys=False)).map_light(7)
+    assert m.warnings == [black + "; 2 band(s) without keys (or rows) read as 0"]
+    assert m.notes == ["2 band(s) without keys (or rows) read as 0"]
+    # the set's rows are not in the band tables at all (another build's): every band is empty
+    raw = _global_light_tables(params_ids=(9, 6, 7, 8))
+    m = LightTables.from_bytes(raw).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 9") + "; 24 band(s) without keys (or rows) "
+                          "read as 0"]
+    m.evaluate(np.zeros(3), 720)
+    assert not m.colors.any() and m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # empty band tables: the same
+    empty = dict(raw, LightIntBand=write_dbc(np.zeros(0, schema_for("LightIntBand", "3.3.5").dtype)),
+                 LightFloatBand=write_dbc(np.zeros(0, schema_for("LightFloatBand", "3.3.5").dtype)))
+    m = LightTables.from_bytes(empty).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 9") + "; 24 band(s) without keys (or rows) "
+                          "read as 0"]
+    m.evaluate(np.zeros(3), 720)
+    assert not m.colors.any() and m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # no parameter set at all: the record reads 0, said in the notes
+    m = LightTables.from_bytes(_global_light_tables(params_ids=(0, 0, 0, 0))).map_light(7)
+    assert m.warnings == [black.replace("LightParams 5", "LightParams 0")]
+    assert m.notes == ["1 light(s) with no parameter set (Light 4): their record reads 0, as in the client"]
+
+
+@pytest.mark.parametrize("missing", [8, 9])
+def test_lights_without_a_parameter_set_are_named_in_the_notes_eight_at_most(missing):
+    lights = [((0.0, 0.0, 0.0), 0, 0, 1)] + [((10.0 * k, 0.0, 0.0), 1.0, 5.0, (0 if k <= missing else 1, 0))
+                                             for k in range(1, missing + 3)]
+    t = one_light_tables([0], [(1, 2, 3)], lights=lights)
+    m = t.map_light(7)
+    ids = ", ".join(str(k + 1) for k in range(1, min(missing, 8) + 1))
+    assert m.notes == [f"{missing} light(s) with no parameter set (Light {ids}{'...' if missing > 8 else ''}): "
+                       "their record reads 0, as in the client"]
+    m.evaluate(np.zeros(3), 0, under_water=True)   # slot 1: only the global has a set there
+    assert m.notes[1:] == [f"{missing + 2} light(s) with no parameter set in slot 1 (Light "
+                           f"{', '.join(str(k + 1) for k in range(1, 9))}...): their record reads 0, as in the client"]
+    # a light without a set, at weight 1, blends its zeros in (no fog floor either)
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert m.blend_order == [0] and not m.colors.any() and m.floats[[0, 1, 3]].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_set_not_in_light_params_reads_as_none():
+    """With LightParams present, a light's set must be one of its rows: else it reads 0 (no fog floor)."""
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((10.0, 0.0, 0.0), 1.0, 50.0, 2)],
+                         sets={2: flat((100, 100, 100))})
+    t.params = _params(1)
+    m = t.map_light(7, exact=True)
+    assert m.notes == ["1 light(s) with no parameter set (Light 2): their record reads 0, as in the client"]
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert not m.colors.any() and m.floats[0] == 0.0
+    t.params = _params(1, 2)
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([10.0, 0.0, 0.0]), 0)
+    assert m.notes == [] and m.colors[0].tolist() == [100, 100, 100] and np.isclose(m.floats[0], 100.0)
+
+
+@pytest.mark.parametrize("build", ["1.12", "3.3.5"])
+def test_an_unset_slot_takes_the_clear_set_in_112_only(build):
+    t = one_light_tables([0], [(10, 20, 30)], build=build, lights=[((0.0, 0.0, 0.0), 0, 0, (1, 0))])
+    m = t.map_light(7)
+    r = m.result((0.0, 0.0, 0.0), 0, under_water=True)
+    if build == "1.12":
+        assert r["colors"]["diffuse"] == [10.0, 20.0, 30.0] and r["notes"] == []
+        assert r["rules"]["slot"] == ("LightParamsID[1]: clear weather, under water; a slot without a set falls "
+                                      "back to the clear one (1.12 [B])")
+    else:
+        assert r["colors"]["diffuse"] == [0.0, 0.0, 0.0]
+        assert r["notes"] == ["1 light(s) with no parameter set in slot 1 (Light 1): their record reads 0, as in "
+                              "the client"]
+        assert r["rules"]["slot"] == "LightParamsID[1]: clear weather, under water"
+    # the clear slot is the clear slot in both
+    assert m.result((0.0, 0.0, 0.0), 0)["rules"]["slot"] == "LightParamsID[0]: clear weather, above water"
+
+
+# ------------------------------------------------------------------------- the blend order, the reach
+def _lights_at(places, build="3.3.5", start=1.0, end=1000.0):
+    """Lights of sets 2, 3, ... (colour 10 * set) at ``places``, all in reach of each other."""
+    lights = [((0.0, 0.0, 0.0), 0, 0, 1)] + [(p, start, end, k + 2) for k, p in enumerate(places)]
+    sets = {k + 2: flat((10 * (k + 2),) * 3) for k in range(len(places))}
+    return one_light_tables([0], [(0, 0, 0)], build=build, lights=lights, sets=sets)
+
+
+def test_many_lights_pop_farthest_first_each_once():
+    rng = np.random.default_rng(11)
+    for n in (4, 7, 12):
+        dist = rng.permutation(np.arange(1, n + 1) * 25.0)          # distinct distances along x
+        t = _lights_at([(float(d), 0.0, 0.0) for d in dist])
+        m = t.map_light(7)
+        m.evaluate(np.zeros(3), 0)
+        assert m.blend_order == sorted(range(n), key=lambda i: -dist[i]), (n, dist)
+        assert np.isclose(m.shares.sum(), 1.0)
+
+
+def test_two_lights_as_far_the_later_row_pops_first():
+    """LightQEOrder: a pops before b when it is as far; pushed in file order, the later row pops
+    first and the earlier row lands last (at weight 1: its colour is the result)."""
+    t = _lights_at([(0.0, 0.0, 50.0), (0.0, 0.0, -50.0)])       # 50 yards above and below
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.blend_order == [1, 0] and m.colors[0].tolist() == [20, 20, 20]
+    # within a third of a yard, equal falloff starts: the same
+    t = _lights_at([(0.0, 0.0, 40.0), (0.0, 0.0, 40.25)], start=60.0)
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.blend_order == [1, 0] and m.colors[0].tolist() == [20, 20, 20]
+
+
+def test_a_light_across_the_maps_origin_is_in_reach():
+    """Reach is the distance, wherever the light and the place lie: 200 yards across (0, 0) with a
+    falloff end of 210."""
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((100.0, 0.0, 0.0), 5.0, 210.0, 2)],
+                         sets={2: flat((200, 200, 200))})
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([-100.0, 0.0, 0.0]), 0)
+    assert m.blend_order == [0] and np.isclose(m.weights[0], 1 - 195 / 205, atol=1e-5)
+    m.evaluate(np.array([-115.0, 0.0, 0.0]), 0)
+    assert m.blend_order == []
+
+
+# ------------------------------------------------------------------------------------------ liquids
+def test_under_a_liquid_nothing_else_is_lit_and_its_set_follows_the_hour():
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((5.0, 0.0, 0.0), 1.0, 50.0, 1)],
+                         sets={})
+    # set 5: 0 at 00:00, 200 at 12:00 (two keys in every band)
+    extra = one_light_tables([0, 1440], [(0, 0, 0), (200, 200, 200)])
+    ints, fls = extra.int_bands.copy(), extra.float_bands.copy()
+    ints["ID"] += 4 * BANDS_PER_SET
+    fls["ID"] += 4 * FLOATS_PER_SET
+    t.int_bands = np.concatenate([t.int_bands, ints])
+    t.float_bands = np.concatenate([t.float_bands, fls])
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0)
+    assert m.active.tolist() == [0] and m.lights_used()[1]["id"] == 2
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 1440, liquid_params=5)
+    assert m.liquid == 5 and m.colors[0].tolist() == [200, 200, 200]
+    assert not m.weights.any() and not m.shares.any() and m.active.tolist() == [] and m.lights_used() == []
+    m.evaluate(np.zeros(3), 2160, liquid_params=5)                  # 18:00: half way back to 00:00's key
+    assert m.colors[0].tolist() == [100, 100, 100]
+    m.evaluate(np.zeros(3), 1, liquid_params=5)                     # exact: 1/1440 of the way
+    assert np.isclose(m.colors[0][0], 200 / 1440, atol=1e-4)
+    r = m.result((0.0, 0.0, 0.0), 720, liquid_params=5)
+    assert r["rules"]["slot"] == ("under a liquid with a light of its own: LightParams 5 alone, no lights, no storm "
+                                  "(DNUpdateLight; LiquidType.LightID, or magma 7 / slime 6)")
+    # a set LightParams does not have: the lights as usual
+    t.params = _params(1)
+    m = t.map_light(7)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 0, liquid_params=5)
+    assert m.liquid is None and m.blend_order == [0]
+    t.params = _params(1, 5)
+    m = t.map_light(7)
+    m.evaluate(np.array([5.0, 0.0, 0.0]), 1440, liquid_params=5)
+    assert m.liquid == 5
+
+
+def test_lights_used_names_each_light_its_weight_and_share():
+    t = _three()
+    m = t.map_light(7)
+    m.evaluate(np.array([225.0, 0.0, 0.0]), 0)
+    used = m.lights_used()
+    assert [u["id"] for u in used] == [1, 3, 2] and [set(u) for u in used] == [{"id", "weight", "share"}] * 3
+    assert used[0]["weight"] == 1.0 and np.isclose(used[1]["weight"], 0.5, atol=1e-5)
+    assert np.isclose(sum(u["share"] for u in used), 1.0) and np.isclose(used[2]["share"], used[2]["weight"])
+
+
+def test_liquid_params_by_type_and_kind():
+    t = one_light_tables([0], [(0, 0, 0)])
+    assert t.liquid_lights is None
+    assert (t.liquid_params(None, 2), t.liquid_params(3, 3), t.liquid_params(1, 0)) == (7, 6, None)
+    t.liquid_lights = {1: 0, 3: 11, 19: 12}
+    assert (t.liquid_params(3, 2), t.liquid_params(19, 2), t.liquid_params(1, 0)) == (11, 12, None)
+    assert t.liquid_params(4, 3) == 6 and t.liquid_params(None, 2) == 7   # a type the table does not list: by kind
+
+
+# ------------------------------------------------------------------------------ a record's numbers
+def test_a_bands_channel_rounds_in_float32_as_the_client():
+    """Keys 75 apart (and 45) over 30 half-minutes, half a minute on: 75/30 is 2.5 exactly in float64,
+    just above in the client's float32 (1/30 rounds up), so the byte is 3; 45/30 + 1 = 2.5 rounds to the
+    even 2 in float32 (the sum is exact), where adding in float64 gives 2.50000004 and so 3."""
+    t = one_light_tables([0, 30], [(0, 1, 9), (75, 46, 9)])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 1)
+    assert m.colors[0].tolist() == [3, 2, 9]
+
+
+def test_fog_end_in_yards_is_the_clients_float32():
+    """Fog end 100 and 500 yards (3600 and 18000 in the table, times the client's float32 1/36):
+    exactly 300.0 half way in float32, where float64 would give 300.0000004 or 300.0000018."""
+    t = one_light_tables([0, 1440], [(0, 0, 0), (0, 0, 0)], floats=[[3600.0, 18000.0], [0.5, 0.5], [1.0, 1.0],
+                                                                   [0.5, 0.5], [0.0, 0.0], [0.0, 0.0]])
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 720)
+    assert m.floats[0] == 300.0
+    assert t.map_light(7).result(np.zeros(3), 1440)["floats"]["fog_end"] == 500.0
+
+
+def test_bands_without_keys_read_zero_floats_and_the_fog_scaler_clamps_both_ways():
+    t = one_light_tables([0], [(5, 5, 5)], floats=[[3600.0], [-3.0], [0.7], [0.5], [0.25], [0.75]])
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert np.allclose(m.floats, [100.0, -1.0, 0.7, 0.5, 0.25, 0.75])
+    t.float_bands = t.float_bands.copy()
+    t.float_bands["Num"][2:] = 0                      # celestial glow, cloud density, bands 4 and 5: no keys
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert m.floats.tolist()[2:] == [0.0, 0.0, 0.0, 0.0] and np.isclose(m.floats[0], 100.0)
+    t.float_bands["Num"][:] = 0                       # no fog keys either: fog end at its floor, 10 yards
+    m = t.map_light(7, exact=True)
+    m.evaluate(np.zeros(3), 0)
+    assert m.floats.tolist() == [10.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_a_key_count_past_16_reads_the_16_keys_a_row_holds():
+    t = one_light_tables([0, 1440], [(0, 0, 0), (200, 100, 50)])
+    want = t.map_light(7, exact=True)
+    want.evaluate(np.zeros(3), 720)
+    t.int_bands = t.int_bands.copy()
+    t.int_bands["Num"] = 16
+    sixteen = t.map_light(7, exact=True)
+    sixteen.evaluate(np.zeros(3), 720)
+    t.int_bands["Num"] = 40
+    over = t.map_light(7, exact=True)
+    over.evaluate(np.zeros(3), 720)
+    assert over.colors.tolist() == sixteen.colors.tolist()
+    assert want.colors[0].tolist() == [100, 50, 25]
+
+
+# ---------------------------------------------------------------------------------- the tables
+def test_damaged_optional_tables_are_left_out_with_a_warning_each():
+    raw = sample_raw()
+    for name in ("LightParams", "LightSkybox"):
+        bad = dict(raw, **{name: raw[name][:30]})
+        t = LightTables.from_bytes(bad)
+        assert len(t.warnings) == 1 and t.warnings[0].startswith(f"{name}.dbc ignored: ")
+        assert (t.params is None) is (name == "LightParams") and (t.skyboxes == {}) is (name == "LightSkybox")
+        assert len(t.int_bands) == len(LightTables.from_bytes(raw).int_bands)
+    # an optional table of no build's layout: left out, said, the others read
+    for name in ("LightParams", "LightSkybox"):
+        t = LightTables.from_bytes(dict(raw, **{name: raw["Light"]}))
+        assert t.warnings == [f"{name}.dbc ignored: 15 fields × 60 B matches no layout of 1.10, 1.12, 2.4.3, 3.3.5"]
+        assert (t.params is None) is (name == "LightParams") and (t.skyboxes == {}) is (name == "LightSkybox")
+        assert len(t.float_bands) == len(LightTables.from_bytes(raw).float_bands)
+    # a required table short: unavailable, naming it
+    with pytest.raises(LightUnavailable, match=r"Light\.dbc"):
+        LightTables.from_bytes(dict(raw, Light=raw["Light"][:30]))
+    with pytest.raises(LightUnavailable, match=r"^LightFloatBand\.dbc at 0x14: 12 records"):
+        LightTables.from_bytes(dict(raw, LightFloatBand=raw["LightFloatBand"][:20] + bytes(200)))
+    with pytest.raises(LightUnavailable, match=r"^LightFloatBand\.dbc: 15 fields .* matches no layout"):
+        LightTables.from_bytes(dict(raw, LightFloatBand=raw["Light"]))
+    with pytest.raises(LightUnavailable) as exc:
+        LightTables.from_bytes({"Light": raw["Light"]})
+    assert str(exc.value) == "no LightIntBand.dbc, LightFloatBand.dbc"
+
+
+def test_the_liquids_lights_come_from_a_335_liquid_type_table():
+    lt = np.zeros(3, schema_for("LiquidType", "3.3.5").dtype)
+    lt["ID"], lt["LightID"] = [1, 3, 19], [0, 7, 12]
+    t = LightTables.from_bytes(dict(sample_raw(), LiquidType=write_dbc(lt)))
+    assert t.liquid_lights == {1: 0, 3: 7, 19: 12} and t.warnings == []
+    assert t.liquid_params(19, 2) == 12 and t.liquid_params(1, 0) is None
+    # 1.12's LiquidType has no LightID: none (the fixed sets by kind)
+    t = LightTables.from_bytes(dict(sample_raw("1.12"), LiquidType=T.liquid_type("1.12")), build="1.12")
+    assert t.liquid_lights is None and t.liquid_params(3, 2) == 7
+    # a damaged one: ignored, said
+    t = LightTables.from_bytes(dict(sample_raw(), LiquidType=b"WDBC" + bytes(8)))
+    assert t.liquid_lights is None and len(t.warnings) == 1
+    assert t.warnings == ["LiquidType.dbc ignored for the liquids' light: LiquidType.dbc at 0x0: WDBC header: needs "
+                          "20 bytes at offset 0, file has 12"]
+
+
+def test_tables_from_a_folder_its_dbfilesclient_or_a_source_and_its_build(tmp_path):
+    from types import SimpleNamespace
+
+    folder = write_folder(tmp_path / "loose" / "DBFilesClient")
+    t = LightTables.from_data(tmp_path / "loose")                # the folder above DBFilesClient
+    assert t.build == "3.3.5" and len(t.lights) == 2
+    assert LightTables.from_data(folder).build == "3.3.5"
+    with pytest.raises(LightUnavailable) as exc:
+        LightTables.from_data(None)
+    assert str(exc.value) == "no data source for the light tables"
+    # a source that says its build: tables of another layout are refused
+    raw112 = {f"DBFilesClient\\{k}.dbc": v for k, v in sample_raw("1.12").items()}
+    src = SimpleNamespace(build="3.3.5", exists=lambda p: p in raw112, read=lambda p: raw112[p])
+    with pytest.raises(LightUnavailable, match="the data is 3.3.5"):
+        LightTables.from_data(src)
+    src.build = "1.12"
+    assert LightTables.from_data(src).build == "1.12"
+    # a source without the paths but with a root of bare tables
+    bare = SimpleNamespace(root=tmp_path / "loose" / "DBFilesClient", exists=lambda p: False, read=None)
+    assert LightTables.from_data(bare).build == "3.3.5"
+
+
+def test_load_light_tables_warns_what_it_leaves_out(tmp_path):
+    said = []
+    folder = write_folder(tmp_path / "t", mangle={"LightSkybox": lambda b: b[:30]})
+    assert load_light_tables(folder=folder, warn=said.append) is not None
+    assert len(said) == 1 and said[0].startswith("LightSkybox.dbc ignored: ")
+    said.clear()
+    assert load_light_tables(folder=write_folder(tmp_path / "u", drop=("Light",)), warn=said.append) is None
+    assert said == ["light tables unusable (no Light.dbc); keeping the fixed sun"]
+    assert load_light_tables(folder=folder) is not None                  # no warn: quiet
+
+
+# ------------------------------------------------------------------------------ names and hours
+def test_resolve_map_by_id_or_name_and_its_errors(tmp_path):
+    from wowgrass.errors import UsageError
+    from wowgrass.game.light import resolve_map
+
+    folder = write_folder(tmp_path / "t")
+    assert resolve_map(folder, str(T.MAP_ID)) == (T.MAP_ID, "WowgrassSample")
+    assert resolve_map(folder, " wowgrasssample ") == (T.MAP_ID, "WowgrassSample")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "-3")
+    assert str(exc.value).startswith("--map -3: no map with that ID in Map.dbc (IDs ")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "Sample")
+    assert str(exc.value) == "--map Sample: not in Map.dbc (did you mean WowgrassSample?)"
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "Outland")
+    assert str(exc.value) == "--map Outland: not in Map.dbc"
+    bare = write_folder(tmp_path / "no_map", drop=("Map",))
+    (bare / "Map.dbc").unlink(missing_ok=True)
+    assert resolve_map(bare, "530") == (530, "530")
+    with pytest.raises(UsageError) as exc:
+        resolve_map(bare, "Outland")
+    assert str(exc.value) == "--map Outland: no Map.dbc to look the name up in (give the map's numeric ID)"
+
+
+def test_clock_seconds_and_clock_text():
+    from wowgrass.errors import UsageError
+    from wowgrass.game.light import clock_text
+
+    assert [parse_clock(c) for c in ("12:00:00", "12:00:15", "12:00:29", "12:00:30", "12:00:59")] == \
+        [1440, 1440, 1440, 1441, 1441]
+    for bad in ("12:00:60", "12:00:00:00", "12"):
+        with pytest.raises(UsageError):
+            parse_clock(bad)
+    assert [clock_text(h) for h in (0, 1441, 1470, 2879, 2880 + 61)] == ["00:00", "12:00", "12:15", "23:59", "00:30"]
+
+
+def test_the_clients_light_direction_in_the_evening():
+    six, evening = client_sun_direction(720), client_sun_direction(2160)
+    assert np.allclose(evening, six)                                  # 18:00 as 06:00: phi 1.9198623
+    late = client_sun_direction(2520)                                 # 21:00: half way to midnight's phi
+    phi = (1.9198623 + 2.2165682) / 2
+    assert np.isclose(late[2], -np.cos(phi), atol=1e-9) and np.isclose(np.linalg.norm(late), 1.0)
+
+
+def test_model_colours_exact_are_plain_halves():
+    amb, dif = model_colors((100, 50, 250), (201, 51, 0), exact=True)
+    assert amb == (166.5, 66.5, 141.0) and dif == (150.5, 50.5, 125.0)
+
+
+def test_light_world_positions_are_float64_whatever_the_tables_float32():
+    c = np.array([[612096.0, 36.0 * 5, 998400.5]], np.float32)
+    assert np.allclose(light_world_positions(c), light_world_positions(c.astype(np.float64)), rtol=0, atol=1e-9)
+
+
+def test_scene_light_under_water_under_a_liquid_and_a_fog_start_not_below_0():
+    t = one_light_tables([0], [(10, 20, 30)], lights=[((0.0, 0.0, 0.0), 0, 0, (1, 2, 1, 2))],
+                         floats=[[3600.0], [-0.5], [0.0], [0.0], [0.0], [0.0]],
+                         sets={2: flat((0, 0, 200)), 5: flat((1, 2, 3))})
+    m = t.map_light(7)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0).sun_color == (10 / 255, 20 / 255, 30 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0, under_water=True).sun_color == (0.0, 0.0, 200 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0, liquid_params=5).sun_color == (1 / 255, 2 / 255, 3 / 255)
+    assert scene_light(m, (0.0, 0.0, 0.0), 0).fog == (0.0, 100.0)
+
+
+def test_resolve_map_suggests_five_maps_at_most(tmp_path):
+    from wowgrass.errors import UsageError
+    from wowgrass.formats.dbc import DbcStringBlock
+    from wowgrass.game.light import resolve_map
+
+    rows = np.zeros(7, schema_for("Map", "3.3.5").dtype)
+    sb = DbcStringBlock()
+    for i in range(7):
+        rows[i]["ID"], rows[i]["Directory"] = 600 + i, sb.add(f"Expansion{i}Zone")
+    folder = write_folder(tmp_path / "t")
+    (folder / "Map.dbc").write_bytes(write_dbc(rows, bytes(sb)))
+    with pytest.raises(UsageError) as exc:
+        resolve_map(folder, "zone")
+    assert str(exc.value) == ("--map zone: not in Map.dbc (did you mean Expansion0Zone, Expansion1Zone, "
+                              "Expansion2Zone, Expansion3Zone, Expansion4Zone?)")
+    assert resolve_map(folder, "EXPANSION6ZONE") == (606, "Expansion6Zone")
+
+
+def test_a_folder_s_liquid_type_gives_the_liquids_lights(tmp_path):
+    lt = np.zeros(2, schema_for("LiquidType", "3.3.5").dtype)
+    lt["ID"], lt["LightID"] = [3, 4], [7, 6]
+    folder = write_folder(tmp_path / "t")
+    (folder / "LiquidType.dbc").write_bytes(write_dbc(lt))
+    assert LightTables.from_data(folder).liquid_lights == {3: 7, 4: 6}
+
+
+def test_112_under_water_takes_its_own_set_where_the_slot_has_one():
+    # clear set 2, under-water set 1 (a set number that is not past 1 is still a set)
+    t = one_light_tables([0], [(10, 20, 30)], build="1.12", lights=[((0.0, 0.0, 0.0), 0, 0, (2, 1))],
+                         sets={2: flat((200, 100, 0))})
+    m = t.map_light(7)
+    m.evaluate(np.zeros(3), 0)
+    assert m.colors[0].tolist() == [200, 100, 0]
+    m.evaluate(np.zeros(3), 0, under_water=True)
+    assert m.colors[0].tolist() == [10, 20, 30]
+
+
+def test_112_a_light_whose_falloff_start_is_its_end_weighs_1_out_to_its_end():
+    x, end = 100.0, 60.0
+    t = one_light_tables([0], [(0, 0, 0)], build="1.12", sets={2: flat((90, 90, 90))},
+                         lights=[((0.0, 0.0, 0.0), 0, 0, 1), ((x, 0.0, 0.0), end, end, 2)])
+    m = t.map_light(7)
+    f32 = np.float32
+    gc = np.array([(CORNER - 0.0) * UNITS, 0.0, (CORNER - x) * UNITS], f32) / f32(UNITS)
+    px, py = f32(CORNER) - gc[2], f32(CORNER) - gc[0]
+    m.evaluate(np.array([px, py, f32(end * UNITS) / f32(UNITS)], np.float64), 0)
+    assert m.blend_order == [0] and m.weights[0] == 1.0 and m.colors[0].tolist() == [90, 90, 90]
+
+
+def test_result_model_colours_take_the_ambient_and_the_diffuse_bands_exact_or_bytes():
+    colours = [(10 + 12 * b, 251 - 11 * b, 7 * b + 3) for b in range(BANDS_PER_SET)]
+    ints = np.zeros(BANDS_PER_SET, schema_for("LightIntBand", "3.3.5").dtype)
+    for b, (r, g, bl) in enumerate(colours):
+        ints[b]["ID"], ints[b]["Num"] = 1 * BANDS_PER_SET - 17 + b, 1
+        ints[b]["Data"][0] = (r << 16) | (g << 8) | bl
+    fls = np.zeros(FLOATS_PER_SET, schema_for("LightFloatBand", "3.3.5").dtype)
+    L = np.zeros(1, schema_for("Light", "3.3.5").dtype)
+    L[0]["ID"], L[0]["ContinentID"] = 1, 7
+    L[0]["LightParamsID"] = np.ones(L.dtype["LightParamsID"].shape, np.int32)
+    t = LightTables.from_bytes({"Light": write_dbc(L), "LightIntBand": write_dbc(ints), "LightFloatBand": write_dbc(fls)})
+    for exact in (False, True):
+        r = t.map_light(7, exact=exact).result((0.0, 0.0, 0.0), 0)
+        amb, dif = model_colors(colours[1], colours[0], exact=exact)
+        assert r["model_colors"] == {"ambient": list(amb), "diffuse": list(dif)}
+    assert r["model_colors"]["diffuse"] == [16.0, 245.5, 6.5]   # exact: halves kept (10 + 12/2, 251 - 11/2, 3 + 7/2)
+
+
+def test_the_storm_set_at_an_hour_between_its_keys_exact_or_bytes():
+    t = one_light_tables([0], [(0, 0, 0)], lights=[((0.0, 0.0, 0.0), 0, 0, (1, 1, 2, 2))])
+    extra = one_light_tables([0, 1440], [(0, 0, 0), (1, 1, 1)])     # set 2: 0 at 00:00, 1 at 12:00
+    ints, fls = extra.int_bands.copy(), extra.float_bands.copy()
+    ints["ID"] += BANDS_PER_SET
+    fls["ID"] += FLOATS_PER_SET
+    t.int_bands, t.float_bands = np.concatenate([t.int_bands, ints]), np.concatenate([t.float_bands, fls])
+    m = t.map_light(7, exact=True, storm=1.0)
+    m.evaluate(np.zeros(3), 360)                                    # 03:00: a quarter of the way
+    assert np.allclose(m.colors[0], [0.25, 0.25, 0.25])
+    m = t.map_light(7, storm=1.0)
+    m.evaluate(np.zeros(3), 360)
+    assert m.colors[0].tolist() == [0, 0, 0]

@@ -545,3 +545,14 @@ def test_constant_overrides():
         with pytest.raises(UsageError, match=f"{name}=.* is outside"):
             PlacementConstants().with_overrides([bad])
     assert PlacementConstants().with_overrides(["coverage_min=255", "road_coverage_min=256"]).coverage_min == 255
+
+
+def test_client_placement_refuses_an_absurd_density_saying_how_many():
+    """4,096 picks a tile (16 a chunk) of 40,000 doodads each: past the 2**27 the bake stops at."""
+    from wowgrass.errors import UsageError
+
+    cat = make_catalog([(1, 40000, [0, 1, 2, 3])])
+    with pytest.raises(UsageError) as exc:
+        ClientPlacement().place(make_tile(effects=(1,)), cat, map_name="c")
+    assert str(exc.value) == ("client placement: this tile asks for 163840000 doodads (GroundEffectTexture Density "
+                              "up to 40000); wowgrass stops at 134217728")
