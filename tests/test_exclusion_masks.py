@@ -169,10 +169,13 @@ def _picture_of_mode(mode):
     grey = Image.fromarray(np.array([[0, 255, 200]], np.uint8))
     if mode in ("P", "PA"):
         return grey.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE).convert(mode)
+    if mode == "La":
+        return grey.convert("LA").convert(mode)
     return grey.convert("RGB").convert(mode)
 
 
-@pytest.mark.parametrize("mode", ["L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "RGBa"])
+@pytest.mark.parametrize("mode", ["L", "LA", "La", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV",
+                                  "RGBa"])
 def test_mask_pictures_of_every_8_bit_mode_read_as_their_grey(mode):
     """A mask painted in any 8-bit mode Pillow hands over reads as its grey, 0..255 (LAB's round
     trip through RGB is a level off at black and white)."""
@@ -314,3 +317,18 @@ def test_a_mask_picture_of_a_mode_it_cannot_read_says_how_to_save_it():
         picture_grey(SimpleNamespace(mode="BGR;24"))
     assert str(exc.value) == ("a mask picture of mode 'BGR;24' cannot be read: save it as 8-bit or 16-bit grey "
                               "(or RGB, a 32-bit integer or a float picture)")
+
+
+@pytest.mark.parametrize("mode", ["La", "RGBa"])
+def test_a_premultiplied_mask_picture_reads_as_its_unpremultiplied_grey(mode):
+    """A TIFF with premultiplied alpha opens as La (or RGBa): its grey is the painted one, not the
+    grey times the alpha (and not Pillow's "conversion from La to L not supported")."""
+    from PIL import Image
+
+    from wowgrass.edit.masks import picture_grey
+
+    plain = "LA" if mode == "La" else "RGBA"
+    colour = (200, 128) if mode == "La" else (200, 200, 200, 128)
+    im = Image.new(plain, (3, 1), colour).convert(mode)
+    assert np.asarray(im)[0, 0, 0] < 110   # stored premultiplied
+    assert np.abs(picture_grey(im) - 200.0).max() <= 1.0

@@ -65,6 +65,8 @@ def picture_grey(im) -> np.ndarray:
             raise UsageError(f"a mask picture of mode {mode} holds NaN or infinite values")
         return (np.clip(grey, 0.0, MODE_WHITE[mode]) * (255.0 / MODE_WHITE[mode])).astype(np.float32)
     if mode in ("L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "La", "RGBa"):
+        if mode in ("La", "RGBa"):   # premultiplied alpha: Pillow converts these only to their plain form
+            im = im.convert(mode.upper())
         rgb = np.asarray(im.convert("RGB"), np.float32)
         return rgb.mean(axis=-1) if mode not in ("L", "LA", "La") else rgb[..., 0]
     raise UsageError(f"a mask picture of mode {mode!r} cannot be read: save it as 8-bit or 16-bit grey "
