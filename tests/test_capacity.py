@@ -426,3 +426,45 @@ def test_chunks_far_apart_that_share_textures_keep_their_own_batches(chunks):
         got = draw_capacity(chunk, model, geometry, 16, True)
         assert got.tolist() == port_reference(chunk, model, geometry, 16, True).tolist()
         assert got[:textures].all() and got[textures:textures + 7].all() and not got[textures + 7:].any()
+
+
+def test_uniform_chunks_are_exactly_those_whose_textures_each_have_one_size():
+    """Which chunks the closed form settles: those where every placement of a texture adds the same
+    vertex and index counts (checked against that definition on random tiles, and its shape)."""
+    from wowgrass.grass.capacity import _uniform_chunks
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n, textures = int(rng.integers(1, 400)), int(rng.integers(1, 12))
+        ch = np.sort(rng.choice(rng.choice(256, int(rng.integers(1, 30)), replace=False), n)).astype(np.int64)
+        tex = rng.integers(0, textures, n)
+        # sizes per texture, with a few placements given another count (then that chunk is not uniform)
+        vtx, idx = (tex * 7 + 3).astype(np.int64), (tex * 5 + 1).astype(np.int64)
+        odd = rng.random(n) < 0.01 * (trial % 4)
+        (vtx if trial % 2 else idx)[odd] += 1
+        want = np.ones(256, bool)
+        for c in np.unique(ch):
+            for t in np.unique(tex[ch == c]):
+                at = (ch == c) & (tex == t)
+                if len(set(zip(vtx[at].tolist(), idx[at].tolist()))) > 1:
+                    want[c] = False
+        got = _uniform_chunks(ch, tex, vtx, idx)
+        assert got.shape == (256,) and got.dtype == bool
+        assert (got == want).all(), trial
+
+
+def test_chunk_texture_keys_are_one_per_pair_in_chunk_then_texture_order_in_the_narrowest_type():
+    from wowgrass.grass.capacity import _chunk_texture_key
+
+    ch = np.repeat(np.arange(256), 4).astype(np.int64)
+    for textures in (1, 3, 4, 255):
+        tex = np.tile(np.array([0, 1, textures - 1, textures // 2]), 256) % textures
+        key = _chunk_texture_key(ch, tex)
+        pairs = sorted(set(zip(ch.tolist(), tex.tolist())))
+        # one key per (chunk, texture), and their order is the pairs' order
+        by_pair = {p: k for p, k in zip(zip(ch.tolist(), tex.tolist()), key.tolist())}
+        assert len(set(by_pair.values())) == len(pairs)
+        assert [by_pair[p] for p in pairs] == sorted(by_pair.values())
+        assert key.dtype == np.min_scalar_type(int(key.max())) and key.dtype.kind == "u"
+    assert _chunk_texture_key(np.array([0, 1, 2]), np.array([0, 0, 0])).dtype == np.uint8
+    assert _chunk_texture_key(np.array([255]), np.array([255])).dtype == np.uint16

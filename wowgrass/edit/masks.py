@@ -57,18 +57,17 @@ def picture_grey(im) -> np.ndarray:
     if mode == "1":
         return np.asarray(im.convert("L"), np.float32)
     if mode in MODE_WHITE:
-        raw = np.asarray(im, dtype=np.float64 if mode in ("I", "F") else None)
-        if raw.ndim != 2:
+        grey = np.asarray(im)    # clipped against float bounds below: float64 (float32 for F, exact here)
+        if grey.ndim != 2:
             raise UsageError(f"a mask picture of mode {mode} must have one channel")
-        grey = raw.astype(np.float64)
         if not np.isfinite(grey).all():
             raise UsageError(f"a mask picture of mode {mode} holds NaN or infinite values")
         return (np.clip(grey, 0.0, MODE_WHITE[mode]) * (255.0 / MODE_WHITE[mode])).astype(np.float32)
     if mode in ("L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "La", "RGBa"):
         if mode in ("La", "RGBa"):   # premultiplied alpha: Pillow converts these only to their plain form
             im = im.convert(mode.upper())
-        rgb = np.asarray(im.convert("RGB"), np.float32)
-        return rgb.mean(axis=-1) if mode not in ("L", "LA", "La") else rgb[..., 0]
+        # a grey picture's three channels are equal: their mean is its grey, exactly
+        return np.asarray(im.convert("RGB"), np.float32).mean(axis=-1)
     raise UsageError(f"a mask picture of mode {mode!r} cannot be read: save it as 8-bit or 16-bit grey "
                      "(or RGB, a 32-bit integer or a float picture)")
 
@@ -95,13 +94,11 @@ def mask_from_array(grey: np.ndarray, tiles, *, name: str = "mask") -> dict:
     c0, r0, nc, nr = selection_box(tiles)
     h, w = grey.shape
     want_h, want_w = nr * CELLS, nc * CELLS
-    k = w // want_w if want_w else 0
+    k = w // want_w
     if k < 1 or w != k * want_w or h != k * want_h:
         raise UsageError(f"{name}: {w}x{h} pixels; the {len(tiles)} tile(s) selected ({nc} x {nr} tiles from "
                          f"{c0},{r0}) need {want_w}x{want_h} (one pixel a cell) or a whole multiple of it")
-    if k > 1:
-        grey = grey.reshape(want_h, k, want_w, k).mean(axis=(1, 3))
-    sel = grey >= 128
+    sel = grey.reshape(want_h, k, want_w, k).mean(axis=(1, 3)) >= 128   # k x k pixels a cell
     return {(c, r): sel[(r - r0) * CELLS:(r - r0 + 1) * CELLS, (c - c0) * CELLS:(c - c0 + 1) * CELLS]
             for c, r in tiles}
 
@@ -111,7 +108,7 @@ def mask_from_array(grey: np.ndarray, tiles, *, name: str = "mask") -> dict:
 def cell_slopes(tile: AdtTile) -> np.ndarray:
     """(256, 8, 8) float degrees: the slope of each cell, from the mean of the unit normals of its
     four fan triangles (centre vertex and two corners each, as the client draws it)."""
-    h = tile.heights.astype(np.float64)
+    h = np.asarray(tile.heights, dtype=np.float64)   # a float32 height difference would round
     r = np.arange(8)[:, None]
     c = np.arange(8)[None, :]
     tl = r * 17 + c
@@ -123,17 +120,14 @@ def cell_slopes(tile: AdtTile) -> np.ndarray:
         ha, xa, ya = corners[a]
         hb, xb, yb = corners[b]
         # local axes: x east, y south (cells), z up (yards); vectors from the centre (0.5, 0.5);
-        # the cross product and its length by components (x and y of u, v are constants)
+        # the cross product by components: x and y of u, v are constants, so nz is one too, +U²/2
+        # for this winding (every normal points up, whatever the heights)
         ux, uy, uz = (xa - 0.5) * UNIT_SIZE, (ya - 0.5) * UNIT_SIZE, ha - hc
         vx, vy, vz = (xb - 0.5) * UNIT_SIZE, (yb - 0.5) * UNIT_SIZE, hb - hc
         nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
-        up = np.sign(nz) + (nz == 0) if np.ndim(nz) else (1.0 if nz >= 0 else -1.0)
-        length = np.sqrt(nx * nx + ny * ny + nz * nz) * up          # upward
-        tx = tx + nx / length
-        ty = ty + ny / length
-        tz = tz + nz / length
-    nz = tz / np.sqrt(tx * tx + ty * ty + tz * tz)
-    return np.degrees(np.arccos(np.clip(nz, -1.0, 1.0)))
+        length = np.sqrt(nx * nx + ny * ny + nz * nz)
+        tx, ty, tz = tx + nx / length, ty + ny / length, tz + nz / length
+    return np.degrees(np.arctan2(np.hypot(tx, ty), tz))   # well conditioned near flat, unlike arccos
 
 
 def slope_mask(tile: AdtTile, degrees: float) -> np.ndarray:
@@ -174,7 +168,7 @@ def near_objects_mask(tile: AdtTile, yards: float, objects=None) -> np.ndarray:
     a WMO's bounding box; ``objects`` from :func:`map_objects` (default: this tile's own)."""
     pts, boxes = map_objects([tile]) if objects is None else objects
     yards = float(yards)
-    centre = tile.cell_centres().reshape(-1, 2)
+    centre = tile.cell_centres().reshape(256 * 64, 2)
     lo, hi = centre.min(axis=0) - yards, centre.max(axis=0) + yards
     out = np.zeros(len(centre), bool)
     if len(pts):

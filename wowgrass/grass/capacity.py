@@ -32,6 +32,8 @@ BATCHES_335 = 4
 BUDGET_MAX_335 = 4096
 #: 1.12: the instance count's cap (0x2000)
 INSTANCES_MAX_112 = 8192
+CHUNKS_PER_TILE = 256
+NO_TEXTURE = -1  # an open batch slot's texture
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def model_geometry(model, path: str) -> ModelGeometry:
     view = getattr(model, "view", None)
     own = f"<model {path.lower()}>"
     if view is None or not len(view.batches) or not len(view.submeshes):
-        return ModelGeometry(own, 0, 0, True)
+        return ModelGeometry(own)   # no vertices or indices: it never fills a batch
     starts = [model.submesh_range(int(b["submesh"]))[0] for b in view.batches]
     batch = view.batches[int(np.argmin(starts))]
     sub = view.submeshes[int(batch["submesh"])]
@@ -67,7 +69,7 @@ def model_geometry(model, path: str) -> ModelGeometry:
     name = tex.filename.replace("/", "\\").lower() if tex is not None and tex.filename else None
     if name is None:
         name = f"<model {path.lower()}: texture type {tex.type if tex is not None else -1}>"
-    return ModelGeometry(name, int(sub["vertex_count"]), int(sub["index_count"]), True)
+    return ModelGeometry(name, int(sub["vertex_count"]), int(sub["index_count"]))
 
 
 def budget_335(picks: int) -> int:
@@ -79,17 +81,17 @@ def _ranks(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The order that groups placements by chunk (stable: scatter order within), and each
     placement's rank inside its chunk, in that order."""
     order = np.argsort(chunk, kind="stable")
-    sc = chunk[order].astype(np.int64)
-    first = np.concatenate(([0], np.cumsum(np.bincount(sc, minlength=256))))
-    return order, np.arange(sc.size, dtype=np.int64) - first[sc]
+    sc = chunk[order]
+    first = np.concatenate(([0], np.cumsum(np.bincount(sc))))
+    return order, np.arange(sc.size) - first[sc]
 
 
 def draw_capacity(chunk, model, geometry, picks: int, wotlk: bool) -> np.ndarray:
     """(n,) bool: the placements (``chunk`` and ``model`` per placement, in scatter order) the
     client draws. ``geometry[m]`` is the :class:`ModelGeometry` of model index ``m`` (3.3.5 only);
     ``picks`` the cell picks the scatter took (the CVar)."""
-    chunk = np.asarray(chunk).reshape(-1)
-    model = np.asarray(model, dtype=np.int64).reshape(-1)
+    chunk = np.asarray(chunk).ravel()
+    model = np.asarray(model).ravel()
     n = chunk.size
     keep = np.zeros(n, dtype=bool)
     if n == 0:
@@ -98,7 +100,7 @@ def draw_capacity(chunk, model, geometry, picks: int, wotlk: bool) -> np.ndarray
     if not wotlk:
         keep[order] = rank < min(int(picks) << 6, INSTANCES_MAX_112)
         return keep
-    # per model: a texture number and the counts it adds to a batch
+    # per model index: its texture's key (first come, first numbered) and its counts
     used = np.flatnonzero(np.bincount(model))
     keys: dict[str, int] = {}
     tex_of = np.zeros(int(used.max()) + 1, np.int64)
@@ -112,33 +114,31 @@ def draw_capacity(chunk, model, geometry, picks: int, wotlk: bool) -> np.ndarray
     tex, vtx, idx = tex_of[m_sorted], vtx_of[m_sorted], idx_of[m_sorted]
     ch = chunk[order].astype(np.int64)
     budget = budget_335(picks)
-    got = np.zeros(n, dtype=bool)
     fast = _uniform_chunks(ch, tex, vtx, idx)[ch]
     if fast.any():
-        got[fast] = _fill_uniform(ch[fast], tex[fast], np.maximum(vtx, idx)[fast], budget)
+        keep[order[fast]] = _fill_uniform(ch[fast], tex[fast], np.maximum(vtx, idx)[fast], budget)
     if not fast.all():
         slow = ~fast
-        got[slow] = _fill_batches(ch[slow], _ranks(ch[slow])[1], tex[slow], vtx[slow], idx[slow], budget)
-    keep[order] = got
+        _fill_batches(ch[slow], _ranks(ch[slow])[1], tex[slow], vtx[slow], idx[slow], budget, keep, order[slow])
     return keep
 
 
-def _small(key: np.ndarray) -> np.ndarray:
-    """Sort keys in the narrowest unsigned type: a stable argsort of 16-bit keys is a radix sort."""
-    return key.astype(np.min_scalar_type(int(key.max(initial=0))))
+def _chunk_texture_key(ch: np.ndarray, tex: np.ndarray) -> np.ndarray:
+    """One sort key per (chunk, texture), ordered by chunk then texture, in the narrowest unsigned
+    type (a stable argsort of 16-bit keys is a radix sort)."""
+    key = ch * (int(tex.max()) + 1) + tex
+    return key.astype(np.min_scalar_type(int(key.max())))
 
 
 def _uniform_chunks(ch, tex, vtx, idx) -> np.ndarray:
     """(256,) bool: chunks where all placements of a texture add the same vertex and index counts
     (the usual case: a texture per model), which :func:`_fill_uniform` settles without stepping."""
-    key = _small(ch * (int(tex.max()) + 1) + tex)
-    by_key = np.argsort(key, kind="stable")
+    key = _chunk_texture_key(ch, tex)
+    by_key = np.argsort(key)  # any order within a key: all its placements are compared with a neighbour
     sk = key[by_key]
     same_key = sk[1:] == sk[:-1]
     differs = same_key & ((vtx[by_key][1:] != vtx[by_key][:-1]) | (idx[by_key][1:] != idx[by_key][:-1]))
-    out = np.ones(256, dtype=bool)
-    out[ch[by_key][1:][differs]] = False
-    return out
+    return np.bincount(ch[by_key][1:][differs], minlength=CHUNKS_PER_TILE) == 0
 
 
 def _fill_uniform(ch, tex, size, budget) -> np.ndarray:
@@ -150,7 +150,7 @@ def _fill_uniform(ch, tex, size, budget) -> np.ndarray:
     (a texture's placements after a failed opening all fail: four are open by then). Placements
     grouped by chunk, in scatter order within."""
     n = ch.size
-    key = _small(ch * (int(tex.max()) + 1) + tex)
+    key = _chunk_texture_key(ch, tex)
     q = np.where(size > 0, np.maximum(1, (budget - 1) // np.maximum(size, 1)), np.iinfo(np.int64).max)
     by_key = np.argsort(key, kind="stable")  # scatter order within each (chunk, texture)
     sk = key[by_key]
@@ -159,7 +159,7 @@ def _fill_uniform(ch, tex, size, budget) -> np.ndarray:
     k = np.empty(n, np.int64)
     k[by_key] = np.arange(n) - first_of  # the placement's index among its texture's in the chunk
     opens = k % q == 0
-    chunk_first = np.concatenate(([0], np.cumsum(np.bincount(ch, minlength=256))))[:-1]
+    chunk_first = np.concatenate(([0], np.cumsum(np.bincount(ch))))[:-1]
     cum = np.cumsum(opens)
     rank = cum - np.concatenate(([0], cum))[chunk_first][ch]  # among the chunk's openings, at an opening
     start = np.empty(n, np.int64)
@@ -168,26 +168,25 @@ def _fill_uniform(ch, tex, size, budget) -> np.ndarray:
     return rank[opener] <= BATCHES_335
 
 
-def _fill_batches(ch, rank, tex, vtx, idx, budget) -> np.ndarray:
+def _fill_batches(ch, rank, tex, vtx, idx, budget, keep, at) -> None:
     """The batches filled in scatter order, every chunk at once: step k takes the k-th placement
-    of each chunk that has one (placements grouped by chunk, ``rank`` their place in it)."""
-    n = ch.size
-    keep = np.zeros(n, dtype=bool)
-    btex = np.full((256, BATCHES_335), -1, np.int64)
-    bvtx = np.zeros((256, BATCHES_335), np.int64)
-    bidx = np.zeros((256, BATCHES_335), np.int64)
-    by_rank = np.argsort(rank, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(rank, minlength=int(rank.max()) + 1))))
+    of each chunk that has one (placements grouped by chunk, ``rank`` their place in it); sets
+    ``keep[at[i]]`` for each placement ``i`` that finds a batch."""
+    btex = np.full((CHUNKS_PER_TILE, BATCHES_335), NO_TEXTURE)
+    bvtx = np.zeros_like(btex)
+    bidx = np.zeros_like(btex)
+    by_rank = np.argsort(rank)  # the order within a rank does not matter: one placement per chunk
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(rank))))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         g = by_rank[lo:hi]
         c, t, v, i = ch[g], tex[g], vtx[g], idx[g]
         room = (btex[c] == t[:, None]) & (bvtx[c] + v[:, None] < budget) & (bidx[c] + i[:, None] < budget)
-        empty = btex[c] < 0
-        use = np.where(room.any(axis=1), room.argmax(axis=1), np.where(empty.any(axis=1), empty.argmax(axis=1), -1))
-        ok = use >= 0
+        empty = btex[c] == NO_TEXTURE
+        has_room = room.any(axis=1)
+        ok = has_room | empty.any(axis=1)
+        use = np.where(has_room, room.argmax(axis=1), empty.argmax(axis=1))
         c, t, v, i, b = c[ok], t[ok], v[ok], i[ok], use[ok]
         btex[c, b] = t
         bvtx[c, b] += v
         bidx[c, b] += i
-        keep[g[ok]] = True
-    return keep
+        keep[at[g[ok]]] = True
