@@ -642,3 +642,40 @@ def centre_of_nothing():
     from wowgrass.formats.adt import TILE_SIZE, ZEROPOINT
 
     return ZEROPOINT - 32.5 * TILE_SIZE, ZEROPOINT - 31.5 * TILE_SIZE      # the middle of tile (31, 32)
+
+
+@pytest.mark.parametrize("source", ["mpq", "loose"])
+def test_a_tile_another_process_read_is_the_tile_the_session_reads_itself(four, source):
+    """take_read (the workbench's worker processes hand over a tile they parsed): the session then
+    answers for it exactly as for a tile it read itself: bytes, parsed tile, centres, origin, version,
+    edits and undo; a tile not in the map, or read already, is refused and left as it is."""
+    from wowgrass.edit.adt_edit import read_tile
+
+    with open_data(four[source]) as data:
+        own = EditSession(data, MAP_NAME)
+        taken = EditSession(data, MAP_NAME)
+        gp = adt_game_path(MAP_NAME, *SE)
+        raw = data.read(gp)
+        parsed = read_tile(raw, gp)
+        centres = parsed.cell_centres()
+        # the key as a worker's message carries it (numpy integers)
+        assert not taken.has_read(SE)
+        assert taken.take_read(np.array(SE, np.int64), raw, parsed, centres) is True
+        assert taken.has_read(SE) and taken.tile(SE) is parsed and taken.tile_bytes(SE) is raw
+        assert taken.tile_state(SE) == (raw, 0) and taken.tile_version(SE) == 0
+        assert taken.changed_tiles == []
+        own.tile(SE)
+        assert taken.origins([gp]) == own.origins([gp]) != []
+        assert taken.cell_at(*centre(taken, SE, 100, 3, 4)) == own.cell_at(*centre(own, SE, 100, 3, 4))
+        # refused: read already (kept as it is), and a tile the map does not have
+        other = read_tile(raw, gp)
+        assert taken.take_read(SE, raw, other, centres) is False and taken.tile(SE) is parsed
+        assert taken.take_read((40, 40), raw, other, centres) is False and not taken.has_read((40, 40))
+        # an edit of the taken tile: the same bytes as the same edit of the tile read by the session
+        x, y = centre(own, SE, 119, *free_cell(own.tile(SE), 119))
+        a, b = own.exclude(x, y, 0), taken.exclude(x, y, 0)
+        assert a.chunks == b.chunks == {SE: {119}}
+        assert taken.tile_bytes(SE) == own.tile_bytes(SE) != raw and taken.changed_tiles == [SE]
+        assert taken.tile_version(SE) == own.tile_version(SE) == 1
+        taken.undo()
+        assert taken.tile_bytes(SE) == raw and taken.changed_tiles == []
