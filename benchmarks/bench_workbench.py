@@ -383,8 +383,9 @@ def bench_fly(args, label, data_path, map_name, out):
 
     args.data, args.map = str(data_path), map_name
     data, src, tgt, scene, viewer = open_view(args, size=args.fly_size)
+    kw = {} if args.switch_interval is None else {"switch_interval": args.switch_interval}
     bench = open_workbench(viewer, scene, src, data, panels=False, audit=False, overlays=("sets",),
-                           workers=args.workers)
+                           workers=args.workers, **kw)
     bench.viewer = viewer
     try:
         tiles = list(src.tiles)
@@ -423,6 +424,10 @@ def bench_fly(args, label, data_path, map_name, out):
         import gc
 
         pauses, gc_t = [], {}
+        if args.gc_freeze:
+            gc.collect()
+            gc.freeze()
+        switch_s = sys.getswitchinterval()  # the workbench's (GIL_SWITCH_S) unless --switch-interval
 
         def on_gc(phase, info):  # the interpreter's collections: a pause every thread waits out
             if phase == "start":
@@ -473,6 +478,8 @@ def bench_fly(args, label, data_path, map_name, out):
             if rest > 0:
                 time.sleep(rest)
         gc.callbacks.remove(on_gc)
+        if args.gc_freeze:
+            gc.unfreeze()
         # edit to visible: the frame the scene got the dab's grass (edits_applied), + 1 to draw it
         applied = list(bench.edits_applied)
         to_visible = []
@@ -488,6 +495,7 @@ def bench_fly(args, label, data_path, map_name, out):
         res = {"label": label, "map": map_name, "tiles": len(tiles), "size": list(viewer.target.size),
                "gpu_wait": waited,  # glFinish: the GIL let go while the GPU works, as the window's swap does
                "workers": "in-thread" if args.workers == 0 else (bench.workers.n if bench.workers else None),
+               "switch_interval_s": switch_s, "gc_frozen": bool(args.gc_freeze),
                "frame_count": n, "frame_ms_median": med, "frame_ms_max": max(frames),
                "frames_over_2x_median": sum(f > 2 * med for f in frames), "max_over_median": max(frames) / med,
                "pick_count": len(pick_ms), "pick_hit_count": sum(p[1] for p in picks),
@@ -648,6 +656,11 @@ def main(argv=None):
                     "let go as the window's swap_buffers does) or moderngl (ctx.finish, which holds the GIL: before 2026-12-07)")
     ap.add_argument("--workers", type=int, default=None, help="worker processes (0: overlays on the workbench's "
                     "thread, the old way; default: a core each but one, at most 4)")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="the GIL switch interval in seconds while the workbench is open (default: the workbench's "
+                         "GIL_SWITCH_S, 0.0005; 0: Python's own, 0.005)")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="gc.freeze() once the flight's scene is up (what is alive then is never scanned again)")
     args = ap.parse_args(argv)
     GPU_WAIT["how"] = args.gpu_wait
     args.size = tuple(int(v) for v in args.size.lower().split("x"))

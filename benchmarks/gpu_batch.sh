@@ -2,7 +2,7 @@
 # One batch on the lent GPU machine (docs/gpu.md's recipe): the workbench's pick alone (bench_pick.py,
 # no GL), its fly-and-pick bench with worker processes and without (each map's issue 48 figures are
 # the log's "issue48" lines and the json's "issue48"), the workbench's parts in both looks at 1920x1080, and the rules'
-# apply pinned to two cores. Figures land flat in $OUT (json + logs).
+# apply pinned to two cores. fly5: the flight at Python's own 5 ms GIL switch interval (the workbench's is 0.5 ms). Figures land flat in $OUT (json + logs).
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
@@ -23,6 +23,7 @@ run() {  # name, limit, command...
 W=benchmarks/bench_workbench.py
 run pick 90 python3 benchmarks/bench_pick.py --json
 run fly1 170 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --json --out /tmp/b/fly1
+run fly5 170 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --switch-interval 0 --json --out /tmp/b/fly5
 run fly0 150 python3 $W --fly --skip edit,panels,pick,watch --size 1920x1080 --workers 0 --json --out /tmp/b/fly0
 run parts 110 python3 $W --size 1920x1080 --frames 120 --json --out /tmp/b/parts
 run client 110 python3 $W --size 1920x1080 --frames 120 --look client --json --out /tmp/b/client

@@ -71,3 +71,27 @@ def test_a_key_two_tools_claim_is_refused(new_tool):
     with pytest.raises(ValueError, match="F9 is taken"):
         class Other(Tool):  # noqa: F841
             name, key = "other", "F9"
+
+
+def test_an_open_workbench_shortens_the_gil_switch_interval_and_close_gives_it_back():
+    """While the workbench is open a pick waits at most GIL_SWITCH_S for the GIL (the grass thread
+    and the hand-overs run Python beside the frame's thread); closing it puts the interpreter's back."""
+    import sys
+
+    from wowgrass.workbench.controller import GIL_SWITCH_S, Workbench
+
+    session = SimpleNamespace(subscribe=lambda fn, **kw: None, unsubscribe=lambda fn: None)
+    scene = SimpleNamespace(tiles={}, terrain=SimpleNamespace(cells=SimpleNamespace(mask=0, brush=(0,) * 4,
+                                                                                    pick=(0,) * 4,
+                                                                                    look=lambda **kw: None)),
+                            on_resident=[], keep_grass=False)
+    before = sys.getswitchinterval()
+    assert GIL_SWITCH_S <= 0.001 < before
+    for asked, want in ((None, GIL_SWITCH_S), (0.002, 0.002), (0, before)):
+        kw = {} if asked is None else {"switch_interval": asked}
+        bench = Workbench(session, scene, audit=False, panels=False, **kw)
+        try:
+            assert sys.getswitchinterval() == pytest.approx(want)
+        finally:
+            bench.close()
+        assert sys.getswitchinterval() == pytest.approx(before)

@@ -64,7 +64,7 @@ def picture_grey(im) -> np.ndarray:
             raise UsageError(f"a mask picture of mode {mode} holds NaN or infinite values")
         return (np.clip(grey, 0.0, MODE_WHITE[mode]) * (255.0 / MODE_WHITE[mode])).astype(np.float32)
     if mode in ("L", "LA", "P", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "La", "RGBa"):
-        if mode in ("La", "RGBa"):   # premultiplied alpha: Pillow converts these only to their plain form
+        if mode == "La":   # premultiplied alpha: Pillow converts La only to LA (RGBa to RGB it un-premultiplies itself)
             im = im.convert(mode.upper())
         # a grey picture's three channels are equal: their mean is its grey, exactly
         return np.asarray(im.convert("RGB"), np.float32).mean(axis=-1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import queue
+import sys
 import threading
 import time as _time
 from dataclasses import dataclass
@@ -82,12 +83,22 @@ class _JobQueue:
         return self._q.empty()
 
 
+#: The GIL switch interval while a workbench is open (Python's is 5 ms): the frame's thread, asking for
+#: the GIL for a pick while the grass thread or a result's hand-over runs Python, waits at most this
+#: long (docs/view.md: at 5 ms the slowest picks in flight were 4-5 ms of waiting, at 0.5 ms ~1 ms)
+GIL_SWITCH_S = 0.0005
+
+
 class Workbench(WindowUi):
     """The window's workbench (the window's ``ui``): see the module docstring."""
 
     def __init__(self, session, scene, *, watch=None, audit: bool = True, log=None, panels: bool = True,
-                 workers: int | None = None, rules=None):
+                 workers: int | None = None, rules=None, switch_interval: float | None = GIL_SWITCH_S):
         from .disk import SessionFiles
+
+        self._switch0 = sys.getswitchinterval()
+        if switch_interval:  # None or 0: the interpreter's own
+            sys.setswitchinterval(switch_interval)
 
         self.session, self.scene = session, scene
         self.files = SessionFiles(session)  # save, patch, reload
@@ -247,6 +258,7 @@ class Workbench(WindowUi):
         return self.unsaved.may_close()
 
     def close(self) -> None:
+        sys.setswitchinterval(self._switch0)
         self.unsaved.on_close()
         self._stop = True
         self._jobs.put(None)
@@ -1230,7 +1242,7 @@ def add_table_files(data, dbc_dir) -> None:
 
 def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=(), watch: bool = False,
                    audit: bool = True, build=None, log=None, workers: int | None = None,
-                   rules=None) -> Workbench:
+                   rules=None, switch_interval: float | None = GIL_SWITCH_S) -> Workbench:
     """The workbench over the view's map (``view`` builds it for its window): an EditSession with
     the view's placement, overlays ``overlays`` on, a watcher of the data's loose folders. ``rules``:
     the rules file (``view --rules``); None: ``wowgrass-rules.toml`` in the project folder (the top
@@ -1260,7 +1272,7 @@ def open_workbench(viewer, scene, src, data, *, panels: bool = True, overlays=()
     if rules is not None and log and Path(rules).is_file():
         log(f"rules: {rules}" + (" (re-applied to each tile saved)" if watch else ""))
     bench = Workbench(session, scene, watch=roots, audit=audit and panels, log=log, panels=panels, workers=workers,
-                      rules=rules)
+                      rules=rules, switch_interval=switch_interval)
     for name in overlays:
         bench.toggle_overlay(name, True)
     return bench
