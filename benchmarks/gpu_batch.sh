@@ -5,8 +5,10 @@
 # apply pinned to two cores. fly5: the flight at Python's own 5 ms GIL switch interval (the workbench's is 0.5 ms). Figures land flat in $OUT (json + logs).
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
+# SITE, WOWGRASS_CACHE: where the wheels and the sample world go (apart when mutate_device.sh runs beside it)
+SITE=${SITE:-/tmp/site}
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
+export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=${WOWGRASS_CACHE:-/tmp/wgcache} WOWGRASS_REALDATA=$PWD/.realdata
 [ -e wowgrass/cli ] || ln -s ../cli wowgrass/cli
 egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl

@@ -7,9 +7,11 @@
 # Wheels: .whl (the runtime) and .whl-mut (mutmut, pytest, hypothesis) for the machine's python 3.12.
 set -u
 MINUTES=${MINUTES:-8}
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl-mut/*.whl 2>&1 | tail -2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=/tmp/wgcache WOWGRASS_REALDATA=$PWD/.realdata
-rm -rf wowgrass/cli; cp -r cli wowgrass/cli   # a real folder: mutmut copies files, not links
+SITE=${SITE:-/tmp/site}   # SITE, WOWGRASS_CACHE: apart from gpu_batch.sh's when both run at once
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl-mut/*.whl 2>&1 | tail -2
+export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 WOWGRASS_CACHE=${WOWGRASS_CACHE:-/tmp/wgcache} WOWGRASS_REALDATA=$PWD/.realdata
+# a real folder (mutmut copies files, not links); made once, before gpu_batch.sh may run beside it
+[ -d wowgrass/cli ] && [ ! -L wowgrass/cli ] || { rm -rf wowgrass/cli; cp -r cli wowgrass/cli; }
 nproc
 rm -rf build/mutate
 [ -f .mutstate/mutate-state.tar.gz ] && tar -xzf .mutstate/mutate-state.tar.gz
