@@ -654,28 +654,30 @@ def test_a_tile_another_process_read_is_the_tile_the_session_reads_itself(four, 
     with open_data(four[source]) as data:
         own = EditSession(data, MAP_NAME)
         taken = EditSession(data, MAP_NAME)
-        gp = adt_game_path(MAP_NAME, *SE)
+        gp = adt_game_path(MAP_NAME, *NE)   # column and row differ
         raw = data.read(gp)
         parsed = read_tile(raw, gp)
         centres = parsed.cell_centres()
         # the key as a worker's message carries it (numpy integers)
-        assert not taken.has_read(SE)
-        assert taken.take_read(np.array(SE, np.int64), raw, parsed, centres) is True
-        assert taken.has_read(SE) and taken.tile(SE) is parsed and taken.tile_bytes(SE) is raw
-        assert taken.tile_state(SE) == (raw, 0) and taken.tile_version(SE) == 0
-        assert taken.changed_tiles == []
-        own.tile(SE)
+        assert not taken.has_read(NE)
+        assert taken.take_read(np.array(NE, np.int64), raw, parsed, centres) is True
+        assert taken.has_read(NE) and taken.tile(NE) is parsed and taken.tile_bytes(NE) is raw
+        assert taken.tile_state(NE) == (raw, 0) and taken.tile_version(NE) == 0
+        assert taken.changed_tiles == [] and taken.files_since_loaded() == {}
+        own.tile(NE)
+        assert own.files_since_loaded() == {}   # read by the session itself: nothing changed either
         assert taken.origins([gp]) == own.origins([gp]) != []
-        assert taken.cell_at(*centre(taken, SE, 100, 3, 4)) == own.cell_at(*centre(own, SE, 100, 3, 4))
+        assert taken.cell_at(*centre(taken, NE, 100, 3, 4)) == own.cell_at(*centre(own, NE, 100, 3, 4))
         # refused: read already (kept as it is), and a tile the map does not have
         other = read_tile(raw, gp)
-        assert taken.take_read(SE, raw, other, centres) is False and taken.tile(SE) is parsed
+        assert taken.take_read(NE, raw, other, centres) is False and taken.tile(NE) is parsed
         assert taken.take_read((40, 40), raw, other, centres) is False and not taken.has_read((40, 40))
         # an edit of the taken tile: the same bytes as the same edit of the tile read by the session
-        x, y = centre(own, SE, 119, *free_cell(own.tile(SE), 119))
+        x, y = centre(own, NE, 119, *free_cell(own.tile(NE), 119))
         a, b = own.exclude(x, y, 0), taken.exclude(x, y, 0)
-        assert a.chunks == b.chunks == {SE: {119}}
-        assert taken.tile_bytes(SE) == own.tile_bytes(SE) != raw and taken.changed_tiles == [SE]
-        assert taken.tile_version(SE) == own.tile_version(SE) == 1
+        assert a.chunks == b.chunks == {NE: {119}}
+        assert taken.files_since_loaded() == own.files_since_loaded() == {gp: own.tile_bytes(NE)}
+        assert taken.tile_bytes(NE) == own.tile_bytes(NE) != raw and taken.changed_tiles == [NE]
+        assert taken.tile_version(NE) == own.tile_version(NE) == 1
         taken.undo()
-        assert taken.tile_bytes(SE) == raw and taken.changed_tiles == []
+        assert taken.tile_bytes(NE) == raw and taken.changed_tiles == []
