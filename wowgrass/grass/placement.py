@@ -977,6 +977,8 @@ class ClientPlacement:
         seeds = client_chunk_seeds(tile)
         n_layers = np.asarray(tile.n_layers).astype(np.int64).reshape(256)
         rows = _exact_effect_rows(tile, catalog)  # (256, 4)
+        if not (rows >= 0).any():  # no layer's effect has a row (an empty table among them): no grass
+            return _empty(catalog.models)
         # the few table rows the tile's layers reach, renumbered 0 .. len(used) - 1
         used, urow = np.unique(np.maximum(rows, 0), return_inverse=True)
         urow = np.where(rows >= 0, urow.reshape(256, 4), -1)
