@@ -181,26 +181,44 @@ def test_heights_too_large_for_a_float32_normal_place_nothing_and_warn_nothing()
 # ----------------------------------------------------------------------------- the generator
 
 
+def test_the_generators_noise_words_and_rotations():
+    """client.md section 1: the noise table's words are read little-endian, 4 bytes at a byte offset,
+    and rotated left by 0..3 bits per lane (the lane tables are built from them at import)."""
+    from wowgrass.grass.placement import _noise_word, _rotl32
+
+    assert _noise_word(0) == 0x9927148E  # bytes 8E 14 27 99
+    assert _noise_word(4) == 0x08C7AAFD
+    assert _noise_word(252) == 0xEA31D600  # the last word
+    assert _noise_word(2) == 0xAAFD9927  # a byte offset, not a word index: 27 99 FD AA
+    assert _rotl32(0x80000001, 1) == 0x00000003
+    assert _rotl32(0x12345678, 3) == 0x91A2B3C0
+    assert _rotl32(0xF0000000, 2) == 0xC0000003
+    assert _rotl32(0xDEADBEEF, 0) == 0xDEADBEEF
+
+
 def test_a_fresh_process_builds_the_generator_tables_that_give_client_md_values():
-    """The generator's lane tables are built once, at import (from gnoise32_, rotated per lane);
-    a fresh interpreter importing this very module must give client.md's first draws and the plain
-    transcription's long streams (thousands of draws: past every lane's period many times)."""
+    """The generator's lane tables are built once, at import (from gnoise32_, rotated per lane), and
+    each lane's sequence is repeated once, for the longest run asked so far. A fresh interpreter
+    importing this very module must give client.md's first draws and the plain transcription's long
+    streams (thousands of draws: past every lane's period many times), as this process does."""
     import wowgrass.grass.placement as placement
+    from wowgrass.grass.placement import _client_stream, client_draws
 
     package_root = str(Path(placement.__file__).parents[2])
     seeds = [0x02E00260, 0x01D002A0, 0, 0xFFFFFFFF, 61 * 59 * 53 * 47, 0x12345678]
+    counts = [2000, 1, 0, 1500, 7, 2000]
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1])\n"
         "import wowgrass.grass.placement as p\n"
         "from wowgrass.grass.placement import _client_stream, client_draws\n"
-        "seeds = json.loads(sys.argv[2])\n"
+        "seeds, counts = json.loads(sys.argv[2]), json.loads(sys.argv[3])\n"
         "d = client_draws(seeds, 3000)\n"
-        "flat, start = _client_stream(seeds, d[:, 999], 1000, [2000, 1, 0, 1500, 7, 2000])\n"
+        "flat, start = _client_stream(seeds, d[:, 999], 1000, counts)\n"
         "print(json.dumps({'file': p.__file__, 'draws': d.tolist(), 'flat': flat.tolist(),\n"
         "                  'start': start.tolist()}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, package_root, json.dumps(seeds)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, package_root, json.dumps(seeds), json.dumps(counts)],
+                         capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["file"] == placement.__file__
     assert got["draws"][0][:4] == [0x898AFAED, 0x5495DDBB, 0xB159E5DF, 0x05AE220C]  # client.md, chunk 0
@@ -208,5 +226,9 @@ def test_a_fresh_process_builds_the_generator_tables_that_give_client_md_values(
     for s, row in zip(seeds, got["draws"]):
         rng = ClientRandom(s)
         assert row == [rng.uint32() for _ in range(3000)]
-    for i, n in enumerate([2000, 1, 0, 1500, 7, 2000]):
+    for i, n in enumerate(counts):
         assert got["flat"][got["start"][i]:got["start"][i] + n] == got["draws"][i][1000:1000 + n]
+    here = client_draws(seeds, 3000)  # and this process agrees
+    assert here.tolist() == got["draws"]
+    flat, start = _client_stream(np.array(seeds, np.uint32), here[:, 999], 1000, counts)
+    assert flat.tolist() == got["flat"] and start.tolist() == got["start"]
