@@ -232,3 +232,76 @@ def test_a_fresh_process_builds_the_generator_tables_that_give_client_md_values(
     assert here.tolist() == got["draws"]
     flat, start = _client_stream(np.array(seeds, np.uint32), here[:, 999], 1000, counts)
     assert flat.tolist() == got["flat"] and start.tolist() == got["start"]
+
+
+# ----------------------------------------------------------------------------- points on a cell's edges
+
+
+def chunk_of(seed):
+    """The tile (col, row) and the MCNK index whose client seed (client.md section 2) is ``seed``."""
+    gx, gy = seed & 0xFFFF, seed >> 16
+    return gx // 16, gy // 16, (gy % 16) * 16 + gx % 16
+
+
+def one_chunk_tile(chunk_seed, **k):
+    col, row, ch = chunk_of(chunk_seed)
+    tile = make_tile(col, row, effects=(1,), **k)
+    tile.n_layers[:] = 0
+    tile.n_layers[ch] = 1
+    return tile, ch
+
+
+@pytest.mark.parametrize("seed, k, vertex", [(56098875, 24, 17), (51708686, 56, 0)],
+                         ids=["nw-se diagonal", "ne-sw diagonal"])
+def test_a_335_point_exactly_on_a_cells_diagonal_takes_the_decodes_triangle(seed, k, vertex):
+    """3.3.5 picks the fan triangle by strict float32 sign tests (client.md section 4, [F]): a point
+    exactly on a diagonal goes to the triangle those tests give. The chunk's k-th doodad (found by a
+    search over every chunk seed a map has) falls exactly on one diagonal of its cell; one corner of
+    that cell is raised 40 yd, so the triangles on either side of the diagonal differ in the slope
+    rule and the tie decides whether it is placed. Every doodad before it lies on flat ground in
+    other cells (4 draws each), so its draws are numbers 32 + 4k and 33 + 4k."""
+    from placement_reference import CELL_HALF, CELL_SIZE, CHUNK_SIZE, MAP_HALF, f32
+
+    rng = ClientRandom(seed)
+    draws = [rng.uint32() for _ in range(32)]
+    pick = k // 8
+    r, c = draws[2 * pick + 1] & 7, draws[2 * pick] & 7
+    for _ in range(4 * k):
+        rng.uint32()
+    ox = f32(f32(rng.real() * CELL_HALF) + CELL_HALF)
+    oy = f32(f32(rng.real() * CELL_HALF) + CELL_HALF)
+    x, y = -oy, -ox
+    on_edge = f32(y - x) == 0.0 if vertex == 17 else f32(f32(-y - CELL_SIZE) - x) == 0.0
+    assert on_edge
+    tile, ch = one_chunk_tile(seed, height_amp=0.0)
+    tile.heights[ch, (r + (vertex == 17)) * 17 + c] = 40.0  # BL or TL: two of the four triangles steep
+    cat = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
+    inst = place(tile, cat)
+    want = client_reference(tile, cat)
+    assert 0 < len(want) < 128 and as_client_rows(inst) == want
+    # the doodads before it are all placed, in other cells; it is not (its triangle is the steep one)
+    assert len(inst) > k and (inst.cell[:k] != r * 8 + c).all()
+    gx, gy = seed & 0xFFFF, seed >> 16
+    px = f32(f32(-f32(CHUNK_SIZE * gy) + MAP_HALF) + f32(x - f32(r * CELL_SIZE)))
+    py = f32(f32(-f32(gx * CHUNK_SIZE) + MAP_HALF) + f32(y - f32(c * CELL_SIZE)))
+    assert not ((inst.pos[:, 0] == px) & (inst.pos[:, 1] == py)).any()
+
+
+def test_a_112_point_whose_u_plus_v_rounds_to_1_takes_the_low_half():
+    """1.12 ([B], client.md section 3): ``u + v <= 1`` in float32 picks the north/west half of the
+    fan. Doodad 10 of this chunk (found by a search over every chunk seed a map has) has u + v =
+    1 + 2**-24 exactly, which float32 rounds to 1: the low half's weights, as the port computes them."""
+    seed, k = 40436687, 10
+    rng = ClientRandom(seed)
+    for _ in range(32 + 4 * k):
+        rng.uint32()
+    rx, ry = rng.real(), rng.real()
+    from placement_reference import f32
+
+    fx, fy = f32(f32(rx + 1.0) * 0.5), f32(f32(ry + 1.0) * 0.5)
+    assert fx + fy == 1 + 2**-24 and f32(fx + fy) == 1.0
+    tile, ch = one_chunk_tile(seed, height_amp=30.0, seed=4)
+    cat = make_catalog([(1, 8, [0, 1, 2, 3])])
+    inst = place(tile, cat)
+    assert len(inst) == 128
+    assert as_client_rows(inst) == client_reference(tile, cat)
