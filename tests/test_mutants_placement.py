@@ -305,3 +305,18 @@ def test_a_112_point_whose_u_plus_v_rounds_to_1_takes_the_low_half():
     inst = place(tile, cat)
     assert len(inst) == 128
     assert as_client_rows(inst) == client_reference(tile, cat)
+
+
+def test_runs_of_no_draws_are_an_empty_stream():
+    """``_client_stream`` asked for no draws of any chunk: an empty u4 stream, every run starting at 0
+    (place never asks: it returns before when no pick scatters); and runs of a single draw."""
+    from wowgrass.grass.placement import _client_stream, client_draws
+
+    seeds = np.array([0x02E00260, 7, 0xFFFFFFFF], np.uint32)
+    flat, start = _client_stream(seeds, client_draws(seeds, 5)[:, -1], 5, [0, 0, 0])
+    assert flat.dtype == np.uint32 and flat.size == 0
+    assert start.tolist() == [0, 0, 0] and start.dtype.kind == "i"  # indices into the stream
+    # and runs of one draw (place asks for an even number: two draws a point)
+    draws = client_draws(seeds, 6)
+    flat, start = _client_stream(seeds, draws[:, 4], 5, [1, 0, 1])
+    assert [flat[start[0]], flat[start[2]]] == [draws[0, 5], draws[2, 5]]
