@@ -143,6 +143,7 @@ def test_a_tile_with_a_single_pick_that_scatters(weights):
         assert len(inst) == 16 * 3
     assert (inst.chunk == 37).all()
     assert as_client_rows(inst) == want
+    assert inst.models == cat.models  # what inst.model indexes (the bundle's model table)
 
 
 @pytest.mark.parametrize("weights", [False, True])
@@ -178,7 +179,31 @@ def test_heights_too_large_for_a_float32_normal_place_nothing_and_warn_nothing()
         assert len(place(tile, cat)) == FLAT_SCATTER
 
 
+def test_the_slope_limit_drops_only_normals_below_it():
+    """client.md section 4: a point is dropped where its triangle's ``n.z < 0.4`` (the limit is
+    ``client_min_normal_z``). Level ground has n.z exactly 1, so a limit of 1 keeps level ground
+    whole and drops any tilt."""
+    tile = make_tile(effects=(1,), height_amp=0.0)
+    cat = make_catalog([(1, 8, [0, 1, 2, 3], [1, 1, 1, 1])], has_weights=True)
+    assert len(place(tile, cat, client_min_normal_z=1.0)) == FLAT_SCATTER
+    v = np.arange(145)
+    tile.heights[:] = np.where(v % 17 < 9, v // 17, v // 17 + 0.5)  # a ramp of 1 yd a row: n.z about 0.97
+    assert len(place(tile, cat, client_min_normal_z=1.0)) == 0
+    assert len(place(tile, cat)) == FLAT_SCATTER
+
+
 # ----------------------------------------------------------------------------- the generator
+
+
+def test_client_seed_and_reals_take_any_integer_type():
+    """client.md section 2: seed = (gy << 16) | gx of 16-bit global chunk coordinates, which may come
+    as uint16; and the reals of draws given as Python ints (client.md's values for chunk 0)."""
+    from wowgrass.grass.placement import client_reals, client_seed
+
+    gx, gy = np.array([608, 672], np.uint16), np.array([736, 464], np.uint16)
+    assert client_seed(gx, gy).tolist() == [0x02E00260, 0x01D002A0]
+    assert np.allclose(client_reals([0x898AFAED, 0x5495DDBB, 0xB159E5DF]), [0.914217353, -0.829170823, 0.297672391],
+                       rtol=0, atol=5e-9)
 
 
 def test_the_generators_noise_words_and_rotations():
