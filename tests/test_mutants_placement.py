@@ -206,6 +206,18 @@ def test_client_seed_and_reals_take_any_integer_type():
                        rtol=0, atol=5e-9)
 
 
+def test_client_draws_of_one_seed_and_of_few_draws():
+    """``client_draws(seeds, count)`` is (len(seeds), count) u4 (docs/architecture.md): for a single
+    seed as client_seed returns it, for one draw, and for none."""
+    from wowgrass.grass.placement import client_draws, client_seed
+
+    chunk0 = client_seed(608, 736)  # a 0-d array
+    assert client_draws(chunk0, 4).tolist() == [[0x898AFAED, 0x5495DDBB, 0xB159E5DF, 0x05AE220C]]  # client.md
+    assert client_draws([chunk0, 7], 1).tolist() == [[0x898AFAED], [ClientRandom(7).uint32()]]
+    none = client_draws([chunk0, 7, 9], 0)
+    assert none.shape == (3, 0) and none.dtype == np.uint32
+
+
 def test_the_generators_noise_words_and_rotations():
     """client.md section 1: the noise table's words are read little-endian, 4 bytes at a byte offset,
     and rotated left by 0..3 bits per lane (the lane tables are built from them at import)."""
@@ -239,8 +251,9 @@ def test_a_fresh_process_builds_the_generator_tables_that_give_client_md_values(
         "seeds, counts = json.loads(sys.argv[2]), json.loads(sys.argv[3])\n"
         "d = client_draws(seeds, 3000)\n"
         "flat, start = _client_stream(seeds, d[:, 999], 1000, counts)\n"
+        "longer = client_draws(seeds[:1], 3914)\n"  # just past the lane tables the first call built
         "print(json.dumps({'file': p.__file__, 'draws': d.tolist(), 'flat': flat.tolist(),\n"
-        "                  'start': start.tolist()}))\n"
+        "                  'start': start.tolist(), 'longer': longer.tolist()}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code, package_root, json.dumps(seeds), json.dumps(counts)],
                          capture_output=True, text=True, check=True)
@@ -253,6 +266,8 @@ def test_a_fresh_process_builds_the_generator_tables_that_give_client_md_values(
         assert row == [rng.uint32() for _ in range(3000)]
     for i, n in enumerate(counts):
         assert got["flat"][got["start"][i]:got["start"][i] + n] == got["draws"][i][1000:1000 + n]
+    rng = ClientRandom(seeds[0])
+    assert got["longer"] == [[rng.uint32() for _ in range(3914)]]
     here = client_draws(seeds, 3000)  # and this process agrees
     assert here.tolist() == got["draws"]
     flat, start = _client_stream(np.array(seeds, np.uint32), here[:, 999], 1000, counts)
