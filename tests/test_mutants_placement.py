@@ -1,8 +1,9 @@
 """The client scatter (grass/placement.py's ``ClientPlacement``) on the cases issue 49's mutation run
 found untested: layers past nLayers, empty and unsorted tables, tables without DoodadIDs, a chunk
-waiting on its table's first row, a tile of one pick, float64 tile arrays, absurd heights, and the
-generator's tables as a fresh process builds them. Expectations come from client.md (the real
-clients' rules), hand counts, or the plain transcription in placement_reference.py."""
+waiting on its table's first row, a tile of one pick, float64 tile arrays, absurd heights, the slope
+limit's boundary, points exactly on a cell's diagonals, and the generator (its tables as a fresh
+process builds them, short and empty runs). Expectations come from client.md (the real clients'
+rules), hand counts, or the plain transcription in placement_reference.py."""
 
 from __future__ import annotations
 
