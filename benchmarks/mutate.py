@@ -64,7 +64,7 @@ MODULES: dict[str, dict] = {
                       "_exact_effect_rows", "_slot_doodads", "_client_planes_335", "_segment_starts",
                       "ǁClientPlacementǁ*", "_triangle_335"],
         "tests": ["tests/test_placement.py", "tests/test_placement_realdata.py", "tests/test_vectors.py",
-                  "tests/test_capacity.py"],
+                  "tests/test_capacity.py", "tests/test_mutants_placement.py"],
     },
     "light": {
         "file": "wowgrass/game/light.py",
