@@ -139,10 +139,14 @@ def test_pick_names_the_rule_and_a_stroke_is_kept_as_a_rule(xdisplay, tmp_path):
     finally:
         if proc.poll() is None:
             _xdo(xdisplay, "key", "Escape")
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:  # the stroke's edits are unsaved: the window asks first
-                _xdo(xdisplay, "key", "d")     # discard and quit
+            # the stroke's edits are unsaved: the window asks first (a frame or two later); D
+            # discards and quits (before the question shows, D only moves the camera a little)
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    _xdo(xdisplay, "key", "d")
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert "quit: unsaved edits" in err, err  # Esc asked before quitting (issue 49 item 5)
