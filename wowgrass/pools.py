@@ -17,6 +17,17 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# How much nicer than the view a process working beside it runs (the workbench's tile workers, the
+# scene's tile process): on a machine with no core to spare the frame's thread is scheduled first.
+BACKGROUND_NICE = 5
+
+
+def run_in_background(step: int = BACKGROUND_NICE) -> None:
+    """Make this process ``step`` nicer than it is (where the system lets a process do so)."""
+    try:
+        os.nice(step)
+    except (AttributeError, OSError):  # no nice() (Windows), or not allowed: run as before
+        pass
 
 
 def init_worker(initializer=None, *args) -> None:

@@ -46,12 +46,14 @@ def _worker_main(conn, in_name: str, out_name: str, spec) -> None:
 
     from wowgrass.edit.adt_edit import read_tile
     from wowgrass.game.effects import GroundEffectCatalog
+    from wowgrass.pools import run_in_background
 
     from .overlays import SetColours, cell_overlay, tile_grass_textures
 
     def attach(name):  # the parent's resource tracker (shared under spawn) already knows the block
         return shared_memory.SharedMemory(name=name)
 
+    run_in_background()  # the frame's thread first where cores are short
     shm_in, shm_out = attach(in_name), attach(out_name)
     catalogs: dict = {}
     rules: dict = {}  # the rules file's version -> (plan, footprint context): rules_bench.py's jobs

@@ -71,6 +71,8 @@ def serve(conn) -> None:
     prepare each (key, full) asked for until None or the pipe closes. A tile's error goes back
     as the error (the viewer reports it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the viewer's: it stops this process
+    from wowgrass.pools import run_in_background
+    run_in_background()  # the frame's thread first where cores are short
     try:
         spec, options = conn.recv()
     except (EOFError, OSError):
@@ -128,6 +130,11 @@ class TileProcess:
         self._ready = False
         self.failed: str | None = None
         self.tiles = 0  # prepared here
+
+    @property
+    def pid(self) -> int:
+        """The process's id."""
+        return self._proc.pid
 
     def ready(self) -> bool:
         """True once the process has opened its source (False while it starts, or if it failed)."""
