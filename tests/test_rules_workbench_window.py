@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import require_tool
-from xvfb import private_xvfb, x_env
+from xvfb import ViewWindow, private_xvfb
 
 pytestmark = pytest.mark.window
 
@@ -69,18 +65,6 @@ def xdisplay():
         yield display
 
 
-def _xdo(display, *args):
-    subprocess.run(["xdotool", *args], env=x_env(display), check=True, timeout=30)
-
-
-def _wait_for(path: Path, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert path.exists(), f"{path} never appeared"
-    time.sleep(0.3)
-
-
 def _png(path):
     from PIL import Image
 
@@ -96,59 +80,38 @@ def test_pick_names_the_rule_and_a_stroke_is_kept_as_a_rule(xdisplay, tmp_path):
 
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES)
-    cmd = [sys.executable, "-m", "wowgrass", "view", "--window", "--size", f"{SIZE[0]}x{SIZE[1]}",
-           "--quit-after", "300", "--no-audit", "--json", *CAMERA, "--look", "client", "--rules", str(rules),
-           "--overlay", "rules"]
-    proc = subprocess.Popen(cmd, env=x_env(xdisplay), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    # each step waits for what it needs (a screenshot taken after the events before it, a line said)
+    # instead of fixed sleeps: the workbench takes clicks and keys in order (workbench/input_gate.py)
+    win = ViewWindow(xdisplay, tmp_path, ["--quit-after", "300", "--no-audit", "--json", *CAMERA, "--look", "client",
+                                          "--rules", str(rules), "--overlay", "rules"], size=SIZE)
     try:
-        out = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", "wowgrass"],
-                             env=x_env(xdisplay), capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        wid = out.stdout.split()[0]
-        time.sleep(6)
         # pick a cell of the ground between the panels: the Cell panel says why, with its rule
-        _xdo(xdisplay, "mousemove", "--window", wid, "380", "300", "click", "1")
-        time.sleep(5)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(tmp_path / "wowgrass-shot-1.png")
-        # the tool that keeps its strokes as rules, chosen in the Tools panel (slow frames under a
-        # loaded software renderer: each step waits a few of them), and one stroke right of the panel
-        _xdo(xdisplay, "mousemove", "--window", wid, *map(str, RULE_TOOL))
-        time.sleep(3)
-        _xdo(xdisplay, "mousedown", "1")
-        time.sleep(3)
-        _xdo(xdisplay, "mouseup", "1")
-        time.sleep(3)
-        _xdo(xdisplay, "mousemove", "--window", wid, "330", "410")
-        time.sleep(3)
-        _xdo(xdisplay, "mousedown", "1")
+        win.click(380, 300)
+        shot1 = win.shot()
+        # the tool that keeps its strokes as rules, chosen in the Tools panel, and one stroke right of it
+        win.click(*RULE_TOOL)
+        win.move(330, 410)
+        win.shot()
+        win.xdo("mousedown", "1")
+        win.shot()  # the button is down in a frame before the cursor moves on
         for x in (355, 380, 405, 430):
-            _xdo(xdisplay, "mousemove", "--window", wid, str(x), "410")
-            time.sleep(1.5)
-        _xdo(xdisplay, "mouseup", "1")
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "masks").is_dir() and time.monotonic() < deadline:
-            time.sleep(0.3)
-        time.sleep(3)
-        _xdo(xdisplay, "key", "F5")
-        _xdo(xdisplay, "mousemove", "--window", wid, "380", "300")
-        time.sleep(3)
-        _xdo(xdisplay, "key", "F12")
-        _wait_for(tmp_path / "wowgrass-shot-2.png")
+            win.move(x, 410)
+            win.shot()  # a frame at each point of the stroke
+        mark = win.mark()
+        win.xdo("mouseup", "1")
+        win.wait_line(r"kept as exclude rule 'kept stroke'", start=mark)
+        win.key("F5")
+        win.move(380, 300)
+        shot2 = win.shot()
     finally:
-        if proc.poll() is None:
-            _xdo(xdisplay, "key", "Escape")
-            # the stroke's edits are unsaved: the window asks first (a frame or two later); D
-            # discards and quits (before the question shows, D only moves the camera a little)
-            deadline = time.monotonic() + 60
-            while proc.poll() is None and time.monotonic() < deadline:
-                try:
-                    proc.wait(2)
-                except subprocess.TimeoutExpired:
-                    _xdo(xdisplay, "key", "d")
-        out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0 and "Traceback" not in err, err
+        if win.proc.poll() is None:
+            # the stroke's edits are unsaved: Esc asks first; D discards and quits
+            mark = win.mark()
+            win.key("Escape")
+            win.wait_line(r"^quit: unsaved edits", start=mark)
+            win.key("d")
+        rc, out, err = win.finish(keys=())
+    assert rc == 0 and "Traceback" not in err, err
     assert "quit: unsaved edits" in err, err  # Esc asked before quitting (issue 49 item 5)
     wb = json.loads(out)["workbench"]
 
@@ -184,7 +147,7 @@ def test_pick_names_the_rule_and_a_stroke_is_kept_as_a_rule(xdisplay, tmp_path):
     assert pic.any() and f"{int(pic.sum())} cells" in kept[0]
     assert wb["rules"]["rules"][-1].startswith('exclude "kept stroke"')  # the window read the file again
     # the pictures: the Cell panel's place filled by the pick (the top right), the stroke's band changed
-    first, second = _png(tmp_path / "wowgrass-shot-1.png"), _png(tmp_path / "wowgrass-shot-2.png")
+    first, second = _png(shot1), _png(shot2)
     assert first.shape == (SIZE[1], SIZE[0], 3)
     band = (slice(390, 430), slice(330, 430))
     assert (np.abs(second[band] - first[band]).sum(-1) > 40).mean() > 0.02
