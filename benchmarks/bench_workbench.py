@@ -438,6 +438,7 @@ def bench_fly(args, label, data_path, map_name, out):
         gc.callbacks.append(on_gc)
         t_start = time.perf_counter()
         shown0 = bench.overlays_shown
+        bench.bridge.place_times.clear()
         for i in range(n):
             t, c = time.perf_counter(), time.thread_time()
             place(i / max(n - 1, 1))
@@ -478,6 +479,7 @@ def bench_fly(args, label, data_path, map_name, out):
             if rest > 0:
                 time.sleep(rest)
         gc.callbacks.remove(on_gc)
+        grass_jobs = list(bench.bridge.place_times)
         if args.gc_freeze:
             gc.unfreeze()
         # edit to visible: the frame the scene got the dab's grass (edits_applied), + 1 to draw it
@@ -518,6 +520,12 @@ def bench_fly(args, label, data_path, map_name, out):
                # a dab's CPU on the frame's thread (the session's edit; its grass is placed off the frame)
                "dab_cpu_ms_median": statistics.median([d["cpu_ms"] for d in dabs]) if dabs else None,
                "dab_cpu_ms_max": max(d["cpu_ms"] for d in dabs) if dabs else None,
+               # the grass thread's jobs in the flight (the dabs' grass placed, merged, grouped): wall
+               # against its own CPU (the rest is waiting for the GIL or a core)
+               "grass_job_ms_median": statistics.median(g[0] for g in grass_jobs) if grass_jobs else None,
+               "grass_job_ms_max": max((g[0] for g in grass_jobs), default=None),
+               "grass_job_cpu_ms_median": statistics.median(g[1] for g in grass_jobs) if grass_jobs else None,
+               "grass_job_cpu_ms_max": max((g[1] for g in grass_jobs), default=None),
                # the workbench's CPU on the frame's thread each frame: before_frame (hand-overs, mapped
                # results) and the frame's dab
                "workbench_frame_cpu_ms_median": statistics.median(wb_cpu),
@@ -575,7 +583,9 @@ def print_fly(r):
           f"{r['frames_cpu_over_2x_median']} over 2x; "
           f"{r['overlays_done']} overlays computed in flight; {r['dab_count']} dabs (median "
           f"{r['dab_ms_median'] or 0:.1f} ms wall, frame-thread CPU median {r['dab_cpu_ms_median'] or 0:.2f} ms, "
-          f"max {r['dab_cpu_ms_max'] or 0:.2f}); the workbench's frame-thread CPU a frame: median "
+          f"max {r['dab_cpu_ms_max'] or 0:.2f}; the grass thread's jobs median {r['grass_job_ms_median'] or 0:.1f} ms wall, "
+          f"{r['grass_job_cpu_ms_median'] or 0:.1f} ms CPU, max {r['grass_job_ms_max'] or 0:.1f} / "
+          f"{r['grass_job_cpu_ms_max'] or 0:.1f}); the workbench's frame-thread CPU a frame: median "
           f"{r['workbench_frame_cpu_ms_median']:.2f} ms, max {r['workbench_frame_cpu_ms_max']:.2f} "
           f"(in the burst {r['workbench_frame_cpu_ms_max_in_burst'] or 0:.2f}); edit to visible <= "
           f"{r['edit_to_visible_frames_max']} frame(s), {r['edits_not_visible']} not shown (target 2); the pick "

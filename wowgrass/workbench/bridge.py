@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,6 +127,9 @@ class SceneBridge:
         self._placing = False
         self._thread = None
         self._stop = False
+        # the grass thread's last jobs: (wall ms, its own CPU ms); wall well over CPU is waiting for
+        # the GIL or a core (bench_workbench.py reports them)
+        self.place_times: deque = deque(maxlen=256)
         if hasattr(scene, "on_resident"):
             scene.on_resident.append(self._arrived)
 
@@ -295,12 +300,14 @@ class SceneBridge:
                 waiting = self._ready.get(key)
                 gen = self._gen.get(key, 0)
                 self._placing = True
+            t0, c0 = time.perf_counter(), time.thread_time()
             try:
                 made = self._make(key, chunks, labels, waiting)
             except Exception as exc:  # the view goes on; the panel says what failed
                 made = None
                 if self.on_error is not None:
                     self.on_error(f"placing grass of {key[0]},{key[1]} failed: {type(exc).__name__}: {exc}")
+            self.place_times.append(((time.perf_counter() - t0) * 1000.0, (time.thread_time() - c0) * 1000.0))
             with self._cv:
                 if made is not None:
                     replaces = waiting is not None and self._ready.get(key) is waiting  # it waits still
