@@ -244,6 +244,7 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles_or_views(ctx):
     import moderngl
 
     from wowgrass.render.frame import Frame, draw_frame
+    from wowgrass.render.gl import native
     from wowgrass.render.views import frame_views
 
     calls = {}
@@ -271,7 +272,7 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles_or_views(ctx):
 
         frame(0.0)  # the first frame lays out the commands
         frame(0.0)
-        patched = [(moderngl.ComputeShader, "run"), (moderngl.Buffer, "bind_to_storage_buffer"),
+        patched = [(native, "run_compute"), (moderngl.Buffer, "bind_to_storage_buffer"),
                    (moderngl.VertexArray, "render_indirect"), (moderngl.Context, "memory_barrier")]
         saved = []
         for cls, name in patched:
@@ -292,7 +293,7 @@ def test_per_frame_gl_calls_do_not_grow_with_resident_tiles_or_views(ctx):
             assert rig.grass.read_stats(v)["drawn"] > 0
         rig.release()
     for (tiles, split, kind), c in per_frame.items():
-        want = {"run": 1, "memory_barrier": 1, "render_indirect": 2 if split else 1}  # one cull for all views
+        want = {"run_compute": 1, "memory_barrier": 1, "render_indirect": 2 if split else 1}  # one cull for all views
         if kind == "next":
             want["bind_to_storage_buffer"] = 1
         assert c == want, (tiles, split, kind, c)

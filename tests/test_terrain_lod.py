@@ -261,7 +261,7 @@ def test_one_dispatch_gives_every_view_its_own_commands(ctx):
     """A split screen with shadows (three views: the filled half, the wireframe half, the sun's):
     one compute dispatch a frame writes each view's section, culled with that view's frustum,
     levels from the main camera, and the wireframe half's counts doubled (edge lists)."""
-    import moderngl
+    from wowgrass.render.gl import native
 
     v = terrain_viewer(ctx, SyntheticSource(tiles=[(32, 32), (33, 32), (32, 33), (33, 33)], relief=30.0))
     ts = v.scene.terrain
@@ -276,12 +276,12 @@ def test_one_dispatch_gives_every_view_its_own_commands(ctx):
     v.toggles.split, v.toggles.shadows = True, True
     v.render_frame(0.0)
     runs = []
-    real = moderngl.ComputeShader.run
-    moderngl.ComputeShader.run = lambda self, *args: runs.append(args) or real(self, *args)
+    real = native.run_compute
+    native.run_compute = lambda cs, *args: runs.append(args) or real(cs, *args)
     try:
         v.render_frame(0.0)
     finally:
-        moderngl.ComputeShader.run = real
+        native.run_compute = real
     assert [r[2] for r in runs] == [3]  # the terrain's one dispatch (grass and doodads are off): z = 3 views
     main = v.views[0].camera.position
     views = [*v.views, v.passes[0]._view]  # the camera views, then the sun's (the shadow pass's own)

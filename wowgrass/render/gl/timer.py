@@ -9,17 +9,17 @@ blocks. Waiting on the query itself instead cost 0.3-0.6 ms a frame on the lent 
 resident instances on (docs/view.md), while a fence wait at the same depth cost nothing.
 
 moderngl exposes neither sync objects nor ``GL_QUERY_RESULT_AVAILABLE``, so the few entry points
-come from the system's GL library through ctypes (they dispatch to the current context, EGL or
-GLX alike). Where that library is not found, the timer falls back to moderngl queries read
-``lag`` frames late (the read then blocks when the GPU is further behind). Times come back tagged
+come from the system's GL library through ctypes (:mod:`.native`). Where that library is not
+found, the timer falls back to moderngl queries read ``lag`` frames late (the read then blocks when the GPU is further behind). Times come back tagged
 with the index of the frame they measured.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections import deque
+
+from .native import native_gl
 
 GL_TIME_ELAPSED = 0x88BF
 GL_QUERY_RESULT = 0x8866
@@ -34,52 +34,13 @@ def _ms(ns: int) -> float:
     return ns / 1e6 if 0 <= ns < 0xFFFFFFFF else float("nan")
 
 
-class _SyncGL:
-    """The GL entry points for fences and 64-bit query results, from the system library."""
-
-    def __init__(self, lib):
-        c = ctypes
-        sig = {
-            "glGenQueries": (None, [c.c_int, c.POINTER(c.c_uint)]),
-            "glDeleteQueries": (None, [c.c_int, c.POINTER(c.c_uint)]),
-            "glBeginQuery": (None, [c.c_uint, c.c_uint]),
-            "glEndQuery": (None, [c.c_uint]),
-            "glGetQueryObjectui64v": (None, [c.c_uint, c.c_uint, c.POINTER(c.c_uint64)]),
-            "glFenceSync": (c.c_void_p, [c.c_uint, c.c_uint]),
-            "glClientWaitSync": (c.c_uint, [c.c_void_p, c.c_uint, c.c_uint64]),
-            "glDeleteSync": (None, [c.c_void_p]),
-        }
-        for name, (res, args) in sig.items():
-            f = getattr(lib, name)
-            f.restype, f.argtypes = res, args
-            setattr(self, name, f)
-
-
-_GL: _SyncGL | None | bool = False  # False: not looked for yet
-
-
-def sync_gl() -> _SyncGL | None:
-    """The fence and query entry points, or None where no system GL library has them."""
-    global _GL
-    if _GL is False:
-        _GL = None
-        names = ["libOpenGL.so.0", "libGL.so.1", ctypes.util.find_library("OpenGL"), ctypes.util.find_library("GL")]
-        for name in filter(None, names):
-            try:
-                _GL = _SyncGL(ctypes.CDLL(name))
-                break
-            except (OSError, AttributeError):
-                continue
-    return _GL
-
-
 class GpuTimer:
     def __init__(self, ctx, lag: int = 2, *, fences: bool | None = None):
         """``lag``: frames allowed in flight (at least 1); ``fences``: None picks fences where the
         system library has them, False forces the moderngl fallback."""
         self.ctx = ctx
         self.lag = max(int(lag), 1)
-        self.gl = sync_gl() if fences is not False else None
+        self.gl = native_gl() if fences is not False else None
         self._pending: deque = deque()  # (frame, query, fence or None); oldest first
         self._free: list = []  # query objects to reuse
         self._current = None

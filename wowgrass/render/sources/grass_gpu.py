@@ -38,6 +38,7 @@ from wowgrass.grass.bundle import INSTANCE_DTYPE
 
 from ..constants import GrassSettings
 from ..gl.memory import gpu_memory
+from ..gl import native
 from ..gl.state import (ALPHA_TO_COVERAGE, DRAW_BARRIER, SSBO_BARRIER, bind_storage, set_uniform, uniform_serial,
                       use_texture)
 from .grass_cpu import BatchedGrass, group_by_chunk, interleave, sort_with_extra
@@ -430,12 +431,12 @@ class GpuGrass(BatchedGrass, Source):
         cs = culls[self._set]
         gx, rows = self._dispatch
         if not self.bands:
-            cs.run(gx, rows, n_views)
+            native.run_compute(cs, gx, rows, n_views)
             self.ctx.memory_barrier(DRAW_BARRIER)
             return
         for k, band in enumerate(self.bands):
             set_uniform(cs, "uBand", band)
-            cs.run(gx, rows, n_views)
+            native.run_compute(cs, gx, rows, n_views)
             # this band's appends before the next band's and, after the last, before the draws
             self.ctx.memory_barrier(DRAW_BARRIER if k == len(self.bands) - 1 else SSBO_BARRIER)
 

@@ -33,6 +33,7 @@ from wowgrass.grass.grid_tiles import ATLAS_SIDE, CONTROL_SIDE, GRID_HALF, GRID_
 
 from ..constants import GRID_DEFINES, GRID_STATS_SIZE as STATS_SIZE, GrassSettings
 from ..gl.memory import gpu_memory
+from ..gl import native
 from ..gl.state import ALPHA_TO_COVERAGE, DRAW_BARRIER, bind_storage, set_uniform, use_texture
 from ..gl.meshes import CMD_DTYPE, GpuMesh
 from ..gl.programs import MODEL_UNIT, VaoCache
@@ -351,7 +352,7 @@ class GridGrass(Source):
         self._set ^= 1
         # every view in one dispatch (z: the view's slot); at least one row of blades: work group
         # 0 zeroes the other command set
-        self._culls[self._set].run(-(-SLOTS // 64), max(1, self._layout["blades"]), n_views)
+        native.run_compute(self._culls[self._set], -(-SLOTS // 64), max(1, self._layout["blades"]), n_views)
         self.ctx.memory_barrier(DRAW_BARRIER)
 
     def warm_programs(self, pass_, view) -> list:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gl.memory import gpu_memory
+from ..gl import native
 from ..gl.meshes import CMD_DTYPE  # DrawElementsIndirectCommand, as grass has it
 from ..gl.programs import load_program
 from ..gl.readback import Readback
@@ -222,7 +223,7 @@ class TerrainSet(Source):
             set_uniform(cs, "uViewChunks", tab.capacity * 256)
             set_uniform(cs, "uMinLevel", getattr(arena, "first_level", 0))
             bind_storage(self.ctx, (tab.chunks, tab.ranges, tab.commands_for(len(views)), frame.uniforms.buffer))
-            cs.run((tab.slots * 256 + 63) // 64, 1, len(views))
+            native.run_compute(cs, (tab.slots * 256 + 63) // 64, 1, len(views))
             dispatched = True
         if dispatched:
             self.ctx.memory_barrier()

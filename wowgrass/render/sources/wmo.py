@@ -28,6 +28,7 @@ import numpy as np
 from wowgrass.game.mapobjects import transformed_bounds
 
 from ..gl.memory import gpu_memory
+from ..gl import native
 from ..gl.meshes import CMD_DTYPE, edge_indices
 from ..gl.programs import VaoCache, frame_slot_defines, read_by
 from ..gl.readback import Readback
@@ -252,7 +253,7 @@ class WmoSet(Source):
                     set_uniform(cs, name, value)
             self._static = key
         self._set ^= 1
-        self._culls[self._set].run(-(-self._n_records // 64), 1, len(views))
+        native.run_compute(self._culls[self._set], -(-self._n_records // 64), 1, len(views))
         self.ctx.memory_barrier(DRAW_BARRIER)
 
     def warm_programs(self, pass_, view) -> list:
